@@ -1,0 +1,1141 @@
+//! Codex app-server attribution: one JSON-RPC line in, the attributed frame
+//! envelope plus any derived lifecycle, terminal and correction events out.
+//! Owns the registry of the run (§3) and terminal provenance (§4). Pure: no
+//! clock (the shell stamps `observed_at`), no I/O.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use agentrace_wire::codex::{
+    AgentState, CollabAgentToolCall, DeltaParams, ErrorParams, Item, ItemParams, Message,
+    MessageKind, StatusChangedParams, Thread, TokenBreakdown, TokenUsageParams, TurnParams,
+};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::decode::{decode_line, DecodedLine};
+use crate::model::{
+    Actor, AgentStatus, Direction, Event, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage,
+    TurnId, Warning,
+};
+use crate::recorder::{Attributor, Emitted, InputLine};
+use crate::registry::{ChildDetails, LinkOutcome, Registry};
+
+/// Longest summary kept in `input` / `output` / `summary` fields.
+const SUMMARY_CHARS: usize = 2_000;
+
+/// Notifications we know and keep as `notice` (no attribution meaning).
+const NOTICE_METHODS: &[&str] = &[
+    "account/rateLimits/updated",
+    "account/updated",
+    "account/login/completed",
+    "authStatusChange",
+    "configWarning",
+    "deprecationNotice",
+    "fuzzyFileSearch/sessionUpdated",
+    "fuzzyFileSearch/sessionCompleted",
+    "item/commandExecution/terminalInteraction",
+    "loginChatGptComplete",
+    "mcpServer/oauthLogin/completed",
+    "mcpServer/startupStatus/updated",
+    "model/rerouted",
+    "remoteControl/status/changed",
+    "serverRequest/resolved",
+    "sessionConfigured",
+    "thread/archived",
+    "thread/closed",
+    "thread/compacted",
+    "thread/goal/cleared",
+    "thread/goal/updated",
+    "thread/name/updated",
+    "thread/readState/changed",
+    "thread/unarchived",
+    "turn/diff/updated",
+    "turn/plan/updated",
+    "warning",
+    "windowsSandbox/setupCompleted",
+];
+
+/// Per-thread facts the attributor needs to derive events.
+#[derive(Debug, Default)]
+struct ThreadTrack {
+    status: Option<AgentStatus>,
+    current_turn: Option<TurnId>,
+    usage: Option<TokenUsage>,
+    /// Answer candidates of each turn: (last `final_answer`, last null-phase).
+    candidates: HashMap<TurnId, Candidates>,
+    last_message: Option<String>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Candidates {
+    final_answer: Option<(ItemId, String)>,
+    null_phase: Option<(ItemId, String)>,
+    seen: bool,
+}
+
+impl Candidates {
+    fn offer(&mut self, item: &ItemId, text: &str, phase: Option<&str>) {
+        self.seen = true;
+        match phase {
+            Some("final_answer") => self.final_answer = Some((item.clone(), text.to_owned())),
+            None => self.null_phase = Some((item.clone(), text.to_owned())),
+            // `commentary` (and any other phase) is never the answer.
+            Some(_) => {}
+        }
+    }
+
+    /// §4: the last `final_answer`; with no phase set, the last null-phase
+    /// message; commentary never.
+    fn answer(&self) -> Option<(ItemId, String)> {
+        self.final_answer.clone().or_else(|| self.null_phase.clone())
+    }
+}
+
+/// Attributes a Codex app-server stream.
+#[derive(Debug, Default)]
+pub struct CodexAttributor {
+    registry: Registry,
+    tracks: HashMap<ThreadId, ThreadTrack>,
+    /// The last actor written for each thread, to know when to correct.
+    announced: HashMap<ThreadId, Actor>,
+    /// Threads whose actor may have changed while handling the current line.
+    dirty: BTreeSet<ThreadId>,
+    /// Client request id → method, to name responses.
+    client_requests: HashMap<String, String>,
+    /// Server request id → method.
+    server_requests: HashMap<String, String>,
+    /// Warnings already raised: (code, thread).
+    raised: HashSet<(String, Option<ThreadId>)>,
+    /// Spawn edges already announced.
+    edges: HashSet<(ThreadId, ThreadId)>,
+}
+
+/// What one frame produced before actors are attached.
+struct Pending {
+    derived: Vec<(Actor, Event)>,
+}
+
+impl CodexAttributor {
+    /// A fresh attributor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry as it stands.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn track(&mut self, thread: &ThreadId) -> &mut ThreadTrack {
+        self.tracks.entry(thread.clone()).or_default()
+    }
+
+    fn actor_of(&self, thread: Option<&ThreadId>) -> Actor {
+        match thread {
+            Some(thread) => self.registry.actor(thread),
+            None => Actor::unknown("no thread id"),
+        }
+    }
+
+    fn observe(&mut self, thread: &ThreadId) {
+        if self.registry.get(thread).is_none() {
+            self.registry.observe(thread);
+        }
+    }
+
+    fn mark_root(&mut self, thread: &ThreadId) {
+        let before = self.registry.get(thread).map(|entry| entry.kind);
+        self.registry.mark_root(thread);
+        if before != self.registry.get(thread).map(|entry| entry.kind) {
+            self.dirty.extend(self.registry.subtree(thread));
+        }
+    }
+
+    fn warn(
+        &mut self,
+        pending: &mut Pending,
+        actor: &Actor,
+        code: &str,
+        severity: Severity,
+        thread: Option<&ThreadId>,
+        message: String,
+    ) {
+        if !self
+            .raised
+            .insert((code.to_owned(), thread.cloned()))
+        {
+            return;
+        }
+        pending.derived.push((
+            actor.clone(),
+            Event::Warning {
+                warning: Warning {
+                    code: code.to_owned(),
+                    severity,
+                    message,
+                    event_sequence: None,
+                    thread_id: thread.cloned(),
+                },
+            },
+        ));
+    }
+
+    /// Offers a spawn link and announces it once.
+    #[allow(clippy::too_many_arguments)]
+    fn link(
+        &mut self,
+        pending: &mut Pending,
+        frame_actor: &Actor,
+        parent: &ThreadId,
+        child: &ThreadId,
+        via: &str,
+        details: &ChildDetails,
+        spawn: (Option<String>, Option<String>, Option<String>),
+    ) {
+        if self.registry.add_details(child, details) {
+            self.dirty.insert(child.clone());
+        }
+        match self.registry.link(parent, child, via) {
+            LinkOutcome::Linked => {
+                self.dirty.extend(self.registry.subtree(child));
+            }
+            LinkOutcome::Known => {}
+            LinkOutcome::Conflict { existing } => {
+                let message = match &existing {
+                    Some(existing) => format!(
+                        "{via} names {parent} as the parent of {child}, but {existing} was linked first; the first link is kept"
+                    ),
+                    None => format!(
+                        "{via} names {parent} as the parent of {child}, which the client started as a root; it stays a root"
+                    ),
+                };
+                self.warn(pending, frame_actor, "link_conflict", Severity::Warning, Some(child), message);
+                return;
+            }
+            LinkOutcome::Cycle => {
+                self.warn(
+                    pending,
+                    frame_actor,
+                    "link_cycle",
+                    Severity::Warning,
+                    Some(child),
+                    format!("{via} would make {child} a descendant of itself through {parent}; the link was refused"),
+                );
+                return;
+            }
+        }
+        if self.edges.insert((parent.clone(), child.clone())) {
+            let (prompt, model, reasoning_effort) = spawn;
+            pending.derived.push((
+                self.registry.actor(parent),
+                Event::AgentSpawned {
+                    parent_thread_id: parent.clone(),
+                    child_thread_id: child.clone(),
+                    prompt,
+                    model: model.filter(|model| !model.is_empty()),
+                    reasoning_effort,
+                    via: via.to_owned(),
+                },
+            ));
+        }
+    }
+
+    /// Moves a thread's status; a move into an ending announces the child's
+    /// completion (once per turn: an ended turn does not end twice).
+    fn set_status(
+        &mut self,
+        pending: &mut Pending,
+        frame_actor: &Actor,
+        thread: &ThreadId,
+        status: AgentStatus,
+        result_hint: Option<String>,
+    ) {
+        let is_root = self.registry.get(thread).map(|entry| entry.kind)
+            == Some(crate::registry::ThreadKind::Root);
+        let track = self.track(thread);
+        let before = track.status;
+        if before.is_some_and(AgentStatus::is_final) && status.is_final() {
+            return;
+        }
+        track.status = Some(status);
+        if !status.is_final() || is_root {
+            return;
+        }
+        let result = result_hint.or_else(|| track.last_message.clone());
+        let parent = self
+            .registry
+            .get(thread)
+            .and_then(|entry| entry.parent.clone());
+        pending.derived.push((
+            frame_actor.clone(),
+            Event::AgentCompleted {
+                thread_id: thread.clone(),
+                parent_thread_id: parent,
+                result,
+                status,
+            },
+        ));
+    }
+
+    fn handle_json(
+        &mut self,
+        value: &Value,
+        direction: Option<Direction>,
+        line_number: u64,
+        pending: &mut Pending,
+    ) -> (Option<ThreadId>, Event) {
+        let Ok(message) = Message::deserialize(value) else {
+            return (None, not_json_rpc(line_number));
+        };
+        if !value.is_object() {
+            return (None, not_json_rpc(line_number));
+        }
+        match message.kind() {
+            MessageKind::Notification => {
+                let method = message.method.clone().unwrap_or_default();
+                if direction == Some(Direction::ToServer) {
+                    return (None, Event::Notice { method, message: None });
+                }
+                self.notification(&method, message.params.as_ref(), line_number, pending)
+            }
+            MessageKind::Request => {
+                let method = message.method.clone().unwrap_or_default();
+                let id = message.id.clone().unwrap_or(Value::Null);
+                let params = message.params.as_ref();
+                let thread = params.and_then(thread_id_of);
+                if let Some(thread) = &thread {
+                    self.observe(thread);
+                }
+                if direction == Some(Direction::ToServer) {
+                    self.client_requests.insert(id_key(&id), method.clone());
+                    (thread, Event::ClientRequest { request_id: id, method })
+                } else {
+                    self.server_requests.insert(id_key(&id), method.clone());
+                    let item_id = params
+                        .and_then(|params| params.get("itemId"))
+                        .and_then(Value::as_str)
+                        .map(ItemId::from);
+                    let summary = params
+                        .and_then(|params| {
+                            params
+                                .get("command")
+                                .or_else(|| params.get("reason"))
+                                .and_then(Value::as_str)
+                        })
+                        .map(summarize)
+                        .unwrap_or_default();
+                    (
+                        thread,
+                        Event::ServerRequest {
+                            request_id: id,
+                            method,
+                            item_id,
+                            summary,
+                        },
+                    )
+                }
+            }
+            MessageKind::Response => {
+                let id = message.id.clone().unwrap_or(Value::Null);
+                let method = if direction == Some(Direction::ToServer) {
+                    self.server_requests.get(&id_key(&id)).cloned()
+                } else {
+                    self.client_requests.get(&id_key(&id)).cloned()
+                };
+                let error = message.error.as_ref().map(|error| {
+                    error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| error.to_string())
+                });
+                let mut thread = None;
+                if direction != Some(Direction::ToServer) {
+                    if let Some(result) = &message.result {
+                        thread = self.response_threads(result, method.as_deref(), pending);
+                    }
+                }
+                (
+                    thread,
+                    Event::Response {
+                        request_id: id,
+                        method,
+                        error,
+                    },
+                )
+            }
+            MessageKind::Other => (None, not_json_rpc(line_number)),
+        }
+    }
+
+    /// Learns roots and links from thread objects in a response; returns the
+    /// thread the response is about, if one.
+    fn response_threads(
+        &mut self,
+        result: &Value,
+        method: Option<&str>,
+        pending: &mut Pending,
+    ) -> Option<ThreadId> {
+        let mut about = None;
+        if let Some(thread_value) = result.get("thread") {
+            if let Ok(thread) = Thread::deserialize(thread_value) {
+                // thread/start, thread/resume and thread/fork answer with the
+                // thread *and* its settings (`model`); thread/read does not.
+                let started = matches!(
+                    method,
+                    Some("thread/start" | "thread/resume" | "thread/fork")
+                ) || (method.is_none() && result.get("model").is_some());
+                let id = ThreadId::from(thread.id.as_str());
+                self.thread_object(&thread, started, "threadRead", pending);
+                about = Some(id);
+            }
+        }
+        if let Some(Value::Array(entries)) = result.get("data") {
+            for entry in entries {
+                if entry.get("id").is_some() && entry.get("turns").is_some()
+                    || entry.get("source").is_some()
+                {
+                    if let Ok(thread) = Thread::deserialize(entry) {
+                        self.thread_object(&thread, false, "threadList", pending);
+                    }
+                }
+            }
+        }
+        about
+    }
+
+    /// A thread object: a spawn source links it; otherwise, when the client
+    /// started it, it is a root.
+    fn thread_object(&mut self, thread: &Thread, started: bool, via: &str, pending: &mut Pending) {
+        let id = ThreadId::from(thread.id.as_str());
+        self.observe(&id);
+        if let Some(spawn) = thread.thread_spawn() {
+            if let Some(parent) = spawn.parent_thread_id.as_deref() {
+                let details = ChildDetails {
+                    agent_path: spawn.agent_path.clone(),
+                    nickname: spawn.agent_nickname.clone().or(thread.agent_nickname.clone()),
+                    agent_role: spawn.agent_role.clone().or(thread.agent_role.clone()),
+                    description: None,
+                };
+                let frame_actor = self.registry.actor(&ThreadId::from(parent));
+                self.link(
+                    pending,
+                    &frame_actor,
+                    &ThreadId::from(parent),
+                    &id,
+                    via,
+                    &details,
+                    (None, thread.model.clone(), None),
+                );
+            }
+        } else if started {
+            self.mark_root(&id);
+        }
+    }
+
+    fn notification(
+        &mut self,
+        method: &str,
+        params: Option<&Value>,
+        line_number: u64,
+        pending: &mut Pending,
+    ) -> (Option<ThreadId>, Event) {
+        let null = Value::Null;
+        let params = params.unwrap_or(&null);
+        let thread = thread_id_of(params);
+        if let Some(thread) = &thread {
+            self.observe(thread);
+        }
+        let event = match method {
+            "thread/started" => match params.get("thread").map(Thread::deserialize) {
+                Some(Ok(thread_object)) => {
+                    self.thread_object(&thread_object, true, "threadStarted", pending);
+                    Event::ThreadStarted {
+                        thread_id: ThreadId::from(thread_object.id.as_str()),
+                    }
+                }
+                _ => unknown_shape(method, line_number),
+            },
+            "thread/status/changed" => match StatusChangedParams::deserialize(params) {
+                Ok(changed) => Event::Status {
+                    status: changed.status.status_type.unwrap_or_default(),
+                    waiting_on_approval: changed
+                        .status
+                        .active_flags
+                        .iter()
+                        .any(|flag| flag == "waitingOnApproval"),
+                    waiting_on_user_input: changed
+                        .status
+                        .active_flags
+                        .iter()
+                        .any(|flag| flag == "waitingOnUserInput"),
+                },
+                Err(_) => unknown_shape(method, line_number),
+            },
+            "turn/started" => match TurnParams::deserialize(params) {
+                Ok(turn) => {
+                    let turn_id = TurnId::from(turn.turn.id.as_str());
+                    if let Some(thread) = &thread {
+                        let frame_actor = self.registry.actor(thread);
+                        self.set_status(pending, &frame_actor, thread, AgentStatus::Running, None);
+                        let track = self.track(thread);
+                        track.current_turn = Some(turn_id.clone());
+                        track.candidates.insert(turn_id.clone(), Candidates::default());
+                    }
+                    Event::TurnStarted {
+                        turn_id,
+                        root_turn_id: turn.turn.root_turn_id.map(TurnId::from),
+                    }
+                }
+                Err(_) => unknown_shape(method, line_number),
+            },
+            "turn/completed" => match TurnParams::deserialize(params) {
+                Ok(turn) => self.turn_completed(thread.as_ref(), &turn, pending),
+                Err(_) => unknown_shape(method, line_number),
+            },
+            "item/started" | "item/completed" => match ItemParams::deserialize(params) {
+                Ok(item) => self.item(method == "item/completed", thread.as_ref(), &item, line_number, method, pending),
+                Err(_) => unknown_shape(method, line_number),
+            },
+            "thread/tokenUsage/updated" => match TokenUsageParams::deserialize(params) {
+                Ok(usage) => {
+                    let total = tokens(&usage.token_usage.total);
+                    if let Some(thread) = &thread {
+                        self.track(thread).usage = Some(total);
+                    }
+                    Event::Usage {
+                        turn_id: usage.turn_id.map(TurnId::from),
+                        total,
+                        last: Some(tokens(&usage.token_usage.last)),
+                    }
+                }
+                Err(_) => unknown_shape(method, line_number),
+            },
+            "error" => match ErrorParams::deserialize(params) {
+                Ok(error) => Event::Error {
+                    message: error.error.message.unwrap_or_default(),
+                    will_retry: error.will_retry,
+                    code: error.error.codex_error_info.as_ref().map(code_text),
+                    turn_id: error.turn_id.map(TurnId::from),
+                },
+                Err(_) => unknown_shape(method, line_number),
+            },
+            _ if is_delta(method) => match DeltaParams::deserialize(params) {
+                Ok(delta) => Event::Delta {
+                    kind: delta_kind(method),
+                    text: delta.delta.unwrap_or_default(),
+                    item_id: delta.item_id.map(ItemId::from),
+                    turn_id: delta.turn_id.map(TurnId::from),
+                },
+                Err(_) => unknown_shape(method, line_number),
+            },
+            _ if NOTICE_METHODS.contains(&method) => Event::Notice {
+                method: method.to_owned(),
+                message: params
+                    .get("message")
+                    .or_else(|| params.get("summary"))
+                    .and_then(Value::as_str)
+                    .map(summarize),
+            },
+            _ => Event::Unknown {
+                kind: "unknownMethod".to_owned(),
+                method: Some(method.to_owned()),
+                reason: format!("unknown method `{method}`"),
+                line_number: Some(line_number),
+                raw_base64: None,
+            },
+        };
+        (thread, event)
+    }
+
+    fn turn_completed(
+        &mut self,
+        thread: Option<&ThreadId>,
+        turn: &TurnParams,
+        pending: &mut Pending,
+    ) -> Event {
+        let turn_id = TurnId::from(turn.turn.id.as_str());
+        let status_text = turn.turn.status.clone().unwrap_or_default();
+        let error = turn
+            .turn
+            .error
+            .as_ref()
+            .and_then(|error| error.message.clone());
+        let mut usage = None;
+        if let Some(thread) = thread {
+            // The summary view carries the final message; count it only when
+            // no item/completed already did.
+            let track = self.track(thread);
+            usage = track.usage;
+            let candidates = track.candidates.entry(turn_id.clone()).or_default();
+            if !candidates.seen {
+                for item in &turn.turn.items {
+                    if let Item::AgentMessage(message) = Item::from_value(item) {
+                        let id = ItemId::from(message.id.as_str());
+                        candidates.offer(&id, &message.text, message.phase.as_deref());
+                        track.last_message = Some(message.text.clone());
+                    }
+                }
+            }
+            let answer = track
+                .candidates
+                .get(&turn_id)
+                .and_then(Candidates::answer);
+            let status = agent_status_of_turn(&status_text);
+            let frame_actor = self.registry.actor(thread);
+            let hint = match status {
+                AgentStatus::Completed => answer.clone().map(|(_, text)| text),
+                _ => error.clone(),
+            };
+            self.set_status(pending, &frame_actor, thread, status, hint);
+            if self.registry.primary_root() == Some(thread) {
+                let terminal = match status_text.as_str() {
+                    "completed" => match answer {
+                        Some((item, text)) => Event::Done {
+                            result: Some(text),
+                            source_thread_id: Some(thread.clone()),
+                            source_role: Some(Role::Root),
+                            source_item_id: Some(item),
+                        },
+                        None => Event::Done {
+                            result: None,
+                            source_thread_id: None,
+                            source_role: None,
+                            source_item_id: None,
+                        },
+                    },
+                    "interrupted" => Event::Interrupted {
+                        error: error.clone(),
+                        source_thread_id: Some(thread.clone()),
+                        turn_id: Some(turn_id.clone()),
+                    },
+                    other => Event::Failed {
+                        error: error.clone().or_else(|| {
+                            (other != "failed").then(|| format!("turn ended with status `{other}`"))
+                        }),
+                        source_thread_id: Some(thread.clone()),
+                        turn_id: Some(turn_id.clone()),
+                    },
+                };
+                pending.derived.push((frame_actor, terminal));
+            }
+        }
+        Event::TurnCompleted {
+            turn_id,
+            status: status_text,
+            error,
+            duration_ms: turn.turn.duration_ms,
+            usage,
+        }
+    }
+
+    fn item(
+        &mut self,
+        completed: bool,
+        thread: Option<&ThreadId>,
+        params: &ItemParams,
+        line_number: u64,
+        method: &str,
+        pending: &mut Pending,
+    ) -> Event {
+        let turn_id = params.turn_id.clone().map(TurnId::from);
+        let frame_actor = self.actor_of(thread);
+        let item = Item::from_value(&params.item);
+        match item {
+            Item::UserMessage(message) => {
+                if completed {
+                    Event::Message {
+                        role: "user".to_owned(),
+                        phase: None,
+                        text: message.text(),
+                        item_id: Some(ItemId::from(message.id.as_str())),
+                        turn_id,
+                    }
+                } else {
+                    item_started("userMessage", &message.id, turn_id)
+                }
+            }
+            Item::AgentMessage(message) => {
+                if !completed {
+                    return item_started("agentMessage", &message.id, turn_id);
+                }
+                let id = ItemId::from(message.id.as_str());
+                if let Some(thread) = thread {
+                    let track = self.track(thread);
+                    if message.phase.as_deref() != Some("commentary") {
+                        track.last_message = Some(message.text.clone());
+                    }
+                    let turn = turn_id.clone().or_else(|| track.current_turn.clone());
+                    if let Some(turn) = turn {
+                        track
+                            .candidates
+                            .entry(turn)
+                            .or_default()
+                            .offer(&id, &message.text, message.phase.as_deref());
+                    }
+                }
+                Event::Message {
+                    role: "assistant".to_owned(),
+                    phase: message.phase,
+                    text: message.text,
+                    item_id: Some(id),
+                    turn_id,
+                }
+            }
+            Item::Reasoning(reasoning) => {
+                if !completed {
+                    return item_started("reasoning", &reasoning.id, turn_id);
+                }
+                let text = reasoning
+                    .summary
+                    .iter()
+                    .chain(reasoning.content.iter())
+                    .filter_map(|part| part.as_str().or_else(|| part.get("text").and_then(Value::as_str)))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Event::Reasoning {
+                    text: summarize(&text),
+                    item_id: Some(ItemId::from(reasoning.id.as_str())),
+                    turn_id,
+                }
+            }
+            Item::CommandExecution(command) => tool_event(
+                completed,
+                "command",
+                "shell",
+                &command.command,
+                command.status,
+                command.exit_code,
+                command.duration_ms,
+                command.aggregated_output.as_deref().unwrap_or(""),
+                &command.id,
+                turn_id,
+            ),
+            Item::FileChange(change) => {
+                let paths = change
+                    .changes
+                    .iter()
+                    .filter_map(|change| change.get("path").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                tool_event(
+                    completed, "file_change", "apply_patch", &paths, change.status, None, None, "",
+                    &change.id, turn_id,
+                )
+            }
+            Item::McpToolCall(call) => {
+                let name = format!("mcp__{}__{}", call.server, call.tool);
+                let input = call.arguments.as_ref().map(Value::to_string).unwrap_or_default();
+                let output = call
+                    .error
+                    .as_ref()
+                    .or(call.result.as_ref())
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                tool_event(
+                    completed, "mcp", &name, &input, call.status, None, call.duration_ms, &output,
+                    &call.id, turn_id,
+                )
+            }
+            Item::WebSearch(search) => tool_event(
+                completed, "web_search", "web_search", &search.query, None, None, None, "",
+                &search.id, turn_id,
+            ),
+            Item::CollabAgentToolCall(call) => {
+                self.collab(completed, thread, &frame_actor, &call, turn_id, pending)
+            }
+            Item::SubAgentActivity(activity) => {
+                if let (Some(parent), Some(child)) = (thread, activity.agent_thread_id.as_deref()) {
+                    let child = ThreadId::from(child);
+                    let details = ChildDetails {
+                        agent_path: activity.agent_path.clone(),
+                        ..ChildDetails::default()
+                    };
+                    match activity.kind.as_str() {
+                        "started" => self.link(
+                            pending,
+                            &frame_actor,
+                            parent,
+                            &child,
+                            "subAgentActivity",
+                            &details,
+                            (None, activity.model.clone(), activity.reasoning_effort.clone()),
+                        ),
+                        "completed" if completed => {
+                            self.set_status(pending, &frame_actor, &child, AgentStatus::Completed, None)
+                        }
+                        "interrupted" if completed => self.set_status(
+                            pending,
+                            &frame_actor,
+                            &child,
+                            AgentStatus::Interrupted,
+                            None,
+                        ),
+                        _ => {}
+                    }
+                }
+                let id = activity.id.as_str();
+                if completed {
+                    Event::ItemCompleted {
+                        item_type: "subAgentActivity".to_owned(),
+                        item_id: Some(ItemId::from(id)),
+                        turn_id,
+                    }
+                } else {
+                    item_started("subAgentActivity", id, turn_id)
+                }
+            }
+            Item::Unknown { item_type, .. } => {
+                let item_type = item_type.unwrap_or_else(|| "?".to_owned());
+                Event::Unknown {
+                    kind: "unknownItemType".to_owned(),
+                    method: Some(method.to_owned()),
+                    reason: format!("unknown item type `{item_type}`"),
+                    line_number: Some(line_number),
+                    raw_base64: None,
+                }
+            }
+        }
+    }
+
+    fn collab(
+        &mut self,
+        completed: bool,
+        thread: Option<&ThreadId>,
+        frame_actor: &Actor,
+        call: &CollabAgentToolCall,
+        turn_id: Option<TurnId>,
+        pending: &mut Pending,
+    ) -> Event {
+        // The sender is stated on the item; it normally equals the frame's thread.
+        let sender = call
+            .sender_thread_id
+            .as_deref()
+            .map(ThreadId::from)
+            .or_else(|| thread.cloned());
+        let receivers: Vec<ThreadId> = call
+            .receiver_thread_ids
+            .iter()
+            .map(|id| ThreadId::from(id.as_str()))
+            .collect();
+        match call.tool.as_str() {
+            "spawnAgent" => {
+                if let Some(sender) = &sender {
+                    for child in &receivers {
+                        self.link(
+                            pending,
+                            frame_actor,
+                            sender,
+                            child,
+                            "spawnAgent",
+                            &ChildDetails::default(),
+                            (
+                                call.prompt.clone(),
+                                call.model.clone(),
+                                call.reasoning_effort.clone(),
+                            ),
+                        );
+                    }
+                }
+            }
+            "wait" if !completed => {
+                if let Some(sender) = &sender {
+                    pending.derived.push((
+                        frame_actor.clone(),
+                        Event::AgentWaitStarted {
+                            parent_thread_id: sender.clone(),
+                            child_thread_ids: receivers.clone(),
+                        },
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if completed {
+            for (child, state) in &call.agents_states {
+                let child = ThreadId::from(child.as_str());
+                let state = AgentState::deserialize(state).unwrap_or_default();
+                let status = match state.status.as_deref() {
+                    Some("completed") => Some(AgentStatus::Completed),
+                    Some("errored" | "failed") => Some(AgentStatus::Failed),
+                    Some("interrupted" | "shutdown" | "closed" | "cancelled") => {
+                        Some(AgentStatus::Interrupted)
+                    }
+                    _ => None,
+                };
+                if let Some(status) = status {
+                    self.set_status(pending, frame_actor, &child, status, state.message.clone());
+                }
+            }
+            if call.tool == "closeAgent" && call.status.as_deref() == Some("completed") {
+                for child in &receivers {
+                    if self.tracks.get(child).and_then(|track| track.status)
+                        == Some(AgentStatus::Running)
+                    {
+                        self.set_status(pending, frame_actor, child, AgentStatus::Interrupted, None);
+                    }
+                }
+            }
+        }
+        let input = match (&call.prompt, receivers.is_empty()) {
+            (Some(prompt), _) => summarize(prompt),
+            (None, false) => receivers
+                .iter()
+                .map(ThreadId::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            (None, true) => String::new(),
+        };
+        if completed {
+            let output = call
+                .agents_states
+                .iter()
+                .map(|(id, state)| {
+                    let state = AgentState::deserialize(state).unwrap_or_default();
+                    format!(
+                        "{id}: {}{}",
+                        state.status.unwrap_or_default(),
+                        state.message.map(|m| format!(" — {m}")).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            Event::ToolResult {
+                tool_kind: "agent".to_owned(),
+                name: call.tool.clone(),
+                status: call.status.clone(),
+                exit_code: None,
+                duration_ms: None,
+                output: summarize(&output),
+                item_id: Some(ItemId::from(call.id.as_str())),
+                turn_id,
+            }
+        } else {
+            Event::ToolUse {
+                tool_kind: "agent".to_owned(),
+                name: call.tool.clone(),
+                input,
+                item_id: Some(ItemId::from(call.id.as_str())),
+                turn_id,
+            }
+        }
+    }
+
+    fn emit(&mut self, out: &mut Vec<Emitted>, base: &InputLine<'_>, timestamp: Timestamp, actor: Actor, event: Event, raw: Option<Box<RawValue>>) {
+        if let Some(thread) = &actor.thread_id {
+            self.announced.insert(thread.clone(), actor.clone());
+        }
+        out.push(Emitted {
+            timestamp,
+            direction: if raw.is_some() { base.direction } else { None },
+            actor,
+            event,
+            raw,
+        });
+    }
+
+    /// Appends `actor_resolved` for every announced thread whose actor moved.
+    fn corrections(&mut self, out: &mut Vec<Emitted>, base: &InputLine<'_>, timestamp: Timestamp) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for thread in dirty {
+            let Some(announced) = self.announced.get(&thread) else {
+                continue;
+            };
+            let actor = self.registry.actor(&thread);
+            if *announced != actor {
+                self.emit(
+                    out,
+                    base,
+                    timestamp,
+                    actor.clone(),
+                    Event::ActorResolved {
+                        thread_id: thread.clone(),
+                        actor,
+                    },
+                    None,
+                );
+            }
+        }
+    }
+}
+
+impl Attributor for CodexAttributor {
+    fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted> {
+        let mut out = Vec::new();
+        let mut pending = Pending { derived: Vec::new() };
+        let (thread, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
+            DecodedLine::Undecodable {
+                reason,
+                raw,
+                raw_base64,
+            } => (
+                None,
+                Event::Unknown {
+                    kind: "undecodable".to_owned(),
+                    method: None,
+                    reason,
+                    line_number: Some(line.line_number),
+                    raw_base64,
+                },
+                raw,
+                line.observed_at,
+            ),
+            DecodedLine::Json { raw, value } => {
+                let timestamp = value
+                    .get("emittedAtMs")
+                    .and_then(Value::as_i64)
+                    .map(Timestamp::from_millis)
+                    .unwrap_or(line.observed_at);
+                let (thread, event) =
+                    self.handle_json(&value, line.direction, line.line_number, &mut pending);
+                (thread, event, raw, timestamp)
+            }
+        };
+        let actor = match &thread {
+            Some(thread) => self.registry.actor(thread),
+            None => Actor::unknown("no thread id"),
+        };
+        self.emit(&mut out, line, timestamp, actor, event, Some(raw));
+        for (actor, event) in pending.derived {
+            self.emit(&mut out, line, timestamp, actor, event, None);
+        }
+        self.corrections(&mut out, line, timestamp);
+        out
+    }
+
+    fn finish(&mut self) -> Vec<Emitted> {
+        Vec::new()
+    }
+}
+
+fn thread_id_of(params: &Value) -> Option<ThreadId> {
+    params
+        .get("threadId")
+        .and_then(Value::as_str)
+        .or_else(|| {
+            params
+                .get("thread")
+                .and_then(|thread| thread.get("id"))
+                .and_then(Value::as_str)
+        })
+        .filter(|id| !id.is_empty())
+        .map(ThreadId::from)
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn not_json_rpc(line_number: u64) -> Event {
+    Event::Unknown {
+        kind: "notJsonRpc".to_owned(),
+        method: None,
+        reason: "valid JSON, but not a JSON-RPC message".to_owned(),
+        line_number: Some(line_number),
+        raw_base64: None,
+    }
+}
+
+fn unknown_shape(method: &str, line_number: u64) -> Event {
+    Event::Unknown {
+        kind: "unknownMethod".to_owned(),
+        method: Some(method.to_owned()),
+        reason: format!("`{method}` with params of an unexpected shape"),
+        line_number: Some(line_number),
+        raw_base64: None,
+    }
+}
+
+fn is_delta(method: &str) -> bool {
+    method.starts_with("item/")
+        && (method.ends_with("/delta") || method.ends_with("Delta"))
+}
+
+fn delta_kind(method: &str) -> String {
+    match method {
+        "item/agentMessage/delta" => "agentMessage".to_owned(),
+        "item/commandExecution/outputDelta" => "commandOutput".to_owned(),
+        other => other
+            .trim_start_matches("item/")
+            .replace('/', ".")
+            .to_owned(),
+    }
+}
+
+fn code_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Object(map) => map.keys().next().cloned().unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+fn tokens(breakdown: &TokenBreakdown) -> TokenUsage {
+    TokenUsage {
+        input_tokens: breakdown.input_tokens,
+        cached_input_tokens: breakdown.cached_input_tokens,
+        output_tokens: breakdown.output_tokens,
+        reasoning_output_tokens: breakdown.reasoning_output_tokens,
+        total_tokens: breakdown.total_tokens,
+    }
+}
+
+fn agent_status_of_turn(status: &str) -> AgentStatus {
+    match status {
+        "completed" => AgentStatus::Completed,
+        "interrupted" => AgentStatus::Interrupted,
+        _ => AgentStatus::Failed,
+    }
+}
+
+fn item_started(item_type: &str, id: &str, turn_id: Option<TurnId>) -> Event {
+    Event::ItemStarted {
+        item_type: item_type.to_owned(),
+        item_id: Some(ItemId::from(id)),
+        turn_id,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tool_event(
+    completed: bool,
+    tool_kind: &str,
+    name: &str,
+    input: &str,
+    status: Option<String>,
+    exit_code: Option<i64>,
+    duration_ms: Option<i64>,
+    output: &str,
+    id: &str,
+    turn_id: Option<TurnId>,
+) -> Event {
+    if completed {
+        Event::ToolResult {
+            tool_kind: tool_kind.to_owned(),
+            name: name.to_owned(),
+            status,
+            exit_code,
+            duration_ms,
+            output: summarize(output),
+            item_id: Some(ItemId::from(id)),
+            turn_id,
+        }
+    } else {
+        Event::ToolUse {
+            tool_kind: tool_kind.to_owned(),
+            name: name.to_owned(),
+            input: summarize(input),
+            item_id: Some(ItemId::from(id)),
+            turn_id,
+        }
+    }
+}
+
+/// Cuts a text to [`SUMMARY_CHARS`] characters, marking the cut.
+pub fn summarize(text: &str) -> String {
+    match text.char_indices().nth(SUMMARY_CHARS) {
+        Some((index, _)) => format!("{}…", &text[..index]),
+        None => text.to_owned(),
+    }
+}

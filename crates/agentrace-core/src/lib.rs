@@ -1,0 +1,15 @@
+//! The pure core of agentrace: bytes of a source in, attributed envelopes and
+//! run state out. It never reads the clock, mints random ids, logs or touches
+//! files: the shell stamps time on each input line and owns all I/O. The
+//! dependency graph enforces it (no tokio, no filesystem crates here).
+
+pub mod codex;
+pub mod decode;
+pub mod model;
+pub mod recorder;
+pub mod registry;
+pub mod state;
+
+pub use model::*;
+pub use recorder::{InputLine, Recorder};
+pub use state::RunState;

@@ -1,0 +1,756 @@
+//! The run log's output contract (format v2): envelopes, actors and events.
+//! These types are what we write and what every surface reads; they change
+//! when we decide, never because upstream did.
+//!
+//! # Run log format v2
+//!
+//! A run log is JSON Lines, one [`Envelope`] per line, append-only:
+//!
+//! ```json
+//! {"version":2,"timestamp":"2026-11-29T23:03:28.475Z","sequence":4,"runId":"run-…",
+//!  "actor":{"threadId":"01a2…","role":"root","label":"Main","depth":0,"confidence":"provider"},
+//!  "event":{"type":"thread_started","threadId":"01a2…"},"raw":{…the frame as read…}}
+//! ```
+//!
+//! - `sequence` runs 1, 2, … without gaps; a restarted writer continues it.
+//! - Every input line is kept in exactly one envelope's `raw`, in input order
+//!   (an undecodable line as a JSON string). Derived envelopes (lifecycle
+//!   events, corrections, the terminal `done`/`failed`/`interrupted`) have no
+//!   `raw`.
+//! - `direction` says which way a frame went on a driven or tapped connection
+//!   (`toServer` / `fromServer`); it is absent for one-way input.
+//!
+//! ## Late links and the `actor_resolved` correction
+//!
+//! A Codex child thread often speaks before anything links it to its
+//! parent (its first frame is a status change; the spawn item that names it
+//! completes later). Such a frame is written at once with the actor agentrace
+//! knows then: the provider-stated `threadId`, `role: "unknown"`, reason
+//! `thread not in registry`. When a link (or a better label) arrives, the
+//! writer appends an `actor_resolved` event `{threadId, actor}`.
+//!
+//! **Readers apply corrections**: the final actor of every envelope whose
+//! `actor.threadId` equals a resolved thread id is the `actor` of the *last*
+//! `actor_resolved` event for that thread in the log (earlier and later
+//! envelopes alike). Nothing is rewritten in place and nothing is held back,
+//! so a live reader sees every frame at once and the log stays append-only.
+//! `agentrace events` prints envelopes with corrections applied.
+//!
+//! ## Legacy lines
+//!
+//! Lines of the form `{timestamp, event}` (no `version`) are read as
+//! envelopes with `actor.role: "unknown"`, reason `legacy log: ownership
+//! unavailable`, and a sequence taken from their line number.
+//!
+//! The lists of event types and of members may expand over time; readers keep
+//! an unknown `event.type` as it is ([`EventBody::Foreign`]).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The log format version written by this build.
+pub const LOG_VERSION: u32 = 2;
+
+macro_rules! id_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The id as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self(value.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                Self(value)
+            }
+        }
+    };
+}
+
+id_newtype!(
+    /// A Codex thread id, a Claude session id or subagent id.
+    ThreadId
+);
+id_newtype!(
+    /// A turn id (Codex turn, Claude message round).
+    TurnId
+);
+id_newtype!(
+    /// An item id; unique only within its thread.
+    ItemId
+);
+id_newtype!(
+    /// A run id (`run-<ulid>` or given by the user).
+    RunId
+);
+
+/// A point in time, Unix milliseconds; written as RFC 3339 with milliseconds
+/// in UTC (`2026-11-29T23:03:28.475Z`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// From Unix milliseconds.
+    pub fn from_millis(millis: i64) -> Self {
+        Self(millis)
+    }
+
+    /// Unix milliseconds.
+    pub fn millis(self) -> i64 {
+        self.0
+    }
+
+    /// Parses RFC 3339 (any offset).
+    pub fn parse(text: &str) -> Option<Self> {
+        chrono::DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|t| Self(t.timestamp_millis()))
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match chrono::DateTime::from_timestamp_millis(self.0) {
+            Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%S%.3fZ")),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match &value {
+            Value::String(text) => Timestamp::parse(text)
+                .ok_or_else(|| serde::de::Error::custom(format!("not an RFC 3339 time: {text}"))),
+            Value::Number(number) => number
+                .as_i64()
+                .map(Timestamp)
+                .ok_or_else(|| serde::de::Error::custom("timestamp out of range")),
+            _ => Err(serde::de::Error::custom("expected an RFC 3339 string")),
+        }
+    }
+}
+
+/// The agent runtime a run came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// OpenAI Codex.
+    Codex,
+    /// Anthropic Claude Code / Agent SDK.
+    Claude,
+    /// Not known (legacy logs).
+    Unknown,
+}
+
+/// Where a run was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The stdout of `codex app-server` (ingested, driven or tapped).
+    CodexAppServer,
+    /// A legacy `{timestamp, event}` log.
+    Legacy,
+}
+
+/// Which way a frame went on a connection we sit on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Direction {
+    /// Client → server.
+    ToServer,
+    /// Server → client.
+    FromServer,
+}
+
+/// Who an actor is in the agent tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The agent the user started.
+    Root,
+    /// An agent spawned by another agent, at any depth.
+    Helper,
+    /// Not known.
+    Unknown,
+}
+
+/// How the owner of an event is known (§3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// The provider stated the owner on this very frame.
+    Provider,
+    /// Inferred from other frames.
+    Derived,
+    /// No evidence.
+    Unknown,
+}
+
+/// Who produced an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Actor {
+    /// The owning thread, or null when nothing names one.
+    pub thread_id: Option<ThreadId>,
+    /// Root, helper, or unknown.
+    pub role: Role,
+    /// The spawner; always set for a helper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_thread_id: Option<ThreadId>,
+    /// Display label: `Main`, `/root/child_a`, `Ash [explorer]`, `Helper 2`, `Unknown actor`.
+    pub label: String,
+    /// Depth in the tree (root 0), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// How the owner is known.
+    pub confidence: Confidence,
+    /// Why the role is unknown, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Label of an actor nobody can name.
+pub const UNKNOWN_LABEL: &str = "Unknown actor";
+
+impl Actor {
+    /// An actor with no evidence at all.
+    pub fn unknown(reason: impl Into<String>) -> Self {
+        Self {
+            thread_id: None,
+            role: Role::Unknown,
+            parent_thread_id: None,
+            label: UNKNOWN_LABEL.to_owned(),
+            depth: None,
+            confidence: Confidence::Unknown,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// True when the role is not known (the thread may still be named).
+    pub fn is_unknown(&self) -> bool {
+        self.role == Role::Unknown
+    }
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Input tokens, cached included.
+    pub input_tokens: u64,
+    /// Cached input tokens.
+    pub cached_input_tokens: u64,
+    /// Output tokens, reasoning included.
+    pub output_tokens: u64,
+    /// Reasoning output tokens.
+    pub reasoning_output_tokens: u64,
+    /// All tokens.
+    pub total_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Field-wise sum.
+    pub fn add(&self, other: &TokenUsage) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            reasoning_output_tokens: self.reasoning_output_tokens + other.reasoning_output_tokens,
+            total_tokens: self.total_tokens + other.total_tokens,
+        }
+    }
+}
+
+/// Status of a run (§1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Not ended yet (or never seen to end).
+    Running,
+    /// The root's last turn completed.
+    Done,
+    /// The root's last turn failed.
+    Failed,
+    /// The root's last turn was interrupted.
+    Interrupted,
+}
+
+/// Status of one agent in the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    /// Known, no turn seen yet.
+    Pending,
+    /// A turn is running.
+    Running,
+    /// The last turn completed.
+    Completed,
+    /// The last turn failed.
+    Failed,
+    /// The last turn was interrupted (or the agent was closed while running).
+    Interrupted,
+}
+
+impl AgentStatus {
+    /// True for the statuses that end a turn.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            AgentStatus::Completed | AgentStatus::Failed | AgentStatus::Interrupted
+        )
+    }
+}
+
+/// Warning severity (§8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Suspicious.
+    Warning,
+    /// The run's answer cannot be trusted.
+    Error,
+}
+
+/// A warning about a run (§8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Warning {
+    /// Stable code, e.g. `link_conflict`.
+    pub code: String,
+    /// How bad.
+    pub severity: Severity,
+    /// What happened, for people.
+    pub message: String,
+    /// The envelope that raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_sequence: Option<u64>,
+    /// The thread it concerns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<ThreadId>,
+}
+
+/// A normalized event, tagged by `type`. This list may expand over time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Event {
+    /// The first envelope of a log written by agentrace: what the run is.
+    RunStarted {
+        /// Provider.
+        provider: Provider,
+        /// Source.
+        source: Source,
+    },
+    /// A user or assistant message.
+    Message {
+        /// `user` or `assistant`.
+        role: String,
+        /// `final_answer`, `commentary`, or null.
+        phase: Option<String>,
+        /// The text.
+        text: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// Model reasoning.
+    Reasoning {
+        /// Summary text.
+        text: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A non-tool item started (its content comes on completion).
+    ItemStarted {
+        /// Provider item type.
+        item_type: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A non-tool, non-message item completed (e.g. `subAgentActivity`).
+    ItemCompleted {
+        /// Provider item type.
+        item_type: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A piece of streamed text or output.
+    Delta {
+        /// What streams: `agentMessage`, `commandOutput`, `reasoning`, …
+        kind: String,
+        /// The text added.
+        text: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A tool call began.
+    ToolUse {
+        /// `command`, `file_change`, `mcp`, `web_search`, `agent`, `other`.
+        tool_kind: String,
+        /// Tool name (`shell`, `apply_patch`, `mcp__server__tool`, `spawnAgent`, …).
+        name: String,
+        /// Input summary.
+        input: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A tool call ended.
+    ToolResult {
+        /// As on `tool_use`.
+        tool_kind: String,
+        /// As on `tool_use`.
+        name: String,
+        /// Provider status: `completed`, `failed`, `declined`, …
+        status: Option<String>,
+        /// Exit code of a command.
+        exit_code: Option<i64>,
+        /// Duration in milliseconds.
+        duration_ms: Option<i64>,
+        /// Output summary.
+        output: String,
+        /// Item id.
+        item_id: Option<ItemId>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A thread's turn began.
+    TurnStarted {
+        /// Turn id.
+        turn_id: TurnId,
+        /// The root turn that caused it (Codex children carry the root's).
+        root_turn_id: Option<TurnId>,
+    },
+    /// A thread's turn ended.
+    TurnCompleted {
+        /// Turn id.
+        turn_id: TurnId,
+        /// `completed`, `interrupted`, `failed`, …
+        status: String,
+        /// The provider's error message.
+        error: Option<String>,
+        /// Duration in milliseconds.
+        duration_ms: Option<i64>,
+        /// The thread's running token total at the end of the turn.
+        usage: Option<TokenUsage>,
+    },
+    /// A thread's running token totals.
+    Usage {
+        /// Turn id.
+        turn_id: Option<TurnId>,
+        /// Running total of the thread (children not included).
+        total: TokenUsage,
+        /// Usage of the latest model response.
+        last: Option<TokenUsage>,
+    },
+    /// A thread's status changed.
+    Status {
+        /// `idle`, `active`, `notLoaded`, `systemError`, …
+        status: String,
+        /// Waiting for an approval.
+        waiting_on_approval: bool,
+        /// Waiting for user input.
+        waiting_on_user_input: bool,
+    },
+    /// A thread was started (or announced) by the provider.
+    ThreadStarted {
+        /// The thread.
+        thread_id: ThreadId,
+    },
+    /// An agent spawned a child.
+    AgentSpawned {
+        /// Spawner.
+        parent_thread_id: ThreadId,
+        /// Child.
+        child_thread_id: ThreadId,
+        /// The spawn message.
+        prompt: Option<String>,
+        /// Requested model.
+        model: Option<String>,
+        /// Requested reasoning effort.
+        reasoning_effort: Option<String>,
+        /// What revealed the link: `spawnAgent`, `subAgentActivity`, `threadRead`, …
+        via: String,
+    },
+    /// An agent began waiting for children.
+    AgentWaitStarted {
+        /// Waiter.
+        parent_thread_id: ThreadId,
+        /// Children waited on (empty for a V2 mailbox wait).
+        child_thread_ids: Vec<ThreadId>,
+    },
+    /// A child's run ended.
+    AgentCompleted {
+        /// Child.
+        thread_id: ThreadId,
+        /// Its spawner.
+        parent_thread_id: Option<ThreadId>,
+        /// Its final message (or error text).
+        result: Option<String>,
+        /// `completed`, `failed`, `interrupted`.
+        status: AgentStatus,
+    },
+    /// Correction: the final actor of every envelope of `thread_id`.
+    ActorResolved {
+        /// The thread whose actor is now known better.
+        thread_id: ThreadId,
+        /// Its actor.
+        actor: Actor,
+    },
+    /// A request the server sent the client (approvals, user input).
+    ServerRequest {
+        /// JSON-RPC id (server id space).
+        request_id: Value,
+        /// Method.
+        method: String,
+        /// Item the request concerns.
+        item_id: Option<ItemId>,
+        /// Summary (the command to approve, …).
+        summary: String,
+    },
+    /// A request the client sent the server.
+    ClientRequest {
+        /// JSON-RPC id (client id space).
+        request_id: Value,
+        /// Method.
+        method: String,
+    },
+    /// A response to a request.
+    Response {
+        /// JSON-RPC id.
+        request_id: Value,
+        /// The request's method, when known.
+        method: Option<String>,
+        /// The error message of an error response.
+        error: Option<String>,
+    },
+    /// A provider error.
+    Error {
+        /// Message.
+        message: String,
+        /// Whether the provider retries (the turn goes on).
+        will_retry: Option<bool>,
+        /// Provider classification.
+        code: Option<String>,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
+    /// A known provider notification with no meaning for attribution
+    /// (rate limits, deprecation notices, provider warnings, …).
+    Notice {
+        /// Method.
+        method: String,
+        /// Message, when it has one.
+        message: Option<String>,
+    },
+    /// A warning raised by agentrace (also kept in run state).
+    Warning {
+        /// The warning.
+        warning: Warning,
+    },
+    /// The run ended: the root's last turn completed.
+    Done {
+        /// The root's final answer.
+        result: Option<String>,
+        /// The thread that produced it.
+        source_thread_id: Option<ThreadId>,
+        /// Its role.
+        source_role: Option<Role>,
+        /// Its item.
+        source_item_id: Option<ItemId>,
+    },
+    /// The run ended: the root's last turn failed.
+    Failed {
+        /// The provider's error.
+        error: Option<String>,
+        /// The root thread.
+        source_thread_id: Option<ThreadId>,
+        /// The failed turn.
+        turn_id: Option<TurnId>,
+    },
+    /// The run ended: the root's last turn was interrupted.
+    Interrupted {
+        /// The provider's error, if any.
+        error: Option<String>,
+        /// The root thread.
+        source_thread_id: Option<ThreadId>,
+        /// The interrupted turn.
+        turn_id: Option<TurnId>,
+    },
+    /// A frame agentrace could not decode, or an unknown method / item type;
+    /// kept raw and counted.
+    Unknown {
+        /// `undecodable` (not JSON, not UTF-8, too long), `notJsonRpc`,
+        /// `unknownMethod` or `unknownItemType`.
+        kind: String,
+        /// Method, when the frame had one.
+        method: Option<String>,
+        /// Why it is unknown.
+        reason: String,
+        /// Input line number (1-based).
+        line_number: Option<u64>,
+        /// The exact bytes, base64, when they were not valid UTF-8 (the
+        /// `raw` string is then a lossy copy).
+        raw_base64: Option<String>,
+    },
+}
+
+impl Event {
+    /// The `type` tag.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::RunStarted { .. } => "run_started",
+            Event::Message { .. } => "message",
+            Event::Reasoning { .. } => "reasoning",
+            Event::ItemStarted { .. } => "item_started",
+            Event::ItemCompleted { .. } => "item_completed",
+            Event::Delta { .. } => "delta",
+            Event::ToolUse { .. } => "tool_use",
+            Event::ToolResult { .. } => "tool_result",
+            Event::TurnStarted { .. } => "turn_started",
+            Event::TurnCompleted { .. } => "turn_completed",
+            Event::Usage { .. } => "usage",
+            Event::Status { .. } => "status",
+            Event::ThreadStarted { .. } => "thread_started",
+            Event::AgentSpawned { .. } => "agent_spawned",
+            Event::AgentWaitStarted { .. } => "agent_wait_started",
+            Event::AgentCompleted { .. } => "agent_completed",
+            Event::ActorResolved { .. } => "actor_resolved",
+            Event::ServerRequest { .. } => "server_request",
+            Event::ClientRequest { .. } => "client_request",
+            Event::Response { .. } => "response",
+            Event::Error { .. } => "error",
+            Event::Notice { .. } => "notice",
+            Event::Warning { .. } => "warning",
+            Event::Done { .. } => "done",
+            Event::Failed { .. } => "failed",
+            Event::Interrupted { .. } => "interrupted",
+            Event::Unknown { .. } => "unknown",
+        }
+    }
+
+    /// Message and tool events: the ones whose owner users ask about, and the
+    /// ones `counts.unknownActor` counts.
+    pub fn is_message_or_tool(&self) -> bool {
+        matches!(
+            self,
+            Event::Message { .. } | Event::ToolUse { .. } | Event::ToolResult { .. }
+        )
+    }
+}
+
+/// An event as read back: one we know, or a foreign one kept as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EventBody {
+    /// A known event type.
+    Known(Event),
+    /// An event type this build does not know (a newer writer), kept raw.
+    Foreign(Value),
+}
+
+impl EventBody {
+    /// The known event, if it is one.
+    pub fn known(&self) -> Option<&Event> {
+        match self {
+            EventBody::Known(event) => Some(event),
+            EventBody::Foreign(_) => None,
+        }
+    }
+
+    /// The `type` tag.
+    pub fn type_name(&self) -> String {
+        match self {
+            EventBody::Known(event) => event.type_name().to_owned(),
+            EventBody::Foreign(value) => value
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned(),
+        }
+    }
+}
+
+impl From<Event> for EventBody {
+    fn from(event: Event) -> Self {
+        EventBody::Known(event)
+    }
+}
+
+/// One line of the run log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    /// Always [`LOG_VERSION`] when written by this build.
+    pub version: u32,
+    /// When the frame was emitted (the provider's time when it gives one,
+    /// else when agentrace read it).
+    pub timestamp: Timestamp,
+    /// 1, 2, … without gaps.
+    pub sequence: u64,
+    /// The run.
+    pub run_id: RunId,
+    /// Which way the frame went, on a driven or tapped connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// Who produced it.
+    pub actor: Actor,
+    /// What happened.
+    pub event: EventBody,
+    /// The original frame, exactly as read (absent on derived events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<Box<RawValue>>,
+}
+
+impl PartialEq for Envelope {
+    fn eq(&self, other: &Self) -> bool {
+        self.version == other.version
+            && self.timestamp == other.timestamp
+            && self.sequence == other.sequence
+            && self.run_id == other.run_id
+            && self.direction == other.direction
+            && self.actor == other.actor
+            && self.event == other.event
+            && self.raw.as_ref().map(|raw| raw.get()) == other.raw.as_ref().map(|raw| raw.get())
+    }
+}

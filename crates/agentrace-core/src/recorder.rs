@@ -1,0 +1,159 @@
+//! The recorder: input lines in, numbered envelopes out, run state kept. One
+//! recorder serves live input and replay alike; the state it keeps is exactly
+//! the fold of the envelopes it returned ([`RunState::apply`]), so reading the
+//! written log back rebuilds it.
+
+use serde_json::value::RawValue;
+
+use crate::codex::CodexAttributor;
+use crate::model::{
+    Actor, Direction, Envelope, Event, EventBody, Provider, RunId, Source, Timestamp, LOG_VERSION,
+};
+use crate::state::RunState;
+
+/// One line of input, stamped by the shell.
+#[derive(Debug, Clone, Copy)]
+pub struct InputLine<'a> {
+    /// The line's bytes, without its newline (a trailing `\r` is tolerated).
+    pub bytes: &'a [u8],
+    /// 1-based line number in the input.
+    pub line_number: u64,
+    /// When the shell read it (used when the frame carries no time).
+    pub observed_at: Timestamp,
+    /// Which way it went, on a two-way connection.
+    pub direction: Option<Direction>,
+    /// The full length when the shell cut an over-long line short.
+    pub truncated_from: Option<u64>,
+}
+
+/// An attributed event before it gets its sequence number.
+#[derive(Debug)]
+pub struct Emitted {
+    /// Envelope time.
+    pub timestamp: Timestamp,
+    /// Which way the frame went.
+    pub direction: Option<Direction>,
+    /// Who produced it.
+    pub actor: Actor,
+    /// What happened.
+    pub event: Event,
+    /// The frame as read (none on derived events).
+    pub raw: Option<Box<RawValue>>,
+}
+
+/// A source's attribution: lines in, attributed events out.
+pub trait Attributor: Send {
+    /// Handles one input line.
+    fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted>;
+    /// The input ended.
+    fn finish(&mut self) -> Vec<Emitted>;
+}
+
+/// Input formats the recorder can attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The stdout of `codex app-server` (or both directions with `direction`).
+    CodexAppServer,
+}
+
+impl Format {
+    /// The provider of the format.
+    pub fn provider(self) -> Provider {
+        match self {
+            Format::CodexAppServer => Provider::Codex,
+        }
+    }
+
+    /// The source of the format.
+    pub fn source(self) -> Source {
+        match self {
+            Format::CodexAppServer => Source::CodexAppServer,
+        }
+    }
+}
+
+/// Numbers envelopes and keeps the run state.
+pub struct Recorder {
+    run_id: RunId,
+    next_sequence: u64,
+    attributor: Box<dyn Attributor>,
+    state: RunState,
+    format: Format,
+}
+
+impl Recorder {
+    /// A recorder for a new run.
+    pub fn new(run_id: RunId, format: Format) -> Self {
+        let attributor: Box<dyn Attributor> = match format {
+            Format::CodexAppServer => Box::new(CodexAttributor::new()),
+        };
+        Self {
+            state: RunState::new(run_id.clone()),
+            run_id,
+            next_sequence: 1,
+            attributor,
+            format,
+        }
+    }
+
+    /// The first envelope of a new log (`run_started`), stamped `at`.
+    pub fn start(&mut self, at: Timestamp) -> Vec<Envelope> {
+        self.number(vec![Emitted {
+            timestamp: at,
+            direction: None,
+            actor: Actor::unknown("agentrace"),
+            event: Event::RunStarted {
+                provider: self.format.provider(),
+                source: self.format.source(),
+            },
+            raw: None,
+        }])
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The run state so far.
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// Handles one line; returns the envelopes to append, in order.
+    pub fn push(&mut self, line: &InputLine<'_>) -> Vec<Envelope> {
+        let emitted = self.attributor.push(line);
+        self.number(emitted)
+    }
+
+    /// The input ended; returns any last envelopes.
+    pub fn finish(&mut self) -> Vec<Envelope> {
+        let emitted = self.attributor.finish();
+        self.number(emitted)
+    }
+
+    fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
+        emitted
+            .into_iter()
+            .map(|emitted| {
+                let mut event = emitted.event;
+                if let Event::Warning { warning } = &mut event {
+                    warning.event_sequence = Some(self.next_sequence);
+                }
+                let envelope = Envelope {
+                    version: LOG_VERSION,
+                    timestamp: emitted.timestamp,
+                    sequence: self.next_sequence,
+                    run_id: self.run_id.clone(),
+                    direction: emitted.direction,
+                    actor: emitted.actor,
+                    event: EventBody::Known(event),
+                    raw: emitted.raw,
+                };
+                self.next_sequence += 1;
+                self.state.apply(&envelope);
+                envelope
+            })
+            .collect()
+    }
+}

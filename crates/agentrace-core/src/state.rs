@@ -1,0 +1,544 @@
+//! Run state: the fold of a run's envelopes, and the views every surface
+//! shows (`show`, the run record, the API). Built only from envelopes, so the
+//! live recorder and a reader of the written log get the same state.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{
+    Actor, AgentStatus, Envelope, Event, EventBody, ItemId, Provider, Role, RunId, RunStatus,
+    Source, ThreadId, Timestamp, TokenUsage, Warning,
+};
+
+/// Per-thread facts.
+#[derive(Debug, Clone, PartialEq)]
+struct ThreadStats {
+    actor: Actor,
+    first_sequence: u64,
+    event_count: u64,
+    tool_count: u64,
+    message_or_tool_count: u64,
+    status: AgentStatus,
+    final_message: Option<String>,
+    last_message: Option<String>,
+    prompt: Option<String>,
+    model: Option<String>,
+    tokens: Option<TokenUsage>,
+}
+
+/// The state of one run, folded from its envelopes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunState {
+    run_id: RunId,
+    provider: Provider,
+    source: Source,
+    root_thread_id: Option<ThreadId>,
+    status: RunStatus,
+    result: Option<String>,
+    result_source: Option<ResultSource>,
+    error: Option<String>,
+    started_at: Option<Timestamp>,
+    updated_at: Option<Timestamp>,
+    ended_at: Option<Timestamp>,
+    events: u64,
+    last_sequence: u64,
+    undecoded_lines: u64,
+    unknown_frames: u64,
+    unowned_message_or_tool: u64,
+    threads: BTreeMap<ThreadId, ThreadStats>,
+    warnings: Vec<Warning>,
+}
+
+/// Who produced the run result (§4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultSource {
+    /// The thread.
+    pub thread_id: Option<ThreadId>,
+    /// Its role.
+    pub role: Option<Role>,
+    /// The message item.
+    pub item_id: Option<ItemId>,
+}
+
+/// Honest counts of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Envelopes in the log.
+    pub events: u64,
+    /// Message and tool events whose actor role is unknown.
+    pub unknown_actor: u64,
+    /// Input lines that were not decodable (bad JSON, bad UTF-8, too long).
+    pub undecoded_lines: u64,
+    /// Decodable frames of an unknown method or item type (kept raw).
+    pub unknown_frames: u64,
+    /// Torn or unreadable lines of the log file itself, skipped by the reader.
+    pub skipped_log_lines: u64,
+}
+
+/// The run as `show --json`, the run record and the API present it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    /// Run id.
+    pub id: RunId,
+    /// Provider.
+    pub provider: Provider,
+    /// Source.
+    pub source: Source,
+    /// Status.
+    pub status: RunStatus,
+    /// The primary root thread.
+    pub root_thread_id: Option<ThreadId>,
+    /// The root's final answer (§4).
+    pub result: Option<String>,
+    /// Who produced it.
+    pub result_source: Option<ResultSource>,
+    /// The provider's error, for a failed or interrupted run.
+    pub error: Option<String>,
+    /// First envelope time.
+    pub started_at: Option<Timestamp>,
+    /// Last envelope time.
+    pub updated_at: Option<Timestamp>,
+    /// When the root's last turn ended.
+    pub ended_at: Option<Timestamp>,
+    /// Counts.
+    pub counts: Counts,
+    /// Tokens of every thread added up (per-thread totals do not overlap).
+    pub tokens: Option<TokenUsage>,
+    /// Number of warnings.
+    pub warning_count: usize,
+}
+
+/// One agent of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentNode {
+    /// Thread id.
+    pub thread_id: ThreadId,
+    /// Role.
+    pub role: Role,
+    /// Label.
+    pub label: String,
+    /// Spawner.
+    pub parent_thread_id: Option<ThreadId>,
+    /// Depth (root 0), when known.
+    pub depth: Option<u32>,
+    /// Status of its last turn.
+    pub status: AgentStatus,
+    /// The spawn message.
+    pub prompt: Option<String>,
+    /// The model it ran.
+    pub model: Option<String>,
+    /// Envelopes attributed to it.
+    pub event_count: u64,
+    /// Tool calls it made.
+    pub tool_count: u64,
+    /// Its own token total (children not included).
+    pub tokens: Option<TokenUsage>,
+    /// Its final message.
+    pub final_message: Option<String>,
+    /// The agents it spawned.
+    pub children: Vec<AgentNode>,
+}
+
+/// `show --json`: `{run, agents, warnings}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    /// The run.
+    pub run: RunSummary,
+    /// The agent tree (roots first, then threads nobody linked).
+    pub agents: Vec<AgentNode>,
+    /// Warnings.
+    pub warnings: Vec<Warning>,
+}
+
+impl RunState {
+    /// An empty run.
+    pub fn new(run_id: RunId) -> Self {
+        Self {
+            run_id,
+            provider: Provider::Unknown,
+            source: Source::Legacy,
+            root_thread_id: None,
+            status: RunStatus::Running,
+            result: None,
+            result_source: None,
+            error: None,
+            started_at: None,
+            updated_at: None,
+            ended_at: None,
+            events: 0,
+            last_sequence: 0,
+            undecoded_lines: 0,
+            unknown_frames: 0,
+            unowned_message_or_tool: 0,
+            threads: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The last sequence applied.
+    pub fn last_sequence(&self) -> u64 {
+        self.last_sequence
+    }
+
+    /// The run status.
+    pub fn status(&self) -> RunStatus {
+        self.status
+    }
+
+    /// The primary root.
+    pub fn root_thread_id(&self) -> Option<&ThreadId> {
+        self.root_thread_id.as_ref()
+    }
+
+    /// Warnings so far.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Folds one envelope in.
+    pub fn apply(&mut self, envelope: &Envelope) {
+        self.events += 1;
+        self.last_sequence = envelope.sequence;
+        self.started_at.get_or_insert(envelope.timestamp);
+        self.updated_at = Some(envelope.timestamp);
+        let event = match &envelope.event {
+            EventBody::Known(event) => event,
+            EventBody::Foreign(_) => {
+                self.touch(&envelope.actor, envelope.sequence);
+                return;
+            }
+        };
+        if let Event::ActorResolved { thread_id, actor } = event {
+            self.note_root(actor);
+            let stats = self.stats(thread_id, actor, envelope.sequence);
+            stats.actor = actor.clone();
+            stats.event_count += 1;
+            return;
+        }
+        self.note_root(&envelope.actor);
+        self.touch(&envelope.actor, envelope.sequence);
+        let thread = envelope.actor.thread_id.clone();
+        if event.is_message_or_tool() {
+            match &thread {
+                Some(thread) => self.with(thread, |stats| stats.message_or_tool_count += 1),
+                None => self.unowned_message_or_tool += 1,
+            }
+        }
+        match event {
+            Event::RunStarted { provider, source } => {
+                self.provider = *provider;
+                self.source = *source;
+            }
+            Event::ToolUse { .. } => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.tool_count += 1);
+                }
+            }
+            Event::Message {
+                role, phase, text, ..
+            } if role == "assistant" && phase.as_deref() != Some("commentary") => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.last_message = Some(text.clone()));
+                }
+            }
+            Event::TurnStarted { .. } => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.status = AgentStatus::Running);
+                    if self.root_thread_id.as_ref() == Some(thread) {
+                        self.status = RunStatus::Running;
+                        self.ended_at = None;
+                    }
+                }
+            }
+            Event::TurnCompleted { status, usage, .. } => {
+                if let Some(thread) = &thread {
+                    let status = match status.as_str() {
+                        "completed" => AgentStatus::Completed,
+                        "interrupted" => AgentStatus::Interrupted,
+                        _ => AgentStatus::Failed,
+                    };
+                    self.with(thread, |stats| {
+                        stats.status = status;
+                        if usage.is_some() {
+                            stats.tokens = *usage;
+                        }
+                    });
+                }
+            }
+            Event::Usage { total, .. } => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.tokens = Some(*total));
+                }
+            }
+            Event::AgentSpawned {
+                child_thread_id,
+                prompt,
+                model,
+                ..
+            } => {
+                let stats = self.stats(
+                    child_thread_id,
+                    &Actor::unknown("thread not in registry"),
+                    envelope.sequence,
+                );
+                if stats.prompt.is_none() {
+                    stats.prompt = prompt.clone();
+                }
+                if stats.model.is_none() {
+                    stats.model = model.clone();
+                }
+            }
+            Event::AgentCompleted {
+                thread_id,
+                result,
+                status,
+                ..
+            } => {
+                let stats = self.stats(
+                    thread_id,
+                    &Actor::unknown("thread not in registry"),
+                    envelope.sequence,
+                );
+                stats.status = *status;
+                if result.is_some() {
+                    stats.final_message = result.clone();
+                }
+            }
+            Event::Done {
+                result,
+                source_thread_id,
+                source_role,
+                source_item_id,
+            } => {
+                self.status = RunStatus::Done;
+                self.result = result.clone();
+                self.error = None;
+                self.result_source = result.as_ref().map(|_| ResultSource {
+                    thread_id: source_thread_id.clone(),
+                    role: *source_role,
+                    item_id: source_item_id.clone(),
+                });
+                self.ended_at = Some(envelope.timestamp);
+                if let Some(source) = source_thread_id {
+                    self.with(source, |stats| stats.final_message = result.clone());
+                }
+            }
+            Event::Failed { error, .. } => {
+                self.status = RunStatus::Failed;
+                self.result = None;
+                self.result_source = None;
+                self.error = error.clone();
+                self.ended_at = Some(envelope.timestamp);
+            }
+            Event::Interrupted { error, .. } => {
+                self.status = RunStatus::Interrupted;
+                self.result = None;
+                self.result_source = None;
+                self.error = error.clone();
+                self.ended_at = Some(envelope.timestamp);
+            }
+            Event::Warning { warning } => {
+                let known = self
+                    .warnings
+                    .iter()
+                    .any(|w| w.code == warning.code && w.thread_id == warning.thread_id);
+                if !known {
+                    self.warnings.push(warning.clone());
+                }
+            }
+            Event::Unknown { kind, .. } => {
+                if kind == "undecodable" {
+                    self.undecoded_lines += 1;
+                } else {
+                    self.unknown_frames += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn note_root(&mut self, actor: &Actor) {
+        if self.root_thread_id.is_none() && actor.role == Role::Root {
+            self.root_thread_id = actor.thread_id.clone();
+        }
+    }
+
+    fn touch(&mut self, actor: &Actor, sequence: u64) {
+        if let Some(thread) = &actor.thread_id {
+            let stats = self.stats(thread, actor, sequence);
+            stats.actor = actor.clone();
+            stats.event_count += 1;
+        }
+    }
+
+    fn stats(&mut self, thread: &ThreadId, actor: &Actor, sequence: u64) -> &mut ThreadStats {
+        self.threads.entry(thread.clone()).or_insert_with(|| ThreadStats {
+            actor: actor.clone(),
+            first_sequence: sequence,
+            event_count: 0,
+            tool_count: 0,
+            message_or_tool_count: 0,
+            status: AgentStatus::Pending,
+            final_message: None,
+            last_message: None,
+            prompt: None,
+            model: None,
+            tokens: None,
+        })
+    }
+
+    fn with(&mut self, thread: &ThreadId, change: impl FnOnce(&mut ThreadStats)) {
+        if let Some(stats) = self.threads.get_mut(thread) {
+            change(stats);
+        }
+    }
+
+    /// Counts, with `unknownActor` computed from final actors.
+    pub fn counts(&self) -> Counts {
+        let unknown_threads: u64 = self
+            .threads
+            .values()
+            .filter(|stats| stats.actor.role == Role::Unknown)
+            .map(|stats| stats.message_or_tool_count)
+            .sum();
+        Counts {
+            events: self.events,
+            unknown_actor: self.unowned_message_or_tool + unknown_threads,
+            undecoded_lines: self.undecoded_lines,
+            unknown_frames: self.unknown_frames,
+            skipped_log_lines: 0,
+        }
+    }
+
+    /// The run summary.
+    pub fn summary(&self) -> RunSummary {
+        let tokens = self
+            .threads
+            .values()
+            .filter_map(|stats| stats.tokens)
+            .reduce(|a, b| a.add(&b));
+        RunSummary {
+            id: self.run_id.clone(),
+            provider: self.provider,
+            source: self.source,
+            status: self.status,
+            root_thread_id: self.root_thread_id.clone(),
+            result: self.result.clone(),
+            result_source: self.result_source.clone(),
+            error: self.error.clone(),
+            started_at: self.started_at,
+            updated_at: self.updated_at,
+            ended_at: self.ended_at,
+            counts: self.counts(),
+            tokens,
+            warning_count: self.warnings.len(),
+        }
+    }
+
+    /// The agent tree: roots (primary first), then threads nobody linked.
+    pub fn agents(&self) -> Vec<AgentNode> {
+        let mut children: BTreeMap<&ThreadId, Vec<&ThreadId>> = BTreeMap::new();
+        let mut top: Vec<&ThreadId> = Vec::new();
+        for (thread, stats) in &self.threads {
+            match &stats.actor.parent_thread_id {
+                Some(parent) if stats.actor.role == Role::Helper && self.threads.contains_key(parent) => {
+                    children.entry(parent).or_default().push(thread);
+                }
+                _ => top.push(thread),
+            }
+        }
+        let order = |thread: &&ThreadId| {
+            let stats = &self.threads[*thread];
+            let rank = match stats.actor.role {
+                Role::Root => 0,
+                Role::Helper => 1,
+                Role::Unknown => 2,
+            };
+            (rank, stats.first_sequence)
+        };
+        top.sort_by_key(order);
+        for list in children.values_mut() {
+            list.sort_by_key(|thread| self.threads[*thread].first_sequence);
+        }
+        let mut visiting = Vec::new();
+        top.into_iter()
+            .map(|thread| self.node(thread, &children, &mut visiting))
+            .collect()
+    }
+
+    fn node(
+        &self,
+        thread: &ThreadId,
+        children: &BTreeMap<&ThreadId, Vec<&ThreadId>>,
+        visiting: &mut Vec<ThreadId>,
+    ) -> AgentNode {
+        let stats = &self.threads[thread];
+        visiting.push(thread.clone());
+        let mut kids = Vec::new();
+        for child in children.get(thread).into_iter().flatten() {
+            // A cycle cannot pass the registry, but a hand-edited log could hold one.
+            if !visiting.contains(child) {
+                kids.push(self.node(child, children, visiting));
+            }
+        }
+        visiting.pop();
+        AgentNode {
+            thread_id: thread.clone(),
+            role: stats.actor.role,
+            label: stats.actor.label.clone(),
+            parent_thread_id: stats.actor.parent_thread_id.clone(),
+            depth: stats.actor.depth,
+            status: stats.status,
+            prompt: stats.prompt.clone(),
+            model: stats.model.clone(),
+            event_count: stats.event_count,
+            tool_count: stats.tool_count,
+            tokens: stats.tokens,
+            final_message: stats
+                .final_message
+                .clone()
+                .or_else(|| stats.last_message.clone()),
+            children: kids,
+        }
+    }
+
+    /// `{run, agents, warnings}`.
+    pub fn view(&self) -> RunView {
+        RunView {
+            run: self.summary(),
+            agents: self.agents(),
+            warnings: self.warnings.clone(),
+        }
+    }
+}
+
+/// The final actor of each corrected thread: the last `actor_resolved` of it.
+/// Readers apply it to every envelope of that thread ([`FinalActors::apply`]).
+#[derive(Debug, Clone, Default)]
+pub struct FinalActors {
+    actors: HashMap<ThreadId, Actor>,
+}
+
+impl FinalActors {
+    /// Notes an envelope (only corrections matter).
+    pub fn observe(&mut self, envelope: &Envelope) {
+        if let EventBody::Known(Event::ActorResolved { thread_id, actor }) = &envelope.event {
+            self.actors.insert(thread_id.clone(), actor.clone());
+        }
+    }
+
+    /// Replaces the envelope's actor with its thread's final actor.
+    pub fn apply(&self, envelope: &mut Envelope) {
+        if let Some(thread) = &envelope.actor.thread_id {
+            if let Some(actor) = self.actors.get(thread) {
+                envelope.actor = actor.clone();
+            }
+        }
+    }
+}
