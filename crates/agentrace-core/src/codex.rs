@@ -936,14 +936,24 @@ impl CodexAttributor {
     }
 
     /// Appends `actor_resolved` for every announced thread whose actor moved.
-    fn corrections(&mut self, out: &mut Vec<Emitted>, base: &InputLine<'_>, timestamp: Timestamp) {
+    fn corrections(
+        &mut self,
+        out: &mut Vec<Emitted>,
+        base: &InputLine<'_>,
+        timestamp: Timestamp,
+        frame_thread: Option<&ThreadId>,
+    ) {
         let dirty = std::mem::take(&mut self.dirty);
         for thread in dirty {
-            let Some(announced) = self.announced.get(&thread) else {
-                continue;
-            };
             let actor = self.registry.actor(&thread);
-            if *announced != actor {
+            let stale = match self.announced.get(&thread) {
+                Some(announced) => *announced != actor,
+                // A linked thread nobody has heard from is announced too, so
+                // readers know every agent, spoken or not; the frame's own
+                // thread is announced by the frame itself.
+                None => Some(&thread) != frame_thread,
+            };
+            if stale {
                 self.emit(
                     out,
                     base,
@@ -996,11 +1006,13 @@ impl Attributor for CodexAttributor {
             Some(thread) => self.registry.actor(thread),
             None => Actor::unknown("no thread id"),
         };
+        // Corrections first: they compare against what was announced before
+        // this line, and the frame below already carries the new actor.
+        self.corrections(&mut out, line, timestamp, thread.as_ref());
         self.emit(&mut out, line, timestamp, actor, event, Some(raw));
         for (actor, event) in pending.derived {
             self.emit(&mut out, line, timestamp, actor, event, None);
         }
-        self.corrections(&mut out, line, timestamp);
         out
     }
 

@@ -5,6 +5,7 @@
 
 pub mod codex;
 pub mod decode;
+pub mod lines;
 pub mod model;
 pub mod recorder;
 pub mod registry;

@@ -282,11 +282,7 @@ impl RunState {
                 model,
                 ..
             } => {
-                let stats = self.stats(
-                    child_thread_id,
-                    &Actor::unknown("thread not in registry"),
-                    envelope.sequence,
-                );
+                let stats = self.stats(child_thread_id, &placeholder(child_thread_id), envelope.sequence);
                 if stats.prompt.is_none() {
                     stats.prompt = prompt.clone();
                 }
@@ -300,11 +296,7 @@ impl RunState {
                 status,
                 ..
             } => {
-                let stats = self.stats(
-                    thread_id,
-                    &Actor::unknown("thread not in registry"),
-                    envelope.sequence,
-                );
+                let stats = self.stats(thread_id, &placeholder(thread_id), envelope.sequence);
                 stats.status = *status;
                 if result.is_some() {
                     stats.final_message = result.clone();
@@ -515,6 +507,19 @@ impl RunState {
             agents: self.agents(),
             warnings: self.warnings.clone(),
         }
+    }
+}
+
+/// The actor of a thread known only from another thread's event.
+fn placeholder(thread: &ThreadId) -> Actor {
+    Actor {
+        thread_id: Some(thread.clone()),
+        role: Role::Unknown,
+        parent_thread_id: None,
+        label: crate::model::UNKNOWN_LABEL.to_owned(),
+        depth: None,
+        confidence: crate::model::Confidence::Provider,
+        reason: Some("thread not in registry".to_owned()),
     }
 }
 

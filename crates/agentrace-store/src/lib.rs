@@ -1,1 +1,23 @@
-//! placeholder
+//! Where runs live: the append-only run log (format v2, see
+//! [`agentrace_core::model`]), the run record beside it, and the agentrace
+//! home. This crate owns every file agentrace writes or reads back; it does
+//! no attribution and keeps no run semantics of its own (that is the core's
+//! [`RunState`](agentrace_core::RunState)).
+//!
+//! Layout: `<home>/runs/<run-id>.jsonl` (the log) and
+//! `<home>/runs/<run-id>.json` (the record), where `<home>` is
+//! `$AGENTRACE_HOME` or the platform data directory's `agentrace`.
+
+mod error;
+mod home;
+mod reader;
+mod run_id;
+mod writer;
+
+pub use error::StoreError;
+pub use home::{Home, LoadedRun, HOME_ENV};
+pub use reader::{
+    read_log, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
+};
+pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
+pub use writer::RunWriter;

@@ -1,1 +1,26 @@
-fn main() {}
+//! The `agentrace` binary: parses the command line, wires sources to the
+//! recorder and the store, and prints. Data goes to stdout, diagnostics to
+//! stderr; a closed stdout pipe ends the program quietly with exit 0.
+
+mod cli;
+mod ingest;
+mod output;
+mod render;
+mod samples;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cli::run(cli) {
+        Ok(code) => code,
+        Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {error:#}\n"));
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the pure core: every real capture, the attribution
+//! rules, and the properties (live equals replay, any split, no panics).
+
+mod all {
+    pub mod fixtures;
+    pub mod properties;
+    pub mod rules;
+    pub mod support;
+}

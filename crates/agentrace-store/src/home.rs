@@ -1,0 +1,303 @@
+//! The agentrace home and the runs in it: finding the home, naming a run's
+//! files, creating, continuing, listing, loading and resolving runs. Every
+//! path it builds comes from a validated run id.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+
+use agentrace_core::state::{FinalActors, RunSummary, RunView};
+use agentrace_core::{RunId, RunState};
+
+use crate::error::StoreError;
+use crate::reader::{LogReader, SkippedLine};
+use crate::run_id::validate_run_id;
+use crate::writer::{sync_directory, RunWriter};
+
+/// The environment variable that names the home.
+pub const HOME_ENV: &str = "AGENTRACE_HOME";
+
+/// Words `resolve` reads as "the newest run".
+const NEWEST_KEYWORDS: [&str; 2] = ["latest", "last"];
+
+/// The agentrace home: runs live in `<root>/runs/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+/// A run read back from its log: the folded state, the lines skipped and
+/// the final actors (corrections to apply when showing envelopes).
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// Every envelope of the log folded with [`RunState::apply`].
+    pub state: RunState,
+    /// Log lines the reader could not read, in file order.
+    pub skipped: Vec<SkippedLine>,
+    /// The last `actor_resolved` of each corrected thread.
+    pub final_actors: FinalActors,
+}
+
+impl LoadedRun {
+    /// `{run, agents, warnings}`, with the skipped log lines counted.
+    pub fn view(&self) -> RunView {
+        let mut view = self.state.view();
+        view.run.counts.skipped_log_lines = self.skipped_count();
+        view
+    }
+
+    /// The run summary, with the skipped log lines counted.
+    pub fn summary(&self) -> RunSummary {
+        let mut summary = self.state.summary();
+        summary.counts.skipped_log_lines = self.skipped_count();
+        summary
+    }
+
+    fn skipped_count(&self) -> u64 {
+        u64::try_from(self.skipped.len()).unwrap_or(u64::MAX)
+    }
+}
+
+impl Home {
+    /// A home at `root`.
+    pub fn at(root: impl Into<PathBuf>) -> Home {
+        Home { root: root.into() }
+    }
+
+    /// `$AGENTRACE_HOME` when set and not empty, else `agentrace` in the
+    /// platform data directory (e.g. `~/.local/share/agentrace`).
+    pub fn from_env() -> Result<Home, StoreError> {
+        match std::env::var_os(HOME_ENV) {
+            Some(root) if !root.is_empty() => Ok(Home::at(root)),
+            _ => dirs::data_dir()
+                .map(|directory| Home::at(directory.join("agentrace")))
+                .ok_or(StoreError::NoHome),
+        }
+    }
+
+    /// The home directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/runs`.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
+    /// `<root>/runs/<id>.jsonl`, the run log. The id is not checked here;
+    /// pass only ids from [`validate_run_id`] or [`Home::resolve`].
+    pub fn log_path(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.jsonl"))
+    }
+
+    /// `<root>/runs/<id>.json`, the run record. The id is not checked here.
+    pub fn record_path(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.json"))
+    }
+
+    /// True when the run's log exists.
+    pub fn exists(&self, id: &RunId) -> bool {
+        validate_run_id(id.as_str()).is_ok() && self.log_path(id).is_file()
+    }
+
+    /// Starts a new run: creates the runs directory and an empty log.
+    /// Refuses ([`StoreError::AlreadyExists`]) when the log exists, so two
+    /// writers can never share one.
+    pub fn create_run(&self, id: &RunId) -> Result<RunWriter, StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        let runs_dir = self.runs_dir();
+        fs::create_dir_all(&runs_dir)
+            .map_err(|source| StoreError::io("create runs directory", &runs_dir, source))?;
+        let log_path = self.log_path(&id);
+        let file = match OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&log_path)
+        {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::AlreadyExists { id, path: log_path })
+            }
+            Err(source) => return Err(StoreError::io("create run log", &log_path, source)),
+        };
+        sync_directory(&runs_dir);
+        Ok(RunWriter::new(file, log_path, self.record_path(&id), id, 1))
+    }
+
+    /// Reopens an existing log to continue it. The writer's next sequence
+    /// follows the highest one in the log. A log that does not end with a
+    /// newline (a line torn by a crash) first gets one, so the torn line
+    /// stays a whole line of its own, skipped and counted, and the new lines
+    /// are read intact.
+    pub fn append_run(&self, id: &RunId) -> Result<RunWriter, StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        let log_path = self.log_path(&id);
+        let mut file = match OpenOptions::new().read(true).append(true).open(&log_path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(self.not_found(id.as_str()))
+            }
+            Err(source) => return Err(StoreError::io("open run log", &log_path, source)),
+        };
+        if !ends_with_newline(&mut file)
+            .map_err(|source| StoreError::io("read run log", &log_path, source))?
+        {
+            file.write_all(b"\n")
+                .map_err(|source| StoreError::io("append to run log", &log_path, source))?;
+        }
+        // Highest, not last: a hand-edited or concatenated log must still
+        // never get a repeated sequence.
+        let mut last_sequence = 0;
+        for envelope in LogReader::open(&log_path)?.with_run_id(id.clone()) {
+            last_sequence = last_sequence.max(envelope?.sequence);
+        }
+        let record_path = self.record_path(&id);
+        Ok(RunWriter::new(
+            file,
+            log_path,
+            record_path,
+            id,
+            last_sequence.saturating_add(1),
+        ))
+    }
+
+    /// One summary per `<id>.jsonl` in the runs directory, newest first (by
+    /// `startedAt`, then id). A run's record is used when it is present and
+    /// readable, else its log is folded. No runs directory is no runs.
+    pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let mut summaries = Vec::new();
+        for id in self.run_ids()? {
+            if let Some(summary) = self.read_record(&id) {
+                summaries.push(summary);
+                continue;
+            }
+            match self.load_run(&id) {
+                Ok(loaded) => summaries.push(loaded.summary()),
+                // Deleted since the directory was listed: it is no longer a run.
+                Err(StoreError::NotFound { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        summaries.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
+        Ok(summaries)
+    }
+
+    /// Reads a run's log and folds every envelope into its state, counting
+    /// the lines skipped.
+    pub fn load_run(&self, id: &RunId) -> Result<LoadedRun, StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        let log_path = self.log_path(&id);
+        let reader = match LogReader::open(&log_path) {
+            Ok(reader) => reader.with_run_id(id.clone()),
+            Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                return Err(self.not_found(id.as_str()))
+            }
+            Err(error) => return Err(error),
+        };
+        let mut state = RunState::new(id);
+        let mut final_actors = FinalActors::default();
+        let mut reader = reader;
+        for envelope in reader.by_ref() {
+            let envelope = envelope?;
+            final_actors.observe(&envelope);
+            state.apply(&envelope);
+        }
+        Ok(LoadedRun {
+            state,
+            skipped: reader.into_skipped(),
+            final_actors,
+        })
+    }
+
+    /// The newest run (as [`Home::list_runs`] orders them), if any.
+    pub fn newest_run(&self) -> Result<Option<RunId>, StoreError> {
+        Ok(self.list_runs()?.into_iter().next().map(|summary| summary.id))
+    }
+
+    /// Finds the run a user means: the exact id, else `latest` / `last` for
+    /// the newest run, else the one run whose id starts with `text`.
+    ///
+    /// The words come before prefixes so that `latest` always means the
+    /// newest run, even when some run's id happens to start with it.
+    pub fn resolve(&self, text: &str) -> Result<RunId, StoreError> {
+        if let Ok(id) = validate_run_id(text) {
+            if self.exists(&id) {
+                return Ok(id);
+            }
+        }
+        if NEWEST_KEYWORDS.contains(&text) {
+            return self.newest_run()?.ok_or_else(|| self.not_found(text));
+        }
+        let prefix = validate_run_id(text)?;
+        let mut candidates: Vec<RunId> = self
+            .run_ids()?
+            .into_iter()
+            .filter(|id| id.as_str().starts_with(prefix.as_str()))
+            .collect();
+        match candidates.len() {
+            0 => Err(self.not_found(text)),
+            1 => Ok(candidates.remove(0)),
+            _ => Err(StoreError::Ambiguous {
+                query: text.to_owned(),
+                runs_dir: self.runs_dir(),
+                candidates,
+            }),
+        }
+    }
+
+    /// The ids of every `<id>.jsonl` in the runs directory, sorted. Files
+    /// whose stem is not a valid run id are not runs agentrace could have
+    /// written, and are left out.
+    fn run_ids(&self) -> Result<Vec<RunId>, StoreError> {
+        let runs_dir = self.runs_dir();
+        let entries = match fs::read_dir(&runs_dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => return Err(StoreError::io("list runs directory", &runs_dir, source)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry =
+                entry.map_err(|source| StoreError::io("list runs directory", &runs_dir, source))?;
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) else {
+                continue;
+            };
+            if let Ok(id) = validate_run_id(stem) {
+                if entry.path().is_file() {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// The run record, when present, readable and about this run. Any
+    /// problem just means the log gets folded instead: the log is the truth,
+    /// the record only a shortcut.
+    fn read_record(&self, id: &RunId) -> Option<RunSummary> {
+        let bytes = fs::read(self.record_path(id)).ok()?;
+        let summary: RunSummary = serde_json::from_slice(&bytes).ok()?;
+        (summary.id == *id).then_some(summary)
+    }
+
+    fn not_found(&self, query: &str) -> StoreError {
+        StoreError::NotFound {
+            query: query.to_owned(),
+            runs_dir: self.runs_dir(),
+        }
+    }
+}
+
+/// True when the file is empty or its last byte is `\n`.
+fn ends_with_newline(file: &mut File) -> io::Result<bool> {
+    if file.metadata()?.len() == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0_u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}

@@ -1,0 +1,339 @@
+//! Reading run logs back (§5, §2.7): a streaming reader that turns each line
+//! into an envelope, v2 or legacy, or into a counted skip. Bad content is
+//! never an error, only I/O is; memory is bounded by the longest line, never
+//! by the file.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::iter::FusedIterator;
+use std::path::{Path, PathBuf};
+
+use agentrace_core::{Actor, Envelope, EventBody, RunId, Timestamp, LOG_VERSION};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::StoreError;
+use crate::run_id::validate_run_id;
+
+/// The `version` given to envelopes read from legacy `{timestamp, event}`
+/// lines (those lines carry none).
+pub const LEGACY_VERSION: u32 = 1;
+
+/// The actor reason of every envelope read from a legacy line.
+pub const LEGACY_ACTOR_REASON: &str = "legacy log: ownership unavailable";
+
+/// The run id of legacy envelopes when the reader does not know the run.
+pub const LEGACY_RUN_ID: &str = "legacy";
+
+/// Large enough that a typical envelope needs one `read` call.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A log line the reader could not turn into an envelope. Blank lines are
+/// skipped without one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedLine {
+    /// 1-based line number in the log.
+    pub line_number: u64,
+    /// Why it was skipped, for people.
+    pub reason: String,
+}
+
+/// A streaming run log reader: an iterator of envelopes that records the
+/// lines it skips in [`LogReader::skipped`].
+///
+/// It yields `Err` only for I/O errors, and then ends.
+#[derive(Debug)]
+pub struct LogReader<R: BufRead> {
+    reader: R,
+    path: Option<PathBuf>,
+    run_id: RunId,
+    max_line_bytes: Option<u64>,
+    line_number: u64,
+    line: Vec<u8>,
+    skipped: Vec<SkippedLine>,
+    finished: bool,
+}
+
+/// What one line of the log turned out to be.
+enum LineOutcome {
+    Envelope(Box<Envelope>),
+    Blank,
+    Skip(String),
+}
+
+/// How a line ended.
+#[derive(Clone, Copy)]
+struct LineRead {
+    /// Ended by `\n` (else by the end of the file: the line may be torn).
+    terminated: bool,
+    /// Its full length in bytes, without the `\n`.
+    length: u64,
+}
+
+/// Just enough of a line to tell a v2 envelope from a legacy line without
+/// building a whole `Value`.
+#[derive(Deserialize)]
+struct LineShape<'a> {
+    #[serde(borrow, default)]
+    version: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    event: Option<&'a RawValue>,
+}
+
+impl LogReader<BufReader<File>> {
+    /// Opens a log file. Legacy lines get the run id of the file name stem
+    /// when it is a valid run id (else `legacy`); see
+    /// [`LogReader::with_run_id`].
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let file = File::open(path).map_err(|source| StoreError::io("open run log", path, source))?;
+        let mut reader = LogReader::new(BufReader::with_capacity(READ_BUFFER_BYTES, file));
+        reader.path = Some(path.to_owned());
+        if let Some(run_id) = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .and_then(|stem| validate_run_id(stem).ok())
+        {
+            reader.run_id = run_id;
+        }
+        Ok(reader)
+    }
+}
+
+impl<R: BufRead> LogReader<R> {
+    /// A reader of any buffered byte stream (no line length limit).
+    pub fn new(reader: R) -> Self {
+        Self {
+            reader,
+            path: None,
+            run_id: RunId::from(LEGACY_RUN_ID),
+            max_line_bytes: None,
+            line_number: 0,
+            line: Vec::new(),
+            skipped: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The run id given to envelopes read from legacy lines, which carry none.
+    pub fn with_run_id(mut self, run_id: RunId) -> Self {
+        self.run_id = run_id;
+        self
+    }
+
+    /// Skips (and counts) lines longer than `max` bytes without holding
+    /// them in memory, for readers that must not trust the file's size.
+    pub fn with_max_line_bytes(mut self, max: u64) -> Self {
+        self.max_line_bytes = Some(max);
+        self
+    }
+
+    /// The lines skipped so far, in file order.
+    pub fn skipped(&self) -> &[SkippedLine] {
+        &self.skipped
+    }
+
+    /// The lines skipped, once reading is done.
+    pub fn into_skipped(self) -> Vec<SkippedLine> {
+        self.skipped
+    }
+
+    /// The number of lines read so far, blank and skipped ones included.
+    pub fn lines_read(&self) -> u64 {
+        self.line_number
+    }
+
+    /// Reads the next line into `self.line`, without its `\n`; `None` at
+    /// the end of the input.
+    fn read_line(&mut self) -> io::Result<Option<LineRead>> {
+        self.line.clear();
+        let mut length: u64 = 0;
+        let mut started = false;
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            if available.is_empty() {
+                return Ok(started.then_some(LineRead {
+                    terminated: false,
+                    length,
+                }));
+            }
+            started = true;
+            let (chunk, used, terminated) = match available.iter().position(|byte| *byte == b'\n')
+            {
+                Some(index) => (&available[..index], index + 1, true),
+                None => (available, available.len(), false),
+            };
+            length += chunk.len() as u64;
+            match self.max_line_bytes {
+                // Past the limit the line is only measured, never kept.
+                Some(max) if length > max => self.line.clear(),
+                _ => self.line.extend_from_slice(chunk),
+            }
+            self.reader.consume(used);
+            if terminated {
+                return Ok(Some(LineRead {
+                    terminated: true,
+                    length,
+                }));
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for LogReader<R> {
+    type Item = Result<Envelope, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        loop {
+            let read = match self.read_line() {
+                Ok(Some(read)) => read,
+                Ok(None) => {
+                    self.finished = true;
+                    return None;
+                }
+                Err(source) => {
+                    // Retrying could loop forever on a failing device; the
+                    // caller decides what to do with what it already has.
+                    self.finished = true;
+                    return Some(Err(StoreError::Read {
+                        path: self.path.clone(),
+                        line: self.line_number + 1,
+                        source,
+                    }));
+                }
+            };
+            self.line_number += 1;
+            let outcome = match self.max_line_bytes {
+                Some(max) if read.length > max => LineOutcome::Skip(format!(
+                    "line too long: {} bytes, the limit is {max}",
+                    read.length
+                )),
+                _ => decode_line(&self.line, self.line_number, &self.run_id),
+            };
+            match outcome {
+                LineOutcome::Envelope(envelope) => return Some(Ok(*envelope)),
+                LineOutcome::Blank => {}
+                LineOutcome::Skip(reason) => {
+                    let reason = if read.terminated {
+                        reason
+                    } else {
+                        format!("torn last line (no newline at end of file): {reason}")
+                    };
+                    self.skipped.push(SkippedLine {
+                        line_number: self.line_number,
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> FusedIterator for LogReader<R> {}
+
+/// Reads a whole log: its envelopes in file order and the lines skipped.
+pub fn read_log(path: &Path) -> Result<(Vec<Envelope>, Vec<SkippedLine>), StoreError> {
+    let mut reader = LogReader::open(path)?;
+    let envelopes = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    Ok((envelopes, reader.into_skipped()))
+}
+
+/// Turns one line (without its `\n`) into an envelope, a blank, or a reason.
+fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId) -> LineOutcome {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return LineOutcome::Blank;
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            return LineOutcome::Skip(format!("invalid UTF-8 at byte {}", error.valid_up_to()))
+        }
+    };
+    let raw: &RawValue = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(error) => return LineOutcome::Skip(format!("invalid JSON: {error}")),
+    };
+    let Ok(shape) = serde_json::from_str::<LineShape<'_>>(raw.get()) else {
+        return LineOutcome::Skip(String::from(
+            "not a log line: a JSON value that is not an object (or has a repeated member)",
+        ));
+    };
+    match shape {
+        LineShape {
+            version: Some(version),
+            ..
+        } => match serde_json::from_str::<u64>(version.get()) {
+            Ok(version) if version == u64::from(LOG_VERSION) => {
+                match serde_json::from_str::<Envelope>(raw.get()) {
+                    Ok(envelope) => LineOutcome::Envelope(Box::new(envelope)),
+                    Err(error) => LineOutcome::Skip(format!("invalid v{LOG_VERSION} envelope: {error}")),
+                }
+            }
+            _ => LineOutcome::Skip(format!(
+                "unsupported log version {} (this build reads version {LOG_VERSION} and legacy lines)",
+                shorten(version.get())
+            )),
+        },
+        LineShape {
+            version: None,
+            timestamp: Some(timestamp),
+            event: Some(event),
+        } => decode_legacy(raw, timestamp, event, line_number, run_id),
+        LineShape { version: None, .. } => LineOutcome::Skip(String::from(
+            "not a log line: no `version`, and not a legacy `{timestamp, event}` line",
+        )),
+    }
+}
+
+/// A legacy `{timestamp, event}` line as an envelope whose actor is unknown
+/// (§2.7): those logs never recorded who did what.
+fn decode_legacy(
+    raw: &RawValue,
+    timestamp: &RawValue,
+    event: &RawValue,
+    line_number: u64,
+    run_id: &RunId,
+) -> LineOutcome {
+    let timestamp = match serde_json::from_str::<Timestamp>(timestamp.get()) {
+        Ok(timestamp) => timestamp,
+        Err(error) => {
+            return LineOutcome::Skip(format!("legacy line with an unreadable timestamp: {error}"))
+        }
+    };
+    // `EventBody` falls back to `Foreign`, which takes any JSON value, so an
+    // error here means the text itself was bad; kept for honesty all the same.
+    let event = match serde_json::from_str::<EventBody>(event.get()) {
+        Ok(event) => event,
+        Err(error) => {
+            return LineOutcome::Skip(format!("legacy line with an unreadable event: {error}"))
+        }
+    };
+    LineOutcome::Envelope(Box::new(Envelope {
+        version: LEGACY_VERSION,
+        timestamp,
+        sequence: line_number,
+        run_id: run_id.clone(),
+        direction: None,
+        actor: Actor::unknown(LEGACY_ACTOR_REASON),
+        event,
+        raw: Some(raw.to_owned()),
+    }))
+}
+
+/// A bounded copy of a JSON snippet for a reason.
+fn shorten(text: &str) -> String {
+    const SHOWN: usize = 40;
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}

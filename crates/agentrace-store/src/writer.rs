@@ -1,0 +1,198 @@
+//! Writing a run (§5 durability): the append-only log, one whole line per
+//! envelope with the sequence checked, and the run record replaced
+//! atomically. It decides how bytes reach the disk, never what an envelope
+//! says.
+
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use agentrace_core::state::RunSummary;
+use agentrace_core::{Envelope, RunId};
+
+use crate::error::StoreError;
+
+/// Appends envelopes to one run's log and rewrites its record.
+///
+/// Made by [`Home::create_run`](crate::Home::create_run) (a new log) or
+/// [`Home::append_run`](crate::Home::append_run) (continuing one).
+#[derive(Debug)]
+pub struct RunWriter {
+    file: File,
+    log_path: PathBuf,
+    record_path: PathBuf,
+    run_id: RunId,
+    next_sequence: u64,
+    /// A write failed part way: the log may end in a torn line, which the
+    /// next line must not be glued to.
+    needs_newline: bool,
+}
+
+impl RunWriter {
+    /// A writer over an open log (opened for appending) whose next envelope
+    /// gets `next_sequence`.
+    pub(crate) fn new(
+        file: File,
+        log_path: PathBuf,
+        record_path: PathBuf,
+        run_id: RunId,
+        next_sequence: u64,
+    ) -> Self {
+        Self {
+            file,
+            log_path,
+            record_path,
+            run_id,
+            next_sequence,
+            needs_newline: false,
+        }
+    }
+
+    /// The run this writer writes.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
+    /// The log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The record file.
+    pub fn record_path(&self) -> &Path {
+        &self.record_path
+    }
+
+    /// The sequence the next envelope must have: 1 for a new log.
+    pub fn next_sequence(&self) -> u64 {
+        self.next_sequence
+    }
+
+    /// Appends envelopes, each as one JSON line.
+    ///
+    /// The whole batch is checked and encoded before anything is written, so
+    /// a refused batch (a sequence that is not exactly the next one, an
+    /// envelope of another run) leaves the log untouched. Each line then goes
+    /// out in a single `write_all`, so a crash can tear only the last line.
+    /// Nothing is durable before [`RunWriter::sync`].
+    pub fn append(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
+        let mut lines = Vec::with_capacity(envelopes.len());
+        let mut expected = self.next_sequence;
+        for envelope in envelopes {
+            if envelope.run_id != self.run_id {
+                return Err(StoreError::WrongRun {
+                    path: self.log_path.clone(),
+                    expected: self.run_id.clone(),
+                    found: envelope.run_id.clone(),
+                });
+            }
+            if envelope.sequence != expected {
+                return Err(StoreError::SequenceGap {
+                    path: self.log_path.clone(),
+                    expected,
+                    found: envelope.sequence,
+                });
+            }
+            expected += 1;
+            let mut line =
+                serde_json::to_vec(envelope).map_err(|source| StoreError::Encode {
+                    what: format!("envelope {}", envelope.sequence),
+                    path: self.log_path.clone(),
+                    source,
+                })?;
+            keep_on_one_line(&mut line);
+            line.push(b'\n');
+            lines.push(line);
+        }
+        for line in &mut lines {
+            if self.needs_newline {
+                line.insert(0, b'\n');
+            }
+            if let Err(source) = self.file.write_all(line) {
+                self.needs_newline = true;
+                return Err(StoreError::io("append to run log", &self.log_path, source));
+            }
+            self.needs_newline = false;
+            self.next_sequence += 1;
+        }
+        Ok(())
+    }
+
+    /// Makes every line appended so far durable (flush, then `fsync` of the
+    /// data).
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        self.file
+            .flush()
+            .and_then(|()| self.file.sync_data())
+            .map_err(|source| StoreError::io("sync run log", &self.log_path, source))
+    }
+
+    /// Replaces the run record with `summary`, atomically: readers see the
+    /// old record or the new one, never a mix (write a temporary file beside
+    /// it, `fsync`, rename over).
+    pub fn write_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
+        if summary.id != self.run_id {
+            return Err(StoreError::WrongRun {
+                path: self.record_path.clone(),
+                expected: self.run_id.clone(),
+                found: summary.id.clone(),
+            });
+        }
+        let mut bytes =
+            serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
+                what: String::from("the run record"),
+                path: self.record_path.clone(),
+                source,
+            })?;
+        bytes.push(b'\n');
+        write_atomically(&self.record_path, &bytes)
+    }
+}
+
+/// Turns line breaks into spaces. serde_json escapes them inside strings,
+/// so any left are white space between the tokens of a `raw` value that was
+/// kept as read (a pretty-printed hook document, say); left alone they would
+/// split one envelope over several lines.
+fn keep_on_one_line(line: &mut [u8]) {
+    for byte in line.iter_mut() {
+        if matches!(*byte, b'\n' | b'\r') {
+            *byte = b' ';
+        }
+    }
+}
+
+/// Writes `bytes` to `<path>.tmp-<pid>`, syncs it and renames it over
+/// `path`; the pid keeps two processes from sharing a temporary file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
+    temporary_name.push(format!(".tmp-{}", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    let written = File::create(&temporary)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        })
+        .map_err(|source| StoreError::io("write run record", &temporary, source))
+        .and_then(|()| {
+            fs::rename(&temporary, path)
+                .map_err(|source| StoreError::io("replace run record", path, source))
+        });
+    if written.is_err() {
+        // Best effort: a leftover temporary file is harmless but untidy.
+        let _ = fs::remove_file(&temporary);
+        return written;
+    }
+    if let Some(directory) = path.parent() {
+        sync_directory(directory);
+    }
+    Ok(())
+}
+
+/// Best-effort `fsync` of a directory so a new or renamed entry survives a
+/// crash. Some platforms cannot open a directory as a file; the data itself
+/// is already synced, so a failure here is not worth failing the write.
+pub(crate) fn sync_directory(directory: &Path) {
+    if let Ok(handle) = File::open(directory) {
+        let _ = handle.sync_all();
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the store: writing and reading logs back, the run
+//! record, the home and its runs, and round-trip properties.
+
+mod all {
+    pub mod home;
+    pub mod properties;
+    pub mod reader;
+    pub mod support;
+    pub mod writer;
+}

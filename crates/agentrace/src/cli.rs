@@ -1,0 +1,197 @@
+//! Command-line surface: the clap definitions and the dispatch to commands.
+//! Flags, JSON shapes and exit codes here are a contract scripts rely on:
+//! extend them, never rename them.
+
+use std::process::ExitCode;
+
+use agentrace_core::model::Role;
+use agentrace_core::state::FinalActors;
+use agentrace_store::{Home, LogReader};
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::ingest::{self, IngestOptions};
+use crate::output::Out;
+use crate::render;
+use crate::samples;
+
+/// Which agent did what, when, at what cost, and how each one ended.
+///
+/// agentrace records multi-agent runs of Codex and Claude Code and
+/// attributes every message, tool call, turn and token to the root agent, to
+/// one named subagent, or honestly to `unknown`. Runs live in
+/// $AGENTRACE_HOME (default: the platform data dir, e.g.
+/// ~/.local/share/agentrace).
+///
+/// With no command, agentrace lists your runs; when there are none yet it
+/// records the bundled sample runs so there is something to look at.
+#[derive(Debug, Parser)]
+#[command(name = "agentrace", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Record a run from a file or stdin (e.g. the stdout of `codex app-server`).
+    ///
+    /// Prints the new run's id as the last line of stdout.
+    Ingest(IngestArgs),
+    /// List recorded runs, newest first.
+    Runs {
+        /// Print `{"runs": [...]}` instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run: summary, agent tree, the result and who produced it, counts.
+    Show {
+        /// Run id, a unique prefix of one, or `latest`.
+        run: String,
+        /// Print `{"run": {...}, "agents": [...], "warnings": [...]}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print every event of a run in sequence order, final attribution applied.
+    Events(EventsArgs),
+    /// Record the bundled sample runs (Codex V1, V2 and nested captures) and list them.
+    Samples,
+}
+
+#[derive(Debug, Args)]
+struct IngestArgs {
+    /// Input format; detected from the first lines when omitted.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Id for the new run (default: `run-<ulid>`).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Do not print the summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The file to read, or `-` for stdin.
+    input: String,
+}
+
+#[derive(Debug, Args)]
+struct EventsArgs {
+    /// Run id, a unique prefix of one, or `latest`.
+    run: String,
+    /// Print JSON Lines (one envelope per line).
+    #[arg(long)]
+    json: bool,
+    /// Include each envelope's original frame.
+    #[arg(long)]
+    raw: bool,
+    /// Only events of `main` (roots), `helpers`, `unknown`, or one thread id.
+    #[arg(long)]
+    actor: Option<String>,
+}
+
+/// Input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// JSON-RPC lines printed by `codex app-server` on stdout.
+    CodexAppServer,
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = Home::from_env().context("cannot find where runs live")?;
+    let mut out = Out::new();
+    match cli.command {
+        None => samples::default_action(&home, &mut out)?,
+        Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
+        Some(Command::Ingest(args)) => {
+            let options = IngestOptions {
+                format: args.format,
+                run_id: args.run_id,
+                quiet: args.quiet,
+            };
+            let id = ingest::ingest_path(&home, &args.input, &options)?;
+            out.line(id.as_str())?;
+        }
+        Some(Command::Runs { json }) => {
+            let runs = home.list_runs()?;
+            if json {
+                out.json_pretty(&serde_json::json!({ "runs": runs }))?;
+            } else {
+                render::runs(&mut out, &runs)?;
+            }
+        }
+        Some(Command::Show { run, json }) => {
+            let id = home.resolve(&run)?;
+            let loaded = home.load_run(&id)?;
+            let view = loaded.view();
+            if json {
+                out.json_pretty(&view)?;
+            } else {
+                render::show(&mut out, &view, loaded.skipped())?;
+            }
+        }
+        Some(Command::Events(args)) => events(&home, &mut out, &args)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Which events `--actor` keeps.
+enum ActorFilter {
+    All,
+    Role(Role),
+    Thread(String),
+}
+
+impl ActorFilter {
+    fn parse(text: Option<&str>) -> Self {
+        match text {
+            None | Some("all") => ActorFilter::All,
+            Some("main" | "root") => ActorFilter::Role(Role::Root),
+            Some("helpers" | "helper") => ActorFilter::Role(Role::Helper),
+            Some("unknown") => ActorFilter::Role(Role::Unknown),
+            Some(thread) => ActorFilter::Thread(thread.to_owned()),
+        }
+    }
+
+    fn keeps(&self, actor: &agentrace_core::Actor) -> bool {
+        match self {
+            ActorFilter::All => true,
+            ActorFilter::Role(role) => actor.role == *role,
+            ActorFilter::Thread(thread) => actor
+                .thread_id
+                .as_ref()
+                .is_some_and(|id| id.as_str() == thread),
+        }
+    }
+}
+
+fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
+    let id = home.resolve(&args.run)?;
+    let path = home.log_path(&id);
+    // Two passes keep memory bounded: corrections first, then the events.
+    let mut finals = FinalActors::default();
+    for envelope in LogReader::open(&path)? {
+        finals.observe(&envelope?);
+    }
+    let filter = ActorFilter::parse(args.actor.as_deref());
+    let mut reader = LogReader::open(&path)?;
+    for envelope in &mut reader {
+        let mut envelope = envelope?;
+        finals.apply(&mut envelope);
+        if !filter.keeps(&envelope.actor) {
+            continue;
+        }
+        if !args.raw {
+            envelope.raw = None;
+        }
+        if args.json {
+            out.json(&envelope)?;
+        } else {
+            render::event_line(out, &envelope)?;
+        }
+    }
+    if !reader.skipped().is_empty() {
+        render::skipped_warning(&path, reader.skipped());
+    }
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! `agentrace ingest`: the I/O shell around the recorder for finished input.
+//! Reads bytes, assembles bounded lines, stamps time, detects the format,
+//! and appends every envelope to the store as it is produced.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agentrace_core::lines::{AssembledLine, LineAssembler};
+use agentrace_core::model::{Event, EventBody, RunId, RunStatus, Timestamp};
+use agentrace_core::recorder::Format;
+use agentrace_core::{InputLine, Recorder};
+use agentrace_store::{validate_run_id, Home, RunWriter};
+use anyhow::{bail, Context as _};
+use serde::Deserialize;
+
+use crate::cli::FormatArg;
+
+/// Lines read ahead to detect the format and find the first frame time.
+const LOOKAHEAD_LINES: usize = 256;
+
+/// Undecodable lines named on stderr (the rest are counted).
+const NAMED_BAD_LINES: usize = 5;
+
+/// What `ingest` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// The format, when given.
+    pub format: Option<FormatArg>,
+    /// The run id, when given.
+    pub run_id: Option<String>,
+    /// No summary on stderr.
+    pub quiet: bool,
+}
+
+/// Ingests a file, or stdin for `-`.
+pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<RunId> {
+    if input == "-" {
+        return ingest_reader(home, "<stdin>", io::stdin().lock(), options);
+    }
+    let file = File::open(input).with_context(|| format!("cannot open {input}"))?;
+    ingest_reader(home, input, file, options)
+}
+
+/// Unix milliseconds now.
+pub fn now() -> Timestamp {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_millis(millis)
+}
+
+/// A fresh run id: `run-<ulid>`.
+pub fn new_run_id() -> RunId {
+    RunId::from(format!("run-{}", ulid::Ulid::new()))
+}
+
+struct Chunks<R> {
+    reader: R,
+    assembler: LineAssembler,
+    buffer: Vec<u8>,
+    done: bool,
+    name: String,
+}
+
+impl<R: Read> Chunks<R> {
+    /// The next batch of whole lines; empty only at the end.
+    fn next_lines(&mut self) -> anyhow::Result<Vec<AssembledLine>> {
+        loop {
+            if self.done {
+                return Ok(Vec::new());
+            }
+            let read = loop {
+                match self.reader.read(&mut self.buffer) {
+                    Ok(read) => break read,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) => {
+                        return Err(error).with_context(|| {
+                            format!("cannot read {} after its last whole line", self.name)
+                        })
+                    }
+                }
+            };
+            if read == 0 {
+                self.done = true;
+                return Ok(self.assembler.finish().into_iter().collect());
+            }
+            let lines = self.assembler.push(&self.buffer[..read]);
+            if !lines.is_empty() {
+                return Ok(lines);
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TimeProbe {
+    #[serde(default)]
+    emitted_at_ms: Option<i64>,
+}
+
+fn frame_time(line: &AssembledLine) -> Option<Timestamp> {
+    serde_json::from_slice::<TimeProbe>(&line.bytes)
+        .ok()
+        .and_then(|probe| probe.emitted_at_ms)
+        .map(Timestamp::from_millis)
+}
+
+/// Ingests any reader.
+pub fn ingest_reader(
+    home: &Home,
+    name: &str,
+    reader: impl Read,
+    options: &IngestOptions,
+) -> anyhow::Result<RunId> {
+    let id = match &options.run_id {
+        Some(text) => validate_run_id(text)?,
+        None => new_run_id(),
+    };
+    let mut chunks = Chunks {
+        reader,
+        assembler: LineAssembler::default(),
+        buffer: vec![0; 256 * 1024],
+        done: false,
+        name: name.to_owned(),
+    };
+    // Read ahead until the first frame that carries its own time: lines
+    // before it (responses carry none) take that time, not the ingest time.
+    let mut ahead: Vec<AssembledLine> = Vec::new();
+    let mut first_time = None;
+    while first_time.is_none() && ahead.len() < LOOKAHEAD_LINES {
+        let lines = chunks.next_lines()?;
+        if lines.is_empty() {
+            break;
+        }
+        for line in lines {
+            if first_time.is_none() {
+                first_time = frame_time(&line);
+            }
+            ahead.push(line);
+        }
+    }
+    let format = match options.format {
+        Some(FormatArg::CodexAppServer) => Format::CodexAppServer,
+        None => detect(name, &ahead)?,
+    };
+    if home.exists(&id) {
+        bail!("run {id} already exists; pick another --run-id");
+    }
+    let start = first_time.unwrap_or_else(now);
+    let mut session = Session {
+        recorder: Recorder::new(id.clone(), format),
+        writer: home.create_run(&id)?,
+        status: None,
+        bad_lines: Vec::new(),
+        bad_count: 0,
+        clock: start,
+    };
+    let first = session.recorder.start(start);
+    session.write(&first)?;
+    for line in ahead {
+        session.line(&line)?;
+    }
+    loop {
+        let lines = chunks.next_lines()?;
+        if lines.is_empty() {
+            break;
+        }
+        for line in lines {
+            session.line(&line)?;
+        }
+    }
+    let last = session.recorder.finish();
+    session.write(&last)?;
+    session.writer.sync()?;
+    let summary = session.recorder.state().summary();
+    session.writer.write_record(&summary)?;
+    if session.bad_count > 0 {
+        eprintln!(
+            "warning: {} undecodable line{} in {name}, kept raw and counted:",
+            session.bad_count,
+            if session.bad_count == 1 { "" } else { "s" }
+        );
+        for (line, reason) in &session.bad_lines {
+            eprintln!("  {name}:{line}: {reason}");
+        }
+        if session.bad_count > session.bad_lines.len() as u64 {
+            eprintln!("  … and {} more", session.bad_count - session.bad_lines.len() as u64);
+        }
+        eprintln!("hint: `agentrace events {id} --raw` shows each one as read");
+    }
+    if !options.quiet {
+        let agents = session.recorder.state().agents();
+        eprintln!(
+            "recorded {id}: {} {}, {} events, {} top-level agent{}",
+            serde_json::to_value(summary.provider)
+                .ok()
+                .and_then(|value| value.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            status_word(summary.status),
+            summary.counts.events,
+            agents.len(),
+            if agents.len() == 1 { "" } else { "s" },
+        );
+    }
+    Ok(id)
+}
+
+fn status_word(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Running => "running (no root turn ended)",
+        RunStatus::Done => "done",
+        RunStatus::Failed => "failed",
+        RunStatus::Interrupted => "interrupted",
+    }
+}
+
+struct Session {
+    recorder: Recorder,
+    writer: RunWriter,
+    status: Option<RunStatus>,
+    bad_lines: Vec<(u64, String)>,
+    bad_count: u64,
+    clock: Timestamp,
+}
+
+impl Session {
+    fn line(&mut self, line: &AssembledLine) -> anyhow::Result<()> {
+        if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
+            return Ok(());
+        }
+        let envelopes = self.recorder.push(&InputLine {
+            bytes: &line.bytes,
+            line_number: line.line_number,
+            observed_at: self.clock,
+            direction: None,
+            truncated_from: line.truncated_from,
+        });
+        if let Some(last) = envelopes.last() {
+            // Frames without a time of their own take the last one seen.
+            self.clock = last.timestamp;
+        }
+        for envelope in &envelopes {
+            if let EventBody::Known(Event::Unknown {
+                kind,
+                reason,
+                line_number,
+                ..
+            }) = &envelope.event
+            {
+                if kind == "undecodable" {
+                    self.bad_count += 1;
+                    if self.bad_lines.len() < NAMED_BAD_LINES {
+                        self.bad_lines
+                            .push((line_number.unwrap_or(line.line_number), reason.clone()));
+                    }
+                }
+            }
+        }
+        self.write(&envelopes)
+    }
+
+    fn write(&mut self, envelopes: &[agentrace_core::Envelope]) -> anyhow::Result<()> {
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        self.writer.append(envelopes)?;
+        let status = self.recorder.state().status();
+        if self.status != Some(status) {
+            // The run record follows status changes so `runs` is right even
+            // while a long ingest is still going.
+            self.status = Some(status);
+            self.writer.write_record(&self.recorder.state().summary())?;
+        }
+        Ok(())
+    }
+}
+
+/// Detects the input format from the first lines.
+fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Format> {
+    let mut first_problem = None;
+    for line in lines {
+        if agentrace_core::decode::is_blank(&line.bytes) {
+            continue;
+        }
+        let value = match serde_json::from_slice::<serde_json::Value>(&line.bytes) {
+            Ok(value) => value,
+            Err(error) => {
+                first_problem.get_or_insert_with(|| format!("line {}: {error}", line.line_number));
+                continue;
+            }
+        };
+        let Some(object) = value.as_object() else {
+            first_problem
+                .get_or_insert_with(|| format!("line {}: not a JSON object", line.line_number));
+            continue;
+        };
+        if object.contains_key("version") && object.contains_key("runId") {
+            bail!("{name} is an agentrace run log, not provider output; `agentrace show` reads runs");
+        }
+        if object.contains_key("method")
+            || (object.contains_key("id")
+                && (object.contains_key("result") || object.contains_key("error")))
+        {
+            return Ok(Format::CodexAppServer);
+        }
+        if object.get("type").is_some() && object.contains_key("session_id") {
+            bail!(
+                "{name} looks like Claude Code stream-json, which this build cannot read yet\n\
+                 hint: supported formats: codex-app-server"
+            );
+        }
+        first_problem.get_or_insert_with(|| {
+            format!("line {}: no JSON-RPC `method`, `id` or `result`", line.line_number)
+        });
+    }
+    match first_problem {
+        Some(problem) => bail!(
+            "cannot detect the format of {name} ({problem})\nhint: pass --format codex-app-server"
+        ),
+        None => bail!("{name} is empty: nothing to record"),
+    }
+}

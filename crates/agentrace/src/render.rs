@@ -1,0 +1,390 @@
+//! Human-readable views: plain text, no colour, stable enough to snapshot.
+//! Every agent-provided string is shown on one line (newlines folded) and
+//! cut to a readable length.
+
+use std::io;
+use std::path::Path;
+
+use agentrace_core::model::{AgentStatus, Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
+use agentrace_core::state::{AgentNode, RunSummary, RunView};
+use agentrace_store::SkippedLine;
+
+use crate::output::Out;
+
+const TEXT_WIDTH: usize = 100;
+
+/// One line, at most `width` characters, newlines folded.
+pub fn one_line(text: &str, width: usize) -> String {
+    let folded: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let folded = folded.split_whitespace().collect::<Vec<_>>().join(" ");
+    match folded.char_indices().nth(width) {
+        Some((index, _)) => format!("{}…", &folded[..index]),
+        None => folded,
+    }
+}
+
+fn status_text(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Running => "running",
+        RunStatus::Done => "done",
+        RunStatus::Failed => "failed",
+        RunStatus::Interrupted => "interrupted",
+    }
+}
+
+fn agent_status_text(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::Pending => "pending",
+        AgentStatus::Running => "running",
+        AgentStatus::Completed => "completed",
+        AgentStatus::Failed => "failed",
+        AgentStatus::Interrupted => "interrupted",
+    }
+}
+
+fn role_text(role: Role) -> &'static str {
+    match role {
+        Role::Root => "root",
+        Role::Helper => "helper",
+        Role::Unknown => "unknown",
+    }
+}
+
+fn tokens_text(tokens: &TokenUsage) -> String {
+    format!(
+        "{} total ({} in, {} cached, {} out, {} reasoning)",
+        tokens.total_tokens,
+        tokens.input_tokens,
+        tokens.cached_input_tokens,
+        tokens.output_tokens,
+        tokens.reasoning_output_tokens
+    )
+}
+
+fn json_word<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `agentrace runs`.
+pub fn runs(out: &mut Out, runs: &[RunSummary]) -> io::Result<()> {
+    if runs.is_empty() {
+        out.line("no runs yet")?;
+        eprintln!("hint: `agentrace ingest FILE` records one; `agentrace samples` records the bundled samples");
+        return Ok(());
+    }
+    out.line(format!(
+        "{:<34} {:<8} {:<12} {:<24} {:>7} {:>5}  RESULT",
+        "RUN", "PROVIDER", "STATUS", "STARTED", "EVENTS", "WARN"
+    ))?;
+    for run in runs {
+        let started = run
+            .started_at
+            .map(|at| at.to_string())
+            .unwrap_or_else(|| "-".to_owned());
+        let result = match (&run.result, &run.error) {
+            (Some(result), _) => one_line(result, 60),
+            (None, Some(error)) => one_line(&format!("error: {error}"), 60),
+            (None, None) => "-".to_owned(),
+        };
+        out.line(format!(
+            "{:<34} {:<8} {:<12} {:<24} {:>7} {:>5}  {}",
+            run.id.as_str(),
+            json_word(&run.provider),
+            status_text(run.status),
+            started,
+            run.counts.events,
+            run.warning_count,
+            result
+        ))?;
+    }
+    Ok(())
+}
+
+fn find<'a>(agents: &'a [AgentNode], thread: &str) -> Option<&'a AgentNode> {
+    agents.iter().find_map(|agent| {
+        if agent.thread_id.as_str() == thread {
+            Some(agent)
+        } else {
+            find(&agent.children, thread)
+        }
+    })
+}
+
+/// `agentrace show`.
+pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Result<()> {
+    let run = &view.run;
+    out.line(format!("run       {}", run.id))?;
+    out.line(format!(
+        "provider  {} ({})",
+        json_word(&run.provider),
+        json_word(&run.source)
+    ))?;
+    out.line(format!("status    {}", status_text(run.status)))?;
+    out.line(format!(
+        "root      {}",
+        run.root_thread_id
+            .as_ref()
+            .map(|id| id.to_string())
+            .unwrap_or_else(|| "unknown (no root thread seen)".to_owned())
+    ))?;
+    if let Some(started) = run.started_at {
+        let ended = run
+            .ended_at
+            .map(|ended| {
+                let seconds = (ended.millis() - started.millis()) as f64 / 1000.0;
+                format!(", ended {ended} ({seconds:.1} s)")
+            })
+            .unwrap_or_default();
+        out.line(format!("time      started {started}{ended}"))?;
+    }
+    match (&run.result, &run.result_source) {
+        (Some(result), Some(source)) => {
+            out.line(format!("result    {}", one_line(result, TEXT_WIDTH)))?;
+            let who = source
+                .thread_id
+                .as_ref()
+                .and_then(|thread| find(&view.agents, thread.as_str()))
+                .map(|agent| agent.label.clone())
+                .unwrap_or_else(|| "Unknown actor".to_owned());
+            out.line(format!(
+                "  from    {who} ({}), thread {}, item {}",
+                source.role.map(role_text).unwrap_or("unknown"),
+                source
+                    .thread_id
+                    .as_ref()
+                    .map(|id| id.to_string())
+                    .unwrap_or_else(|| "-".to_owned()),
+                source
+                    .item_id
+                    .as_ref()
+                    .map(|id| id.to_string())
+                    .unwrap_or_else(|| "-".to_owned()),
+            ))?;
+        }
+        (_, _) => {
+            let why = match run.status {
+                RunStatus::Running => "none yet: the root's turn has not ended",
+                RunStatus::Done => "none: the root's last turn ended without an answer of its own",
+                RunStatus::Failed => "none: the root's last turn failed",
+                RunStatus::Interrupted => "none: the root's last turn was interrupted",
+            };
+            out.line(format!("result    {why}"))?;
+        }
+    }
+    if let Some(error) = &run.error {
+        out.line(format!("error     {}", one_line(error, TEXT_WIDTH)))?;
+    }
+    if let Some(tokens) = &run.tokens {
+        out.line(format!("tokens    {}", tokens_text(tokens)))?;
+    }
+    out.line("")?;
+    out.line("agents")?;
+    if view.agents.is_empty() {
+        out.line("  (none seen)")?;
+    }
+    for agent in &view.agents {
+        tree(out, agent, "  ", "  ")?;
+    }
+    out.line("")?;
+    let counts = &run.counts;
+    out.line(format!(
+        "counts    {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · {} skipped log lines",
+        counts.events,
+        counts.unknown_actor,
+        counts.undecoded_lines,
+        counts.unknown_frames,
+        counts.skipped_log_lines.max(skipped.len() as u64),
+    ))?;
+    if view.warnings.is_empty() {
+        out.line("warnings  none")?;
+    } else {
+        out.line("warnings")?;
+        for warning in &view.warnings {
+            out.line(format!(
+                "  {} {}: {}",
+                json_word(&warning.severity),
+                warning.code,
+                one_line(&warning.message, TEXT_WIDTH)
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result<()> {
+    let tokens = agent
+        .tokens
+        .map(|tokens| format!(", {} tokens", tokens.total_tokens))
+        .unwrap_or_default();
+    out.line(format!(
+        "{first}{} [{}] {}  {}, {} events, {} tool calls{tokens}",
+        agent.label,
+        role_text(agent.role),
+        agent.thread_id,
+        agent_status_text(agent.status),
+        agent.event_count,
+        agent.tool_count,
+    ))?;
+    let detail_prefix = if agent.children.is_empty() {
+        format!("{rest}    ")
+    } else {
+        format!("{rest}│   ")
+    };
+    if agent.role == Role::Unknown {
+        out.line(format!(
+            "{detail_prefix}no spawn link names this thread: its owner is unknown"
+        ))?;
+    }
+    if let Some(message) = &agent.final_message {
+        out.line(format!("{detail_prefix}final: {}", one_line(message, TEXT_WIDTH)))?;
+    }
+    let count = agent.children.len();
+    for (index, child) in agent.children.iter().enumerate() {
+        let last = index + 1 == count;
+        let branch = format!("{rest}{}", if last { "└─ " } else { "├─ " });
+        let below = format!("{rest}{}", if last { "   " } else { "│  " });
+        tree(out, child, &branch, &below)?;
+    }
+    Ok(())
+}
+
+/// One event of `agentrace events`.
+pub fn event_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
+    let time = envelope.timestamp.to_string();
+    let clock = time.get(11..23).unwrap_or(&time);
+    out.line(format!(
+        "{:>6}  {}  {:<20}  {}",
+        envelope.sequence,
+        clock,
+        one_line(&envelope.actor.label, 20),
+        describe(&envelope.event)
+    ))
+}
+
+fn describe(event: &EventBody) -> String {
+    let EventBody::Known(event) = event else {
+        return format!("{} (unknown event type, shown raw with --json)", event.type_name());
+    };
+    let text = match event {
+        Event::RunStarted { provider, source } => {
+            format!("run started ({}, {})", json_word(provider), json_word(source))
+        }
+        Event::Message { role, phase, text, .. } => format!(
+            "message {role}{}: {}",
+            phase.as_ref().map(|p| format!(" ({p})")).unwrap_or_default(),
+            text
+        ),
+        Event::Reasoning { text, .. } => format!("reasoning: {text}"),
+        Event::ItemStarted { item_type, .. } => format!("{item_type} started"),
+        Event::ItemCompleted { item_type, .. } => format!("{item_type} completed"),
+        Event::Delta { kind, text, .. } => format!("{kind} delta: {text}"),
+        Event::ToolUse { name, input, .. } => format!("tool {name}: {input}"),
+        Event::ToolResult {
+            name,
+            status,
+            exit_code,
+            output,
+            ..
+        } => format!(
+            "tool {name} {}{}: {output}",
+            status.as_deref().unwrap_or("ended"),
+            exit_code.map(|code| format!(" (exit {code})")).unwrap_or_default()
+        ),
+        Event::TurnStarted { turn_id, .. } => format!("turn {turn_id} started"),
+        Event::TurnCompleted { turn_id, status, .. } => format!("turn {turn_id} {status}"),
+        Event::Usage { total, .. } => format!("usage: {}", tokens_text(total)),
+        Event::Status {
+            status,
+            waiting_on_approval,
+            waiting_on_user_input,
+        } => format!(
+            "status {status}{}{}",
+            if *waiting_on_approval { " (waiting on approval)" } else { "" },
+            if *waiting_on_user_input { " (waiting on user input)" } else { "" }
+        ),
+        Event::ThreadStarted { thread_id } => format!("thread {thread_id} started"),
+        Event::AgentSpawned {
+            child_thread_id,
+            via,
+            prompt,
+            ..
+        } => format!(
+            "spawned {child_thread_id} (via {via}){}",
+            prompt.as_ref().map(|p| format!(": {p}")).unwrap_or_default()
+        ),
+        Event::AgentWaitStarted { child_thread_ids, .. } => {
+            if child_thread_ids.is_empty() {
+                "waits for its helpers".to_owned()
+            } else {
+                format!(
+                    "waits for {}",
+                    child_thread_ids
+                        .iter()
+                        .map(|id| id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        }
+        Event::AgentCompleted {
+            thread_id,
+            status,
+            result,
+            ..
+        } => format!(
+            "agent {thread_id} {}{}",
+            agent_status_text(*status),
+            result.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+        ),
+        Event::ActorResolved { thread_id, actor } => format!(
+            "attribution: {thread_id} is {} ({})",
+            actor.label,
+            role_text(actor.role)
+        ),
+        Event::ServerRequest { method, summary, .. } => format!("asks the client: {method} {summary}"),
+        Event::ClientRequest { method, .. } => format!("client request {method}"),
+        Event::Response { request_id, method, error } => format!(
+            "response to {}{}",
+            method.clone().unwrap_or_else(|| format!("request {request_id}")),
+            error.as_ref().map(|e| format!(": error {e}")).unwrap_or_default()
+        ),
+        Event::Error { message, will_retry, .. } => format!(
+            "error{}: {message}",
+            if *will_retry == Some(true) { " (will retry)" } else { "" }
+        ),
+        Event::Notice { method, message } => format!(
+            "{method}{}",
+            message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+        ),
+        Event::Warning { warning } => format!("warning {}: {}", warning.code, warning.message),
+        Event::Done { result, .. } => format!(
+            "DONE: {}",
+            result.as_deref().unwrap_or("(no answer from the root)")
+        ),
+        Event::Failed { error, .. } => {
+            format!("FAILED: {}", error.as_deref().unwrap_or("(no error given)"))
+        }
+        Event::Interrupted { .. } => "INTERRUPTED".to_owned(),
+        Event::Unknown { reason, .. } => format!("unknown: {reason}"),
+    };
+    one_line(&text, 160)
+}
+
+/// Warns on stderr about log lines the reader skipped.
+pub fn skipped_warning(path: &Path, skipped: &[SkippedLine]) {
+    eprintln!(
+        "warning: {} line{} of {} skipped:",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        path.display()
+    );
+    for line in skipped.iter().take(5) {
+        eprintln!("  line {}: {}", line.line_number, line.reason);
+    }
+}
