@@ -1,6 +1,7 @@
 //! The agentrace home and the runs in it: finding the home, naming a run's
 //! files, creating, continuing, listing, loading and resolving runs. Every
-//! path it builds comes from a validated run id.
+//! file it opens or creates is named by a validated run id, so no id can
+//! reach outside the runs directory.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
@@ -53,6 +54,11 @@ impl LoadedRun {
         summary
     }
 
+    /// The log lines skipped, in file order (the same as the field).
+    pub fn skipped(&self) -> &[SkippedLine] {
+        &self.skipped
+    }
+
     fn skipped_count(&self) -> u64 {
         u64::try_from(self.skipped.len()).unwrap_or(u64::MAX)
     }
@@ -102,8 +108,8 @@ impl Home {
     }
 
     /// Starts a new run: creates the runs directory and an empty log.
-    /// Refuses ([`StoreError::AlreadyExists`]) when the log exists, so two
-    /// writers can never share one.
+    /// Refuses ([`StoreError::AlreadyExists`]) when the log exists, so a new
+    /// run never writes into an old run's log.
     pub fn create_run(&self, id: &RunId) -> Result<RunWriter, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let runs_dir = self.runs_dir();
@@ -129,7 +135,8 @@ impl Home {
     /// follows the highest one in the log. A log that does not end with a
     /// newline (a line torn by a crash) first gets one, so the torn line
     /// stays a whole line of its own, skipped and counted, and the new lines
-    /// are read intact.
+    /// are read intact. Nothing is locked: the caller makes sure no other
+    /// writer has the log open.
     pub fn append_run(&self, id: &RunId) -> Result<RunWriter, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let log_path = self.log_path(&id);
@@ -188,7 +195,7 @@ impl Home {
     pub fn load_run(&self, id: &RunId) -> Result<LoadedRun, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let log_path = self.log_path(&id);
-        let reader = match LogReader::open(&log_path) {
+        let mut reader = match LogReader::open(&log_path) {
             Ok(reader) => reader.with_run_id(id.clone()),
             Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                 return Err(self.not_found(id.as_str()))
@@ -197,7 +204,6 @@ impl Home {
         };
         let mut state = RunState::new(id);
         let mut final_actors = FinalActors::default();
-        let mut reader = reader;
         for envelope in reader.by_ref() {
             let envelope = envelope?;
             final_actors.observe(&envelope);
@@ -212,7 +218,11 @@ impl Home {
 
     /// The newest run (as [`Home::list_runs`] orders them), if any.
     pub fn newest_run(&self) -> Result<Option<RunId>, StoreError> {
-        Ok(self.list_runs()?.into_iter().next().map(|summary| summary.id))
+        Ok(self
+            .list_runs()?
+            .into_iter()
+            .next()
+            .map(|summary| summary.id))
     }
 
     /// Finds the run a user means: the exact id, else `latest` / `last` for

@@ -9,6 +9,7 @@ use std::iter::FusedIterator;
 use std::path::{Path, PathBuf};
 
 use agentrace_core::{Actor, Envelope, EventBody, RunId, Timestamp, LOG_VERSION};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -81,6 +82,17 @@ struct LineShape<'a> {
     timestamp: Option<&'a RawValue>,
     #[serde(borrow, default)]
     event: Option<&'a RawValue>,
+    /// `Some` whenever the member is there, `null` included.
+    #[serde(borrow, default, deserialize_with = "present")]
+    raw: Option<&'a RawValue>,
+}
+
+/// Deserializes a member that is present as `Some`, even when it is `null`.
+fn present<'de, D>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 impl LogReader<BufReader<File>> {
@@ -88,7 +100,8 @@ impl LogReader<BufReader<File>> {
     /// when it is a valid run id (else `legacy`); see
     /// [`LogReader::with_run_id`].
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let file = File::open(path).map_err(|source| StoreError::io("open run log", path, source))?;
+        let file =
+            File::open(path).map_err(|source| StoreError::io("open run log", path, source))?;
         let mut reader = LogReader::new(BufReader::with_capacity(READ_BUFFER_BYTES, file));
         reader.path = Some(path.to_owned());
         if let Some(run_id) = path
@@ -164,8 +177,7 @@ impl<R: BufRead> LogReader<R> {
                 }));
             }
             started = true;
-            let (chunk, used, terminated) = match available.iter().position(|byte| *byte == b'\n')
-            {
+            let (chunk, used, terminated) = match available.iter().position(|byte| *byte == b'\n') {
                 Some(index) => (&available[..index], index + 1, true),
                 None => (available, available.len(), false),
             };
@@ -258,26 +270,30 @@ fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId) -> LineOutcome {
             return LineOutcome::Skip(format!("invalid UTF-8 at byte {}", error.valid_up_to()))
         }
     };
-    let raw: &RawValue = match serde_json::from_str(text) {
-        Ok(raw) => raw,
+    // Only an object can be a log line; checked before `LineShape`, which
+    // serde would also fill from an array.
+    if !text.trim_start().starts_with('{') {
+        return match serde_json::from_str::<IgnoredAny>(text) {
+            Ok(_) => LineOutcome::Skip(String::from(
+                "not a log line: a JSON value that is not an object",
+            )),
+            Err(error) => LineOutcome::Skip(format!("invalid JSON: {error}")),
+        };
+    }
+    let shape = match serde_json::from_str::<LineShape<'_>>(text) {
+        Ok(shape) => shape,
+        Err(error) if error.is_data() => {
+            return LineOutcome::Skip(format!("not a log line: {error}"))
+        }
         Err(error) => return LineOutcome::Skip(format!("invalid JSON: {error}")),
-    };
-    let Ok(shape) = serde_json::from_str::<LineShape<'_>>(raw.get()) else {
-        return LineOutcome::Skip(String::from(
-            "not a log line: a JSON value that is not an object (or has a repeated member)",
-        ));
     };
     match shape {
         LineShape {
             version: Some(version),
+            raw,
             ..
         } => match serde_json::from_str::<u64>(version.get()) {
-            Ok(version) if version == u64::from(LOG_VERSION) => {
-                match serde_json::from_str::<Envelope>(raw.get()) {
-                    Ok(envelope) => LineOutcome::Envelope(Box::new(envelope)),
-                    Err(error) => LineOutcome::Skip(format!("invalid v{LOG_VERSION} envelope: {error}")),
-                }
-            }
+            Ok(version) if version == u64::from(LOG_VERSION) => decode_v2(text, raw),
             _ => LineOutcome::Skip(format!(
                 "unsupported log version {} (this build reads version {LOG_VERSION} and legacy lines)",
                 shorten(version.get())
@@ -287,17 +303,33 @@ fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId) -> LineOutcome {
             version: None,
             timestamp: Some(timestamp),
             event: Some(event),
-        } => decode_legacy(raw, timestamp, event, line_number, run_id),
+            ..
+        } => decode_legacy(text, timestamp, event, line_number, run_id),
         LineShape { version: None, .. } => LineOutcome::Skip(String::from(
             "not a log line: no `version`, and not a legacy `{timestamp, event}` line",
         )),
     }
 }
 
+/// A v2 line; `raw` is its `raw` member when present, `null` included.
+fn decode_v2(text: &str, raw: Option<&RawValue>) -> LineOutcome {
+    let mut envelope = match serde_json::from_str::<Envelope>(text) {
+        Ok(envelope) => envelope,
+        Err(error) => return LineOutcome::Skip(format!("invalid v2 envelope: {error}")),
+    };
+    // `Option<Box<RawValue>>` reads `"raw": null` as no raw at all, but a
+    // frame that was the JSON `null` is still a frame, and every input line
+    // must stay in some envelope's `raw`.
+    if envelope.raw.is_none() {
+        envelope.raw = raw.map(ToOwned::to_owned);
+    }
+    LineOutcome::Envelope(Box::new(envelope))
+}
+
 /// A legacy `{timestamp, event}` line as an envelope whose actor is unknown
 /// (§2.7): those logs never recorded who did what.
 fn decode_legacy(
-    raw: &RawValue,
+    text: &str,
     timestamp: &RawValue,
     event: &RawValue,
     line_number: u64,
@@ -317,6 +349,12 @@ fn decode_legacy(
             return LineOutcome::Skip(format!("legacy line with an unreadable event: {error}"))
         }
     };
+    // The line is known to be valid JSON; this only trims the white space
+    // around it so `raw` is the value itself.
+    let raw = match serde_json::from_str::<&RawValue>(text) {
+        Ok(raw) => raw.to_owned(),
+        Err(error) => return LineOutcome::Skip(format!("invalid JSON: {error}")),
+    };
     LineOutcome::Envelope(Box::new(Envelope {
         version: LEGACY_VERSION,
         timestamp,
@@ -325,7 +363,7 @@ fn decode_legacy(
         direction: None,
         actor: Actor::unknown(LEGACY_ACTOR_REASON),
         event,
-        raw: Some(raw.to_owned()),
+        raw: Some(raw),
     }))
 }
 

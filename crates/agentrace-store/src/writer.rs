@@ -75,10 +75,13 @@ impl RunWriter {
     /// envelope of another run) leaves the log untouched. Each line then goes
     /// out in a single `write_all`, so a crash can tear only the last line.
     /// Nothing is durable before [`RunWriter::sync`].
+    ///
+    /// Line breaks between the tokens of a `raw` frame are written as
+    /// spaces: the one change ever made to a raw frame, and the only way to
+    /// keep a pretty-printed frame on one line without re-encoding it.
     pub fn append(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
         let mut lines = Vec::with_capacity(envelopes.len());
-        let mut expected = self.next_sequence;
-        for envelope in envelopes {
+        for (expected, envelope) in (self.next_sequence..).zip(envelopes) {
             if envelope.run_id != self.run_id {
                 return Err(StoreError::WrongRun {
                     path: self.log_path.clone(),
@@ -93,13 +96,11 @@ impl RunWriter {
                     found: envelope.sequence,
                 });
             }
-            expected += 1;
-            let mut line =
-                serde_json::to_vec(envelope).map_err(|source| StoreError::Encode {
-                    what: format!("envelope {}", envelope.sequence),
-                    path: self.log_path.clone(),
-                    source,
-                })?;
+            let mut line = serde_json::to_vec(envelope).map_err(|source| StoreError::Encode {
+                what: format!("envelope {}", envelope.sequence),
+                path: self.log_path.clone(),
+                source,
+            })?;
             keep_on_one_line(&mut line);
             line.push(b'\n');
             lines.push(line);

@@ -10,7 +10,10 @@ use agentrace_store::Home;
 use tempfile::TempDir;
 
 /// What every test returns: `?` instead of `unwrap`.
-pub type TestResult = Result<(), Box<dyn Error>>;
+pub type TestResult = Fallible<()>;
+
+/// A test helper's result.
+pub type Fallible<T> = Result<T, Box<dyn Error>>;
 
 /// A fixed observation time for frames that carry none.
 pub const T0: i64 = 1_795_993_400_000;
@@ -26,7 +29,7 @@ pub const SESSION: &[&str] = &[
 ];
 
 /// A home in a fresh temporary directory (kept alive by the `TempDir`).
-pub fn temporary_home() -> Result<(TempDir, Home), Box<dyn Error>> {
+pub fn temporary_home() -> Fallible<(TempDir, Home)> {
     let directory = tempfile::tempdir()?;
     let home = Home::at(directory.path());
     Ok((directory, home))
@@ -74,7 +77,7 @@ pub fn write_run(home: &Home, envelopes: &[Envelope], id: &str) -> TestResult {
 }
 
 /// Writes `bytes` as a log file named `name` in a fresh temporary directory.
-pub fn log_file(name: &str, bytes: &[u8]) -> Result<(TempDir, PathBuf), Box<dyn Error>> {
+pub fn log_file(name: &str, bytes: &[u8]) -> Fallible<(TempDir, PathBuf)> {
     let directory = tempfile::tempdir()?;
     let path = directory.path().join(name);
     std::fs::write(&path, bytes)?;
@@ -82,14 +85,14 @@ pub fn log_file(name: &str, bytes: &[u8]) -> Result<(TempDir, PathBuf), Box<dyn 
 }
 
 /// One envelope as a log line, newline included.
-pub fn line_of(envelope: &Envelope) -> Result<Vec<u8>, Box<dyn Error>> {
+pub fn line_of(envelope: &Envelope) -> Fallible<Vec<u8>> {
     let mut line = serde_json::to_vec(envelope)?;
     line.push(b'\n');
     Ok(line)
 }
 
 /// Every line of a file, as text (lossy), without newlines.
-pub fn lines_of(path: &Path) -> Result<Vec<String>, Box<dyn Error>> {
+pub fn lines_of(path: &Path) -> Fallible<Vec<String>> {
     let bytes = std::fs::read(path)?;
     Ok(String::from_utf8_lossy(&bytes)
         .split_terminator('\n')

@@ -65,7 +65,10 @@ fn a_raw_frame_with_line_breaks_is_still_written_as_one_line() -> TestResult {
     assert_eq!(lines.len(), envelopes.len());
     assert_eq!(skipped, vec![]);
     let raw = read[0].raw.as_ref().map(|raw| raw.get());
-    assert_eq!(raw, Some("{    \"hook\": \"SubagentStart\",   \"text\": \"a\\nb\" }"));
+    assert_eq!(
+        raw,
+        Some("{    \"hook\": \"SubagentStart\",   \"text\": \"a\\nb\" }")
+    );
     Ok(())
 }
 
@@ -79,7 +82,14 @@ fn a_sequence_gap_is_refused_and_nothing_is_written() -> TestResult {
     let error = writer.append(&batch).err().ok_or("a gap was accepted")?;
 
     assert!(
-        matches!(error, StoreError::SequenceGap { expected: 2, found: 3, .. }),
+        matches!(
+            error,
+            StoreError::SequenceGap {
+                expected: 2,
+                found: 3,
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert_eq!(writer.next_sequence(), 1);
@@ -94,10 +104,20 @@ fn a_repeated_sequence_is_refused() -> TestResult {
     let mut writer = home.create_run(&run_id("run-a"))?;
     writer.append(&envelopes[..2])?;
 
-    let error = writer.append(&envelopes[1..2]).err().ok_or("a repeat was accepted")?;
+    let error = writer
+        .append(&envelopes[1..2])
+        .err()
+        .ok_or("a repeat was accepted")?;
 
     assert!(
-        matches!(error, StoreError::SequenceGap { expected: 3, found: 2, .. }),
+        matches!(
+            error,
+            StoreError::SequenceGap {
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ),
         "{error:?}"
     );
     let message = error.to_string();
@@ -111,7 +131,10 @@ fn an_envelope_of_another_run_is_refused() -> TestResult {
     let (_, envelopes) = record("run-b", SESSION);
     let mut writer = home.create_run(&run_id("run-a"))?;
 
-    let error = writer.append(&envelopes).err().ok_or("another run was accepted")?;
+    let error = writer
+        .append(&envelopes)
+        .err()
+        .ok_or("another run was accepted")?;
 
     assert!(matches!(error, StoreError::WrongRun { .. }), "{error:?}");
     Ok(())
@@ -123,9 +146,15 @@ fn creating_a_run_that_exists_fails_with_already_exists() -> TestResult {
     let (_, envelopes) = record("run-a", SESSION);
     write_run(&home, &envelopes, "run-a")?;
 
-    let error = home.create_run(&run_id("run-a")).err().ok_or("created twice")?;
+    let error = home
+        .create_run(&run_id("run-a"))
+        .err()
+        .ok_or("created twice")?;
 
-    assert!(matches!(error, StoreError::AlreadyExists { .. }), "{error:?}");
+    assert!(
+        matches!(error, StoreError::AlreadyExists { .. }),
+        "{error:?}"
+    );
     let (read, _) = read_log(&home.log_path(&run_id("run-a")))?;
     assert_eq!(read, envelopes);
     Ok(())
@@ -135,9 +164,15 @@ fn creating_a_run_that_exists_fails_with_already_exists() -> TestResult {
 fn creating_a_run_with_an_unsafe_id_is_refused() -> TestResult {
     let (_directory, home) = temporary_home()?;
 
-    let error = home.create_run(&RunId::from("../escape")).err().ok_or("created")?;
+    let error = home
+        .create_run(&RunId::from("../escape"))
+        .err()
+        .ok_or("created")?;
 
-    assert!(matches!(error, StoreError::InvalidRunId { .. }), "{error:?}");
+    assert!(
+        matches!(error, StoreError::InvalidRunId { .. }),
+        "{error:?}"
+    );
     assert!(!home.root().join("escape.jsonl").exists());
     Ok(())
 }
@@ -181,7 +216,11 @@ fn append_run_after_a_torn_last_line_counts_it_and_reads_the_new_envelopes() -> 
     assert_eq!(read, envelopes);
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].line_number, 4);
-    assert!(skipped[0].reason.starts_with("invalid JSON"), "{:?}", skipped[0]);
+    assert!(
+        skipped[0].reason.starts_with("invalid JSON"),
+        "{:?}",
+        skipped[0]
+    );
     Ok(())
 }
 
@@ -248,4 +287,3 @@ fn a_record_of_another_run_is_refused() -> TestResult {
     assert!(!home.record_path(&run_id("run-a")).exists());
     Ok(())
 }
-

@@ -1,0 +1,7 @@
+//! Integration tests of the `agentrace` binary: the CLI contract, run end to
+//! end against real captures in a temporary `AGENTRACE_HOME`.
+
+mod all {
+    pub mod contract;
+    pub mod support;
+}

@@ -1,0 +1,343 @@
+//! The CLI contract of the spine: `ingest`, `runs`, `show`, `events`, the
+//! JSON shapes (read back into strict mirror types), errors and exit codes.
+
+use std::io::Read as _;
+use std::process::Stdio;
+
+use serde::Deserialize;
+
+use super::support::{capture, Cli};
+
+/// Strict mirror of `show --json`; unknown members fail the test.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ShowJson {
+    run: RunJson,
+    agents: Vec<AgentJson>,
+    warnings: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RunJson {
+    id: String,
+    provider: String,
+    source: String,
+    status: String,
+    root_thread_id: Option<String>,
+    result: Option<String>,
+    result_source: Option<ResultSourceJson>,
+    error: Option<String>,
+    started_at: Option<String>,
+    updated_at: Option<String>,
+    ended_at: Option<String>,
+    counts: CountsJson,
+    tokens: Option<serde_json::Value>,
+    warning_count: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ResultSourceJson {
+    thread_id: Option<String>,
+    role: Option<String>,
+    item_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CountsJson {
+    events: u64,
+    unknown_actor: u64,
+    undecoded_lines: u64,
+    unknown_frames: u64,
+    skipped_log_lines: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AgentJson {
+    thread_id: String,
+    role: String,
+    label: String,
+    parent_thread_id: Option<String>,
+    depth: Option<u32>,
+    status: String,
+    prompt: Option<String>,
+    model: Option<String>,
+    event_count: u64,
+    tool_count: u64,
+    tokens: Option<serde_json::Value>,
+    final_message: Option<String>,
+    children: Vec<AgentJson>,
+}
+
+/// Strict mirror of one `events --json` line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct EnvelopeJson {
+    version: u32,
+    timestamp: String,
+    sequence: u64,
+    run_id: String,
+    #[serde(default)]
+    direction: Option<String>,
+    actor: ActorJson,
+    event: serde_json::Value,
+    #[serde(default)]
+    raw: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ActorJson {
+    thread_id: Option<String>,
+    role: String,
+    #[serde(default)]
+    parent_thread_id: Option<String>,
+    label: String,
+    #[serde(default)]
+    depth: Option<u32>,
+    confidence: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+fn show(cli: &Cli, run: &str) -> ShowJson {
+    let stdout = cli.ok(&["show", run, "--json"]);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("show --json: {e}\n{stdout}"))
+}
+
+fn events(cli: &Cli, args: &[&str]) -> Vec<EnvelopeJson> {
+    let stdout = cli.ok(args);
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+#[test]
+fn ingest_prints_the_run_id_last_and_show_json_has_the_contract_shape() {
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v1_basic"), &["--run-id", "my-run"]);
+    assert_eq!(id, "my-run");
+    let view = show(&cli, "my-run");
+    assert_eq!(
+        (view.run.id.as_str(), view.run.provider.as_str(), view.run.source.as_str(), view.run.status.as_str()),
+        ("my-run", "codex", "codex-app-server", "done")
+    );
+    let root = view.run.root_thread_id.clone().unwrap_or_default();
+    assert_eq!(root, "01a2298c-93ba-7001-9862-9fd03c21f5d4");
+    assert_eq!(
+        view.run.result.as_deref(),
+        Some("ROOT DONE: all sub-agents finished; final answer from the root agent.")
+    );
+    let source = view.run.result_source.unwrap_or_else(|| panic!("no result source"));
+    assert_eq!(
+        (source.thread_id.as_deref(), source.role.as_deref(), source.item_id.as_deref()),
+        (Some(root.as_str()), Some("root"), Some("msg_0022"))
+    );
+    assert_eq!((view.run.counts.unknown_actor, view.run.counts.undecoded_lines), (0, 0));
+    assert_eq!(view.agents.len(), 1);
+    let main = &view.agents[0];
+    assert_eq!((main.label.as_str(), main.role.as_str(), main.depth), ("Main", "root", Some(0)));
+    let helper = &main.children[0];
+    assert_eq!(
+        (helper.role.as_str(), helper.parent_thread_id.as_deref(), helper.depth, helper.status.as_str()),
+        ("helper", Some(root.as_str()), Some(1), "completed")
+    );
+    assert_eq!(
+        helper.final_message.as_deref(),
+        Some("CHILD A DONE: the command printed hello-from-child-A.")
+    );
+}
+
+#[test]
+fn show_json_of_every_capture_reads_back_strictly() {
+    let cli = Cli::new();
+    let dir = capture("v1_basic").parent().and_then(|p| p.parent()).map(|p| p.to_path_buf()).unwrap_or_default();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl");
+        if path.exists() {
+            let id = cli.ingest(&path, &["--quiet"]);
+            let view = show(&cli, &id);
+            assert!(view.run.root_thread_id.is_some(), "{}", path.display());
+            assert_eq!(view.run.counts.undecoded_lines, 0, "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn events_are_numbered_without_gaps_and_carry_final_attribution() {
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v1_basic"), &[]);
+    let all = events(&cli, &["events", &id, "--json"]);
+    let sequences: Vec<u64> = all.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=all.len() as u64).collect::<Vec<_>>());
+    assert!(all.iter().all(|e| e.version == 2 && e.run_id == id && e.raw.is_none()));
+    // The child's first frame (a status change before its spawn item) reads as the helper.
+    let child = "01a2298c-947a-75b0-8b49-6a2e1016272b";
+    for envelope in all.iter().filter(|e| e.actor.thread_id.as_deref() == Some(child)) {
+        assert_eq!(envelope.actor.role, "helper", "sequence {}", envelope.sequence);
+        assert_eq!(envelope.actor.confidence, "provider");
+    }
+    let raw = events(&cli, &["events", &id, "--json", "--raw"]);
+    let input = std::fs::read_to_string(capture("v1_basic")).unwrap_or_default();
+    let raws: Vec<serde_json::Value> = raw.iter().filter_map(|e| e.raw.clone()).collect();
+    let lines: Vec<serde_json::Value> = input
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    assert_eq!(raws, lines, "every input line kept, in order");
+}
+
+#[test]
+fn events_filter_by_actor() {
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v1_parallel"), &[]);
+    let helpers = events(&cli, &["events", &id, "--json", "--actor", "helpers"]);
+    assert!(!helpers.is_empty());
+    assert!(helpers.iter().all(|e| e.actor.role == "helper" && e.actor.parent_thread_id.is_some()));
+    let main = events(&cli, &["events", &id, "--json", "--actor", "main"]);
+    assert!(main.iter().all(|e| e.actor.role == "root"));
+    let unknown = events(&cli, &["events", &id, "--json", "--actor", "unknown"]);
+    assert!(unknown.iter().all(|e| e.actor.role == "unknown" && e.actor.thread_id.is_none()));
+    let thread = helpers[0].actor.thread_id.clone().unwrap_or_default();
+    let one = events(&cli, &["events", &id, "--json", "--actor", &thread]);
+    assert!(one.iter().all(|e| e.actor.thread_id.as_deref() == Some(thread.as_str())));
+    assert_eq!(
+        helpers.len() + main.len() + unknown.len(),
+        events(&cli, &["events", &id, "--json"]).len()
+    );
+}
+
+#[test]
+fn ingest_reads_stdin_and_detects_the_format() {
+    let cli = Cli::new();
+    let input = std::fs::read(capture("v2_basic")).unwrap_or_default();
+    let mut child = cli
+        .command(&["ingest", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        std::io::Write::write_all(&mut stdin, &input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let id = stdout.lines().last().unwrap_or_default();
+    assert!(id.starts_with("run-"), "{id}");
+    assert_eq!(show(&cli, id).run.status, "done");
+}
+
+#[test]
+fn bad_lines_are_counted_and_named_and_the_rest_of_the_run_is_intact() {
+    let cli = Cli::new();
+    let mut input = std::fs::read(capture("v1_basic")).unwrap_or_default();
+    let mut bad = b"not json at all\n{\"method\":\"x\xff\"}\n".to_vec();
+    bad.extend_from_slice(&input[..]);
+    input = bad;
+    input.extend_from_slice(b"{\"method\":\"turn/compl");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("bad.jsonl");
+    std::fs::write(&path, &input).unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["ingest", "--run-id", "bad", &path.to_string_lossy()]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: 3 undecodable lines"), "{stderr}");
+    assert!(stderr.contains("bad.jsonl:1: invalid JSON"), "{stderr}");
+    assert!(stderr.contains("bad.jsonl:2: invalid UTF-8"), "{stderr}");
+    let view = show(&cli, "bad");
+    assert_eq!(view.run.counts.undecoded_lines, 3);
+    assert_eq!(view.run.status, "done");
+    assert!(view.run.result.is_some());
+}
+
+#[test]
+fn an_undetectable_input_is_a_clear_error_naming_the_file_and_line() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "hello\nworld\n").unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["ingest", &path.to_string_lossy()]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot detect the format of") && stderr.contains("notes.txt (line 1:"), "{stderr}");
+    assert!(stderr.contains("hint: pass --format codex-app-server"), "{stderr}");
+}
+
+#[test]
+fn run_ids_that_could_escape_the_data_dir_are_refused() {
+    let cli = Cli::new();
+    for bad in ["../escape", "a/b", ".hidden"] {
+        let output = cli.run(&["ingest", "--run-id", bad, &capture("v1_basic").to_string_lossy()]);
+        assert_eq!(output.status.code(), Some(1), "{bad}");
+        let output = cli.run(&["show", bad]);
+        assert_eq!(output.status.code(), Some(1), "{bad}");
+    }
+}
+
+#[test]
+fn runs_lists_every_run_as_json() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a"]);
+    cli.ingest(&capture("v2_basic"), &["--run-id", "b"]);
+    let stdout = cli.ok(&["runs", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<&str> = value["runs"]
+        .as_array()
+        .map(|runs| runs.iter().filter_map(|r| r["id"].as_str()).collect())
+        .unwrap_or_default();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["a", "b"]);
+}
+
+#[test]
+fn a_closed_stdout_pipe_exits_zero() {
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v1_followup"), &[]);
+    let mut child = cli
+        .command(&["events", &id])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    drop(stdout);
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn with_no_arguments_the_bundled_samples_are_recorded_and_listed() {
+    let cli = Cli::new();
+    let stdout = cli.ok(&[]);
+    for id in ["sample-codex-v1-basic", "sample-codex-v2-basic", "sample-codex-nested"] {
+        assert!(stdout.contains(id), "{stdout}");
+    }
+    let nested = show(&cli, "sample-codex-nested");
+    assert_eq!(nested.agents[0].children[0].children[0].depth, Some(2));
+    // A second call lists the same runs without recording them again.
+    let again = cli.ok(&[]);
+    assert_eq!(again.lines().count(), stdout.lines().count());
+}
+
+#[test]
+fn show_prints_the_tree_who_answered_and_honest_counts() {
+    let cli = Cli::new();
+    cli.ingest(&capture("real_model_nested"), &["--run-id", "nested"]);
+    let stdout = cli.ok(&["show", "nested"]);
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let cli = Cli::new();
+    insta::assert_snapshot!(cli.ok(&["--help"]));
+}
