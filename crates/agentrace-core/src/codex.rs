@@ -182,7 +182,7 @@ impl CodexAttributor {
     }
 
     /// Offers a spawn link and announces it once.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "each argument is one fact of the frame")]
     fn link(
         &mut self,
         pending: &mut Pending,
@@ -1109,7 +1109,7 @@ fn item_started(item_type: &str, id: &str, turn_id: Option<TurnId>) -> Event {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(clippy::too_many_arguments, reason = "each argument is one fact of the frame")]
 fn tool_event(
     completed: bool,
     tool_kind: &str,

@@ -10,6 +10,7 @@ use super::support::{capture, Cli};
 
 /// Strict mirror of `show --json`; unknown members fail the test.
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ShowJson {
     run: RunJson,
@@ -18,6 +19,7 @@ struct ShowJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RunJson {
     id: String,
@@ -45,6 +47,7 @@ struct ResultSourceJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CountsJson {
     events: u64,
@@ -55,6 +58,7 @@ struct CountsJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct AgentJson {
     thread_id: String,
@@ -74,6 +78,7 @@ struct AgentJson {
 
 /// Strict mirror of one `events --json` line.
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct EnvelopeJson {
     version: u32,
@@ -89,6 +94,7 @@ struct EnvelopeJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ActorJson {
     thread_id: Option<String>,
