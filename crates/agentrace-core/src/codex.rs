@@ -88,7 +88,9 @@ impl Candidates {
     /// §4: the last `final_answer`; with no phase set, the last null-phase
     /// message; commentary never.
     fn answer(&self) -> Option<(ItemId, String)> {
-        self.final_answer.clone().or_else(|| self.null_phase.clone())
+        self.final_answer
+            .clone()
+            .or_else(|| self.null_phase.clone())
     }
 }
 
@@ -161,10 +163,7 @@ impl CodexAttributor {
         thread: Option<&ThreadId>,
         message: String,
     ) {
-        if !self
-            .raised
-            .insert((code.to_owned(), thread.cloned()))
-        {
+        if !self.raised.insert((code.to_owned(), thread.cloned())) {
             return;
         }
         pending.derived.push((
@@ -182,7 +181,10 @@ impl CodexAttributor {
     }
 
     /// Offers a spawn link and announces it once.
-    #[expect(clippy::too_many_arguments, reason = "each argument is one fact of the frame")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each argument is one fact of the frame"
+    )]
     fn link(
         &mut self,
         pending: &mut Pending,
@@ -210,7 +212,14 @@ impl CodexAttributor {
                         "{via} names {parent} as the parent of {child}, which the client started as a root; it stays a root"
                     ),
                 };
-                self.warn(pending, frame_actor, "link_conflict", Severity::Warning, Some(child), message);
+                self.warn(
+                    pending,
+                    frame_actor,
+                    "link_conflict",
+                    Severity::Warning,
+                    Some(child),
+                    message,
+                );
                 return;
             }
             LinkOutcome::Cycle => {
@@ -295,7 +304,13 @@ impl CodexAttributor {
             MessageKind::Notification => {
                 let method = message.method.clone().unwrap_or_default();
                 if direction == Some(Direction::ToServer) {
-                    return (None, Event::Notice { method, message: None });
+                    return (
+                        None,
+                        Event::Notice {
+                            method,
+                            message: None,
+                        },
+                    );
                 }
                 self.notification(&method, message.params.as_ref(), line_number, pending)
             }
@@ -309,7 +324,13 @@ impl CodexAttributor {
                 }
                 if direction == Some(Direction::ToServer) {
                     self.client_requests.insert(id_key(&id), method.clone());
-                    (thread, Event::ClientRequest { request_id: id, method })
+                    (
+                        thread,
+                        Event::ClientRequest {
+                            request_id: id,
+                            method,
+                        },
+                    )
                 } else {
                     self.server_requests.insert(id_key(&id), method.clone());
                     let item_id = params
@@ -414,7 +435,10 @@ impl CodexAttributor {
             if let Some(parent) = spawn.parent_thread_id.as_deref() {
                 let details = ChildDetails {
                     agent_path: spawn.agent_path.clone(),
-                    nickname: spawn.agent_nickname.clone().or(thread.agent_nickname.clone()),
+                    nickname: spawn
+                        .agent_nickname
+                        .clone()
+                        .or(thread.agent_nickname.clone()),
                     agent_role: spawn.agent_role.clone().or(thread.agent_role.clone()),
                     description: None,
                 };
@@ -481,7 +505,9 @@ impl CodexAttributor {
                         self.set_status(pending, &frame_actor, thread, AgentStatus::Running, None);
                         let track = self.track(thread);
                         track.current_turn = Some(turn_id.clone());
-                        track.candidates.insert(turn_id.clone(), Candidates::default());
+                        track
+                            .candidates
+                            .insert(turn_id.clone(), Candidates::default());
                     }
                     Event::TurnStarted {
                         turn_id,
@@ -495,7 +521,14 @@ impl CodexAttributor {
                 Err(_) => unknown_shape(method, line_number),
             },
             "item/started" | "item/completed" => match ItemParams::deserialize(params) {
-                Ok(item) => self.item(method == "item/completed", thread.as_ref(), &item, line_number, method, pending),
+                Ok(item) => self.item(
+                    method == "item/completed",
+                    thread.as_ref(),
+                    &item,
+                    line_number,
+                    method,
+                    pending,
+                ),
                 Err(_) => unknown_shape(method, line_number),
             },
             "thread/tokenUsage/updated" => match TokenUsageParams::deserialize(params) {
@@ -578,10 +611,7 @@ impl CodexAttributor {
                     }
                 }
             }
-            let answer = track
-                .candidates
-                .get(&turn_id)
-                .and_then(Candidates::answer);
+            let answer = track.candidates.get(&turn_id).and_then(Candidates::answer);
             let status = agent_status_of_turn(&status_text);
             let frame_actor = self.registry.actor(thread);
             let hint = match status {
@@ -668,11 +698,11 @@ impl CodexAttributor {
                     }
                     let turn = turn_id.clone().or_else(|| track.current_turn.clone());
                     if let Some(turn) = turn {
-                        track
-                            .candidates
-                            .entry(turn)
-                            .or_default()
-                            .offer(&id, &message.text, message.phase.as_deref());
+                        track.candidates.entry(turn).or_default().offer(
+                            &id,
+                            &message.text,
+                            message.phase.as_deref(),
+                        );
                     }
                 }
                 Event::Message {
@@ -691,7 +721,10 @@ impl CodexAttributor {
                     .summary
                     .iter()
                     .chain(reasoning.content.iter())
-                    .filter_map(|part| part.as_str().or_else(|| part.get("text").and_then(Value::as_str)))
+                    .filter_map(|part| {
+                        part.as_str()
+                            .or_else(|| part.get("text").and_then(Value::as_str))
+                    })
                     .collect::<Vec<_>>()
                     .join("\n");
                 Event::Reasoning {
@@ -720,13 +753,25 @@ impl CodexAttributor {
                     .collect::<Vec<_>>()
                     .join(", ");
                 tool_event(
-                    completed, "file_change", "apply_patch", &paths, change.status, None, None, "",
-                    &change.id, turn_id,
+                    completed,
+                    "file_change",
+                    "apply_patch",
+                    &paths,
+                    change.status,
+                    None,
+                    None,
+                    "",
+                    &change.id,
+                    turn_id,
                 )
             }
             Item::McpToolCall(call) => {
                 let name = format!("mcp__{}__{}", call.server, call.tool);
-                let input = call.arguments.as_ref().map(Value::to_string).unwrap_or_default();
+                let input = call
+                    .arguments
+                    .as_ref()
+                    .map(Value::to_string)
+                    .unwrap_or_default();
                 let output = call
                     .error
                     .as_ref()
@@ -734,13 +779,29 @@ impl CodexAttributor {
                     .map(Value::to_string)
                     .unwrap_or_default();
                 tool_event(
-                    completed, "mcp", &name, &input, call.status, None, call.duration_ms, &output,
-                    &call.id, turn_id,
+                    completed,
+                    "mcp",
+                    &name,
+                    &input,
+                    call.status,
+                    None,
+                    call.duration_ms,
+                    &output,
+                    &call.id,
+                    turn_id,
                 )
             }
             Item::WebSearch(search) => tool_event(
-                completed, "web_search", "web_search", &search.query, None, None, None, "",
-                &search.id, turn_id,
+                completed,
+                "web_search",
+                "web_search",
+                &search.query,
+                None,
+                None,
+                None,
+                "",
+                &search.id,
+                turn_id,
             ),
             Item::CollabAgentToolCall(call) => {
                 self.collab(completed, thread, &frame_actor, &call, turn_id, pending)
@@ -760,11 +821,19 @@ impl CodexAttributor {
                             &child,
                             "subAgentActivity",
                             &details,
-                            (None, activity.model.clone(), activity.reasoning_effort.clone()),
+                            (
+                                None,
+                                activity.model.clone(),
+                                activity.reasoning_effort.clone(),
+                            ),
                         ),
-                        "completed" if completed => {
-                            self.set_status(pending, &frame_actor, &child, AgentStatus::Completed, None)
-                        }
+                        "completed" if completed => self.set_status(
+                            pending,
+                            &frame_actor,
+                            &child,
+                            AgentStatus::Completed,
+                            None,
+                        ),
                         "interrupted" if completed => self.set_status(
                             pending,
                             &frame_actor,
@@ -873,7 +942,13 @@ impl CodexAttributor {
                     if self.tracks.get(child).and_then(|track| track.status)
                         == Some(AgentStatus::Running)
                     {
-                        self.set_status(pending, frame_actor, child, AgentStatus::Interrupted, None);
+                        self.set_status(
+                            pending,
+                            frame_actor,
+                            child,
+                            AgentStatus::Interrupted,
+                            None,
+                        );
                     }
                 }
             }
@@ -922,7 +997,15 @@ impl CodexAttributor {
         }
     }
 
-    fn emit(&mut self, out: &mut Vec<Emitted>, base: &InputLine<'_>, timestamp: Timestamp, actor: Actor, event: Event, raw: Option<Box<RawValue>>) {
+    fn emit(
+        &mut self,
+        out: &mut Vec<Emitted>,
+        base: &InputLine<'_>,
+        timestamp: Timestamp,
+        actor: Actor,
+        event: Event,
+        raw: Option<Box<RawValue>>,
+    ) {
         if let Some(thread) = &actor.thread_id {
             self.announced.insert(thread.clone(), actor.clone());
         }
@@ -973,7 +1056,9 @@ impl CodexAttributor {
 impl Attributor for CodexAttributor {
     fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted> {
         let mut out = Vec::new();
-        let mut pending = Pending { derived: Vec::new() };
+        let mut pending = Pending {
+            derived: Vec::new(),
+        };
         let (thread, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
             DecodedLine::Undecodable {
                 reason,
@@ -1060,8 +1145,7 @@ fn unknown_shape(method: &str, line_number: u64) -> Event {
 }
 
 fn is_delta(method: &str) -> bool {
-    method.starts_with("item/")
-        && (method.ends_with("/delta") || method.ends_with("Delta"))
+    method.starts_with("item/") && (method.ends_with("/delta") || method.ends_with("Delta"))
 }
 
 fn delta_kind(method: &str) -> String {
@@ -1109,7 +1193,10 @@ fn item_started(item_type: &str, id: &str, turn_id: Option<TurnId>) -> Event {
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "each argument is one fact of the frame")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each argument is one fact of the frame"
+)]
 fn tool_event(
     completed: bool,
     tool_kind: &str,

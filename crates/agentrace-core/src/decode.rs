@@ -34,7 +34,10 @@ pub fn decode_line(bytes: &[u8], truncated_from: Option<u64>) -> DecodedLine {
     if let Some(length) = truncated_from {
         let text = String::from_utf8_lossy(trimmed);
         return undecodable(
-            format!("line too long ({length} bytes); only the first {} bytes kept", trimmed.len()),
+            format!(
+                "line too long ({length} bytes); only the first {} bytes kept",
+                trimmed.len()
+            ),
             &text,
             None,
         );

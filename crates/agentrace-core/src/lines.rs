@@ -84,9 +84,12 @@ impl LineAssembler {
         }
         if self.current.len() + bytes.len() > self.max_line {
             // Keep a prefix for the record; drop the rest as it streams by.
-            let room = KEPT_PREFIX.min(self.max_line).saturating_sub(self.current.len().min(KEPT_PREFIX));
+            let room = KEPT_PREFIX
+                .min(self.max_line)
+                .saturating_sub(self.current.len().min(KEPT_PREFIX));
             self.current.truncate(KEPT_PREFIX.min(self.current.len()));
-            self.current.extend_from_slice(&bytes[..room.min(bytes.len())]);
+            self.current
+                .extend_from_slice(&bytes[..room.min(bytes.len())]);
             self.overflowed = true;
         } else {
             self.current.extend_from_slice(bytes);

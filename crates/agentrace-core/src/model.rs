@@ -362,7 +362,11 @@ pub struct Warning {
 
 /// A normalized event, tagged by `type`. This list may expand over time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Event {
     /// The first envelope of a log written by agentrace: what the run is.
     RunStarted {

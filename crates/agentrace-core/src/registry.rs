@@ -191,7 +191,10 @@ impl Registry {
     /// True when `ancestor` is on `thread`'s parent chain.
     pub fn is_ancestor(&self, ancestor: &ThreadId, thread: &ThreadId) -> bool {
         let mut seen = BTreeSet::new();
-        let mut current = self.threads.get(thread).and_then(|entry| entry.parent.as_ref());
+        let mut current = self
+            .threads
+            .get(thread)
+            .and_then(|entry| entry.parent.as_ref());
         while let Some(parent) = current {
             if parent == ancestor {
                 return true;
@@ -199,7 +202,10 @@ impl Registry {
             if !seen.insert(parent.clone()) {
                 return false;
             }
-            current = self.threads.get(parent).and_then(|entry| entry.parent.as_ref());
+            current = self
+                .threads
+                .get(parent)
+                .and_then(|entry| entry.parent.as_ref());
         }
         false
     }

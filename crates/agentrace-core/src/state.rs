@@ -282,7 +282,11 @@ impl RunState {
                 model,
                 ..
             } => {
-                let stats = self.stats(child_thread_id, &placeholder(child_thread_id), envelope.sequence);
+                let stats = self.stats(
+                    child_thread_id,
+                    &placeholder(child_thread_id),
+                    envelope.sequence,
+                );
                 if stats.prompt.is_none() {
                     stats.prompt = prompt.clone();
                 }
@@ -370,19 +374,21 @@ impl RunState {
     }
 
     fn stats(&mut self, thread: &ThreadId, actor: &Actor, sequence: u64) -> &mut ThreadStats {
-        self.threads.entry(thread.clone()).or_insert_with(|| ThreadStats {
-            actor: actor.clone(),
-            first_sequence: sequence,
-            event_count: 0,
-            tool_count: 0,
-            message_or_tool_count: 0,
-            status: AgentStatus::Pending,
-            final_message: None,
-            last_message: None,
-            prompt: None,
-            model: None,
-            tokens: None,
-        })
+        self.threads
+            .entry(thread.clone())
+            .or_insert_with(|| ThreadStats {
+                actor: actor.clone(),
+                first_sequence: sequence,
+                event_count: 0,
+                tool_count: 0,
+                message_or_tool_count: 0,
+                status: AgentStatus::Pending,
+                final_message: None,
+                last_message: None,
+                prompt: None,
+                model: None,
+                tokens: None,
+            })
     }
 
     fn with(&mut self, thread: &ThreadId, change: impl FnOnce(&mut ThreadStats)) {
@@ -439,7 +445,9 @@ impl RunState {
         let mut top: Vec<&ThreadId> = Vec::new();
         for (thread, stats) in &self.threads {
             match &stats.actor.parent_thread_id {
-                Some(parent) if stats.actor.role == Role::Helper && self.threads.contains_key(parent) => {
+                Some(parent)
+                    if stats.actor.role == Role::Helper && self.threads.contains_key(parent) =>
+                {
                     children.entry(parent).or_default().push(thread);
                 }
                 _ => top.push(thread),

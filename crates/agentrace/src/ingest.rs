@@ -187,7 +187,10 @@ pub fn ingest_reader(
             eprintln!("  {name}:{line}: {reason}");
         }
         if session.bad_count > session.bad_lines.len() as u64 {
-            eprintln!("  … and {} more", session.bad_count - session.bad_lines.len() as u64);
+            eprintln!(
+                "  … and {} more",
+                session.bad_count - session.bad_lines.len() as u64
+            );
         }
         eprintln!("hint: `agentrace events {id} --raw` shows each one as read");
     }
@@ -298,7 +301,9 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Format> {
             continue;
         };
         if object.contains_key("version") && object.contains_key("runId") {
-            bail!("{name} is an agentrace run log, not provider output; `agentrace show` reads runs");
+            bail!(
+                "{name} is an agentrace run log, not provider output; `agentrace show` reads runs"
+            );
         }
         if object.contains_key("method")
             || (object.contains_key("id")
@@ -313,7 +318,10 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Format> {
             );
         }
         first_problem.get_or_insert_with(|| {
-            format!("line {}: no JSON-RPC `method`, `id` or `result`", line.line_number)
+            format!(
+                "line {}: no JSON-RPC `method`, `id` or `result`",
+                line.line_number
+            )
         });
     }
     match first_problem {

@@ -242,7 +242,10 @@ fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result
         ))?;
     }
     if let Some(message) = &agent.final_message {
-        out.line(format!("{detail_prefix}final: {}", one_line(message, TEXT_WIDTH)))?;
+        out.line(format!(
+            "{detail_prefix}final: {}",
+            one_line(message, TEXT_WIDTH)
+        ))?;
     }
     let count = agent.children.len();
     for (index, child) in agent.children.iter().enumerate() {
@@ -269,15 +272,27 @@ pub fn event_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
 
 fn describe(event: &EventBody) -> String {
     let EventBody::Known(event) = event else {
-        return format!("{} (unknown event type, shown raw with --json)", event.type_name());
+        return format!(
+            "{} (unknown event type, shown raw with --json)",
+            event.type_name()
+        );
     };
     let text = match event {
         Event::RunStarted { provider, source } => {
-            format!("run started ({}, {})", json_word(provider), json_word(source))
+            format!(
+                "run started ({}, {})",
+                json_word(provider),
+                json_word(source)
+            )
         }
-        Event::Message { role, phase, text, .. } => format!(
+        Event::Message {
+            role, phase, text, ..
+        } => format!(
             "message {role}{}: {}",
-            phase.as_ref().map(|p| format!(" ({p})")).unwrap_or_default(),
+            phase
+                .as_ref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default(),
             text
         ),
         Event::Reasoning { text, .. } => format!("reasoning: {text}"),
@@ -294,10 +309,14 @@ fn describe(event: &EventBody) -> String {
         } => format!(
             "tool {name} {}{}: {output}",
             status.as_deref().unwrap_or("ended"),
-            exit_code.map(|code| format!(" (exit {code})")).unwrap_or_default()
+            exit_code
+                .map(|code| format!(" (exit {code})"))
+                .unwrap_or_default()
         ),
         Event::TurnStarted { turn_id, .. } => format!("turn {turn_id} started"),
-        Event::TurnCompleted { turn_id, status, .. } => format!("turn {turn_id} {status}"),
+        Event::TurnCompleted {
+            turn_id, status, ..
+        } => format!("turn {turn_id} {status}"),
         Event::Usage { total, .. } => format!("usage: {}", tokens_text(total)),
         Event::Status {
             status,
@@ -305,8 +324,16 @@ fn describe(event: &EventBody) -> String {
             waiting_on_user_input,
         } => format!(
             "status {status}{}{}",
-            if *waiting_on_approval { " (waiting on approval)" } else { "" },
-            if *waiting_on_user_input { " (waiting on user input)" } else { "" }
+            if *waiting_on_approval {
+                " (waiting on approval)"
+            } else {
+                ""
+            },
+            if *waiting_on_user_input {
+                " (waiting on user input)"
+            } else {
+                ""
+            }
         ),
         Event::ThreadStarted { thread_id } => format!("thread {thread_id} started"),
         Event::AgentSpawned {
@@ -316,9 +343,14 @@ fn describe(event: &EventBody) -> String {
             ..
         } => format!(
             "spawned {child_thread_id} (via {via}){}",
-            prompt.as_ref().map(|p| format!(": {p}")).unwrap_or_default()
+            prompt
+                .as_ref()
+                .map(|p| format!(": {p}"))
+                .unwrap_or_default()
         ),
-        Event::AgentWaitStarted { child_thread_ids, .. } => {
+        Event::AgentWaitStarted {
+            child_thread_ids, ..
+        } => {
             if child_thread_ids.is_empty() {
                 "waits for its helpers".to_owned()
             } else {
@@ -340,27 +372,52 @@ fn describe(event: &EventBody) -> String {
         } => format!(
             "agent {thread_id} {}{}",
             agent_status_text(*status),
-            result.as_ref().map(|r| format!(": {r}")).unwrap_or_default()
+            result
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
         ),
         Event::ActorResolved { thread_id, actor } => format!(
             "attribution: {thread_id} is {} ({})",
             actor.label,
             role_text(actor.role)
         ),
-        Event::ServerRequest { method, summary, .. } => format!("asks the client: {method} {summary}"),
+        Event::ServerRequest {
+            method, summary, ..
+        } => format!("asks the client: {method} {summary}"),
         Event::ClientRequest { method, .. } => format!("client request {method}"),
-        Event::Response { request_id, method, error } => format!(
+        Event::Response {
+            request_id,
+            method,
+            error,
+        } => format!(
             "response to {}{}",
-            method.clone().unwrap_or_else(|| format!("request {request_id}")),
-            error.as_ref().map(|e| format!(": error {e}")).unwrap_or_default()
+            method
+                .clone()
+                .unwrap_or_else(|| format!("request {request_id}")),
+            error
+                .as_ref()
+                .map(|e| format!(": error {e}"))
+                .unwrap_or_default()
         ),
-        Event::Error { message, will_retry, .. } => format!(
+        Event::Error {
+            message,
+            will_retry,
+            ..
+        } => format!(
             "error{}: {message}",
-            if *will_retry == Some(true) { " (will retry)" } else { "" }
+            if *will_retry == Some(true) {
+                " (will retry)"
+            } else {
+                ""
+            }
         ),
         Event::Notice { method, message } => format!(
             "{method}{}",
-            message.as_ref().map(|m| format!(": {m}")).unwrap_or_default()
+            message
+                .as_ref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
         ),
         Event::Warning { warning } => format!("warning {}: {}", warning.code, warning.message),
         Event::Done { result, .. } => format!(

@@ -68,11 +68,15 @@ pub fn default_action(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         record(home)?;
         let runs = home.list_runs()?;
         render::runs(out, &runs)?;
-        eprintln!("hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered");
+        eprintln!(
+            "hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered"
+        );
         eprintln!("hint: `agentrace ingest FILE` records your own `codex app-server` output");
         return Ok(());
     }
     render::runs(out, &runs)?;
-    eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace --help` lists commands");
+    eprintln!(
+        "hint: `agentrace show latest` shows the newest run; `agentrace --help` lists commands"
+    );
     Ok(())
 }

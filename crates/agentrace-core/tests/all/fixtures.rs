@@ -62,7 +62,9 @@ fn check(name: &str) {
     // Every frame that names its thread is attributed to that thread, by the provider.
     let mut frames = Vec::new();
     for envelope in &finals {
-        let Some(frame) = raw_value(envelope) else { continue };
+        let Some(frame) = raw_value(envelope) else {
+            continue;
+        };
         if let Some(thread) = frame["params"]["threadId"].as_str() {
             assert_eq!(
                 envelope.actor.thread_id.as_ref().map(|id| id.as_str()),
@@ -70,7 +72,12 @@ fn check(name: &str) {
                 "{name}: sequence {} attributed to the wrong thread",
                 envelope.sequence
             );
-            assert_eq!(envelope.actor.confidence, Confidence::Provider, "{name}: {}", envelope.sequence);
+            assert_eq!(
+                envelope.actor.confidence,
+                Confidence::Provider,
+                "{name}: {}",
+                envelope.sequence
+            );
         }
         frames.push(frame);
     }
@@ -79,10 +86,21 @@ fn check(name: &str) {
         .split(|byte| *byte == b'\n')
         .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
         .collect();
-    let raws: Vec<&str> = envelopes.iter().filter_map(|e| e.raw.as_ref().map(|r| r.get())).collect();
-    assert_eq!(raws.len(), input_lines.len(), "{name}: one envelope raw per input line");
+    let raws: Vec<&str> = envelopes
+        .iter()
+        .filter_map(|e| e.raw.as_ref().map(|r| r.get()))
+        .collect();
+    assert_eq!(
+        raws.len(),
+        input_lines.len(),
+        "{name}: one envelope raw per input line"
+    );
     for (raw, line) in raws.iter().zip(&input_lines) {
-        assert_eq!(raw.as_bytes(), line.trim_ascii(), "{name}: raw differs from input");
+        assert_eq!(
+            raw.as_bytes(),
+            line.trim_ascii(),
+            "{name}: raw differs from input"
+        );
     }
     // The run ends at the root's turn/completed, never a child's.
     let root = view.run.root_thread_id.clone().map(|id| id.0);
@@ -98,8 +116,15 @@ fn check(name: &str) {
                 .find(|previous| previous.raw.is_some())
                 .and_then(raw_value)
                 .unwrap_or(Value::Null);
-            assert_eq!(cause["method"], "turn/completed", "{name}: a terminal event follows a turn/completed");
-            assert_eq!(cause["params"]["threadId"].as_str(), root.as_deref(), "{name}: only the root's turn ends the run");
+            assert_eq!(
+                cause["method"], "turn/completed",
+                "{name}: a terminal event follows a turn/completed"
+            );
+            assert_eq!(
+                cause["params"]["threadId"].as_str(),
+                root.as_deref(),
+                "{name}: only the root's turn ends the run"
+            );
             assert_eq!(envelope.actor.role, Role::Root);
         }
     }
@@ -109,9 +134,16 @@ fn check(name: &str) {
         if view.run.status == agentrace_core::model::RunStatus::Done {
             assert_eq!(view.run.result, expected, "{name}: result");
             if view.run.result.is_some() {
-                let source = view.run.result_source.clone().unwrap_or_else(|| panic!("{name}: no source"));
+                let source = view
+                    .run
+                    .result_source
+                    .clone()
+                    .unwrap_or_else(|| panic!("{name}: no source"));
                 assert_eq!(source.role, Some(Role::Root));
-                assert_eq!(source.thread_id.map(|id| id.0).as_deref(), Some(root.as_str()));
+                assert_eq!(
+                    source.thread_id.map(|id| id.0).as_deref(),
+                    Some(root.as_str())
+                );
             }
         } else {
             assert_eq!(view.run.result, None, "{name}: no result unless done");
@@ -158,7 +190,10 @@ fn every_capture_in_the_fixtures_folder_has_a_row() {
         let entry = entry.unwrap_or_else(|e| panic!("{e}"));
         if entry.path().join("server.jsonl").exists() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            assert!(source.contains(&format!("=> \"{name}\"")), "capture {name} has no row");
+            assert!(
+                source.contains(&format!("=> \"{name}\"")),
+                "capture {name} has no row"
+            );
         }
     }
 }

@@ -12,7 +12,11 @@ fn frame() -> impl Strategy<Value = serde_json::Value> {
     let thread = prop_oneof![Just("t-root"), Just("t-a"), Just("t-b"), Just("t-c")];
     let other = prop_oneof![Just("t-root"), Just("t-a"), Just("t-b"), Just("t-c")];
     let turn = prop_oneof![Just("u1"), Just("u2")];
-    let phase = prop_oneof![Just(None), Just(Some("final_answer")), Just(Some("commentary"))];
+    let phase = prop_oneof![
+        Just(None),
+        Just(Some("final_answer")),
+        Just(Some("commentary"))
+    ];
     let status = prop_oneof![Just("completed"), Just("interrupted"), Just("failed")];
     (0..9u8, thread, other, turn, phase, status, "[a-z ]{0,12}").prop_map(
         |(kind, thread, other, turn, phase, status, text)| match kind {
@@ -92,14 +96,31 @@ fn any_json() -> impl Strategy<Value = serde_json::Value> {
         Just(serde_json::Value::Null),
         any::<bool>().prop_map(serde_json::Value::from),
         any::<i64>().prop_map(serde_json::Value::from),
-        prop_oneof![Just("threadId"), Just("method"), Just("turn/completed"), Just("item"), Just("x")]
-            .prop_map(serde_json::Value::from),
+        prop_oneof![
+            Just("threadId"),
+            Just("method"),
+            Just("turn/completed"),
+            Just("item"),
+            Just("x")
+        ]
+        .prop_map(serde_json::Value::from),
     ];
     leaf.prop_recursive(4, 40, 6, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
             proptest::collection::btree_map(
-                prop_oneof![Just("method"), Just("params"), Just("threadId"), Just("turn"), Just("item"), Just("type"), Just("id"), Just("result"), Just("thread")].prop_map(str::to_owned),
+                prop_oneof![
+                    Just("method"),
+                    Just("params"),
+                    Just("threadId"),
+                    Just("turn"),
+                    Just("item"),
+                    Just("type"),
+                    Just("id"),
+                    Just("result"),
+                    Just("thread")
+                ]
+                .prop_map(str::to_owned),
                 inner,
                 0..5
             )

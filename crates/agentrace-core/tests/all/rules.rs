@@ -87,7 +87,10 @@ fn a_child_that_speaks_before_its_link_is_corrected_once_the_link_arrives() {
     let as_written = &envelopes[3];
     assert_eq!(as_written.actor.role, Role::Unknown);
     assert_eq!(as_written.actor.thread_id, Some(ThreadId::from(CHILD)));
-    assert_eq!(as_written.actor.reason.as_deref(), Some("thread not in registry"));
+    assert_eq!(
+        as_written.actor.reason.as_deref(),
+        Some("thread not in registry")
+    );
     let corrected = actor_of_sequence(&envelopes, 4);
     assert_eq!(
         corrected,
@@ -123,7 +126,10 @@ fn an_unlinked_thread_stays_unknown_and_is_never_guessed_a_child() {
     assert_eq!(actor.thread_id, Some(ThreadId::from("stranger")));
     let view = recorder.state().view();
     assert_eq!(view.run.counts.unknown_actor, 1);
-    let stranger = view.agents.iter().find(|a| a.thread_id.as_str() == "stranger");
+    let stranger = view
+        .agents
+        .iter()
+        .find(|a| a.thread_id.as_str() == "stranger");
     assert_eq!(stranger.map(|a| a.role), Some(Role::Unknown));
 }
 
@@ -142,7 +148,11 @@ fn a_second_thread_started_on_the_connection_is_another_root_not_a_helper() {
     assert_eq!(actor.label, "Main 2");
     let state = recorder.state();
     assert_eq!(state.root_thread_id(), Some(&ThreadId::from(ROOT)));
-    assert_eq!(state.status(), RunStatus::Running, "another root's turn does not end this run");
+    assert_eq!(
+        state.status(),
+        RunStatus::Running,
+        "another root's turn does not end this run"
+    );
 }
 
 #[test]
@@ -170,7 +180,10 @@ fn item_ids_that_repeat_across_threads_are_kept_apart() {
     let (recorder, _) = run(&frames);
     let view = recorder.state().view();
     assert_eq!(view.run.result.as_deref(), Some("ROOT ANSWER"));
-    assert_eq!(view.agents[0].children[0].final_message.as_deref(), Some("CHILD ANSWER"));
+    assert_eq!(
+        view.agents[0].children[0].final_message.as_deref(),
+        Some("CHILD ANSWER")
+    );
 }
 
 #[test]
@@ -179,7 +192,9 @@ fn a_helper_turn_completed_never_ends_the_run() {
     frames.truncate(7);
     let (recorder, envelopes) = run(&frames);
     assert_eq!(recorder.state().status(), RunStatus::Running);
-    assert!(!events(&envelopes).iter().any(|e| matches!(e, Event::Done { .. })));
+    assert!(!events(&envelopes)
+        .iter()
+        .any(|e| matches!(e, Event::Done { .. })));
 }
 
 #[test]
@@ -213,12 +228,21 @@ fn commentary_is_never_the_answer_and_final_answer_wins_over_null_phase() {
     let (recorder, _) = run(&frames);
     let run = recorder.state().summary();
     assert_eq!(run.result.as_deref(), Some("the answer"));
-    assert_eq!(run.result_source.and_then(|s| s.item_id).map(|i| i.0).as_deref(), Some("m1"));
+    assert_eq!(
+        run.result_source
+            .and_then(|s| s.item_id)
+            .map(|i| i.0)
+            .as_deref(),
+        Some("m1")
+    );
 }
 
 #[test]
 fn an_interrupted_or_failed_root_turn_gives_no_result_and_says_which() {
-    for (status, expected) in [("interrupted", RunStatus::Interrupted), ("failed", RunStatus::Failed)] {
+    for (status, expected) in [
+        ("interrupted", RunStatus::Interrupted),
+        ("failed", RunStatus::Failed),
+    ] {
         let frames = vec![
             thread_started(ROOT),
             turn_started(ROOT, "rt1"),
@@ -243,7 +267,10 @@ fn the_result_comes_from_the_root_turn_that_ended_last() {
         turn_completed(ROOT, "rt2", "completed"),
     ];
     let (recorder, _) = run(&frames);
-    assert_eq!(recorder.state().summary().result.as_deref(), Some("second answer"));
+    assert_eq!(
+        recorder.state().summary().result.as_deref(),
+        Some("second answer")
+    );
 }
 
 #[test]
@@ -261,7 +288,10 @@ fn a_grandchild_has_depth_two_and_its_task_path_as_label() {
     assert_eq!(actor.label, "/root/child_a/child_g");
     assert_eq!(actor.parent_thread_id, Some(ThreadId::from(CHILD)));
     let view = recorder.state().view();
-    assert_eq!(view.agents[0].children[0].children[0].thread_id.as_str(), GRANDCHILD);
+    assert_eq!(
+        view.agents[0].children[0].children[0].thread_id.as_str(),
+        GRANDCHILD
+    );
 }
 
 #[test]
@@ -288,7 +318,12 @@ fn a_link_that_would_make_a_cycle_is_refused() {
         activity(GRANDCHILD, "gt1", CHILD, "/c", "started"),
     ];
     let (recorder, _) = run(&frames);
-    let codes: Vec<_> = recorder.state().warnings().iter().map(|w| w.code.clone()).collect();
+    let codes: Vec<_> = recorder
+        .state()
+        .warnings()
+        .iter()
+        .map(|w| w.code.clone())
+        .collect();
     assert_eq!(codes, vec!["link_cycle".to_owned()]);
 }
 
@@ -300,7 +335,12 @@ fn a_spawn_link_naming_a_root_keeps_it_a_root_and_warns() {
         spawn_completed(ROOT, "rt1", "second-root"),
     ];
     let (recorder, envelopes) = run(&frames);
-    let codes: Vec<_> = recorder.state().warnings().iter().map(|w| w.code.clone()).collect();
+    let codes: Vec<_> = recorder
+        .state()
+        .warnings()
+        .iter()
+        .map(|w| w.code.clone())
+        .collect();
     assert_eq!(codes, vec!["link_conflict".to_owned()]);
     assert_eq!(actor_of_sequence(&envelopes, 3).role, Role::Root);
 }
@@ -329,7 +369,14 @@ fn spawn_wait_and_completion_become_lifecycle_events() {
     let (recorder, envelopes) = run(&frames);
     let lifecycle: Vec<&Event> = events(&envelopes)
         .into_iter()
-        .filter(|e| matches!(e, Event::AgentSpawned { .. } | Event::AgentWaitStarted { .. } | Event::AgentCompleted { .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::AgentSpawned { .. }
+                    | Event::AgentWaitStarted { .. }
+                    | Event::AgentCompleted { .. }
+            )
+        })
         .collect();
     assert_eq!(
         lifecycle,
@@ -355,11 +402,21 @@ fn spawn_wait_and_completion_become_lifecycle_events() {
         ]
     );
     for envelope in &envelopes {
-        if matches!(envelope.event, EventBody::Known(Event::AgentSpawned { .. } | Event::AgentWaitStarted { .. } | Event::AgentCompleted { .. })) {
+        if matches!(
+            envelope.event,
+            EventBody::Known(
+                Event::AgentSpawned { .. }
+                    | Event::AgentWaitStarted { .. }
+                    | Event::AgentCompleted { .. }
+            )
+        ) {
             assert!(envelope.raw.is_none(), "derived events carry no raw");
         }
     }
-    assert_eq!(recorder.state().view().agents[0].children[0].status, AgentStatus::Failed);
+    assert_eq!(
+        recorder.state().view().agents[0].children[0].status,
+        AgentStatus::Failed
+    );
 }
 
 #[test]
@@ -384,7 +441,10 @@ fn garbage_invalid_utf8_a_torn_last_line_and_a_huge_line_are_counted_and_the_res
     let huge = vec![b'a'; agentrace_core::lines::MAX_LINE_BYTES + 10];
     input.extend_from_slice(&huge);
     input.push(b'\n');
-    input.extend(lines(&[message(ROOT, "rt1", "m1", "still here", None), turn_completed(ROOT, "rt1", "completed")]));
+    input.extend(lines(&[
+        message(ROOT, "rt1", "m1", "still here", None),
+        turn_completed(ROOT, "rt1", "completed"),
+    ]));
     input.extend_from_slice(b"{\"method\":\"turn/comp");
     let (recorder, envelopes) = record(&input);
     let run = recorder.state().summary();
@@ -393,14 +453,21 @@ fn garbage_invalid_utf8_a_torn_last_line_and_a_huge_line_are_counted_and_the_res
     let reasons: Vec<String> = events(&envelopes)
         .into_iter()
         .filter_map(|e| match e {
-            Event::Unknown { reason, raw_base64, .. } => Some(format!("{reason} base64={}", raw_base64.is_some())),
+            Event::Unknown {
+                reason, raw_base64, ..
+            } => Some(format!("{reason} base64={}", raw_base64.is_some())),
             _ => None,
         })
         .collect();
     assert_eq!(reasons.len(), 4);
     assert!(reasons[0].starts_with("invalid JSON"), "{reasons:?}");
-    assert!(reasons[1].starts_with("invalid UTF-8") && reasons[1].ends_with("base64=true"), "{reasons:?}");
-    assert!(reasons[2].starts_with(&format!("line too long ({} bytes)", huge.len())), "{reasons:?}");
+    assert!(
+        reasons[1].starts_with("invalid UTF-8") && reasons[1].ends_with("base64=true"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[2].starts_with(&format!("line too long ({} bytes)", huge.len())),
+        "{reasons:?}"
+    );
     assert!(reasons[3].starts_with("invalid JSON"), "{reasons:?}");
 }
-

@@ -129,7 +129,12 @@ fn ingest_prints_the_run_id_last_and_show_json_has_the_contract_shape() {
     assert_eq!(id, "my-run");
     let view = show(&cli, "my-run");
     assert_eq!(
-        (view.run.id.as_str(), view.run.provider.as_str(), view.run.source.as_str(), view.run.status.as_str()),
+        (
+            view.run.id.as_str(),
+            view.run.provider.as_str(),
+            view.run.source.as_str(),
+            view.run.status.as_str()
+        ),
         ("my-run", "codex", "codex-app-server", "done")
     );
     let root = view.run.root_thread_id.clone().unwrap_or_default();
@@ -138,18 +143,39 @@ fn ingest_prints_the_run_id_last_and_show_json_has_the_contract_shape() {
         view.run.result.as_deref(),
         Some("ROOT DONE: all sub-agents finished; final answer from the root agent.")
     );
-    let source = view.run.result_source.unwrap_or_else(|| panic!("no result source"));
+    let source = view
+        .run
+        .result_source
+        .unwrap_or_else(|| panic!("no result source"));
     assert_eq!(
-        (source.thread_id.as_deref(), source.role.as_deref(), source.item_id.as_deref()),
+        (
+            source.thread_id.as_deref(),
+            source.role.as_deref(),
+            source.item_id.as_deref()
+        ),
         (Some(root.as_str()), Some("root"), Some("msg_0022"))
     );
-    assert_eq!((view.run.counts.unknown_actor, view.run.counts.undecoded_lines), (0, 0));
+    assert_eq!(
+        (
+            view.run.counts.unknown_actor,
+            view.run.counts.undecoded_lines
+        ),
+        (0, 0)
+    );
     assert_eq!(view.agents.len(), 1);
     let main = &view.agents[0];
-    assert_eq!((main.label.as_str(), main.role.as_str(), main.depth), ("Main", "root", Some(0)));
+    assert_eq!(
+        (main.label.as_str(), main.role.as_str(), main.depth),
+        ("Main", "root", Some(0))
+    );
     let helper = &main.children[0];
     assert_eq!(
-        (helper.role.as_str(), helper.parent_thread_id.as_deref(), helper.depth, helper.status.as_str()),
+        (
+            helper.role.as_str(),
+            helper.parent_thread_id.as_deref(),
+            helper.depth,
+            helper.status.as_str()
+        ),
         ("helper", Some(root.as_str()), Some(1), "completed")
     );
     assert_eq!(
@@ -161,9 +187,16 @@ fn ingest_prints_the_run_id_last_and_show_json_has_the_contract_shape() {
 #[test]
 fn show_json_of_every_capture_reads_back_strictly() {
     let cli = Cli::new();
-    let dir = capture("v1_basic").parent().and_then(|p| p.parent()).map(|p| p.to_path_buf()).unwrap_or_default();
+    let dir = capture("v1_basic")
+        .parent()
+        .and_then(|p| p.parent())
+        .map(|p| p.to_path_buf())
+        .unwrap_or_default();
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")) {
-        let path = entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl");
+        let path = entry
+            .unwrap_or_else(|e| panic!("{e}"))
+            .path()
+            .join("server.jsonl");
         if path.exists() {
             let id = cli.ingest(&path, &["--quiet"]);
             let view = show(&cli, &id);
@@ -180,11 +213,20 @@ fn events_are_numbered_without_gaps_and_carry_final_attribution() {
     let all = events(&cli, &["events", &id, "--json"]);
     let sequences: Vec<u64> = all.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, (1..=all.len() as u64).collect::<Vec<_>>());
-    assert!(all.iter().all(|e| e.version == 2 && e.run_id == id && e.raw.is_none()));
+    assert!(all
+        .iter()
+        .all(|e| e.version == 2 && e.run_id == id && e.raw.is_none()));
     // The child's first frame (a status change before its spawn item) reads as the helper.
     let child = "01a2298c-947a-75b0-8b49-6a2e1016272b";
-    for envelope in all.iter().filter(|e| e.actor.thread_id.as_deref() == Some(child)) {
-        assert_eq!(envelope.actor.role, "helper", "sequence {}", envelope.sequence);
+    for envelope in all
+        .iter()
+        .filter(|e| e.actor.thread_id.as_deref() == Some(child))
+    {
+        assert_eq!(
+            envelope.actor.role, "helper",
+            "sequence {}",
+            envelope.sequence
+        );
         assert_eq!(envelope.actor.confidence, "provider");
     }
     let raw = events(&cli, &["events", &id, "--json", "--raw"]);
@@ -203,14 +245,20 @@ fn events_filter_by_actor() {
     let id = cli.ingest(&capture("v1_parallel"), &[]);
     let helpers = events(&cli, &["events", &id, "--json", "--actor", "helpers"]);
     assert!(!helpers.is_empty());
-    assert!(helpers.iter().all(|e| e.actor.role == "helper" && e.actor.parent_thread_id.is_some()));
+    assert!(helpers
+        .iter()
+        .all(|e| e.actor.role == "helper" && e.actor.parent_thread_id.is_some()));
     let main = events(&cli, &["events", &id, "--json", "--actor", "main"]);
     assert!(main.iter().all(|e| e.actor.role == "root"));
     let unknown = events(&cli, &["events", &id, "--json", "--actor", "unknown"]);
-    assert!(unknown.iter().all(|e| e.actor.role == "unknown" && e.actor.thread_id.is_none()));
+    assert!(unknown
+        .iter()
+        .all(|e| e.actor.role == "unknown" && e.actor.thread_id.is_none()));
     let thread = helpers[0].actor.thread_id.clone().unwrap_or_default();
     let one = events(&cli, &["events", &id, "--json", "--actor", &thread]);
-    assert!(one.iter().all(|e| e.actor.thread_id.as_deref() == Some(thread.as_str())));
+    assert!(one
+        .iter()
+        .all(|e| e.actor.thread_id.as_deref() == Some(thread.as_str())));
     assert_eq!(
         helpers.len() + main.len() + unknown.len(),
         events(&cli, &["events", &id, "--json"]).len()
@@ -232,7 +280,11 @@ fn ingest_reads_stdin_and_detects_the_format() {
         std::io::Write::write_all(&mut stdin, &input).unwrap_or_else(|e| panic!("{e}"));
     }
     let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let id = stdout.lines().last().unwrap_or_default();
     assert!(id.starts_with("run-"), "{id}");
@@ -271,15 +323,26 @@ fn an_undetectable_input_is_a_clear_error_naming_the_file_and_line() {
     let output = cli.run(&["ingest", &path.to_string_lossy()]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("cannot detect the format of") && stderr.contains("notes.txt (line 1:"), "{stderr}");
-    assert!(stderr.contains("hint: pass --format codex-app-server"), "{stderr}");
+    assert!(
+        stderr.contains("cannot detect the format of") && stderr.contains("notes.txt (line 1:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: pass --format codex-app-server"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn run_ids_that_could_escape_the_data_dir_are_refused() {
     let cli = Cli::new();
     for bad in ["../escape", "a/b", ".hidden"] {
-        let output = cli.run(&["ingest", "--run-id", bad, &capture("v1_basic").to_string_lossy()]);
+        let output = cli.run(&[
+            "ingest",
+            "--run-id",
+            bad,
+            &capture("v1_basic").to_string_lossy(),
+        ]);
         assert_eq!(output.status.code(), Some(1), "{bad}");
         let output = cli.run(&["show", bad]);
         assert_eq!(output.status.code(), Some(1), "{bad}");
@@ -313,18 +376,33 @@ fn a_closed_stdout_pipe_exits_zero() {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
     let mut first = [0u8; 16];
-    stdout.read_exact(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    stdout
+        .read_exact(&mut first)
+        .unwrap_or_else(|e| panic!("{e}"));
     drop(stdout);
     let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]
 fn with_no_arguments_the_bundled_samples_are_recorded_and_listed() {
     let cli = Cli::new();
     let stdout = cli.ok(&[]);
-    for id in ["sample-codex-v1-basic", "sample-codex-v2-basic", "sample-codex-nested"] {
+    for id in [
+        "sample-codex-v1-basic",
+        "sample-codex-v2-basic",
+        "sample-codex-nested",
+    ] {
         assert!(stdout.contains(id), "{stdout}");
     }
     let nested = show(&cli, "sample-codex-nested");
