@@ -1,0 +1,43 @@
+//! Finds the real agent CLIs the integration tests drive: the pinned npm
+//! installs made by `scripts/install-agents` (see `scripts/test`).
+
+use std::path::PathBuf;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn find(variable: &str, relative: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
+        return PathBuf::from(path);
+    }
+    repo_root().join(relative)
+}
+
+/// The real `codex` CLI (`AGENTRACE_TEST_CODEX`, else `.tools/agents`).
+/// Panics with a hint when it is missing: these tests never skip.
+pub fn codex() -> PathBuf {
+    let path = find("AGENTRACE_TEST_CODEX", ".tools/agents/node_modules/.bin/codex");
+    assert!(
+        path.exists(),
+        "the real codex CLI is not installed at {}; run scripts/install-agents (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+/// The real `claude` CLI (`AGENTRACE_TEST_CLAUDE`, else `.tools/agents`).
+/// Panics with a hint when it is missing: these tests never skip.
+pub fn claude() -> PathBuf {
+    let path = find(
+        "AGENTRACE_TEST_CLAUDE",
+        ".tools/agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe",
+    );
+    assert!(
+        path.exists(),
+        "the real claude CLI is not installed at {}; run scripts/install-agents (scripts/test does)",
+        path.display()
+    );
+    path
+}

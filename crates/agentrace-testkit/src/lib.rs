@@ -1,0 +1,5 @@
+//! Test support, never shipped: scripted model servers on 127.0.0.1 that the
+//! real `codex` and `claude` CLIs talk to, and finders for those CLIs. Only
+//! the model is scripted; the agent runtimes under test are the real ones.
+
+pub mod agents;
