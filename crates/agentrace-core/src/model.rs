@@ -175,8 +175,12 @@ pub enum Provider {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
-    /// The stdout of `codex app-server` (ingested, driven or tapped).
+    /// The stdout of `codex app-server`, ingested after the fact.
     CodexAppServer,
+    /// A `codex app-server` driven by `agentrace run codex` (both directions).
+    CodexRun,
+    /// A `codex app-server` connection seen through `agentrace tap` (both directions).
+    CodexTap,
     /// A legacy `{timestamp, event}` log.
     Legacy,
 }
@@ -621,6 +625,14 @@ pub enum Event {
         /// The interrupted turn.
         turn_id: Option<TurnId>,
     },
+    /// Input the live recorder could not keep up with and did not record
+    /// (the traffic itself passed through untouched).
+    Dropped {
+        /// Which way the dropped bytes went.
+        direction: Option<Direction>,
+        /// How many bytes were not recorded.
+        bytes: u64,
+    },
     /// A frame agentrace could not decode, or an unknown method / item type;
     /// kept raw and counted.
     Unknown {
@@ -669,6 +681,7 @@ impl Event {
             Event::Done { .. } => "done",
             Event::Failed { .. } => "failed",
             Event::Interrupted { .. } => "interrupted",
+            Event::Dropped { .. } => "dropped",
             Event::Unknown { .. } => "unknown",
         }
     }

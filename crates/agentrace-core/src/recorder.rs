@@ -79,6 +79,7 @@ pub struct Recorder {
     attributor: Box<dyn Attributor>,
     state: RunState,
     format: Format,
+    source: Option<Source>,
 }
 
 impl Recorder {
@@ -93,7 +94,62 @@ impl Recorder {
             next_sequence: 1,
             attributor,
             format,
+            source: None,
         }
+    }
+
+    /// Records that the session ended with the root's turn still open (the
+    /// provider died, the connection closed, the user gave up waiting): the
+    /// run ends `failed`, or `interrupted` when `interrupted` is set, with
+    /// `error`. Does nothing when the run already ended.
+    pub fn abort(&mut self, at: Timestamp, error: String, interrupted: bool) -> Vec<Envelope> {
+        if self.state.status() != crate::model::RunStatus::Running {
+            return Vec::new();
+        }
+        let actor = self
+            .state
+            .root_actor()
+            .cloned()
+            .unwrap_or_else(|| Actor::unknown("no root thread seen"));
+        let source_thread_id = self.state.root_thread_id().cloned();
+        self.number(vec![Emitted {
+            timestamp: at,
+            direction: None,
+            actor,
+            event: if interrupted {
+                Event::Interrupted {
+                    error: Some(error),
+                    source_thread_id,
+                    turn_id: None,
+                }
+            } else {
+                Event::Failed {
+                    error: Some(error),
+                    source_thread_id,
+                    turn_id: None,
+                }
+            },
+            raw: None,
+        }])
+    }
+
+    /// Records that a live recorder fell behind and skipped `bytes` bytes of
+    /// traffic going `direction` (the traffic itself was not held up).
+    pub fn dropped(&mut self, at: Timestamp, direction: Option<Direction>, bytes: u64) -> Vec<Envelope> {
+        self.number(vec![Emitted {
+            timestamp: at,
+            direction,
+            actor: Actor::unknown("agentrace"),
+            event: Event::Dropped { direction, bytes },
+            raw: None,
+        }])
+    }
+
+    /// Records the run under another source than its format's default (a
+    /// driven or tapped Codex connection, say). Call before [`Recorder::start`].
+    pub fn with_source(mut self, source: Source) -> Self {
+        self.source = Some(source);
+        self
     }
 
     /// The first envelope of a new log (`run_started`), stamped `at`.
@@ -104,7 +160,7 @@ impl Recorder {
             actor: Actor::unknown("agentrace"),
             event: Event::RunStarted {
                 provider: self.format.provider(),
-                source: self.format.source(),
+                source: self.source.unwrap_or(self.format.source()),
             },
             raw: None,
         }])

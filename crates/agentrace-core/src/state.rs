@@ -46,6 +46,7 @@ pub struct RunState {
     undecoded_lines: u64,
     unknown_frames: u64,
     unowned_message_or_tool: u64,
+    dropped_bytes: u64,
     threads: BTreeMap<ThreadId, ThreadStats>,
     warnings: Vec<Warning>,
 }
@@ -76,6 +77,8 @@ pub struct Counts {
     pub unknown_frames: u64,
     /// Torn or unreadable lines of the log file itself, skipped by the reader.
     pub skipped_log_lines: u64,
+    /// Bytes a live recorder fell behind on and did not record.
+    pub dropped_bytes: u64,
 }
 
 /// The run as `show --json`, the run record and the API present it.
@@ -176,6 +179,7 @@ impl RunState {
             undecoded_lines: 0,
             unknown_frames: 0,
             unowned_message_or_tool: 0,
+            dropped_bytes: 0,
             threads: BTreeMap::new(),
             warnings: Vec::new(),
         }
@@ -194,6 +198,22 @@ impl RunState {
     /// The primary root.
     pub fn root_thread_id(&self) -> Option<&ThreadId> {
         self.root_thread_id.as_ref()
+    }
+
+    /// The actor of the primary root, as last seen.
+    pub fn root_actor(&self) -> Option<&Actor> {
+        self.root_thread_id
+            .as_ref()
+            .and_then(|root| self.threads.get(root))
+            .map(|stats| &stats.actor)
+    }
+
+    /// True while the primary root has a turn started and not ended.
+    pub fn root_turn_running(&self) -> bool {
+        self.root_thread_id
+            .as_ref()
+            .and_then(|root| self.threads.get(root))
+            .is_some_and(|stats| stats.status == AgentStatus::Running)
     }
 
     /// Warnings so far.
@@ -348,6 +368,7 @@ impl RunState {
                     self.warnings.push(warning.clone());
                 }
             }
+            Event::Dropped { bytes, .. } => self.dropped_bytes += bytes,
             Event::Unknown { kind, .. } => {
                 if kind == "undecodable" {
                     self.undecoded_lines += 1;
@@ -411,6 +432,7 @@ impl RunState {
             undecoded_lines: self.undecoded_lines,
             unknown_frames: self.unknown_frames,
             skipped_log_lines: 0,
+            dropped_bytes: self.dropped_bytes,
         }
     }
 

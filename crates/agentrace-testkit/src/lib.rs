@@ -3,3 +3,4 @@
 //! the model is scripted; the agent runtimes under test are the real ones.
 
 pub mod agents;
+pub mod responses;

@@ -56,6 +56,26 @@ enum Command {
     Events(EventsArgs),
     /// Record the bundled sample runs (Codex V1, V2 and nested captures) and list them.
     Samples,
+    /// Start an agent, record its run live, and print the root's final answer.
+    ///
+    /// Exits 0 when the root's turn completed, 1 when it failed, 130 when it
+    /// was interrupted.
+    Run {
+        #[command(subcommand)]
+        target: RunTarget,
+    },
+    /// Sit between an app-server client and its server and record every line.
+    ///
+    /// A transparent stdio proxy: bytes pass through unchanged and in order,
+    /// stderr passes through, and the exit code is the server's.
+    Tap(crate::tap::TapArgs),
+}
+
+/// What `agentrace run` starts.
+#[derive(Debug, Subcommand)]
+enum RunTarget {
+    /// Drive the real `codex app-server`: initialize, thread/start, turn/start.
+    Codex(crate::run_codex::RunCodexArgs),
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +120,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = Home::from_env().context("cannot find where runs live")?;
     let mut out = Out::new();
     match cli.command {
+        Some(Command::Run {
+            target: RunTarget::Codex(args),
+        }) => {
+            let code = crate::run_codex::run(&home, args, &mut out)?;
+            out.flush()?;
+            return Ok(code);
+        }
+        Some(Command::Tap(args)) => return crate::tap::run(&home, args),
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {

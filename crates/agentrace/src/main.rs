@@ -4,9 +4,12 @@
 
 mod cli;
 mod ingest;
+mod live;
 mod output;
 mod render;
+mod run_codex;
 mod samples;
+mod tap;
 
 use std::process::ExitCode;
 

@@ -194,12 +194,17 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
     out.line("")?;
     let counts = &run.counts;
     out.line(format!(
-        "counts    {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · {} skipped log lines",
+        "counts    {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · {} skipped log lines{}",
         counts.events,
         counts.unknown_actor,
         counts.undecoded_lines,
         counts.unknown_frames,
         counts.skipped_log_lines.max(skipped.len() as u64),
+        if counts.dropped_bytes > 0 {
+            format!(" · {} bytes not recorded (recorder fell behind)", counts.dropped_bytes)
+        } else {
+            String::new()
+        },
     ))?;
     if view.warnings.is_empty() {
         out.line("warnings  none")?;
@@ -428,6 +433,9 @@ fn describe(event: &EventBody) -> String {
             format!("FAILED: {}", error.as_deref().unwrap_or("(no error given)"))
         }
         Event::Interrupted { .. } => "INTERRUPTED".to_owned(),
+        Event::Dropped { bytes, .. } => {
+            format!("recorder fell behind: {bytes} bytes passed through unrecorded")
+        }
         Event::Unknown { reason, .. } => format!("unknown: {reason}"),
     };
     one_line(&text, 160)

@@ -55,6 +55,7 @@ struct CountsJson {
     undecoded_lines: u64,
     unknown_frames: u64,
     skipped_log_lines: u64,
+    dropped_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,251 @@
+//! The live recording shell shared by `run codex` and `tap`: bytes of both
+//! directions in, attributed envelopes appended to the store as each line
+//! completes, and a compact live view on stderr. The attribution itself is
+//! the same recorder `ingest` uses, so a live run and an ingested copy of
+//! the same stream agree.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal as _, Write as _};
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::{Direction, Envelope, Event, EventBody, RunId, RunStatus, Source};
+use agentrace_core::recorder::Format;
+use agentrace_core::state::{RunState, RunSummary};
+use agentrace_core::{InputLine, Recorder};
+use agentrace_store::{Home, RunWriter};
+
+use crate::ingest::now;
+use crate::render::one_line;
+
+/// One run being recorded live.
+pub struct LiveRun {
+    recorder: Recorder,
+    writer: RunWriter,
+    to_server: LineAssembler,
+    from_server: LineAssembler,
+    status: Option<RunStatus>,
+    view: Option<LiveView>,
+}
+
+impl LiveRun {
+    /// Creates the run in the store and writes its first envelope.
+    pub fn create(home: &Home, id: &RunId, source: Source, view: bool) -> anyhow::Result<Self> {
+        let recorder = Recorder::new(id.clone(), Format::CodexAppServer).with_source(source);
+        let writer = home.create_run(id)?;
+        let mut run = Self {
+            recorder,
+            writer,
+            to_server: LineAssembler::default(),
+            from_server: LineAssembler::default(),
+            status: None,
+            view: view.then(LiveView::new),
+        };
+        let first = run.recorder.start(now());
+        run.write(first)?;
+        Ok(run)
+    }
+
+    /// The run state so far.
+    pub fn state(&self) -> &RunState {
+        self.recorder.state()
+    }
+
+    /// Bytes that went `direction`; records every line they complete.
+    pub fn bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
+        let lines = match direction {
+            Direction::ToServer => self.to_server.push(chunk),
+            Direction::FromServer => self.from_server.push(chunk),
+        };
+        for line in lines {
+            self.line(direction, &line.bytes, line.line_number, line.truncated_from)?;
+        }
+        Ok(())
+    }
+
+    /// The recorder skipped `bytes` bytes going `direction`: the partial
+    /// line it held is dropped with them, so no line is glued from pieces.
+    pub fn gap(&mut self, direction: Direction, bytes: u64) -> anyhow::Result<()> {
+        let assembler = match direction {
+            Direction::ToServer => &mut self.to_server,
+            Direction::FromServer => &mut self.from_server,
+        };
+        let partial = assembler.pending();
+        *assembler = LineAssembler::default();
+        let envelopes = self.recorder.dropped(now(), Some(direction), bytes + partial);
+        self.write(envelopes)
+    }
+
+    fn line(
+        &mut self,
+        direction: Direction,
+        bytes: &[u8],
+        line_number: u64,
+        truncated_from: Option<u64>,
+    ) -> anyhow::Result<()> {
+        if agentrace_core::decode::is_blank(bytes) && truncated_from.is_none() {
+            return Ok(());
+        }
+        let envelopes = self.recorder.push(&InputLine {
+            bytes,
+            line_number,
+            observed_at: now(),
+            direction: Some(direction),
+            truncated_from,
+        });
+        self.write(envelopes)
+    }
+
+    /// The session ended with the root turn open: the run fails (or is
+    /// interrupted).
+    pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
+        let envelopes = self.recorder.abort(now(), error, interrupted);
+        self.write(envelopes)
+    }
+
+    /// Records what is left (partial last lines count as lines), makes the
+    /// log durable and writes the run record.
+    pub fn finish(mut self) -> anyhow::Result<RunSummary> {
+        for direction in [Direction::ToServer, Direction::FromServer] {
+            let last = match direction {
+                Direction::ToServer => self.to_server.finish(),
+                Direction::FromServer => self.from_server.finish(),
+            };
+            if let Some(line) = last {
+                self.line(direction, &line.bytes, line.line_number, line.truncated_from)?;
+            }
+        }
+        let last = self.recorder.finish();
+        self.write(last)?;
+        self.writer.sync()?;
+        let summary = self.recorder.state().summary();
+        self.writer.write_record(&summary)?;
+        Ok(summary)
+    }
+
+    fn write(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        self.writer.append(&envelopes)?;
+        if let Some(view) = &mut self.view {
+            for envelope in &envelopes {
+                view.show(envelope);
+            }
+        }
+        let status = self.recorder.state().status();
+        if self.status != Some(status) {
+            // Status changes are the moments someone may look: make them durable.
+            self.status = Some(status);
+            self.writer.sync()?;
+            self.writer.write_record(&self.recorder.state().summary())?;
+        }
+        Ok(())
+    }
+}
+
+/// The compact live view: one stderr line per spawn, tool call, wait, agent
+/// end, warning and ending, each with its actor's label.
+pub struct LiveView {
+    colour: bool,
+    labels: HashMap<String, String>,
+}
+
+impl LiveView {
+    /// A view on stderr; colour only on a terminal without `NO_COLOR`.
+    pub fn new() -> Self {
+        let colour = std::io::stderr().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+        Self {
+            colour,
+            labels: HashMap::new(),
+        }
+    }
+
+    fn label_of(&self, thread: &str) -> String {
+        self.labels
+            .get(thread)
+            .cloned()
+            .unwrap_or_else(|| thread.to_owned())
+    }
+
+    /// Shows one envelope, if it is worth a line.
+    pub fn show(&mut self, envelope: &Envelope) {
+        if let Some(thread) = &envelope.actor.thread_id {
+            self.labels
+                .insert(thread.to_string(), envelope.actor.label.clone());
+        }
+        let EventBody::Known(event) = &envelope.event else {
+            return;
+        };
+        let text = match event {
+            Event::ActorResolved { thread_id, actor } => {
+                self.labels.insert(thread_id.to_string(), actor.label.clone());
+                return;
+            }
+            Event::AgentSpawned {
+                child_thread_id,
+                prompt,
+                ..
+            } => format!(
+                "spawned {}{}",
+                self.label_of(child_thread_id.as_str()),
+                prompt
+                    .as_ref()
+                    .map(|prompt| format!(": {prompt}"))
+                    .unwrap_or_default()
+            ),
+            Event::ToolUse { name, input, .. } if name != "spawnAgent" && name != "wait" => {
+                format!("{name}: {input}")
+            }
+            Event::AgentWaitStarted {
+                child_thread_ids, ..
+            } => {
+                if child_thread_ids.is_empty() {
+                    "waits for its helpers".to_owned()
+                } else {
+                    let names: Vec<String> = child_thread_ids
+                        .iter()
+                        .map(|id| self.label_of(id.as_str()))
+                        .collect();
+                    format!("waits for {}", names.join(", "))
+                }
+            }
+            Event::AgentCompleted {
+                thread_id,
+                status,
+                result,
+                ..
+            } => format!(
+                "{} ended {}{}",
+                self.label_of(thread_id.as_str()),
+                serde_json::to_value(status)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                result
+                    .as_ref()
+                    .map(|result| format!(": {result}"))
+                    .unwrap_or_default()
+            ),
+            Event::Warning { warning } => format!("warning {}: {}", warning.code, warning.message),
+            Event::Done { .. } => "done".to_owned(),
+            Event::Failed { error, .. } => {
+                format!("failed: {}", error.as_deref().unwrap_or("(no error given)"))
+            }
+            Event::Interrupted { .. } => "interrupted".to_owned(),
+            Event::Dropped { bytes, .. } => {
+                format!("recorder fell behind: {bytes} bytes passed through unrecorded")
+            }
+            _ => return,
+        };
+        let label = one_line(&envelope.actor.label, 32);
+        let text = one_line(&text, 140);
+        let line = if self.colour {
+            format!("\x1b[36m{label:>16}\x1b[0m  {text}\n")
+        } else {
+            format!("{label:>16}  {text}\n")
+        };
+        // The live view is best effort: a closed stderr must not stop recording.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
