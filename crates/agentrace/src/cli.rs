@@ -113,6 +113,9 @@ struct EventsArgs {
 pub enum FormatArg {
     /// JSON-RPC lines printed by `codex app-server` on stdout.
     CodexAppServer,
+    /// An agentrace run log: its frames are attributed again from scratch
+    /// (both directions kept), e.g. to check a live run against a replay.
+    AgentraceLog,
 }
 
 /// Runs the parsed command line.

@@ -7,7 +7,8 @@ use std::io::{self, Read};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
-use agentrace_core::model::{Event, EventBody, RunId, RunStatus, Timestamp};
+use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp};
+use base64::Engine as _;
 use agentrace_core::recorder::Format;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
@@ -142,9 +143,14 @@ pub fn ingest_reader(
             ahead.push(line);
         }
     }
-    let format = match options.format {
-        Some(FormatArg::CodexAppServer) => Format::CodexAppServer,
+    let detected = match options.format {
+        Some(FormatArg::CodexAppServer) => Detected::Stream(Format::CodexAppServer),
+        Some(FormatArg::AgentraceLog) => Detected::Log,
         None => detect(name, &ahead)?,
+    };
+    let format = match detected {
+        Detected::Stream(format) => format,
+        Detected::Log => return replay(home, name, id, ahead, chunks, options),
     };
     if home.exists(&id) {
         bail!("run {id} already exists; pick another --run-id");
@@ -234,17 +240,29 @@ impl Session {
         if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
             return Ok(());
         }
+        self.frame(&line.bytes, line.line_number, self.clock, None, line.truncated_from)
+    }
+
+    fn frame(
+        &mut self,
+        bytes: &[u8],
+        line_number: u64,
+        observed_at: Timestamp,
+        direction: Option<agentrace_core::model::Direction>,
+        truncated_from: Option<u64>,
+    ) -> anyhow::Result<()> {
         let envelopes = self.recorder.push(&InputLine {
-            bytes: &line.bytes,
-            line_number: line.line_number,
-            observed_at: self.clock,
-            direction: None,
-            truncated_from: line.truncated_from,
+            bytes,
+            line_number,
+            observed_at,
+            direction,
+            truncated_from,
         });
         if let Some(last) = envelopes.last() {
             // Frames without a time of their own take the last one seen.
             self.clock = last.timestamp;
         }
+        let line_number_in = line_number;
         for envelope in &envelopes {
             if let EventBody::Known(Event::Unknown {
                 kind,
@@ -257,7 +275,7 @@ impl Session {
                     self.bad_count += 1;
                     if self.bad_lines.len() < NAMED_BAD_LINES {
                         self.bad_lines
-                            .push((line_number.unwrap_or(line.line_number), reason.clone()));
+                            .push((line_number.unwrap_or(line_number_in), reason.clone()));
                     }
                 }
             }
@@ -281,8 +299,110 @@ impl Session {
     }
 }
 
+/// What the first lines look like.
+enum Detected {
+    /// Provider output of this format.
+    Stream(Format),
+    /// An agentrace run log.
+    Log,
+}
+
+/// Attributes the frames of an agentrace run log again, from scratch: each
+/// envelope's `raw` with its direction and time, derived envelopes skipped
+/// (they are derived anew).
+fn replay<R: Read>(
+    home: &Home,
+    name: &str,
+    id: RunId,
+    ahead: Vec<AssembledLine>,
+    mut chunks: Chunks<R>,
+    options: &IngestOptions,
+) -> anyhow::Result<RunId> {
+    let parse = |line: &AssembledLine| serde_json::from_slice::<Envelope>(&line.bytes).ok();
+    let started = ahead.iter().filter_map(parse).find_map(|envelope| match envelope.event {
+        EventBody::Known(Event::RunStarted { source, .. }) => Some((source, envelope.timestamp)),
+        _ => None,
+    });
+    let (source, start) = started.unwrap_or((agentrace_core::model::Source::CodexAppServer, now()));
+    if home.exists(&id) {
+        bail!("run {id} already exists; pick another --run-id");
+    }
+    let mut session = Session {
+        recorder: Recorder::new(id.clone(), Format::CodexAppServer).with_source(source),
+        writer: home.create_run(&id)?,
+        status: None,
+        bad_lines: Vec::new(),
+        bad_count: 0,
+        clock: start,
+    };
+    let first = session.recorder.start(start);
+    session.write(&first)?;
+    let mut frames = 0u64;
+    let mut skipped = 0u64;
+    let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
+        if agentrace_core::decode::is_blank(&line.bytes) {
+            return Ok(());
+        }
+        let Some(envelope) = parse(line) else {
+            skipped += 1;
+            return Ok(());
+        };
+        let Some(raw) = &envelope.raw else {
+            return Ok(());
+        };
+        let bytes = original_bytes(&envelope, raw.get());
+        frames += 1;
+        session.frame(&bytes, frames, envelope.timestamp, envelope.direction, None)
+    };
+    for line in &ahead {
+        handle(line, &mut session)?;
+    }
+    loop {
+        let lines = chunks.next_lines()?;
+        if lines.is_empty() {
+            break;
+        }
+        for line in &lines {
+            handle(line, &mut session)?;
+        }
+    }
+    let last = session.recorder.finish();
+    session.write(&last)?;
+    session.writer.sync()?;
+    session.writer.write_record(&session.recorder.state().summary())?;
+    if skipped > 0 {
+        eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
+    }
+    if !options.quiet {
+        eprintln!("replayed {frames} frames of {name} as {id}");
+    }
+    Ok(id)
+}
+
+/// The bytes a frame had on the wire: undecodable lines were kept as a
+/// string (and as base64 when they were not UTF-8).
+fn original_bytes(envelope: &Envelope, raw: &str) -> Vec<u8> {
+    if let EventBody::Known(Event::Unknown {
+        kind, raw_base64, ..
+    }) = &envelope.event
+    {
+        if kind == "undecodable" {
+            if let Some(bytes) = raw_base64
+                .as_ref()
+                .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
+            {
+                return bytes;
+            }
+            if let Ok(text) = serde_json::from_str::<String>(raw) {
+                return text.into_bytes();
+            }
+        }
+    }
+    raw.as_bytes().to_vec()
+}
+
 /// Detects the input format from the first lines.
-fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Format> {
+fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
     let mut first_problem = None;
     for line in lines {
         if agentrace_core::decode::is_blank(&line.bytes) {
@@ -301,15 +421,13 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Format> {
             continue;
         };
         if object.contains_key("version") && object.contains_key("runId") {
-            bail!(
-                "{name} is an agentrace run log, not provider output; `agentrace show` reads runs"
-            );
+            return Ok(Detected::Log);
         }
         if object.contains_key("method")
             || (object.contains_key("id")
                 && (object.contains_key("result") || object.contains_key("error")))
         {
-            return Ok(Format::CodexAppServer);
+            return Ok(Detected::Stream(Format::CodexAppServer));
         }
         if object.get("type").is_some() && object.contains_key("session_id") {
             bail!(

@@ -3,5 +3,6 @@
 
 mod all {
     pub mod contract;
+    pub mod live_codex;
     pub mod support;
 }

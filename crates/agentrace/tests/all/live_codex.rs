@@ -1,0 +1,430 @@
+//! The real `codex app-server` (npm `@openai/codex@0.169.0`) driven by
+//! `agentrace run codex` and seen through `agentrace tap`, against a scripted
+//! Responses API on 127.0.0.1. Only the model is scripted.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agentrace_testkit::responses::{Call, MockResponses, Script, Step};
+use serde_json::{json, Value};
+
+use super::support::Cli;
+
+/// Longest a scenario may take before it is killed (and fails).
+const SCENARIO_LIMIT: Duration = Duration::from_secs(150);
+
+struct Codex {
+    cli: Cli,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    mock: MockResponses,
+}
+
+impl Codex {
+    fn new(script: Script, model: &str, features: &str) -> Self {
+        let mock = MockResponses::start(script);
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let work = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(home.path().join("config.toml"), mock.codex_config(model, features))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Self {
+            cli: Cli::new(),
+            home,
+            work,
+            mock,
+        }
+    }
+
+    fn env(&self, command: &mut Command) {
+        command
+            .env("CODEX_HOME", self.home.path())
+            .env("MOCK_API_KEY", "sk-mock-local")
+            .env("RUST_LOG", "error");
+    }
+
+    /// `agentrace run codex … -- prompt`, bounded in time.
+    fn run(&self, run_id: &str, prompt: &str) -> Output {
+        let codex = agentrace_testkit::agents::codex();
+        let codex = codex.to_string_lossy().into_owned();
+        let work = self.work.path().to_string_lossy().into_owned();
+        let mut command = self.cli.command(&[
+            "run", "codex", "--codex", &codex, "--cwd", &work, "--approval", "accept", "--run-id", run_id,
+            "--", prompt,
+        ]);
+        self.env(&mut command);
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start agentrace: {e}"));
+        wait_bounded(child)
+    }
+
+    fn show(&self, run: &str) -> Value {
+        let stdout = self.cli.ok(&["show", run, "--json"]);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn events(&self, run: &str) -> Vec<Value> {
+        self.cli
+            .ok(&["events", run, "--json", "--raw"])
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+}
+
+fn wait_bounded(mut child: Child) -> Output {
+    let deadline = Instant::now() + SCENARIO_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() > deadline => {
+                let _ = child.kill();
+                let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+                panic!(
+                    "scenario took longer than {SCENARIO_LIMIT:?}\nstderr:\n{}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(error) => panic!("{error}"),
+        }
+    }
+    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn spawn_v1(child: &str, task: &str) -> Call {
+    Call::new("spawn_agent", json!({"message": format!("[[CHILD:{child}]] {task}")}))
+}
+
+fn shell(command: &str) -> Step {
+    Step::Calls(vec![Call::new("exec_command", json!({"cmd": command, "yield_time_ms": 5000}))])
+}
+
+const ROOT_ANSWER: &str = "ROOT DONE: final answer from the root agent.";
+
+/// Checks what every scenario must hold: each frame that names its thread
+/// is that thread's, by the provider's word; the run ends at the root's
+/// turn; the result is the root's own answer.
+fn check_attribution(events: &[Value], root: &str) {
+    let mut root_turn_completed = None;
+    for (index, envelope) in events.iter().enumerate() {
+        let raw = &envelope["raw"];
+        if let Some(thread) = raw.pointer("/params/threadId").and_then(Value::as_str) {
+            assert_eq!(envelope["actor"]["threadId"], thread, "sequence {}", envelope["sequence"]);
+            assert_eq!(envelope["actor"]["confidence"], "provider");
+        }
+        if !raw.is_null() {
+            assert!(envelope["direction"].is_string(), "a driven frame says which way it went");
+        }
+        if raw["method"] == "turn/completed" && raw["params"]["threadId"] == root {
+            root_turn_completed = Some(index);
+        }
+        if matches!(envelope["event"]["type"].as_str(), Some("done" | "failed" | "interrupted")) {
+            let previous = events[..index].iter().rev().find(|e| !e["raw"].is_null());
+            let previous = previous.map(|e| &e["raw"]).unwrap_or(&Value::Null);
+            assert_eq!(previous["method"], "turn/completed");
+            assert_eq!(previous["params"]["threadId"], root, "only the root's turn ends the run");
+        }
+    }
+    assert!(root_turn_completed.is_some(), "the root's turn completed");
+}
+
+fn labels(agent: &Value, out: &mut Vec<(String, String, u64)>) {
+    out.push((
+        agent["label"].as_str().unwrap_or_default().to_owned(),
+        agent["role"].as_str().unwrap_or_default().to_owned(),
+        agent["depth"].as_u64().unwrap_or(99),
+    ));
+    for child in agent["children"].as_array().into_iter().flatten() {
+        labels(child, out);
+    }
+}
+
+fn without_ids(mut view: Value) -> Value {
+    view["run"]["id"] = Value::Null;
+    view
+}
+
+#[test]
+fn run_codex_records_one_v1_child_and_prints_the_roots_answer() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Run `echo hello-from-child-A` and report its output.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Calls(vec![Call::new("close_agent", json!({"target": "$AGENT_ID_0"}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent(
+            "CHILD:A",
+            vec![shell("echo hello-from-child-A"), Step::Message("CHILD A DONE: it printed hello-from-child-A.".to_owned())],
+        );
+    let codex = Codex::new(script, "mock-model", "");
+    let output = codex.run("v1-one", "[[ROOT]] Delegate the work to a sub-agent, wait for it, then answer.");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{ROOT_ANSWER}\n"));
+    // The live view named who did what.
+    assert!(stderr.contains("Main  spawned"), "{stderr}");
+    assert!(stderr.contains("shell: /bin/bash -lc 'echo hello-from-child-A'") || stderr.contains("shell: "), "{stderr}");
+    let view = codex.show("v1-one");
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(view["run"]["status"], "done");
+    assert_eq!(view["run"]["source"], "codex-run");
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    assert_eq!(view["run"]["resultSource"]["role"], "root");
+    assert_eq!(view["run"]["resultSource"]["threadId"], root.as_str());
+    let mut tree = Vec::new();
+    labels(&view["agents"][0], &mut tree);
+    assert_eq!(tree.len(), 2, "{tree:?}");
+    assert_eq!((tree[0].1.as_str(), tree[0].2), ("root", 0));
+    assert_eq!((tree[1].1.as_str(), tree[1].2), ("helper", 1));
+    let helper = &view["agents"][0]["children"][0];
+    assert_eq!(helper["finalMessage"], "CHILD A DONE: it printed hello-from-child-A.");
+    assert_eq!(helper["toolCount"], 1);
+    check_attribution(&codex.events("v1-one"), &root);
+
+    // The same stream attributed again from the log gives the same run.
+    let log = codex.cli.home.path().join("runs/v1-one.jsonl");
+    let replayed = codex.cli.ingest(&log, &["--run-id", "v1-one-replayed", "--quiet"]);
+    assert_eq!(without_ids(codex.show(&replayed)), without_ids(view));
+}
+
+#[test]
+fn run_codex_records_two_parallel_v1_children() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Say A."), spawn_v1("B", "Say B.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![Step::Message("CHILD A DONE".to_owned())])
+        .agent("CHILD:B", vec![Step::Message("CHILD B DONE".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let output = codex.run("v1-two", "[[ROOT]] Spawn two helpers in parallel.");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show("v1-two");
+    let children = view["agents"][0]["children"].as_array().cloned().unwrap_or_default();
+    let mut finals: Vec<&str> = children.iter().filter_map(|c| c["finalMessage"].as_str()).collect();
+    finals.sort_unstable();
+    assert_eq!(finals, vec!["CHILD A DONE", "CHILD B DONE"]);
+    assert!(children.iter().all(|c| c["role"] == "helper" && c["depth"] == 1));
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    check_attribution(&codex.events("v1-two"), &root);
+}
+
+#[test]
+fn run_codex_records_a_child_whose_model_call_fails() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Try your best.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![Step::Http500]);
+    let codex = Codex::new(script, "mock-model", "");
+    let output = codex.run("v1-fail", "[[ROOT]] Delegate, even if it fails.");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show("v1-fail");
+    let helper = &view["agents"][0]["children"][0];
+    assert_eq!(helper["status"], "failed");
+    assert_eq!(view["run"]["result"], ROOT_ANSWER, "a failed helper never supplies the answer");
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    check_attribution(&codex.events("v1-fail"), &root);
+}
+
+#[test]
+fn run_codex_records_a_v2_child_by_its_task_path() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![Call::new("spawn_agent", json!({"task_name": "child_a", "message": "[[CHILD:A]] Say A."}))]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![Step::Message("CHILD A DONE (v2)".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "multi_agent_v2 = true");
+    let output = codex.run("v2", "[[ROOT]] Delegate with a task name.");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show("v2");
+    let helper = &view["agents"][0]["children"][0];
+    assert_eq!(helper["label"], "/root/child_a");
+    assert_eq!(helper["status"], "completed");
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    check_attribution(&codex.events("v2"), &root);
+}
+
+#[test]
+fn run_codex_records_a_grandchild_at_depth_two() {
+    let spawn = |name: &str, marker: &str| {
+        Step::Calls(vec![Call::new("spawn_agent", json!({"task_name": name, "message": format!("[[{marker}]] Do your part.")}))])
+    };
+    let wait = || Step::Calls(vec![Call::new("wait_agent", json!({"timeout_ms": 60000}))]);
+    let script = Script::new()
+        .agent("ROOT", vec![spawn("child_a", "CHILD:A"), wait(), Step::Message(ROOT_ANSWER.to_owned())])
+        .agent("CHILD:A", vec![spawn("child_g", "CHILD:G"), wait(), Step::Message("CHILD A DONE".to_owned())])
+        .agent("CHILD:G", vec![Step::Message("CHILD G DONE".to_owned())]);
+    let codex = Codex::new(script, "gpt-6.1-sol", "");
+    let output = codex.run("nested", "[[ROOT]] Delegate to a helper that delegates again.");
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show("nested");
+    let mut tree = Vec::new();
+    labels(&view["agents"][0], &mut tree);
+    assert_eq!(
+        tree,
+        vec![
+            ("Main".to_owned(), "root".to_owned(), 0),
+            ("/root/child_a".to_owned(), "helper".to_owned(), 1),
+            ("/root/child_a/child_g".to_owned(), "helper".to_owned(), 2),
+        ]
+    );
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    check_attribution(&codex.events("nested"), &root);
+}
+
+/// A small app-server client of our own, talking through `agentrace tap`.
+fn drive_through_tap(codex: &Codex, run_id: &str, prompt: &str) -> (Vec<String>, Option<i32>) {
+    let binary = agentrace_testkit::agents::codex();
+    let binary = binary.to_string_lossy().into_owned();
+    let mut command = codex.cli.command(&["tap", "--run-id", run_id, "--", &binary, "app-server"]);
+    codex.env(&mut command);
+    let mut child = command
+        .current_dir(codex.work.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let (sender, receiver) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |value: Value| {
+        let mut line = serde_json::to_vec(&value).unwrap_or_default();
+        line.push(b'\n');
+        stdin.write_all(&line).unwrap_or_else(|e| panic!("{e}"));
+    };
+    let work = codex.work.path().to_string_lossy().into_owned();
+    send(json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "test-client", "version": "1"}, "capabilities": {"experimentalApi": true}}}));
+    let deadline = Instant::now() + SCENARIO_LIMIT;
+    let mut received = Vec::new();
+    let mut root = None;
+    loop {
+        let line = receiver
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|e| panic!("no answer through the tap: {e}"));
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        received.push(line);
+        if message["id"] == 1 && message.get("result").is_some() {
+            send(json!({"method": "initialized"}));
+            send(json!({"id": 2, "method": "thread/start", "params": {"cwd": work}}));
+        } else if message["id"] == 2 && message.get("result").is_some() {
+            let thread = message["result"]["thread"]["id"].as_str().unwrap_or_default().to_owned();
+            send(json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": prompt}]}}));
+            root = Some(thread);
+        } else if message["method"] == "turn/completed"
+            && root.as_deref().is_some_and(|root| message["params"]["threadId"] == root)
+        {
+            break;
+        }
+    }
+    drop(send);
+    drop(stdin);
+    let output = wait_bounded(child);
+    (received, output.status.code())
+}
+
+#[test]
+fn tap_is_invisible_to_a_client_and_records_the_same_run() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Say A.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![Step::Message("CHILD A DONE".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let (received, code) = drive_through_tap(&codex, "tapped", "[[ROOT]] Delegate once.");
+    assert_eq!(code, Some(0), "the tap exits with the server's code");
+    let events = codex.events("tapped");
+    // Every line the client received is recorded, byte for byte, in order.
+    let recorded: Vec<String> = events
+        .iter()
+        .filter(|e| e["direction"] == "fromServer")
+        .filter_map(|e| e.get("raw").map(|raw| raw.to_string()))
+        .collect();
+    let received: Vec<String> = received
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).map(|v| v.to_string()).unwrap_or_default())
+        .collect();
+    assert_eq!(&recorded[..received.len()], &received[..]);
+    let to_server: Vec<&Value> = events.iter().filter(|e| e["direction"] == "toServer").collect();
+    assert_eq!(to_server[0]["raw"]["method"], "initialize");
+    let view = codex.show("tapped");
+    assert_eq!(view["run"]["source"], "codex-tap");
+    assert_eq!(view["run"]["status"], "done");
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    assert_eq!(view["agents"][0]["children"][0]["finalMessage"], "CHILD A DONE");
+    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    check_attribution(&events, &root);
+}
+
+#[test]
+fn run_codex_fails_with_the_servers_status_when_it_dies_mid_turn() {
+    let script = Script::new().agent("ROOT", vec![Step::Calls(vec![spawn_v1("A", "Wait.")])]);
+    let codex = Codex::new(script, "mock-model", "");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    // A "server" that answers initialize like Codex would, then dies.
+    let fake = dir.path().join("dying-server");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nread line\necho '{\"id\":1,\"result\":{}}'\nread line\nread line\necho 'about to die' >&2\nexit 3\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    make_executable(&fake);
+    let fake = fake.to_string_lossy().into_owned();
+    let output = codex.cli.run(&["run", "codex", "--codex", &fake, "--run-id", "dies", "--quiet", "--", "hello"]);
+    assert_eq!(output.status.code(), Some(1));
+    let view = codex.show("dies");
+    assert_eq!(view["run"]["status"], "failed");
+    let error = view["run"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("exit status: 3") && error.contains("about to die"), "{error}");
+    let events = codex.events("dies");
+    assert!(events.iter().any(|e| e["raw"]["id"] == 1), "what was received is kept");
+    let _ = &codex.mock;
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut permissions = std::fs::metadata(path).unwrap_or_else(|e| panic!("{e}")).permissions();
+    permissions.set_mode(0o755);
+    std::fs::set_permissions(path, permissions).unwrap_or_else(|e| panic!("{e}"));
+}
