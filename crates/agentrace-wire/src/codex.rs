@@ -92,6 +92,15 @@ pub struct Turn {
     /// Duration in milliseconds, once ended.
     #[serde(default)]
     pub duration_ms: Option<i64>,
+    /// How much of `items` is there: `notLoaded`, `summary` or `full`.
+    #[serde(default)]
+    pub items_view: Option<String>,
+    /// Start time, Unix seconds.
+    #[serde(default)]
+    pub started_at: Option<i64>,
+    /// End time, Unix seconds (null while running, and for a turn a restart cut).
+    #[serde(default)]
+    pub completed_at: Option<i64>,
 }
 
 /// An error object as it appears on turns and `error` notifications.
@@ -521,6 +530,21 @@ pub struct Thread {
     /// Rollout path.
     #[serde(default)]
     pub path: Option<String>,
+    /// Loaded state: `idle`, `active`, `notLoaded`, `systemError`.
+    #[serde(default)]
+    pub status: ThreadStatus,
+    /// Configured reasoning effort (null when the model's default applies).
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    /// Working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Version of the Codex CLI that wrote the thread.
+    #[serde(default)]
+    pub cli_version: Option<String>,
+    /// Turns, when the read asked for them.
+    #[serde(default)]
+    pub turns: Vec<Turn>,
 }
 
 /// `source.subAgent.thread_spawn` (also `source.subagent…` in rollouts).
@@ -551,4 +575,91 @@ impl Thread {
         let spawn = sub.get("thread_spawn")?;
         ThreadSpawn::deserialize(spawn).ok()
     }
+}
+
+/// Result of `thread/read`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadResult {
+    /// The thread.
+    pub thread: Thread,
+}
+
+/// Result of `thread/turns/list`: one page of turns.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnsListResult {
+    /// The turns of this page, in the requested order.
+    #[serde(default)]
+    pub data: Vec<Turn>,
+    /// Cursor of the next page; null on the last one.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// Result of `thread/items/list`: one page of items.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemsListResult {
+    /// The items of this page.
+    #[serde(default)]
+    pub data: Vec<ItemEntry>,
+    /// Cursor of the next page (a JSON string); null on the last one.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// One entry of `thread/items/list`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemEntry {
+    /// The turn that holds the item.
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    /// The item, kept as a value: decode it with [`Item::from_value`].
+    pub item: Value,
+}
+
+/// The `error` member of a JSON-RPC error answer.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RpcError {
+    /// JSON-RPC error code (`-32600` for the host's "not loaded"/"not found").
+    #[serde(default)]
+    pub code: i64,
+    /// Human-readable message, e.g. `thread not loaded: <id>`.
+    #[serde(default)]
+    pub message: String,
+    /// Extra data, when the host gives any.
+    #[serde(default)]
+    pub data: Option<Value>,
+}
+
+/// One line of a rollout file (`CODEX_HOME/sessions/…/rollout-*.jsonl`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RolloutLine {
+    /// `session_meta`, `event_msg`, `response_item`, `turn_context`, …
+    #[serde(default, rename = "type")]
+    pub line_type: Option<String>,
+    /// The payload; its `type` says which event or item it is.
+    #[serde(default)]
+    pub payload: Value,
+}
+
+/// Payload of an `event_msg` of type `token_count`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenCountPayload {
+    /// Null when a stream failed after it started.
+    #[serde(default)]
+    pub info: Option<TokenCountInfo>,
+}
+
+/// `info` of a `token_count` event: per-thread cumulative usage.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenCountInfo {
+    /// The thread's running total, kept as written.
+    #[serde(default)]
+    pub total_token_usage: Option<Value>,
+    /// The usage of the latest model response, kept as written.
+    #[serde(default)]
+    pub last_token_usage: Option<Value>,
 }

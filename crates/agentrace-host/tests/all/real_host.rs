@@ -1,0 +1,1 @@
+//! Real host tests: see below.
