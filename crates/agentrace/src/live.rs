@@ -216,8 +216,12 @@ impl LiveView {
                 result,
                 ..
             } => format!(
-                "{} ended {}{}",
-                self.label_of(thread_id.as_str()),
+                "{}ended {}{}",
+                if envelope.actor.thread_id.as_ref() == Some(thread_id) {
+                    String::new()
+                } else {
+                    format!("{} ", self.label_of(thread_id.as_str()))
+                },
                 serde_json::to_value(status)
                     .ok()
                     .and_then(|value| value.as_str().map(str::to_owned))

@@ -264,7 +264,14 @@ fn stop(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The server had its chance to exit on its own; end it by its pid.
+    // The server had its chance to exit on its own; end it by its pid, and
+    // what it started with it (it leads its own process group).
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
     let _ = child.kill();
     child.wait().ok()
 }

@@ -77,23 +77,40 @@ impl Codex {
 }
 
 fn wait_bounded(mut child: Child) -> Output {
+    // Read both pipes while waiting: a child blocked on a full pipe never exits.
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
     let deadline = Instant::now() + SCENARIO_LIMIT;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if Instant::now() > deadline => {
                 let _ = child.kill();
-                let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+                let _ = child.wait();
+                let stderr = stderr.join().unwrap_or_default();
                 panic!(
                     "scenario took longer than {SCENARIO_LIMIT:?}\nstderr:\n{}",
-                    String::from_utf8_lossy(&output.stderr)
+                    String::from_utf8_lossy(&stderr)
                 );
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(error) => panic!("{error}"),
         }
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
     }
-    child.wait_with_output().unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn spawn_v1(child: &str, task: &str) -> Call {
@@ -427,4 +444,118 @@ fn make_executable(path: &Path) {
     let mut permissions = std::fs::metadata(path).unwrap_or_else(|e| panic!("{e}")).permissions();
     permissions.set_mode(0o755);
     std::fs::set_permissions(path, permissions).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Runs `agentrace tap` over a shell "server" and feeds it `input`.
+fn tap_shell(cli: &Cli, run_id: &str, script: &str, input: &[u8]) -> Output {
+    let mut child = cli
+        .command(&["tap", "--run-id", run_id, "--", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let output = wait_bounded(child);
+    let _ = writer.join();
+    output
+}
+
+#[test]
+fn tap_forwards_a_closed_stdin_and_exits_with_the_servers_code() {
+    let cli = Cli::new();
+    let input = b"{\"id\":1,\"method\":\"initialize\"}\n{\"method\":\"initialized\"}\n";
+    let output = tap_shell(&cli, "closed", "cat; exit 7", input);
+    assert_eq!(output.status.code(), Some(7));
+    assert_eq!(output.stdout, input.to_vec(), "bytes pass through unchanged, in order");
+    let events: Vec<Value> = cli
+        .ok(&["events", "closed", "--json"])
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let directions: Vec<&str> = events.iter().filter_map(|e| e["direction"].as_str()).collect();
+    assert_eq!(directions, vec!["toServer", "toServer", "fromServer", "fromServer"]);
+}
+
+#[test]
+fn tap_passes_bad_bytes_through_exactly_and_the_recorder_counts_them() {
+    let cli = Cli::new();
+    let mut input = Vec::new();
+    input.extend_from_slice(b"{\"id\":1,\"method\":\"initialize\"}\n");
+    input.extend_from_slice(b"not json\n");
+    input.extend_from_slice(b"{\"method\":\"bad \xff\xfe utf8\"}\n");
+    let huge = agentrace_core_free_huge_line();
+    input.extend_from_slice(&huge);
+    input.extend_from_slice(b"{\"method\":\"partial last line");
+    let output = tap_shell(&cli, "bad", "cat", &input);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stdout == input, "the tap changed the bytes it passed through");
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "bad", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    // not json, bad UTF-8, the huge line and the partial last line, each way.
+    assert_eq!(view["run"]["counts"]["undecodedLines"], 8);
+    assert_eq!(view["run"]["counts"]["droppedBytes"], 0);
+}
+
+/// A line just over the 64 MiB limit, newline included.
+fn agentrace_core_free_huge_line() -> Vec<u8> {
+    let mut line = vec![b'x'; 64 * 1024 * 1024 + 16];
+    line.push(b'\n');
+    line
+}
+
+#[test]
+fn ctrl_c_interrupts_the_root_turn_and_exits_130() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Take your time.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 120000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![shell("sleep 60"), Step::Message("CHILD A DONE".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let binary = agentrace_testkit::agents::codex();
+    let binary = binary.to_string_lossy().into_owned();
+    let work = codex.work.path().to_string_lossy().into_owned();
+    let mut command = codex.cli.command(&[
+        "run", "codex", "--codex", &binary, "--cwd", &work, "--run-id", "stopped", "--", "[[ROOT]] Wait for a slow helper.",
+    ]);
+    codex.env(&mut command);
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Interrupt once the root is waiting for its helper.
+    let log = codex.cli.home.path().join("runs/stopped.jsonl");
+    let deadline = Instant::now() + SCENARIO_LIMIT;
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("\"agent_wait_started\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the root never started waiting");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let output = wait_bounded(child);
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show("stopped");
+    assert_eq!(view["run"]["status"], "interrupted");
+    assert_eq!(view["run"]["result"], Value::Null);
+    let events = codex.events("stopped");
+    assert!(
+        events.iter().any(|e| e["direction"] == "toServer" && e["raw"]["method"] == "turn/interrupt"),
+        "turn/interrupt was sent and recorded"
+    );
 }
