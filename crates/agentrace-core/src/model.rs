@@ -181,6 +181,15 @@ pub enum Source {
     CodexRun,
     /// A `codex app-server` connection seen through `agentrace tap` (both directions).
     CodexTap,
+    /// The stdout of `claude -p --output-format stream-json --verbose` (piped
+    /// or recorded by `agentrace run claude`), or the messages the Agent SDK
+    /// yields.
+    ClaudeStream,
+    /// Claude Code transcripts (`~/.claude/projects/<slug>/<session>.jsonl`
+    /// and the subagent files beside it).
+    ClaudeTranscript,
+    /// Claude Code hook inputs (`agentrace hook`).
+    ClaudeHook,
     /// A legacy `{timestamp, event}` log.
     Legacy,
 }

@@ -5,6 +5,7 @@
 
 use serde_json::value::RawValue;
 
+use crate::claude::ClaudeAttributor;
 use crate::codex::CodexAttributor;
 use crate::model::{
     Actor, Direction, Envelope, Event, EventBody, Provider, RunId, Source, Timestamp, LOG_VERSION,
@@ -41,12 +42,43 @@ pub struct Emitted {
     pub raw: Option<Box<RawValue>>,
 }
 
+/// Which part of a source spread over several files a line comes from
+/// (Claude transcripts: the session file, a subagent's file, its metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourcePart {
+    /// The one stream, or a session's main file.
+    Main,
+    /// A subagent's own transcript (`agent-<id>.jsonl`).
+    AgentFile {
+        /// The agent id its file name gives.
+        agent_id: String,
+    },
+    /// A subagent's metadata document (`agent-<id>.meta.json`), fed whole as
+    /// one line.
+    AgentMeta {
+        /// The agent id its file name gives.
+        agent_id: String,
+    },
+}
+
 /// A source's attribution: lines in, attributed events out.
 pub trait Attributor: Send {
     /// Handles one input line.
     fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted>;
     /// The input ended.
     fn finish(&mut self) -> Vec<Emitted>;
+    /// Handles one line of a named part of a multi-file source; sources of
+    /// one stream ignore the part.
+    fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
+        let _ = part;
+        self.push(line)
+    }
+    /// Relearns what an envelope of an earlier session of the same run
+    /// taught, so a resumed recorder attributes new input the same way (see
+    /// [`Recorder::resume`]). Sources that cannot be resumed ignore it.
+    fn prime(&mut self, envelope: &Envelope) {
+        let _ = envelope;
+    }
 }
 
 /// Input formats the recorder can attribute.
@@ -54,6 +86,13 @@ pub trait Attributor: Send {
 pub enum Format {
     /// The stdout of `codex app-server` (or both directions with `direction`).
     CodexAppServer,
+    /// Claude Code stream-json (stdout of `claude -p --output-format
+    /// stream-json --verbose`, or Agent SDK messages).
+    ClaudeStream,
+    /// Claude Code transcript lines (session and subagent files).
+    ClaudeTranscript,
+    /// Claude Code hook inputs.
+    ClaudeHook,
 }
 
 impl Format {
@@ -61,6 +100,9 @@ impl Format {
     pub fn provider(self) -> Provider {
         match self {
             Format::CodexAppServer => Provider::Codex,
+            Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {
+                Provider::Claude
+            }
         }
     }
 
@@ -68,6 +110,9 @@ impl Format {
     pub fn source(self) -> Source {
         match self {
             Format::CodexAppServer => Source::CodexAppServer,
+            Format::ClaudeStream => Source::ClaudeStream,
+            Format::ClaudeTranscript => Source::ClaudeTranscript,
+            Format::ClaudeHook => Source::ClaudeHook,
         }
     }
 }
@@ -87,6 +132,11 @@ impl Recorder {
     pub fn new(run_id: RunId, format: Format) -> Self {
         let attributor: Box<dyn Attributor> = match format {
             Format::CodexAppServer => Box::new(CodexAttributor::new()),
+            // One attributor reads every Claude source, so the sources of one
+            // session can be merged into one run.
+            Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {
+                Box::new(ClaudeAttributor::new())
+            }
         };
         Self {
             state: RunState::new(run_id.clone()),
@@ -180,6 +230,26 @@ impl Recorder {
     pub fn push(&mut self, line: &InputLine<'_>) -> Vec<Envelope> {
         let emitted = self.attributor.push(line);
         self.number(emitted)
+    }
+
+    /// Handles one line of a named part of a multi-file source.
+    pub fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Envelope> {
+        let emitted = self.attributor.push_part(part, line);
+        self.number(emitted)
+    }
+
+    /// A recorder that continues an existing run: its state is the fold of
+    /// `envelopes` (the log so far, in order), the next envelope continues
+    /// the sequence, and the attributor relearns from every envelope. No
+    /// `run_started` is written again.
+    pub fn resume(run_id: RunId, format: Format, envelopes: &[Envelope]) -> Self {
+        let mut recorder = Self::new(run_id, format);
+        for envelope in envelopes {
+            recorder.state.apply(envelope);
+            recorder.attributor.prime(envelope);
+            recorder.next_sequence = recorder.next_sequence.max(envelope.sequence + 1);
+        }
+        recorder
     }
 
     /// The input ended; returns any last envelopes.

@@ -2,6 +2,7 @@
 //! rules, and the properties (live equals replay, any split, no panics).
 
 mod all {
+    pub mod claude;
     pub mod fixtures;
     pub mod properties;
     pub mod rules;

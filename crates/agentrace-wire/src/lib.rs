@@ -3,4 +3,5 @@
 //! `agentrace-core`). Every type here tolerates drift: unknown members are
 //! ignored, later members default, unknown tags become `Unknown`.
 
+pub mod claude;
 pub mod codex;

@@ -1,0 +1,2112 @@
+//! Claude Code attribution: one line of any Claude source in (stream-json,
+//! a transcript line, a subagent's metadata, a hook input), the attributed
+//! frame envelope plus derived lifecycle, usage, terminal and correction
+//! events out. One attributor reads all of them, so the sources of one
+//! session merge into one run. Pure: no clock, no I/O.
+//!
+//! # Who owns a line
+//!
+//! - The root is the session (`session_id` / `sessionId`); a second session
+//!   id in the same run is another root (`Main 2`).
+//! - Stream `user`/`assistant`/`stream_event`/`tool_progress` lines:
+//!   `parent_tool_use_id: null` is the root; otherwise the line belongs to
+//!   the subagent that `Agent`/`Task` tool_use spawned (provider-stated).
+//! - `system/task_*` lines belong to the task they name (`task_id` is the
+//!   agent id of a subagent); tasks whose `task_type` is not `local_agent`
+//!   (background shells) are commands owned by their launcher, recorded as
+//!   `item_started`/`item_completed` with item type `backgroundCommand`.
+//! - Transcript lines: `isSidechain: false` is the root; a subagent file or
+//!   `agentId` names the subagent. 1.0.128 sidechain lines carry no agent id:
+//!   a sidechain whose first user text equals one pending `Task` prompt is
+//!   that subagent's (`derived`), any other stays `unknown`.
+//! - 2.0.77 "Warmup" agents (started by the CLI on launch, named by no Task
+//!   call) are kept in the log with no thread (`reason` says so), outside
+//!   the tree.
+//! - Hook inputs: `agent_id` names the subagent; without it the hook is the
+//!   root's when the CLI states agent ids on subagent hooks (2.1.x, which
+//!   sends `prompt_id`) or no subagent is running, else `unknown`. A
+//!   `SubagentStart` is linked to the one pending `Agent`/`Task` call that
+//!   fits it (`derived`), or stays unlinked.
+//!
+//! # Helper names
+//!
+//! A helper's `threadId` is its agent id when a source gives one no later
+//! than its first event (`agent_id`, `task_id`, the root's
+//! `tool_use_result.agentId`, a subagent file or its metadata), else the id
+//! of the spawning tool_use (1.0.128, and 2.0.77 stdout, where the agent id
+//! arrives only after the subagent's lines). A name never changes within a
+//! run: an agent id learnt later is an alias of the same thread.
+//!
+//! # Tokens
+//!
+//! Counted once per API response (message id + request id). Stdout carries
+//! the `message_start` snapshot (`output_tokens: 1`); transcripts carry final
+//! values, which replace a snapshot when merged. `result.usage` is the root's
+//! final usage of one query (subagents excluded) and replaces the root's
+//! snapshots of that query. `modelUsage` and `total_cost_usd` include
+//! subagents and are kept raw only; `task_*` `total_tokens` is a context
+//! size, not a sum, and is not counted.
+//!
+//! # Terminal provenance
+//!
+//! Every `result` line ends a root turn (`turn_completed`) and states the run
+//! as it stands: `done` with the last non-empty root `result` so far,
+//! `interrupted` for an aborted query, `failed` for another error. Background
+//! subagents make one run print several `result` lines; the last one wins.
+//! A helper's text never becomes the result.
+
+mod usage;
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+
+use agentrace_wire::claude::{ApiMessage, ContentBlock, HookInput, Record, SubagentMeta};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::codex::summarize;
+use crate::decode::{decode_line, DecodedLine};
+use crate::model::{
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId,
+    Timestamp, TokenUsage, TurnId, Warning,
+};
+use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
+use crate::registry::{ChildDetails, LinkOutcome, Registry, ThreadKind};
+
+pub use usage::{tokens, UsageBook};
+
+/// Links inferred from other frames rather than stated on one: their
+/// helpers' events are `derived`.
+const DERIVED_VIAS: &[&str] = &["hookOrder", "promptMatch"];
+
+/// Tools that spawn a subagent.
+fn is_spawn_tool(name: &str) -> bool {
+    matches!(name, "Agent" | "Task")
+}
+
+/// `system` subtypes we know and keep as `notice`.
+const SYSTEM_NOTICES: &[&str] = &[
+    "api_retry",
+    "background_tasks_changed",
+    "compact_boundary",
+    "files_persisted",
+    "hook_progress",
+    "hook_response",
+    "hook_started",
+    "local_command_output",
+    "status",
+];
+
+/// Transcript entry types that are bookkeeping of the CLI, kept as `notice`.
+const TRANSCRIPT_NOTICES: &[&str] = &[
+    "agent-name",
+    "api-request",
+    "api-request-blob",
+    "api-request-shape",
+    "atis-latch",
+    "attachment",
+    "cost-state",
+    "custom-title",
+    "file-history-snapshot",
+    "last-prompt",
+    "mode",
+    "progress",
+    "queue-operation",
+    "summary",
+    "system",
+    "tag",
+    "tools-used",
+];
+
+/// A spawn request seen as an `Agent`/`Task` tool_use (or its hook).
+#[derive(Debug, Clone, Default)]
+struct Spawn {
+    parent: Option<ThreadId>,
+    prompt: Option<String>,
+    subagent_type: Option<String>,
+    description: Option<String>,
+    model: Option<String>,
+    /// The helper it created, once named.
+    child: Option<ThreadId>,
+}
+
+/// Lifecycle of one helper.
+#[derive(Debug, Default, Clone)]
+struct HelperTrack {
+    running: bool,
+    generation: u32,
+    ended_generation: u32,
+    turn: Option<TurnId>,
+}
+
+/// Who a frame belongs to.
+#[derive(Debug, Clone)]
+enum Owner {
+    /// A thread, with how we know.
+    Thread(ThreadId, Confidence),
+    /// No thread: an actor with a reason (unknown, or a warmup agent).
+    Nobody(Actor),
+}
+
+/// Whose actor a derived event carries, resolved when it is emitted.
+#[derive(Debug, Clone)]
+enum Who {
+    Thread(ThreadId),
+    Frame,
+}
+
+/// Attributes every Claude Code source.
+#[derive(Debug, Default)]
+pub struct ClaudeAttributor {
+    registry: Registry,
+    /// The first session seen.
+    root: Option<ThreadId>,
+    /// Spawning tool_use id → what was asked.
+    spawns: HashMap<String, Spawn>,
+    /// Agent id → helper thread.
+    by_agent: HashMap<String, ThreadId>,
+    /// Spawning tool_use id → helper thread.
+    by_tool_use: HashMap<String, ThreadId>,
+    /// Tool_use id → (tool name, calling thread).
+    tools: HashMap<String, (String, Option<ThreadId>)>,
+    /// Background command task id → its owner.
+    commands: HashMap<String, Option<ThreadId>>,
+    helpers: HashMap<ThreadId, HelperTrack>,
+    books: HashMap<ThreadId, UsageBook>,
+    /// Line uuids already recorded (stdout and transcripts share them).
+    seen_uuids: HashSet<String>,
+    /// Tool_use ids whose call / result is already recorded.
+    recorded_tool_uses: HashSet<String>,
+    recorded_tool_results: HashSet<String>,
+    /// Root turns begun by `system/init` and not yet ended by a `result`.
+    open_root_turns: VecDeque<TurnId>,
+    /// The last non-empty root result and the item it came from.
+    last_result: Option<(String, Option<ItemId>)>,
+    /// The root's last assistant text: (uuid, text).
+    last_root_text: Option<(Option<ItemId>, String)>,
+    /// 1.0.128 sidechain line uuid → helper thread.
+    sidechains: HashMap<String, ThreadId>,
+    /// 1.0.128: spawns a sidechain was already matched to.
+    sidechain_spawns: HashSet<String>,
+    /// A root prompt was seen (hooks: agents started before one are the
+    /// CLI's warmup agents).
+    prompted: bool,
+    /// Transcripts: the root prompt whose turn has not shown a reply yet.
+    pending_prompt: Option<TurnId>,
+    /// Agent ids of 2.0.77 startup warmup agents.
+    warmups: HashSet<String>,
+    /// Subagents a hook said started and none said stopped.
+    hook_live: HashSet<String>,
+    /// The last actor written for each thread, to know when to correct.
+    announced: HashMap<ThreadId, Actor>,
+    /// Threads whose actor may have changed while handling the current line.
+    dirty: BTreeSet<ThreadId>,
+    /// Spawn edges already announced.
+    edges: HashSet<(ThreadId, ThreadId)>,
+    /// Warnings already raised: (code, thread).
+    raised: HashSet<(String, Option<ThreadId>)>,
+    /// While priming, nothing is emitted.
+    priming: bool,
+}
+
+/// Events derived while handling one frame.
+type Derived = Vec<(Who, Event)>;
+
+impl ClaudeAttributor {
+    /// A fresh attributor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry as it stands.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    // ----- actors -------------------------------------------------------
+
+    /// The actor of a thread as the registry knows it, `derived` when its
+    /// link was inferred.
+    fn thread_actor(&self, thread: &ThreadId) -> Actor {
+        let mut actor = self.registry.actor(thread);
+        let derived_link = self
+            .registry
+            .get(thread)
+            .and_then(|entry| entry.link_via.as_deref())
+            .is_some_and(|via| DERIVED_VIAS.contains(&via));
+        if derived_link && actor.confidence == Confidence::Provider {
+            actor.confidence = Confidence::Derived;
+        }
+        actor
+    }
+
+    fn owner_actor(&self, owner: &Owner) -> Actor {
+        match owner {
+            Owner::Thread(thread, confidence) => {
+                let mut actor = self.thread_actor(thread);
+                if *confidence == Confidence::Derived && actor.confidence == Confidence::Provider {
+                    actor.confidence = Confidence::Derived;
+                }
+                actor
+            }
+            Owner::Nobody(actor) => actor.clone(),
+        }
+    }
+
+    fn root_owner(&self, confidence: Confidence) -> Owner {
+        match &self.root {
+            Some(root) => Owner::Thread(root.clone(), confidence),
+            None => Owner::Nobody(Actor::unknown("no session id")),
+        }
+    }
+
+    fn is_root(&self, thread: &ThreadId) -> bool {
+        self.registry.get(thread).map(|entry| entry.kind) == Some(ThreadKind::Root)
+    }
+
+    /// Notes a session id: the first one is the root; another one is a
+    /// root of its own.
+    fn note_session(&mut self, session: Option<&str>) -> Option<ThreadId> {
+        let session = ThreadId::from(session.filter(|id| !id.is_empty())?);
+        if self.registry.get(&session).map(|entry| entry.kind) != Some(ThreadKind::Helper) {
+            self.registry.mark_root(&session);
+        }
+        if self.root.is_none() {
+            self.root = Some(session.clone());
+        }
+        Some(session)
+    }
+
+    // ----- the registry -------------------------------------------------
+
+    fn warn(
+        &mut self,
+        derived: &mut Derived,
+        code: &str,
+        thread: Option<&ThreadId>,
+        message: String,
+    ) {
+        if !self.raised.insert((code.to_owned(), thread.cloned())) {
+            return;
+        }
+        derived.push((
+            Who::Frame,
+            Event::Warning {
+                warning: Warning {
+                    code: code.to_owned(),
+                    severity: Severity::Warning,
+                    message,
+                    event_sequence: None,
+                    thread_id: thread.cloned(),
+                },
+            },
+        ));
+    }
+
+    fn details(&mut self, thread: &ThreadId, description: Option<&str>, kind: Option<&str>) {
+        let details = ChildDetails {
+            nickname: description.map(str::to_owned),
+            agent_role: kind.map(str::to_owned),
+            ..ChildDetails::default()
+        };
+        if self.registry.add_details(thread, &details) {
+            self.dirty.insert(thread.clone());
+        }
+    }
+
+    /// Offers a spawn link and announces it once.
+    fn link(
+        &mut self,
+        derived: &mut Derived,
+        parent: &ThreadId,
+        child: &ThreadId,
+        via: &str,
+        prompt: Option<String>,
+        model: Option<String>,
+    ) {
+        match self.registry.link(parent, child, via) {
+            LinkOutcome::Linked => self.dirty.extend(self.registry.subtree(child)),
+            LinkOutcome::Known => {}
+            LinkOutcome::Conflict { existing } => {
+                let message = match existing {
+                    Some(existing) => format!(
+                        "{via} names {parent} as the parent of {child}, but {existing} was linked first; the first link is kept"
+                    ),
+                    None => format!("{via} names {parent} as the parent of {child}, which is a root; it stays a root"),
+                };
+                self.warn(derived, "link_conflict", Some(child), message);
+                return;
+            }
+            LinkOutcome::Cycle => {
+                self.warn(
+                    derived,
+                    "link_cycle",
+                    Some(child),
+                    format!("{via} would make {child} a descendant of itself through {parent}; the link was refused"),
+                );
+                return;
+            }
+        }
+        if self.edges.insert((parent.clone(), child.clone())) {
+            derived.push((
+                Who::Thread(parent.clone()),
+                Event::AgentSpawned {
+                    parent_thread_id: parent.clone(),
+                    child_thread_id: child.clone(),
+                    prompt,
+                    model,
+                    reasoning_effort: None,
+                    via: via.to_owned(),
+                },
+            ));
+        }
+    }
+
+    /// The thread of a helper a tool_use spawned and/or an agent id names;
+    /// named once, on first evidence, and linked through its spawn when that
+    /// is known. `None` when neither id is given.
+    fn helper(
+        &mut self,
+        tool_use: Option<&str>,
+        agent: Option<&str>,
+        via: &str,
+        derived: &mut Derived,
+    ) -> Option<ThreadId> {
+        let tool_use = tool_use.filter(|id| !id.is_empty());
+        let agent = agent.filter(|id| !id.is_empty());
+        let known = agent
+            .and_then(|agent| self.by_agent.get(agent))
+            .or_else(|| tool_use.and_then(|tool_use| self.by_tool_use.get(tool_use)))
+            .cloned();
+        let (thread, new) = match known {
+            Some(thread) => (thread, false),
+            None => {
+                let thread = ThreadId::from(agent.or(tool_use)?);
+                self.registry.observe(&thread);
+                (thread, true)
+            }
+        };
+        if let Some(agent) = agent {
+            self.by_agent
+                .entry(agent.to_owned())
+                .or_insert_with(|| thread.clone());
+        }
+        if let Some(tool_use) = tool_use {
+            // Only a spawning call names a helper: a `SendMessage` that
+            // resumes one must not end it when its own result comes back.
+            let spawning = self
+                .tools
+                .get(tool_use)
+                .is_none_or(|(name, _)| is_spawn_tool(name));
+            if spawning {
+                self.by_tool_use
+                    .entry(tool_use.to_owned())
+                    .or_insert_with(|| thread.clone());
+            }
+            if let Some(spawn) = self.spawns.get_mut(tool_use) {
+                if spawn.child.is_none() {
+                    spawn.child = Some(thread.clone());
+                    let spawn = spawn.clone();
+                    self.details(
+                        &thread,
+                        spawn.description.as_deref(),
+                        spawn.subagent_type.as_deref(),
+                    );
+                    if let Some(parent) = &spawn.parent {
+                        self.link(
+                            derived,
+                            parent,
+                            &thread,
+                            via,
+                            spawn.prompt.clone(),
+                            spawn.model.clone(),
+                        );
+                    }
+                }
+            }
+        }
+        if new {
+            self.start_helper(&thread, None, derived);
+        }
+        Some(thread)
+    }
+
+    fn is_linked(&self, thread: &ThreadId) -> bool {
+        self.registry.get(thread).map(|entry| entry.kind) == Some(ThreadKind::Helper)
+    }
+
+    /// A helper's run begins (its first, or a follow-up after it ended).
+    fn start_helper(&mut self, thread: &ThreadId, run: Option<&str>, derived: &mut Derived) {
+        let track = self.helpers.entry(thread.clone()).or_default();
+        if track.running {
+            return;
+        }
+        track.running = true;
+        track.generation += 1;
+        let turn = TurnId::from(match run {
+            Some(run) => run.to_owned(),
+            None => format!("{thread}#{}", track.generation),
+        });
+        track.turn = Some(turn.clone());
+        derived.push((
+            Who::Thread(thread.clone()),
+            Event::TurnStarted {
+                turn_id: turn,
+                root_turn_id: None,
+            },
+        ));
+    }
+
+    /// A helper's run ended; the first ending of a run wins.
+    fn end_helper(
+        &mut self,
+        thread: &ThreadId,
+        status: AgentStatus,
+        result: Option<String>,
+        derived: &mut Derived,
+    ) {
+        if self.is_root(thread) {
+            return;
+        }
+        let track = self.helpers.entry(thread.clone()).or_default();
+        if track.generation == 0 {
+            track.generation = 1;
+        }
+        if track.ended_generation == track.generation {
+            return;
+        }
+        track.ended_generation = track.generation;
+        track.running = false;
+        let turn = track
+            .turn
+            .clone()
+            .unwrap_or_else(|| TurnId::from(format!("{thread}#{}", track.generation)));
+        let usage = self.books.get(thread).map(UsageBook::total);
+        let (status_text, error) = match status {
+            AgentStatus::Completed => ("completed", None),
+            AgentStatus::Interrupted => ("interrupted", result.clone()),
+            _ => ("failed", result.clone()),
+        };
+        derived.push((
+            Who::Thread(thread.clone()),
+            Event::TurnCompleted {
+                turn_id: turn,
+                status: status_text.to_owned(),
+                error,
+                duration_ms: None,
+                usage,
+            },
+        ));
+        let parent = self
+            .registry
+            .get(thread)
+            .and_then(|entry| entry.parent.clone());
+        let who = match &parent {
+            Some(parent) => Who::Thread(parent.clone()),
+            None => Who::Frame,
+        };
+        derived.push((
+            who,
+            Event::AgentCompleted {
+                thread_id: thread.clone(),
+                parent_thread_id: parent,
+                result: result.map(|text| summarize(&text)),
+                status,
+            },
+        ));
+    }
+
+    fn record_usage(
+        &mut self,
+        thread: &ThreadId,
+        message: &ApiMessage,
+        request: Option<&str>,
+        derived: &mut Derived,
+    ) {
+        let (Some(usage), Some(id)) = (&message.usage, &message.id) else {
+            return;
+        };
+        // Keyed by message id alone: 2.0.77 stdout omits the request id its
+        // transcript has, and message ids are unique per response anyway.
+        let _ = request;
+        let key = (id.clone(), String::new());
+        let usage = tokens(usage);
+        let book = self.books.entry(thread.clone()).or_default();
+        if book.record(key, usage, message.stop_reason.is_some()) {
+            let total = book.total();
+            let turn = self.turn_of(thread);
+            derived.push((
+                Who::Thread(thread.clone()),
+                Event::Usage {
+                    turn_id: turn,
+                    total,
+                    last: Some(usage),
+                },
+            ));
+        }
+    }
+
+    fn turn_of(&self, thread: &ThreadId) -> Option<TurnId> {
+        if self.is_root(thread) {
+            return self.open_root_turns.back().cloned();
+        }
+        self.helpers
+            .get(thread)
+            .and_then(|track| track.turn.clone())
+    }
+
+    // ----- frames -------------------------------------------------------
+
+    fn handle(
+        &mut self,
+        part: &SourcePart,
+        value: &Value,
+        line_number: u64,
+        derived: &mut Derived,
+    ) -> (Owner, Event) {
+        if !value.is_object() {
+            return (
+                Owner::Nobody(Actor::unknown("not a JSON object")),
+                unknown(
+                    "notClaude",
+                    None,
+                    "valid JSON, but not an object".to_owned(),
+                    line_number,
+                ),
+            );
+        }
+        if let SourcePart::AgentMeta { agent_id } = part {
+            return self.meta(agent_id, value, derived);
+        }
+        if value.get("hook_event_name").is_some() {
+            return self.hook(value, derived);
+        }
+        // The hook loggers' records (`{t, input}`, the SDK's `{seq, event,
+        // input}`) wrap a hook input.
+        if let Some(input) = value
+            .get("input")
+            .filter(|input| input.get("hook_event_name").is_some())
+        {
+            return self.hook(input, derived);
+        }
+        let record = Record::deserialize(value).unwrap_or_default();
+        let transcript = value.get("sessionId").is_some()
+            || value.get("isSidechain").is_some()
+            || matches!(part, SourcePart::AgentFile { .. });
+        if transcript {
+            let agent = match part {
+                SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
+                _ => None,
+            };
+            return self.transcript(&record, agent, line_number, derived);
+        }
+        if value.get("event").and_then(Value::as_str) == Some("(sdk message)") {
+            // A marker line of the SDK hook logger, ordering hooks among
+            // messages; it names the message's owner as stdout does.
+            self.note_session(record.session_id.as_deref());
+            return (
+                self.owner_of_parent(&record, derived),
+                Event::Notice {
+                    method: "sdk/message-marker".to_owned(),
+                    message: record.kind.clone(),
+                },
+            );
+        }
+        self.stream(&record, line_number, derived)
+    }
+
+    fn stream(
+        &mut self,
+        record: &Record,
+        line_number: u64,
+        derived: &mut Derived,
+    ) -> (Owner, Event) {
+        self.note_session(record.session_id.as_deref());
+        let kind = record.kind.clone().unwrap_or_default();
+        match kind.as_str() {
+            "system" => self.system(record, line_number, derived),
+            "assistant" | "user" => {
+                let owner = match record.parent_tool_use_id.as_deref() {
+                    Some(spawn) => match self.helper(
+                        Some(spawn),
+                        record.agent_id.as_deref(),
+                        "parent_tool_use_id",
+                        derived,
+                    ) {
+                        Some(thread) => {
+                            self.details(
+                                &thread,
+                                record.task_description.as_deref(),
+                                record.subagent_type.as_deref(),
+                            );
+                            Owner::Thread(thread, Confidence::Provider)
+                        }
+                        None => Owner::Nobody(Actor::unknown("no thread id")),
+                    },
+                    None => self.root_owner(Confidence::Provider),
+                };
+                let (event, _) = self.message_line(&owner, record, &kind, derived);
+                (owner, event)
+            }
+            "result" => self.result(record, derived),
+            "stream_event" => {
+                let owner = self.owner_of_parent(record, derived);
+                (owner, stream_event(record))
+            }
+            "tool_progress" => {
+                let retry_agent = record
+                    .subagent_retry
+                    .as_ref()
+                    .and_then(|retry| retry.get("agent_id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let owner = match record.parent_tool_use_id.as_deref() {
+                    Some(spawn) => match self.helper(
+                        Some(spawn),
+                        retry_agent.as_deref(),
+                        "tool_progress",
+                        derived,
+                    ) {
+                        Some(thread) => Owner::Thread(thread, Confidence::Provider),
+                        None => Owner::Nobody(Actor::unknown("no thread id")),
+                    },
+                    None => self.root_owner(Confidence::Provider),
+                };
+                let message = record.subagent_retry.as_ref().map(|retry| {
+                    format!(
+                        "API retry {} of {} (HTTP {})",
+                        retry
+                            .get("attempt")
+                            .map(Value::to_string)
+                            .unwrap_or_default(),
+                        retry
+                            .get("max_retries")
+                            .map(Value::to_string)
+                            .unwrap_or_default(),
+                        retry
+                            .get("error_status")
+                            .map(Value::to_string)
+                            .unwrap_or_default(),
+                    )
+                });
+                (
+                    owner,
+                    Event::Notice {
+                        method: "tool_progress".to_owned(),
+                        message,
+                    },
+                )
+            }
+            "" => (
+                Owner::Nobody(Actor::unknown("no thread id")),
+                unknown(
+                    "notClaude",
+                    None,
+                    "a JSON object with no `type`".to_owned(),
+                    line_number,
+                ),
+            ),
+            other => (
+                self.root_owner(Confidence::Provider),
+                unknown(
+                    "unknownType",
+                    Some(other.to_owned()),
+                    format!("unknown stream-json type `{other}`"),
+                    line_number,
+                ),
+            ),
+        }
+    }
+
+    fn owner_of_parent(&mut self, record: &Record, derived: &mut Derived) -> Owner {
+        match record.parent_tool_use_id.as_deref() {
+            Some(spawn) => match self.helper(
+                Some(spawn),
+                record.agent_id.as_deref(),
+                "parent_tool_use_id",
+                derived,
+            ) {
+                Some(thread) => Owner::Thread(thread, Confidence::Provider),
+                None => Owner::Nobody(Actor::unknown("no thread id")),
+            },
+            None => self.root_owner(Confidence::Provider),
+        }
+    }
+
+    fn system(
+        &mut self,
+        record: &Record,
+        line_number: u64,
+        derived: &mut Derived,
+    ) -> (Owner, Event) {
+        let subtype = record.subtype.clone().unwrap_or_default();
+        match subtype.as_str() {
+            "init" => {
+                let turn = TurnId::from(
+                    record
+                        .uuid
+                        .clone()
+                        .unwrap_or_else(|| format!("init-{line_number}")),
+                );
+                self.open_root_turns.push_back(turn.clone());
+                (
+                    self.root_owner(Confidence::Provider),
+                    Event::TurnStarted {
+                        turn_id: turn,
+                        root_turn_id: None,
+                    },
+                )
+            }
+            "task_started" | "task_progress" | "task_updated" | "task_notification" => {
+                self.task(record, &subtype, derived)
+            }
+            known if SYSTEM_NOTICES.contains(&known) => (
+                self.root_owner(Confidence::Provider),
+                Event::Notice {
+                    method: format!("system/{known}"),
+                    message: record.summary.clone().or_else(|| record.status.clone()),
+                },
+            ),
+            other => (
+                self.root_owner(Confidence::Provider),
+                unknown(
+                    "unknownType",
+                    Some(format!("system/{other}")),
+                    format!("unknown system subtype `{other}`"),
+                    line_number,
+                ),
+            ),
+        }
+    }
+
+    fn task(&mut self, record: &Record, subtype: &str, derived: &mut Derived) -> (Owner, Event) {
+        let task_id = record.task_id.clone().unwrap_or_default();
+        let method = format!("system/{subtype}");
+        let is_agent_start = subtype == "task_started"
+            && record
+                .task_type
+                .as_deref()
+                .is_none_or(|kind| kind == "local_agent");
+        // A background shell: a command owned by whoever launched it.
+        let is_command =
+            self.commands.contains_key(&task_id) || (subtype == "task_started" && !is_agent_start);
+        if is_command {
+            if subtype == "task_started" {
+                let owner = match record.parent_task_id.as_deref() {
+                    Some(parent) => self.helper(None, Some(parent), "task_started", derived),
+                    None => self.root.clone(),
+                };
+                self.commands.insert(task_id.clone(), owner);
+            }
+            let owner = match self.commands.get(&task_id).cloned().flatten() {
+                Some(thread) => Owner::Thread(thread, Confidence::Provider),
+                None => Owner::Nobody(Actor::unknown("background task with no known owner")),
+            };
+            let event = match subtype {
+                "task_started" => Event::ItemStarted {
+                    item_type: "backgroundCommand".to_owned(),
+                    item_id: Some(ItemId::from(task_id.as_str())),
+                    turn_id: None,
+                },
+                "task_notification" => Event::ItemCompleted {
+                    item_type: "backgroundCommand".to_owned(),
+                    item_id: Some(ItemId::from(task_id.as_str())),
+                    turn_id: None,
+                },
+                _ => Event::Notice {
+                    method,
+                    message: record.patch.as_ref().and_then(|patch| patch.status.clone()),
+                },
+            };
+            return (owner, event);
+        }
+        let spawn_known = record
+            .tool_use_id
+            .as_deref()
+            .is_some_and(|id| self.spawns.contains_key(id));
+        let agent_known = self.by_agent.contains_key(&task_id);
+        if !is_agent_start && !spawn_known && !agent_known {
+            return (
+                Owner::Nobody(Actor::unknown("task not announced by task_started")),
+                Event::Notice {
+                    method,
+                    message: record.summary.clone(),
+                },
+            );
+        }
+        let Some(thread) = self.helper(
+            record.tool_use_id.as_deref(),
+            Some(task_id.as_str()).filter(|id| !id.is_empty()),
+            "task_started",
+            derived,
+        ) else {
+            return (
+                Owner::Nobody(Actor::unknown("no thread id")),
+                Event::Notice {
+                    method,
+                    message: None,
+                },
+            );
+        };
+        self.details(
+            &thread,
+            record.description.as_deref(),
+            record.subagent_type.as_deref(),
+        );
+        let mut message = None;
+        match subtype {
+            "task_started" => {
+                if !self.is_linked(&thread) {
+                    let parent = match record.parent_task_id.as_deref() {
+                        Some(parent) => self.helper(None, Some(parent), "parent_task_id", derived),
+                        // Depth 1: spawned by the root itself.
+                        None if record.spawn_depth == Some(1) => self.root.clone(),
+                        None => None,
+                    };
+                    if let Some(parent) = parent {
+                        self.link(
+                            derived,
+                            &parent,
+                            &thread,
+                            "task_started",
+                            record.prompt.clone(),
+                            None,
+                        );
+                    }
+                }
+                self.start_helper(&thread, record.run_id.as_deref(), derived);
+                message = record.description.clone();
+            }
+            "task_updated" => {
+                let patch = record.patch.clone().unwrap_or_default();
+                if let Some(status) = patch.status.as_deref().and_then(task_status) {
+                    let result = patch.error.clone();
+                    self.end_helper(&thread, status, result, derived);
+                }
+                message = patch.status;
+            }
+            "task_notification" => {
+                if let Some(status) = record.status.as_deref().and_then(task_status) {
+                    self.end_helper(&thread, status, record.summary.clone(), derived);
+                }
+                message = record.summary.clone().map(|text| summarize(&text));
+            }
+            _ => {}
+        }
+        (
+            Owner::Thread(thread, Confidence::Provider),
+            Event::Notice { method, message },
+        )
+    }
+
+    /// The events of a `user`/`assistant` line (stream or transcript): the
+    /// first is returned as the frame's, the rest pushed as derived; true
+    /// when the line was already recorded from another source.
+    fn message_line(
+        &mut self,
+        owner: &Owner,
+        record: &Record,
+        kind: &str,
+        derived: &mut Derived,
+    ) -> (Event, bool) {
+        let duplicate = match &record.uuid {
+            Some(uuid) => !self.seen_uuids.insert(uuid.clone()),
+            None => false,
+        };
+        let message = record
+            .message
+            .as_ref()
+            .and_then(|message| ApiMessage::deserialize(message).ok())
+            .unwrap_or_default();
+        let role = message.role.clone().unwrap_or_else(|| kind.to_owned());
+        let thread = match owner {
+            Owner::Thread(thread, _) => Some(thread.clone()),
+            Owner::Nobody(_) => None,
+        };
+        let turn = thread.as_ref().and_then(|thread| self.turn_of(thread));
+        let item = record.uuid.as_deref().map(ItemId::from);
+        let mut events = Vec::new();
+        for block in message.blocks() {
+            match block {
+                ContentBlock::Text { text } => {
+                    if let Some(thread) = &thread {
+                        if role == "assistant" && self.is_root(thread) {
+                            self.last_root_text = Some((item.clone(), text.clone()));
+                        }
+                        if role == "user" && self.is_root(thread) {
+                            self.task_notification_text(&text, derived);
+                        }
+                    }
+                    events.push(Event::Message {
+                        role: role.clone(),
+                        phase: None,
+                        text,
+                        item_id: item.clone(),
+                        turn_id: turn.clone(),
+                    });
+                }
+                ContentBlock::Thinking { thinking } => events.push(Event::Reasoning {
+                    text: thinking,
+                    item_id: item.clone(),
+                    turn_id: turn.clone(),
+                }),
+                ContentBlock::ToolUse { id, name, input } => {
+                    self.tools
+                        .insert(id.clone(), (name.clone(), thread.clone()));
+                    if is_spawn_tool(&name) {
+                        self.note_spawn(&id, thread.clone(), &input);
+                    }
+                    if self.recorded_tool_uses.insert(id.clone()) {
+                        events.push(Event::ToolUse {
+                            tool_kind: tool_kind(&name).to_owned(),
+                            name,
+                            input: summarize(&input_summary(&input)),
+                            item_id: Some(ItemId::from(id)),
+                            turn_id: turn.clone(),
+                        });
+                    }
+                }
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => {
+                    let name = self
+                        .tools
+                        .get(&tool_use_id)
+                        .map(|(name, _)| name.clone())
+                        .unwrap_or_default();
+                    let output = content_text(&content);
+                    if self.spawns.contains_key(&tool_use_id) {
+                        self.spawn_result(&tool_use_id, is_error, &output, record, derived);
+                    }
+                    if self.recorded_tool_results.insert(tool_use_id.clone()) {
+                        events.push(Event::ToolResult {
+                            tool_kind: tool_kind(&name).to_owned(),
+                            name,
+                            status: Some(if is_error { "failed" } else { "completed" }.to_owned()),
+                            exit_code: None,
+                            duration_ms: None,
+                            output: summarize(&output),
+                            item_id: Some(ItemId::from(tool_use_id)),
+                            turn_id: turn.clone(),
+                        });
+                    }
+                }
+                ContentBlock::Unknown { .. } => {}
+            }
+        }
+        if let Some(thread) = &thread {
+            if role == "assistant" {
+                self.record_usage(thread, &message, record.request_id.as_deref(), derived);
+            }
+        }
+        if duplicate {
+            let notice = Event::Notice {
+                method: "claude/duplicate".to_owned(),
+                message: record
+                    .uuid
+                    .clone()
+                    .map(|uuid| format!("line {uuid} was already recorded from another source")),
+            };
+            return (notice, true);
+        }
+        let mut events = events.into_iter();
+        let Some(first) = events.next() else {
+            let notice = Event::Notice {
+                method: format!("claude/{kind}"),
+                message: None,
+            };
+            return (notice, false);
+        };
+        for event in events {
+            let who = match &thread {
+                Some(thread) => Who::Thread(thread.clone()),
+                None => Who::Frame,
+            };
+            derived.push((who, event));
+        }
+        (first, false)
+    }
+
+    /// Transcripts have no `result` lines: a root prompt begins a root turn,
+    /// a root reply that stops for good (`end_turn`, …) ends it with its
+    /// text, an interruption marker interrupts it.
+    fn transcript_turn(&mut self, record: &Record, kind: &str, derived: &mut Derived) {
+        let message = record
+            .message
+            .as_ref()
+            .and_then(|message| ApiMessage::deserialize(message).ok())
+            .unwrap_or_default();
+        let texts: Vec<String> = message
+            .blocks()
+            .into_iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text } => Some(text),
+                _ => None,
+            })
+            .collect();
+        let item = record.uuid.as_deref().map(ItemId::from);
+        if kind == "user" && record.is_meta != Some(true) {
+            let Some(text) = texts.first() else {
+                return;
+            };
+            if text.starts_with("[Request interrupted by user") {
+                if let Some(turn) = self.open_root_turns.pop_front() {
+                    derived.push((
+                        Who::Frame,
+                        Event::TurnCompleted {
+                            turn_id: turn.clone(),
+                            status: "interrupted".to_owned(),
+                            error: Some(text.clone()),
+                            duration_ms: None,
+                            usage: self.root_total(),
+                        },
+                    ));
+                    derived.push((
+                        Who::Frame,
+                        Event::Interrupted {
+                            error: Some(text.clone()),
+                            source_thread_id: self.root.clone(),
+                            turn_id: Some(turn),
+                        },
+                    ));
+                }
+                return;
+            }
+            self.pending_prompt = record.uuid.clone().map(TurnId::from);
+            return;
+        }
+        if kind != "assistant" {
+            return;
+        }
+        // The turn begins with its first new reply, not with the prompt: when
+        // stdout recorded the turn already, its replies are duplicates and
+        // the transcript must not reopen it.
+        if self.open_root_turns.is_empty() {
+            let turn = self
+                .pending_prompt
+                .take()
+                .or_else(|| record.uuid.clone().map(TurnId::from))
+                .unwrap_or_else(|| TurnId::from("turn"));
+            self.open_root_turns.push_back(turn.clone());
+            derived.push((
+                Who::Frame,
+                Event::TurnStarted {
+                    turn_id: turn,
+                    root_turn_id: None,
+                },
+            ));
+        }
+        let stopped = matches!(
+            message.stop_reason.as_deref(),
+            Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")
+        );
+        if !stopped {
+            return;
+        }
+        let text = texts.join("\n");
+        if !text.is_empty() {
+            self.last_result = Some((text, item));
+        }
+        let turn = self
+            .open_root_turns
+            .pop_front()
+            .unwrap_or_else(|| TurnId::from(record.uuid.clone().unwrap_or_default()));
+        derived.push((
+            Who::Frame,
+            Event::TurnCompleted {
+                turn_id: turn,
+                status: "completed".to_owned(),
+                error: None,
+                duration_ms: None,
+                usage: self.root_total(),
+            },
+        ));
+        derived.push((Who::Frame, self.done()));
+    }
+
+    fn root_total(&self) -> Option<TokenUsage> {
+        self.root
+            .as_ref()
+            .and_then(|root| self.books.get(root))
+            .map(UsageBook::total)
+    }
+
+    /// `done` with the last non-empty root result so far.
+    fn done(&self) -> Event {
+        let (result, item) = match &self.last_result {
+            Some((text, item)) => (Some(text.clone()), item.clone()),
+            None => (None, None),
+        };
+        let source = result.as_ref().and(self.root.clone());
+        Event::Done {
+            source_role: source.as_ref().map(|_| Role::Root),
+            source_thread_id: source,
+            source_item_id: item.filter(|_| result.is_some()),
+            result,
+        }
+    }
+
+    fn note_spawn(&mut self, id: &str, parent: Option<ThreadId>, input: &Value) {
+        let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
+        let spawn = self.spawns.entry(id.to_owned()).or_default();
+        if spawn.parent.is_none() {
+            spawn.parent = parent;
+        }
+        spawn.prompt = spawn.prompt.take().or_else(|| text("prompt"));
+        spawn.subagent_type = spawn.subagent_type.take().or_else(|| text("subagent_type"));
+        spawn.description = spawn.description.take().or_else(|| text("description"));
+        spawn.model = spawn.model.take().or_else(|| text("model"));
+    }
+
+    /// The result of an `Agent`/`Task` call: names the helper (the
+    /// structured result carries its agent id since 2.0.77) and ends its run
+    /// unless it was launched into the background.
+    fn spawn_result(
+        &mut self,
+        tool_use_id: &str,
+        is_error: bool,
+        output: &str,
+        record: &Record,
+        derived: &mut Derived,
+    ) {
+        let structured = record.tool_use_result.as_ref();
+        let agent = structured
+            .and_then(|result| result.get("agentId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let already = self.by_tool_use.contains_key(tool_use_id);
+        if !already && agent.is_none() {
+            // No helper ever ran for it (an unknown agent type, say).
+            return;
+        }
+        let Some(thread) = self.helper(
+            Some(tool_use_id),
+            agent.as_deref(),
+            "toolUseResult",
+            derived,
+        ) else {
+            return;
+        };
+        let status_text = structured
+            .and_then(|result| result.get("status"))
+            .and_then(Value::as_str);
+        let launched = status_text == Some("async_launched")
+            || structured
+                .and_then(|result| result.get("isAsync"))
+                .and_then(Value::as_bool)
+                == Some(true);
+        if launched {
+            return;
+        }
+        let rejected = structured.and_then(Value::as_str) == Some("User rejected tool use");
+        let status = if rejected {
+            AgentStatus::Interrupted
+        } else if is_error {
+            AgentStatus::Failed
+        } else {
+            AgentStatus::Completed
+        };
+        let report = structured
+            .and_then(|result| result.get("content"))
+            .and_then(Value::as_array)
+            .and_then(|blocks| blocks.last())
+            .and_then(|block| block.get("text"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| output.to_owned());
+        self.end_helper(&thread, status, Some(report), derived);
+    }
+
+    /// A root user text holding a `<task-notification>` (transcripts of
+    /// background runs): ends the subagent it names.
+    fn task_notification_text(&mut self, text: &str, derived: &mut Derived) {
+        if !text.trim_start().starts_with("<task-notification>") {
+            return;
+        }
+        let Some(task) = xml_value(text, "task-id") else {
+            return;
+        };
+        let Some(thread) = self.by_agent.get(&task).cloned() else {
+            return;
+        };
+        if let Some(status) = xml_value(text, "status").as_deref().and_then(task_status) {
+            let summary = xml_value(text, "result").or_else(|| xml_value(text, "summary"));
+            self.end_helper(&thread, status, summary, derived);
+        }
+    }
+
+    fn result(&mut self, record: &Record, derived: &mut Derived) -> (Owner, Event) {
+        let owner = self.root_owner(Confidence::Provider);
+        let turn = self.open_root_turns.pop_front().unwrap_or_else(|| {
+            TurnId::from(record.uuid.clone().unwrap_or_else(|| "result".to_owned()))
+        });
+        let usage = record
+            .usage
+            .as_ref()
+            .and_then(|usage| agentrace_wire::claude::ApiUsage::deserialize(usage).ok())
+            .map(|usage| tokens(&usage));
+        let root_total = match (&self.root, usage) {
+            (Some(root), Some(usage)) => {
+                let book = self.books.entry(root.clone()).or_default();
+                book.cover(usage);
+                Some(book.total())
+            }
+            (Some(root), None) => self.books.get(root).map(UsageBook::total),
+            (None, _) => None,
+        };
+        if let Some(text) = record.result.as_deref().filter(|text| !text.is_empty()) {
+            let item = match &self.last_root_text {
+                Some((item, last)) if last == text => item.clone(),
+                _ => record.uuid.as_deref().map(ItemId::from),
+            };
+            self.last_result = Some((text.to_owned(), item));
+        }
+        let errors = record
+            .errors
+            .as_ref()
+            .and_then(Value::as_array)
+            .map(|errors| {
+                errors
+                    .iter()
+                    .map(|error| {
+                        error
+                            .as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| error.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .filter(|text| !text.is_empty());
+        let aborted = record
+            .terminal_reason
+            .as_deref()
+            .is_some_and(|reason| reason.starts_with("aborted"));
+        let is_error = record.is_error == Some(true)
+            || record
+                .subtype
+                .as_deref()
+                .is_some_and(|subtype| subtype != "success");
+        let error = errors.or_else(|| {
+            is_error
+                .then(|| record.result.clone().or_else(|| record.subtype.clone()))
+                .flatten()
+        });
+        let (status, terminal) = if aborted {
+            (
+                "interrupted",
+                Event::Interrupted {
+                    error: error.clone(),
+                    source_thread_id: self.root.clone(),
+                    turn_id: Some(turn.clone()),
+                },
+            )
+        } else if is_error {
+            (
+                "failed",
+                Event::Failed {
+                    error: error.clone(),
+                    source_thread_id: self.root.clone(),
+                    turn_id: Some(turn.clone()),
+                },
+            )
+        } else {
+            ("completed", self.done())
+        };
+        derived.push((Who::Frame, terminal));
+        (
+            owner,
+            Event::TurnCompleted {
+                turn_id: turn,
+                status: status.to_owned(),
+                error: if status == "completed" { None } else { error },
+                duration_ms: record.duration_ms,
+                usage: root_total,
+            },
+        )
+    }
+
+    fn transcript(
+        &mut self,
+        record: &Record,
+        file_agent: Option<&str>,
+        line_number: u64,
+        derived: &mut Derived,
+    ) -> (Owner, Event) {
+        self.note_session(record.session_id.as_deref());
+        let kind = record.kind.clone().unwrap_or_default();
+        let agent = file_agent.or(record.agent_id.as_deref());
+        let owner = match (agent, record.is_sidechain) {
+            (Some(agent), _) => self.transcript_agent(agent, record, &kind, derived),
+            (None, Some(true)) => self.sidechain(record, &kind, derived),
+            (None, _) => self.root_owner(Confidence::Provider),
+        };
+        let event = match kind.as_str() {
+            "user" | "assistant" => {
+                let (event, duplicate) = self.message_line(&owner, record, &kind, derived);
+                let is_root = matches!(&owner, Owner::Thread(thread, _) if self.is_root(thread));
+                if is_root && !duplicate {
+                    self.transcript_turn(record, &kind, derived);
+                }
+                event
+            }
+            known if TRANSCRIPT_NOTICES.contains(&known) => Event::Notice {
+                method: format!("transcript/{known}"),
+                message: record.subtype.clone().or_else(|| record.operation.clone()),
+            },
+            other => unknown(
+                "unknownType",
+                Some(format!("transcript/{other}")),
+                format!("unknown transcript entry type `{other}`"),
+                line_number,
+            ),
+        };
+        (owner, event)
+    }
+
+    /// The owner of a line in a subagent's file (or with `agentId`).
+    fn transcript_agent(
+        &mut self,
+        agent: &str,
+        record: &Record,
+        kind: &str,
+        derived: &mut Derived,
+    ) -> Owner {
+        if self.warmups.contains(agent) {
+            return warmup_owner(agent);
+        }
+        if !self.by_agent.contains_key(agent) {
+            // 2.0.77 starts three "Warmup" agents on every launch; no Task
+            // call names them.
+            let first_text = record
+                .message
+                .as_ref()
+                .and_then(|message| message.get("content"))
+                .and_then(Value::as_str);
+            if kind == "user" && record.parent_uuid.is_none() && first_text == Some("Warmup") {
+                self.warmups.insert(agent.to_owned());
+                return warmup_owner(agent);
+            }
+        }
+        match self.helper(None, Some(agent), "agentFile", derived) {
+            Some(thread) => Owner::Thread(thread, Confidence::Provider),
+            None => Owner::Nobody(Actor::unknown("no thread id")),
+        }
+    }
+
+    /// 1.0.128: a sidechain line with no agent id.
+    fn sidechain(&mut self, record: &Record, kind: &str, derived: &mut Derived) -> Owner {
+        let unknown_owner = || {
+            Owner::Nobody(Actor::unknown(
+                "sidechain line with no agent id that no Task prompt matches",
+            ))
+        };
+        if let Some(thread) = record
+            .parent_uuid
+            .as_ref()
+            .and_then(|parent| self.sidechains.get(parent))
+            .cloned()
+        {
+            if let Some(uuid) = &record.uuid {
+                self.sidechains.insert(uuid.clone(), thread.clone());
+            }
+            return Owner::Thread(thread, Confidence::Derived);
+        }
+        if record.parent_uuid.is_some() || kind != "user" {
+            return unknown_owner();
+        }
+        let text = record
+            .message
+            .as_ref()
+            .and_then(|message| ApiMessage::deserialize(message).ok())
+            .map(|message| {
+                message
+                    .blocks()
+                    .into_iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text } => Some(text),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        let matches: Vec<String> = self
+            .spawns
+            .iter()
+            .filter(|(id, spawn)| {
+                !self.sidechain_spawns.contains(*id)
+                    && spawn.prompt.as_deref() == Some(text.as_str())
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        let [spawn] = matches.as_slice() else {
+            return unknown_owner();
+        };
+        self.sidechain_spawns.insert(spawn.clone());
+        let Some(thread) = self.helper(Some(spawn), None, "promptMatch", derived) else {
+            return unknown_owner();
+        };
+        if let Some(uuid) = &record.uuid {
+            self.sidechains.insert(uuid.clone(), thread.clone());
+        }
+        Owner::Thread(thread, Confidence::Derived)
+    }
+
+    fn meta(&mut self, agent: &str, value: &Value, derived: &mut Derived) -> (Owner, Event) {
+        let meta = SubagentMeta::deserialize(value).unwrap_or_default();
+        let owner = match self.helper(
+            meta.tool_use_id.as_deref(),
+            Some(agent),
+            "subagentMeta",
+            derived,
+        ) {
+            Some(thread) => {
+                self.details(
+                    &thread,
+                    meta.description.as_deref(),
+                    meta.agent_type.as_deref(),
+                );
+                if !self.is_linked(&thread) {
+                    let parent = match meta.parent_agent_id.as_deref() {
+                        Some(parent) => self.helper(None, Some(parent), "subagentMeta", derived),
+                        None if meta.spawn_depth.is_none_or(|depth| depth <= 1) => {
+                            self.root.clone()
+                        }
+                        None => None,
+                    };
+                    if let Some(parent) = parent {
+                        self.link(
+                            derived,
+                            &parent,
+                            &thread,
+                            "subagentMeta",
+                            None,
+                            meta.model.clone(),
+                        );
+                    }
+                }
+                Owner::Thread(thread, Confidence::Provider)
+            }
+            None => Owner::Nobody(Actor::unknown("no thread id")),
+        };
+        (
+            owner,
+            Event::ItemCompleted {
+                item_type: "subagentMeta".to_owned(),
+                item_id: Some(ItemId::from(agent)),
+                turn_id: None,
+            },
+        )
+    }
+
+    fn hook(&mut self, value: &Value, derived: &mut Derived) -> (Owner, Event) {
+        let hook = HookInput::deserialize(value).unwrap_or_default();
+        self.note_session(hook.session_id.as_deref());
+        let name = hook.hook_event_name.clone().unwrap_or_default();
+        let agent = hook.agent_id.as_deref().filter(|id| !id.is_empty());
+        let owner = match agent {
+            Some(agent) if self.warmups.contains(agent) => warmup_owner(agent),
+            Some(agent)
+                if name == "SubagentStart"
+                    && !self.prompted
+                    && !self.by_agent.contains_key(agent)
+                    && self.pending_spawn_for(hook.agent_type.as_deref()).is_none() =>
+            {
+                // 2.0.77 starts warmup agents before the first prompt; no
+                // root turn exists that could have spawned them.
+                self.warmups.insert(agent.to_owned());
+                warmup_owner(agent)
+            }
+            Some(agent) => {
+                let fresh = !self.by_agent.contains_key(agent);
+                let spawn = if fresh && name == "SubagentStart" {
+                    self.pending_spawn_for(hook.agent_type.as_deref())
+                } else {
+                    None
+                };
+                match self.helper(spawn.as_deref(), Some(agent), "hookOrder", derived) {
+                    Some(thread) => {
+                        self.details(&thread, None, hook.agent_type.as_deref());
+                        Owner::Thread(thread, Confidence::Provider)
+                    }
+                    None => Owner::Nobody(Actor::unknown("no thread id")),
+                }
+            }
+            // 2.1.x states the agent on every hook fired inside a subagent
+            // (and sends `prompt_id`); older CLIs do not, so a hook without
+            // an agent id is the root's only while no subagent runs.
+            None if hook.prompt_id.is_some() || self.hook_live.is_empty() => {
+                self.root_owner(Confidence::Derived)
+            }
+            None => Owner::Nobody(Actor::unknown(
+                "hook input names no agent while a subagent runs (this CLI does not state agent ids on subagent hooks)",
+            )),
+        };
+        let thread = match &owner {
+            Owner::Thread(thread, _) => Some(thread.clone()),
+            Owner::Nobody(_) => None,
+        };
+        let turn = thread.as_ref().and_then(|thread| self.turn_of(thread));
+        let tool = hook.tool_name.clone().unwrap_or_default();
+        let notice = |message: Option<String>| Event::Notice {
+            method: format!("hook/{name}"),
+            message,
+        };
+        let event = match name.as_str() {
+            "PreToolUse" => {
+                let id = hook.tool_use_id.clone();
+                if let Some(id) = &id {
+                    self.tools
+                        .insert(id.clone(), (tool.clone(), thread.clone()));
+                    if is_spawn_tool(&tool) {
+                        let input = hook.tool_input.clone().unwrap_or(Value::Null);
+                        self.note_spawn(id, thread.clone(), &input);
+                    }
+                }
+                let fresh = id
+                    .as_ref()
+                    .is_none_or(|id| self.recorded_tool_uses.insert(id.clone()));
+                if fresh {
+                    Event::ToolUse {
+                        tool_kind: tool_kind(&tool).to_owned(),
+                        name: tool,
+                        input: summarize(&input_summary(
+                            hook.tool_input.as_ref().unwrap_or(&Value::Null),
+                        )),
+                        item_id: id.map(ItemId::from),
+                        turn_id: turn,
+                    }
+                } else {
+                    notice(Some("tool call already recorded".to_owned()))
+                }
+            }
+            "PostToolUse" | "PostToolUseFailure" => {
+                let failed = name == "PostToolUseFailure";
+                let output = match (&hook.error, &hook.tool_response) {
+                    (Some(error), _) => error.clone(),
+                    (None, Some(response)) => content_text(response),
+                    (None, None) => String::new(),
+                };
+                let id = hook.tool_use_id.clone();
+                if let Some(id) = &id {
+                    if is_spawn_tool(&tool) {
+                        if let Some(thread) = self.by_tool_use.get(id).cloned() {
+                            let launched = hook
+                                .tool_response
+                                .as_ref()
+                                .and_then(|response| response.get("status"))
+                                .and_then(Value::as_str)
+                                == Some("async_launched");
+                            if !launched {
+                                let status = if failed {
+                                    AgentStatus::Failed
+                                } else {
+                                    AgentStatus::Completed
+                                };
+                                self.end_helper(&thread, status, Some(output.clone()), derived);
+                            }
+                        }
+                    }
+                }
+                let fresh = id
+                    .as_ref()
+                    .is_none_or(|id| self.recorded_tool_results.insert(id.clone()));
+                if fresh {
+                    Event::ToolResult {
+                        tool_kind: tool_kind(&tool).to_owned(),
+                        name: tool,
+                        status: Some(if failed { "failed" } else { "completed" }.to_owned()),
+                        exit_code: None,
+                        duration_ms: None,
+                        output: summarize(&output),
+                        item_id: id.map(ItemId::from),
+                        turn_id: turn,
+                    }
+                } else {
+                    notice(Some("tool result already recorded".to_owned()))
+                }
+            }
+            "SubagentStart" => {
+                if let (Some(agent), Some(thread)) = (agent, &thread) {
+                    self.hook_live.insert(agent.to_owned());
+                    self.start_helper(thread, None, derived);
+                }
+                notice(hook.agent_type.clone())
+            }
+            "SubagentStop" => {
+                if let Some(agent) = agent {
+                    self.hook_live.remove(agent);
+                    if let Some(thread) = &thread {
+                        self.end_helper(
+                            thread,
+                            AgentStatus::Completed,
+                            hook.last_assistant_message.clone(),
+                            derived,
+                        );
+                    }
+                } else {
+                    // 1.0.128 names no agent: some subagent stopped.
+                    self.hook_live.clear();
+                }
+                notice(
+                    hook.last_assistant_message
+                        .clone()
+                        .map(|text| summarize(&text)),
+                )
+            }
+            "UserPromptSubmit" => {
+                self.prompted = true;
+                let root = thread.as_ref().is_some_and(|thread| self.is_root(thread));
+                if root {
+                    let turn = TurnId::from(
+                        hook.prompt_id
+                            .clone()
+                            .unwrap_or_else(|| "prompt".to_owned()),
+                    );
+                    self.open_root_turns.push_back(turn.clone());
+                    derived.push((
+                        Who::Frame,
+                        Event::TurnStarted {
+                            turn_id: turn,
+                            root_turn_id: None,
+                        },
+                    ));
+                }
+                Event::Message {
+                    role: "user".to_owned(),
+                    phase: None,
+                    text: hook.prompt.clone().unwrap_or_default(),
+                    item_id: None,
+                    turn_id: self.open_root_turns.back().cloned(),
+                }
+            }
+            // The root's turn ended; its last text is the answer so far.
+            "Stop" if thread.as_ref().is_some_and(|thread| self.is_root(thread)) => {
+                if let Some(text) = hook
+                    .last_assistant_message
+                    .clone()
+                    .filter(|text| !text.is_empty())
+                {
+                    self.last_result = Some((text, None));
+                }
+                let turn = self
+                    .open_root_turns
+                    .pop_front()
+                    .unwrap_or_else(|| TurnId::from("stop"));
+                derived.push((
+                    Who::Frame,
+                    Event::TurnCompleted {
+                        turn_id: turn,
+                        status: "completed".to_owned(),
+                        error: None,
+                        duration_ms: None,
+                        usage: self.root_total(),
+                    },
+                ));
+                derived.push((Who::Frame, self.done()));
+                notice(
+                    hook.last_assistant_message
+                        .clone()
+                        .map(|text| summarize(&text)),
+                )
+            }
+            _ => notice(
+                hook.last_assistant_message
+                    .clone()
+                    .or_else(|| hook.reason.clone())
+                    .or_else(|| hook.source.clone())
+                    .map(|text| summarize(&text)),
+            ),
+        };
+        (owner, event)
+    }
+
+    /// The one `Agent`/`Task` call still waiting for its subagent that a
+    /// `SubagentStart` of `agent_type` can be, if exactly one fits.
+    fn pending_spawn_for(&self, agent_type: Option<&str>) -> Option<String> {
+        let pending: Vec<(&String, &Spawn)> = self
+            .spawns
+            .iter()
+            .filter(|(_, spawn)| spawn.child.is_none())
+            .collect();
+        let fitting: Vec<&String> = if pending.len() == 1 {
+            pending.iter().map(|(id, _)| *id).collect()
+        } else {
+            pending
+                .iter()
+                .filter(|(_, spawn)| {
+                    agent_type.is_some()
+                        && spawn.subagent_type.as_deref().unwrap_or("general-purpose")
+                            == agent_type.unwrap_or_default()
+                })
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        match fitting.as_slice() {
+            [only] => Some((*only).clone()),
+            _ => None,
+        }
+    }
+
+    // ----- emission -----------------------------------------------------
+
+    fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
+        let mut derived = Derived::new();
+        let (owner, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
+            DecodedLine::Undecodable {
+                reason,
+                raw,
+                raw_base64,
+            } => (
+                Owner::Nobody(Actor::unknown("undecodable line")),
+                Event::Unknown {
+                    kind: "undecodable".to_owned(),
+                    method: None,
+                    reason,
+                    line_number: Some(line.line_number),
+                    raw_base64,
+                },
+                raw,
+                line.observed_at,
+            ),
+            DecodedLine::Json { raw, value } => {
+                let timestamp = frame_time(&value).unwrap_or(line.observed_at);
+                let (owner, event) = self.handle(part, &value, line.line_number, &mut derived);
+                (owner, event, raw, timestamp)
+            }
+        };
+        let mut out = Vec::new();
+        if self.priming {
+            self.dirty.clear();
+            if let Owner::Thread(thread, _) = &owner {
+                self.announced
+                    .insert(thread.clone(), self.thread_actor(thread));
+            }
+            for (who, _) in &derived {
+                if let Who::Thread(thread) = who {
+                    self.announced
+                        .insert(thread.clone(), self.thread_actor(thread));
+                }
+            }
+            return out;
+        }
+        let frame_actor = self.owner_actor(&owner);
+        let frame_thread = match &owner {
+            Owner::Thread(thread, _) => Some(thread.clone()),
+            Owner::Nobody(_) => None,
+        };
+        self.corrections(&mut out, timestamp, frame_thread.as_ref());
+        self.emit(
+            &mut out,
+            timestamp,
+            line,
+            frame_actor.clone(),
+            event,
+            Some(raw),
+        );
+        for (who, event) in derived {
+            let actor = match who {
+                Who::Thread(thread) => self.thread_actor(&thread),
+                Who::Frame => frame_actor.clone(),
+            };
+            self.emit(&mut out, timestamp, line, actor, event, None);
+        }
+        out
+    }
+
+    fn emit(
+        &mut self,
+        out: &mut Vec<Emitted>,
+        timestamp: Timestamp,
+        line: &InputLine<'_>,
+        actor: Actor,
+        event: Event,
+        raw: Option<Box<RawValue>>,
+    ) {
+        if let Some(thread) = &actor.thread_id {
+            self.announced
+                .insert(thread.clone(), self.thread_actor(thread));
+        }
+        out.push(Emitted {
+            timestamp,
+            direction: if raw.is_some() { line.direction } else { None },
+            actor,
+            event,
+            raw,
+        });
+    }
+
+    /// Appends `actor_resolved` for every announced thread whose actor moved.
+    fn corrections(
+        &mut self,
+        out: &mut Vec<Emitted>,
+        timestamp: Timestamp,
+        frame_thread: Option<&ThreadId>,
+    ) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for thread in dirty {
+            let actor = self.thread_actor(&thread);
+            let stale = match self.announced.get(&thread) {
+                Some(announced) => *announced != actor,
+                None => Some(&thread) != frame_thread && actor.role != Role::Unknown,
+            };
+            if stale {
+                self.announced.insert(thread.clone(), actor.clone());
+                out.push(Emitted {
+                    timestamp,
+                    direction: None,
+                    actor: actor.clone(),
+                    event: Event::ActorResolved {
+                        thread_id: thread.clone(),
+                        actor,
+                    },
+                    raw: None,
+                });
+            }
+        }
+    }
+}
+
+impl Attributor for ClaudeAttributor {
+    fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted> {
+        self.process(&SourcePart::Main, line)
+    }
+
+    fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
+        self.process(part, line)
+    }
+
+    fn finish(&mut self) -> Vec<Emitted> {
+        Vec::new()
+    }
+
+    fn prime(&mut self, envelope: &Envelope) {
+        let Some(raw) = &envelope.raw else {
+            return;
+        };
+        // A metadata document carries no agent id of its own; its envelope
+        // names the agent its file name gave.
+        let part = match &envelope.event {
+            EventBody::Known(Event::ItemCompleted {
+                item_type,
+                item_id: Some(agent),
+                ..
+            }) if item_type == "subagentMeta" => SourcePart::AgentMeta {
+                agent_id: agent.as_str().to_owned(),
+            },
+            _ => SourcePart::Main,
+        };
+        self.priming = true;
+        let line = InputLine {
+            bytes: raw.get().as_bytes(),
+            line_number: 0,
+            observed_at: envelope.timestamp,
+            direction: envelope.direction,
+            truncated_from: None,
+        };
+        self.process(&part, &line);
+        self.priming = false;
+    }
+}
+
+fn warmup_owner(agent: &str) -> Owner {
+    let mut actor = Actor::unknown(format!(
+        "warmup agent {agent}: started by the CLI on launch, not by the root; outside the agent tree"
+    ));
+    actor.label = "Warmup agent".to_owned();
+    Owner::Nobody(actor)
+}
+
+fn unknown(kind: &str, method: Option<String>, reason: String, line_number: u64) -> Event {
+    Event::Unknown {
+        kind: kind.to_owned(),
+        method,
+        reason,
+        line_number: Some(line_number),
+        raw_base64: None,
+    }
+}
+
+/// The frame's own time: `timestamp` (RFC 3339) or a hook logger's `t`.
+fn frame_time(value: &Value) -> Option<Timestamp> {
+    if let Some(time) = value
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(Timestamp::parse)
+    {
+        return Some(time);
+    }
+    let seconds_or_millis = value.get("t").and_then(Value::as_f64)?;
+    // Loggers write seconds (Python) or milliseconds (Node).
+    let millis = if seconds_or_millis < 1e11 {
+        seconds_or_millis * 1000.0
+    } else {
+        seconds_or_millis
+    };
+    (millis.is_finite() && (0.0..1e15).contains(&millis))
+        .then(|| Timestamp::from_millis(millis as i64))
+}
+
+fn task_status(status: &str) -> Option<AgentStatus> {
+    match status {
+        "completed" => Some(AgentStatus::Completed),
+        "failed" => Some(AgentStatus::Failed),
+        "killed" | "stopped" | "cancelled" => Some(AgentStatus::Interrupted),
+        _ => None,
+    }
+}
+
+fn stream_event(record: &Record) -> Event {
+    let event = record.event.as_ref();
+    let event_type = event
+        .and_then(|event| event.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let delta = event.and_then(|event| event.get("delta"));
+    let delta_type = delta
+        .and_then(|delta| delta.get("type"))
+        .and_then(Value::as_str);
+    let text_of = |key: &str| {
+        delta
+            .and_then(|delta| delta.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let message_id = event
+        .and_then(|event| event.get("message"))
+        .and_then(|message| message.get("id"))
+        .and_then(Value::as_str)
+        .map(ItemId::from);
+    match (event_type, delta_type) {
+        ("content_block_delta", Some("text_delta")) => Event::Delta {
+            kind: "text".to_owned(),
+            text: text_of("text"),
+            item_id: message_id,
+            turn_id: None,
+        },
+        ("content_block_delta", Some("input_json_delta")) => Event::Delta {
+            kind: "toolInput".to_owned(),
+            text: text_of("partial_json"),
+            item_id: message_id,
+            turn_id: None,
+        },
+        ("content_block_delta", Some("thinking_delta")) => Event::Delta {
+            kind: "thinking".to_owned(),
+            text: text_of("thinking"),
+            item_id: message_id,
+            turn_id: None,
+        },
+        (other, _) => Event::Notice {
+            method: format!("stream_event/{other}"),
+            message: None,
+        },
+    }
+}
+
+/// What a tool does, for filters and policies.
+pub fn tool_kind(name: &str) -> &'static str {
+    match name {
+        "Bash" | "BashOutput" | "KillShell" | "KillBash" => "command",
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => "file_change",
+        "WebSearch" | "WebFetch" => "web_search",
+        "Agent" | "Task" | "SendMessage" => "agent",
+        name if name.starts_with("mcp__") => "mcp",
+        _ => "other",
+    }
+}
+
+/// A short text for a tool input: the command, the prompt, a path, or JSON.
+fn input_summary(input: &Value) -> String {
+    for key in [
+        "command",
+        "prompt",
+        "file_path",
+        "pattern",
+        "url",
+        "query",
+        "message",
+    ] {
+        if let Some(text) = input.get(key).and_then(Value::as_str) {
+            return text.to_owned();
+        }
+    }
+    match input {
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The text of a tool result's content (a string or blocks).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        Value::Object(map) => map
+            .get("stdout")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| content.to_string()),
+        other => other.to_string(),
+    }
+}
+
+/// The text between `<tag>` and `</tag>`.
+fn xml_value(text: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&close)? + start;
+    Some(text[start..end].trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_value_is_read_between_its_tags() {
+        let text = "<task-notification>\n<task-id>a1</task-id>\n<status>completed</status>";
+        assert_eq!(
+            (
+                xml_value(text, "task-id"),
+                xml_value(text, "status"),
+                xml_value(text, "summary")
+            ),
+            (Some("a1".to_owned()), Some("completed".to_owned()), None)
+        );
+    }
+
+    #[test]
+    fn usage_counts_each_response_once_and_prefers_final_values() {
+        let mut book = UsageBook::default();
+        let snapshot = TokenUsage {
+            input_tokens: 100,
+            output_tokens: 1,
+            total_tokens: 101,
+            ..TokenUsage::default()
+        };
+        let last = TokenUsage {
+            input_tokens: 100,
+            output_tokens: 40,
+            total_tokens: 140,
+            ..TokenUsage::default()
+        };
+        let key = ("msg_1".to_owned(), "req_1".to_owned());
+        let moved = [
+            book.record(key.clone(), snapshot, false),
+            book.record(key.clone(), snapshot, false),
+            book.record(key.clone(), last, true),
+            book.record(key, snapshot, false),
+        ];
+        assert_eq!((moved, book.total()), ([true, false, true, false], last));
+    }
+}

@@ -1,0 +1,74 @@
+//! Token accounting of one Claude thread: usage counted once per API
+//! response (message id + request id), final values preferred over the
+//! `message_start` snapshots stdout carries. Pure bookkeeping, no meaning of
+//! who owns what.
+
+use std::collections::{HashMap, HashSet};
+
+use agentrace_wire::claude::ApiUsage;
+
+use crate::model::TokenUsage;
+
+/// One API response: its message id and request id.
+pub type ResponseKey = (String, String);
+
+/// The usage book of one thread.
+///
+/// Stdout repeats one message id per content block, each time with the
+/// `message_start` snapshot (`output_tokens: 1`); transcripts carry the final
+/// values. A `result` line carries the root's final usage of a whole query,
+/// which then stands for the root responses seen so far ("covered").
+#[derive(Debug, Default, Clone)]
+pub struct UsageBook {
+    responses: HashMap<ResponseKey, (TokenUsage, bool)>,
+    open: HashSet<ResponseKey>,
+    covered: TokenUsage,
+}
+
+impl UsageBook {
+    /// The thread's total: covered queries plus the responses after them.
+    pub fn total(&self) -> TokenUsage {
+        self.open
+            .iter()
+            .filter_map(|key| self.responses.get(key))
+            .fold(self.covered, |total, (usage, _)| total.add(usage))
+    }
+
+    /// Records one response's usage; a final value replaces a snapshot, a
+    /// snapshot never replaces anything. Returns true when the total moved.
+    pub fn record(&mut self, key: ResponseKey, usage: TokenUsage, is_final: bool) -> bool {
+        let before = self.total();
+        match self.responses.get_mut(&key) {
+            Some((kept, kept_final)) => {
+                if is_final && !*kept_final {
+                    *kept = usage;
+                    *kept_final = true;
+                }
+            }
+            None => {
+                self.responses.insert(key.clone(), (usage, is_final));
+                self.open.insert(key);
+            }
+        }
+        self.total() != before
+    }
+
+    /// A `result` line's usage covers every response seen so far.
+    pub fn cover(&mut self, usage: TokenUsage) {
+        self.covered = self.covered.add(&usage);
+        self.open.clear();
+    }
+}
+
+/// Our token counts from Messages API usage.
+pub fn tokens(usage: &ApiUsage) -> TokenUsage {
+    let input =
+        usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
+    TokenUsage {
+        input_tokens: input,
+        cached_input_tokens: usage.cache_read_input_tokens,
+        output_tokens: usage.output_tokens,
+        reasoning_output_tokens: 0,
+        total_tokens: input + usage.output_tokens,
+    }
+}

@@ -1,0 +1,600 @@
+//! Every real Claude Code capture in `fixtures/claude` is a row: replay its
+//! stdout (stream-json or Agent SDK messages), its transcripts, both merged,
+//! and its hook inputs; check attribution, the tree and the result against
+//! the frames themselves; snapshot the `show --json` views.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::{
+    Confidence, Envelope, Event, EventBody, Role, RunId, RunStatus, Timestamp,
+};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::state::RunView;
+use agentrace_core::{InputLine, Recorder};
+use serde_json::{json, Value};
+
+use super::support::{finalized, T0};
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/claude")
+        .join(name)
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// The capture's stdout: `stream.jsonl`, or the SDK's yielded messages.
+fn stdout_of(dir: &Path) -> Vec<u8> {
+    let stream = dir.join("stream.jsonl");
+    if stream.exists() {
+        // A `--resume` run of the same session continues the same run.
+        let mut bytes = read(&stream);
+        let resumed = dir.join("stream_resume.jsonl");
+        if resumed.exists() {
+            bytes.extend(read(&resumed));
+        }
+        bytes
+    } else {
+        read(&dir.join("sdk_messages.jsonl"))
+    }
+}
+
+fn hooks_of(dir: &Path) -> Vec<u8> {
+    let hooks = dir.join("hooks.jsonl");
+    if hooks.exists() {
+        read(&hooks)
+    } else {
+        read(&dir.join("sdk_hooks.jsonl"))
+    }
+}
+
+fn sorted_files(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| {
+                    path.is_file()
+                        && path
+                            .file_name()
+                            .and_then(|name| name.to_str())
+                            .is_some_and(&keep)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn agent_id_of(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    name.trim_start_matches("agent-")
+        .trim_end_matches(".meta.json")
+        .trim_end_matches(".jsonl")
+        .to_owned()
+}
+
+/// The transcript files of the capture's one session, in the order the CLI
+/// reads them: the session file, then each subagent's metadata and file.
+fn transcript_parts(dir: &Path) -> Vec<(SourcePart, PathBuf)> {
+    let projects = dir.join("home_claude/projects");
+    let project = sorted_files(&projects, |_| false);
+    assert!(project.is_empty());
+    let project = std::fs::read_dir(&projects)
+        .unwrap_or_else(|error| panic!("{error}"))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.is_dir())
+        .unwrap_or_else(|| panic!("no project dir in {}", projects.display()));
+    let sessions = sorted_files(&project, |name| {
+        name.ends_with(".jsonl") && !name.starts_with("agent-")
+    });
+    let [session] = sessions.as_slice() else {
+        panic!("one session file expected in {}", project.display());
+    };
+    let mut parts = vec![(SourcePart::Main, session.clone())];
+    let subagents = session.with_extension("").join("subagents");
+    for file in sorted_files(&subagents, |name| {
+        name.starts_with("agent-") && name.ends_with(".jsonl")
+    }) {
+        let agent_id = agent_id_of(&file);
+        let meta = subagents.join(format!("agent-{agent_id}.meta.json"));
+        if meta.exists() {
+            parts.push((
+                SourcePart::AgentMeta {
+                    agent_id: agent_id.clone(),
+                },
+                meta,
+            ));
+        }
+        parts.push((SourcePart::AgentFile { agent_id }, file));
+    }
+    for file in sorted_files(&project, |name| {
+        name.starts_with("agent-") && name.ends_with(".jsonl")
+    }) {
+        let agent_id = agent_id_of(&file);
+        parts.push((SourcePart::AgentFile { agent_id }, file));
+    }
+    parts
+}
+
+/// Feeds parts to a recorder as `agentrace ingest` does.
+struct Feed {
+    recorder: Recorder,
+    envelopes: Vec<Envelope>,
+    clock: Timestamp,
+}
+
+impl Feed {
+    fn new(format: Format) -> Self {
+        let mut recorder = Recorder::new(RunId::from("run-test"), format);
+        let envelopes = recorder.start(Timestamp::from_millis(T0));
+        Self {
+            recorder,
+            envelopes,
+            clock: Timestamp::from_millis(T0),
+        }
+    }
+
+    fn part(&mut self, part: &SourcePart, bytes: &[u8]) {
+        if matches!(part, SourcePart::AgentMeta { .. }) {
+            self.line(part, bytes, 1);
+            return;
+        }
+        let mut assembler = LineAssembler::default();
+        let mut lines = assembler.push(bytes);
+        lines.extend(assembler.finish());
+        for line in lines {
+            if !agentrace_core::decode::is_blank(&line.bytes) {
+                self.line(part, &line.bytes, line.line_number);
+            }
+        }
+    }
+
+    fn line(&mut self, part: &SourcePart, bytes: &[u8], line_number: u64) {
+        let produced = self.recorder.push_part(
+            part,
+            &InputLine {
+                bytes,
+                line_number,
+                observed_at: self.clock,
+                direction: None,
+                truncated_from: None,
+            },
+        );
+        if let Some(last) = produced.last() {
+            self.clock = last.timestamp;
+        }
+        self.envelopes.extend(produced);
+    }
+
+    fn transcripts(&mut self, dir: &Path) {
+        for (part, path) in transcript_parts(dir) {
+            self.part(&part, &read(&path));
+        }
+    }
+
+    fn done(mut self) -> (RunView, Vec<Envelope>) {
+        let last = self.recorder.finish();
+        self.envelopes.extend(last);
+        (self.recorder.state().view(), self.envelopes)
+    }
+}
+
+fn raw_value(envelope: &Envelope) -> Option<Value> {
+    envelope
+        .raw
+        .as_ref()
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+}
+
+fn thread_of(envelope: &Envelope) -> Option<&str> {
+    envelope.actor.thread_id.as_ref().map(|id| id.as_str())
+}
+
+/// Every helper of the tree: thread → (parent, label).
+fn helpers(view: &RunView) -> BTreeMap<String, Option<String>> {
+    fn walk(
+        nodes: &[agentrace_core::state::AgentNode],
+        out: &mut BTreeMap<String, Option<String>>,
+    ) {
+        for node in nodes {
+            if node.role == Role::Helper {
+                out.insert(
+                    node.thread_id.0.clone(),
+                    node.parent_thread_id.as_ref().map(|id| id.0.clone()),
+                );
+            }
+            walk(&node.children, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&view.agents, &mut out);
+    out
+}
+
+fn is_terminal(envelope: &Envelope) -> bool {
+    matches!(
+        envelope.event,
+        EventBody::Known(Event::Done { .. } | Event::Failed { .. } | Event::Interrupted { .. })
+    )
+}
+
+/// Stdout: the provider states every owner; check each line against it.
+fn check_stream(name: &str, input: &[u8], view: &RunView, envelopes: &[Envelope]) {
+    let finals = finalized(envelopes);
+    let mut session = None;
+    let mut helper_of_spawn: HashMap<String, String> = HashMap::new();
+    let mut expected_helpers: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut last_result: Option<Value> = None;
+    let mut last_text = None;
+    for envelope in &finals {
+        let Some(frame) = raw_value(envelope) else {
+            continue;
+        };
+        if let Some(id) = frame["session_id"].as_str() {
+            session.get_or_insert_with(|| id.to_owned());
+        }
+        let sequence = envelope.sequence;
+        match frame["type"].as_str() {
+            Some("user" | "assistant") => match frame["parent_tool_use_id"].as_str() {
+                None => {
+                    assert_eq!(
+                        thread_of(envelope),
+                        session.as_deref(),
+                        "{name}: {sequence} is the root's"
+                    );
+                    assert_eq!(envelope.actor.role, Role::Root, "{name}: {sequence}");
+                    assert_eq!(
+                        envelope.actor.confidence,
+                        Confidence::Provider,
+                        "{name}: {sequence}"
+                    );
+                }
+                Some(spawn) => {
+                    assert_eq!(
+                        envelope.actor.role,
+                        Role::Helper,
+                        "{name}: {sequence} is a helper's"
+                    );
+                    assert_eq!(
+                        envelope.actor.confidence,
+                        Confidence::Provider,
+                        "{name}: {sequence}"
+                    );
+                    let thread = thread_of(envelope).unwrap_or_default().to_owned();
+                    if let Some(agent) = frame["agent_id"].as_str() {
+                        assert_eq!(thread, agent, "{name}: {sequence} is named by its agent id");
+                    }
+                    let named = helper_of_spawn
+                        .entry(spawn.to_owned())
+                        .or_insert_with(|| thread.clone());
+                    assert_eq!(*named, thread, "{name}: a helper's name never changes");
+                    expected_helpers
+                        .entry(thread)
+                        .or_insert_with(|| session.clone());
+                }
+            },
+            Some("system")
+                if frame["subtype"] == "task_started" && frame["task_type"] == "local_agent" =>
+            {
+                let task = frame["task_id"].as_str().unwrap_or_default();
+                assert_eq!(
+                    thread_of(envelope),
+                    Some(task),
+                    "{name}: {sequence} belongs to its task"
+                );
+                let parent = frame["parent_task_id"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| session.clone());
+                expected_helpers.insert(task.to_owned(), parent);
+            }
+            Some("result") => last_result = Some(frame.clone()),
+            _ => {}
+        }
+        if envelope.actor.role == Role::Root {
+            if let EventBody::Known(Event::Message { role, text, .. }) = &envelope.event {
+                if role == "assistant" {
+                    last_text = Some(text.clone());
+                }
+            }
+        }
+        if is_terminal(envelope) {
+            assert_eq!(
+                envelope.actor.role,
+                Role::Root,
+                "{name}: only the root ends the run"
+            );
+        }
+    }
+    // Lossless: one raw per non-blank input line, in order.
+    let input_lines: Vec<&[u8]> = input
+        .split(|byte| *byte == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    let raws: Vec<&[u8]> = envelopes
+        .iter()
+        .filter_map(|e| e.raw.as_ref().map(|r| r.get().as_bytes()))
+        .collect();
+    assert_eq!(
+        raws.len(),
+        input_lines.len(),
+        "{name}: one raw per input line"
+    );
+    for (raw, line) in raws.iter().zip(&input_lines) {
+        assert_eq!(*raw, line.trim_ascii(), "{name}: raw differs from input");
+    }
+    assert_eq!(helpers(view), expected_helpers, "{name}: the agent tree");
+    assert_eq!(
+        view.run.counts.unknown_actor, 0,
+        "{name}: every message and tool has its owner"
+    );
+    assert_eq!(
+        view.run.root_thread_id.as_ref().map(|id| id.0.clone()),
+        session,
+        "{name}: root"
+    );
+    let last_result = last_result.unwrap_or_else(|| panic!("{name}: no result line"));
+    let aborted = last_result["terminal_reason"]
+        .as_str()
+        .is_some_and(|reason| reason.starts_with("aborted"));
+    if aborted {
+        assert_eq!(view.run.status, RunStatus::Interrupted, "{name}: status");
+        assert_eq!(view.run.result, None, "{name}: no result");
+    } else {
+        // The last non-empty root `result`.
+        let results: Vec<String> = finals
+            .iter()
+            .filter_map(raw_value)
+            .filter(|frame| frame["type"] == "result")
+            .filter_map(|frame| frame["result"].as_str().map(str::to_owned))
+            .filter(|text| !text.is_empty())
+            .collect();
+        assert_eq!(view.run.status, RunStatus::Done, "{name}: status");
+        assert_eq!(view.run.result, results.last().cloned(), "{name}: result");
+        assert_eq!(
+            view.run.result, last_text,
+            "{name}: the result is the root's last text"
+        );
+        let source = view
+            .run
+            .result_source
+            .clone()
+            .unwrap_or_else(|| panic!("{name}: no source"));
+        assert_eq!(source.role, Some(Role::Root), "{name}: result source");
+    }
+}
+
+/// Transcripts: the session file is the root's, each subagent file its
+/// agent's (warmup agents aside); 1.0.128 sidechains are derived.
+fn check_transcript(name: &str, dir: &Path, view: &RunView, envelopes: &[Envelope]) {
+    let finals = finalized(envelopes);
+    let mut expected_helpers = BTreeSet::new();
+    let mut last_root_text = None;
+    for (part, path) in transcript_parts(dir) {
+        if let SourcePart::AgentFile { agent_id } = &part {
+            let first = String::from_utf8_lossy(&read(&path))
+                .lines()
+                .next()
+                .map(str::to_owned)
+                .unwrap_or_default();
+            let warmup = serde_json::from_str::<Value>(&first)
+                .ok()
+                .is_some_and(|line| line["message"]["content"] == "Warmup");
+            if !warmup {
+                expected_helpers.insert(agent_id.clone());
+            }
+        }
+    }
+    let mut session = None;
+    for envelope in &finals {
+        let Some(frame) = raw_value(envelope) else {
+            continue;
+        };
+        let sequence = envelope.sequence;
+        if frame.get("sessionId").is_none() {
+            continue;
+        }
+        session.get_or_insert_with(|| frame["sessionId"].as_str().unwrap_or_default().to_owned());
+        match (frame["agentId"].as_str(), frame["isSidechain"].as_bool()) {
+            (Some(agent), _) if expected_helpers.contains(agent) => {
+                assert_eq!(
+                    thread_of(envelope),
+                    Some(agent),
+                    "{name}: {sequence} is its file's agent's"
+                );
+                assert_eq!(envelope.actor.role, Role::Helper, "{name}: {sequence}");
+            }
+            (Some(_), _) => {
+                assert_eq!(
+                    thread_of(envelope),
+                    None,
+                    "{name}: {sequence}: a warmup agent stays out of the tree"
+                );
+            }
+            (None, Some(true)) => {
+                assert_ne!(
+                    envelope.actor.confidence,
+                    Confidence::Provider,
+                    "{name}: {sequence}: an inline sidechain is never provider-stated"
+                );
+            }
+            (None, _) => {
+                assert_eq!(
+                    thread_of(envelope),
+                    session.as_deref(),
+                    "{name}: {sequence} is the root's"
+                );
+                if frame["type"] == "assistant" && frame["message"]["stop_reason"] == "end_turn" {
+                    last_root_text = frame["message"]["content"]
+                        .as_array()
+                        .and_then(|blocks| {
+                            blocks.iter().rev().find_map(|block| block["text"].as_str())
+                        })
+                        .map(str::to_owned)
+                        .or(last_root_text);
+                }
+            }
+        }
+    }
+    let found: BTreeSet<String> = helpers(view).into_keys().collect();
+    if name.starts_with("v1.0.128") {
+        // No agent ids at all: each helper is named by its Task call.
+        assert!(
+            found.iter().all(|id| id.starts_with("toolu_")),
+            "{name}: {found:?}"
+        );
+    } else {
+        assert_eq!(found, expected_helpers, "{name}: the agent tree");
+    }
+    if last_root_text.is_some() {
+        assert_eq!(view.run.result, last_root_text, "{name}: result");
+    }
+}
+
+/// Merging: the transcripts add what stdout lacked, never a line twice.
+fn check_merged(name: &str, stream: &RunView, merged: &RunView, envelopes: &[Envelope]) {
+    let mut seen = BTreeSet::new();
+    for envelope in finalized(envelopes) {
+        if let EventBody::Known(Event::Message {
+            item_id: Some(item),
+            text,
+            role,
+            ..
+        }) = &envelope.event
+        {
+            assert!(
+                seen.insert((item.0.clone(), role.clone(), text.clone())),
+                "{name}: message {item} recorded twice"
+            );
+        }
+    }
+    assert_eq!(
+        merged.run.result, stream.run.result,
+        "{name}: merging keeps the result"
+    );
+    assert_eq!(merged.run.counts.undecoded_lines, 0, "{name}");
+    assert_eq!(
+        merged.run.status, stream.run.status,
+        "{name}: merging keeps the status"
+    );
+    let stream_helpers: BTreeSet<String> = helpers(stream).into_keys().collect();
+    let merged_helpers: BTreeSet<String> = helpers(merged).into_keys().collect();
+    assert!(
+        stream_helpers.is_subset(&merged_helpers),
+        "{name}: merging loses no helper: {stream_helpers:?} ⊄ {merged_helpers:?}"
+    );
+}
+
+/// Hooks: `agent_id` names the owner; the root's hooks name none.
+fn check_hooks(name: &str, envelopes: &[Envelope]) {
+    for envelope in finalized(envelopes) {
+        let Some(frame) = raw_value(&envelope) else {
+            continue;
+        };
+        let input = if frame.get("input").is_some() {
+            &frame["input"]
+        } else {
+            &frame
+        };
+        if let Some(agent) = input["agent_id"].as_str() {
+            if thread_of(&envelope).is_some() {
+                assert_eq!(
+                    thread_of(&envelope),
+                    Some(agent),
+                    "{name}: {} is its agent's",
+                    envelope.sequence
+                );
+            }
+        }
+    }
+}
+
+fn check(name: &str) {
+    let dir = capture(name);
+    let stdout = stdout_of(&dir);
+
+    let mut feed = Feed::new(Format::ClaudeStream);
+    feed.part(&SourcePart::Main, &stdout);
+    let (stream, stream_envelopes) = feed.done();
+    check_stream(name, &stdout, &stream, &stream_envelopes);
+
+    let mut feed = Feed::new(Format::ClaudeTranscript);
+    feed.transcripts(&dir);
+    let (transcript, transcript_envelopes) = feed.done();
+    check_transcript(name, &dir, &transcript, &transcript_envelopes);
+
+    let mut feed = Feed::new(Format::ClaudeStream);
+    feed.part(&SourcePart::Main, &stdout);
+    feed.transcripts(&dir);
+    let (merged, merged_envelopes) = feed.done();
+    check_merged(name, &stream, &merged, &merged_envelopes);
+
+    let mut feed = Feed::new(Format::ClaudeHook);
+    feed.part(&SourcePart::Main, &hooks_of(&dir));
+    let (hooks, hook_envelopes) = feed.done();
+    check_hooks(name, &hook_envelopes);
+
+    insta::assert_json_snapshot!(
+        format!("claude_{name}"),
+        json!({"stream": stream, "transcript": transcript, "merged": merged, "hooks": hooks})
+    );
+}
+
+macro_rules! claude_fixture_tests {
+    ($($test:ident => $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check($name);
+            }
+        )*
+    };
+}
+
+claude_fixture_tests! {
+    bash_then_agent_fg => "bash_then_agent_fg",
+    bg_shell_task => "bg_shell_task",
+    followup_same_subagent => "followup_same_subagent",
+    nested_fg => "nested_fg",
+    parallel_bg => "parallel_bg",
+    parallel_fg => "parallel_fg",
+    parallel_fg_forward_text => "parallel_fg_forward_text",
+    resumed_session => "resumed_session",
+    sdk_single_bg => "sdk_single_bg",
+    single_bg => "single_bg",
+    single_fg => "single_fg",
+    single_fg_partial => "single_fg_partial",
+    subagent_tool_error_fg => "subagent_tool_error_fg",
+    v1_0_128_parallel_explore_missing => "v1.0.128_parallel_explore_missing",
+    v1_0_128_single => "v1.0.128_single",
+    v2_0_77_single => "v2.0.77_single",
+    v2_1_197_parallel => "v2.1.197_parallel",
+    v2_1_197_single => "v2.1.197_single",
+}
+
+#[test]
+fn every_claude_capture_in_the_fixtures_folder_has_a_row() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude");
+    let source = include_str!("claude.rs");
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")) {
+        let entry = entry.unwrap_or_else(|e| panic!("{e}"));
+        if entry.path().is_dir() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                source.contains(&format!("=> \"{name}\"")),
+                "capture {name} has no row"
+            );
+        }
+    }
+}
