@@ -69,6 +69,11 @@ enum Command {
     /// A transparent stdio proxy: bytes pass through unchanged and in order,
     /// stderr passes through, and the exit code is the server's.
     Tap(crate::tap::TapArgs),
+    /// Read a Codex App Server's threads: agent, turns, the subagent a step
+    /// spawned, tokens; interrupt a turn; parse a step marker.
+    ///
+    /// Exits 3 when the host says the thread is not there.
+    Host(crate::host::HostArgs),
 }
 
 /// What `agentrace run` starts.
@@ -131,6 +136,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
+        Some(Command::Host(args)) => return crate::host::run(args, &mut out),
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {

@@ -3,6 +3,7 @@
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
 mod cli;
+mod host;
 mod ingest;
 mod live;
 mod output;

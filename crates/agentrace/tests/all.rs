@@ -3,6 +3,7 @@
 
 mod all {
     pub mod contract;
+    pub mod host;
     pub mod live_codex;
     pub mod support;
 }
