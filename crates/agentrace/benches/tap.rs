@@ -63,6 +63,21 @@ fn server(role: &str, tap: Option<&std::path::Path>) -> Command {
     command
 }
 
+/// What the tap's recorder made of the burst: (envelopes, bytes dropped,
+/// seconds until the tap exited).
+fn recorded(home: &std::path::Path) -> (u64, u64) {
+    let mut totals = (0, 0);
+    for entry in std::fs::read_dir(home.join("runs")).into_iter().flatten().flatten() {
+        if entry.path().extension().is_some_and(|ext| ext == "json") {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            let record: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            totals.0 += record["counts"]["events"].as_u64().unwrap_or(0);
+            totals.1 += record["counts"]["droppedBytes"].as_u64().unwrap_or(0);
+        }
+    }
+    totals
+}
+
 fn throughput(tap: Option<&std::path::Path>) -> f64 {
     let mut child = server("burst", tap)
         .stdin(Stdio::piped())
@@ -83,6 +98,13 @@ fn throughput(tap: Option<&std::path::Path>) -> f64 {
     let elapsed = started.elapsed();
     drop(child.stdin.take());
     let _ = child.wait();
+    if let Some(home) = tap {
+        let (events, dropped) = recorded(home);
+        println!(
+            "recorder    {events} envelopes written, {dropped} bytes not recorded, tap exited after {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
     assert_eq!(lines, FRAMES, "every frame arrived");
     FRAMES as f64 / elapsed.as_secs_f64()
 }

@@ -56,10 +56,22 @@ impl LiveRun {
             Direction::ToServer => self.to_server.push(chunk),
             Direction::FromServer => self.from_server.push(chunk),
         };
+        // Attribute the whole chunk, then write it in one go.
+        let observed_at = now();
+        let mut envelopes = Vec::new();
         for line in lines {
-            self.line(direction, &line.bytes, line.line_number, line.truncated_from)?;
+            if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
+                continue;
+            }
+            envelopes.extend(self.recorder.push(&InputLine {
+                bytes: &line.bytes,
+                line_number: line.line_number,
+                observed_at,
+                direction: Some(direction),
+                truncated_from: line.truncated_from,
+            }));
         }
-        Ok(())
+        self.write(envelopes)
     }
 
     /// The recorder skipped `bytes` bytes going `direction`: the partial

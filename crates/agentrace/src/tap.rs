@@ -156,8 +156,11 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
     let from_server = std::thread::spawn(move || {
         pump(child_stdout, std::io::stdout().lock(), Direction::FromServer, sender)
     });
-    let status = child.wait().context("cannot wait for the server")?;
     let _ = from_server.join();
+    // The server closed its stdout: the client sees the end now, not after
+    // the recorder caught up.
+    close_stdout();
+    let status = child.wait().context("cannot wait for the server")?;
     // The stdin pump may still hold a sender (a client that keeps stdin
     // open), so the recorder is told the session ended instead of waiting
     // for every sender to go.
@@ -167,6 +170,16 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
         Err(_) => bail!("the recorder thread failed"),
     };
     finish(live, &id, status)
+}
+
+/// Closes our stdout so the client reads end-of-file while recording ends.
+fn close_stdout() {
+    let _ = std::io::stdout().lock().flush();
+    // Point fd 1 at /dev/null instead of closing it: later writes (there
+    // should be none) then go nowhere instead of to a reused descriptor.
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
 }
 
 fn finish(mut live: LiveRun, id: &RunId, status: std::process::ExitStatus) -> anyhow::Result<ExitCode> {
