@@ -3,4 +3,5 @@
 //! the model is scripted; the agent runtimes under test are the real ones.
 
 pub mod agents;
+pub mod anthropic;
 pub mod responses;

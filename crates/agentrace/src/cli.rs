@@ -69,6 +69,11 @@ enum Command {
     /// A transparent stdio proxy: bytes pass through unchanged and in order,
     /// stderr passes through, and the exit code is the server's.
     Tap(crate::tap::TapArgs),
+    /// Claude Code hook: append the hook input on stdin to its session's run.
+    ///
+    /// Always exits 0, quickly, so it never breaks a Claude Code session;
+    /// problems are printed on stderr as warnings.
+    Hook(crate::hook::HookArgs),
     /// Read a Codex App Server's threads: agent, turns, the subagent a step
     /// spawned, tokens; interrupt a turn; parse a step marker.
     ///
@@ -81,6 +86,8 @@ enum Command {
 enum RunTarget {
     /// Drive the real `codex app-server`: initialize, thread/start, turn/start.
     Codex(crate::run_codex::RunCodexArgs),
+    /// Run the real `claude -p --output-format stream-json --verbose` and record its stdout live.
+    Claude(crate::claude_run::RunClaudeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -94,8 +101,10 @@ struct IngestArgs {
     /// Do not print the summary on stderr.
     #[arg(long, short)]
     quiet: bool,
-    /// The file to read, or `-` for stdin.
-    input: String,
+    /// The file to read, or `-` for stdin; for Claude transcripts also a
+    /// project or `projects` folder (default: `$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`).
+    input: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -121,10 +130,24 @@ pub enum FormatArg {
     /// An agentrace run log: its frames are attributed again from scratch
     /// (both directions kept), e.g. to check a live run against a replay.
     AgentraceLog,
+    /// Claude Code stream-json (`claude -p --output-format stream-json
+    /// --verbose`), or the messages the Agent SDK yields.
+    ClaudeStream,
+    /// Claude Code transcripts: a session file (its subagent files are read
+    /// too), a project folder or a `projects` folder; joins the run that
+    /// already holds the session.
+    ClaudeTranscript,
+    /// Claude Code hook inputs, one JSON document per line.
+    ClaudeHook,
 }
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if let Some(Command::Hook(args)) = &cli.command {
+        // Before anything that can fail: a hook never fails.
+        crate::hook::run(args);
+        return Ok(ExitCode::SUCCESS);
+    }
     let home = Home::from_env().context("cannot find where runs live")?;
     let mut out = Out::new();
     match cli.command {
@@ -136,6 +159,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
+        Some(Command::Run {
+            target: RunTarget::Claude(args),
+        }) => {
+            let code = crate::claude_run::run(&home, args, &mut out)?;
+            out.flush()?;
+            return Ok(code);
+        }
+        Some(Command::Hook(_)) => {}
         Some(Command::Host(args)) => return crate::host::run(args, &mut out),
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
@@ -145,8 +176,19 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 run_id: args.run_id,
                 quiet: args.quiet,
             };
-            let id = ingest::ingest_path(&home, &args.input, &options)?;
-            out.line(id.as_str())?;
+            if crate::claude_ingest::wants_transcripts(args.input.as_deref(), args.format) {
+                let input = args.input.as_deref();
+                for id in crate::claude_ingest::ingest_transcripts(&home, input, &options)? {
+                    out.line(id.as_str())?;
+                }
+            } else {
+                let input = args
+                    .input
+                    .as_deref()
+                    .context("no input given\nhint: pass a file, or `-` for stdin")?;
+                let id = ingest::ingest_path(&home, input, &options)?;
+                out.line(id.as_str())?;
+            }
         }
         Some(Command::Runs { json }) => {
             let runs = home.list_runs()?;

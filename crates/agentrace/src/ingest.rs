@@ -100,13 +100,20 @@ impl<R: Read> Chunks<R> {
 struct TimeProbe {
     #[serde(default)]
     emitted_at_ms: Option<i64>,
+    /// Claude Code lines: RFC 3339.
+    #[serde(default)]
+    timestamp: Option<serde_json::Value>,
 }
 
 fn frame_time(line: &AssembledLine) -> Option<Timestamp> {
-    serde_json::from_slice::<TimeProbe>(&line.bytes)
-        .ok()
-        .and_then(|probe| probe.emitted_at_ms)
-        .map(Timestamp::from_millis)
+    let probe = serde_json::from_slice::<TimeProbe>(&line.bytes).ok()?;
+    probe.emitted_at_ms.map(Timestamp::from_millis).or_else(|| {
+        probe
+            .timestamp
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .and_then(Timestamp::parse)
+    })
 }
 
 /// Ingests any reader.
@@ -146,6 +153,9 @@ pub fn ingest_reader(
     let detected = match options.format {
         Some(FormatArg::CodexAppServer) => Detected::Stream(Format::CodexAppServer),
         Some(FormatArg::AgentraceLog) => Detected::Log,
+        Some(FormatArg::ClaudeStream) => Detected::Stream(Format::ClaudeStream),
+        Some(FormatArg::ClaudeTranscript) => Detected::Stream(Format::ClaudeTranscript),
+        Some(FormatArg::ClaudeHook) => Detected::Stream(Format::ClaudeHook),
         None => detect(name, &ahead)?,
     };
     let format = match detected {
@@ -429,11 +439,15 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
         {
             return Ok(Detected::Stream(Format::CodexAppServer));
         }
+        let hook = |value: &serde_json::Value| value.get("hook_event_name").is_some();
+        if hook(&value) || object.get("input").is_some_and(hook) {
+            return Ok(Detected::Stream(Format::ClaudeHook));
+        }
+        if object.contains_key("sessionId") {
+            return Ok(Detected::Stream(Format::ClaudeTranscript));
+        }
         if object.get("type").is_some() && object.contains_key("session_id") {
-            bail!(
-                "{name} looks like Claude Code stream-json, which this build cannot read yet\n\
-                 hint: supported formats: codex-app-server"
-            );
+            return Ok(Detected::Stream(Format::ClaudeStream));
         }
         first_problem.get_or_insert_with(|| {
             format!(

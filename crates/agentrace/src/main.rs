@@ -2,8 +2,11 @@
 //! recorder and the store, and prints. Data goes to stdout, diagnostics to
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
+mod claude_ingest;
+mod claude_run;
 mod cli;
 mod host;
+mod hook;
 mod ingest;
 mod live;
 mod output;

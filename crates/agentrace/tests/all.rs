@@ -2,8 +2,10 @@
 //! end against real captures in a temporary `AGENTRACE_HOME`.
 
 mod all {
+    pub mod claude_cli;
     pub mod contract;
     pub mod host;
+    pub mod live_claude;
     pub mod live_codex;
     pub mod support;
 }

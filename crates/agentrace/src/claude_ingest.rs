@@ -1,0 +1,502 @@
+//! Claude Code input on disk: finding transcripts (a session file, a project
+//! folder, a `projects` folder, or `$CLAUDE_CONFIG_DIR`), feeding each
+//! session's files to the recorder in order, and continuing the run a
+//! session already has (so transcripts add what stdout lacked, once). Also
+//! the run lock every Claude writer takes. I/O only; attribution is the
+//! core's.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::{Provider, RunId, Timestamp};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::state::RunSummary;
+use agentrace_core::{InputLine, Recorder};
+use agentrace_store::{read_log, validate_run_id, Home, RunWriter};
+use anyhow::{bail, Context as _};
+use serde_json::Value;
+
+use crate::cli::FormatArg;
+use crate::ingest::{new_run_id, now, IngestOptions};
+use crate::live::LiveView;
+
+/// The Claude config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(|home| PathBuf::from(home).join(".claude"))
+}
+
+/// True when `ingest` should read Claude transcripts from disk: asked for,
+/// a folder given, or a file whose first line is a transcript line.
+pub fn wants_transcripts(input: Option<&str>, format: Option<FormatArg>) -> bool {
+    match (format, input) {
+        (Some(FormatArg::ClaudeTranscript), Some("-")) => false,
+        (Some(FormatArg::ClaudeTranscript), _) => true,
+        (Some(_), _) => false,
+        (None, Some("-") | None) => false,
+        (None, Some(path)) => {
+            let path = Path::new(path);
+            path.is_dir() || first_line(path).is_some_and(|line| line.get("sessionId").is_some())
+        }
+    }
+}
+
+fn first_line(path: &Path) -> Option<Value> {
+    let mut file = File::open(path).ok()?;
+    let mut buffer = vec![0; 64 * 1024];
+    let read = file.read(&mut buffer).ok()?;
+    let text = String::from_utf8_lossy(&buffer[..read]);
+    text.lines()
+        .find(|line| !line.trim().is_empty())
+        .and_then(|line| serde_json::from_str(line).ok())
+}
+
+/// One session's transcript files, in the order they are read.
+#[derive(Debug, Clone)]
+pub struct SessionFiles {
+    /// The session id (the main file's name).
+    pub session_id: String,
+    /// `(part, file)`: the session file first, then each subagent's
+    /// metadata and file.
+    pub parts: Vec<(SourcePart, PathBuf)>,
+}
+
+/// Every session under `path`: a session file, a project folder, a
+/// `projects` folder, or a config dir holding `projects`.
+pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
+    if path.is_file() {
+        return Ok(vec![session_files(path)?]);
+    }
+    if !path.is_dir() {
+        bail!(
+            "{} is neither a transcript file nor a folder",
+            path.display()
+        );
+    }
+    let projects = path.join("projects");
+    let root = if projects.is_dir() {
+        projects
+    } else {
+        path.to_owned()
+    };
+    let mut sessions = Vec::new();
+    let direct = session_paths(&root)?;
+    if !direct.is_empty() {
+        for file in direct {
+            sessions.push(session_files(&file)?);
+        }
+        return Ok(sessions);
+    }
+    for project in sorted_entries(&root)? {
+        if project.is_dir() {
+            for file in session_paths(&project)? {
+                sessions.push(session_files(&file)?);
+            }
+        }
+    }
+    Ok(sessions)
+}
+
+fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default()
+}
+
+/// Session files of one project folder (not the `agent-*` files).
+fn session_paths(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    Ok(sorted_entries(dir)?
+        .into_iter()
+        .filter(|path| {
+            let name = file_name(path);
+            path.is_file() && name.ends_with(".jsonl") && !name.starts_with("agent-")
+        })
+        .collect())
+}
+
+fn agent_id_of(path: &Path) -> String {
+    file_name(path)
+        .trim_start_matches("agent-")
+        .trim_end_matches(".meta.json")
+        .trim_end_matches(".jsonl")
+        .to_owned()
+}
+
+/// The files of the session whose main file is `main`: 2.1.x subagents in
+/// `<session>/…/agent-<id>.jsonl` (+ `.meta.json`, any depth), 2.0.77
+/// `agent-<id>.jsonl` beside it whose lines name this session.
+fn session_files(main: &Path) -> anyhow::Result<SessionFiles> {
+    let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
+    let mut parts = vec![(SourcePart::Main, main.to_owned())];
+    let folder = main.with_extension("");
+    let mut agent_files = Vec::new();
+    if folder.is_dir() {
+        collect_agent_files(&folder, &mut agent_files, 0)?;
+    }
+    agent_files.sort();
+    for file in agent_files {
+        let agent_id = agent_id_of(&file);
+        let meta = file.with_file_name(format!("agent-{agent_id}.meta.json"));
+        if meta.is_file() {
+            parts.push((
+                SourcePart::AgentMeta {
+                    agent_id: agent_id.clone(),
+                },
+                meta,
+            ));
+        }
+        parts.push((SourcePart::AgentFile { agent_id }, file));
+    }
+    if let Some(project) = main.parent() {
+        for file in sorted_entries(project)? {
+            let name = file_name(&file);
+            let belongs = name.starts_with("agent-")
+                && name.ends_with(".jsonl")
+                && first_line(&file).is_some_and(|line| line["sessionId"] == session_id.as_str());
+            if belongs {
+                let agent_id = agent_id_of(&file);
+                parts.push((SourcePart::AgentFile { agent_id }, file));
+            }
+        }
+    }
+    Ok(SessionFiles { session_id, parts })
+}
+
+fn collect_agent_files(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> anyhow::Result<()> {
+    // Workflows nest folders; a bound keeps a symlink loop finite.
+    if depth > 8 {
+        return Ok(());
+    }
+    for path in sorted_entries(dir)? {
+        let name = file_name(&path);
+        if path.is_dir() {
+            collect_agent_files(&path, out, depth + 1)?;
+        } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Records transcripts: one run per session, continuing the run that
+/// already holds the session (given by `--run-id`, else found by its root
+/// thread) so nothing already recorded is added twice. Returns the run ids.
+pub fn ingest_transcripts(
+    home: &Home,
+    input: Option<&str>,
+    options: &IngestOptions,
+) -> anyhow::Result<Vec<RunId>> {
+    let path = match input {
+        Some(path) => PathBuf::from(path),
+        None => claude_config_dir()
+            .context("no input given and neither CLAUDE_CONFIG_DIR nor HOME is set")?,
+    };
+    let sessions = find_sessions(&path)?;
+    if sessions.is_empty() {
+        bail!("no Claude Code sessions under {}", path.display());
+    }
+    if options.run_id.is_some() && sessions.len() > 1 {
+        bail!(
+            "{} holds {} sessions; --run-id names one run\nhint: pass one session file",
+            path.display(),
+            sessions.len()
+        );
+    }
+    let mut ids = Vec::new();
+    for session in sessions {
+        let id = match &options.run_id {
+            Some(text) => validate_run_id(text)?,
+            None => run_of_session(home, &session.session_id)?.unwrap_or_else(new_run_id),
+        };
+        let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
+            .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
+        let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || {
+            first_time(&session.parts)
+        })?;
+        let resumed = recording.resumed;
+        for (part, file) in &session.parts {
+            let bytes =
+                fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            recording.feed(part, &bytes)?;
+        }
+        let summary = recording.close()?;
+        if !options.quiet {
+            eprintln!(
+                "{} {id}: claude session {}, {} events, result {}",
+                if resumed { "added to" } else { "recorded" },
+                session.session_id,
+                summary.counts.events,
+                if summary.result.is_some() {
+                    "set"
+                } else {
+                    "none"
+                },
+            );
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+fn first_time(parts: &[(SourcePart, PathBuf)]) -> Timestamp {
+    parts
+        .first()
+        .and_then(|(_, file)| fs::read_to_string(file).ok())
+        .and_then(|text| {
+            text.lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find_map(|line| line["timestamp"].as_str().and_then(Timestamp::parse))
+        })
+        .unwrap_or_else(now)
+}
+
+/// The newest Claude run whose root is `session`.
+pub fn run_of_session(home: &Home, session: &str) -> anyhow::Result<Option<RunId>> {
+    Ok(home
+        .list_runs()?
+        .into_iter()
+        .find(|run| {
+            run.provider == Provider::Claude
+                && run.root_thread_id.as_ref().map(|id| id.as_str()) == Some(session)
+        })
+        .map(|run| run.id))
+}
+
+/// A run being written by this process: a new one, or an existing one
+/// continued with [`Recorder::resume`].
+pub struct Recording {
+    recorder: Recorder,
+    writer: RunWriter,
+    clock: Timestamp,
+    status: Option<agentrace_core::model::RunStatus>,
+    view: Option<LiveView>,
+    /// True when the run existed before.
+    pub resumed: bool,
+}
+
+impl Recording {
+    /// Opens `id`: continues it when it exists, else creates it in
+    /// `format` starting at `start()`.
+    pub fn open(
+        home: &Home,
+        id: &RunId,
+        format: Format,
+        start: impl FnOnce() -> Timestamp,
+    ) -> anyhow::Result<Self> {
+        if home.exists(id) {
+            let (envelopes, _) = read_log(&home.log_path(id))?;
+            let clock = envelopes.last().map_or_else(now, |last| last.timestamp);
+            let recorder = Recorder::resume(id.clone(), format, &envelopes);
+            let writer = home.append_run(id)?;
+            return Ok(Self {
+                recorder,
+                writer,
+                clock,
+                status: None,
+                view: None,
+                resumed: true,
+            });
+        }
+        let start = start();
+        let mut recorder = Recorder::new(id.clone(), format);
+        let mut writer = home.create_run(id)?;
+        writer.append(&recorder.start(start))?;
+        Ok(Self {
+            recorder,
+            writer,
+            clock: start,
+            status: None,
+            view: None,
+            resumed: false,
+        })
+    }
+
+    /// Shows every envelope written from now on in the live stderr view.
+    pub fn with_view(mut self) -> Self {
+        self.view = Some(LiveView::new());
+        self
+    }
+
+    /// Records every line of one part (a metadata document is one line).
+    pub fn feed(&mut self, part: &SourcePart, bytes: &[u8]) -> anyhow::Result<()> {
+        if matches!(part, SourcePart::AgentMeta { .. }) {
+            self.line(part, bytes, 1, None, None)?;
+            return Ok(());
+        }
+        let mut assembler = LineAssembler::default();
+        let mut lines = assembler.push(bytes);
+        lines.extend(assembler.finish());
+        for line in lines {
+            if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
+                continue;
+            }
+            self.line(
+                part,
+                &line.bytes,
+                line.line_number,
+                line.truncated_from,
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records one line; `observed_at` defaults to the last time seen.
+    pub fn line(
+        &mut self,
+        part: &SourcePart,
+        bytes: &[u8],
+        line_number: u64,
+        truncated_from: Option<u64>,
+        observed_at: Option<Timestamp>,
+    ) -> anyhow::Result<Vec<agentrace_core::Envelope>> {
+        let envelopes = self.recorder.push_part(
+            part,
+            &InputLine {
+                bytes,
+                line_number,
+                observed_at: observed_at.unwrap_or(self.clock),
+                direction: None,
+                truncated_from,
+            },
+        );
+        if let Some(last) = envelopes.last() {
+            self.clock = last.timestamp;
+        }
+        self.write(&envelopes)?;
+        Ok(envelopes)
+    }
+
+    fn write(&mut self, envelopes: &[agentrace_core::Envelope]) -> anyhow::Result<()> {
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        self.writer.append(envelopes)?;
+        if let Some(view) = &mut self.view {
+            for envelope in envelopes {
+                view.show(envelope);
+            }
+        }
+        let status = self.recorder.state().status();
+        if self.status != Some(status) {
+            // Status changes are the moments someone may look: make them durable.
+            self.status = Some(status);
+            self.writer.sync()?;
+            self.write_record()?;
+        }
+        Ok(())
+    }
+
+    /// The session ended with the root turn open: the run fails (or is
+    /// interrupted).
+    pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
+        let envelopes = self.recorder.abort(now(), error, interrupted);
+        self.write(&envelopes)
+    }
+
+    /// The recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Rewrites the run record now (status changes while live).
+    pub fn write_record(&self) -> anyhow::Result<()> {
+        self.writer.write_record(&self.recorder.state().summary())?;
+        Ok(())
+    }
+
+    /// Finishes: last envelopes, sync, the record.
+    pub fn close(mut self) -> anyhow::Result<RunSummary> {
+        let last = self.recorder.finish();
+        self.write(&last)?;
+        self.writer.sync()?;
+        let summary = self.recorder.state().summary();
+        self.writer.write_record(&summary)?;
+        Ok(summary)
+    }
+}
+
+/// An exclusive claim on one run's log, so two agentrace processes (a live
+/// `run claude` and a hook, say) never append to it at once: a file
+/// `<runs>/<id>.lock` made with `create_new`, holding the owner's pid,
+/// removed on drop. A lock whose owner is gone is taken over.
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Tries for up to `wait`; `None` when another live process holds it.
+    pub fn acquire(home: &Home, id: &RunId, wait: Duration) -> anyhow::Result<Option<RunLock>> {
+        let dir = home.runs_dir();
+        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = dir.join(format!("{id}.lock"));
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    // Best effort: the pid only helps to take over a stale lock.
+                    let _ = write!(file, "{}", std::process::id());
+                    return Ok(Some(RunLock { path }));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if owner_is_gone(&path) {
+                        let _ = fs::remove_file(&path);
+                        continue;
+                    }
+                }
+                Err(error) => {
+                    return Err(error).with_context(|| format!("cannot create {}", path.display()))
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// True when the lock names a pid that no longer runs (Linux `/proc`);
+/// elsewhere a lock is never taken over.
+fn owner_is_gone(path: &Path) -> bool {
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return false;
+    }
+    match fs::read_to_string(path) {
+        Ok(text) => match text.trim().parse::<u32>() {
+            Ok(pid) => !proc_root.join(pid.to_string()).exists(),
+            // Being written right now (wait for it), or left empty by a
+            // process that died between creating and writing it.
+            Err(_) => fs::metadata(path)
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > Duration::from_secs(60)),
+        },
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,272 @@
+//! `agentrace run claude`: starts the real `claude -p --output-format
+//! stream-json --verbose`, records its stdout line by line as it arrives
+//! (with the live view on stderr), drains the hook inputs its session sent,
+//! prints the root's final answer, and exits like `run codex`: 0 done, 1
+//! failed, 130 interrupted. Ctrl-C is passed to the CLI, which ends its
+//! query and prints an `error_during_execution` result.
+
+use std::io::Read as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::RunStatus;
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_store::{validate_run_id, Home};
+use anyhow::{bail, Context as _};
+use clap::Args;
+
+use crate::claude_ingest::{Recording, RunLock};
+use crate::hook::{drain_spool, RUN_ID_ENV};
+use crate::ingest::{new_run_id, now};
+use crate::output::Out;
+
+/// How long the CLI gets to end its query after Ctrl-C.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+/// How long the CLI gets to exit after its stdout closed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// Arguments of `agentrace run claude`.
+#[derive(Debug, Args)]
+pub struct RunClaudeArgs {
+    /// The claude CLI to start (default: `AGENTRACE_CLAUDE`, else `claude` on PATH).
+    #[arg(long, env = "AGENTRACE_CLAUDE")]
+    claude: Option<PathBuf>,
+    /// Model (`claude --model`).
+    #[arg(long)]
+    model: Option<String>,
+    /// Working directory of the session (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Permission mode (`claude --permission-mode`, e.g. `bypassPermissions`).
+    #[arg(long)]
+    permission_mode: Option<String>,
+    /// One more argument for the claude CLI (repeatable), e.g.
+    /// `--claude-arg=--forward-subagent-text`.
+    #[arg(long = "claude-arg", value_name = "ARG", allow_hyphen_values = true)]
+    claude_args: Vec<String>,
+    /// Id for the new run (default: `run-<ulid>`).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// No live view on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+    /// The prompt (everything after `--`).
+    #[arg(last = true, required = true, value_name = "PROMPT")]
+    prompt: Vec<String>,
+}
+
+enum Message {
+    Stdout(Vec<u8>),
+    StdoutClosed,
+    Interrupt,
+}
+
+/// Runs `agentrace run claude`.
+pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let id = match &args.run_id {
+        Some(text) => validate_run_id(text)?,
+        None => new_run_id(),
+    };
+    if home.exists(&id) {
+        bail!("run {id} already exists; pick another --run-id");
+    }
+    let lock = RunLock::acquire(home, &id, Duration::ZERO)?
+        .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
+    let claude = args
+        .claude
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("claude"));
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let mut command = Command::new(&claude);
+    command.arg("-p").arg(args.prompt.join(" ")).args([
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]);
+    if let Some(model) = &args.model {
+        command.arg("--model").arg(model);
+    }
+    if let Some(mode) = &args.permission_mode {
+        command.arg("--permission-mode").arg(mode);
+    }
+    command
+        .args(&args.claude_args)
+        .current_dir(&cwd)
+        // Hooks the user installed (`agentrace hook`) land in this run.
+        .env(RUN_ID_ENV, id.as_str())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        // Its own process group: Ctrl-C reaches agentrace, which passes it
+        // on and keeps recording until the CLI has printed its result.
+        .process_group(0);
+    let mut child = command.spawn().with_context(|| {
+        format!(
+            "cannot start {}\nhint: install Claude Code (npm package @anthropic-ai/claude-code), or pass --claude PATH",
+            claude.display()
+        )
+    })?;
+    let (sender, receiver) = mpsc::channel();
+    let mut stdout = child.stdout.take().context("claude has no stdout")?;
+    let reader_sender = sender.clone();
+    std::thread::spawn(move || {
+        let mut buffer = vec![0; 64 * 1024];
+        loop {
+            match stdout.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => {
+                    if reader_sender
+                        .send(Message::Stdout(buffer[..read].to_vec()))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = reader_sender.send(Message::StdoutClosed);
+    });
+    // A second handler cannot be installed in one process; one run per process.
+    let _ = ctrlc::set_handler(move || {
+        let _ = sender.send(Message::Interrupt);
+    });
+
+    let mut recording = Recording::open(home, &id, Format::ClaudeStream, now)?;
+    if !args.quiet {
+        recording = recording.with_view();
+        eprintln!("recording {id} (claude, pid {})", child.id());
+    }
+    let mut assembler = LineAssembler::default();
+    let interrupted = pump(&mut recording, &mut assembler, &receiver, &child)?;
+    if let Some(line) = assembler.finish() {
+        recording.line(
+            &SourcePart::Main,
+            &line.bytes,
+            line.line_number,
+            line.truncated_from,
+            Some(now()),
+        )?;
+    }
+    let exit = stop(&mut child, EXIT_GRACE);
+    drain_spool(home, &id, &mut recording)?;
+    if recording.recorder().state().status() == RunStatus::Running {
+        let status = exit.map_or_else(|| "no exit status".to_owned(), |status| status.to_string());
+        let error = if interrupted {
+            format!("interrupted; claude ended ({status}) before its root turn did")
+        } else {
+            format!("claude exited ({status}) before its root turn ended")
+        };
+        recording.abort(error, interrupted)?;
+    }
+    let summary = recording.close()?;
+    drop(lock);
+    match summary.status {
+        RunStatus::Done => {
+            match &summary.result {
+                Some(result) => out.line(result)?,
+                None => eprintln!(
+                    "warning: the root's last turn ended without an answer of its own\nhint: agentrace show {id}"
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RunStatus::Interrupted => {
+            eprintln!("interrupted; recorded as {id}");
+            Ok(ExitCode::from(130))
+        }
+        RunStatus::Failed | RunStatus::Running => {
+            eprintln!(
+                "error: the run failed: {}\nhint: agentrace show {id}",
+                summary.error.as_deref().unwrap_or("no error given")
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Records stdout until it closes; true when the user interrupted.
+fn pump(
+    recording: &mut Recording,
+    assembler: &mut LineAssembler,
+    receiver: &Receiver<Message>,
+    child: &Child,
+) -> anyhow::Result<bool> {
+    let mut interrupted_at: Option<Instant> = None;
+    loop {
+        let message = match interrupted_at {
+            Some(at) => {
+                let left = INTERRUPT_GRACE.saturating_sub(at.elapsed());
+                match receiver.recv_timeout(left) {
+                    Ok(message) => message,
+                    Err(RecvTimeoutError::Timeout) => {
+                        // It did not end in time: end it.
+                        signal_group(child, nix::sys::signal::Signal::SIGKILL);
+                        return Ok(true);
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return Ok(true),
+                }
+            }
+            None => match receiver.recv() {
+                Ok(message) => message,
+                Err(_) => return Ok(false),
+            },
+        };
+        match message {
+            Message::Stdout(chunk) => {
+                for line in assembler.push(&chunk) {
+                    if agentrace_core::decode::is_blank(&line.bytes)
+                        && line.truncated_from.is_none()
+                    {
+                        continue;
+                    }
+                    recording.line(
+                        &SourcePart::Main,
+                        &line.bytes,
+                        line.line_number,
+                        line.truncated_from,
+                        Some(now()),
+                    )?;
+                }
+            }
+            Message::StdoutClosed => return Ok(interrupted_at.is_some()),
+            Message::Interrupt => {
+                if interrupted_at.is_none() {
+                    interrupted_at = Some(Instant::now());
+                    signal_group(child, nix::sys::signal::Signal::SIGINT);
+                } else {
+                    // A second Ctrl-C: stop waiting.
+                    signal_group(child, nix::sys::signal::Signal::SIGKILL);
+                    return Ok(true);
+                }
+            }
+        }
+    }
+}
+
+fn signal_group(child: &Child, signal: nix::sys::signal::Signal) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
+    }
+}
+
+/// Waits up to `grace` for the CLI to exit, then ends its process group.
+fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => break,
+        }
+    }
+    signal_group(child, nix::sys::signal::Signal::SIGKILL);
+    let _ = child.kill();
+    child.wait().ok()
+}

@@ -1,0 +1,160 @@
+//! `agentrace hook`: a Claude Code command hook. Reads one hook input (JSON
+//! on stdin), appends it to its session's run, and always exits 0 quickly,
+//! so it can never break a user's Claude Code session.
+//!
+//! Which run: `--run-id`, else `$AGENTRACE_RUN_ID` (set by `agentrace run
+//! claude` for the CLI it starts, so hooks land in the live run), else the
+//! newest Claude run whose root is the input's `session_id`, else a new run
+//! `claude-<session_id>`.
+//!
+//! How: the input goes first to a spool, `<home>/hooks/<run-id>.jsonl`, as
+//! one line `{"t": <unix ms>, "input": <the input, verbatim>}` (one append,
+//! so concurrent hooks never interleave). Then the hook tries the run's lock
+//! for a moment; with it, it moves the spool's lines into the run log.
+//! Without it (a live `run claude` or another hook holds it), it leaves them:
+//! the holder drains the spool before it lets go.
+
+use std::fs::{self, OpenOptions};
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentrace_core::model::RunId;
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_store::{validate_run_id, Home};
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::Value;
+
+use crate::claude_ingest::{run_of_session, Recording, RunLock};
+use crate::ingest::{new_run_id, now};
+
+/// The largest hook input read (a bigger one is cut and recorded as such).
+const MAX_INPUT: u64 = 64 * 1024 * 1024;
+/// How long a hook waits for the run's lock before leaving its input spooled.
+const LOCK_WAIT: Duration = Duration::from_millis(500);
+/// The environment variable naming the run hooks append to.
+pub const RUN_ID_ENV: &str = "AGENTRACE_RUN_ID";
+
+/// Arguments of `agentrace hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The run to append to (default: `AGENTRACE_RUN_ID`, else the run of the
+    /// input's session, else a new run `claude-<session_id>`).
+    #[arg(long)]
+    run_id: Option<String>,
+}
+
+/// Runs `agentrace hook`; every problem is a `warning:` on stderr, never a
+/// failure.
+pub fn run(args: &HookArgs) {
+    if let Err(error) = record(args) {
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: agentrace hook: {error:#}"
+        );
+    }
+}
+
+fn record(args: &HookArgs) -> anyhow::Result<()> {
+    let mut input = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT)
+        .read_to_end(&mut input)
+        .context("cannot read the hook input on stdin")?;
+    let home = Home::from_env().context("cannot find where runs live")?;
+    let document: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
+    let session = document
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let id = run_id(&home, args, session.as_deref())?;
+    spool(&home, &id, &input)?;
+    if let Some(_lock) = RunLock::acquire(&home, &id, LOCK_WAIT)? {
+        let mut recording = Recording::open(&home, &id, Format::ClaudeHook, now)?;
+        drain_spool(&home, &id, &mut recording)?;
+        recording.close()?;
+    }
+    Ok(())
+}
+
+fn run_id(home: &Home, args: &HookArgs, session: Option<&str>) -> anyhow::Result<RunId> {
+    let given = args
+        .run_id
+        .clone()
+        .or_else(|| std::env::var(RUN_ID_ENV).ok().filter(|id| !id.is_empty()));
+    if let Some(given) = given {
+        return Ok(validate_run_id(&given)?);
+    }
+    let Some(session) = session else {
+        return Ok(new_run_id());
+    };
+    if let Some(id) = run_of_session(home, session)? {
+        return Ok(id);
+    }
+    Ok(validate_run_id(&format!("claude-{session}")).unwrap_or_else(|_| new_run_id()))
+}
+
+/// `<home>/hooks/<run-id>.jsonl`.
+pub fn spool_path(home: &Home, id: &RunId) -> PathBuf {
+    home.root().join("hooks").join(format!("{id}.jsonl"))
+}
+
+/// Appends one input to the run's spool, in one write.
+fn spool(home: &Home, id: &RunId, input: &[u8]) -> anyhow::Result<()> {
+    let path = spool_path(home, id);
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut line = format!("{{\"t\":{},\"input\":", now().millis()).into_bytes();
+    let body = trim_ascii(input);
+    if serde_json::from_slice::<Value>(body).is_ok() {
+        // Line breaks in valid JSON are white space between tokens.
+        line.extend(body.iter().map(|byte| match byte {
+            b'\n' | b'\r' => b' ',
+            other => *other,
+        }));
+    } else {
+        // Not JSON: kept as a string, so the spool line stays valid.
+        line.extend(serde_json::to_vec(&String::from_utf8_lossy(body))?);
+    }
+    line.extend_from_slice(b"}\n");
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.write_all(&line)
+        .with_context(|| format!("cannot append to {}", path.display()))?;
+    Ok(())
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|byte| !byte.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|byte| !byte.is_ascii_whitespace())
+        .map_or(start, |end| end + 1);
+    &bytes[start..end]
+}
+
+/// Moves every spooled hook input of `id` into `recording`. The caller
+/// holds the run's lock.
+pub fn drain_spool(home: &Home, id: &RunId, recording: &mut Recording) -> anyhow::Result<()> {
+    let path = spool_path(home, id);
+    if !path.exists() {
+        return Ok(());
+    }
+    // Hooks may append while we read: take the file away first, so every
+    // line is either drained now or left for the next holder.
+    let taken = path.with_extension(format!("draining-{}", std::process::id()));
+    fs::rename(&path, &taken).with_context(|| format!("cannot take {}", path.display()))?;
+    let bytes = fs::read(&taken).with_context(|| format!("cannot read {}", taken.display()))?;
+    recording.feed(&SourcePart::Main, &bytes)?;
+    fs::remove_file(&taken).with_context(|| format!("cannot remove {}", taken.display()))?;
+    Ok(())
+}

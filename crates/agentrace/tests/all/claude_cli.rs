@@ -1,0 +1,194 @@
+//! The Claude Code surfaces of the binary, end to end on real captures:
+//! stream-json detected and ingested, transcripts merged into the run that
+//! holds their session, hook inputs appended by `agentrace hook`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use super::support::Cli;
+
+fn claude_capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/claude")
+        .join(name)
+}
+
+fn show(cli: &Cli, id: &str) -> Value {
+    serde_json::from_str(&cli.ok(&["show", id, "--json"]))
+        .unwrap_or_else(|error| panic!("show --json: {error}"))
+}
+
+/// `(label, threadId, status)` of every agent, depth first.
+fn tree(view: &Value) -> Vec<(String, String, String)> {
+    fn walk(nodes: &Value, out: &mut Vec<(String, String, String)>) {
+        for node in nodes.as_array().into_iter().flatten() {
+            out.push((
+                node["label"].as_str().unwrap_or_default().to_owned(),
+                node["threadId"].as_str().unwrap_or_default().to_owned(),
+                node["status"].as_str().unwrap_or_default().to_owned(),
+            ));
+            walk(&node["children"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&view["agents"], &mut out);
+    out
+}
+
+fn owned(items: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    items
+        .iter()
+        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+#[test]
+fn claude_stream_json_is_detected_and_attributed_to_the_nested_tree() {
+    let cli = Cli::new();
+    let id = cli.ingest(&claude_capture("nested_fg").join("stream.jsonl"), &[]);
+    let view = show(&cli, &id);
+    assert_eq!(
+        (
+            view["run"]["source"].clone(),
+            view["run"]["status"].clone(),
+            view["run"]["result"].clone(),
+            tree(&view)
+        ),
+        (
+            Value::from("claude-stream"),
+            Value::from("done"),
+            Value::from("ROOT-FINAL: all subagents finished for scenario nested_fg."),
+            owned(&[
+                ("Main", "d882d213-4da9-4bcb-bd05-cb557061dd59", "completed"),
+                (
+                    "Echo task N [general-purpose]",
+                    "a469782563c476d6d",
+                    "completed"
+                ),
+                (
+                    "Nested echo N1 [general-purpose]",
+                    "a17a129e5db5c7df9",
+                    "completed"
+                ),
+            ])
+        )
+    );
+}
+
+#[test]
+fn transcripts_of_a_recorded_session_join_its_run_and_add_only_what_was_missing() {
+    let cli = Cli::new();
+    let capture = claude_capture("single_fg");
+    let id = cli.ingest(
+        &capture.join("stream.jsonl"),
+        &["--format", "claude-stream"],
+    );
+    let before = show(&cli, &id);
+    let projects = capture.join("home_claude/projects");
+    let joined = cli.ingest(&projects, &["--format", "claude-transcript"]);
+    let again = cli.ingest(&projects, &[]);
+    let after = show(&cli, &id);
+    let helper_final = |view: &Value| view["agents"][0]["children"][0]["finalMessage"].clone();
+    let events = |view: &Value| view["run"]["counts"]["events"].as_u64().unwrap_or_default();
+    assert_eq!(
+        (joined.as_str(), again.as_str()),
+        (id.as_str(), id.as_str())
+    );
+    assert_eq!(
+        (
+            after["run"]["result"].clone(),
+            helper_final(&after),
+            tree(&after)
+        ),
+        (
+            before["run"]["result"].clone(),
+            Value::from("SUBAGENT-A-DONE: the command printed hello-from-A."),
+            tree(&before)
+        )
+    );
+    // The second transcript ingest finds every line recorded already: its
+    // lines are kept (each raw once) as duplicates, with no new messages.
+    let messages = |cli: &Cli| {
+        cli.ok(&["events", &id, "--json"])
+            .lines()
+            .filter(|line| line.contains("\"type\":\"message\""))
+            .count()
+    };
+    let first_pass = messages(&cli);
+    let third = cli.ingest(&projects, &[]);
+    assert_eq!((third, messages(&cli)), (id.clone(), first_pass));
+    assert!(events(&after) > events(&before));
+}
+
+#[test]
+fn a_hook_input_on_stdin_joins_the_run_of_its_session_and_exits_zero() {
+    let cli = Cli::new();
+    let capture = claude_capture("single_fg");
+    let id = cli.ingest(&capture.join("stream.jsonl"), &[]);
+    let hooks = std::fs::read_to_string(capture.join("hooks.jsonl"))
+        .unwrap_or_else(|error| panic!("{error}"));
+    let stop = hooks
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|line| line["input"].clone())
+        .find(|input| input["hook_event_name"] == "SubagentStop")
+        .unwrap_or_else(|| panic!("no SubagentStop hook"));
+    let mut child = cli
+        .command(&["hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{error}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(stop.to_string().as_bytes())
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    let last = cli
+        .ok(&["events", &id, "--json"])
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str::<Value>(line).ok())
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            output.status.code(),
+            output.stderr.is_empty(),
+            last["actor"]["threadId"].clone(),
+            last["actor"]["role"].clone(),
+            last["event"]["method"].clone()
+        ),
+        (
+            Some(0),
+            true,
+            Value::from("a3723d29fe24feb6b"),
+            Value::from("helper"),
+            Value::from("hook/SubagentStop")
+        )
+    );
+}
+
+#[test]
+fn a_hook_that_cannot_record_still_exits_zero_and_says_why() {
+    let cli = Cli::new();
+    let output = cli
+        .command(&["hook", "--run-id", "../not-a-run"])
+        .output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        (
+            output.status.code(),
+            stderr.starts_with("warning: agentrace hook:")
+        ),
+        (Some(0), true),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,337 @@
+//! `agentrace run claude` against the real Claude Code CLI (the pinned npm
+//! install) talking to the scripted Messages API mock on 127.0.0.1: one
+//! foreground subagent, two parallel background subagents, a nested
+//! subagent, the root running Bash before spawning. Each run is checked live
+//! (tree, attribution, result, exit code), then re-ingested from its own
+//! recorded stdout and merged with the transcripts the CLI wrote, which must
+//! give the same tree and result. Offline and prompt-free: private HOME,
+//! dummy key, `IS_SANDBOX=1`, the DISABLE_* variables, bounded in time.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agentrace_testkit::agents;
+use agentrace_testkit::anthropic::MockAnthropic;
+use serde_json::Value;
+
+use super::support::Cli;
+
+/// A CLI run gets this long before it is killed.
+const RUN_BOUND: Duration = Duration::from_secs(120);
+
+/// Runs `command`, killing it (by pid) when it outlives `bound`.
+fn bounded(mut command: Command, bound: Duration) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start agentrace: {error}"));
+    let deadline = Instant::now() + bound;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                break;
+            }
+        }
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|error| panic!("cannot wait for agentrace: {error}"))
+}
+
+struct Recorded {
+    cli: Cli,
+    id: String,
+    output: Output,
+    home: tempfile::TempDir,
+}
+
+fn record(scenario: &str) -> Recorded {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let work = home.path().join("work");
+    let tmp = home.path().join("tmp");
+    for dir in [&work, &tmp] {
+        std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{error}"));
+    }
+    let id = format!("run-live-{}", scenario.replace('_', "-"));
+    let claude = agents::claude();
+    let prompt = format!("[[scenario:{scenario}]] Please do the scripted task.");
+    let cwd = work.to_string_lossy().into_owned();
+    let claude_path = claude.to_string_lossy().into_owned();
+    let mut command = cli.command(&[
+        "run",
+        "claude",
+        "--claude",
+        &claude_path,
+        "--cwd",
+        &cwd,
+        "--permission-mode",
+        "bypassPermissions",
+        "--run-id",
+        &id,
+        "--quiet",
+        "--",
+        &prompt,
+    ]);
+    command
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
+        .env("CLAUDE_CODE_TMPDIR", &tmp)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-mock")
+        .env("IS_SANDBOX", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .env_remove("AGENTRACE_RUN_ID");
+    let output = bounded(command, RUN_BOUND);
+    drop(mock);
+    Recorded {
+        cli,
+        id,
+        output,
+        home,
+    }
+}
+
+fn show(cli: &Cli, id: &str) -> Value {
+    serde_json::from_str(&cli.ok(&["show", id, "--json"]))
+        .unwrap_or_else(|error| panic!("show --json: {error}"))
+}
+
+/// `(depth, label, role, status)` of every agent, depth first; agent ids
+/// change on every run, so the tree is compared by shape and labels.
+fn tree(view: &Value) -> Vec<(usize, String, String, String)> {
+    fn walk(nodes: &Value, depth: usize, out: &mut Vec<(usize, String, String, String)>) {
+        let mut nodes: Vec<&Value> = nodes.as_array().into_iter().flatten().collect();
+        nodes.sort_by_key(|node| node["label"].as_str().unwrap_or_default().to_owned());
+        for node in nodes {
+            out.push((
+                depth,
+                node["label"].as_str().unwrap_or_default().to_owned(),
+                node["role"].as_str().unwrap_or_default().to_owned(),
+                node["status"].as_str().unwrap_or_default().to_owned(),
+            ));
+            walk(&node["children"], depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&view["agents"], 0, &mut out);
+    out
+}
+
+fn node(depth: usize, label: &str, role: &str) -> (usize, String, String, String) {
+    (
+        depth,
+        label.to_owned(),
+        role.to_owned(),
+        "completed".to_owned(),
+    )
+}
+
+/// Every helper is named by its agent id (`a` + 16 hex).
+fn helper_ids(view: &Value) -> Vec<String> {
+    fn walk(nodes: &Value, out: &mut Vec<String>) {
+        for node in nodes.as_array().into_iter().flatten() {
+            if node["role"] == "helper" {
+                out.push(node["threadId"].as_str().unwrap_or_default().to_owned());
+            }
+            walk(&node["children"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&view["agents"], &mut out);
+    out
+}
+
+/// The stdout frames of a run, as recorded (the `raw` of each frame).
+fn recorded_stdout(cli: &Cli, id: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in cli.ok(&["events", id, "--json", "--raw"]).lines() {
+        let envelope: Value = serde_json::from_str(line).unwrap_or_default();
+        if envelope["raw"].is_object() {
+            out.extend(envelope["raw"].to_string().into_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+fn ingest_stdin(cli: &Cli, bytes: &[u8], args: &[&str]) -> String {
+    let mut all = vec!["ingest"];
+    all.extend_from_slice(args);
+    all.push("-");
+    let mut child = cli
+        .command(&all)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{error}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(bytes)
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn check(scenario: &str, expected_tree: &[(usize, String, String, String)], expected_result: &str) {
+    let recorded = record(scenario);
+    let Recorded {
+        cli,
+        id,
+        output,
+        home,
+    } = &recorded;
+    assert_eq!(
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).trim()
+        ),
+        (Some(0), expected_result),
+        "{scenario}: stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let live = show(cli, id);
+    assert_eq!(
+        (
+            live["run"]["status"].clone(),
+            live["run"]["source"].clone(),
+            live["run"]["result"].clone(),
+            live["run"]["resultSource"]["role"].clone(),
+            live["run"]["counts"]["unknownActor"].clone(),
+            tree(&live)
+        ),
+        (
+            Value::from("done"),
+            Value::from("claude-stream"),
+            Value::from(expected_result),
+            Value::from("root"),
+            Value::from(0),
+            expected_tree.to_vec()
+        ),
+        "{scenario}: live"
+    );
+    for helper in helper_ids(&live) {
+        assert!(
+            helper.len() == 17 && helper.starts_with('a'),
+            "{scenario}: helper {helper} is named by its agent id"
+        );
+    }
+    let stdout = recorded_stdout(cli, id);
+    // The transcripts the CLI wrote join the live run (found by its
+    // session) and change neither its tree nor its result.
+    let projects = home.path().join(".claude/projects");
+    assert!(Path::new(&projects).is_dir(), "{scenario}: no transcripts");
+    let merged_id = cli.ok(&[
+        "ingest",
+        "--format",
+        "claude-transcript",
+        &projects.to_string_lossy(),
+    ]);
+    let merged = show(cli, id);
+    assert_eq!(
+        (
+            merged_id.trim(),
+            merged["run"]["result"].clone(),
+            tree(&merged),
+            helper_ids(&merged)
+        ),
+        (
+            id.as_str(),
+            live["run"]["result"].clone(),
+            tree(&live),
+            helper_ids(&live)
+        ),
+        "{scenario}: merged with transcripts"
+    );
+    // Re-ingested from its recorded stdout: the same run again.
+    let again = ingest_stdin(cli, &stdout, &["--format", "claude-stream"]);
+    let replayed = show(cli, &again);
+    assert_eq!(
+        (
+            replayed["run"]["result"].clone(),
+            tree(&replayed),
+            helper_ids(&replayed)
+        ),
+        (
+            live["run"]["result"].clone(),
+            tree(&live),
+            helper_ids(&live)
+        ),
+        "{scenario}: re-ingested"
+    );
+}
+
+#[test]
+fn run_claude_records_one_foreground_subagent() {
+    check(
+        "single_fg",
+        &[
+            node(0, "Main", "root"),
+            node(1, "Echo task A [general-purpose]", "helper"),
+        ],
+        "ROOT-FINAL: all subagents finished for scenario single_fg.",
+    );
+}
+
+#[test]
+fn run_claude_records_two_parallel_background_subagents_and_the_last_root_result() {
+    check(
+        "parallel_bg",
+        &[
+            node(0, "Main", "root"),
+            node(1, "Echo task A [general-purpose]", "helper"),
+            node(1, "Echo task B [general-purpose]", "helper"),
+        ],
+        "ROOT-FINAL: background subagent(s) reported back (scenario parallel_bg).",
+    );
+}
+
+#[test]
+fn run_claude_records_a_nested_subagent_under_its_spawner() {
+    check(
+        "nested_fg",
+        &[
+            node(0, "Main", "root"),
+            node(1, "Echo task N [general-purpose]", "helper"),
+            node(2, "Echo task N1 [general-purpose]", "helper"),
+        ],
+        "ROOT-FINAL: all subagents finished for scenario nested_fg.",
+    );
+}
+
+#[test]
+fn run_claude_records_the_roots_own_bash_before_the_spawn() {
+    let expected = [
+        node(0, "Main", "root"),
+        node(1, "Echo task A [general-purpose]", "helper"),
+    ];
+    check(
+        "bash_then_agent_fg",
+        &expected,
+        "ROOT-FINAL: all subagents finished for scenario bash_then_agent_fg.",
+    );
+}
