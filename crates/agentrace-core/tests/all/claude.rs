@@ -598,3 +598,78 @@ fn every_claude_capture_in_the_fixtures_folder_has_a_row() {
         }
     }
 }
+
+mod properties {
+    //! Claude properties: no input makes the attributor panic, every line
+    //! is kept, and the written log folds back into the live state.
+
+    use agentrace_core::model::{Envelope, RunId};
+    use agentrace_core::recorder::{Format, SourcePart};
+    use agentrace_core::state::RunState;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::Feed;
+
+    fn frame() -> impl Strategy<Value = serde_json::Value> {
+        let spawn = prop_oneof![Just(None), Just(Some("toolu_1")), Just(Some("toolu_2"))];
+        let agent = prop_oneof![Just(None), Just(Some("a1")), Just(Some("a2"))];
+        (0..10u8, spawn, agent, "[a-z ]{0,8}").prop_map(|(kind, spawn, agent, text)| match kind {
+            0 => json!({"type":"system","subtype":"init","session_id":"s"}),
+            1 => json!({"type":"assistant","session_id":"s","parent_tool_use_id":null,"message":{"id":"m1","content":[{"type":"tool_use","id":spawn.unwrap_or("toolu_1"),"name":"Agent","input":{"prompt":text}}],"usage":{"input_tokens":3,"output_tokens":1}}}),
+            2 => json!({"type":"assistant","session_id":"s","parent_tool_use_id":spawn,"agent_id":agent,"uuid":text,"message":{"id":text,"content":[{"type":"text","text":text}]}}),
+            3 => json!({"type":"system","subtype":"task_started","session_id":"s","task_id":agent,"tool_use_id":spawn,"task_type":"local_agent","spawn_depth":1}),
+            4 => json!({"type":"system","subtype":"task_notification","session_id":"s","task_id":agent,"tool_use_id":spawn,"status":"completed","summary":text}),
+            5 => json!({"type":"user","session_id":"s","parent_tool_use_id":null,"message":{"content":[{"type":"tool_result","tool_use_id":spawn.unwrap_or("toolu_2"),"content":text}]},"tool_use_result":{"agentId":agent,"status":"completed"}}),
+            6 => json!({"type":"result","subtype":"success","session_id":"s","result":text,"usage":{"input_tokens":5,"output_tokens":2}}),
+            7 => json!({"sessionId":"s","isSidechain":true,"agentId":agent,"type":"user","uuid":text,"parentUuid":null,"message":{"role":"user","content":text}}),
+            8 => json!({"session_id":"s","hook_event_name":"SubagentStart","agent_id":agent,"agent_type":"general-purpose"}),
+            _ => json!({"session_id":"s","hook_event_name":"PreToolUse","agent_id":agent,"tool_name":"Agent","tool_use_id":spawn,"tool_input":{"prompt":text}}),
+        })
+    }
+
+    fn lines(frames: &[serde_json::Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for frame in frames {
+            out.extend(serde_json::to_vec(frame).unwrap_or_default());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn replay(envelopes: &[Envelope]) -> RunState {
+        let mut state = RunState::new(RunId::from("run-test"));
+        for envelope in envelopes {
+            let line = serde_json::to_string(envelope).unwrap_or_default();
+            let read: Envelope =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            state.apply(&read);
+        }
+        state
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn claude_live_equals_replay(frames in proptest::collection::vec(frame(), 0..30)) {
+            let mut feed = Feed::new(Format::ClaudeStream);
+            feed.part(&SourcePart::Main, &lines(&frames));
+            let (view, envelopes) = feed.done();
+            prop_assert_eq!(replay(&envelopes).view(), view);
+            prop_assert_eq!(envelopes.iter().filter(|e| e.raw.is_some()).count(), frames.len());
+        }
+
+        #[test]
+        fn the_claude_decoder_never_panics_and_keeps_every_line(bytes in proptest::collection::vec(any::<u8>(), 0..2000)) {
+            let mut feed = Feed::new(Format::ClaudeTranscript);
+            feed.part(&SourcePart::AgentFile { agent_id: "a1".to_owned() }, &bytes);
+            let (_, envelopes) = feed.done();
+            let non_blank = bytes
+                .split(|byte| *byte == b'\n')
+                .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+                .count();
+            prop_assert_eq!(envelopes.iter().filter(|e| e.raw.is_some()).count(), non_blank);
+        }
+    }
+}
