@@ -673,3 +673,240 @@ mod properties {
         }
     }
 }
+
+mod rules {
+    //! Claude rules on small frame lists shaped like the captures the notes
+    //! describe (including the ones kept back as acceptance cases).
+
+    use agentrace_core::model::{AgentStatus, RunStatus};
+    use agentrace_core::recorder::{Format, SourcePart};
+    use agentrace_core::state::{AgentNode, RunView};
+    use serde_json::{json, Value};
+
+    use super::Feed;
+
+    const SESSION: &str = "7516f388-0a94-4647-8ba5-1b6a0c75bc73";
+
+    fn run(parts: &[(SourcePart, Vec<Value>)]) -> RunView {
+        let mut feed = Feed::new(Format::ClaudeStream);
+        for (part, frames) in parts {
+            let mut bytes = Vec::new();
+            for frame in frames {
+                bytes.extend(serde_json::to_vec(frame).unwrap_or_default());
+                bytes.push(b'\n');
+            }
+            feed.part(part, &bytes);
+        }
+        feed.done().0
+    }
+
+    fn stream(frames: Vec<Value>) -> RunView {
+        run(&[(SourcePart::Main, frames)])
+    }
+
+    /// `(depth, threadId, status, final message)` depth first.
+    fn tree(view: &RunView) -> Vec<(usize, String, AgentStatus, Option<String>)> {
+        fn walk(
+            nodes: &[AgentNode],
+            depth: usize,
+            out: &mut Vec<(usize, String, AgentStatus, Option<String>)>,
+        ) {
+            for node in nodes {
+                out.push((
+                    depth,
+                    node.thread_id.0.clone(),
+                    node.status,
+                    node.final_message.clone(),
+                ));
+                walk(&node.children, depth + 1, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&view.agents, 0, &mut out);
+        out
+    }
+
+    fn init() -> Value {
+        json!({"type":"system","subtype":"init","session_id":SESSION,"uuid":"init-1"})
+    }
+
+    fn agent_call(id: &str) -> Value {
+        json!({"type":"assistant","session_id":SESSION,"parent_tool_use_id":null,"uuid":format!("u-{id}"),
+               "message":{"id":format!("msg-{id}"),"role":"assistant","content":[{"type":"tool_use","id":id,"name":"Agent",
+               "input":{"description":"Echo task S","prompt":"[[sub:S]] go","subagent_type":"general-purpose","run_in_background":false}}]}})
+    }
+
+    fn task_started(agent: &str, tool_use: &str) -> Value {
+        json!({"type":"system","subtype":"task_started","task_id":agent,"tool_use_id":tool_use,"description":"Echo task S",
+               "subagent_type":"general-purpose","is_backgrounded":false,"spawn_depth":1,"task_type":"local_agent","session_id":SESSION})
+    }
+
+    fn root_text(uuid: &str, text: &str) -> Value {
+        json!({"type":"assistant","session_id":SESSION,"parent_tool_use_id":null,"uuid":uuid,
+               "message":{"id":format!("msg-{uuid}"),"role":"assistant","content":[{"type":"text","text":text}]}})
+    }
+
+    fn node(
+        depth: usize,
+        thread: &str,
+        status: AgentStatus,
+        last: Option<&str>,
+    ) -> (usize, String, AgentStatus, Option<String>) {
+        (depth, thread.to_owned(), status, last.map(str::to_owned))
+    }
+
+    #[test]
+    fn an_interrupted_query_interrupts_the_run_and_its_killed_subagent() {
+        let view = stream(vec![
+            init(),
+            agent_call("toolu_1"),
+            task_started("a8738dbc645e378d9", "toolu_1"),
+            json!({"type":"system","subtype":"task_updated","task_id":"a8738dbc645e378d9","patch":{"status":"killed"},"session_id":SESSION}),
+            json!({"type":"system","subtype":"task_notification","task_id":"a8738dbc645e378d9","tool_use_id":"toolu_1","status":"stopped","summary":"Echo task S","session_id":SESSION}),
+            json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.","is_error":true,"tool_use_id":"toolu_1"}]},
+                   "parent_tool_use_id":null,"session_id":SESSION,"uuid":"u-rejected","tool_use_result":"User rejected tool use"}),
+            json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":null,"session_id":SESSION,"uuid":"u-marker"}),
+            json!({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":3,"terminal_reason":"aborted_tools",
+                   "errors":["[ede_diagnostic] result_type=user"],"session_id":SESSION,"uuid":"r-1"}),
+        ]);
+        assert_eq!(
+            (
+                view.run.status,
+                view.run.result.clone(),
+                view.run.error.clone(),
+                tree(&view)
+            ),
+            (
+                RunStatus::Interrupted,
+                None,
+                Some("[ede_diagnostic] result_type=user".to_owned()),
+                vec![
+                    node(0, SESSION, AgentStatus::Interrupted, None),
+                    node(1, "a8738dbc645e378d9", AgentStatus::Interrupted, None),
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn a_subagent_that_fails_at_the_api_fails_alone_and_its_retries_are_its_own() {
+        let error = "Agent terminated early due to an API error: API Error: 500";
+        let view = stream(vec![
+            init(),
+            agent_call("toolu_1"),
+            task_started("ab72255489152806e", "toolu_1"),
+            json!({"type":"tool_progress","tool_use_id":"agent_msg_1","tool_name":"Agent","parent_tool_use_id":"toolu_1","session_id":SESSION,
+                   "subagent_retry":{"agent_id":"ab72255489152806e","attempt":1,"max_retries":2,"error_status":500}}),
+            json!({"type":"system","subtype":"task_updated","task_id":"ab72255489152806e","patch":{"status":"failed","error":error},"session_id":SESSION}),
+            json!({"type":"system","subtype":"task_notification","task_id":"ab72255489152806e","tool_use_id":"toolu_1","status":"failed","summary":error,"session_id":SESSION}),
+            json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":error,"is_error":true,"tool_use_id":"toolu_1"}]},
+                   "parent_tool_use_id":null,"session_id":SESSION,"uuid":"u-error","tool_use_result":format!("Error: {error}")}),
+            root_text("u-final", "ROOT-FINAL: a subagent call returned an error."),
+            json!({"type":"result","subtype":"success","is_error":false,"result":"ROOT-FINAL: a subagent call returned an error.","session_id":SESSION,"uuid":"r-1"}),
+        ]);
+        assert_eq!(
+            (
+                view.run.status,
+                view.run.result.clone(),
+                tree(&view),
+                view.run.counts.unknown_actor
+            ),
+            (
+                RunStatus::Done,
+                Some("ROOT-FINAL: a subagent call returned an error.".to_owned()),
+                vec![
+                    node(
+                        0,
+                        SESSION,
+                        AgentStatus::Completed,
+                        Some("ROOT-FINAL: a subagent call returned an error.")
+                    ),
+                    node(1, "ab72255489152806e", AgentStatus::Failed, Some(error)),
+                ],
+                0
+            )
+        );
+    }
+
+    #[test]
+    fn a_background_shell_started_by_a_subagent_is_a_command_of_that_subagent() {
+        let mut feed = Feed::new(Format::ClaudeStream);
+        let frames = [
+            init(),
+            agent_call("toolu_1"),
+            task_started("a6f30987afd19e947", "toolu_1"),
+            json!({"type":"system","subtype":"task_started","task_id":"buzonh5jd","owned_by_subagent":true,"tool_use_id":"toolu_2",
+                   "description":"Background shell of subagent G","is_backgrounded":true,"parent_task_id":"a6f30987afd19e947","task_type":"local_bash","session_id":SESSION}),
+            json!({"type":"system","subtype":"task_notification","task_id":"buzonh5jd","owned_by_subagent":true,"tool_use_id":"toolu_2","status":"completed","session_id":SESSION}),
+        ];
+        let mut bytes = Vec::new();
+        for frame in &frames {
+            bytes.extend(serde_json::to_vec(frame).unwrap_or_default());
+            bytes.push(b'\n');
+        }
+        feed.part(&SourcePart::Main, &bytes);
+        let (view, envelopes) = feed.done();
+        let commands: Vec<(String, Option<String>)> = envelopes
+            .iter()
+            .filter_map(|envelope| match &envelope.event {
+                agentrace_core::model::EventBody::Known(
+                    agentrace_core::model::Event::ItemStarted { item_type, .. }
+                    | agentrace_core::model::Event::ItemCompleted { item_type, .. },
+                ) if item_type == "backgroundCommand" => Some((
+                    envelope.event.type_name(),
+                    envelope.actor.thread_id.as_ref().map(|id| id.0.clone()),
+                )),
+                _ => None,
+            })
+            .collect();
+        let owner = Some("a6f30987afd19e947".to_owned());
+        assert_eq!(
+            (commands, tree(&view).len()),
+            (
+                vec![
+                    ("item_started".to_owned(), owner.clone()),
+                    ("item_completed".to_owned(), owner)
+                ],
+                2
+            )
+        );
+    }
+
+    #[test]
+    fn a_helper_seen_before_its_agent_id_keeps_the_tool_use_name_and_its_file_joins_it() {
+        let view = run(&[
+            (
+                SourcePart::Main,
+                vec![
+                    init(),
+                    agent_call("toolu_mock0004_1"),
+                    json!({"type":"assistant","session_id":SESSION,"parent_tool_use_id":"toolu_mock0004_1","uuid":"u-sub",
+                           "message":{"id":"msg-sub","role":"assistant","content":[{"type":"tool_use","id":"toolu_bash","name":"Bash","input":{"command":"echo hi"}}]}}),
+                    json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"SUBAGENT-A-DONE","tool_use_id":"toolu_mock0004_1"}]},
+                           "parent_tool_use_id":null,"session_id":SESSION,"uuid":"u-result","tool_use_result":{"status":"completed","agentId":"ad839b7"}}),
+                ],
+            ),
+            (
+                SourcePart::AgentFile {
+                    agent_id: "ad839b7".to_owned(),
+                },
+                vec![
+                    json!({"parentUuid":"u-sub","isSidechain":true,"sessionId":SESSION,"agentId":"ad839b7","type":"assistant","uuid":"u-sub-text",
+                            "message":{"id":"msg-sub-2","role":"assistant","content":[{"type":"text","text":"SUBAGENT-A-DONE"}]}}),
+                ],
+            ),
+        ]);
+        assert_eq!(
+            tree(&view),
+            vec![
+                node(0, SESSION, AgentStatus::Pending, None),
+                node(
+                    1,
+                    "toolu_mock0004_1",
+                    AgentStatus::Completed,
+                    Some("SUBAGENT-A-DONE")
+                ),
+            ]
+        );
+    }
+}
