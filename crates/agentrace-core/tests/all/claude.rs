@@ -899,7 +899,7 @@ mod rules {
         assert_eq!(
             tree(&view),
             vec![
-                node(0, SESSION, AgentStatus::Pending, None),
+                node(0, SESSION, AgentStatus::Running, None),
                 node(
                     1,
                     "toolu_mock0004_1",
