@@ -4,7 +4,8 @@
 //! in the root's last prompt picks the root's script, `[[sub:ID]]` in a
 //! conversation's first user message makes it subagent `ID` (which runs
 //! `echo hello-from-ID` with Bash, or with `[[nest]]` spawns subagent
-//! `ID1`, then reports `SUBAGENT-ID-DONE…`), anything else gets plain text.
+//! `ID1`, then reports `SUBAGENT-ID-DONE…`; `[[slow:N]]` holds its answers
+//! N seconds), anything else gets plain text.
 //! Only the model is scripted; Claude Code is real.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,6 +121,10 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if let Ok(mut requests) = shared.requests.lock() {
         requests.push(request.clone());
+    }
+    if let Some(seconds) = slow(&request) {
+        // `[[slow:N]]` holds a subagent's answers (interrupt tests).
+        tokio::time::sleep(Duration::from_secs(seconds.min(30))).await;
     }
     let number = shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
     let blocks = plan(&request);
@@ -242,6 +247,15 @@ fn marker(text: &str, name: &str) -> Option<String> {
     Some(text[start..end].to_owned())
 }
 
+/// `[[slow:N]]` in the first user message: hold the answer N seconds.
+fn slow(request: &Value) -> Option<u64> {
+    let first = request["messages"]
+        .as_array()?
+        .iter()
+        .find(|message| message["role"] == "user")?;
+    marker(&message_text(first), "slow")?.parse().ok()
+}
+
 /// The scripted answer to one request.
 fn plan(request: &Value) -> Vec<Block> {
     let messages: Vec<&Value> = request["messages"]
@@ -334,6 +348,7 @@ fn root(scenario: &str, replies: usize, last: &str, spawn_tool: &str) -> Vec<Blo
             Block::Text("I will delegate to a subagent.".to_owned()),
             agent_call(spawn_tool, "A", "", false),
         ],
+        ("slow_fg", 0) => vec![agent_call(spawn_tool, "S", " [[slow:8]]", false)],
         ("nested_fg", 0) => vec![
             Block::Text("I will delegate to a subagent that delegates again.".to_owned()),
             agent_call(spawn_tool, "N", " [[nest]]", false),

@@ -51,16 +51,20 @@ struct Recorded {
     home: tempfile::TempDir,
 }
 
-fn record(scenario: &str) -> Recorded {
-    let mock = MockAnthropic::start();
-    let cli = Cli::new();
-    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
-    let work = home.path().join("work");
-    let tmp = home.path().join("tmp");
+/// `agentrace run claude` for `scenario`, in the offline environment of the
+/// fixtures' notes, with its private HOME under `home`.
+fn claude_command(
+    cli: &Cli,
+    home: &Path,
+    mock: &MockAnthropic,
+    id: &str,
+    scenario: &str,
+) -> Command {
+    let work = home.join("work");
+    let tmp = home.join("tmp");
     for dir in [&work, &tmp] {
         std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{error}"));
     }
-    let id = format!("run-live-{}", scenario.replace('_', "-"));
     let claude = agents::claude();
     let prompt = format!("[[scenario:{scenario}]] Please do the scripted task.");
     let cwd = work.to_string_lossy().into_owned();
@@ -75,14 +79,14 @@ fn record(scenario: &str) -> Recorded {
         "--permission-mode",
         "bypassPermissions",
         "--run-id",
-        &id,
+        id,
         "--quiet",
         "--",
         &prompt,
     ]);
     command
-        .env("HOME", home.path())
-        .env("CLAUDE_CONFIG_DIR", home.path().join(".claude"))
+        .env("HOME", home)
+        .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CLAUDE_CODE_TMPDIR", &tmp)
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-mock")
@@ -93,6 +97,15 @@ fn record(scenario: &str) -> Recorded {
         .env("DISABLE_ERROR_REPORTING", "1")
         .env("CLAUDE_CODE_MAX_RETRIES", "0")
         .env_remove("AGENTRACE_RUN_ID");
+    command
+}
+
+fn record(scenario: &str) -> Recorded {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let id = format!("run-live-{}", scenario.replace('_', "-"));
+    let command = claude_command(&cli, home.path(), &mock, &id, scenario);
     let output = bounded(command, RUN_BOUND);
     drop(mock);
     Recorded {
@@ -333,5 +346,62 @@ fn run_claude_records_the_roots_own_bash_before_the_spawn() {
         "bash_then_agent_fg",
         &expected,
         "ROOT-FINAL: all subagents finished for scenario bash_then_agent_fg.",
+    );
+}
+
+#[test]
+fn ctrl_c_during_a_subagent_interrupts_the_run_and_exits_130() {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let id = "run-live-interrupted";
+    let mut child = claude_command(&cli, home.path(), &mock, id, "slow_fg")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start agentrace: {error}"));
+    // Interrupt once the subagent is running (its answer is held 8 s).
+    let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+    let deadline = Instant::now() + RUN_BOUND;
+    while !std::fs::read_to_string(&log).is_ok_and(|text| text.contains("task_started")) {
+        assert!(Instant::now() < deadline, "the subagent never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = i32::try_from(child.id()).unwrap_or_else(|error| panic!("{error}"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap_or_else(|error| panic!("cannot signal agentrace: {error}"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                break None;
+            }
+        }
+    };
+    let _ = child.wait();
+    drop(mock);
+    let view = show(&cli, id);
+    let helper = &view["agents"][0]["children"][0];
+    assert_eq!(
+        (
+            status.and_then(|status| status.code()),
+            view["run"]["status"].clone(),
+            view["run"]["result"].clone(),
+            helper["role"].clone(),
+            helper["status"].clone()
+        ),
+        (
+            Some(130),
+            Value::from("interrupted"),
+            Value::Null,
+            Value::from("helper"),
+            Value::from("interrupted")
+        )
     );
 }
