@@ -44,6 +44,14 @@ pub struct RunCodexArgs {
     /// How to answer the server's approval requests (each answer is recorded).
     #[arg(long, value_enum, default_value_t = Approval::Deny)]
     approval: Approval,
+    /// When Codex asks for approval (`thread/start` `approvalPolicy`, e.g.
+    /// `untrusted`, `on-request`, `never`; default: your Codex config).
+    #[arg(long, value_name = "POLICY")]
+    approval_policy: Option<String>,
+    /// Sandbox of the thread (`thread/start` `sandbox`, e.g. `read-only`,
+    /// `workspace-write`, `danger-full-access`; default: your Codex config).
+    #[arg(long, value_name = "MODE")]
+    sandbox: Option<String>,
     /// Working directory of the thread (default: the current directory).
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -166,6 +174,12 @@ impl Driver {
                 if let Some(model) = &params.model {
                     start["model"] = json!(model);
                 }
+                if let Some(policy) = &params.approval_policy {
+                    start["approvalPolicy"] = json!(policy);
+                }
+                if let Some(sandbox) = &params.sandbox {
+                    start["sandbox"] = json!(sandbox);
+                }
                 self.send(&json!({"id": THREAD_START, "method": "thread/start", "params": start}))?;
             }
             THREAD_START => {
@@ -211,6 +225,8 @@ struct TurnRequest {
     prompt: String,
     cwd: String,
     model: Option<String>,
+    approval_policy: Option<String>,
+    sandbox: Option<String>,
 }
 
 fn spawn_reader(mut stream: impl std::io::Read + Send + 'static, sender: Sender<Message>) {
@@ -329,6 +345,8 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
         prompt: args.prompt.join(" "),
         cwd: cwd.to_string_lossy().into_owned(),
         model: args.model.clone(),
+        approval_policy: args.approval_policy.clone(),
+        sandbox: args.sandbox.clone(),
     };
     let mut driver = Driver {
         live,

@@ -559,3 +559,62 @@ fn ctrl_c_interrupts_the_root_turn_and_exits_130() {
         "turn/interrupt was sent and recorded"
     );
 }
+
+fn approval_run(policy: &str, run_id: &str) -> (Codex, Value, Vec<Value>) {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Write a file.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent(
+            "CHILD:A",
+            vec![shell("mkdir -p out && echo hello | tee out/child-A.txt"), Step::Message("CHILD A DONE".to_owned())],
+        );
+    let codex = Codex::new(script, "mock-model", "");
+    let binary = agentrace_testkit::agents::codex();
+    let binary = binary.to_string_lossy().into_owned();
+    let work = codex.work.path().to_string_lossy().into_owned();
+    let mut command = codex.cli.command(&[
+        "run", "codex", "--codex", &binary, "--cwd", &work, "--approval-policy", "untrusted",
+        "--approval", policy, "--run-id", run_id, "--quiet", "--", "[[ROOT]] Delegate a write.",
+    ]);
+    codex.env(&mut command);
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let output = wait_bounded(child);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let view = codex.show(run_id);
+    let events = codex.events(run_id);
+    (codex, view, events)
+}
+
+fn approval_answers(events: &[Value]) -> Vec<(String, Value)> {
+    let requests: Vec<&Value> = events.iter().filter(|e| e["event"]["type"] == "server_request").collect();
+    requests
+        .iter()
+        .map(|request| {
+            let id = &request["raw"]["id"];
+            let answer = events
+                .iter()
+                .find(|e| e["direction"] == "toServer" && &e["raw"]["id"] == id && e["raw"].get("result").is_some())
+                .map(|e| e["raw"]["result"]["decision"].clone())
+                .unwrap_or(Value::Null);
+            (request["actor"]["role"].as_str().unwrap_or_default().to_owned(), answer)
+        })
+        .collect()
+}
+
+#[test]
+fn approval_requests_of_a_helper_are_answered_by_policy_and_recorded() {
+    let (codex, view, events) = approval_run("accept", "approve");
+    assert_eq!(approval_answers(&events), vec![("helper".to_owned(), json!("accept"))]);
+    assert!(codex.work.path().join("out/child-A.txt").exists(), "the accepted command ran");
+    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+
+    let (codex, _, events) = approval_run("deny", "deny");
+    assert_eq!(approval_answers(&events), vec![("helper".to_owned(), json!("decline"))]);
+    assert!(!codex.work.path().join("out/child-A.txt").exists(), "the declined command did not run");
+}
