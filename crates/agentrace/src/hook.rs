@@ -69,9 +69,12 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
         .get("session_id")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let id = run_id(&home, args, session.as_deref())?;
+    let (id, live) = run_id(&home, args, session.as_deref())?;
     spool(&home, &id, &input)?;
-    if let Some(_lock) = RunLock::acquire(&home, &id, LOCK_WAIT)? {
+    // Inside `agentrace run claude` the live run holds the lock until the
+    // end and drains the spool then: waiting would only slow the session.
+    let wait = if live { Duration::ZERO } else { LOCK_WAIT };
+    if let Some(_lock) = RunLock::acquire(&home, &id, wait)? {
         let mut recording = Recording::open(&home, &id, Format::ClaudeHook, now)?;
         drain_spool(&home, &id, &mut recording)?;
         recording.close()?;
@@ -79,21 +82,22 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_id(home: &Home, args: &HookArgs, session: Option<&str>) -> anyhow::Result<RunId> {
-    let given = args
-        .run_id
-        .clone()
-        .or_else(|| std::env::var(RUN_ID_ENV).ok().filter(|id| !id.is_empty()));
-    if let Some(given) = given {
-        return Ok(validate_run_id(&given)?);
+/// The run to append to, and whether a live `run claude` named it.
+fn run_id(home: &Home, args: &HookArgs, session: Option<&str>) -> anyhow::Result<(RunId, bool)> {
+    if let Some(given) = &args.run_id {
+        return Ok((validate_run_id(given)?, false));
+    }
+    if let Some(live) = std::env::var(RUN_ID_ENV).ok().filter(|id| !id.is_empty()) {
+        return Ok((validate_run_id(&live)?, true));
     }
     let Some(session) = session else {
-        return Ok(new_run_id());
+        return Ok((new_run_id(), false));
     };
     if let Some(id) = run_of_session(home, session)? {
-        return Ok(id);
+        return Ok((id, false));
     }
-    Ok(validate_run_id(&format!("claude-{session}")).unwrap_or_else(|_| new_run_id()))
+    let id = validate_run_id(&format!("claude-{session}")).unwrap_or_else(|_| new_run_id());
+    Ok((id, false))
 }
 
 /// `<home>/hooks/<run-id>.jsonl`.

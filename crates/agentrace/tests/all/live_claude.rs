@@ -405,3 +405,68 @@ fn ctrl_c_during_a_subagent_interrupts_the_run_and_exits_130() {
         )
     );
 }
+
+#[test]
+fn hooks_the_user_installed_land_in_the_live_run_once_it_ends() {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let hook = format!("{} hook", env!("CARGO_BIN_EXE_agentrace"));
+    let entry =
+        serde_json::json!([{"matcher": "*", "hooks": [{"type": "command", "command": hook}]}]);
+    let settings = serde_json::json!({"hooks": {
+        "PreToolUse": entry, "PostToolUse": entry, "SubagentStart": entry, "SubagentStop": entry,
+    }});
+    let config = home.path().join(".claude");
+    std::fs::create_dir_all(&config).unwrap_or_else(|error| panic!("{error}"));
+    std::fs::write(config.join("settings.json"), settings.to_string())
+        .unwrap_or_else(|error| panic!("{error}"));
+    let id = "run-live-hooks";
+    let output = bounded(
+        claude_command(&cli, home.path(), &mock, id, "single_fg"),
+        RUN_BOUND,
+    );
+    drop(mock);
+    let hooks: Vec<(String, String)> = cli
+        .ok(&["events", id, "--json"])
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|envelope| {
+            envelope["event"]["method"]
+                .as_str()
+                .is_some_and(|method| method.starts_with("hook/Subagent"))
+        })
+        .map(|envelope| {
+            (
+                envelope["event"]["method"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                envelope["actor"]["role"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_default();
+    assert_eq!(
+        (
+            output.status.code(),
+            hooks,
+            runs["runs"].as_array().map(Vec::len),
+            show(&cli, id)["run"]["status"].clone()
+        ),
+        (
+            Some(0),
+            vec![
+                ("hook/SubagentStart".to_owned(), "helper".to_owned()),
+                ("hook/SubagentStop".to_owned(), "helper".to_owned())
+            ],
+            Some(1),
+            Value::from("done")
+        ),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
