@@ -192,3 +192,33 @@ fn a_hook_that_cannot_record_still_exits_zero_and_says_why() {
         "{stderr}"
     );
 }
+
+#[test]
+fn transcripts_are_found_under_claude_config_dir_when_no_input_is_given() {
+    let cli = Cli::new();
+    let config = claude_capture("v2.1.197_parallel").join("home_claude");
+    let output = cli
+        .command(&["ingest", "--format", "claude-transcript"])
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let view = show(&cli, &id);
+    assert_eq!(
+        (
+            view["run"]["source"].clone(),
+            view["run"]["result"].clone(),
+            tree(&view).len()
+        ),
+        (
+            Value::from("claude-transcript"),
+            Value::from("ROOT-FINAL: all subagents finished for scenario parallel."),
+            3
+        )
+    );
+}

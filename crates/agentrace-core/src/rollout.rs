@@ -1,0 +1,542 @@
+//! Codex rollout files (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`):
+//! one session's files in (the root's first, then each child's, each line
+//! tagged with its file), attributed envelopes out. A child's file names its
+//! parent in `session_meta…thread_spawn`. A forked (V2) child's file starts
+//! with a copy of its parent's history; that prefix is found from the
+//! records themselves and attributed to nobody, so nothing is counted twice.
+//! Pure: no I/O, no clock.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::codex::summarize;
+use crate::decode::{decode_line, DecodedLine};
+use crate::model::{
+    Actor, AgentStatus, Event, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId,
+    Warning,
+};
+use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
+use crate::registry::{ChildDetails, LinkOutcome, Registry};
+
+/// What is known of one rollout file.
+#[derive(Debug, Default)]
+struct FileState {
+    /// The thread the file belongs to (its first `session_meta`).
+    thread: Option<ThreadId>,
+    /// Inside the copied parent history of a forked child.
+    replaying: bool,
+    /// The thread whose history is being replayed.
+    replayed_of: Option<ThreadId>,
+}
+
+/// Per-thread facts.
+#[derive(Debug, Default)]
+struct ThreadFacts {
+    status: Option<AgentStatus>,
+    turn: Option<TurnId>,
+    /// Per turn: the last `final_answer` message and the last null-phase one.
+    answers: HashMap<TurnId, (Option<(ItemId, String)>, Option<(ItemId, String)>)>,
+    last_message: Option<String>,
+}
+
+/// Attributes the rollout files of one Codex session.
+#[derive(Debug, Default)]
+pub struct RolloutAttributor {
+    registry: Registry,
+    files: HashMap<u32, FileState>,
+    current_file: u32,
+    threads: HashMap<ThreadId, ThreadFacts>,
+    /// Turn id → the thread whose own file started it.
+    turn_owner: HashMap<TurnId, ThreadId>,
+    /// Call id → tool name, per thread.
+    calls: HashMap<(ThreadId, String), String>,
+    warned_replay: HashSet<ThreadId>,
+    announced: HashSet<ThreadId>,
+}
+
+impl RolloutAttributor {
+    /// A fresh attributor.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn file(&mut self) -> &mut FileState {
+        self.files.entry(self.current_file).or_default()
+    }
+
+    fn facts(&mut self, thread: &ThreadId) -> &mut ThreadFacts {
+        self.threads.entry(thread.clone()).or_default()
+    }
+
+    fn handle(&mut self, value: &Value, out: &mut Vec<(Actor, Event)>) -> (Option<ThreadId>, Event) {
+        let record_type = value.get("type").and_then(Value::as_str).unwrap_or_default();
+        let payload = value.get("payload").cloned().unwrap_or(Value::Null);
+        let payload_type = payload.get("type").and_then(Value::as_str).unwrap_or_default();
+        if record_type == "session_meta" {
+            return self.session_meta(&payload, out);
+        }
+        let owner = self.file().thread.clone();
+        if self.file().replaying {
+            let ends = record_type == "event_msg"
+                && payload_type == "task_started"
+                && self.is_own_turn(&payload);
+            if !ends {
+                let of = self.file().replayed_of.clone();
+                return (
+                    None,
+                    Event::Replayed {
+                        of_thread_id: of,
+                        record_type: label_of(record_type, payload_type),
+                    },
+                );
+            }
+            self.file().replaying = false;
+        }
+        let Some(thread) = owner else {
+            // Lines before any session_meta: nobody is named.
+            return (None, notice(record_type, payload_type));
+        };
+        let event = match (record_type, payload_type) {
+            ("event_msg", "task_started") => self.task_started(&thread, &payload),
+            ("event_msg", "task_complete") => self.turn_ended(&thread, &payload, "completed", out),
+            ("event_msg", "turn_aborted") => self.turn_ended(&thread, &payload, "interrupted", out),
+            ("event_msg", "token_count") => match payload.get("info").filter(|info| !info.is_null()) {
+                Some(info) => Event::Usage {
+                    turn_id: self.facts(&thread).turn.clone(),
+                    total: usage(info.get("total_token_usage")),
+                    last: Some(usage(info.get("last_token_usage"))),
+                },
+                None => notice(record_type, payload_type),
+            },
+            ("event_msg", "item_completed") => Event::ItemCompleted {
+                item_type: payload
+                    .pointer("/item/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned(),
+                item_id: payload.pointer("/item/id").and_then(Value::as_str).map(ItemId::from),
+                turn_id: payload.get("turn_id").and_then(Value::as_str).map(TurnId::from),
+            },
+            ("turn_context", _) => match payload.get("model").and_then(Value::as_str) {
+                Some(model) => Event::ModelSelected {
+                    model: model.to_owned(),
+                    turn_id: payload.get("turn_id").and_then(Value::as_str).map(TurnId::from),
+                },
+                None => notice(record_type, payload_type),
+            },
+            ("response_item", "message") => self.message(&thread, &payload),
+            ("response_item", "reasoning") => Event::Reasoning {
+                text: summarize(&texts(payload.get("summary"))),
+                item_id: payload.get("id").and_then(Value::as_str).map(ItemId::from),
+                turn_id: self.facts(&thread).turn.clone(),
+            },
+            ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
+                let name = payload.get("name").and_then(Value::as_str).unwrap_or(payload_type).to_owned();
+                let call = payload.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                self.calls.insert((thread.clone(), call), name.clone());
+                let input = payload
+                    .get("arguments")
+                    .or_else(|| payload.get("input"))
+                    .map(|value| value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string()))
+                    .unwrap_or_default();
+                Event::ToolUse {
+                    tool_kind: tool_kind(&name).to_owned(),
+                    name,
+                    input: summarize(&input),
+                    item_id: payload.get("call_id").and_then(Value::as_str).map(ItemId::from),
+                    turn_id: self.facts(&thread).turn.clone(),
+                }
+            }
+            ("response_item", "function_call_output" | "custom_tool_call_output") => {
+                let call = payload.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name = self
+                    .calls
+                    .get(&(thread.clone(), call.clone()))
+                    .cloned()
+                    .unwrap_or_else(|| "?".to_owned());
+                let output = match payload.get("output") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => texts(Some(other)),
+                    None => String::new(),
+                };
+                Event::ToolResult {
+                    tool_kind: tool_kind(&name).to_owned(),
+                    name,
+                    status: None,
+                    exit_code: None,
+                    duration_ms: None,
+                    output: summarize(&output),
+                    item_id: Some(ItemId::from(call)),
+                    turn_id: self.facts(&thread).turn.clone(),
+                }
+            }
+            ("response_item", "agent_message") => Event::Message {
+                role: "agent".to_owned(),
+                phase: None,
+                text: texts(payload.get("content")),
+                item_id: payload.get("id").and_then(Value::as_str).map(ItemId::from),
+                turn_id: self.facts(&thread).turn.clone(),
+            },
+            ("event_msg" | "response_item" | "world_state" | "token_usage_record"
+            | "inter_agent_communication_metadata" | "compacted", _) => notice(record_type, payload_type),
+            _ => Event::Unknown {
+                kind: "unknownMethod".to_owned(),
+                method: Some(label_of(record_type, payload_type)),
+                reason: format!("unknown rollout record `{}`", label_of(record_type, payload_type)),
+                line_number: None,
+                raw_base64: None,
+            },
+        };
+        (Some(thread), event)
+    }
+
+    /// A `task_started` ends a copied prefix when its turn is not one of
+    /// another thread's (known from that thread's own file, or spawned by
+    /// one: a copied root turn has no parent turn).
+    fn is_own_turn(&self, payload: &Value) -> bool {
+        let turn = payload.get("turn_id").and_then(Value::as_str).map(TurnId::from);
+        if let Some(turn) = &turn {
+            if self.turn_owner.contains_key(turn) {
+                return false;
+            }
+        }
+        payload
+            .pointer("/turn_attribution/parent_turn_id")
+            .is_some_and(|parent| !parent.is_null())
+    }
+
+    fn session_meta(&mut self, payload: &Value, out: &mut Vec<(Actor, Event)>) -> (Option<ThreadId>, Event) {
+        let Some(id) = payload.get("id").and_then(Value::as_str).map(ThreadId::from) else {
+            return (None, notice("session_meta", ""));
+        };
+        let owner = self.file().thread.clone();
+        match owner {
+            Some(owner) if owner != id => {
+                // A second session_meta naming another thread: a copy of that
+                // thread's history follows (a forked child).
+                self.file().replaying = true;
+                self.file().replayed_of = Some(id.clone());
+                if self.warned_replay.insert(owner.clone()) {
+                    out.push((
+                        self.registry.actor(&owner),
+                        Event::Warning {
+                            warning: Warning {
+                                code: "replayed_history".to_owned(),
+                                severity: Severity::Info,
+                                message: format!(
+                                    "the rollout of {owner} starts with a copy of {id}'s history; the copy is not attributed to {owner} and its tokens are counted once, in {id}"
+                                ),
+                                event_sequence: None,
+                                thread_id: Some(owner.clone()),
+                            },
+                        },
+                    ));
+                }
+                return (
+                    None,
+                    Event::Replayed {
+                        of_thread_id: Some(id),
+                        record_type: "session_meta".to_owned(),
+                    },
+                );
+            }
+            Some(_) => return (Some(id), notice("session_meta", "")),
+            None => {}
+        }
+        self.file().thread = Some(id.clone());
+        let spawn = payload
+            .pointer("/source/subagent/thread_spawn")
+            .or_else(|| payload.pointer("/source/subAgent/thread_spawn"));
+        let parent = spawn
+            .and_then(|spawn| spawn.get("parent_thread_id"))
+            .or_else(|| payload.get("parent_thread_id"))
+            .and_then(Value::as_str)
+            .map(ThreadId::from);
+        match (&parent, spawn) {
+            (Some(parent), _) => {
+                let text = |key: &str| {
+                    spawn
+                        .and_then(|spawn| spawn.get(key))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                let details = ChildDetails {
+                    agent_path: text("agent_path"),
+                    nickname: text("agent_nickname").or_else(|| {
+                        payload.get("agent_nickname").and_then(Value::as_str).map(str::to_owned)
+                    }),
+                    agent_role: text("agent_role"),
+                    description: None,
+                };
+                self.registry.add_details(&id, &details);
+                match self.registry.link(parent, &id, "sessionMeta") {
+                    LinkOutcome::Linked => out.push((
+                        self.registry.actor(parent),
+                        Event::AgentSpawned {
+                            parent_thread_id: parent.clone(),
+                            child_thread_id: id.clone(),
+                            prompt: None,
+                            model: None,
+                            reasoning_effort: None,
+                            via: "sessionMeta".to_owned(),
+                        },
+                    )),
+                    LinkOutcome::Known => {}
+                    LinkOutcome::Conflict { .. } | LinkOutcome::Cycle => out.push((
+                        self.registry.actor(&id),
+                        Event::Warning {
+                            warning: Warning {
+                                code: "link_conflict".to_owned(),
+                                severity: Severity::Warning,
+                                message: format!("the rollout of {id} names {parent} as its parent, which conflicts with what is known; the first link is kept"),
+                                event_sequence: None,
+                                thread_id: Some(id.clone()),
+                            },
+                        },
+                    )),
+                }
+            }
+            (None, _) => {
+                self.registry.mark_root(&id);
+            }
+        }
+        (Some(id.clone()), Event::ThreadStarted { thread_id: id })
+    }
+
+    fn task_started(&mut self, thread: &ThreadId, payload: &Value) -> Event {
+        let turn = TurnId::from(payload.get("turn_id").and_then(Value::as_str).unwrap_or_default());
+        self.turn_owner.insert(turn.clone(), thread.clone());
+        let facts = self.facts(thread);
+        facts.turn = Some(turn.clone());
+        facts.status = Some(AgentStatus::Running);
+        Event::TurnStarted {
+            turn_id: turn,
+            root_turn_id: payload.get("root_turn_id").and_then(Value::as_str).map(TurnId::from),
+        }
+    }
+
+    fn message(&mut self, thread: &ThreadId, payload: &Value) -> Event {
+        let role = payload.get("role").and_then(Value::as_str).unwrap_or("?").to_owned();
+        let text = texts(payload.get("content"));
+        let phase = payload.get("phase").and_then(Value::as_str).map(str::to_owned);
+        let item = payload.get("id").and_then(Value::as_str).map(ItemId::from);
+        let facts = self.facts(thread);
+        let turn = payload
+            .pointer("/internal_chat_message_metadata_passthrough/turn_id")
+            .and_then(Value::as_str)
+            .map(TurnId::from)
+            .or_else(|| facts.turn.clone());
+        if role == "assistant" && phase.as_deref() != Some("commentary") {
+            facts.last_message = Some(text.clone());
+            if let (Some(turn), Some(item)) = (&turn, &item) {
+                let answers = facts.answers.entry(turn.clone()).or_default();
+                match phase.as_deref() {
+                    Some("final_answer") => answers.0 = Some((item.clone(), text.clone())),
+                    None => answers.1 = Some((item.clone(), text.clone())),
+                    Some(_) => {}
+                }
+            }
+        }
+        Event::Message {
+            role,
+            phase,
+            text,
+            item_id: item,
+            turn_id: turn,
+        }
+    }
+
+    fn turn_ended(
+        &mut self,
+        thread: &ThreadId,
+        payload: &Value,
+        status: &str,
+        out: &mut Vec<(Actor, Event)>,
+    ) -> Event {
+        let turn = TurnId::from(payload.get("turn_id").and_then(Value::as_str).unwrap_or_default());
+        let actor = self.registry.actor(thread);
+        let facts = self.facts(thread);
+        let answer = facts
+            .answers
+            .get(&turn)
+            .and_then(|(final_answer, null_phase)| final_answer.clone().or_else(|| null_phase.clone()));
+        let before = facts.status;
+        let agent_status = if status == "completed" {
+            AgentStatus::Completed
+        } else {
+            AgentStatus::Interrupted
+        };
+        facts.status = Some(agent_status);
+        let last = payload
+            .get("last_agent_message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| facts.last_message.clone());
+        let is_primary = self.registry.primary_root() == Some(thread);
+        if is_primary {
+            let terminal = if status == "completed" {
+                match answer {
+                    Some((item, text)) => Event::Done {
+                        result: Some(text),
+                        source_thread_id: Some(thread.clone()),
+                        source_role: Some(Role::Root),
+                        source_item_id: Some(item),
+                    },
+                    None => Event::Done {
+                        result: None,
+                        source_thread_id: None,
+                        source_role: None,
+                        source_item_id: None,
+                    },
+                }
+            } else {
+                Event::Interrupted {
+                    error: payload.get("reason").and_then(Value::as_str).map(str::to_owned),
+                    source_thread_id: Some(thread.clone()),
+                    turn_id: Some(turn.clone()),
+                }
+            };
+            out.push((actor, terminal));
+        } else if before != Some(agent_status) || !before.is_some_and(AgentStatus::is_final) {
+            out.push((
+                actor,
+                Event::AgentCompleted {
+                    thread_id: thread.clone(),
+                    parent_thread_id: self.registry.get(thread).and_then(|entry| entry.parent.clone()),
+                    result: answer.map(|(_, text)| text).or(last),
+                    status: agent_status,
+                },
+            ));
+        }
+        Event::TurnCompleted {
+            turn_id: turn,
+            status: status.to_owned(),
+            error: None,
+            duration_ms: payload.get("duration_ms").and_then(Value::as_i64),
+            usage: None,
+        }
+    }
+}
+
+impl Attributor for RolloutAttributor {
+    fn push(&mut self, line: &InputLine<'_>) -> Vec<Emitted> {
+        self.push_part(&SourcePart::Main, line)
+    }
+
+    fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
+        if let SourcePart::File { number } = part {
+            self.current_file = *number;
+        }
+        let mut derived = Vec::new();
+        let (thread, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
+            DecodedLine::Undecodable { reason, raw, raw_base64 } => (
+                None,
+                Event::Unknown {
+                    kind: "undecodable".to_owned(),
+                    method: None,
+                    reason,
+                    line_number: Some(line.line_number),
+                    raw_base64,
+                },
+                raw,
+                line.observed_at,
+            ),
+            DecodedLine::Json { raw, value } => {
+                let timestamp = value
+                    .get("timestamp")
+                    .and_then(Value::as_str)
+                    .and_then(Timestamp::parse)
+                    .unwrap_or(line.observed_at);
+                let (thread, mut event) = self.handle(&value, &mut derived);
+                if let Event::Unknown { line_number, .. } = &mut event {
+                    *line_number = Some(line.line_number);
+                }
+                (thread, event, raw, timestamp)
+            }
+        };
+        let actor = match (&thread, &event) {
+            (_, Event::Replayed { of_thread_id, .. }) => Actor::unknown(match of_thread_id {
+                Some(of) => format!("replayed history of {of}"),
+                None => "replayed history".to_owned(),
+            }),
+            (Some(thread), _) => self.registry.actor(thread),
+            (None, _) => Actor::unknown("no session_meta before this line"),
+        };
+        if let Some(thread) = &actor.thread_id {
+            self.announced.insert(thread.clone());
+        }
+        let mut out = vec![Emitted {
+            timestamp,
+            direction: None,
+            actor,
+            event,
+            raw: Some(raw),
+        }];
+        for (actor, event) in derived {
+            out.push(Emitted {
+                timestamp,
+                direction: None,
+                actor,
+                event,
+                raw: None,
+            });
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<Emitted> {
+        Vec::new()
+    }
+}
+
+fn label_of(record_type: &str, payload_type: &str) -> String {
+    if payload_type.is_empty() {
+        record_type.to_owned()
+    } else {
+        format!("{record_type}/{payload_type}")
+    }
+}
+
+fn notice(record_type: &str, payload_type: &str) -> Event {
+    Event::Notice {
+        method: label_of(record_type, payload_type),
+        message: None,
+    }
+}
+
+/// The text parts of a content list, joined by newlines.
+fn texts(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str).or_else(|| part.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::String(text)) => text.clone(),
+        _ => String::new(),
+    }
+}
+
+fn usage(value: Option<&Value>) -> TokenUsage {
+    let number = |key: &str| value.and_then(|v| v.get(key)).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage {
+        input_tokens: number("input_tokens"),
+        cached_input_tokens: number("cached_input_tokens"),
+        output_tokens: number("output_tokens"),
+        reasoning_output_tokens: number("reasoning_output_tokens"),
+        total_tokens: number("total_tokens"),
+    }
+}
+
+fn tool_kind(name: &str) -> &'static str {
+    match name {
+        "exec_command" | "write_stdin" | "shell" | "local_shell_call" | "exec" => "command",
+        "apply_patch" => "file_change",
+        "web_search" => "web_search",
+        "spawn_agent" | "wait_agent" | "close_agent" | "send_input" | "resume_agent" | "send_message"
+        | "followup_task" | "interrupt_agent" | "list_agents" => "agent",
+        name if name.starts_with("mcp__") => "mcp",
+        _ => "other",
+    }
+}

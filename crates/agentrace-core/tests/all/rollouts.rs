@@ -1,0 +1,163 @@
+//! Every capture's Codex rollout files replayed as one session: the agent
+//! tree, the root's answer, the replayed prefix of forked children, and
+//! per-thread tokens equal to what the live app-server stream reported.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agentrace_core::model::{Event, EventBody, RunId, Timestamp, TokenUsage};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::{Envelope, InputLine, Recorder};
+use serde_json::Value;
+
+use super::support::record;
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex").join(name)
+}
+
+fn rollout_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    // Parents before children: by spawn depth, then by name.
+    let depth = |path: &PathBuf| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap_or("{}")).unwrap_or_default();
+        first["payload"]["source"]["subagent"]["thread_spawn"]["depth"].as_u64().unwrap_or(0)
+    };
+    files.sort_by_key(|path| (depth(path), path.clone()));
+    files
+}
+
+fn record_rollouts(name: &str) -> (Recorder, Vec<Envelope>) {
+    let mut recorder = Recorder::new(RunId::from("run-test"), Format::CodexRollout);
+    let mut envelopes = recorder.start(Timestamp::from_millis(0));
+    for (number, path) in rollout_files(&capture(name).join("rollouts")).iter().enumerate() {
+        let text = std::fs::read(path).unwrap_or_default();
+        for (index, line) in text.split(|byte| *byte == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            envelopes.extend(recorder.push_part(
+                &SourcePart::File { number: number as u32 },
+                &InputLine {
+                    bytes: line,
+                    line_number: index as u64 + 1,
+                    observed_at: Timestamp::from_millis(0),
+                    direction: None,
+                    truncated_from: None,
+                },
+            ));
+        }
+    }
+    envelopes.extend(recorder.finish());
+    (recorder, envelopes)
+}
+
+/// Each thread's last `thread/tokenUsage/updated` total in the live stream.
+fn stream_tokens(name: &str) -> BTreeMap<String, u64> {
+    let input = std::fs::read(capture(name).join("server.jsonl")).unwrap_or_default();
+    let (_, envelopes) = record(&input);
+    let mut totals = BTreeMap::new();
+    for envelope in envelopes {
+        if let (EventBody::Known(Event::Usage { total, .. }), Some(thread)) = (&envelope.event, &envelope.actor.thread_id) {
+            totals.insert(thread.to_string(), total.total_tokens);
+        }
+    }
+    totals
+}
+
+fn rollout_tokens(agents: &[agentrace_core::state::AgentNode], out: &mut BTreeMap<String, u64>) {
+    for agent in agents {
+        if let Some(TokenUsage { total_tokens, .. }) = agent.tokens {
+            out.insert(agent.thread_id.to_string(), total_tokens);
+        }
+        rollout_tokens(&agent.children, out);
+    }
+}
+
+fn check(name: &str) {
+    let (recorder, envelopes) = record_rollouts(name);
+    let view = recorder.state().view();
+    let live = {
+        let input = std::fs::read(capture(name).join("server.jsonl")).unwrap_or_default();
+        record(&input).0.state().view()
+    };
+    // The same tree and answer as the live stream showed.
+    assert_eq!(view.run.root_thread_id, live.run.root_thread_id, "{name}: root");
+    if live.run.status == agentrace_core::model::RunStatus::Done {
+        assert_eq!(view.run.result, live.run.result, "{name}: result");
+    }
+    fn shape(agents: &[agentrace_core::state::AgentNode], out: &mut Vec<(String, Option<String>, Option<u32>)>) {
+        for agent in agents {
+            out.push((agent.thread_id.to_string(), agent.parent_thread_id.as_ref().map(|p| p.to_string()), agent.depth));
+            shape(&agent.children, out);
+        }
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    shape(&view.agents, &mut ours);
+    shape(&live.agents, &mut theirs);
+    ours.sort();
+    theirs.sort();
+    assert_eq!(ours, theirs, "{name}: tree");
+    // Tokens per thread equal the live stream's (replayed history counted once).
+    let mut tokens = BTreeMap::new();
+    rollout_tokens(&view.agents, &mut tokens);
+    let expected: BTreeMap<String, u64> = stream_tokens(name).into_iter().filter(|(thread, _)| tokens.contains_key(thread) || true).collect();
+    assert_eq!(tokens, expected, "{name}: tokens per thread");
+    // Nothing replayed is attributed to anyone.
+    for envelope in &envelopes {
+        if matches!(envelope.event, EventBody::Known(Event::Replayed { .. })) {
+            assert_eq!(envelope.actor.thread_id, None, "{name}: {}", envelope.sequence);
+        }
+    }
+    insta::assert_json_snapshot!(format!("rollout_{name}"), view);
+}
+
+macro_rules! rollout_tests {
+    ($($test:ident => $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check($name);
+            }
+        )*
+    };
+}
+
+rollout_tests! {
+    rollout_real_model_basic => "real_model_basic",
+    rollout_real_model_nested => "real_model_nested",
+    rollout_v1_approval => "v1_approval",
+    rollout_v1_basic => "v1_basic",
+    rollout_v1_child_error_http500 => "v1_child_error_http500",
+    rollout_v1_followup => "v1_followup",
+    rollout_v1_parallel => "v1_parallel",
+    rollout_v1_roles => "v1_roles",
+    rollout_v2_basic => "v2_basic",
+    rollout_v2_child_error_http500 => "v2_child_error_http500",
+    rollout_v2_interrupt_agent => "v2_interrupt_agent",
+}
+
+#[test]
+fn a_forked_childs_copied_prefix_is_replayed_not_its_own() {
+    let (recorder, envelopes) = record_rollouts("v2_basic");
+    let replayed = envelopes
+        .iter()
+        .filter(|e| matches!(e.event, EventBody::Known(Event::Replayed { .. })))
+        .count();
+    // v2_basic's child file: lines 2–15 copy the root's history.
+    assert_eq!(replayed, 14);
+    let warnings: Vec<&str> = recorder.state().warnings().iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(warnings, vec!["replayed_history"]);
+}
