@@ -10,6 +10,7 @@ pub mod lines;
 pub mod model;
 pub mod recorder;
 pub mod registry;
+pub mod rollout;
 pub mod state;
 
 pub use model::*;

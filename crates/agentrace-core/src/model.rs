@@ -185,6 +185,9 @@ pub enum Source {
     /// or recorded by `agentrace run claude`), or the messages the Agent SDK
     /// yields.
     ClaudeStream,
+    /// Codex rollout files (`$CODEX_HOME/sessions/…/rollout-*.jsonl`), a
+    /// root's and its children's.
+    CodexRollout,
     /// Claude Code transcripts (`~/.claude/projects/<slug>/<session>.jsonl`
     /// and the subagent files beside it).
     ClaudeTranscript,
@@ -634,6 +637,21 @@ pub enum Event {
         /// The interrupted turn.
         turn_id: Option<TurnId>,
     },
+    /// A line a forked child's rollout copied from another thread's history:
+    /// kept raw, attributed to nobody, counted once (in its own thread).
+    Replayed {
+        /// The thread whose history it copies.
+        of_thread_id: Option<ThreadId>,
+        /// The record's type (`response_item/message`, `event_msg/task_started`, …).
+        record_type: String,
+    },
+    /// The model a turn runs (Codex `turn_context`).
+    ModelSelected {
+        /// Model slug.
+        model: String,
+        /// Turn id.
+        turn_id: Option<TurnId>,
+    },
     /// Input the live recorder could not keep up with and did not record
     /// (the traffic itself passed through untouched).
     Dropped {
@@ -691,6 +709,8 @@ impl Event {
             Event::Failed { .. } => "failed",
             Event::Interrupted { .. } => "interrupted",
             Event::Dropped { .. } => "dropped",
+            Event::Replayed { .. } => "replayed",
+            Event::ModelSelected { .. } => "model_selected",
             Event::Unknown { .. } => "unknown",
         }
     }

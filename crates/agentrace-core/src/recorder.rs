@@ -53,6 +53,12 @@ pub enum SourcePart {
         /// The agent id its file name gives.
         agent_id: String,
     },
+    /// The n-th file of a source spread over several files (Codex rollouts:
+    /// the root's file is 0); a file's first `session_meta` names its thread.
+    File {
+        /// File number, in feeding order.
+        number: u32,
+    },
     /// A subagent's metadata document (`agent-<id>.meta.json`), fed whole as
     /// one line.
     AgentMeta {
@@ -91,6 +97,8 @@ pub enum Format {
     ClaudeStream,
     /// Claude Code transcript lines (session and subagent files).
     ClaudeTranscript,
+    /// Codex rollout lines (a root's and its children's files).
+    CodexRollout,
     /// Claude Code hook inputs.
     ClaudeHook,
 }
@@ -99,7 +107,7 @@ impl Format {
     /// The provider of the format.
     pub fn provider(self) -> Provider {
         match self {
-            Format::CodexAppServer => Provider::Codex,
+            Format::CodexAppServer | Format::CodexRollout => Provider::Codex,
             Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {
                 Provider::Claude
             }
@@ -110,6 +118,7 @@ impl Format {
     pub fn source(self) -> Source {
         match self {
             Format::CodexAppServer => Source::CodexAppServer,
+            Format::CodexRollout => Source::CodexRollout,
             Format::ClaudeStream => Source::ClaudeStream,
             Format::ClaudeTranscript => Source::ClaudeTranscript,
             Format::ClaudeHook => Source::ClaudeHook,
@@ -132,6 +141,7 @@ impl Recorder {
     pub fn new(run_id: RunId, format: Format) -> Self {
         let attributor: Box<dyn Attributor> = match format {
             Format::CodexAppServer => Box::new(CodexAttributor::new()),
+            Format::CodexRollout => Box::new(crate::rollout::RolloutAttributor::new()),
             // One attributor reads every Claude source, so the sources of one
             // session can be merged into one run.
             Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {

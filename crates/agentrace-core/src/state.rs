@@ -369,6 +369,11 @@ impl RunState {
                 }
             }
             Event::Dropped { bytes, .. } => self.dropped_bytes += bytes,
+            Event::ModelSelected { model, .. } => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.model = Some(model.clone()));
+                }
+            }
             Event::Unknown { kind, .. } => {
                 if kind == "undecodable" {
                     self.undecoded_lines += 1;

@@ -5,6 +5,7 @@ mod all {
     pub mod claude;
     pub mod fixtures;
     pub mod properties;
+    pub mod rollouts;
     pub mod rules;
     pub mod support;
 }

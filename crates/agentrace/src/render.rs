@@ -436,6 +436,11 @@ fn describe(event: &EventBody) -> String {
         Event::Dropped { bytes, .. } => {
             format!("recorder fell behind: {bytes} bytes passed through unrecorded")
         }
+        Event::Replayed { of_thread_id, record_type } => format!(
+            "replayed copy of {}'s {record_type}",
+            of_thread_id.as_ref().map(|id| id.to_string()).unwrap_or_else(|| "another thread".to_owned())
+        ),
+        Event::ModelSelected { model, .. } => format!("model {model}"),
         Event::Unknown { reason, .. } => format!("unknown: {reason}"),
     };
     one_line(&text, 160)
