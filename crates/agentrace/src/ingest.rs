@@ -338,7 +338,7 @@ fn replay<R: Read>(
         bail!("run {id} already exists; pick another --run-id");
     }
     let mut session = Session {
-        recorder: Recorder::new(id.clone(), Format::CodexAppServer).with_source(source),
+        recorder: Recorder::new(id.clone(), replay_format(source)).with_source(source),
         writer: home.create_run(&id)?,
         status: None,
         bad_lines: Vec::new(),
@@ -409,6 +409,16 @@ fn original_bytes(envelope: &Envelope, raw: &str) -> Vec<u8> {
         }
     }
     raw.as_bytes().to_vec()
+}
+
+/// The attributor a replayed log's frames go through, by its source.
+fn replay_format(source: agentrace_core::model::Source) -> Format {
+    use agentrace_core::model::Source;
+    match source {
+        // One attributor reads every Claude source.
+        Source::ClaudeStream | Source::ClaudeTranscript | Source::ClaudeHook => Format::ClaudeStream,
+        _ => Format::CodexAppServer,
+    }
 }
 
 /// Detects the input format from the first lines.
