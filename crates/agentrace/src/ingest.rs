@@ -416,7 +416,9 @@ fn replay_format(source: agentrace_core::model::Source) -> Format {
     use agentrace_core::model::Source;
     match source {
         // One attributor reads every Claude source.
-        Source::ClaudeStream | Source::ClaudeTranscript | Source::ClaudeHook => Format::ClaudeStream,
+        Source::ClaudeStream | Source::ClaudeTranscript | Source::ClaudeHook => {
+            Format::ClaudeStream
+        }
         _ => Format::CodexAppServer,
     }
 }
