@@ -1171,6 +1171,7 @@ fn tokens(breakdown: &TokenBreakdown) -> TokenUsage {
     TokenUsage {
         input_tokens: breakdown.input_tokens,
         cached_input_tokens: breakdown.cached_input_tokens,
+        cache_creation_input_tokens: breakdown.cache_write_input_tokens,
         output_tokens: breakdown.output_tokens,
         reasoning_output_tokens: breakdown.reasoning_output_tokens,
         total_tokens: breakdown.total_tokens,

@@ -283,8 +283,12 @@ impl Actor {
 pub struct TokenUsage {
     /// Input tokens, cached included.
     pub input_tokens: u64,
-    /// Cached input tokens.
+    /// Cached input tokens (cache reads).
     pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Claude cache creation; Codex
+    /// `cacheWriteInputTokens`); included in `inputTokens`.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
     /// Output tokens, reasoning included.
     pub output_tokens: u64,
     /// Reasoning output tokens.
@@ -299,6 +303,8 @@ impl TokenUsage {
         TokenUsage {
             input_tokens: self.input_tokens + other.input_tokens,
             cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
+            cache_creation_input_tokens: self.cache_creation_input_tokens
+                + other.cache_creation_input_tokens,
             output_tokens: self.output_tokens + other.output_tokens,
             reasoning_output_tokens: self.reasoning_output_tokens + other.reasoning_output_tokens,
             total_tokens: self.total_tokens + other.total_tokens,

@@ -476,6 +476,9 @@ pub struct TokenBreakdown {
     /// Cached input tokens.
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_input_tokens: u64,
     /// Output tokens (reasoning included).
     #[serde(default)]
     pub output_tokens: u64,

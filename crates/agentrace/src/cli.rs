@@ -69,6 +69,14 @@ enum Command {
     /// A transparent stdio proxy: bytes pass through unchanged and in order,
     /// stderr passes through, and the exit code is the server's.
     Tap(crate::tap::TapArgs),
+    /// Turn the Codex and Claude Code sessions already on disk into runs.
+    ///
+    /// Reads $CODEX_HOME (default ~/.codex: sessions/, archived_sessions/) and
+    /// $CLAUDE_CONFIG_DIR (default ~/.claude: projects/). Incremental: an
+    /// unchanged session is not read again.
+    Import(crate::import::ImportArgs),
+    /// Tokens and cost per run, per agent (own and subtree), per model, per day.
+    Usage(crate::usage::UsageArgs),
     /// Claude Code hook: append the hook input on stdin to its session's run.
     ///
     /// Always exits 0, quickly, so it never breaks a Claude Code session;
@@ -159,6 +167,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
+        Some(Command::Import(args)) => crate::import::run(&home, &args)?,
+        Some(Command::Usage(args)) => crate::usage::run(&home, &args, &mut out)?,
         Some(Command::Run {
             target: RunTarget::Claude(args),
         }) => {

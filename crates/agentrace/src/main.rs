@@ -7,6 +7,7 @@ mod claude_run;
 mod cli;
 mod host;
 mod hook;
+mod import;
 mod ingest;
 mod live;
 mod output;
@@ -14,6 +15,7 @@ mod render;
 mod run_codex;
 mod samples;
 mod tap;
+mod usage;
 
 use std::process::ExitCode;
 

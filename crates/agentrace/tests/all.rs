@@ -6,6 +6,7 @@ mod all {
     pub mod contract;
     pub mod host;
     pub mod live_claude;
+    pub mod import_usage;
     pub mod live_codex;
     pub mod support;
 }

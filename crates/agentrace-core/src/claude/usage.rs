@@ -67,6 +67,7 @@ pub fn tokens(usage: &ApiUsage) -> TokenUsage {
     TokenUsage {
         input_tokens: input,
         cached_input_tokens: usage.cache_read_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
         output_tokens: usage.output_tokens,
         reasoning_output_tokens: 0,
         total_tokens: input + usage.output_tokens,

@@ -1,0 +1,468 @@
+//! `agentrace import`: turns the sessions already on disk into attributed
+//! runs: Codex rollouts (a root's file and its children's, joined through
+//! `session_meta…thread_spawn.parent_thread_id`) and Claude Code transcripts
+//! (a session and its subagents' files). Incremental: a session whose files
+//! did not change (size and modification time) is not read again; a changed
+//! one is read again whole, and a file that shrank is said so.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::{RunId, Timestamp};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::{Envelope, InputLine, Recorder};
+use agentrace_store::Home;
+use anyhow::Context as _;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::claude_ingest::{claude_config_dir, find_sessions, run_of_session, Recording};
+use crate::ingest::now;
+
+/// Arguments of `agentrace import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Codex home to read (`sessions/` and `archived_sessions/`; default:
+    /// `$CODEX_HOME`, else `~/.codex`).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Claude Code config dir to read (`projects/`; default:
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
+    /// Only sessions started on or after this day (`YYYY-MM-DD`, UTC).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// No progress bar and no summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// Size and modification time of one file, as last imported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileStamp {
+    size: u64,
+    modified_ns: u128,
+}
+
+/// One imported session: its run and its files.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Imported {
+    run_id: String,
+    files: BTreeMap<String, FileStamp>,
+}
+
+/// What the last import saw (`$AGENTRACE_HOME/import-state.json`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportState {
+    #[serde(default)]
+    codex: BTreeMap<String, Imported>,
+    #[serde(default)]
+    claude: BTreeMap<String, Imported>,
+}
+
+impl ImportState {
+    fn path(home: &Home) -> PathBuf {
+        home.root().join("import-state.json")
+    }
+
+    fn load(home: &Home) -> Self {
+        fs::read(Self::path(home))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, home: &Home) -> anyhow::Result<()> {
+        let path = Self::path(home);
+        fs::create_dir_all(home.root())
+            .with_context(|| format!("cannot create {}", home.root().display()))?;
+        let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
+        fs::write(&temporary, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+}
+
+fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
+    let metadata = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let modified_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or(0);
+    Ok(FileStamp {
+        size: metadata.len(),
+        modified_ns,
+    })
+}
+
+/// What changed in a session's files since the last import.
+enum Change {
+    Same,
+    New,
+    Changed { shrank: Vec<String> },
+}
+
+fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Change {
+    let Some(previous) = previous else {
+        return Change::New;
+    };
+    if &previous.files == now {
+        return Change::Same;
+    }
+    let shrank = now
+        .iter()
+        .filter(|(path, stamp)| previous.files.get(*path).is_some_and(|old| stamp.size < old.size))
+        .map(|(path, _)| path.clone())
+        .collect();
+    Change::Changed { shrank }
+}
+
+/// The head of a Codex rollout.
+#[derive(Debug, Clone)]
+pub struct RolloutHead {
+    /// The file.
+    pub path: PathBuf,
+    /// Its thread.
+    pub thread: String,
+    /// Its parent, for a child.
+    pub parent: Option<String>,
+    /// Spawn depth (0 for a root).
+    pub depth: u64,
+    /// When the session started.
+    pub started: Option<Timestamp>,
+}
+
+/// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
+pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for top in ["sessions", "archived_sessions"] {
+        let mut stack = vec![codex_home.join(top)];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Reads a rollout's first line (its `session_meta`).
+pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
+    let file = fs::File::open(path).ok()?;
+    let mut line = String::new();
+    // A session_meta carries the base instructions: allow it a few MiB.
+    BufReader::new(file.take(16 * 1024 * 1024)).read_line(&mut line).ok()?;
+    let value: Value = serde_json::from_str(&line).ok()?;
+    if value.get("type").and_then(Value::as_str) != Some("session_meta") {
+        return None;
+    }
+    let payload = value.get("payload")?;
+    let spawn = payload
+        .pointer("/source/subagent/thread_spawn")
+        .or_else(|| payload.pointer("/source/subAgent/thread_spawn"));
+    Some(RolloutHead {
+        path: path.to_path_buf(),
+        thread: payload.get("id")?.as_str()?.to_owned(),
+        parent: spawn
+            .and_then(|spawn| spawn.get("parent_thread_id"))
+            .or_else(|| payload.get("parent_thread_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        depth: spawn
+            .and_then(|spawn| spawn.get("depth"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        started: value
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(Timestamp::parse),
+    })
+}
+
+/// Rollouts grouped into sessions: top-most known ancestor → files,
+/// parents before children.
+pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
+    let heads: Vec<RolloutHead> = rollout_files(codex_home)
+        .iter()
+        .filter_map(|path| rollout_head(path))
+        .collect();
+    let parents: HashMap<String, Option<String>> = heads
+        .iter()
+        .map(|head| (head.thread.clone(), head.parent.clone()))
+        .collect();
+    let mut sessions: BTreeMap<String, Vec<RolloutHead>> = BTreeMap::new();
+    for head in heads {
+        let mut top = head.thread.clone();
+        let mut hops = 0;
+        while let Some(Some(parent)) = parents.get(&top) {
+            if !parents.contains_key(parent) || hops > 1000 {
+                break;
+            }
+            top = parent.clone();
+            hops += 1;
+        }
+        sessions.entry(top).or_default().push(head);
+    }
+    for files in sessions.values_mut() {
+        files.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
+    }
+    sessions
+}
+
+/// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
+pub fn feed_rollouts(
+    recorder: &mut Recorder,
+    files: &[RolloutHead],
+    mut sink: impl FnMut(Vec<Envelope>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut buffer = vec![0u8; 256 * 1024];
+    for (number, head) in files.iter().enumerate() {
+        let part = SourcePart::File {
+            number: u32::try_from(number).unwrap_or(u32::MAX),
+        };
+        let mut file = fs::File::open(&head.path).with_context(|| format!("cannot open {}", head.path.display()))?;
+        let mut assembler = LineAssembler::default();
+        let mut clock = head.started.unwrap_or_else(now);
+        let mut feed = |lines: Vec<agentrace_core::lines::AssembledLine>, recorder: &mut Recorder| {
+            let mut batch = Vec::new();
+            for line in lines {
+                if agentrace_core::decode::is_blank(&line.bytes) {
+                    continue;
+                }
+                let produced = recorder.push_part(
+                    &part,
+                    &InputLine {
+                        bytes: &line.bytes,
+                        line_number: line.line_number,
+                        observed_at: clock,
+                        direction: None,
+                        truncated_from: line.truncated_from,
+                    },
+                );
+                if let Some(last) = produced.last() {
+                    clock = last.timestamp;
+                }
+                batch.extend(produced);
+            }
+            batch
+        };
+        loop {
+            let read = file
+                .read(&mut buffer)
+                .with_context(|| format!("cannot read {}", head.path.display()))?;
+            if read == 0 {
+                break;
+            }
+            let lines = assembler.push(&buffer[..read]);
+            let batch = feed(lines, recorder);
+            sink(batch)?;
+        }
+        let batch = feed(assembler.finish().into_iter().collect(), recorder);
+        sink(batch)?;
+    }
+    let last = recorder.finish();
+    sink(last)
+}
+
+fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
+    args.codex_home.clone().or_else(|| {
+        std::env::var_os("CODEX_HOME")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| dirs_home().map(|home| home.join(".codex")))
+    })
+}
+
+fn dirs_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").filter(|value| !value.is_empty()).map(PathBuf::from)
+}
+
+fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
+    args.since
+        .as_ref()
+        .map(|day| {
+            Timestamp::parse(&format!("{day}T00:00:00Z"))
+                .with_context(|| format!("--since {day}: expected a day like 2026-11-30"))
+        })
+        .transpose()
+}
+
+fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
+    if args.quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} sessions {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix("importing");
+    bar
+}
+
+/// Counts of one import.
+#[derive(Debug, Default)]
+struct Tally {
+    recorded: u64,
+    updated: u64,
+    unchanged: u64,
+}
+
+/// Runs `agentrace import`.
+pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+    let since = since(args)?;
+    let mut state = ImportState::load(home);
+    let mut tally = Tally::default();
+    let codex = codex_home(args).map(|dir| codex_sessions(&dir)).unwrap_or_default();
+    let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
+    let claude = match &claude_dir {
+        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
+            find_sessions(dir)?
+        }
+        _ => Vec::new(),
+    };
+    let bar = progress(args, (codex.len() + claude.len()) as u64);
+    for (root, files) in &codex {
+        bar.inc(1);
+        if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
+            continue;
+        }
+        let stamps = files
+            .iter()
+            .map(|head| Ok((head.path.to_string_lossy().into_owned(), stamp(&head.path)?)))
+            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+        let change = compare(state.codex.get(root), &stamps);
+        let id = RunId::from(format!("codex-{root}"));
+        match &change {
+            Change::Same if home.exists(&id) => {
+                tally.unchanged += 1;
+                continue;
+            }
+            Change::Changed { shrank } => {
+                for path in shrank {
+                    bar.suspend(|| eprintln!("warning: {path} shrank since the last import; reading its session again whole"));
+                }
+                tally.updated += 1;
+            }
+            Change::Same | Change::New => tally.recorded += 1,
+        }
+        remove_run(home, &id)?;
+        let mut recorder = Recorder::new(id.clone(), Format::CodexRollout);
+        let mut writer = home.create_run(&id)?;
+        let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
+        writer.append(&recorder.start(start))?;
+        feed_rollouts(&mut recorder, files, |batch| {
+            if !batch.is_empty() {
+                writer.append(&batch)?;
+            }
+            Ok(())
+        })?;
+        writer.sync()?;
+        writer.write_record(&recorder.state().summary())?;
+        state.codex.insert(
+            root.clone(),
+            Imported {
+                run_id: id.to_string(),
+                files: stamps,
+            },
+        );
+        // Saved after each session: an interrupted import resumes where it stopped.
+        state.save(home)?;
+    }
+    for session in &claude {
+        bar.inc(1);
+        let stamps = session
+            .parts
+            .iter()
+            .map(|(_, path)| Ok((path.to_string_lossy().into_owned(), stamp(path)?)))
+            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+        let previous = state.claude.get(&session.session_id).cloned();
+        let change = compare(previous.as_ref(), &stamps);
+        // A run import made itself is rebuilt; a run recorded live (`run
+        // claude`) is continued, never deleted.
+        let id = match &previous {
+            Some(previous) => RunId::from(previous.run_id.clone()),
+            None => run_of_session(home, &session.session_id)?
+                .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id))),
+        };
+        match &change {
+            Change::Same if home.exists(&id) => {
+                tally.unchanged += 1;
+                continue;
+            }
+            Change::Changed { shrank } => {
+                for path in shrank {
+                    bar.suspend(|| eprintln!("warning: {path} shrank since the last import; reading its session again whole"));
+                }
+                tally.updated += 1;
+            }
+            Change::Same | Change::New => tally.recorded += 1,
+        }
+        if previous.is_some() || id.as_str().starts_with("claude-") {
+            remove_run(home, &id)?;
+        }
+        let started = session
+            .parts
+            .first()
+            .and_then(|(_, path)| stamp(path).ok())
+            .map(|stamp| Timestamp::from_millis(i64::try_from(stamp.modified_ns / 1_000_000).unwrap_or(0)));
+        let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || started.unwrap_or_else(now))?;
+        for (part, file) in &session.parts {
+            let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            recording.feed(part, &bytes)?;
+        }
+        recording.close()?;
+        state.claude.insert(
+            session.session_id.clone(),
+            Imported {
+                run_id: id.to_string(),
+                files: stamps,
+            },
+        );
+        state.save(home)?;
+    }
+    bar.finish_and_clear();
+    if !args.quiet {
+        eprintln!(
+            "imported {} new session{}, {} changed, {} unchanged (Codex from {}, Claude from {})",
+            tally.recorded,
+            if tally.recorded == 1 { "" } else { "s" },
+            tally.updated,
+            tally.unchanged,
+            codex_home(args).map(|p| p.display().to_string()).unwrap_or_else(|| "nowhere".to_owned()),
+            claude_dir.map(|p| p.display().to_string()).unwrap_or_else(|| "nowhere".to_owned()),
+        );
+    }
+    Ok(())
+}
+
+fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
+    for path in [home.log_path(id), home.record_path(id)] {
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error).with_context(|| format!("cannot replace {}", path.display())),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,424 @@
+//! `agentrace usage`: tokens and cost per run (session), per agent (its own
+//! and its subtree's), per model and per day. Reads the recorded runs, or
+//! the provider folders straight (`--codex-home`, `--claude-dir`) without
+//! writing anything. Replayed history is never counted: the attribution
+//! already left it out.
+//!
+//! Token fields follow ccusage's convention so totals compare:
+//! `inputTokens` excludes cache reads and writes, `cachedInputTokens` are
+//! cache reads, `cacheCreationTokens` cache writes, `outputTokens` as
+//! reported (Codex output includes reasoning), `reasoningTokens`
+//! informational, `totalTokens` as the provider reports the total.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::{Provider, RunId, Timestamp, TokenUsage};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::state::{AgentNode, RunView};
+use agentrace_core::{InputLine, Recorder};
+use agentrace_store::Home;
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::claude_ingest::find_sessions;
+use crate::import::{codex_sessions, feed_rollouts};
+use crate::ingest::now;
+use crate::output::Out;
+
+/// Arguments of `agentrace usage`.
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Group by run (session), agent, model or day.
+    #[arg(long, value_enum, default_value_t = By::Run)]
+    by: By,
+    /// Read this Codex home straight (nothing is recorded).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Read this Claude Code config dir straight (nothing is recorded).
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
+    /// Prices per million tokens by model, JSON (see the README).
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Runs to count (default: every recorded run).
+    runs: Vec<String>,
+}
+
+/// Grouping of `usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    /// One row per run (session), with its agents.
+    Run,
+    /// One row per agent.
+    Agent,
+    /// One row per model.
+    Model,
+    /// One row per day (UTC) a run started.
+    Day,
+}
+
+/// Token counters, ccusage's convention.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    /// Input tokens, cache reads and writes excluded.
+    pub input_tokens: u64,
+    /// Cache reads.
+    pub cached_input_tokens: u64,
+    /// Cache writes.
+    pub cache_creation_tokens: u64,
+    /// Output tokens as reported.
+    pub output_tokens: u64,
+    /// Reasoning tokens (part of the output for Codex).
+    pub reasoning_tokens: u64,
+    /// Total as the provider reports it.
+    pub total_tokens: u64,
+    /// Cost in US dollars by the price table (0 for models it lacks).
+    pub cost: f64,
+}
+
+impl Counters {
+    fn of(usage: &TokenUsage, price: Option<&Price>) -> Self {
+        let input_tokens = usage
+            .input_tokens
+            .saturating_sub(usage.cached_input_tokens)
+            .saturating_sub(usage.cache_creation_input_tokens);
+        let cost = price.map_or(0.0, |price| {
+            (input_tokens as f64 * price.input
+                + usage.cached_input_tokens as f64 * price.cached_input
+                + usage.cache_creation_input_tokens as f64 * price.cache_creation
+                + usage.output_tokens as f64 * price.output)
+                / 1_000_000.0
+        });
+        Self {
+            input_tokens,
+            cached_input_tokens: usage.cached_input_tokens,
+            cache_creation_tokens: usage.cache_creation_input_tokens,
+            output_tokens: usage.output_tokens,
+            reasoning_tokens: usage.reasoning_output_tokens,
+            total_tokens: usage.total_tokens,
+            cost,
+        }
+    }
+
+    fn add(&mut self, other: &Counters) {
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_creation_tokens += other.cache_creation_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cost += other.cost;
+    }
+}
+
+/// Price of a model, US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Price {
+    /// Uncached input.
+    pub input: f64,
+    /// Cache reads.
+    #[serde(default)]
+    pub cached_input: f64,
+    /// Cache writes.
+    #[serde(default)]
+    pub cache_creation: f64,
+    /// Output (reasoning included).
+    pub output: f64,
+}
+
+/// The built-in price table (list prices per million tokens, USD), matched
+/// by the longest model-name prefix. Override or extend it with `--prices`.
+pub const DEFAULT_PRICES: &[(&str, Price)] = &[
+    ("gpt-5", Price { input: 1.25, cached_input: 0.125, cache_creation: 0.0, output: 10.0 }),
+    ("gpt-5-mini", Price { input: 0.25, cached_input: 0.025, cache_creation: 0.0, output: 2.0 }),
+    ("gpt-4.1", Price { input: 2.0, cached_input: 0.5, cache_creation: 0.0, output: 8.0 }),
+    ("o3", Price { input: 2.0, cached_input: 0.5, cache_creation: 0.0, output: 8.0 }),
+    ("claude-opus-4", Price { input: 15.0, cached_input: 1.5, cache_creation: 18.75, output: 75.0 }),
+    ("claude-sonnet-4", Price { input: 3.0, cached_input: 0.3, cache_creation: 3.75, output: 15.0 }),
+    ("claude-3-5-haiku", Price { input: 0.8, cached_input: 0.08, cache_creation: 1.0, output: 4.0 }),
+    ("claude-haiku-4", Price { input: 1.0, cached_input: 0.1, cache_creation: 1.25, output: 5.0 }),
+];
+
+struct Prices {
+    table: BTreeMap<String, Price>,
+}
+
+impl Prices {
+    fn load(file: Option<&PathBuf>) -> anyhow::Result<Self> {
+        let mut table: BTreeMap<String, Price> = DEFAULT_PRICES
+            .iter()
+            .map(|(model, price)| ((*model).to_owned(), *price))
+            .collect();
+        if let Some(file) = file {
+            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let extra: BTreeMap<String, Price> = serde_json::from_str(&text).with_context(|| {
+                format!("{}: expected {{\"model\": {{\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}}}}", file.display())
+            })?;
+            table.extend(extra);
+        }
+        Ok(Self { table })
+    }
+
+    fn of(&self, model: Option<&str>) -> Option<&Price> {
+        let model = model?;
+        self.table
+            .iter()
+            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, price)| price)
+    }
+}
+
+/// One agent's usage.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUsage {
+    /// Thread / agent id.
+    pub thread_id: String,
+    /// Label.
+    pub label: String,
+    /// Spawner.
+    pub parent_thread_id: Option<String>,
+    /// Model, when known.
+    pub model: Option<String>,
+    /// Its own tokens.
+    pub own: Counters,
+    /// Its own and every descendant's.
+    pub subtree: Counters,
+}
+
+/// One session's usage.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    /// `codex` or `claude`.
+    pub provider: String,
+    /// Codex: the root thread id; Claude: the session id.
+    pub session_id: String,
+    /// The run it was recorded as, when recorded.
+    pub run_id: Option<String>,
+    /// When it started.
+    pub started_at: Option<Timestamp>,
+    /// Counters of all its agents.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// Per agent, in tree order.
+    pub agents: Vec<AgentUsage>,
+}
+
+fn walk(node: &AgentNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
+    let own = node
+        .tokens
+        .map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())))
+        .unwrap_or_default();
+    let index = out.len();
+    out.push(AgentUsage {
+        thread_id: node.thread_id.to_string(),
+        label: node.label.clone(),
+        parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
+        model: node.model.clone(),
+        own,
+        subtree: own,
+    });
+    let mut subtree = own;
+    for child in &node.children {
+        subtree.add(&walk(child, prices, out));
+    }
+    out[index].subtree = subtree;
+    subtree
+}
+
+fn session(view: &RunView, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
+    let mut agents = Vec::new();
+    let mut counters = Counters::default();
+    for node in &view.agents {
+        counters.add(&walk(node, prices, &mut agents));
+    }
+    let provider = match view.run.provider {
+        Provider::Codex => "codex",
+        Provider::Claude => "claude",
+        Provider::Unknown => "unknown",
+    };
+    SessionUsage {
+        provider: provider.to_owned(),
+        session_id: view
+            .run
+            .root_thread_id
+            .as_ref()
+            .map(|id| id.to_string())
+            .unwrap_or_else(|| view.run.id.to_string()),
+        run_id: run_id.map(|id| id.to_string()),
+        started_at: view.run.started_at,
+        counters,
+        agents,
+    }
+}
+
+/// Attributes sessions straight from provider folders, in memory.
+fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
+    let mut sessions = Vec::new();
+    if let Some(dir) = &args.codex_home {
+        for (root, files) in codex_sessions(dir) {
+            let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout);
+            let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
+            feed_rollouts(&mut recorder, &files, |_| Ok(()))?;
+            sessions.push(session(&recorder.state().view(), None, prices));
+        }
+    }
+    if let Some(dir) = &args.claude_dir {
+        for found in find_sessions(dir)? {
+            let mut recorder = Recorder::new(RunId::from(format!("claude-{}", found.session_id)), Format::ClaudeTranscript);
+            let _ = recorder.start(now());
+            for (part, path) in &found.parts {
+                let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+                let mut push = |bytes: &[u8], line_number: u64, truncated_from| {
+                    let _ = recorder.push_part(
+                        part,
+                        &InputLine { bytes, line_number, observed_at: now(), direction: None, truncated_from },
+                    );
+                };
+                if matches!(part, SourcePart::AgentMeta { .. }) {
+                    push(&bytes, 1, None);
+                    continue;
+                }
+                let mut assembler = LineAssembler::default();
+                let mut lines = assembler.push(&bytes);
+                lines.extend(assembler.finish());
+                for line in lines {
+                    if !agentrace_core::decode::is_blank(&line.bytes) {
+                        push(&line.bytes, line.line_number, line.truncated_from);
+                    }
+                }
+            }
+            let _ = recorder.finish();
+            let mut usage = session(&recorder.state().view(), None, prices);
+            usage.session_id = found.session_id.clone();
+            sessions.push(usage);
+        }
+    }
+    Ok(sessions)
+}
+
+/// Runs `agentrace usage`.
+pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
+    let prices = Prices::load(args.prices.as_ref())?;
+    let sessions = if args.codex_home.is_some() || args.claude_dir.is_some() {
+        from_folders(args, &prices)?
+    } else {
+        let ids: Vec<RunId> = if args.runs.is_empty() {
+            home.list_runs()?.into_iter().map(|run| run.id).collect()
+        } else {
+            args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
+        };
+        let mut sessions = Vec::new();
+        for id in ids {
+            let loaded = home.load_run(&id)?;
+            let mut usage = session(&loaded.view(), Some(&id), &prices);
+            if let Some(session) = id.as_str().strip_prefix("claude-") {
+                usage.session_id = session.to_owned();
+            }
+            sessions.push(usage);
+        }
+        sessions
+    };
+    let mut totals = Counters::default();
+    for session in &sessions {
+        totals.add(&session.counters);
+    }
+    match args.by {
+        By::Run => {
+            if args.json {
+                out.json_pretty(&serde_json::json!({"sessions": sessions, "totals": totals}))?;
+            } else {
+                table(out, "SESSION", sessions.iter().map(|s| (format!("{} {}", s.provider, s.session_id), s.counters)), &totals)?;
+                for session in &sessions {
+                    for agent in &session.agents {
+                        let indent = if agent.parent_thread_id.is_some() { "  └ " } else { "  " };
+                        out.line(format!(
+                            "{indent}{:<40} own {:>10}  subtree {:>10} tokens  ${:.4}",
+                            crate::render::one_line(&agent.label, 40),
+                            agent.own.total_tokens,
+                            agent.subtree.total_tokens,
+                            agent.subtree.cost
+                        ))?;
+                    }
+                }
+            }
+        }
+        By::Agent => {
+            let rows: Vec<serde_json::Value> = sessions
+                .iter()
+                .flat_map(|s| s.agents.iter().map(move |a| serde_json::json!({"sessionId": s.session_id, "provider": s.provider, "agent": a})))
+                .collect();
+            if args.json {
+                out.json_pretty(&serde_json::json!({"agents": rows, "totals": totals}))?;
+            } else {
+                let rows = sessions.iter().flat_map(|s| s.agents.iter().map(|a| (format!("{} {}", a.label, a.thread_id), a.own)));
+                table(out, "AGENT", rows, &totals)?;
+            }
+        }
+        By::Model | By::Day => {
+            let mut groups: BTreeMap<String, Counters> = BTreeMap::new();
+            for session in &sessions {
+                if args.by == By::Day {
+                    let day = session
+                        .started_at
+                        .map(|at| at.to_string().chars().take(10).collect())
+                        .unwrap_or_else(|| "unknown".to_owned());
+                    groups.entry(day).or_default().add(&session.counters);
+                } else {
+                    for agent in &session.agents {
+                        groups
+                            .entry(agent.model.clone().unwrap_or_else(|| "unknown".to_owned()))
+                            .or_default()
+                            .add(&agent.own);
+                    }
+                }
+            }
+            let key = if args.by == By::Day { "days" } else { "models" };
+            if args.json {
+                out.json_pretty(&serde_json::json!({key: groups, "totals": totals}))?;
+            } else {
+                table(out, if args.by == By::Day { "DAY" } else { "MODEL" }, groups.into_iter(), &totals)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn table(
+    out: &mut Out,
+    title: &str,
+    rows: impl Iterator<Item = (String, Counters)>,
+    totals: &Counters,
+) -> anyhow::Result<()> {
+    out.line(format!(
+        "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        title, "INPUT", "CACHED", "CACHE-WRITE", "OUTPUT", "TOTAL", "COST $"
+    ))?;
+    let mut line = |name: &str, c: &Counters| {
+        out.line(format!(
+            "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10.4}",
+            crate::render::one_line(name, 60),
+            c.input_tokens,
+            c.cached_input_tokens,
+            c.cache_creation_tokens,
+            c.output_tokens,
+            c.total_tokens,
+            c.cost
+        ))
+    };
+    for (name, counters) in rows {
+        line(&name, &counters)?;
+    }
+    line("TOTAL", totals)?;
+    Ok(())
+}

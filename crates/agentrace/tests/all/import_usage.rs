@@ -1,0 +1,210 @@
+//! `agentrace import` and `agentrace usage` over Codex homes and Claude
+//! config dirs built from the real captures.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::support::Cli;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())).flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// A Codex home holding the rollouts of `captures`, and a Claude config dir
+/// holding the transcripts of `claude`.
+fn homes(captures: &[&str], claude: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for capture in captures {
+        copy_dir(&fixtures().join("codex").join(capture).join("rollouts"), &dir.path().join("codex/sessions"));
+    }
+    std::fs::create_dir_all(dir.path().join("claude/projects")).unwrap_or_else(|e| panic!("{e}"));
+    for capture in claude {
+        copy_dir(&fixtures().join("claude").join(capture).join("home_claude"), &dir.path().join("claude"));
+    }
+    dir
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CountersJson {
+    input_tokens: u64,
+    cached_input_tokens: u64,
+    cache_creation_tokens: u64,
+    output_tokens: u64,
+    reasoning_tokens: u64,
+    total_tokens: u64,
+    cost: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AgentJson {
+    thread_id: String,
+    label: String,
+    parent_thread_id: Option<String>,
+    model: Option<String>,
+    own: CountersJson,
+    subtree: CountersJson,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SessionJson {
+    provider: String,
+    session_id: String,
+    run_id: Option<String>,
+    started_at: Option<String>,
+    input_tokens: u64,
+    cached_input_tokens: u64,
+    cache_creation_tokens: u64,
+    output_tokens: u64,
+    reasoning_tokens: u64,
+    total_tokens: u64,
+    cost: f64,
+    agents: Vec<AgentJson>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageJson {
+    sessions: Vec<SessionJson>,
+    totals: CountersJson,
+}
+
+fn usage(cli: &Cli, args: &[&str]) -> UsageJson {
+    let mut all = vec!["usage", "--json"];
+    all.extend_from_slice(args);
+    let stdout = cli.ok(&all);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"))
+}
+
+#[test]
+fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_change() {
+    let dir = homes(&["v1_basic", "v2_basic"], &["nested_fg"]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("imported 3 new sessions, 0 changed, 0 unchanged"));
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<String> = runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|run| run["id"].as_str().map(str::to_owned))
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&"codex-01a2298d-6dff-7082-9198-f4918efc4e4a".to_owned()), "{ids:?}");
+    // The V2 child's rollout joined its root's run, by its session_meta.
+    let show: Value = serde_json::from_str(&cli.ok(&["show", "codex-01a2298d-6dff-7082-9198-f4918efc4e4a", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(show["agents"][0]["children"][0]["label"], "/root/child_a");
+    assert_eq!(show["warnings"][0]["code"], "replayed_history");
+
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("imported 0 new sessions, 0 changed, 3 unchanged"));
+
+    // A rollout that shrank is read again whole, and said so.
+    let rollout = find_file(&dir.path().join("codex/sessions"), "01a2298c-93ba-7001-9862-9fd03c21f5d4");
+    let text = std::fs::read_to_string(&rollout).unwrap_or_default();
+    let shorter: String = text.lines().take(5).map(|line| format!("{line}\n")).collect();
+    std::fs::write(&rollout, shorter).unwrap_or_else(|e| panic!("{e}"));
+    let shrunk = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let stderr = String::from_utf8_lossy(&shrunk.stderr);
+    assert!(stderr.contains("shrank since the last import"), "{stderr}");
+    assert!(stderr.contains("imported 0 new sessions, 1 changed, 2 unchanged"), "{stderr}");
+}
+
+fn find_file(dir: &Path, needle: &str) -> PathBuf {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")).flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            let found = find_file(&path, needle);
+            if found.exists() {
+                return found;
+            }
+        } else if path.to_string_lossy().contains(needle) {
+            return path;
+        }
+    }
+    PathBuf::from("/nonexistent")
+}
+
+#[test]
+fn usage_counts_each_agent_once_with_parents_including_their_children() {
+    let dir = homes(&["real_model_nested", "v2_basic"], &[]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let straight = usage(&cli, &["--codex-home", &codex]);
+    let nested = straight
+        .sessions
+        .iter()
+        .find(|s| s.session_id == "01a2298e-95f7-7860-9d07-bbdef83673ed")
+        .unwrap_or_else(|| panic!("no nested session"));
+    let own: Vec<(&str, u64, u64)> = nested
+        .agents
+        .iter()
+        .map(|a| (a.label.as_str(), a.own.total_tokens, a.subtree.total_tokens))
+        .collect();
+    // The per-thread totals the live app-server stream reported.
+    assert_eq!(
+        own,
+        vec![("Main", 55350, 147050), ("/root/child_a", 59980, 91700), ("/root/child_a/child_g", 31720, 31720)]
+    );
+    assert_eq!(nested.total_tokens, 147050);
+    assert_eq!(nested.provider, "codex");
+    // ccusage's convention: input excludes cache reads.
+    let main = &nested.agents[0].own;
+    assert_eq!(main.input_tokens + main.cached_input_tokens + main.output_tokens, main.total_tokens);
+    // A forked V2 child's copy of its parent's history is not its own.
+    let v2 = straight
+        .sessions
+        .iter()
+        .find(|s| s.session_id == "01a2298d-6dff-7082-9198-f4918efc4e4a")
+        .unwrap_or_else(|| panic!("no v2 session"));
+    assert_eq!(v2.agents[1].own.total_tokens, 14290);
+    assert_eq!(straight.totals.total_tokens, 147050 + 39273);
+
+    // The same numbers after an import, read from the recorded runs.
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
+    let recorded = usage(&cli, &[]);
+    assert_eq!(recorded.totals, straight.totals);
+}
+
+#[test]
+fn usage_prices_tokens_by_model_with_a_user_price_file() {
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let prices = dir.path().join("prices.json");
+    std::fs::write(&prices, r#"{"mock-model": {"input": 1.0, "cachedInput": 0.5, "output": 2.0}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let priced = usage(&cli, &["--codex-home", &codex, "--prices", &prices.to_string_lossy()]);
+    let c = &priced.totals;
+    let expected = (c.input_tokens as f64 * 1.0 + c.cached_input_tokens as f64 * 0.5 + c.output_tokens as f64 * 2.0) / 1e6;
+    assert!((c.cost - expected).abs() < 1e-9, "{} != {expected}", c.cost);
+    assert!(c.cost > 0.0);
+    let by_model: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--by", "model", "--codex-home", &codex]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(by_model["models"]["mock-model"]["totalTokens"], c.total_tokens);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{not json").unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["usage", "--codex-home", &codex, "--prices", &bad.to_string_lossy()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bad.json: expected"));
+}
