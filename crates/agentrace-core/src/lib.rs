@@ -3,6 +3,7 @@
 //! files: the shell stamps time on each input line and owns all I/O. The
 //! dependency graph enforces it (no tokio, no filesystem crates here).
 
+pub mod childwork;
 pub mod claude;
 pub mod codex;
 pub mod decode;

@@ -2,6 +2,8 @@
 //! rules, and the properties (live equals replay, any split, no panics).
 
 mod all {
+    pub mod childwork;
+    pub mod childwork_fixtures;
     pub mod claude;
     pub mod fixtures;
     pub mod properties;
