@@ -13,6 +13,7 @@ pub mod recorder;
 pub mod registry;
 pub mod rollout;
 pub mod state;
+pub mod warnings;
 
 pub use model::*;
 pub use recorder::{InputLine, Recorder};

@@ -10,4 +10,5 @@ mod all {
     pub mod rollouts;
     pub mod rules;
     pub mod support;
+    pub mod warnings;
 }

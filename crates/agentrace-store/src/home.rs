@@ -8,6 +8,7 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use agentrace_core::state::{FinalActors, RunSummary, RunView};
+use agentrace_core::warnings::Evidence;
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
@@ -37,6 +38,8 @@ pub struct LoadedRun {
     pub skipped: Vec<SkippedLine>,
     /// The last `actor_resolved` of each corrected thread.
     pub final_actors: FinalActors,
+    /// What the warning detectors read beside the view (§8).
+    pub evidence: Evidence,
 }
 
 impl LoadedRun {
@@ -204,15 +207,18 @@ impl Home {
         };
         let mut state = RunState::new(id);
         let mut final_actors = FinalActors::default();
+        let mut evidence = Evidence::default();
         for envelope in reader.by_ref() {
             let envelope = envelope?;
             final_actors.observe(&envelope);
             state.apply(&envelope);
+            evidence.apply(&envelope);
         }
         Ok(LoadedRun {
             state,
             skipped: reader.into_skipped(),
             final_actors,
+            evidence,
         })
     }
 

@@ -87,6 +87,11 @@ enum Command {
     ///
     /// Exits 3 when the host says the thread is not there.
     Host(crate::host::HostArgs),
+    /// Check a run for suspicious signs (§8 warnings), for CI pipelines.
+    ///
+    /// Exits 1 when an error-level warning fires (by default:
+    /// done_source_not_root, helper_result_used_as_done, unattributed_done).
+    Check(crate::check::CheckArgs),
 }
 
 /// What `agentrace run` starts.
@@ -178,6 +183,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Hook(_)) => {}
         Some(Command::Host(args)) => return crate::host::run(args, &mut out),
+        Some(Command::Check(args)) => return crate::check::run(&home, &args, &mut out),
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {
@@ -211,7 +217,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Show { run, json }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
-            let view = loaded.view();
+            let config = crate::check::config(&home, &Default::default())?;
+            let view = crate::check::checked_view(&loaded, &config);
             if json {
                 out.json_pretty(&view)?;
             } else {

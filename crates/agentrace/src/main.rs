@@ -2,6 +2,7 @@
 //! recorder and the store, and prints. Data goes to stdout, diagnostics to
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
+mod check;
 mod claude_ingest;
 mod claude_run;
 mod cli;

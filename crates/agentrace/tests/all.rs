@@ -2,6 +2,7 @@
 //! end against real captures in a temporary `AGENTRACE_HOME`.
 
 mod all {
+    pub mod check;
     pub mod claude_cli;
     pub mod contract;
     pub mod host;

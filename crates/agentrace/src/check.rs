@@ -1,0 +1,159 @@
+//! `agentrace check`: the §8 detectors over one run, for CI pipelines (exit
+//! 1 when an error-level warning fires), and the warning configuration every
+//! read command shares (`-W`/`-A` flags over a JSON config file). It must
+//! not decide anything itself: the detectors live in the core.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agentrace_core::model::{Severity, Timestamp};
+use agentrace_core::state::RunView;
+use agentrace_core::warnings::{with_detected, WarningConfig};
+use agentrace_store::{Home, LoadedRun};
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::output::Out;
+use crate::render;
+
+/// The config file read when `--config` is not given.
+pub const CONFIG_FILE: &str = "warnings.json";
+
+/// Flags that tune the warnings.
+#[derive(Debug, Args, Clone, Default)]
+pub struct WarningArgs {
+    /// Treat a warning code as an error (fails `check`); repeatable.
+    #[arg(short = 'W', long = "deny", value_name = "CODE")]
+    pub deny: Vec<String>,
+    /// Hide a warning code (`all` hides every one not denied); repeatable.
+    #[arg(short = 'A', long = "allow", value_name = "CODE")]
+    pub allow: Vec<String>,
+    /// The warning config (JSON: allow, deny, silentAfterSecs, helperRules,
+    /// expectArtifacts); default `$AGENTRACE_HOME/warnings.json` when present.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `agentrace check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Run id, a unique prefix of one, or `latest`.
+    run: String,
+    /// Print `{"run", "status", "ok", "warnings"}`.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    warnings: WarningArgs,
+}
+
+/// The configuration: the file (given, or the home's when it exists), then
+/// the flags on top (a flag's deny beats the file's allow and vice versa).
+pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> {
+    let (path, required) = match &args.config {
+        Some(path) => (path.clone(), true),
+        None => (home.root().join(CONFIG_FILE), false),
+    };
+    let mut config = read_config(&path, required)?;
+    for code in &args.allow {
+        config.deny.remove(code);
+        config.allow.insert(code.clone());
+    }
+    for code in &args.deny {
+        config.allow.remove(code);
+        config.deny.insert(code.clone());
+    }
+    Ok(config)
+}
+
+fn read_config(path: &Path, required: bool) -> anyhow::Result<WarningConfig> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if !required && error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(WarningConfig::default())
+        }
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+    };
+    serde_json::from_slice(&bytes).with_context(|| {
+        format!(
+            "{} is not a warning config\nhint: expected JSON like {{\"allow\": [\"orphan_child\"], \"deny\": [\"lost_turn\"]}}",
+            path.display()
+        )
+    })
+}
+
+/// The wall clock, for time-based detectors of live runs.
+pub fn now() -> Timestamp {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_millis(millis)
+}
+
+/// The run's view with the detectors' findings added (what `show --json`,
+/// `check` and the API present).
+pub fn checked_view(loaded: &LoadedRun, config: &WarningConfig) -> RunView {
+    with_detected(loaded.view(), &loaded.evidence, Some(now()), config).0
+}
+
+/// Runs `agentrace check`.
+pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let config = config(home, &args.warnings)?;
+    let id = home.resolve(&args.run)?;
+    let loaded = home.load_run(&id)?;
+    let view = checked_view(&loaded, &config);
+    let failed = view
+        .warnings
+        .iter()
+        .any(|warning| warning.severity == Severity::Error);
+    if args.json {
+        out.json_pretty(&serde_json::json!({
+            "run": view.run.id,
+            "status": view.run.status,
+            "ok": !failed,
+            "warnings": view.warnings,
+        }))?;
+    } else {
+        for warning in &view.warnings {
+            let mut line = format!(
+                "{:<7} {}: {}",
+                severity_word(warning.severity),
+                warning.code,
+                render::one_line(&warning.message, 160)
+            );
+            if let Some(thread) = &warning.thread_id {
+                line.push_str(&format!(" [thread {thread}]"));
+            }
+            if let Some(sequence) = warning.event_sequence {
+                line.push_str(&format!(" [event {sequence}]"));
+            }
+            out.line(line)?;
+        }
+        let errors = view
+            .warnings
+            .iter()
+            .filter(|warning| warning.severity == Severity::Error)
+            .count();
+        out.line(format!(
+            "{}: {} warning(s), {} error(s): {}",
+            view.run.id,
+            view.warnings.len(),
+            errors,
+            if failed { "FAILED" } else { "ok" }
+        ))?;
+    }
+    out.flush()?;
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn severity_word(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Info => "info",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+    }
+}

@@ -1,0 +1,104 @@
+//! `agentrace check`: exit codes for CI, allow/deny flags and the config
+//! file, on real captures (one edited so the root passes off a helper's
+//! answer as its own).
+
+use serde_json::{json, Value};
+
+use super::support::{capture, Cli};
+
+/// v1_basic with the root's final answer replaced by child A's word for word.
+fn root_copies_helper(cli: &Cli) -> String {
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let edited = text.replace(
+        "ROOT DONE: all sub-agents finished; final answer from the root agent.",
+        "CHILD A DONE: the command printed hello-from-child-A.",
+    );
+    assert_ne!(edited, text, "the capture changed; update this test");
+    let path = cli.home.path().join("copied.jsonl");
+    std::fs::write(&path, edited).unwrap_or_else(|e| panic!("{e}"));
+    cli.ingest(&path, &["--run-id", "copied", "--quiet"])
+}
+
+#[test]
+fn check_passes_a_run_whose_answer_came_from_the_root() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "clean", "--quiet"]);
+    let output = cli.run(&["check", "clean"]);
+    assert_eq!(
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        ),
+        (Some(0), "clean: 0 warning(s), 0 error(s): ok\n".to_owned())
+    );
+}
+
+#[test]
+fn check_fails_a_run_whose_root_passed_off_a_helpers_answer() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let output = cli.run(&["check", &id, "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (output.status.code(), report),
+        (
+            Some(1),
+            json!({
+                "run": "copied",
+                "status": "done",
+                "ok": false,
+                "warnings": [{
+                    "code": "helper_result_used_as_done",
+                    "severity": "error",
+                    "message": "the run's result is word for word the final message of Dewey",
+                    "threadId": "01a2298c-947a-75b0-8b49-6a2e1016272b"
+                }]
+            })
+        )
+    );
+}
+
+#[test]
+fn an_allowed_code_no_longer_fails_check() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let output = cli.run(&["check", &id, "-A", "helper_result_used_as_done"]);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn the_config_file_in_the_home_denies_and_sets_rules() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "clean", "--quiet"]);
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}]}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["check", "clean"]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned()),
+        (
+            Some(1),
+            "error   helper_policy_violation: helpers must not run commands: Dewey called command `shell` (1×) [thread 01a2298c-947a-75b0-8b49-6a2e1016272b] [event 26]\nclean: 1 warning(s), 1 error(s): FAILED\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn show_json_lists_the_detected_warnings_and_counts_them() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let view: Value =
+        serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (&view["run"]["warningCount"], &view["warnings"][0]["code"]),
+        (&json!(1), &json!("helper_result_used_as_done"))
+    );
+}
+
+#[test]
+fn check_without_a_run_is_a_usage_error() {
+    let cli = Cli::new();
+    assert_eq!(cli.run(&["check"]).status.code(), Some(2));
+}
