@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::{Severity, Timestamp};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::{with_detected, WarningConfig};
-use agentrace_store::{Home, LoadedRun};
+use agentrace_store::{Home, LoadedRun, LogReader};
 use anyhow::Context as _;
 use clap::Args;
 
@@ -92,8 +93,27 @@ pub fn now() -> Timestamp {
 
 /// The run's view with the detectors' findings added (what `show --json`,
 /// `check` and the API present).
-pub fn checked_view(loaded: &LoadedRun, config: &WarningConfig) -> RunView {
-    with_detected(loaded.view(), &loaded.evidence, Some(now()), config).0
+/// The child-work reducer's warnings (`lost_turn`) join too, as in the API.
+pub fn checked_view(
+    home: &Home,
+    loaded: &LoadedRun,
+    config: &WarningConfig,
+) -> anyhow::Result<RunView> {
+    let mut view = loaded.view();
+    let mut child_work = ChildWork::new();
+    for envelope in LogReader::open(&home.log_path(&view.run.id))? {
+        child_work.apply(&envelope?);
+    }
+    for warning in child_work.warnings() {
+        let known = view
+            .warnings
+            .iter()
+            .any(|w| w.code == warning.code && w.thread_id == warning.thread_id);
+        if !known {
+            view.warnings.push(warning.clone());
+        }
+    }
+    Ok(with_detected(view, &loaded.evidence, Some(now()), config).0)
 }
 
 /// Runs `agentrace check`.
@@ -101,7 +121,7 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
     let config = config(home, &args.warnings)?;
     let id = home.resolve(&args.run)?;
     let loaded = home.load_run(&id)?;
-    let view = checked_view(&loaded, &config);
+    let view = checked_view(home, &loaded, &config)?;
     let failed = view
         .warnings
         .iter()

@@ -92,6 +92,11 @@ enum Command {
     /// Exits 1 when an error-level warning fires (by default:
     /// done_source_not_root, helper_result_used_as_done, unattributed_done).
     Check(crate::check::CheckArgs),
+    /// Serve the web viewer and the HTTP API (loopback unless told otherwise).
+    ///
+    /// The first stdout line is `listening on http://ADDR:PORT`; the page of
+    /// one run is `/runs/<id>`.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// What `agentrace run` starts.
@@ -184,6 +189,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Hook(_)) => {}
         Some(Command::Host(args)) => return crate::host::run(args, &mut out),
         Some(Command::Check(args)) => return crate::check::run(&home, &args, &mut out),
+        Some(Command::Serve(args)) => return crate::serve::run(home, &args, &mut out),
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {
@@ -218,7 +224,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
             let config = crate::check::config(&home, &Default::default())?;
-            let view = crate::check::checked_view(&loaded, &config);
+            let view = crate::check::checked_view(&home, &loaded, &config)?;
             if json {
                 out.json_pretty(&view)?;
             } else {

@@ -15,6 +15,7 @@ mod output;
 mod render;
 mod run_codex;
 mod samples;
+mod serve;
 mod tap;
 mod usage;
 

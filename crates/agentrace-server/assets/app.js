@@ -1,0 +1,357 @@
+// agentrace viewer: plain JS, no build step. Every string that came from an
+// agent or a provider is inserted with textContent (through `el`), never as
+// HTML. The page is served with a CSP that forbids inline scripts.
+"use strict";
+
+const PAGE = 500;
+const params = new URLSearchParams(location.search);
+const token = params.get("token");
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, String(value));
+    else if (key === "onclick") node.addEventListener("click", value);
+    else if (key === "hidden") node.hidden = true;
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+}
+
+async function api(path) {
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const response = await fetch(path, { headers });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function withToken(path) {
+  if (!token) return path;
+  return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token);
+}
+
+function showError(error) {
+  const node = document.getElementById("error");
+  node.hidden = false;
+  node.textContent = String(error && error.message ? error.message : error);
+}
+
+// ----- run list -----------------------------------------------------------
+
+async function showRuns() {
+  document.getElementById("runs-view").hidden = false;
+  const { runs } = await api("/api/runs");
+  const body = document.querySelector("#runs tbody");
+  clear(body);
+  for (const run of runs) {
+    body.append(el("tr", { "data-run": run.id },
+      el("td", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
+      el("td", {}, el("span", { class: "badge state-" + run.status }, run.status)),
+      el("td", {}, run.provider),
+      el("td", {}, run.counts.events),
+      el("td", {}, run.warningCount),
+      el("td", {}, run.startedAt || "")));
+  }
+}
+
+// ----- one run --------------------------------------------------------------
+
+const view = {
+  id: null,
+  run: null,
+  agents: [],
+  records: new Map(), // threadId → record
+  actor: "all",
+  q: "",
+  next: 0,
+  done: false,
+  loading: false,
+  lanes: new Map(), // threadId → <ol class="lane">
+  lastSequence: 0,
+  generation: 0,
+};
+
+function roleBadge(actor) {
+  const span = el("span", {
+    class: "badge actor role-" + actor.role,
+    "data-thread": actor.threadId || "",
+    title: actor.threadId || "no thread",
+  }, actor.label);
+  return span;
+}
+
+function renderSummary() {
+  const run = view.run;
+  const box = document.getElementById("summary");
+  clear(box);
+  const source = run.resultSource;
+  const sourceText = source
+    ? (labelOf(source.threadId) || "unknown") + " (" + (source.role || "unknown") + ")" + (source.threadId ? ", thread " + source.threadId : "")
+    : "—";
+  box.append(el("h1", {}, run.id),
+    el("dl", {},
+      el("dt", {}, "status"), el("dd", { id: "run-status" }, run.status + (run.error ? ": " + run.error : "")),
+      el("dt", {}, "provider"), el("dd", {}, run.provider + " (" + run.source + ")"),
+      el("dt", {}, "root"), el("dd", {}, run.rootThreadId || "unknown"),
+      el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result === null || run.result === undefined ? "—" : run.result),
+      el("dt", {}, "from"), el("dd", { id: "run-source" }, sourceText),
+      el("dt", {}, "counts"), el("dd", {},
+        run.counts.events + " events · " + run.counts.unknownActor + " message/tool events of unknown actor · " +
+        run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames")));
+  document.getElementById("live").hidden = run.status !== "running";
+}
+
+function renderWarnings(warnings) {
+  const box = document.getElementById("warnings");
+  clear(box);
+  box.append(el("h2", {}, "Warnings (" + warnings.length + ")"));
+  const list = el("ul", { id: "warning-list" });
+  for (const warning of warnings) {
+    list.append(el("li", { class: "warning", "data-code": warning.code },
+      el("span", { class: "badge sev-" + warning.severity }, warning.severity),
+      el("code", {}, warning.code), " ", warning.message));
+  }
+  if (!warnings.length) list.append(el("li", {}, "none"));
+  box.append(list);
+}
+
+function labelOf(threadId) {
+  let found = null;
+  const walk = (nodes) => nodes.forEach((node) => {
+    if (node.threadId === threadId) found = node.label;
+    walk(node.children || []);
+  });
+  walk(view.agents);
+  return found;
+}
+
+function renderTree() {
+  const tree = document.getElementById("tree");
+  clear(tree);
+  const item = (node) => {
+    const record = view.records.get(node.threadId);
+    const state = record ? record.state + (record.outcome ? " · " + record.outcome : "") : node.status;
+    const li = el("li", { class: "agent", "data-thread": node.threadId },
+      el("span", { class: "badge role-" + node.role }, node.role),
+      el("span", { class: "label" }, node.label), " ",
+      el("span", { class: "badge state state-" + (record ? record.state : node.status) }, state), " ",
+      el("small", {}, node.eventCount + " events, " + node.toolCount + " tools" + (node.tokens ? ", " + node.tokens.totalTokens + " tokens" : "")));
+    if (node.role === "unknown") li.append(el("span", { class: "reason" }, "ownership unknown"));
+    if (node.children && node.children.length) {
+      const ul = el("ul", {});
+      node.children.forEach((child) => ul.append(item(child)));
+      li.append(ul);
+    }
+    return li;
+  };
+  view.agents.forEach((node) => tree.append(item(node)));
+}
+
+function summaryOf(event) {
+  switch (event.type) {
+    case "message": return (event.role === "user" ? "user: " : "") + event.text;
+    case "reasoning": return event.text;
+    case "tool_use": return event.name + " " + event.input;
+    case "tool_result": return event.name + " → " + (event.status || "") + (event.exitCode !== null && event.exitCode !== undefined ? " exit " + event.exitCode : "") + (event.output ? "\n" + event.output : "");
+    case "agent_spawned": return "spawned " + (labelOf(event.childThreadId) || event.childThreadId) + (event.prompt ? ": " + event.prompt : "");
+    case "agent_completed": return (labelOf(event.threadId) || event.threadId) + " ended " + event.status + (event.result ? ": " + event.result : "");
+    case "agent_wait_started": return "waits for its helpers";
+    case "turn_started": return "turn " + event.turnId;
+    case "turn_completed": return "turn " + event.turnId + " " + event.status + (event.error ? ": " + event.error : "");
+    case "done": return "done: " + (event.result || "(no result)");
+    case "failed": case "interrupted": return event.type + (event.error ? ": " + event.error : "");
+    case "warning": return event.warning.code + ": " + event.warning.message;
+    case "error": return event.message;
+    case "actor_resolved": return "now known as " + event.actor.label;
+    case "unknown": return event.reason;
+    case "delta": return event.text;
+    default: return "";
+  }
+}
+
+function eventRow(envelope) {
+  const event = envelope.event || {};
+  const actor = envelope.actor;
+  const raw = el("pre", { class: "raw", hidden: true });
+  const toggle = el("button", { class: "raw-toggle", onclick: () => {
+    if (!raw.firstChild) raw.textContent = JSON.stringify(envelope.raw !== undefined ? envelope.raw : envelope, null, 2);
+    raw.hidden = !raw.hidden;
+  } }, "raw");
+  const row = el("li", { class: "event", "data-seq": envelope.sequence, "data-type": event.type, "data-thread": actor.threadId || "" },
+    el("span", { class: "seq" }, "#" + envelope.sequence),
+    roleBadge(actor),
+    el("span", { class: "type" }, event.type || "?"),
+    el("span", { class: "text" }, summaryOf(event)), " ", toggle);
+  if (actor.role === "unknown") {
+    row.append(el("span", { class: "reason" }, actor.reason || (actor.threadId ? "thread not linked to a spawner" : "provider event had no thread id")));
+  }
+  row.append(raw);
+  return row;
+}
+
+function laneFor(threadId, parentThreadId) {
+  let lane = view.lanes.get(threadId);
+  if (lane) return lane;
+  const parent = (parentThreadId && view.lanes.get(parentThreadId)) || document.getElementById("timeline");
+  lane = el("ol", { class: "lane", "data-lane": threadId });
+  const head = el("li", { class: "lane-head", onclick: () => lane.classList.toggle("collapsed") },
+    "▸ " + (labelOf(threadId) || threadId));
+  lane.append(head);
+  parent.append(el("li", { class: "lane-box" }, lane));
+  view.lanes.set(threadId, lane);
+  return lane;
+}
+
+function placeEvent(envelope) {
+  const event = envelope.event || {};
+  const actor = envelope.actor;
+  const nested = view.actor === "all" && !view.q;
+  let container = document.getElementById("timeline");
+  if (nested) {
+    if (actor.role === "helper" && actor.threadId) {
+      container = laneFor(actor.threadId, actor.parentThreadId);
+    } else if (actor.threadId && view.lanes.has(actor.threadId)) {
+      container = view.lanes.get(actor.threadId);
+    }
+  }
+  container.append(eventRow(envelope));
+  if (nested && event.type === "agent_spawned") {
+    const parent = view.lanes.has(event.parentThreadId) ? event.parentThreadId : null;
+    laneFor(event.childThreadId, parent);
+  }
+  if (event.type === "actor_resolved") applyActor(event.threadId, event.actor);
+  view.lastSequence = Math.max(view.lastSequence, envelope.sequence);
+}
+
+function applyActor(threadId, actor) {
+  document.querySelectorAll(".actor").forEach((badge) => {
+    if (badge.getAttribute("data-thread") !== threadId) return;
+    badge.textContent = actor.label;
+    badge.className = "badge actor role-" + actor.role;
+  });
+}
+
+function resetTimeline() {
+  view.generation += 1;
+  view.next = 0;
+  view.done = false;
+  view.lanes = new Map();
+  clear(document.getElementById("timeline"));
+  loadMore();
+}
+
+async function loadMore() {
+  if (view.loading || view.done) return;
+  view.loading = true;
+  const generation = view.generation;
+  const query = new URLSearchParams({ after: String(view.next), limit: String(PAGE) });
+  if (view.actor !== "all") query.set("actor", view.actor);
+  if (view.q) query.set("q", view.q);
+  try {
+    const page = await api("/api/runs/" + encodeURIComponent(view.id) + "/events?" + query);
+    if (generation !== view.generation) return;
+    page.events.forEach(placeEvent);
+    view.next = page.next === null ? (page.events.length ? page.events[page.events.length - 1].sequence : view.next) : page.next;
+    view.done = page.next === null;
+    document.getElementById("load-more").hidden = view.done;
+    document.getElementById("status-line").textContent =
+      document.querySelectorAll("#timeline .event").length + " events shown" + (view.done ? "" : " · more below");
+  } catch (error) {
+    showError(error);
+  } finally {
+    if (generation === view.generation) view.loading = false;
+  }
+}
+
+async function loadRun(id) {
+  const detail = await api("/api/runs/" + encodeURIComponent(id));
+  view.run = detail.run;
+  view.agents = detail.agents;
+  renderSummary();
+  renderWarnings(detail.warnings);
+  try {
+    const { records } = await api("/api/runs/" + encodeURIComponent(id) + "/records");
+    records.forEach((record) => { if (record.kind === "agent") view.records.set(record.providerId, record); });
+  } catch (error) {
+    showError(error);
+  }
+  renderTree();
+}
+
+async function showRun(id) {
+  view.id = id;
+  document.getElementById("run-view").hidden = false;
+  await loadRun(id);
+  resetTimeline();
+  document.querySelectorAll("#filters button").forEach((button) => button.addEventListener("click", () => {
+    document.querySelectorAll("#filters button").forEach((b) => b.classList.toggle("on", b === button));
+    view.actor = button.getAttribute("data-actor");
+    resetTimeline();
+  }));
+  document.getElementById("collapse").addEventListener("click", (event) => {
+    const lanes = document.querySelectorAll(".lane");
+    const collapse = !Array.from(lanes).every((lane) => lane.classList.contains("collapsed"));
+    lanes.forEach((lane) => lane.classList.toggle("collapsed", collapse));
+    event.target.textContent = collapse ? "Expand helpers" : "Collapse helpers";
+  });
+  let timer = null;
+  document.getElementById("search").addEventListener("input", (event) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { view.q = event.target.value.trim(); resetTimeline(); }, 250);
+  });
+  document.getElementById("load-more").addEventListener("click", loadMore);
+  new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) loadMore();
+  }).observe(document.getElementById("more"));
+  if (view.run.status === "running") follow(id);
+}
+
+function follow(id) {
+  const source = new EventSource(withToken("/api/runs/" + encodeURIComponent(id) + "/stream?after=" + view.run.counts.events));
+  source.addEventListener("envelope", (message) => {
+    const envelope = JSON.parse(message.data);
+    // Only a timeline that has everything up to here takes live rows; a
+    // filtered or partly loaded one gets them when it pages on.
+    if (view.done && envelope.sequence > view.lastSequence) {
+      if (view.actor === "all" && !view.q) { placeEvent(envelope); view.next = envelope.sequence; }
+      else view.done = false;
+    }
+  });
+  source.addEventListener("record", (message) => {
+    const { record } = JSON.parse(message.data);
+    if (record.kind === "agent") view.records.set(record.providerId, record);
+    renderTree();
+  });
+  source.addEventListener("warnings", (message) => renderWarnings(JSON.parse(message.data)));
+  source.addEventListener("run", (message) => {
+    const detail = JSON.parse(message.data);
+    view.run = detail.run;
+    view.agents = detail.agents;
+    renderSummary();
+    renderTree();
+  });
+}
+
+async function main() {
+  const match = location.pathname.match(/^\/runs\/([^/]+)$/);
+  try {
+    if (match) await showRun(decodeURIComponent(match[1]));
+    else await showRuns();
+    document.body.setAttribute("data-ready", "true");
+  } catch (error) {
+    showError(error);
+  }
+}
+
+main();

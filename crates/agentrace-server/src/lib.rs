@@ -1,0 +1,323 @@
+//! `agentrace serve`: the HTTP API of §9 over the runs in an agentrace home
+//! (the run list, `{run, agents, warnings}`, paged events, child-work
+//! records, a server-sent event stream for live runs) and the web viewer,
+//! whose static files are embedded in the binary. The server is a function,
+//! [`app`], so tests drive it with `oneshot` and no socket.
+//!
+//! Security: every run id passes the store's validation before it names a
+//! file; a token (when configured) is compared in constant time; every
+//! response carries a strict Content-Security-Policy; on a loopback bind
+//! without a token, requests for another host name are refused (DNS
+//! rebinding). This crate must not attribute or decide anything: the core
+//! does.
+
+mod error;
+pub mod runs;
+mod stream;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentrace_core::model::Timestamp;
+use agentrace_core::warnings::WarningConfig;
+use agentrace_store::Home;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use subtle::ConstantTimeEq as _;
+
+pub use error::ApiError;
+use runs::{ActorFilter, PageQuery, RunCache, DEFAULT_PAGE};
+
+/// The Content-Security-Policy of every response: scripts, styles and
+/// connections only from this origin, nothing inline, no frames, no forms.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// How the server checks requests and judges runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Required on every request when set (`Authorization: Bearer`, or
+    /// `?token=` for the page and the event stream).
+    pub token: Option<String>,
+    /// Host names accepted (any port); none = any. Set for loopback binds
+    /// without a token, against DNS rebinding.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// The warning configuration the detectors use.
+    pub config: WarningConfig,
+    /// How often the stream looks for new lines of a live run.
+    pub poll: Duration,
+    /// The clock time-based detectors judge by (tests fix it).
+    pub clock: fn() -> Timestamp,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            token: None,
+            allowed_hosts: None,
+            config: WarningConfig::default(),
+            poll: Duration::from_millis(250),
+            clock: system_now,
+        }
+    }
+}
+
+/// What the server serves, shared by every request.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    home: Home,
+    options: Options,
+    cache: RunCache,
+}
+
+impl AppState {
+    /// Serves the runs of `home`.
+    pub fn new(home: Home, options: Options) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                home,
+                options,
+                cache: RunCache::default(),
+            }),
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        (self.inner.options.clock)()
+    }
+}
+
+fn system_now() -> Timestamp {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    Timestamp::from_millis(millis)
+}
+
+/// The viewer's files, embedded: no build step, nothing read from disk.
+const INDEX_HTML: &str = include_str!("../assets/index.html");
+const APP_JS: &str = include_str!("../assets/app.js");
+const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// The router: the API, the viewer's page (`/`, `/runs/<id>`) and its files.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/runs/{id}", get(run_page))
+        .route(
+            "/assets/app.js",
+            get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
+        )
+        .route(
+            "/assets/app.css",
+            get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
+        )
+        .route("/api/runs", get(list_runs))
+        .route("/api/runs/{id}", get(show_run))
+        .route("/api/runs/{id}/events", get(events))
+        .route("/api/runs/{id}/records", get(records))
+        .route("/api/runs/{id}/stream", get(stream::stream))
+        .fallback(|| async { ApiError::NotFound("no such page".to_owned()) })
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::map_response(secure_headers))
+        .with_state(state)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+async fn page() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+async fn run_page(Path(id): Path<String>) -> Result<Response, ApiError> {
+    agentrace_store::validate_run_id(&id)?;
+    Ok(asset("text/html; charset=utf-8", INDEX_HTML))
+}
+
+async fn secure_headers(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Refuses requests without the token (when one is set) and, on loopback
+/// binds, requests naming another host.
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(hosts) = &state.inner.options.allowed_hosts {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|value| value.to_str().ok())
+            .map(host_name);
+        if !host.is_some_and(|host| hosts.iter().any(|allowed| allowed == host)) {
+            return ApiError::WrongHost.into_response();
+        }
+    }
+    if let Some(token) = &state.inner.options.token {
+        if !presents_token(request.headers(), request.uri().query(), token) {
+            return ApiError::Unauthorized.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// `localhost:8080` → `localhost`, `[::1]:80` → `[::1]`.
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+/// The token from `Authorization: Bearer …`, else from `?token=` (what the
+/// page and `EventSource`, which cannot set headers, use), compared in
+/// constant time.
+fn presents_token(headers: &HeaderMap, query: Option<&str>, token: &str) -> bool {
+    let from_header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim);
+    let from_query = query.and_then(|query| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+    });
+    let Some(given) = from_header.or(from_query) else {
+        return false;
+    };
+    bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ApiError::Internal(format!("worker failed: {error}")))?
+}
+
+async fn list_runs(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let runs = blocking(move || Ok(state.inner.home.list_runs()?)).await?;
+    Ok(Json(serde_json::json!({ "runs": runs })).into_response())
+}
+
+async fn show_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = blocking(move || {
+        let id = state.inner.home.resolve(&id)?;
+        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        Ok(run.view(&state.inner.options.config, state.now()).0)
+    })
+    .await?;
+    Ok(Json(view).into_response())
+}
+
+/// `?after=&limit=&actor=&q=`.
+#[derive(Debug, Deserialize)]
+struct EventsQuery {
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    q: Option<String>,
+}
+
+async fn events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let page = blocking(move || {
+        let id = state.inner.home.resolve(&id)?;
+        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        let page_query = PageQuery {
+            after: query.after.unwrap_or(0),
+            limit: query.limit.unwrap_or(DEFAULT_PAGE),
+            actor: ActorFilter::parse(query.actor.as_deref()),
+            q: query.q.filter(|q| !q.is_empty()),
+        };
+        run.page(&page_query)
+            .map_err(|error| runs::read_error(&state.inner.home.log_path(&id), error))
+    })
+    .await?;
+    Ok(Json(page).into_response())
+}
+
+async fn records(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let records = blocking(move || {
+        let id = state.inner.home.resolve(&id)?;
+        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        Ok(run.records())
+    })
+    .await?;
+    Ok(Json(serde_json::json!({ "records": records })).into_response())
+}
+
+/// True for addresses only this machine can reach.
+pub fn is_loopback(address: &SocketAddr) -> bool {
+    address.ip().is_loopback()
+}
+
+/// Binds `address` and returns the bound address and the server future.
+/// Prints nothing: the caller prints `listening on http://ADDR:PORT` before
+/// awaiting it. A loopback bind without a token accepts only loopback host
+/// names.
+pub async fn bind(
+    address: SocketAddr,
+    home: Home,
+    mut options: Options,
+) -> std::io::Result<(
+    SocketAddr,
+    impl std::future::Future<Output = std::io::Result<()>>,
+)> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let local = listener.local_addr()?;
+    if options.token.is_none() && is_loopback(&local) && options.allowed_hosts.is_none() {
+        options.allowed_hosts = Some(vec![
+            "127.0.0.1".to_owned(),
+            "localhost".to_owned(),
+            "[::1]".to_owned(),
+        ]);
+    }
+    let router = app(AppState::new(home, options));
+    Ok((local, async move { axum::serve(listener, router).await }))
+}

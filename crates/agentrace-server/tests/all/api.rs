@@ -1,0 +1,378 @@
+//! The HTTP API through `oneshot`: the same `{run, agents, warnings}` as the
+//! store's view plus detectors, paged and filtered events, records, the
+//! token, run id validation, the CSP, and the stream of a live run.
+
+use agentrace_core::warnings::WarningConfig;
+use agentrace_server::{app, AppState, Options, CONTENT_SECURITY_POLICY};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use http_body_util::BodyExt as _;
+use serde_json::{json, Value};
+use tower::ServiceExt as _;
+
+use super::support::Scratch;
+
+async fn get(state: &AppState, uri: &str, token: Option<&str>) -> (StatusCode, Value) {
+    let mut request = Request::get(uri);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let response = app(state.clone())
+        .oneshot(
+            request
+                .body(Body::empty())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, value)
+}
+
+fn served(scratch: &Scratch) -> AppState {
+    AppState::new(scratch.home(), Options::default())
+}
+
+#[tokio::test]
+async fn the_run_endpoint_gives_the_stores_view_with_detected_warnings() {
+    let scratch = Scratch::new();
+    scratch.capture("nested", "v1_basic");
+    let loaded = scratch
+        .home()
+        .load_run(&"nested".into())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (expected, _) = agentrace_core::warnings::with_detected(
+        loaded.view(),
+        &loaded.evidence,
+        None,
+        &WarningConfig::default(),
+    );
+    let (status, body) = get(&served(&scratch), "/api/runs/nested", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            serde_json::to_value(&expected).unwrap_or_default()
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_run_list_has_status_provider_counts_and_warning_count() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (status, body) = get(&served(&scratch), "/api/runs", None).await;
+    let run = &body["runs"][0];
+    assert_eq!(
+        (
+            status,
+            &run["id"],
+            &run["status"],
+            &run["provider"],
+            &run["counts"]["events"],
+            &run["warningCount"]
+        ),
+        (
+            StatusCode::OK,
+            &json!("basic"),
+            &json!("done"),
+            &json!("codex"),
+            &json!(89),
+            &json!(0)
+        )
+    );
+}
+
+#[tokio::test]
+async fn events_page_by_sequence_and_every_event_is_seen_exactly_once() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let mut after = 0;
+    let mut seen = Vec::new();
+    loop {
+        let (status, page) = get(
+            &state,
+            &format!("/api/runs/basic/events?after={after}&limit=10"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        for event in page["events"].as_array().cloned().unwrap_or_default() {
+            seen.push(event["sequence"].as_u64().unwrap_or(0));
+        }
+        match page["next"].as_u64() {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    assert_eq!(seen, (1..=89).collect::<Vec<u64>>());
+}
+
+#[tokio::test]
+async fn the_helpers_filter_keeps_only_helper_events_with_final_actors() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (_, page) = get(
+        &served(&scratch),
+        "/api/runs/basic/events?actor=helpers&limit=1000",
+        None,
+    )
+    .await;
+    let events = page["events"].as_array().cloned().unwrap_or_default();
+    let roles: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["actor"]["role"].as_str())
+        .collect();
+    assert_eq!(
+        (roles.len() > 10, roles.iter().all(|role| *role == "helper")),
+        (true, true)
+    );
+}
+
+#[tokio::test]
+async fn search_finds_the_events_that_contain_the_text() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (_, page) = get(
+        &served(&scratch),
+        "/api/runs/basic/events?q=HELLO-FROM-CHILD-A&limit=1000",
+        None,
+    )
+    .await;
+    let events = page["events"].as_array().cloned().unwrap_or_default();
+    assert!(!events.is_empty());
+    assert!(events.iter().all(|event| event
+        .to_string()
+        .to_lowercase()
+        .contains("hello-from-child-a")));
+}
+
+#[tokio::test]
+async fn records_come_from_the_child_work_reducer() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (status, body) = get(&served(&scratch), "/api/runs/basic/records", None).await;
+    let records = body["records"].as_array().cloned().unwrap_or_default();
+    let summary: Vec<(Value, Value, Value)> = records
+        .iter()
+        .map(|r| (r["label"].clone(), r["state"].clone(), r["outcome"].clone()))
+        .collect();
+    assert_eq!(
+        (status, summary),
+        (
+            StatusCode::OK,
+            vec![(json!("Dewey"), json!("ended"), json!("succeeded")),]
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_path_traversal_attempt_is_refused() {
+    let scratch = Scratch::new();
+    std::fs::write(scratch.dir.path().join("secret.jsonl"), "{}").unwrap_or_else(|e| panic!("{e}"));
+    let state = served(&scratch);
+    for uri in [
+        "/api/runs/..%2Fsecret",
+        "/api/runs/..",
+        "/api/runs/%2e%2e%2fsecret/events",
+        "/runs/..%2Fsecret",
+    ] {
+        let (status, _) = get(&state, uri, None).await;
+        assert_eq!((uri, status), (uri, StatusCode::BAD_REQUEST));
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_run_is_not_found() {
+    let scratch = Scratch::new();
+    let (status, body) = get(&served(&scratch), "/api/runs/nothing-here", None).await;
+    assert_eq!(
+        (status, body["error"].is_string()),
+        (StatusCode::NOT_FOUND, true)
+    );
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_token_is_refused_and_the_right_one_accepted() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            token: Some("a-long-enough-test-token".to_owned()),
+            ..Options::default()
+        },
+    );
+    let missing = get(&state, "/api/runs", None).await.0;
+    let wrong = get(&state, "/api/runs", Some("a-long-enough-test-tokem"))
+        .await
+        .0;
+    let right = get(&state, "/api/runs", Some("a-long-enough-test-token"))
+        .await
+        .0;
+    let in_query = get(&state, "/api/runs?token=a-long-enough-test-token", None)
+        .await
+        .0;
+    let page = get(&state, "/", None).await.0;
+    assert_eq!(
+        (missing, wrong, right, in_query, page),
+        (
+            StatusCode::UNAUTHORIZED,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::OK,
+            StatusCode::OK,
+            StatusCode::UNAUTHORIZED
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_loopback_server_refuses_requests_for_another_host_name() {
+    let scratch = Scratch::new();
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            allowed_hosts: Some(vec!["127.0.0.1".to_owned()]),
+            ..Options::default()
+        },
+    );
+    let request = |host: &str| {
+        Request::get("/api/runs")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let evil = app(state.clone())
+        .oneshot(request("evil.example:7878"))
+        .await
+        .map(|r| r.status());
+    let own = app(state)
+        .oneshot(request("127.0.0.1:7878"))
+        .await
+        .map(|r| r.status());
+    assert_eq!(
+        (evil.ok(), own.ok()),
+        (Some(StatusCode::FORBIDDEN), Some(StatusCode::OK))
+    );
+}
+
+#[tokio::test]
+async fn every_response_carries_a_strict_content_security_policy() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    for uri in [
+        "/",
+        "/runs/basic",
+        "/assets/app.js",
+        "/api/runs",
+        "/api/runs/missing",
+    ] {
+        let response = app(state.clone())
+            .oneshot(
+                Request::get(uri)
+                    .body(Body::empty())
+                    .unwrap_or_else(|e| panic!("{e}")),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let policy = response
+            .headers()
+            .get(header::CONTENT_SECURITY_POLICY)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        assert_eq!(
+            (uri, policy),
+            (uri, Some(CONTENT_SECURITY_POLICY.to_owned()))
+        );
+    }
+    assert!(CONTENT_SECURITY_POLICY.contains("script-src 'self'"));
+    assert!(!CONTENT_SECURITY_POLICY.contains("unsafe"));
+}
+
+#[tokio::test]
+async fn the_viewer_never_inserts_html() {
+    let script = include_str!("../../assets/app.js");
+    for forbidden in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
+        assert!(!script.contains(forbidden), "app.js uses {forbidden}");
+    }
+}
+
+#[tokio::test]
+async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(super::support::capture("v1_basic"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut writer, mut recorder) =
+        scratch.record("live", lines[..40].join("\n").as_bytes(), false);
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            poll: std::time::Duration::from_millis(20),
+            ..Options::default()
+        },
+    );
+    let (_, before) = get(&state, "/api/runs/live", None).await;
+    let last = before["run"]["counts"]["events"].as_u64().unwrap_or(0);
+    let response = app(state.clone())
+        .oneshot(
+            Request::get(format!("/api/runs/live/stream?after={last}"))
+                .body(Body::empty())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+    super::support::push(
+        &mut writer,
+        &mut recorder,
+        lines[40..].join("\n").as_bytes(),
+    );
+    let mut body = response.into_body();
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !text.contains("\"status\":\"done\"") {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no done in the stream within 10 s: {text}"));
+        let Some(Ok(frame)) = frame else { break };
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let sequences: Vec<u64> = text
+        .split("\n\n")
+        .filter(|event| event.starts_with("event: envelope"))
+        .filter_map(|event| event.split_once("data: "))
+        .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
+        .filter_map(|envelope| envelope["sequence"].as_u64())
+        .collect();
+    assert_eq!(sequences.first(), Some(&(last + 1)));
+    assert!(
+        sequences.windows(2).all(|pair| pair[1] == pair[0] + 1),
+        "{sequences:?}"
+    );
+    assert!(text.contains("event: record"), "{text}");
+    assert!(text.contains("event: run"), "{text}");
+}

@@ -1,0 +1,105 @@
+//! `agentrace serve`: binds the viewer and API of `agentrace-server`, prints
+//! `listening on http://ADDR:PORT` as the first stdout line, and serves until
+//! killed. Loopback by default; any other address requires a token file.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentrace_server::Options;
+use agentrace_store::Home;
+use anyhow::{bail, Context as _};
+use clap::Args;
+
+use crate::check::WarningArgs;
+use crate::output::Out;
+
+/// `agentrace serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free one. Anything but loopback
+    /// requires `--token-file`.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    bind: SocketAddr,
+    /// A file whose first line is the token every request must present
+    /// (`Authorization: Bearer <token>`, or `?token=` in the page's URL).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Open the viewer in a browser (`xdg-open`, or `open` on macOS).
+    #[arg(long)]
+    open: bool,
+    #[command(flatten)]
+    warnings: WarningArgs,
+}
+
+/// Runs the server until the process is stopped.
+pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let token = match &args.token_file {
+        Some(path) => Some(read_token(path)?),
+        None => None,
+    };
+    if token.is_none() && !args.bind.ip().is_loopback() {
+        bail!(
+            "refusing to serve on {} without a token\nhint: pass --token-file FILE, or bind 127.0.0.1",
+            args.bind
+        );
+    }
+    let config = crate::check::config(&home, &args.warnings)?;
+    let options = Options {
+        token: token.clone(),
+        config,
+        ..Options::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the server runtime")?;
+    runtime.block_on(async {
+        let (address, server) = agentrace_server::bind(args.bind, home, options)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.bind))?;
+        let url = format!("http://{address}");
+        out.line(format!("listening on {url}"))?;
+        out.flush()?;
+        if args.open {
+            let page = match &token {
+                Some(token) => format!("{url}/?token={token}"),
+                None => url.clone(),
+            };
+            open_browser(&page);
+        }
+        server.await.context("the server stopped")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn read_token(path: &PathBuf) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_owned();
+    if token.len() < 16 {
+        bail!(
+            "the token in {} is shorter than 16 characters\nhint: e.g. `head -c 32 /dev/urandom | base64 > {}`",
+            path.display(),
+            path.display()
+        );
+    }
+    Ok(token)
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    if let Err(error) = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        eprintln!("warning: cannot open a browser with {opener}: {error}\nhint: open {url}");
+    }
+}
