@@ -68,6 +68,11 @@ impl Exporter {
         }
     }
 
+    /// The configuration it sends with.
+    pub fn config(&self) -> &ExportConfig {
+        &self.config
+    }
+
     /// The traces URL requests go to.
     pub fn endpoint(&self) -> &str {
         &self.config.traces_endpoint

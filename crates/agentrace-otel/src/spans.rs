@@ -753,6 +753,10 @@ fn usage_attributes(tokens: &TokenUsage) -> Vec<Attribute> {
             tokens.cached_input_tokens,
         ),
         int(
+            "gen_ai.usage.cache_creation.input_tokens",
+            tokens.cache_creation_input_tokens,
+        ),
+        int(
             "agentrace.usage.reasoning_output_tokens",
             tokens.reasoning_output_tokens,
         ),

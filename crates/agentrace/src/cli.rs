@@ -54,6 +54,14 @@ enum Command {
     },
     /// Print every event of a run in sequence order, final attribution applied.
     Events(EventsArgs),
+    /// Send runs to an OpenTelemetry backend (`--otlp`), or write one run as
+    /// a shareable file (`--html`, `--markdown`).
+    ///
+    /// `--otlp` sends OTLP/HTTP protobuf: one trace per run, an
+    /// `invoke_agent` span per agent nested under its spawn, an
+    /// `execute_tool` span per tool call; ids are derived from the run, so a
+    /// second export does not duplicate. Prints `<run> <trace id>` per run.
+    Export(crate::export::ExportArgs),
     /// Record the bundled sample runs (Codex V1, V2 and nested captures) and list them.
     Samples,
     /// Start an agent, record its run live, and print the root's final answer.
@@ -232,6 +240,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Some(Command::Events(args)) => events(&home, &mut out, &args)?,
+        Some(Command::Export(args)) => crate::export::run(&home, args, &mut out)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

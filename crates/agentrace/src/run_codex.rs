@@ -61,6 +61,10 @@ pub struct RunCodexArgs {
     /// No live view on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// When the run ends, send it as OTLP spans to this base endpoint (no
+    /// value: OTEL_EXPORTER_OTLP_ENDPOINT); a failed send is only a warning.
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
+    otlp: Option<String>,
     /// The prompt (everything after `--`).
     #[arg(last = true, required = true, value_name = "PROMPT")]
     prompt: Vec<String>,
@@ -398,6 +402,9 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
         }
     }
     let summary = driver.live.finish()?;
+    if let Some(endpoint) = &args.otlp {
+        crate::export::export_after_run(home, &id, endpoint);
+    }
     match summary.status {
         RunStatus::Done => {
             match &summary.result {

@@ -29,6 +29,11 @@ pub struct TapArgs {
     /// Show the live view on stderr (off by default: the tap stays invisible).
     #[arg(long)]
     live: bool,
+    /// When the session ends, send the run as OTLP spans to this base
+    /// endpoint (no value: OTEL_EXPORTER_OTLP_ENDPOINT); a failed send is
+    /// only a warning.
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
+    otlp: Option<String>,
     /// The server command and its arguments (everything after `--`).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -169,7 +174,11 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
         Ok(result) => result?,
         Err(_) => bail!("the recorder thread failed"),
     };
-    finish(live, &id, status)
+    let code = finish(live, &id, status)?;
+    if let Some(endpoint) = &args.otlp {
+        crate::export::export_after_run(home, &id, endpoint);
+    }
+    Ok(code)
 }
 
 /// Closes our stdout so the client reads end-of-file while recording ends.

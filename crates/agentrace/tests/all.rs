@@ -5,9 +5,11 @@ mod all {
     pub mod check;
     pub mod claude_cli;
     pub mod contract;
+    pub mod export;
     pub mod host;
     pub mod live_claude;
     pub mod import_usage;
     pub mod live_codex;
+    pub mod phoenix;
     pub mod support;
 }

@@ -1,0 +1,149 @@
+//! `agentrace export`: sends recorded runs to an OpenTelemetry backend
+//! (`--otlp`), or writes one run as a shareable file (`--html`,
+//! `--markdown`). Export only reads a run: a failed send leaves the local run
+//! exactly as it was.
+
+use std::path::PathBuf;
+
+use agentrace_core::model::RunId;
+use agentrace_core::state::FinalActors;
+use agentrace_otel::proto::encode_requests;
+use agentrace_otel::{ExportConfig, Exporter, RetryPolicy, TraceBuilder, TraceId};
+use agentrace_store::{Home, LogReader};
+use anyhow::Context as _;
+use clap::{ArgGroup, Args};
+
+use crate::output::Out;
+use crate::report;
+
+/// Default `--max-bytes` of a report: 5 MB.
+pub const DEFAULT_MAX_BYTES: usize = 5_000_000;
+
+/// Arguments of `agentrace export`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").required(true).args(["otlp", "html", "markdown"])))]
+pub struct ExportArgs {
+    /// Send the runs as OTLP/HTTP protobuf spans to this base endpoint
+    /// (`/v1/traces` is appended, as for OTEL_EXPORTER_OTLP_ENDPOINT); with
+    /// no value, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_ENDPOINT is used.
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
+    otlp: Option<String>,
+    /// An extra OTLP request header (repeatable), after OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(long = "header", value_name = "KEY=VALUE", requires = "otlp")]
+    headers: Vec<String>,
+    /// Write one run as a self-contained HTML page (no network needed to view it).
+    #[arg(long, conflicts_with = "markdown")]
+    html: bool,
+    /// Write one run as Markdown, for pasting into an issue.
+    #[arg(long)]
+    markdown: bool,
+    /// Where to write the report (default: stdout).
+    #[arg(short = 'o', long, value_name = "FILE", conflicts_with = "otlp")]
+    output: Option<PathBuf>,
+    /// Size bound of a report in bytes: agent texts are shortened and events
+    /// left out past it, with a count of what was left out.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    max_bytes: usize,
+    /// Run ids, unique prefixes of them, or `latest` (one for a report).
+    #[arg(required = true, value_name = "RUN")]
+    runs: Vec<String>,
+}
+
+/// Runs `agentrace export`.
+pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
+    if let Some(endpoint) = &args.otlp {
+        let endpoint = Some(endpoint.as_str()).filter(|e| !e.is_empty());
+        let exporter = exporter(endpoint, &args.headers)?;
+        for run in &args.runs {
+            let id = home.resolve(run)?;
+            let (trace_id, spans) = export_run(home, &id, &exporter)?;
+            eprintln!(
+                "exported {id}: {spans} spans, trace {trace_id}, to {}",
+                exporter.endpoint()
+            );
+            out.line(format!("{id} {trace_id}"))?;
+        }
+        return Ok(());
+    }
+    let [run] = args.runs.as_slice() else {
+        anyhow::bail!(
+            "a report is of one run, {} were given\nhint: run `agentrace export --html RUN -o FILE` once per run",
+            args.runs.len()
+        );
+    };
+    let id = home.resolve(run)?;
+    let format = if args.html {
+        report::Format::Html
+    } else {
+        report::Format::Markdown
+    };
+    let text = report::render_run(home, &id, format, args.max_bytes)?;
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!("wrote {} ({} bytes)", path.display(), text.len());
+        }
+        None => out.line(text.trim_end_matches('\n'))?,
+    }
+    Ok(())
+}
+
+/// An exporter for `--otlp [ENDPOINT]` and `--header`s, the `OTEL_*`
+/// variables of this process included.
+pub fn exporter(endpoint: Option<&str>, headers: &[String]) -> anyhow::Result<Exporter> {
+    let config = ExportConfig::resolve(endpoint, headers, &|name| std::env::var(name).ok())?;
+    Ok(Exporter::new(config, RetryPolicy::default()))
+}
+
+/// Sends one recorded run as one trace; returns its trace id and span count.
+/// Reads the log twice (corrections first) so memory grows with agents and
+/// tool calls, not with events.
+pub fn export_run(
+    home: &Home,
+    id: &RunId,
+    exporter: &Exporter,
+) -> anyhow::Result<(TraceId, usize)> {
+    let path = home.log_path(id);
+    let loaded = home.load_run(id)?;
+    let view = loaded.view();
+    let mut builder = TraceBuilder::new(id.as_str());
+    let mut finals = FinalActors::default();
+    for envelope in LogReader::open(&path)? {
+        finals.observe(&envelope?);
+    }
+    for envelope in LogReader::open(&path)? {
+        let mut envelope = envelope?;
+        finals.apply(&mut envelope);
+        builder.observe(&envelope);
+    }
+    let trace = builder.finish(&view);
+    for body in encode_requests(&exporter.config().resource, &trace) {
+        exporter.send(&body).with_context(|| {
+            format!(
+                "run {id} was not exported; it is unchanged in {}",
+                path.display()
+            )
+        })?;
+    }
+    Ok((trace.trace_id, trace.spans.len()))
+}
+
+/// `--otlp` on `run codex` and `tap`: exports the run when it ends. A failed
+/// export is a warning, never a failed run.
+pub fn export_after_run(home: &Home, id: &RunId, endpoint: &str) {
+    let endpoint = Some(endpoint).filter(|e| !e.is_empty());
+    let result = exporter(endpoint, &[]).and_then(|exporter| {
+        let (trace_id, spans) = export_run(home, id, &exporter)?;
+        eprintln!(
+            "exported {id}: {spans} spans, trace {trace_id}, to {}",
+            exporter.endpoint()
+        );
+        Ok(())
+    });
+    if let Err(error) = result {
+        eprintln!("warning: {error:#}");
+        eprintln!("hint: `agentrace export --otlp ENDPOINT {id}` sends it again later");
+    }
+}

@@ -1,0 +1,627 @@
+//! Shareable run reports for `agentrace export --html` and `--markdown`: the
+//! summary, result provenance, warnings, agent tree and a timeline, in one
+//! self-contained file (no scripts, no network). Rendering is a pure function
+//! of the run view and its envelopes; every agent-provided string is escaped
+//! for the target format, and the output stays under a size bound with a
+//! count of what was left out.
+
+use std::fmt::Write as _;
+
+use agentrace_core::model::{
+    AgentStatus, Envelope, Event, EventBody, Role, RunId, RunStatus, TokenUsage,
+};
+use agentrace_core::state::{AgentNode, FinalActors, RunView};
+use agentrace_store::{Home, LogReader};
+
+/// Longest agent text (a prompt, a message, a tool's output) in a report.
+const MAX_TEXT_CHARS: usize = 2000;
+/// Bytes kept back from `--max-bytes` for the page's closing parts.
+const RESERVE_BYTES: usize = 512;
+
+/// Report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One self-contained HTML page.
+    Html,
+    /// GitHub-flavoured Markdown.
+    Markdown,
+}
+
+/// Reads a run and renders it (corrections applied to every event).
+pub fn render_run(
+    home: &Home,
+    id: &RunId,
+    format: Format,
+    max_bytes: usize,
+) -> anyhow::Result<String> {
+    let path = home.log_path(id);
+    let view = home.load_run(id)?.view();
+    let mut finals = FinalActors::default();
+    for envelope in LogReader::open(&path)? {
+        finals.observe(&envelope?);
+    }
+    let mut envelopes = Vec::new();
+    let mut reader = LogReader::open(&path)?;
+    for envelope in &mut reader {
+        let mut envelope = envelope?;
+        finals.apply(&mut envelope);
+        envelope.raw = None;
+        envelopes.push(envelope);
+    }
+    Ok(render(&view, &envelopes, format, max_bytes))
+}
+
+/// One timeline row.
+struct Row {
+    time: String,
+    depth: usize,
+    actor: String,
+    role: Role,
+    kind: &'static str,
+    text: String,
+}
+
+/// The report of `view` with the timeline of `envelopes`.
+pub fn render(view: &RunView, envelopes: &[Envelope], format: Format, max_bytes: usize) -> String {
+    let mut hidden = 0u64;
+    let rows: Vec<Row> = envelopes
+        .iter()
+        .filter_map(|envelope| {
+            let row = row(view, envelope);
+            if row.is_none() {
+                hidden += 1;
+            }
+            row
+        })
+        .collect();
+    match format {
+        Format::Html => html(view, &rows, hidden, max_bytes),
+        Format::Markdown => markdown(view, &rows, hidden, max_bytes),
+    }
+}
+
+fn row(view: &RunView, envelope: &Envelope) -> Option<Row> {
+    let EventBody::Known(event) = &envelope.event else {
+        return None;
+    };
+    let label_of = |thread: &agentrace_core::model::ThreadId| {
+        find(&view.agents, thread)
+            .map(|node| node.label.clone())
+            .unwrap_or_else(|| thread.to_string())
+    };
+    let (kind, text) = match event {
+        Event::Message {
+            role, text, phase, ..
+        } => (
+            "message",
+            match phase {
+                Some(phase) => format!("{role} ({phase}): {text}"),
+                None => format!("{role}: {text}"),
+            },
+        ),
+        Event::ToolUse { name, input, .. } => ("tool", format!("{name} {input}")),
+        Event::ToolResult {
+            name,
+            status,
+            exit_code,
+            output,
+            ..
+        } => {
+            let mut text = format!("{name} → {}", status.as_deref().unwrap_or("done"));
+            if let Some(code) = exit_code {
+                let _ = write!(text, " (exit {code})");
+            }
+            if !output.is_empty() {
+                let _ = write!(text, ": {output}");
+            }
+            ("tool result", text)
+        }
+        Event::AgentSpawned {
+            child_thread_id,
+            prompt,
+            ..
+        } => (
+            "spawn",
+            format!(
+                "spawned {}{}",
+                label_of(child_thread_id),
+                prompt
+                    .as_deref()
+                    .map(|p| format!(": {p}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        Event::AgentWaitStarted { .. } => ("wait", "waits for its helpers".to_owned()),
+        Event::AgentCompleted {
+            thread_id,
+            result,
+            status,
+            ..
+        } => (
+            "agent end",
+            format!(
+                "{} ended {}{}",
+                label_of(thread_id),
+                agent_status(*status),
+                result
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        Event::TurnStarted { .. } => ("turn", "turn started".to_owned()),
+        Event::TurnCompleted { status, error, .. } => (
+            "turn",
+            format!(
+                "turn {status}{}",
+                error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        Event::Error { message, .. } => ("error", message.clone()),
+        Event::Warning { warning } => ("warning", format!("{}: {}", warning.code, warning.message)),
+        Event::ServerRequest {
+            method, summary, ..
+        } => ("request", format!("{method} {summary}")),
+        Event::Done { result, .. } => (
+            "done",
+            result.clone().unwrap_or_else(|| "(no result)".to_owned()),
+        ),
+        Event::Failed { error, .. } => ("failed", error.clone().unwrap_or_default()),
+        Event::Interrupted { error, .. } => ("interrupted", error.clone().unwrap_or_default()),
+        Event::Dropped { bytes, .. } => ("dropped", format!("{bytes} bytes not recorded")),
+        Event::Unknown { kind, reason, .. } => ("unknown", format!("{kind}: {reason}")),
+        Event::RunStarted { .. }
+        | Event::Reasoning { .. }
+        | Event::ItemStarted { .. }
+        | Event::ItemCompleted { .. }
+        | Event::Delta { .. }
+        | Event::Usage { .. }
+        | Event::Status { .. }
+        | Event::ThreadStarted { .. }
+        | Event::ActorResolved { .. }
+        | Event::ClientRequest { .. }
+        | Event::Response { .. }
+        | Event::Notice { .. }
+        | Event::Replayed { .. }
+        | Event::ModelSelected { .. } => return None,
+    };
+    let time = envelope.timestamp.to_string();
+    Some(Row {
+        time: time.get(11..23).unwrap_or(&time).to_owned(),
+        depth: envelope.actor.depth.unwrap_or(0) as usize,
+        actor: envelope.actor.label.clone(),
+        role: envelope.actor.role,
+        kind,
+        text: shorten(&text),
+    })
+}
+
+fn find<'a>(
+    nodes: &'a [AgentNode],
+    thread: &agentrace_core::model::ThreadId,
+) -> Option<&'a AgentNode> {
+    nodes.iter().find_map(|node| {
+        if &node.thread_id == thread {
+            Some(node)
+        } else {
+            find(&node.children, thread)
+        }
+    })
+}
+
+fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
+    let run = &view.run;
+    let mut out = String::new();
+    let title = format!("agentrace · {}", run.id);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    out.push_str("<section class=\"summary\">\n<dl>\n");
+    let mut field = |name: &str, value: &str| {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
+    };
+    field("provider", &provider_text(view));
+    field("status", run_status(run.status));
+    if let Some(root) = &run.root_thread_id {
+        field("root", root.as_str());
+    }
+    if let (Some(start), Some(end)) = (run.started_at, run.updated_at) {
+        field("time", &format!("{start} – {end}"));
+    }
+    if let Some(tokens) = &run.tokens {
+        field("tokens", &tokens_text(tokens));
+    }
+    let counts = &run.counts;
+    field(
+        "counts",
+        &format!(
+            "{} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames",
+            counts.events, counts.unknown_actor, counts.undecoded_lines, counts.unknown_frames
+        ),
+    );
+    out.push_str("</dl>\n</section>\n");
+    out.push_str("<section class=\"result\">\n<h2>Result</h2>\n");
+    match &run.result {
+        Some(result) => {
+            let _ = writeln!(out, "<blockquote>{}</blockquote>", escape(&shorten(result)));
+            let _ = writeln!(
+                out,
+                "<p class=\"provenance\">from {}</p>",
+                escape(&provenance(view))
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p>no result ({}){}</p>",
+                escape(run_status(run.status)),
+                run.error
+                    .as_deref()
+                    .map(|e| format!(": {}", escape(&shorten(e))))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out.push_str("</section>\n<section class=\"warnings\">\n");
+    let _ = writeln!(out, "<h2>Warnings ({})</h2>", view.warnings.len());
+    if !view.warnings.is_empty() {
+        out.push_str("<ul>\n");
+        for warning in &view.warnings {
+            let severity = format!("{:?}", warning.severity).to_lowercase();
+            let _ = writeln!(
+                out,
+                "<li class=\"{}\"><code>{}</code> {}</li>",
+                escape(&severity),
+                escape(&warning.code),
+                escape(&shorten(&warning.message))
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n<section class=\"agents\">\n<h2>Agents</h2>\n<ul class=\"tree\">\n");
+    for node in &view.agents {
+        html_node(&mut out, node);
+    }
+    out.push_str(
+        "</ul>\n</section>\n<section class=\"timeline\">\n<h2>Timeline</h2>\n<table>\n\
+<thead><tr><th>time</th><th>actor</th><th>what</th><th></th></tr></thead>\n<tbody>\n",
+    );
+    let budget = max_bytes.saturating_sub(RESERVE_BYTES);
+    let mut left_out = 0usize;
+    for row in rows {
+        let line = format!(
+            "<tr class=\"{}\"><td class=\"time\">{}</td><td style=\"padding-left:{}em\"><span class=\"badge {}\">{}</span></td><td class=\"kind\">{}</td><td>{}</td></tr>\n",
+            role_name(row.role),
+            escape(&row.time),
+            row.depth,
+            role_name(row.role),
+            escape(&row.actor),
+            escape(row.kind),
+            escape(&row.text)
+        );
+        if left_out > 0 || out.len() + line.len() > budget {
+            left_out += 1;
+            continue;
+        }
+        out.push_str(&line);
+    }
+    out.push_str("</tbody>\n</table>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">{hidden} low-level events (deltas, status, usage, items, responses) are not shown.</p>"
+    );
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"note left-out\">{left_out} of {} timeline events left out to stay under {max_bytes} bytes (--max-bytes).</p>",
+            rows.len()
+        );
+    }
+    out.push_str("<footer>written by agentrace export --html</footer>\n</body>\n</html>\n");
+    out
+}
+
+fn html_node(out: &mut String, node: &AgentNode) {
+    let _ = write!(
+        out,
+        "<li><span class=\"badge {}\">{}</span> <span class=\"meta\">{} · {} · {} events · {} tool calls{}{}</span>",
+        role_name(node.role),
+        escape(&node.label),
+        escape(role_name(node.role)),
+        escape(agent_status(node.status)),
+        node.event_count,
+        node.tool_count,
+        node.tokens
+            .map(|t| format!(" · {} tokens", t.total_tokens))
+            .unwrap_or_default(),
+        node.model
+            .as_deref()
+            .map(|m| format!(" · {}", escape(m)))
+            .unwrap_or_default(),
+    );
+    let _ = write!(
+        out,
+        "<div class=\"thread\">{}</div>",
+        escape(node.thread_id.as_str())
+    );
+    if let Some(prompt) = &node.prompt {
+        let _ = write!(
+            out,
+            "<div class=\"prompt\">prompt: {}</div>",
+            escape(&shorten(prompt))
+        );
+    }
+    if let Some(message) = &node.final_message {
+        let _ = write!(
+            out,
+            "<div class=\"final\">final: {}</div>",
+            escape(&shorten(message))
+        );
+    }
+    if !node.children.is_empty() {
+        out.push_str("\n<ul>\n");
+        for child in &node.children {
+            html_node(out, child);
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</li>\n");
+}
+
+fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
+    let run = &view.run;
+    let mut out = String::new();
+    let _ = writeln!(out, "## agentrace run `{}`\n", code(run.id.as_str()));
+    let _ = writeln!(out, "| | |\n| --- | --- |");
+    let _ = writeln!(out, "| provider | {} |", provider_text(view));
+    let _ = writeln!(out, "| status | {} |", run_status(run.status));
+    if let Some(root) = &run.root_thread_id {
+        let _ = writeln!(out, "| root | `{}` |", code(root.as_str()));
+    }
+    if let Some(tokens) = &run.tokens {
+        let _ = writeln!(out, "| tokens | {} |", tokens_text(tokens));
+    }
+    let counts = &run.counts;
+    let _ = writeln!(
+        out,
+        "| counts | {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames |",
+        counts.events, counts.unknown_actor, counts.undecoded_lines, counts.unknown_frames
+    );
+    out.push_str("\n### Result\n\n");
+    match &run.result {
+        Some(result) => {
+            let _ = writeln!(out, "> {}\n", md(&shorten(result)));
+            let _ = writeln!(out, "from {}\n", md(&provenance(view)));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "no result ({}){}\n",
+                run_status(run.status),
+                run.error
+                    .as_deref()
+                    .map(|e| format!(": {}", md(&shorten(e))))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(out, "### Warnings ({})\n", view.warnings.len());
+    for warning in &view.warnings {
+        let _ = writeln!(
+            out,
+            "- **{}** `{}` {}",
+            format!("{:?}", warning.severity).to_lowercase(),
+            code(&warning.code),
+            md(&shorten(&warning.message))
+        );
+    }
+    if !view.warnings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("### Agents\n\n");
+    for node in &view.agents {
+        md_node(&mut out, node, 0);
+    }
+    out.push_str("\n### Timeline\n\n| time | actor | what | |\n| --- | --- | --- | --- |\n");
+    let budget = max_bytes.saturating_sub(RESERVE_BYTES);
+    let mut left_out = 0usize;
+    for row in rows {
+        let line = format!(
+            "| {} | {}{} | {} | {} |\n",
+            row.time,
+            "· ".repeat(row.depth),
+            md(&row.actor),
+            row.kind,
+            md(&row.text)
+        );
+        if left_out > 0 || out.len() + line.len() > budget {
+            left_out += 1;
+            continue;
+        }
+        out.push_str(&line);
+    }
+    let _ = writeln!(
+        out,
+        "\n{hidden} low-level events (deltas, status, usage, items, responses) are not shown."
+    );
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "{left_out} of {} timeline events left out to stay under {max_bytes} bytes (--max-bytes).",
+            rows.len()
+        );
+    }
+    out
+}
+
+fn md_node(out: &mut String, node: &AgentNode, depth: usize) {
+    let _ = writeln!(
+        out,
+        "{}- **{}** ({}, {}) `{}` · {} events · {} tool calls{}{}",
+        "  ".repeat(depth),
+        md(&node.label),
+        role_name(node.role),
+        agent_status(node.status),
+        code(node.thread_id.as_str()),
+        node.event_count,
+        node.tool_count,
+        node.tokens
+            .map(|t| format!(" · {} tokens", t.total_tokens))
+            .unwrap_or_default(),
+        node.final_message
+            .as_deref()
+            .map(|m| format!(" — {}", md(&shorten(m))))
+            .unwrap_or_default(),
+    );
+    for child in &node.children {
+        md_node(out, child, depth + 1);
+    }
+}
+
+/// Who produced the result, in words.
+fn provenance(view: &RunView) -> String {
+    let Some(source) = &view.run.result_source else {
+        return "an unknown source".to_owned();
+    };
+    let label = source
+        .thread_id
+        .as_ref()
+        .and_then(|thread| find(&view.agents, thread))
+        .map(|node| node.label.clone())
+        .unwrap_or_else(|| "Unknown actor".to_owned());
+    let mut text = format!(
+        "{label} ({})",
+        source.role.map(role_name).unwrap_or("unknown")
+    );
+    if let Some(thread) = &source.thread_id {
+        let _ = write!(text, ", thread {thread}");
+    }
+    if let Some(item) = &source.item_id {
+        let _ = write!(text, ", item {item}");
+    }
+    text
+}
+
+/// `codex (codex-app-server)`: the names the run log uses.
+fn provider_text(view: &RunView) -> String {
+    let name = |value: serde_json::Result<serde_json::Value>| {
+        value
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    format!(
+        "{} ({})",
+        name(serde_json::to_value(view.run.provider)),
+        name(serde_json::to_value(view.run.source))
+    )
+}
+
+fn tokens_text(tokens: &TokenUsage) -> String {
+    format!(
+        "{} total ({} input, {} cached, {} output)",
+        tokens.total_tokens, tokens.input_tokens, tokens.cached_input_tokens, tokens.output_tokens
+    )
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Root => "root",
+        Role::Helper => "helper",
+        Role::Unknown => "unknown",
+    }
+}
+
+fn agent_status(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::Pending => "pending",
+        AgentStatus::Running => "running",
+        AgentStatus::Completed => "completed",
+        AgentStatus::Failed => "failed",
+        AgentStatus::Interrupted => "interrupted",
+    }
+}
+
+fn run_status(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Running => "running",
+        RunStatus::Done => "done",
+        RunStatus::Failed => "failed",
+        RunStatus::Interrupted => "interrupted",
+    }
+}
+
+/// Text cut to [`MAX_TEXT_CHARS`] characters, with how much was cut.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(MAX_TEXT_CHARS) {
+        None => text.to_owned(),
+        Some((end, _)) => format!(
+            "{}… [{} more characters]",
+            &text[..end],
+            text[end..].chars().count()
+        ),
+    }
+}
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// Markdown-escapes inline text: no markup, no HTML, no table breaks, one line.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
+}
+
+/// Text for inside a code span: no backticks, one line.
+fn code(text: &str) -> String {
+    text.replace(['`', '\n', '\r'], " ").replace('|', "\\|")
+}
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#1d1d1f}\
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}dt{color:#666}dd{margin:0}\
+blockquote{margin:.5em 0;padding:.5em 1em;background:#f5f5f7;border-left:3px solid #4a7;white-space:pre-wrap}\
+.provenance,.note,.thread,.meta{color:#666}.thread{font:12px monospace}\
+.tree,.tree ul{list-style:none;padding-left:1.2em}.tree li{margin:.3em 0}\
+.prompt,.final{white-space:pre-wrap;font-size:.92em}\
+.badge{display:inline-block;padding:0 .45em;border-radius:.6em;font-weight:600;font-size:.9em}\
+.badge.root{background:#dbeafe}.badge.helper{background:#dcfce7}.badge.unknown{background:#fee2e2}\
+table{border-collapse:collapse;width:100%}td,th{padding:.15em .5em;vertical-align:top;text-align:left}\
+tr:nth-child(even){background:#fafafa}td.time{font:12px monospace;color:#666;white-space:nowrap}\
+td.kind{white-space:nowrap;color:#555}td:last-child{white-space:pre-wrap;word-break:break-word}\
+.warnings li.error{color:#b00}.warnings li.warning{color:#a60}footer{margin-top:2em;color:#999;font-size:.85em}";

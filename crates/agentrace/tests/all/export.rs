@@ -1,0 +1,121 @@
+//! `agentrace export`: reports (HTML, Markdown) of real captures, escaping of
+//! hostile agent text, the size bound, and the OTLP error path.
+
+use std::net::TcpListener;
+
+use super::support::{capture, Cli};
+
+/// A V1 capture whose root answer is hostile markup.
+fn hostile_run(cli: &Cli) -> String {
+    let text = std::fs::read_to_string(capture("v1_basic"))
+        .unwrap_or_else(|error| panic!("fixture: {error}"))
+        .replace(
+            "ROOT DONE",
+            r#"<script>alert(\"x\")</script> <img src=x onerror='y'> | **bold** [link](http://z)"#,
+        );
+    let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+    let path = dir.path().join("server.jsonl");
+    std::fs::write(&path, text).unwrap_or_else(|error| panic!("write: {error}"));
+    cli.ingest(&path, &["--quiet", "--run-id", "hostile"])
+}
+
+#[test]
+fn the_markdown_report_of_a_v1_run_is_what_the_snapshot_shows() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "report-v1"]);
+    insta::assert_snapshot!(cli.ok(&["export", "--markdown", "report-v1"]));
+}
+
+#[test]
+fn the_html_report_of_a_nested_run_is_one_self_contained_page_as_the_snapshot_shows() {
+    let cli = Cli::new();
+    cli.ingest(
+        &capture("real_model_nested"),
+        &["--quiet", "--run-id", "report-nested"],
+    );
+    let file = cli.home.path().join("report.html");
+    let file_arg = file.to_string_lossy().into_owned();
+    cli.ok(&["export", "--html", "report-nested", "-o", &file_arg]);
+    let html = std::fs::read_to_string(&file).unwrap_or_else(|error| panic!("report: {error}"));
+    // Self-contained: nothing is loaded from anywhere.
+    for needle in ["<script", "src=", "href=", "@import", "url("] {
+        assert!(!html.contains(needle), "{needle}");
+    }
+    // The style sheet is long and not for people; the rest is.
+    let body = html
+        .split_once("</style>")
+        .map(|(_, rest)| rest)
+        .unwrap_or(&html);
+    insta::assert_snapshot!(body);
+}
+
+#[test]
+fn hostile_agent_text_is_escaped_in_html_and_markdown() {
+    let cli = Cli::new();
+    let run = hostile_run(&cli);
+    let html = cli.ok(&["export", "--html", &run]);
+    assert!(!html.contains("<script"));
+    assert!(!html.contains("<img"));
+    assert!(html.contains(
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &lt;img src=x onerror=&#39;y&#39;&gt;"
+    ));
+    let markdown = cli.ok(&["export", "--markdown", &run]);
+    assert!(!markdown.contains("<script"));
+    assert!(markdown.contains(
+        r#"> &lt;script&gt;alert("x")&lt;/script&gt; &lt;img src=x onerror='y'&gt; \| \*\*bold\*\* \[link\](http://z)"#
+    ));
+}
+
+#[test]
+fn a_report_over_max_bytes_leaves_out_timeline_events_and_says_how_many() {
+    let cli = Cli::new();
+    cli.ingest(
+        &capture("real_model_nested"),
+        &["--quiet", "--run-id", "big"],
+    );
+    for (format, bound) in [("--html", 6000), ("--markdown", 2600)] {
+        let full = cli.ok(&["export", format, "big"]);
+        let small = cli.ok(&["export", format, "big", "--max-bytes", &bound.to_string()]);
+        assert!(full.len() > bound, "{format}: {}", full.len());
+        assert!(small.len() <= bound, "{format}: {}", small.len());
+        let note = small
+            .lines()
+            .find(|line| line.contains("timeline events left out"))
+            .unwrap_or_else(|| panic!("{format}: no left-out note"));
+        assert!(
+            note.contains(&format!("to stay under {bound} bytes (--max-bytes)")),
+            "{note}"
+        );
+        assert!(!full.contains("left out"));
+    }
+}
+
+#[test]
+fn an_unreachable_otlp_endpoint_fails_clearly_and_leaves_the_run_untouched() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "kept"]);
+    let log = cli.home.path().join("runs/kept.jsonl");
+    let before = std::fs::read(&log).unwrap_or_else(|error| panic!("log: {error}"));
+    let endpoint = {
+        let listener =
+            TcpListener::bind("127.0.0.1:0").unwrap_or_else(|error| panic!("bind: {error}"));
+        format!(
+            "http://{}",
+            listener
+                .local_addr()
+                .unwrap_or_else(|error| panic!("addr: {error}"))
+        )
+    };
+    let output = cli.run(&["export", "--otlp", &endpoint, "kept"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: run kept was not exported; it is unchanged in {}: cannot reach the OTLP endpoint {endpoint}/v1/traces after 5 attempts: ",
+            log.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&log).ok(), Some(before));
+    assert!(output.stdout.is_empty());
+}

@@ -1,0 +1,326 @@
+//! `agentrace export --otlp` against a real trace backend: Arize Phoenix
+//! (installed by scripts/install-phoenix), started on loopback with its own
+//! ports and working dir, fully offline, stopped by its pid. The span tree it
+//! stores must be the agent tree `show --json` prints.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::support::{capture, Cli};
+
+/// How long Phoenix gets to become ready (about 10 s here; CI is shared).
+const READY_WITHIN: Duration = Duration::from_secs(120);
+/// How long spans get to appear after an accepted export.
+const SPANS_WITHIN: Duration = Duration::from_secs(20);
+
+/// The pinned Phoenix (`AGENTRACE_TEST_PHOENIX`, else `.tools/phoenix`).
+/// Panics with a hint when it is missing: this test never skips.
+fn phoenix_binary() -> PathBuf {
+    let path = std::env::var_os("AGENTRACE_TEST_PHOENIX")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools/phoenix/venv/bin/phoenix")
+        });
+    assert!(
+        path.exists(),
+        "Arize Phoenix is not installed at {}; run scripts/install-phoenix (scripts/test does)",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .unwrap_or_else(|error| panic!("no free port: {error}"))
+}
+
+/// A running Phoenix; stopped by its pid when dropped, also when a test
+/// fails: SIGINT (a clean shutdown), then SIGKILL if it lingers.
+struct Phoenix {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Phoenix {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+        let log = dir.path().join("phoenix.log");
+        let log_file =
+            std::fs::File::create(&log).unwrap_or_else(|error| panic!("phoenix log: {error}"));
+        let err_file = log_file
+            .try_clone()
+            .unwrap_or_else(|error| panic!("phoenix log: {error}"));
+        let port = free_port();
+        let grpc_port = free_port();
+        let child = Command::new(phoenix_binary())
+            .arg("serve")
+            .current_dir(dir.path())
+            .env("PHOENIX_WORKING_DIR", dir.path())
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", port.to_string())
+            .env("PHOENIX_GRPC_PORT", grpc_port.to_string())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .env("PHOENIX_ALLOW_EXTERNAL_RESOURCES", "false")
+            .env("PHOENIX_ALLOWED_SANDBOX_PROVIDERS", "NONE")
+            .env("PHOENIX_DISABLE_AGENT_ASSISTANT", "true")
+            .env("PHOENIX_ENABLE_MCP_SERVER", "false")
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start phoenix: {error}"));
+        let phoenix = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+            log,
+        };
+        phoenix.wait_ready();
+        phoenix
+    }
+
+    fn wait_ready(&self) {
+        let started = Instant::now();
+        while started.elapsed() < READY_WITHIN {
+            if self.get("/readyz").0 == 200 {
+                return;
+            }
+            thread::sleep(Duration::from_millis(250));
+        }
+        panic!(
+            "phoenix not ready within {READY_WITHIN:?}; its log:\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
+    /// (status, body) of a GET; status 0 when nothing answered.
+    fn get(&self, path: &str) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(5)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        match agent.get(format!("{}{path}", self.base)).call() {
+            Ok(mut response) => (
+                response.status().as_u16(),
+                response.body_mut().read_to_string().unwrap_or_default(),
+            ),
+            Err(_) => (0, String::new()),
+        }
+    }
+
+    /// The project's spans once `count` of them are there.
+    fn spans(&self, project: &str, count: usize) -> Vec<Value> {
+        let started = Instant::now();
+        let mut last = Vec::new();
+        while started.elapsed() < SPANS_WITHIN {
+            let (status, body) = self.get(&format!(
+                "/v1/projects/{project}/spans?sort=start_time&order=asc&limit=1000"
+            ));
+            if status == 200 {
+                let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                last = value["data"].as_array().cloned().unwrap_or_default();
+                if last.len() >= count {
+                    return last;
+                }
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "phoenix has {} of {count} spans after {SPANS_WITHIN:?}",
+            last.len()
+        );
+    }
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// (agent name, the agent it nests under, input tokens, output tokens,
+/// cache-read tokens) for every agent of a `show --json` tree.
+type AgentRow = (
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+fn expected_agents(nodes: &Value, parent: Option<&str>, rows: &mut Vec<AgentRow>) {
+    for node in nodes.as_array().into_iter().flatten() {
+        let label = node["label"].as_str().unwrap_or_default().to_owned();
+        let tokens = &node["tokens"];
+        rows.push((
+            label.clone(),
+            parent.map(str::to_owned),
+            tokens["inputTokens"].as_i64(),
+            tokens["outputTokens"].as_i64(),
+            tokens["cachedInputTokens"].as_i64(),
+        ));
+        expected_agents(&node["children"], Some(&label), rows);
+    }
+}
+
+/// The same rows read from Phoenix's spans of one trace: an agent's parent
+/// is the nearest `invoke_agent` span above it (through its spawn span).
+fn stored_agents(spans: &[Value], trace_id: &str) -> Vec<AgentRow> {
+    let of_trace: Vec<&Value> = spans
+        .iter()
+        .filter(|span| span["context"]["trace_id"] == trace_id)
+        .collect();
+    let by_id: BTreeMap<&str, &Value> = of_trace
+        .iter()
+        .filter_map(|span| span["context"]["span_id"].as_str().map(|id| (id, *span)))
+        .collect();
+    let agent_name = |span: &Value| {
+        span["name"]
+            .as_str()
+            .and_then(|name| name.strip_prefix("invoke_agent "))
+            .map(str::to_owned)
+    };
+    let mut rows = Vec::new();
+    for span in &of_trace {
+        let Some(name) = agent_name(span) else {
+            continue;
+        };
+        let mut parent = span["parent_id"].as_str().and_then(|id| by_id.get(id));
+        let mut parent_agent = None;
+        while let Some(candidate) = parent {
+            if let Some(name) = agent_name(candidate) {
+                parent_agent = Some(name);
+                break;
+            }
+            parent = candidate["parent_id"].as_str().and_then(|id| by_id.get(id));
+        }
+        let attributes = &span["attributes"];
+        rows.push((
+            name,
+            parent_agent,
+            attributes["gen_ai.usage.input_tokens"].as_i64(),
+            attributes["gen_ai.usage.output_tokens"].as_i64(),
+            attributes["gen_ai.usage.cache_read.input_tokens"].as_i64(),
+        ));
+    }
+    rows
+}
+
+#[test]
+fn exported_runs_appear_in_phoenix_as_the_agent_tree_show_prints_and_a_second_export_adds_nothing()
+{
+    let cli = Cli::new();
+    let runs = ["v1_basic", "v2_basic", "real_model_nested"];
+    for name in runs {
+        cli.ingest(
+            &capture(name),
+            &["--quiet", "--run-id", &format!("phoenix-{name}")],
+        );
+    }
+    let run_ids: Vec<String> = runs.iter().map(|name| format!("phoenix-{name}")).collect();
+    let phoenix = Phoenix::start();
+    let project = "agentrace-ci";
+    let export = |cli: &Cli| {
+        let mut args = vec!["export", "--otlp", phoenix.base.as_str()];
+        args.extend(run_ids.iter().map(String::as_str));
+        let output = cli
+            .command(&args)
+            .env(
+                "OTEL_RESOURCE_ATTRIBUTES",
+                format!("openinference.project.name={project}"),
+            )
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run agentrace: {error}"));
+        assert!(
+            output.status.success(),
+            "export failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let spans: usize = stderr
+            .lines()
+            .filter_map(|line| line.split(": ").nth(1))
+            .filter_map(|rest| rest.split(' ').next())
+            .filter_map(|count| count.parse::<usize>().ok())
+            .sum();
+        let traces: Vec<(String, String)> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(run, trace)| (run.to_owned(), trace.to_owned()))
+            .collect();
+        (traces, spans)
+    };
+    let (traces, span_count) = export(&cli);
+    assert_eq!(
+        traces
+            .iter()
+            .map(|(run, _)| run.clone())
+            .collect::<Vec<_>>(),
+        run_ids
+    );
+    let stored = phoenix.spans(project, span_count);
+    assert_eq!(stored.len(), span_count);
+
+    for (run, trace_id) in &traces {
+        let view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"]))
+            .unwrap_or_else(|error| panic!("show --json: {error}"));
+        let mut expected = Vec::new();
+        expected_agents(&view["agents"], None, &mut expected);
+        expected.sort();
+        let mut got = stored_agents(&stored, trace_id);
+        got.sort();
+        assert_eq!(got, expected, "agent spans of {run}");
+        // Every tool span hangs under an agent span of its own trace, and
+        // every spawn names an agent of the tree as its transfer target.
+        for span in stored
+            .iter()
+            .filter(|span| span["context"]["trace_id"] == trace_id.as_str())
+        {
+            let name = span["name"].as_str().unwrap_or_default();
+            assert_eq!(span["attributes"]["gen_ai.conversation.id"], run.as_str());
+            if name.starts_with("execute_tool ") {
+                let parent = span["parent_id"].as_str().unwrap_or_default();
+                let parent_span = stored
+                    .iter()
+                    .find(|other| other["context"]["span_id"] == parent)
+                    .unwrap_or_else(|| panic!("{name} has no parent span"));
+                assert!(parent_span["name"]
+                    .as_str()
+                    .is_some_and(|parent| parent.starts_with("invoke_agent ")));
+                if let Some(target) =
+                    span["attributes"]["agentrace.transfer_target.agent.name"].as_str()
+                {
+                    assert!(expected.iter().any(|row| row.0 == target), "{target}");
+                }
+            }
+        }
+    }
+
+    // A second export sends the same ids: Phoenix keeps one copy of each.
+    let (again, again_count) = export(&cli);
+    assert_eq!((again, again_count), (traces, span_count));
+    thread::sleep(Duration::from_secs(1));
+    assert_eq!(phoenix.spans(project, span_count).len(), span_count);
+}
