@@ -137,6 +137,25 @@ impl RunWriter {
     /// old record or the new one, never a mix (write a temporary file beside
     /// it, `fsync`, rename over).
     pub fn write_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
+        let bytes = self.record_bytes(summary)?;
+        write_atomically(&self.record_path, &bytes)
+    }
+
+    /// Like [`RunWriter::write_record`] (still replaced by a rename, so
+    /// readers never see half a record) but without `fsync`: for runs that
+    /// are rebuilt from their sources anyway, such as imported ones.
+    pub fn write_record_unsynced(&self, summary: &RunSummary) -> Result<(), StoreError> {
+        let bytes = self.record_bytes(summary)?;
+        let mut temporary_name = self.record_path.file_name().unwrap_or_default().to_os_string();
+        temporary_name.push(format!(".tmp-{}", std::process::id()));
+        let temporary = self.record_path.with_file_name(temporary_name);
+        std::fs::write(&temporary, &bytes)
+            .map_err(|source| StoreError::io("write run record", &temporary, source))?;
+        std::fs::rename(&temporary, &self.record_path)
+            .map_err(|source| StoreError::io("replace run record", &self.record_path, source))
+    }
+
+    fn record_bytes(&self, summary: &RunSummary) -> Result<Vec<u8>, StoreError> {
         if summary.id != self.run_id {
             return Err(StoreError::WrongRun {
                 path: self.record_path.clone(),
@@ -151,7 +170,7 @@ impl RunWriter {
                 source,
             })?;
         bytes.push(b'\n');
-        write_atomically(&self.record_path, &bytes)
+        Ok(bytes)
     }
 }
 

@@ -21,7 +21,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::claude_ingest::{claude_config_dir, find_sessions, run_of_session, Recording};
+use crate::claude_ingest::{claude_config_dir, find_sessions, Recording};
 use crate::ingest::now;
 
 /// Arguments of `agentrace import`.
@@ -285,6 +285,69 @@ pub fn feed_rollouts(
     sink(last)
 }
 
+/// Feeds one Claude session's files to `recorder` (a metadata document is
+/// one line); `sink` gets each file's envelopes.
+pub fn feed_claude(
+    recorder: &mut Recorder,
+    session: &crate::claude_ingest::SessionFiles,
+    mut sink: impl FnMut(Vec<Envelope>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut clock = now();
+    let mut first = true;
+    for (part, path) in &session.parts {
+        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let lines = if matches!(part, SourcePart::AgentMeta { .. }) {
+            vec![agentrace_core::lines::AssembledLine {
+                bytes,
+                line_number: 1,
+                truncated_from: None,
+            }]
+        } else {
+            let mut assembler = LineAssembler::default();
+            let mut lines = assembler.push(&bytes);
+            lines.extend(assembler.finish());
+            lines
+        };
+        let mut batch = Vec::new();
+        for line in lines {
+            if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
+                continue;
+            }
+            let produced = recorder.push_part(
+                part,
+                &InputLine {
+                    bytes: &line.bytes,
+                    line_number: line.line_number,
+                    observed_at: clock,
+                    direction: None,
+                    truncated_from: line.truncated_from,
+                },
+            );
+            if let Some(last) = produced.last() {
+                if first {
+                    first = false;
+                }
+                clock = last.timestamp;
+            }
+            batch.extend(produced);
+        }
+        sink(batch)?;
+    }
+    let last = recorder.finish();
+    sink(last)
+}
+
+/// The first `timestamp` among a transcript's first lines.
+fn first_time(path: &Path) -> Option<Timestamp> {
+    let file = fs::File::open(path).ok()?;
+    BufReader::new(file)
+        .lines()
+        .take(64)
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .find_map(|value| value.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse))
+}
+
 fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
     args.codex_home.clone().or_else(|| {
         std::env::var_os("CODEX_HOME")
@@ -320,6 +383,9 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
+/// Sessions imported between two saves of the import state.
+const SAVE_EVERY: u32 = 64;
+
 /// Counts of one import.
 #[derive(Debug, Default)]
 struct Tally {
@@ -333,6 +399,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
     let mut state = ImportState::load(home);
     let mut tally = Tally::default();
+    let mut imported_since_save = 0u32;
     let codex = codex_home(args).map(|dir| codex_sessions(&dir)).unwrap_or_default();
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
     let claude = match &claude_dir {
@@ -342,6 +409,16 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         _ => Vec::new(),
     };
     let bar = progress(args, (codex.len() + claude.len()) as u64);
+    // Claude runs recorded live, by session: looked up once, not per session.
+    let live_claude: HashMap<String, RunId> = if claude.is_empty() {
+        HashMap::new()
+    } else {
+        home.list_runs()?
+            .into_iter()
+            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
+            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
+            .collect()
+    };
     for (root, files) in &codex {
         bar.inc(1);
         if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
@@ -368,7 +445,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
         remove_run(home, &id)?;
         let mut recorder = Recorder::new(id.clone(), Format::CodexRollout);
-        let mut writer = home.create_run(&id)?;
+        let mut writer = home.create_run_unsynced(&id)?;
         let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
         writer.append(&recorder.start(start))?;
         feed_rollouts(&mut recorder, files, |batch| {
@@ -377,8 +454,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             }
             Ok(())
         })?;
-        writer.sync()?;
-        writer.write_record(&recorder.state().summary())?;
+        // No fsync per session: an import is rebuilt from its sources, and a
+        // thousand fsyncs would cost more than the reading.
+        writer.write_record_unsynced(&recorder.state().summary())?;
         state.codex.insert(
             root.clone(),
             Imported {
@@ -386,8 +464,12 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 files: stamps,
             },
         );
-        // Saved after each session: an interrupted import resumes where it stopped.
-        state.save(home)?;
+        // Saved every so often: an interrupted import resumes near where it stopped.
+        imported_since_save += 1;
+        if imported_since_save >= SAVE_EVERY {
+            state.save(home)?;
+            imported_since_save = 0;
+        }
     }
     for session in &claude {
         bar.inc(1);
@@ -402,7 +484,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         // claude`) is continued, never deleted.
         let id = match &previous {
             Some(previous) => RunId::from(previous.run_id.clone()),
-            None => run_of_session(home, &session.session_id)?
+            None => live_claude
+                .get(&session.session_id)
+                .cloned()
                 .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id))),
         };
         match &change {
@@ -418,20 +502,39 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             }
             Change::Same | Change::New => tally.recorded += 1,
         }
-        if previous.is_some() || id.as_str().starts_with("claude-") {
+        let owned = previous.is_some() || id.as_str().starts_with("claude-");
+        if owned {
+            // A run import made itself: rebuilt from the transcripts, quickly.
             remove_run(home, &id)?;
+            let mut recorder = Recorder::new(id.clone(), Format::ClaudeTranscript);
+            let mut writer = home.create_run_unsynced(&id)?;
+            let start = session
+                .parts
+                .first()
+                .and_then(|(_, path)| first_time(path))
+                .unwrap_or_else(now);
+            writer.append(&recorder.start(start))?;
+            feed_claude(&mut recorder, session, |batch| {
+                if !batch.is_empty() {
+                    writer.append(&batch)?;
+                }
+                Ok(())
+            })?;
+            writer.write_record_unsynced(&recorder.state().summary())?;
+        } else {
+            // A run recorded live (`run claude`): the transcripts are added to it.
+            let started = session
+                .parts
+                .first()
+                .and_then(|(_, path)| stamp(path).ok())
+                .map(|stamp| Timestamp::from_millis(i64::try_from(stamp.modified_ns / 1_000_000).unwrap_or(0)));
+            let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || started.unwrap_or_else(now))?;
+            for (part, file) in &session.parts {
+                let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+                recording.feed(part, &bytes)?;
+            }
+            recording.close()?;
         }
-        let started = session
-            .parts
-            .first()
-            .and_then(|(_, path)| stamp(path).ok())
-            .map(|stamp| Timestamp::from_millis(i64::try_from(stamp.modified_ns / 1_000_000).unwrap_or(0)));
-        let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || started.unwrap_or_else(now))?;
-        for (part, file) in &session.parts {
-            let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-            recording.feed(part, &bytes)?;
-        }
-        recording.close()?;
         state.claude.insert(
             session.session_id.clone(),
             Imported {
@@ -439,8 +542,13 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 files: stamps,
             },
         );
-        state.save(home)?;
+        imported_since_save += 1;
+        if imported_since_save >= SAVE_EVERY {
+            state.save(home)?;
+            imported_since_save = 0;
+        }
     }
+    state.save(home)?;
     bar.finish_and_clear();
     if !args.quiet {
         eprintln!(
