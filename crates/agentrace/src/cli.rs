@@ -54,6 +54,17 @@ enum Command {
     },
     /// Print every event of a run in sequence order, final attribution applied.
     Events(EventsArgs),
+    /// What each subagent and background command is doing now, or how it ended.
+    ///
+    /// One line per child: label, state, current operation, run number,
+    /// outcome, tokens, age, last message. The end of an ingested input, or
+    /// the end of a live run, settles records still live as `unknown`.
+    Status(crate::status::StatusArgs),
+    /// Follow a run as it is recorded: events, child-work changes, warnings.
+    ///
+    /// Waits for the log to grow (file notifications) until the run ends or
+    /// Ctrl-C; on a finished run, prints the whole story and exits.
+    Attach(crate::attach::AttachArgs),
     /// Send runs to an OpenTelemetry backend (`--otlp`), or write one run as
     /// a shareable file (`--html`, `--markdown`).
     ///
@@ -240,6 +251,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Some(Command::Events(args)) => events(&home, &mut out, &args)?,
+        Some(Command::Status(args)) => crate::status::run(&home, &args, &mut out)?,
+        Some(Command::Attach(args)) => return crate::attach::run(&home, &args, &mut out),
         Some(Command::Export(args)) => crate::export::run(&home, args, &mut out)?,
     }
     out.flush()?;

@@ -3,6 +3,7 @@
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
 mod check;
+mod attach;
 mod claude_ingest;
 mod claude_run;
 mod cli;
@@ -18,6 +19,7 @@ mod report;
 mod run_codex;
 mod samples;
 mod serve;
+mod status;
 mod tap;
 mod usage;
 

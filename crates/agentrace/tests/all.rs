@@ -11,5 +11,6 @@ mod all {
     pub mod import_usage;
     pub mod live_codex;
     pub mod phoenix;
+    pub mod status_attach;
     pub mod support;
 }

@@ -1,0 +1,241 @@
+//! `agentrace status`: the child-work records of a run (§6), folded from its
+//! log by the core reducer, as a table, as `{"records": [...]}`, or as every
+//! change in order (JSON Lines). It owns only reading and printing; the
+//! records are the core's, the same a live observer had.
+
+use std::path::Path;
+
+use agentrace_core::childwork::{
+    ChildWork, ChildWorkChange, ChildWorkKind, ChildWorkRecord, ChildWorkState, WaitingOn,
+};
+use agentrace_core::model::{Envelope, RunStatus, Source, Timestamp};
+use agentrace_core::state::RunState;
+use agentrace_store::{Home, LogReader};
+use clap::Args;
+use serde::Serialize;
+
+use crate::ingest::now;
+use crate::output::Out;
+use crate::render::{one_line, skipped_warning};
+
+/// `agentrace status` arguments.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Run id, a unique prefix of one, or `latest` (the default).
+    run: Option<String>,
+    /// Print `{"records": [...]}`.
+    #[arg(long)]
+    json: bool,
+    /// Print every change in order as JSON Lines:
+    /// `{"change": "admitted"|"updated"|"ended"|"settled", "record": {...}}`.
+    #[arg(long)]
+    changes: bool,
+}
+
+/// `{"records": [...]}`.
+#[derive(Debug, Serialize)]
+pub struct RecordsView<'a> {
+    /// The records, in admission order.
+    pub records: &'a [ChildWorkRecord],
+}
+
+/// A run's log folded by the reducer.
+pub struct Folded {
+    /// The reducer after the whole log (and the session end, when over).
+    pub reducer: ChildWork,
+    /// Every change, in order.
+    pub changes: Vec<ChildWorkChange>,
+}
+
+/// True when the run's session is over, so live records settle `unknown`
+/// (§6 rule 9): a log written by `ingest` from a finished input is whole
+/// (its end is the end of the input); a live run's session ends with the
+/// run (the root's turn ended, or the recorder gave up on it).
+pub fn session_over(state: &RunState) -> bool {
+    let summary = state.summary();
+    let ingested = matches!(
+        summary.source,
+        Source::CodexAppServer | Source::ClaudeTranscript | Source::Legacy
+    );
+    ingested || summary.status != RunStatus::Running
+}
+
+/// Reads a run's log and folds it; the session ends at its last envelope
+/// when [`session_over`] says so.
+pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId) -> anyhow::Result<Folded> {
+    let mut reader = LogReader::open(path)?.with_run_id(run.clone());
+    let mut reducer = ChildWork::new();
+    let mut state = RunState::new(run.clone());
+    let mut changes = Vec::new();
+    let mut last: Option<Timestamp> = None;
+    for envelope in &mut reader {
+        let envelope: Envelope = envelope?;
+        state.apply(&envelope);
+        changes.extend(reducer.apply(&envelope));
+        last = Some(envelope.timestamp);
+    }
+    if !reader.skipped().is_empty() {
+        skipped_warning(path, reader.skipped());
+    }
+    if session_over(&state) {
+        if let Some(at) = last {
+            changes.extend(reducer.end_session(at));
+        }
+    }
+    Ok(Folded { reducer, changes })
+}
+
+/// Runs `agentrace status`.
+pub fn run(home: &Home, args: &StatusArgs, out: &mut Out) -> anyhow::Result<()> {
+    let id = home.resolve(args.run.as_deref().unwrap_or("latest"))?;
+    let folded = fold_log(&home.log_path(&id), &id)?;
+    if args.changes {
+        for change in &folded.changes {
+            out.json(change)?;
+        }
+        return Ok(());
+    }
+    let records = folded.reducer.records();
+    if args.json {
+        return out.json_pretty(&RecordsView { records: &records });
+    }
+    if records.is_empty() {
+        out.line(format!("run {id}: no subagents or background commands"))?;
+        return Ok(());
+    }
+    for line in table(&records, now()) {
+        out.line(line)?;
+    }
+    Ok(())
+}
+
+/// One line per record, each child under its owner.
+pub fn table(records: &[ChildWorkRecord], now: Timestamp) -> Vec<String> {
+    let label_width = records
+        .iter()
+        .map(|record| one_line(&record.label, 32).chars().count() + 3 * depth(records, record))
+        .max()
+        .unwrap_or(0);
+    let mut lines = Vec::new();
+    let tops = records.iter().filter(|record| {
+        record
+            .parent_child_work_id
+            .as_ref()
+            .is_none_or(|parent| !records.iter().any(|r| &r.child_work_id == parent))
+    });
+    for record in tops {
+        push_tree(records, record, 0, label_width, now, &mut lines);
+    }
+    lines
+}
+
+fn depth(records: &[ChildWorkRecord], record: &ChildWorkRecord) -> usize {
+    let mut depth = 0;
+    let mut parent = record.parent_child_work_id.as_ref();
+    while let Some(id) = parent {
+        match records.iter().find(|r| &r.child_work_id == id) {
+            Some(owner) if depth < records.len() => {
+                depth += 1;
+                parent = owner.parent_child_work_id.as_ref();
+            }
+            _ => break,
+        }
+    }
+    depth
+}
+
+fn push_tree(
+    records: &[ChildWorkRecord],
+    record: &ChildWorkRecord,
+    depth: usize,
+    width: usize,
+    now: Timestamp,
+    lines: &mut Vec<String>,
+) {
+    if depth > records.len() {
+        return;
+    }
+    let indent = if depth == 0 {
+        String::new()
+    } else {
+        format!("{}└─ ", "   ".repeat(depth - 1))
+    };
+    lines.push(line(record, &indent, width, now));
+    for child in records
+        .iter()
+        .filter(|r| r.parent_child_work_id.as_ref() == Some(&record.child_work_id))
+    {
+        push_tree(records, child, depth + 1, width, now, lines);
+    }
+}
+
+/// `label  state  operation-or-outcome  gen N  tokens  age  "last message"`.
+pub fn line(record: &ChildWorkRecord, indent: &str, width: usize, now: Timestamp) -> String {
+    let label = format!("{indent}{}", one_line(&record.label, 32));
+    let kind = match record.kind {
+        ChildWorkKind::Agent => "agent",
+        ChildWorkKind::Command => "command",
+    };
+    let state = match (record.state, record.waiting_on, record.outcome) {
+        (ChildWorkState::Working, _, _) => "working".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::Approval), _) => "waiting on approval".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::UserInput), _) => {
+            "waiting on user input".to_owned()
+        }
+        (ChildWorkState::Waiting, None, _) => "waiting".to_owned(),
+        (ChildWorkState::Ended, _, Some(outcome)) => format!("ended {}", outcome_word(outcome)),
+        (ChildWorkState::Ended, _, None) => "ended".to_owned(),
+    };
+    let mut columns = vec![
+        format!("{label:<width$}"),
+        format!("{kind:<7}"),
+        format!("{state:<21}"),
+        format!("gen {}", record.generation),
+    ];
+    if let Some(operation) = &record.operation {
+        let input = one_line(&operation.input, 40);
+        columns.push(if input.is_empty() {
+            operation.tool_name.clone()
+        } else {
+            format!("{}: {input}", operation.tool_name)
+        });
+    }
+    if let Some(tokens) = record.total_tokens {
+        columns.push(format!("{tokens} tokens"));
+    }
+    columns.push(match record.ended_at {
+        Some(ended) => format!(
+            "ran {}",
+            duration(ended.millis() - record.started_at.millis())
+        ),
+        None => format!(
+            "for {}",
+            duration(now.millis() - record.started_at.millis())
+        ),
+    });
+    if let Some(message) = &record.last_message {
+        columns.push(format!("\"{}\"", one_line(message, 60)));
+    }
+    columns.join("  ")
+}
+
+fn outcome_word(outcome: agentrace_core::childwork::Outcome) -> &'static str {
+    use agentrace_core::childwork::Outcome;
+    match outcome {
+        Outcome::Succeeded => "succeeded",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+/// `850ms`, `4.2s`, `3m05s`, `2h10m`.
+pub fn duration(millis: i64) -> String {
+    let millis = millis.max(0);
+    match millis {
+        0..1_000 => format!("{millis}ms"),
+        1_000..60_000 => format!("{:.1}s", millis as f64 / 1_000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", millis / 60_000, (millis / 1_000) % 60),
+        _ => format!("{}h{:02}m", millis / 3_600_000, (millis / 60_000) % 60),
+    }
+}

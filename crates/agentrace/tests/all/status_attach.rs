@@ -1,0 +1,331 @@
+//! `agentrace status` and `agentrace attach` (§6, §9): the JSON shapes read
+//! back into strict mirror types, the table people read as a snapshot, and
+//! attach following a log that grows while it watches.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::support::{capture, Cli};
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct RecordsJson {
+    records: Vec<RecordJson>,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RecordJson {
+    child_work_id: String,
+    kind: String,
+    provider: String,
+    provider_id: String,
+    #[serde(default)]
+    parent_child_work_id: Option<String>,
+    label: String,
+    description: String,
+    state: String,
+    #[serde(default)]
+    waiting_on: Option<String>,
+    generation: u32,
+    run_id: String,
+    #[serde(default)]
+    operation: Option<OperationJson>,
+    #[serde(default)]
+    last_message: Option<String>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    outcome: Option<String>,
+    started_at: String,
+    updated_at: String,
+    #[serde(default)]
+    ended_at: Option<String>,
+    previous_invocations: Vec<InvocationJson>,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OperationJson {
+    tool_name: String,
+    input: String,
+    basis: String,
+}
+
+#[derive(Debug, Deserialize, PartialEq, Clone)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct InvocationJson {
+    generation: u32,
+    run_id: String,
+    outcome: String,
+    started_at: String,
+    ended_at: String,
+    #[serde(default)]
+    last_message: Option<String>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct ChangeJson {
+    change: String,
+    record: RecordJson,
+}
+
+fn records(cli: &Cli, run: &str) -> Vec<RecordJson> {
+    let stdout = cli.ok(&["status", run, "--json"]);
+    serde_json::from_str::<RecordsJson>(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        .records
+}
+
+fn changes(cli: &Cli, run: &str) -> Vec<ChangeJson> {
+    cli.ok(&["status", run, "--changes"])
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// The last change of each record, in admission order: what `--json` shows.
+fn last_of_each(changes: &[ChangeJson]) -> Vec<RecordJson> {
+    let mut order: Vec<&str> = Vec::new();
+    for change in changes {
+        if !order.contains(&change.record.child_work_id.as_str()) {
+            order.push(&change.record.child_work_id);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|id| {
+            changes
+                .iter()
+                .rev()
+                .find(|change| change.record.child_work_id == id)
+                .map(|change| change.record.clone())
+        })
+        .collect()
+}
+
+/// kind, state, generation, outcome, earlier runs (generation, outcome).
+type Summary = (String, String, u32, Option<String>, Vec<(u32, String)>);
+
+#[test]
+fn status_json_of_a_follow_up_run_keeps_the_first_run_in_previous_invocations() {
+    let cli = Cli::new();
+    let run = cli.ingest(&capture("v1_followup"), &["--quiet"]);
+    let records = records(&cli, &run);
+    let summary: Vec<Summary> = records
+        .iter()
+        .map(|record| {
+            (
+                record.kind.clone(),
+                record.state.clone(),
+                record.generation,
+                record.outcome.clone(),
+                record
+                    .previous_invocations
+                    .iter()
+                    .map(|previous| (previous.generation, previous.outcome.clone()))
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![(
+            "agent".to_owned(),
+            "ended".to_owned(),
+            2,
+            Some("succeeded".to_owned()),
+            vec![(1, "succeeded".to_owned())]
+        )]
+    );
+}
+
+#[test]
+fn status_changes_are_json_lines_ending_at_the_records_status_json_prints() {
+    let cli = Cli::new();
+    for name in [
+        "v1_background_exec",
+        "real_model_nested",
+        "v1_restart_mid_child",
+    ] {
+        let run = cli.ingest(&capture(name), &["--quiet"]);
+        let changes = changes(&cli, &run);
+        assert!(!changes.is_empty(), "{name}");
+        for change in &changes {
+            assert!(
+                ["admitted", "updated", "ended", "settled"].contains(&change.change.as_str()),
+                "{name}: {change:?}"
+            );
+        }
+        assert_eq!(last_of_each(&changes), records(&cli, &run), "{name}");
+    }
+}
+
+#[test]
+fn status_without_a_run_reads_the_newest_one() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "a-older"]);
+    let newest = cli.ingest(
+        &capture("v1_background_exec"),
+        &["--quiet", "--run-id", "b-newer"],
+    );
+    assert_eq!(
+        cli.ok(&["status", "--json"]),
+        cli.ok(&["status", &newest, "--json"])
+    );
+}
+
+#[test]
+fn status_prints_one_line_per_child_under_its_owner() {
+    let cli = Cli::new();
+    let mut text = String::new();
+    for name in [
+        "v1_background_exec",
+        "real_model_nested",
+        "v1_restart_mid_child",
+        "v2_child_error_http500",
+    ] {
+        let run = cli.ingest(&capture(name), &["--quiet"]);
+        text.push_str(&format!("$ agentrace status {name}\n"));
+        text.push_str(&cli.ok(&["status", &run]));
+    }
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn attach_on_a_finished_run_prints_the_whole_story_and_exits() {
+    let cli = Cli::new();
+    let run = cli.ingest(&capture("v1_background_exec"), &["--quiet"]);
+    let stdout = cli.ok(&["attach", &run, "--json"]);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let envelopes = lines
+        .iter()
+        .filter(|line| line.get("envelope").is_some())
+        .count();
+    let events = cli.ok(&["events", &run, "--json"]).lines().count();
+    assert_eq!(envelopes, events, "every envelope of the log is printed");
+    let attached: Vec<ChangeJson> = lines
+        .iter()
+        .filter(|line| line.get("change").is_some())
+        .map(|line| serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    assert_eq!(attached, changes(&cli, &run));
+    let text = cli.ok(&["attach", &run]);
+    let changed: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("  ") && !line.trim_start().starts_with(char::is_numeric))
+        .collect();
+    insta::assert_snapshot!(changed.join("\n"));
+}
+
+/// A run recorded live: the log of an ingested capture, marked as a tapped
+/// connection, written in two halves while `attach` watches.
+#[test]
+fn attach_follows_a_growing_log_until_the_run_ends() {
+    let cli = Cli::new();
+    let ingested = cli.ingest(&capture("v1_background_exec"), &["--quiet"]);
+    let log = std::fs::read_to_string(
+        cli.home
+            .path()
+            .join("runs")
+            .join(format!("{ingested}.jsonl")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<String> = log
+        .lines()
+        .map(|line| {
+            line.replace("\"codex-app-server\"", "\"codex-tap\"")
+                .replace(&ingested, "live-run")
+        })
+        .collect();
+    let terminal = lines
+        .iter()
+        .position(|line| line.contains("\"type\":\"done\""))
+        .unwrap_or_else(|| panic!("no done"));
+    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    let half = terminal / 2;
+    std::fs::write(&path, lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+
+    let mut child = cli
+        .command(&["attach", "live-run", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let (sender, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The first half is printed while the run is still going.
+    let mut seen = Vec::new();
+    while seen.len() < half {
+        match received.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => seen.push(line),
+            Err(error) => {
+                let _ = child.kill();
+                panic!("attach printed {} lines, then {error}", seen.len());
+            }
+        }
+    }
+    assert!(
+        child.try_wait().ok().flatten().is_none(),
+        "attach waits for the run"
+    );
+    // The rest lands in two writes, the last line in two pieces.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rest = lines[half..].join("\n") + "\n";
+    let (first, second) = rest.split_at(rest.len() - 20);
+    file.write_all(first.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    file.flush().unwrap_or_else(|e| panic!("{e}"));
+    file.write_all(second.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(file);
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    seen.extend(received.iter());
+    let envelopes = seen
+        .iter()
+        .filter(|line| line.starts_with("{\"envelope\""))
+        .count();
+    assert_eq!(envelopes, lines.len());
+    let attached: Vec<ChangeJson> = seen
+        .iter()
+        .filter(|line| line.starts_with("{\"change\""))
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let finals = last_of_each(&attached);
+    assert_eq!(
+        finals
+            .iter()
+            .map(|record| (
+                record.kind.as_str(),
+                record.state.as_str(),
+                record.outcome.as_deref()
+            ))
+            .collect::<Vec<_>>(),
+        vec![
+            ("agent", "ended", Some("succeeded")),
+            ("command", "ended", Some("succeeded"))
+        ]
+    );
+}
