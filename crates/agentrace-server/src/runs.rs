@@ -103,9 +103,9 @@ impl LiveRun {
         let base = self.offset;
         let mut reader = LogReader::new(counter).with_run_id(self.state.summary().id);
         let mut line_start = base;
-        while let Some(envelope) = reader.next() {
+        for envelope in reader.by_ref() {
             let mut envelope = envelope.map_err(io::Error::other)?;
-            if self.envelopes % INDEX_STRIDE == 0 {
+            if self.envelopes.checked_rem(INDEX_STRIDE) == Some(0) {
                 self.index.push((envelope.sequence, line_start));
             }
             self.envelopes += 1;

@@ -3,5 +3,6 @@
 
 mod all {
     pub mod api;
+    pub mod browser;
     pub mod support;
 }
