@@ -41,6 +41,11 @@ pub struct ImportArgs {
     /// No progress bar and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Also export each run this import records or rebuilds to an
+    /// OpenTelemetry collector (OTLP over HTTP; the base endpoint, as
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`, `/v1/traces` is appended).
+    #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
+    otlp: Option<String>,
 }
 
 /// Size and modification time of one file, as last imported.
@@ -457,6 +462,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         writer.write_record_unsynced(&recorder.state().summary())?;
+        if let Some(endpoint) = &args.otlp {
+            bar.suspend(|| crate::export::export_after_run(home, &id, endpoint));
+        }
         state.codex.insert(
             root.clone(),
             Imported {
@@ -534,6 +542,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
+        }
+        if let Some(endpoint) = &args.otlp {
+            bar.suspend(|| crate::export::export_after_run(home, &id, endpoint));
         }
         state.claude.insert(
             session.session_id.clone(),
