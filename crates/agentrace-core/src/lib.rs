@@ -10,6 +10,7 @@ pub mod decode;
 pub mod lines;
 pub mod model;
 pub mod recorder;
+pub mod redact;
 pub mod registry;
 pub mod rollout;
 pub mod state;

@@ -134,6 +134,8 @@ pub struct Recorder {
     state: RunState,
     format: Format,
     source: Option<Source>,
+    /// Secrets in stored frames are redacted unless the user opted out.
+    keep_secrets: bool,
 }
 
 impl Recorder {
@@ -155,7 +157,16 @@ impl Recorder {
             attributor,
             format,
             source: None,
+            keep_secrets: false,
         }
+    }
+
+    /// Stores frames exactly as read, secrets included (`--keep-secrets`).
+    /// By default values that look like API keys or bearer tokens are
+    /// redacted in `raw` and in the events ([`crate::redact`]).
+    pub fn keep_secrets(mut self, keep: bool) -> Self {
+        self.keep_secrets = keep;
+        self
     }
 
     /// Records that the session ended with the root's turn still open (the
@@ -272,6 +283,11 @@ impl Recorder {
         emitted
             .into_iter()
             .map(|emitted| {
+                let emitted = if self.keep_secrets {
+                    emitted
+                } else {
+                    redact_emitted(emitted)
+                };
                 let mut event = emitted.event;
                 if let Event::Warning { warning } = &mut event {
                     warning.event_sequence = Some(self.next_sequence);
@@ -292,4 +308,30 @@ impl Recorder {
             })
             .collect()
     }
+}
+
+/// Redacts secrets in an emitted frame and its event. The event is checked
+/// when its frame held a secret, when it has no frame (derived events repeat
+/// text of earlier frames) and when it keeps undecodable bytes; a frame with
+/// nothing that looks like a secret is kept byte-exact.
+fn redact_emitted(mut emitted: Emitted) -> Emitted {
+    let redacted_raw = emitted.raw.as_deref().and_then(crate::redact::redact_raw);
+    let check_event = emitted.raw.is_none()
+        || redacted_raw.is_some()
+        || matches!(
+            emitted.event,
+            Event::Unknown {
+                raw_base64: Some(_),
+                ..
+            }
+        );
+    if let Some(raw) = redacted_raw {
+        emitted.raw = Some(raw);
+    }
+    if check_event {
+        if let Some(event) = crate::redact::redact_event(&emitted.event) {
+            emitted.event = event;
+        }
+    }
+    emitted
 }

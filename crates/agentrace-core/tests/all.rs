@@ -7,6 +7,7 @@ mod all {
     pub mod claude;
     pub mod fixtures;
     pub mod properties;
+    pub mod redact;
     pub mod rollouts;
     pub mod rules;
     pub mod support;

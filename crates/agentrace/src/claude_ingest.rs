@@ -303,7 +303,8 @@ impl Recording {
         if home.exists(id) {
             let (envelopes, _) = read_log(&home.log_path(id))?;
             let clock = envelopes.last().map_or_else(now, |last| last.timestamp);
-            let recorder = Recorder::resume(id.clone(), format, &envelopes);
+            let recorder = Recorder::resume(id.clone(), format, &envelopes)
+                .keep_secrets(crate::secrets::keep());
             let writer = home.append_run(id)?;
             return Ok(Self {
                 recorder,
@@ -315,7 +316,7 @@ impl Recording {
             });
         }
         let start = start();
-        let mut recorder = Recorder::new(id.clone(), format);
+        let mut recorder = Recorder::new(id.clone(), format).keep_secrets(crate::secrets::keep());
         let mut writer = home.create_run(id)?;
         writer.append(&recorder.start(start))?;
         Ok(Self {

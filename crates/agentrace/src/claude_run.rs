@@ -32,6 +32,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 /// Arguments of `agentrace run claude`.
 #[derive(Debug, Args)]
 pub struct RunClaudeArgs {
+    #[command(flatten)]
+    secrets: crate::secrets::KeepSecretsArg,
     /// The claude CLI to start (default: `AGENTRACE_CLAUDE`, else `claude` on PATH).
     #[arg(long, env = "AGENTRACE_CLAUDE")]
     claude: Option<PathBuf>,
@@ -67,6 +69,7 @@ enum Message {
 
 /// Runs `agentrace run claude`.
 pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    args.secrets.apply();
     let id = match &args.run_id {
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),

@@ -138,6 +138,8 @@ struct IngestArgs {
     /// Do not print the summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    secrets: crate::secrets::KeepSecretsArg,
     /// The file to read, or `-` for stdin; for Claude transcripts also a
     /// project or `projects` folder (default: `$CLAUDE_CONFIG_DIR`, else
     /// `~/.claude`).
@@ -212,6 +214,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         None => samples::default_action(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {
+            args.secrets.apply();
             let options = IngestOptions {
                 format: args.format,
                 run_id: args.run_id,

@@ -167,7 +167,7 @@ pub fn ingest_reader(
     }
     let start = first_time.unwrap_or_else(now);
     let mut session = Session {
-        recorder: Recorder::new(id.clone(), format),
+        recorder: Recorder::new(id.clone(), format).keep_secrets(crate::secrets::keep()),
         writer: home.create_run(&id)?,
         status: None,
         bad_lines: Vec::new(),
@@ -338,7 +338,9 @@ fn replay<R: Read>(
         bail!("run {id} already exists; pick another --run-id");
     }
     let mut session = Session {
-        recorder: Recorder::new(id.clone(), replay_format(source)).with_source(source),
+        recorder: Recorder::new(id.clone(), replay_format(source))
+            .with_source(source)
+            .keep_secrets(crate::secrets::keep()),
         writer: home.create_run(&id)?,
         status: None,
         bad_lines: Vec::new(),

@@ -30,7 +30,9 @@ pub struct LiveRun {
 impl LiveRun {
     /// Creates the run in the store and writes its first envelope.
     pub fn create(home: &Home, id: &RunId, source: Source, view: bool) -> anyhow::Result<Self> {
-        let recorder = Recorder::new(id.clone(), Format::CodexAppServer).with_source(source);
+        let recorder = Recorder::new(id.clone(), Format::CodexAppServer)
+            .with_source(source)
+            .keep_secrets(crate::secrets::keep());
         let writer = home.create_run(id)?;
         let mut run = Self {
             recorder,

@@ -18,6 +18,7 @@ mod render;
 mod report;
 mod run_codex;
 mod samples;
+mod secrets;
 mod serve;
 mod status;
 mod tap;

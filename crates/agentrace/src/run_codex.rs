@@ -32,6 +32,8 @@ const STDERR_TAIL: usize = 20;
 /// Arguments of `agentrace run codex`.
 #[derive(Debug, Args)]
 pub struct RunCodexArgs {
+    #[command(flatten)]
+    secrets: crate::secrets::KeepSecretsArg,
     /// The codex CLI to start (default: `AGENTRACE_CODEX`, else `codex` on PATH).
     #[arg(long, env = "AGENTRACE_CODEX")]
     codex: Option<PathBuf>,
@@ -298,6 +300,7 @@ fn stop(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> 
 
 /// Runs `agentrace run codex`.
 pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    args.secrets.apply();
     let id = match &args.run_id {
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),

@@ -23,6 +23,8 @@ const CHUNK_BYTES: usize = 64 * 1024;
 /// Arguments of `agentrace tap`.
 #[derive(Debug, Args)]
 pub struct TapArgs {
+    #[command(flatten)]
+    secrets: crate::secrets::KeepSecretsArg,
     /// Id for the new run (default: `run-<ulid>`).
     #[arg(long)]
     run_id: Option<String>,
@@ -130,6 +132,7 @@ fn record(mut live: LiveRun, notes: Receiver<Note>) -> anyhow::Result<LiveRun> {
 
 /// Runs `agentrace tap`.
 pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
+    args.secrets.apply();
     let id: RunId = match &args.run_id {
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),

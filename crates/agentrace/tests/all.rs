@@ -3,6 +3,7 @@
 
 mod all {
     pub mod check;
+    pub mod secrets;
     pub mod claude_cli;
     pub mod contract;
     pub mod export;

@@ -1,0 +1,196 @@
+//! Redaction of secrets in what the log stores (§10): values that look like
+//! API keys (`sk-…`), bearer tokens (`Bearer …`) and key assignments
+//! (`ANTHROPIC_API_KEY=…`, any `…_API_KEY=…`) become `[REDACTED]`. Pure
+//! functions over text, bytes and JSON: stored raw stays valid JSON, and the
+//! exact bytes of an undecodable line (`rawBase64`) are redacted the same
+//! way as its lossy text. Input without anything that looks like a secret
+//! is returned untouched (byte-exact raw is kept).
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::model::Event;
+
+/// What a secret is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Shortest `sk-` key body taken for a key (shorter ones are words like `sk-learn`).
+const MIN_KEY_BODY: usize = 16;
+
+/// Shortest bearer token taken for a token.
+const MIN_BEARER: usize = 8;
+
+fn is_key_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_'
+}
+
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~' | b'+' | b'/' | b'=')
+}
+
+fn is_assignment_value_byte(byte: u8) -> bool {
+    !byte.is_ascii_whitespace() && !matches!(byte, b'"' | b'\'' | b'`' | b';' | b'&' | b'|')
+}
+
+/// Cheap test: can the bytes hold a secret at all?
+fn might_hold_secret(bytes: &[u8]) -> bool {
+    bytes.windows(3).any(|w| w == b"sk-")
+        || bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"bearer"))
+        || bytes.windows(8).any(|w| w == b"API_KEY=")
+}
+
+/// Redacts secrets in bytes (any encoding; the patterns are ASCII).
+pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if !might_hold_secret(bytes) {
+        return Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut changed = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        let boundary = at == 0 || !is_key_byte(bytes[at - 1]);
+        // sk-<key>
+        if boundary && bytes[at..].starts_with(b"sk-") {
+            let body = bytes[at + 3..]
+                .iter()
+                .take_while(|b| is_key_byte(**b))
+                .count();
+            if body >= MIN_KEY_BODY {
+                out.extend_from_slice(REDACTED.as_bytes());
+                at += 3 + body;
+                changed = true;
+                continue;
+            }
+        }
+        // Bearer <token>
+        if boundary && bytes.len() - at > 7 && bytes[at..at + 6].eq_ignore_ascii_case(b"bearer") {
+            let spaces = bytes[at + 6..]
+                .iter()
+                .take_while(|b| **b == b' ' || **b == b'\t')
+                .count();
+            let token = bytes[at + 6 + spaces..]
+                .iter()
+                .take_while(|b| is_token_byte(**b))
+                .count();
+            if spaces > 0 && token >= MIN_BEARER {
+                out.extend_from_slice(&bytes[at..at + 6 + spaces]);
+                out.extend_from_slice(REDACTED.as_bytes());
+                at += 6 + spaces + token;
+                changed = true;
+                continue;
+            }
+        }
+        // NAME_API_KEY=<value>
+        if bytes[at..].starts_with(b"API_KEY=") {
+            let value = bytes[at + 8..]
+                .iter()
+                .take_while(|b| is_assignment_value_byte(**b))
+                .count();
+            if value > 0 && &bytes[at + 8..at + 8 + value] != REDACTED.as_bytes() {
+                out.extend_from_slice(b"API_KEY=");
+                out.extend_from_slice(REDACTED.as_bytes());
+                at += 8 + value;
+                changed = true;
+                continue;
+            }
+        }
+        out.push(bytes[at]);
+        at += 1;
+    }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(bytes)
+    }
+}
+
+/// Redacts secrets in text.
+pub fn redact_text(text: &str) -> Cow<'_, str> {
+    match redact_bytes(text.as_bytes()) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        // Only ASCII runs were replaced by ASCII, so the text stays UTF-8.
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+    }
+}
+
+/// Redacts every string (and object key) of a JSON value in place; true
+/// when something changed.
+pub fn redact_value(value: &mut Value) -> bool {
+    match value {
+        Value::String(text) => match redact_text(text) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(redacted) => {
+                *text = redacted;
+                true
+            }
+        },
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, item| redact_value(item) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            let entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+            for (key, mut item) in entries {
+                changed |= redact_value(&mut item);
+                let key = match redact_text(&key) {
+                    Cow::Borrowed(_) => key,
+                    Cow::Owned(redacted) => {
+                        changed = true;
+                        redacted
+                    }
+                };
+                map.insert(key, item);
+            }
+            changed
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// The raw frame with secrets redacted, or `None` when it holds none (keep
+/// the original, byte-exact). The result is valid JSON: strings are
+/// redacted in the parsed value, so escapes (`\nsk-…`) cannot hide a key.
+pub fn redact_raw(raw: &RawValue) -> Option<Box<RawValue>> {
+    if !might_hold_secret(raw.get().as_bytes()) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(raw.get()).ok()?;
+    if !redact_value(&mut value) {
+        return None;
+    }
+    serde_json::value::to_raw_value(&value).ok()
+}
+
+/// The event with secrets redacted in its strings (and in the exact bytes
+/// of an undecodable line), or `None` when it holds none.
+pub fn redact_event(event: &Event) -> Option<Event> {
+    if let Event::Unknown {
+        kind,
+        method,
+        reason,
+        line_number,
+        raw_base64: Some(encoded),
+    } = event
+    {
+        let engine = base64::engine::general_purpose::STANDARD;
+        let bytes = engine.decode(encoded).ok()?;
+        return match redact_bytes(&bytes) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(redacted) => Some(Event::Unknown {
+                kind: kind.clone(),
+                method: method.clone(),
+                reason: reason.clone(),
+                line_number: *line_number,
+                raw_base64: Some(engine.encode(redacted)),
+            }),
+        };
+    }
+    let mut value = serde_json::to_value(event).ok()?;
+    if !redact_value(&mut value) {
+        return None;
+    }
+    serde_json::from_value(value).ok()
+}
