@@ -39,10 +39,12 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         None => None,
     };
     if token.is_none() && !args.bind.ip().is_loopback() {
-        bail!(
-            "refusing to serve on {} without a token\nhint: pass --token-file FILE, or bind 127.0.0.1",
+        // A usage error (exit 2): the flags ask for something unsafe.
+        eprintln!(
+            "error: refusing to serve on {} without a token\nhint: pass --token-file FILE, or bind 127.0.0.1",
             args.bind
         );
+        return Ok(ExitCode::from(2));
     }
     let config = crate::check::config(&home, &args.warnings)?;
     let options = Options {

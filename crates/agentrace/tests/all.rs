@@ -4,6 +4,7 @@
 mod all {
     pub mod check;
     pub mod secrets;
+    pub mod serve;
     pub mod claude_cli;
     pub mod contract;
     pub mod export;
