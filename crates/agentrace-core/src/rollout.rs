@@ -30,13 +30,16 @@ struct FileState {
     replayed_of: Option<ThreadId>,
 }
 
+/// A message that may be a turn's answer: its item and text.
+type Answer = Option<(ItemId, String)>;
+
 /// Per-thread facts.
 #[derive(Debug, Default)]
 struct ThreadFacts {
     status: Option<AgentStatus>,
     turn: Option<TurnId>,
     /// Per turn: the last `final_answer` message and the last null-phase one.
-    answers: HashMap<TurnId, (Option<(ItemId, String)>, Option<(ItemId, String)>)>,
+    answers: HashMap<TurnId, (Answer, Answer)>,
     last_message: Option<String>,
 }
 

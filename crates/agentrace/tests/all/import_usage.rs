@@ -51,6 +51,7 @@ struct CountersJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct AgentJson {
     thread_id: String,
@@ -62,6 +63,7 @@ struct AgentJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SessionJson {
     provider: String,
@@ -223,8 +225,7 @@ fn otlp_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
             let mut request = Vec::new();
             let mut buffer = [0u8; 65536];
             // Read the head, then the body its Content-Length announces.
-            loop {
-                let Ok(read) = stream.read(&mut buffer) else { break };
+            while let Ok(read) = stream.read(&mut buffer) {
                 if read == 0 {
                     break;
                 }

@@ -370,7 +370,6 @@ fn drive_through_tap(codex: &Codex, run_id: &str, prompt: &str) -> (Vec<String>,
             break;
         }
     }
-    drop(send);
     drop(stdin);
     let output = wait_bounded(child);
     (received, output.status.code())
