@@ -239,7 +239,7 @@ pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
 pub fn feed_rollouts(
     recorder: &mut Recorder,
     files: &[RolloutHead],
-    mut sink: impl FnMut(Vec<Envelope>) -> anyhow::Result<()>,
+    sink: &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut buffer = vec![0u8; 256 * 1024];
     for (number, head) in files.iter().enumerate() {
@@ -295,10 +295,9 @@ pub fn feed_rollouts(
 pub fn feed_claude(
     recorder: &mut Recorder,
     session: &crate::claude_ingest::SessionFiles,
-    mut sink: impl FnMut(Vec<Envelope>) -> anyhow::Result<()>,
+    sink: &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut clock = now();
-    let mut first = true;
     for (part, path) in &session.parts {
         let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let lines = if matches!(part, SourcePart::AgentMeta { .. }) {
@@ -329,9 +328,6 @@ pub fn feed_claude(
                 },
             );
             if let Some(last) = produced.last() {
-                if first {
-                    first = false;
-                }
                 clock = last.timestamp;
             }
             batch.extend(produced);
@@ -399,12 +395,103 @@ struct Tally {
     unchanged: u64,
 }
 
+/// The bookkeeping of one import: what changed, what was done, the bar.
+struct Importer<'a> {
+    home: &'a Home,
+    args: &'a ImportArgs,
+    state: ImportState,
+    tally: Tally,
+    bar: indicatif::ProgressBar,
+    since_save: u32,
+}
+
+impl Importer<'_> {
+    /// Counts a session and says whether it must be read.
+    fn wanted(&mut self, change: &Change, id: &RunId) -> bool {
+        self.bar.inc(1);
+        match change {
+            Change::Same if self.home.exists(id) => {
+                self.tally.unchanged += 1;
+                return false;
+            }
+            Change::Changed { shrank } => {
+                for path in shrank {
+                    self.bar.suspend(|| {
+                        eprintln!("warning: {path} shrank since the last import; reading its session again whole");
+                    });
+                }
+                self.tally.updated += 1;
+            }
+            Change::Same | Change::New => self.tally.recorded += 1,
+        }
+        true
+    }
+
+    /// Writes run `id` anew from what `feed` gives the recorder.
+    fn rebuild(
+        &self,
+        id: &RunId,
+        format: Format,
+        start: Timestamp,
+        feed: impl FnOnce(&mut Recorder, &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        remove_run(self.home, id)?;
+        let mut recorder = Recorder::new(id.clone(), format);
+        let mut writer = self.home.create_run_unsynced(id)?;
+        writer.append(&recorder.start(start))?;
+        let mut sink = |batch: Vec<Envelope>| {
+            if !batch.is_empty() {
+                writer.append(&batch)?;
+            }
+            Ok(())
+        };
+        feed(&mut recorder, &mut sink)?;
+        // No fsync per session: an import is rebuilt from its sources, and a
+        // thousand fsyncs would cost more than the reading.
+        writer.write_record_unsynced(&recorder.state().summary())?;
+        Ok(())
+    }
+
+    /// Notes a session as imported (and exports it when asked).
+    fn imported(
+        &mut self,
+        claude: bool,
+        key: &str,
+        id: &RunId,
+        files: BTreeMap<String, FileStamp>,
+    ) -> anyhow::Result<()> {
+        if let Some(endpoint) = &self.args.otlp {
+            let home = self.home;
+            self.bar.suspend(|| crate::export::export_after_run(home, id, endpoint));
+        }
+        let entry = Imported {
+            run_id: id.to_string(),
+            files,
+        };
+        if claude {
+            self.state.claude.insert(key.to_owned(), entry);
+        } else {
+            self.state.codex.insert(key.to_owned(), entry);
+        }
+        // Saved every so often: an interrupted import resumes near where it stopped.
+        self.since_save += 1;
+        if self.since_save >= SAVE_EVERY {
+            self.state.save(self.home)?;
+            self.since_save = 0;
+        }
+        Ok(())
+    }
+}
+
+fn stamps<'p>(paths: impl Iterator<Item = &'p Path>) -> anyhow::Result<BTreeMap<String, FileStamp>> {
+    paths
+        .map(|path| Ok((path.to_string_lossy().into_owned(), stamp(path)?)))
+        .collect()
+}
+
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
-    let mut state = ImportState::load(home);
-    let mut tally = Tally::default();
-    let mut imported_since_save = 0u32;
     let codex = codex_home(args).map(|dir| codex_sessions(&dir)).unwrap_or_default();
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
     let claude = match &claude_dir {
@@ -413,7 +500,14 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
         _ => Vec::new(),
     };
-    let bar = progress(args, (codex.len() + claude.len()) as u64);
+    let mut importer = Importer {
+        home,
+        args,
+        state: ImportState::load(home),
+        tally: Tally::default(),
+        bar: progress(args, (codex.len() + claude.len()) as u64),
+        since_save: 0,
+    };
     // Claude runs recorded live, by session: looked up once, not per session.
     let live_claude: HashMap<String, RunId> = if claude.is_empty() {
         HashMap::new()
@@ -425,69 +519,24 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             .collect()
     };
     for (root, files) in &codex {
-        bar.inc(1);
         if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
+            importer.bar.inc(1);
             continue;
         }
-        let stamps = files
-            .iter()
-            .map(|head| Ok((head.path.to_string_lossy().into_owned(), stamp(&head.path)?)))
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-        let change = compare(state.codex.get(root), &stamps);
+        let stamps = stamps(files.iter().map(|head| head.path.as_path()))?;
         let id = RunId::from(format!("codex-{root}"));
-        match &change {
-            Change::Same if home.exists(&id) => {
-                tally.unchanged += 1;
-                continue;
-            }
-            Change::Changed { shrank } => {
-                for path in shrank {
-                    bar.suspend(|| eprintln!("warning: {path} shrank since the last import; reading its session again whole"));
-                }
-                tally.updated += 1;
-            }
-            Change::Same | Change::New => tally.recorded += 1,
+        if !importer.wanted(&compare(importer.state.codex.get(root), &stamps), &id) {
+            continue;
         }
-        remove_run(home, &id)?;
-        let mut recorder = Recorder::new(id.clone(), Format::CodexRollout);
-        let mut writer = home.create_run_unsynced(&id)?;
         let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
-        writer.append(&recorder.start(start))?;
-        feed_rollouts(&mut recorder, files, |batch| {
-            if !batch.is_empty() {
-                writer.append(&batch)?;
-            }
-            Ok(())
+        importer.rebuild(&id, Format::CodexRollout, start, |recorder, sink| {
+            feed_rollouts(recorder, files, sink)
         })?;
-        // No fsync per session: an import is rebuilt from its sources, and a
-        // thousand fsyncs would cost more than the reading.
-        writer.write_record_unsynced(&recorder.state().summary())?;
-        if let Some(endpoint) = &args.otlp {
-            bar.suspend(|| crate::export::export_after_run(home, &id, endpoint));
-        }
-        state.codex.insert(
-            root.clone(),
-            Imported {
-                run_id: id.to_string(),
-                files: stamps,
-            },
-        );
-        // Saved every so often: an interrupted import resumes near where it stopped.
-        imported_since_save += 1;
-        if imported_since_save >= SAVE_EVERY {
-            state.save(home)?;
-            imported_since_save = 0;
-        }
+        importer.imported(false, root, &id, stamps)?;
     }
     for session in &claude {
-        bar.inc(1);
-        let stamps = session
-            .parts
-            .iter()
-            .map(|(_, path)| Ok((path.to_string_lossy().into_owned(), stamp(path)?)))
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-        let previous = state.claude.get(&session.session_id).cloned();
-        let change = compare(previous.as_ref(), &stamps);
+        let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
+        let previous = importer.state.claude.get(&session.session_id).cloned();
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
         let id = match &previous {
@@ -497,71 +546,32 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 .cloned()
                 .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id))),
         };
-        match &change {
-            Change::Same if home.exists(&id) => {
-                tally.unchanged += 1;
-                continue;
-            }
-            Change::Changed { shrank } => {
-                for path in shrank {
-                    bar.suspend(|| eprintln!("warning: {path} shrank since the last import; reading its session again whole"));
-                }
-                tally.updated += 1;
-            }
-            Change::Same | Change::New => tally.recorded += 1,
+        if !importer.wanted(&compare(previous.as_ref(), &stamps), &id) {
+            continue;
         }
-        let owned = previous.is_some() || id.as_str().starts_with("claude-");
-        if owned {
-            // A run import made itself: rebuilt from the transcripts, quickly.
-            remove_run(home, &id)?;
-            let mut recorder = Recorder::new(id.clone(), Format::ClaudeTranscript);
-            let mut writer = home.create_run_unsynced(&id)?;
-            let start = session
-                .parts
-                .first()
-                .and_then(|(_, path)| first_time(path))
-                .unwrap_or_else(now);
-            writer.append(&recorder.start(start))?;
-            feed_claude(&mut recorder, session, |batch| {
-                if !batch.is_empty() {
-                    writer.append(&batch)?;
-                }
-                Ok(())
+        let start = session
+            .parts
+            .first()
+            .and_then(|(_, path)| first_time(path))
+            .unwrap_or_else(now);
+        if previous.is_some() || id.as_str().starts_with("claude-") {
+            importer.rebuild(&id, Format::ClaudeTranscript, start, |recorder, sink| {
+                feed_claude(recorder, session, sink)
             })?;
-            writer.write_record_unsynced(&recorder.state().summary())?;
         } else {
-            // A run recorded live (`run claude`): the transcripts are added to it.
-            let started = session
-                .parts
-                .first()
-                .and_then(|(_, path)| stamp(path).ok())
-                .map(|stamp| Timestamp::from_millis(i64::try_from(stamp.modified_ns / 1_000_000).unwrap_or(0)));
-            let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || started.unwrap_or_else(now))?;
+            let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
             for (part, file) in &session.parts {
                 let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
         }
-        if let Some(endpoint) = &args.otlp {
-            bar.suspend(|| crate::export::export_after_run(home, &id, endpoint));
-        }
-        state.claude.insert(
-            session.session_id.clone(),
-            Imported {
-                run_id: id.to_string(),
-                files: stamps,
-            },
-        );
-        imported_since_save += 1;
-        if imported_since_save >= SAVE_EVERY {
-            state.save(home)?;
-            imported_since_save = 0;
-        }
+        importer.imported(true, &session.session_id, &id, stamps)?;
     }
-    state.save(home)?;
-    bar.finish_and_clear();
+    importer.state.save(home)?;
+    importer.bar.finish_and_clear();
     if !args.quiet {
+        let tally = &importer.tally;
         eprintln!(
             "imported {} new session{}, {} changed, {} unchanged (Codex from {}, Claude from {})",
             tally.recorded,

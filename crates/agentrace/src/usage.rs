@@ -13,18 +13,17 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agentrace_core::lines::LineAssembler;
 use agentrace_core::model::{Provider, RunId, Timestamp, TokenUsage};
-use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::recorder::Format;
 use agentrace_core::state::{AgentNode, RunView};
-use agentrace_core::{InputLine, Recorder};
+use agentrace_core::Recorder;
 use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::find_sessions;
-use crate::import::{codex_sessions, feed_rollouts};
+use crate::import::{codex_sessions, feed_claude, feed_rollouts};
 use crate::ingest::now;
 use crate::output::Out;
 
@@ -269,7 +268,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
         for (root, files) in codex_sessions(dir) {
             let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout);
             let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
-            feed_rollouts(&mut recorder, &files, |_| Ok(()))?;
+            feed_rollouts(&mut recorder, &files, &mut |_| Ok(()))?;
             sessions.push(session(&recorder.state().view(), None, prices));
         }
     }
@@ -277,28 +276,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
         for found in find_sessions(dir)? {
             let mut recorder = Recorder::new(RunId::from(format!("claude-{}", found.session_id)), Format::ClaudeTranscript);
             let _ = recorder.start(now());
-            for (part, path) in &found.parts {
-                let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-                let mut push = |bytes: &[u8], line_number: u64, truncated_from| {
-                    let _ = recorder.push_part(
-                        part,
-                        &InputLine { bytes, line_number, observed_at: now(), direction: None, truncated_from },
-                    );
-                };
-                if matches!(part, SourcePart::AgentMeta { .. }) {
-                    push(&bytes, 1, None);
-                    continue;
-                }
-                let mut assembler = LineAssembler::default();
-                let mut lines = assembler.push(&bytes);
-                lines.extend(assembler.finish());
-                for line in lines {
-                    if !agentrace_core::decode::is_blank(&line.bytes) {
-                        push(&line.bytes, line.line_number, line.truncated_from);
-                    }
-                }
-            }
-            let _ = recorder.finish();
+            feed_claude(&mut recorder, &found, &mut |_| Ok(()))?;
             let mut usage = session(&recorder.state().view(), None, prices);
             usage.session_id = found.session_id.clone();
             sessions.push(usage);
