@@ -617,3 +617,29 @@ fn approval_requests_of_a_helper_are_answered_by_policy_and_recorded() {
     assert_eq!(approval_answers(&events), vec![("helper".to_owned(), json!("decline"))]);
     assert!(!codex.work.path().join("out/child-A.txt").exists(), "the declined command did not run");
 }
+
+#[test]
+fn tap_with_otlp_exports_the_run_when_the_session_ends() {
+    let cli = Cli::new();
+    let (endpoint, received) = super::support::otlp_receiver();
+    let frames = concat!(
+        "{\"method\":\"thread/started\",\"params\":{\"thread\":{\"id\":\"t-root\",\"source\":\"vscode\"}}}\n",
+        "{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"inProgress\"}}}\n",
+        "{\"method\":\"item/completed\",\"params\":{\"threadId\":\"t-root\",\"turnId\":\"u1\",\"item\":{\"type\":\"agentMessage\",\"id\":\"m1\",\"text\":\"ok\",\"phase\":null}}}\n",
+        "{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"completed\"}}}\n",
+    );
+    let mut child = cli
+        .command(&["tap", "--run-id", "exported", "--otlp", &endpoint, "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    stdin.write_all(frames.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    drop(stdin);
+    let output = wait_bounded(child);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.stdout, frames.as_bytes());
+    assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 1, "{}", String::from_utf8_lossy(&output.stderr));
+}
