@@ -57,6 +57,29 @@ pub fn record_and_list(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Says which sessions already on this machine `agentrace import` would read.
+fn local_sessions_hint() {
+    let home = std::env::var_os("HOME").filter(|value| !value.is_empty()).map(std::path::PathBuf::from);
+    let codex = std::env::var_os("CODEX_HOME")
+        .filter(|value| !value.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.as_ref().map(|home| home.join(".codex")));
+    let claude = crate::claude_ingest::claude_config_dir();
+    let rollouts = codex.as_ref().map_or(0, |dir| crate::import::rollout_files(dir).len());
+    let projects = claude
+        .as_ref()
+        .and_then(|dir| std::fs::read_dir(dir.join("projects")).ok())
+        .map_or(0, |entries| entries.flatten().count());
+    if rollouts > 0 || projects > 0 {
+        eprintln!(
+            "found {rollouts} Codex rollout file{} and {projects} Claude Code project folder{} on this machine",
+            if rollouts == 1 { "" } else { "s" },
+            if projects == 1 { "" } else { "s" },
+        );
+        eprintln!("hint: `agentrace import` turns them into runs; `agentrace usage` then shows tokens per agent");
+    }
+}
+
 /// `agentrace` with no command: your runs, or the samples when there are none.
 pub fn default_action(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     let runs = home.list_runs()?;
@@ -72,6 +95,7 @@ pub fn default_action(home: &Home, out: &mut Out) -> anyhow::Result<()> {
             "hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered"
         );
         eprintln!("hint: `agentrace ingest FILE` records your own `codex app-server` output");
+        local_sessions_hint();
         return Ok(());
     }
     render::runs(out, &runs)?;
