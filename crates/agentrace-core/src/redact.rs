@@ -35,11 +35,13 @@ fn is_assignment_value_byte(byte: u8) -> bool {
     !byte.is_ascii_whitespace() && !matches!(byte, b'"' | b'\'' | b'`' | b';' | b'&' | b'|')
 }
 
-/// Cheap test: can the bytes hold a secret at all?
+/// Cheap test: can the bytes hold a secret at all? Every stored line passes
+/// here, so it searches with SIMD (`memchr`) rather than sliding windows.
 fn might_hold_secret(bytes: &[u8]) -> bool {
-    bytes.windows(3).any(|w| w == b"sk-")
-        || bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"bearer"))
-        || bytes.windows(8).any(|w| w == b"API_KEY=")
+    memchr::memmem::find(bytes, b"sk-").is_some()
+        || memchr::memmem::find(bytes, b"API_KEY=").is_some()
+        || memchr::memchr2_iter(b'b', b'B', bytes)
+            .any(|at| bytes.get(at..at + 6).is_some_and(|word| word.eq_ignore_ascii_case(b"bearer")))
 }
 
 /// Redacts secrets in bytes (any encoding; the patterns are ASCII).

@@ -449,6 +449,8 @@ impl Importer<'_> {
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         writer.write_record_unsynced(&recorder.state().summary())?;
+        drop(writer);
+        crate::usage::save_usage(self.home, id, &recorder.state().view())?;
         Ok(())
     }
 
@@ -586,7 +588,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
 }
 
 fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
-    for path in [home.log_path(id), home.record_path(id)] {
+    for path in [home.log_path(id), home.record_path(id), crate::usage::usage_path(home, id)] {
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

@@ -213,16 +213,152 @@ pub struct SessionUsage {
     pub agents: Vec<AgentUsage>,
 }
 
-fn walk(node: &AgentNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
+/// What `usage` needs of one run: its agent tree with each agent's own
+/// tokens. `import` keeps it beside the run's log (`<id>.usage.json`) so
+/// that `usage` reads a few hundred bytes instead of folding the whole log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTree {
+    /// The log's length when this was written; any other length means the
+    /// log moved on (a live run continued) and this copy is stale.
+    pub log_bytes: u64,
+    /// The provider.
+    pub provider: Provider,
+    /// Codex: the root thread id; Claude: the session id; else the run id.
+    pub session_id: String,
+    /// When the run started.
+    pub started_at: Option<Timestamp>,
+    /// The agent tree.
+    pub agents: Vec<UsageNode>,
+}
+
+/// One agent of a [`UsageTree`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageNode {
+    /// Thread / agent id.
+    pub thread_id: String,
+    /// Label.
+    pub label: String,
+    /// Spawner.
+    pub parent_thread_id: Option<String>,
+    /// Model, when known.
+    pub model: Option<String>,
+    /// Its own tokens.
+    pub tokens: Option<TokenUsage>,
+    /// The agents it spawned.
+    pub children: Vec<UsageNode>,
+}
+
+impl UsageNode {
+    fn of(node: &AgentNode) -> Self {
+        Self {
+            thread_id: node.thread_id.to_string(),
+            label: node.label.clone(),
+            parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
+            model: node.model.clone(),
+            tokens: node.tokens,
+            children: node.children.iter().map(Self::of).collect(),
+        }
+    }
+}
+
+impl UsageTree {
+    /// The usage of a run's view; `log_bytes` is its log's length.
+    pub fn of(view: &RunView, log_bytes: u64) -> Self {
+        let id = view.run.id.as_str();
+        // An imported Claude run is named after its session; its root thread
+        // id is the main agent's, which is not the session id users know.
+        let session_id = match id.strip_prefix("claude-") {
+            Some(session) => session.to_owned(),
+            None => view
+                .run
+                .root_thread_id
+                .as_ref()
+                .map(|thread| thread.to_string())
+                .unwrap_or_else(|| id.to_owned()),
+        };
+        Self {
+            log_bytes,
+            provider: view.run.provider,
+            session_id,
+            started_at: view.run.started_at,
+            agents: view.agents.iter().map(UsageNode::of).collect(),
+        }
+    }
+}
+
+/// `<runs>/<id>.usage.json`, the [`UsageTree`] kept beside a run's log.
+pub fn usage_path(home: &Home, id: &RunId) -> PathBuf {
+    home.runs_dir().join(format!("{id}.usage.json"))
+}
+
+/// Keeps the usage of run `id` beside its log, for `usage` to read.
+pub fn save_usage(home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<()> {
+    let log = home.log_path(id);
+    let log_bytes = std::fs::metadata(&log)
+        .with_context(|| format!("cannot read {}", log.display()))?
+        .len();
+    let path = usage_path(home, id);
+    // A torn write cannot pass for fresh: it fails to parse and the log is
+    // folded instead.
+    std::fs::write(&path, serde_json::to_vec(&UsageTree::of(view, log_bytes))?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The kept usage of run `id` when it still matches its log.
+fn kept_usage(home: &Home, id: &RunId) -> Option<UsageTree> {
+    let bytes = std::fs::read(usage_path(home, id)).ok()?;
+    let tree: UsageTree = serde_json::from_slice(&bytes).ok()?;
+    let log_bytes = std::fs::metadata(home.log_path(id)).ok()?.len();
+    (tree.log_bytes == log_bytes).then_some(tree)
+}
+
+/// The usage of recorded run `id`: the kept copy, else the fold of its log.
+fn recorded_usage(home: &Home, id: &RunId) -> anyhow::Result<UsageTree> {
+    if let Some(tree) = kept_usage(home, id) {
+        return Ok(tree);
+    }
+    let loaded = home.load_run(id)?;
+    Ok(UsageTree::of(&loaded.view(), 0))
+}
+
+/// The ids of every recorded run, as the directory lists their logs
+/// (reading each run's record, as `list_runs` does, is not needed here).
+fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
+    let dir = home.runs_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) else {
+            continue;
+        };
+        if let Ok(id) = agentrace_store::validate_run_id(stem) {
+            if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                ids.push(id);
+            }
+        }
+    }
+    Ok(ids)
+}
+
+fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
     let own = node
         .tokens
         .map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())))
         .unwrap_or_default();
     let index = out.len();
     out.push(AgentUsage {
-        thread_id: node.thread_id.to_string(),
+        thread_id: node.thread_id.clone(),
         label: node.label.clone(),
-        parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
+        parent_thread_id: node.parent_thread_id.clone(),
         model: node.model.clone(),
         own,
         subtree: own,
@@ -235,27 +371,22 @@ fn walk(node: &AgentNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counter
     subtree
 }
 
-fn session(view: &RunView, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
+fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
     let mut agents = Vec::new();
     let mut counters = Counters::default();
-    for node in &view.agents {
+    for node in &tree.agents {
         counters.add(&walk(node, prices, &mut agents));
     }
-    let provider = match view.run.provider {
+    let provider = match tree.provider {
         Provider::Codex => "codex",
         Provider::Claude => "claude",
         Provider::Unknown => "unknown",
     };
     SessionUsage {
         provider: provider.to_owned(),
-        session_id: view
-            .run
-            .root_thread_id
-            .as_ref()
-            .map(|id| id.to_string())
-            .unwrap_or_else(|| view.run.id.to_string()),
+        session_id: tree.session_id.clone(),
         run_id: run_id.map(|id| id.to_string()),
-        started_at: view.run.started_at,
+        started_at: tree.started_at,
         counters,
         agents,
     }
@@ -266,20 +397,22 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
     let mut sessions = Vec::new();
     if let Some(dir) = &args.codex_home {
         for (root, files) in codex_sessions(dir) {
-            let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout);
+            // Nothing is stored, so redacting secrets would be wasted work.
+            let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).keep_secrets(true);
             let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
             feed_rollouts(&mut recorder, &files, &mut |_| Ok(()))?;
-            sessions.push(session(&recorder.state().view(), None, prices));
+            sessions.push(session(&UsageTree::of(&recorder.state().view(), 0), None, prices));
         }
     }
     if let Some(dir) = &args.claude_dir {
         for found in find_sessions(dir)? {
-            let mut recorder = Recorder::new(RunId::from(format!("claude-{}", found.session_id)), Format::ClaudeTranscript);
+            let mut recorder = Recorder::new(RunId::from(format!("claude-{}", found.session_id)), Format::ClaudeTranscript)
+                .keep_secrets(true);
             let _ = recorder.start(now());
             feed_claude(&mut recorder, &found, &mut |_| Ok(()))?;
-            let mut usage = session(&recorder.state().view(), None, prices);
-            usage.session_id = found.session_id.clone();
-            sessions.push(usage);
+            let mut tree = UsageTree::of(&recorder.state().view(), 0);
+            tree.session_id = found.session_id.clone();
+            sessions.push(session(&tree, None, prices));
         }
     }
     Ok(sessions)
@@ -291,21 +424,26 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let sessions = if args.codex_home.is_some() || args.claude_dir.is_some() {
         from_folders(args, &prices)?
     } else {
-        let ids: Vec<RunId> = if args.runs.is_empty() {
-            home.list_runs()?.into_iter().map(|run| run.id).collect()
+        let listed = args.runs.is_empty();
+        let ids: Vec<RunId> = if listed {
+            recorded_ids(home)?
         } else {
             args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
         };
-        let mut sessions = Vec::new();
+        let mut trees = Vec::with_capacity(ids.len());
         for id in ids {
-            let loaded = home.load_run(&id)?;
-            let mut usage = session(&loaded.view(), Some(&id), &prices);
-            if let Some(session) = id.as_str().strip_prefix("claude-") {
-                usage.session_id = session.to_owned();
+            match recorded_usage(home, &id) {
+                Ok(tree) => trees.push((id, tree)),
+                // Deleted since the directory was listed: no longer a run.
+                Err(_) if listed && !home.log_path(&id).exists() => {}
+                Err(error) => return Err(error),
             }
-            sessions.push(usage);
         }
-        sessions
+        if listed {
+            // Newest first, as `agentrace runs` lists them.
+            trees.sort_by(|(a_id, a), (b_id, b)| (b.started_at, b_id).cmp(&(a.started_at, a_id)));
+        }
+        trees.iter().map(|(id, tree)| session(tree, Some(id), &prices)).collect()
     };
     let mut totals = Counters::default();
     for session in &sessions {

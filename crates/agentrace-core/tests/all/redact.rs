@@ -42,6 +42,14 @@ fn keys_tokens_and_key_assignments_are_redacted_in_text() {
 }
 
 #[test]
+fn a_bearer_token_in_any_case_is_redacted_without_another_secret_beside_it() {
+    assert_eq!(
+        redact_text("header bEaReR abcdefgh1234 and BEARER zz"),
+        "header bEaReR [REDACTED] and BEARER zz"
+    );
+}
+
+#[test]
 fn a_stored_frame_and_its_event_hold_no_key_and_stay_valid_json() {
     let text =
         format!("line one\nexport OPENAI_API_KEY={KEY}\ncurl -H 'Authorization: Bearer {KEY}'");

@@ -190,6 +190,33 @@ fn usage_counts_each_agent_once_with_parents_including_their_children() {
 }
 
 #[test]
+fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
+    let folded = usage(&cli, &[]);
+    assert_eq!(folded.sessions.len(), 1);
+    let run = folded.sessions[0].run_id.clone().unwrap_or_default();
+    let runs = cli.home.path().join("runs");
+    let kept_path = runs.join(format!("{run}.usage.json"));
+    let kept = std::fs::read_to_string(&kept_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut tree: Value = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
+    // A kept copy that says otherwise than the log is what `usage` reads
+    // while the log keeps the length it was written for…
+    tree["agents"][0]["tokens"]["totalTokens"] = Value::from(7);
+    std::fs::write(&kept_path, tree.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(usage(&cli, &[]).sessions[0].agents[0].own.total_tokens, 7);
+    // …and is ignored once the log grew.
+    let log = runs.join(format!("{run}.jsonl"));
+    let mut text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+    text.push_str("not json\n");
+    std::fs::write(&log, text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(usage(&cli, &[]).totals, folded.totals);
+    assert_ne!(folded.sessions[0].agents[0].own.total_tokens, 7);
+}
+
+#[test]
 fn usage_prices_tokens_by_model_with_a_user_price_file() {
     let dir = homes(&["v1_basic"], &[]);
     let cli = Cli::new();
