@@ -256,7 +256,7 @@ pub struct ChildWorkChange {
 }
 
 /// An ending: outcome, time, and whether the session end decided it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Ending {
     outcome: Outcome,
     at: Timestamp,
@@ -264,7 +264,7 @@ struct Ending {
 }
 
 /// One run of a child.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Run {
     generation: u32,
     id: String,
@@ -298,7 +298,7 @@ impl Run {
 }
 
 /// What the reducer knows of one thread, child or not (yet).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct AgentFacts {
     root: bool,
     announced: bool,
@@ -311,7 +311,7 @@ struct AgentFacts {
 }
 
 /// A command that might outlive its call, or does.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct CommandFacts {
     launcher: Option<ThreadId>,
     item: ItemId,
@@ -323,18 +323,21 @@ struct CommandFacts {
 }
 
 /// A record the reducer derives.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 enum Key {
     Agent(ThreadId),
     Command(Option<ThreadId>, ItemId),
 }
 
 /// The child-work reducer of one run: envelopes in, record changes out.
-#[derive(Debug, Clone)]
+/// Serializable so a store can keep a snapshot of a long run's fold (an
+/// internal cache, not a contract: its shape changes with the reducer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildWork {
     provider: Provider,
     bound: usize,
     agents: BTreeMap<ThreadId, AgentFacts>,
+    #[serde(with = "crate::pairs")]
     commands: BTreeMap<(Option<ThreadId>, ItemId), CommandFacts>,
     published: BTreeMap<ChildWorkId, ChildWorkRecord>,
     /// Published ids in admission order.

@@ -9,6 +9,7 @@ pub mod codex;
 pub mod decode;
 pub mod lines;
 pub mod model;
+mod pairs;
 pub mod recorder;
 pub mod redact;
 pub mod registry;

@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// Per-thread facts.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct ThreadStats {
     actor: Actor,
     first_sequence: u64,
@@ -27,8 +27,10 @@ struct ThreadStats {
     tokens: Option<TokenUsage>,
 }
 
-/// The state of one run, folded from its envelopes.
-#[derive(Debug, Clone, PartialEq)]
+/// The state of one run, folded from its envelopes. Serializable so a store
+/// can keep a snapshot of a long run's fold (an internal cache, not a
+/// contract: its shape changes with the fold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunState {
     run_id: RunId,
     provider: Provider,
@@ -560,7 +562,7 @@ fn placeholder(thread: &ThreadId) -> Actor {
 
 /// The final actor of each corrected thread: the last `actor_resolved` of it.
 /// Readers apply it to every envelope of that thread ([`FinalActors::apply`]).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FinalActors {
     actors: HashMap<ThreadId, Actor>,
 }

@@ -61,17 +61,19 @@ pub enum Check {
 }
 
 /// Facts a view does not hold, folded from the envelopes (per thread, so
-/// memory grows with agents and tools, never with events).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// memory grows with agents and tools, never with events). Serializable for
+/// a store's snapshot of a long run's fold (a cache, not a contract).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     threads: BTreeMap<ThreadId, ThreadEvidence>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct ThreadEvidence {
     last_activity: Option<Timestamp>,
     open_turn: Option<(String, u64)>,
     /// `(tool kind, tool name)` → `(calls, first sequence)`.
+    #[serde(with = "crate::pairs")]
     tools: BTreeMap<(String, String), (u64, u64)>,
     first_user_message: Option<String>,
     message_hashes: Vec<u64>,

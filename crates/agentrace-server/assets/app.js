@@ -255,6 +255,7 @@ async function loadMore() {
   if (view.loading || view.done) return;
   view.loading = true;
   const generation = view.generation;
+  let answered = false;
   const query = new URLSearchParams({ after: String(view.next), limit: String(PAGE) });
   if (view.actor !== "all") query.set("actor", view.actor);
   if (view.q) query.set("q", view.q);
@@ -267,11 +268,24 @@ async function loadMore() {
     document.getElementById("load-more").hidden = view.done;
     document.getElementById("status-line").textContent =
       document.querySelectorAll("#timeline .event").length + " events shown" + (view.done ? "" : " · more below");
+    answered = true;
   } catch (error) {
     showError(error);
   } finally {
-    if (generation === view.generation) view.loading = false;
+    if (generation === view.generation) {
+      view.loading = false;
+      // A page that hardly filled the screen (a search or filter that
+      // matched little of the stretch the server scanned) leaves the "more"
+      // marker in view, and the observer only fires when that changes.
+      // After an error the user asks again (Load more), never a loop.
+      if (answered && !view.done && moreInView()) setTimeout(loadMore, 0);
+    }
   }
+}
+
+function moreInView() {
+  const box = document.getElementById("more").getBoundingClientRect();
+  return box.bottom >= 0 && box.top <= window.innerHeight;
 }
 
 async function loadRun(id) {

@@ -1,21 +1,25 @@
-//! Benchmark of the API over a generated 1,000,000-event run:
-//! `GET /api/runs/:id` (cold: the first fold of the log; warm: followed
-//! incrementally) and the first and a deep page of events, through the
-//! router with `oneshot` (no socket). Prints a table and the process's
-//! resident memory, which must not grow with the run's size.
+//! Benchmark of the API over a generated 1,000,000-event run, written the
+//! way the recorder writes runs (through `RunWriter`, which keeps the
+//! snapshot of the log's fold beside it): `GET /api/runs/:id` and the first
+//! events page on a server that has not read the run yet (cold: from the
+//! snapshot; from a snapshot 4 MiB behind a live log; without a snapshot,
+//! folding the whole log), then warm, and a deep page, through the router
+//! with `oneshot` (no socket). Prints a table and the process's resident
+//! memory, which must not grow with the run's size.
 //!
 //! `cargo bench -p agentrace-server --bench serve` (`AGENTRACE_BENCH_EVENTS`
 //! changes the size).
 
 use std::io::{BufWriter, Write as _};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use agentrace_core::model::{
     Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp, TurnId,
     LOG_VERSION,
 };
+use agentrace_core::state::RunState;
 use agentrace_server::{app, AppState, Options};
-use agentrace_store::Home;
+use agentrace_store::{Home, SNAPSHOT_EVERY_BYTES};
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt as _;
@@ -47,59 +51,99 @@ fn actor(index: usize) -> Actor {
     }
 }
 
-/// Writes the log line by line (never holding it): spawns, then messages
-/// and tool calls spread over the root and its helpers.
-fn generate(home: &Home, id: &RunId, events: u64) -> std::io::Result<u64> {
-    std::fs::create_dir_all(home.runs_dir())?;
-    let path = home.log_path(id);
-    let mut out = BufWriter::new(std::fs::File::create(&path)?);
+/// Envelope `sequence` of the generated run: spawns, then messages and
+/// tool calls spread over the root and its helpers.
+fn envelope(id: &RunId, sequence: u64) -> Envelope {
+    let index = if sequence <= HELPERS as u64 {
+        0
+    } else {
+        (sequence % (HELPERS as u64 + 1)) as usize
+    };
+    // One event in three is a tool call.
+    let kind = sequence % 3;
+    let event = if sequence <= HELPERS as u64 {
+        Event::AgentSpawned {
+            parent_thread_id: ThreadId::from("root"),
+            child_thread_id: ThreadId::from(format!("helper-{sequence}")),
+            prompt: Some(format!("work item {sequence}")),
+            model: None,
+            reasoning_effort: None,
+            via: "spawnAgent".to_owned(),
+        }
+    } else if kind == 0 {
+        Event::ToolUse {
+            tool_kind: "command".to_owned(),
+            name: "shell".to_owned(),
+            input: format!("cargo test --package crate-{}", sequence % 97),
+            item_id: None,
+            turn_id: Some(TurnId::from("turn")),
+        }
+    } else {
+        Event::Message {
+            role: "assistant".to_owned(),
+            phase: None,
+            text: format!("step {sequence}: reading the parser and checking the tests"),
+            item_id: None,
+            turn_id: Some(TurnId::from("turn")),
+        }
+    };
+    Envelope {
+        version: LOG_VERSION,
+        timestamp: Timestamp::from_millis(1_795_993_400_000 + sequence as i64),
+        sequence,
+        run_id: id.clone(),
+        direction: None,
+        actor: actor(index),
+        event: EventBody::Known(event),
+        raw: None,
+    }
+}
+
+/// Records the run through `RunWriter` in batches of 1,000 envelopes (never
+/// holding the log), then writes its record, as a recorder finishing a run
+/// does. Returns the log's size and the time spent in `append`.
+fn generate(
+    home: &Home,
+    id: &RunId,
+    events: u64,
+) -> Result<(u64, Duration), Box<dyn std::error::Error>> {
+    let mut writer = home.create_run(id)?;
+    let mut state = RunState::new(id.clone());
+    let mut appending = Duration::ZERO;
+    let mut batch = Vec::with_capacity(1000);
     for sequence in 1..=events {
-        let index = if sequence <= HELPERS as u64 {
-            0
-        } else {
-            (sequence % (HELPERS as u64 + 1)) as usize
-        };
-        let event = if sequence <= HELPERS as u64 {
-            Event::AgentSpawned {
-                parent_thread_id: ThreadId::from("root"),
-                child_thread_id: ThreadId::from(format!("helper-{sequence}")),
-                prompt: Some(format!("work item {sequence}")),
-                model: None,
-                reasoning_effort: None,
-                via: "spawnAgent".to_owned(),
-            }
-        } else if sequence % 3 == 0 {
-            Event::ToolUse {
-                tool_kind: "command".to_owned(),
-                name: "shell".to_owned(),
-                input: format!("cargo test --package crate-{}", sequence % 97),
-                item_id: None,
-                turn_id: Some(TurnId::from("turn")),
-            }
-        } else {
-            Event::Message {
-                role: "assistant".to_owned(),
-                phase: None,
-                text: format!("step {sequence}: reading the parser and checking the tests"),
-                item_id: None,
-                turn_id: Some(TurnId::from("turn")),
-            }
-        };
-        let envelope = Envelope {
-            version: LOG_VERSION,
-            timestamp: Timestamp::from_millis(1_795_993_400_000 + sequence as i64),
-            sequence,
-            run_id: id.clone(),
-            direction: None,
-            actor: actor(index),
-            event: EventBody::Known(event),
-            raw: None,
-        };
-        serde_json::to_writer(&mut out, &envelope).map_err(std::io::Error::other)?;
+        let envelope = envelope(id, sequence);
+        state.apply(&envelope);
+        batch.push(envelope);
+        if batch.len() == 1000 || sequence == events {
+            let started = Instant::now();
+            writer.append(&batch)?;
+            appending += started.elapsed();
+            batch.clear();
+        }
+    }
+    writer.sync()?;
+    writer.write_record(&state.summary())?;
+    Ok((std::fs::metadata(home.log_path(id))?.len(), appending))
+}
+
+/// Appends about `bytes` of events to the log behind the writer's back, as
+/// a live run does between two snapshots.
+fn grow_without_snapshot(home: &Home, id: &RunId, from: u64, bytes: u64) -> std::io::Result<u64> {
+    let path = home.log_path(id);
+    let start = std::fs::metadata(&path)?.len();
+    let mut out = BufWriter::new(std::fs::OpenOptions::new().append(true).open(&path)?);
+    let mut sequence = from;
+    let mut written = 0;
+    while written < bytes {
+        let line = serde_json::to_vec(&envelope(id, sequence)).map_err(std::io::Error::other)?;
+        out.write_all(&line)?;
         out.write_all(b"\n")?;
+        written += line.len() as u64 + 1;
+        sequence += 1;
     }
     out.flush()?;
-    Ok(std::fs::metadata(&path)?.len())
+    Ok(std::fs::metadata(&path)?.len() - start)
 }
 
 fn resident_kib() -> u64 {
@@ -143,17 +187,18 @@ fn main() {
     let home = Home::at(dir.path());
     let id = RunId::from("bench");
     let started = Instant::now();
-    let size = match generate(&home, &id, events) {
-        Ok(size) => size,
+    let (size, appending) = match generate(&home, &id, events) {
+        Ok(generated) => generated,
         Err(error) => {
             eprintln!("cannot generate the run: {error}");
             return;
         }
     };
     println!(
-        "generated {events} events, {:.0} MiB, in {:.1} s",
+        "recorded {events} events, {:.0} MiB, in {:.1} s ({:.1} s of it in RunWriter::append, the snapshot's fold included)",
         size as f64 / 1048576.0,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        appending.as_secs_f64()
     );
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -163,13 +208,18 @@ fn main() {
         return;
     };
     runtime.block_on(async {
-        let state = AppState::new(home, Options::default());
         let before = resident_kib();
+        println!("| request | time | response |");
+        println!("| --- | --- | --- |");
+        // Each cold row is a server that has not read the run yet.
+        let cold = AppState::new(home.clone(), Options::default());
+        let (ms, bytes) = timed(&cold, "/api/runs/bench/events?limit=200").await;
+        println!("| GET /api/runs/bench/events (cold, first page, 200) | {ms:.1} ms | {bytes} bytes |");
+        let cold = AppState::new(home.clone(), Options::default());
+        let (ms, bytes) = timed(&cold, "/api/runs/bench").await;
+        println!("| GET /api/runs/bench (cold: from the snapshot) | {ms:.1} ms | {bytes} bytes |");
+        let state = cold;
         let rows = [
-            (
-                "GET /api/runs/bench (cold: first fold)",
-                "/api/runs/bench".to_owned(),
-            ),
             ("GET /api/runs/bench (warm)", "/api/runs/bench".to_owned()),
             (
                 "GET /api/runs/bench/events (first page, 200)",
@@ -184,8 +234,6 @@ fn main() {
                 "/api/runs/bench/events?limit=200&actor=helpers".to_owned(),
             ),
         ];
-        println!("| request | time | response |");
-        println!("| --- | --- | --- |");
         for (name, uri) in rows {
             let (ms, bytes) = timed(&state, &uri).await;
             println!("| {name} | {ms:.1} ms | {bytes} bytes |");
@@ -199,6 +247,26 @@ fn main() {
             "first page, 20 warm requests: median {:.1} ms, max {:.1} ms",
             warm[10], warm[19]
         );
+        let behind = match grow_without_snapshot(&home, &id, events + 1, SNAPSHOT_EVERY_BYTES) {
+            Ok(behind) => behind,
+            Err(error) => {
+                eprintln!("cannot grow the run: {error}");
+                return;
+            }
+        };
+        let cold = AppState::new(home.clone(), Options::default());
+        let (ms, bytes) = timed(&cold, "/api/runs/bench").await;
+        println!(
+            "| GET /api/runs/bench (cold: snapshot {:.1} MiB behind a live log) | {ms:.1} ms | {bytes} bytes |",
+            behind as f64 / 1048576.0
+        );
+        if let Err(error) = std::fs::remove_file(home.snapshot_path(&id)) {
+            eprintln!("cannot remove the snapshot: {error}");
+            return;
+        }
+        let cold = AppState::new(home.clone(), Options::default());
+        let (ms, bytes) = timed(&cold, "/api/runs/bench").await;
+        println!("| GET /api/runs/bench (cold, no snapshot: folds the whole log) | {ms:.1} ms | {bytes} bytes |");
         let after = resident_kib();
         println!(
             "resident memory: {} MiB before serving, {} MiB after (the log is {:.0} MiB)",

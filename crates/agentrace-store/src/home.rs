@@ -12,9 +12,10 @@ use agentrace_core::warnings::Evidence;
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
+use crate::fold::{tail_of, RunFold};
 use crate::reader::{LogReader, SkippedLine};
 use crate::run_id::validate_run_id;
-use crate::writer::{sync_directory, RunWriter};
+use crate::writer::{sync_directory, Resumed, RunWriter};
 
 /// The environment variable that names the home.
 pub const HOME_ENV: &str = "AGENTRACE_HOME";
@@ -105,6 +106,12 @@ impl Home {
         self.runs_dir().join(format!("{id}.json"))
     }
 
+    /// `<root>/runs/<id>.snapshot`, the snapshot of the log's fold (see
+    /// [`RunFold::load_snapshot`]). The id is not checked here.
+    pub fn snapshot_path(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.snapshot"))
+    }
+
     /// True when the run's log exists.
     pub fn exists(&self, id: &RunId) -> bool {
         validate_run_id(id.as_str()).is_ok() && self.log_path(id).is_file()
@@ -141,10 +148,33 @@ impl Home {
             }
             Err(source) => return Err(StoreError::io("create run log", &log_path, source)),
         };
+        // A snapshot left by an earlier log of this id (a rebuilt import)
+        // must not stand for the new one, even by a fingerprint collision.
+        let snapshot_path = self.snapshot_path(&id);
+        match fs::remove_file(&snapshot_path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(StoreError::io(
+                    "remove stale snapshot",
+                    &snapshot_path,
+                    source,
+                ))
+            }
+        }
         if sync {
             sync_directory(&runs_dir);
         }
-        Ok(RunWriter::new(file, log_path, self.record_path(&id), id, 1))
+        Ok(RunWriter::new(
+            file,
+            [log_path, self.record_path(&id), snapshot_path],
+            id.clone(),
+            1,
+            Resumed {
+                fold: Some(RunFold::new(id)),
+                tail: Vec::new(),
+            },
+        ))
     }
 
     /// Reopens an existing log to continue it. The writer's next sequence
@@ -169,19 +199,28 @@ impl Home {
             file.write_all(b"\n")
                 .map_err(|source| StoreError::io("append to run log", &log_path, source))?;
         }
-        // Highest, not last: a hand-edited or concatenated log must still
-        // never get a repeated sequence.
-        let mut last_sequence = 0;
-        for envelope in LogReader::open(&log_path)?.with_run_id(id.clone()) {
-            last_sequence = last_sequence.max(envelope?.sequence);
-        }
+        // The fold of the log so far, from its snapshot when one matches
+        // (only the lines after it are read), else from the start. Its
+        // highest sequence, not the last: a hand-edited or concatenated log
+        // must still never get a repeated sequence.
+        let snapshot_path = self.snapshot_path(&id);
+        let mut fold = RunFold::load_snapshot(&snapshot_path, &log_path, &id)
+            .unwrap_or_else(|_| RunFold::new(id.clone()));
+        fold.follow(&log_path, |_| {})
+            .map_err(|source| StoreError::io("read run log", &log_path, source))?;
+        let tail = tail_of(&mut file, fold.offset())
+            .map_err(|source| StoreError::io("read run log", &log_path, source))?;
+        let next_sequence = fold.highest_sequence().saturating_add(1);
         let record_path = self.record_path(&id);
         Ok(RunWriter::new(
             file,
-            log_path,
-            record_path,
+            [log_path, record_path, snapshot_path],
             id,
-            last_sequence.saturating_add(1),
+            next_sequence,
+            Resumed {
+                fold: Some(fold),
+                tail,
+            },
         ))
     }
 

@@ -4,20 +4,24 @@
 //! no attribution and keeps no run semantics of its own (that is the core's
 //! [`RunState`](agentrace_core::RunState)).
 //!
-//! Layout: `<home>/runs/<run-id>.jsonl` (the log) and
-//! `<home>/runs/<run-id>.json` (the record), where `<home>` is
-//! `$AGENTRACE_HOME` or the platform data directory's `agentrace`.
+//! Layout: `<home>/runs/<run-id>.jsonl` (the log),
+//! `<home>/runs/<run-id>.json` (the record) and, for long logs,
+//! `<home>/runs/<run-id>.snapshot` (a cache of the log's fold), where
+//! `<home>` is `$AGENTRACE_HOME` or the platform data directory's
+//! `agentrace`.
 
 mod error;
+pub mod fold;
 mod home;
 mod reader;
 mod run_id;
 mod writer;
 
 pub use error::StoreError;
+pub use fold::{Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use home::{Home, LoadedRun, HOME_ENV};
 pub use reader::{
     read_log, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
-pub use writer::RunWriter;
+pub use writer::{RunWriter, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES};

@@ -1,8 +1,10 @@
 //! Writing a run (§5 durability): the append-only log, one whole line per
-//! envelope with the sequence checked, and the run record replaced
-//! atomically. It decides how bytes reach the disk, never what an envelope
+//! envelope with the sequence checked, the run record replaced atomically,
+//! and the snapshot of the log's fold (see [`crate::fold`]) kept beside a
+//! long log. It decides how bytes reach the disk, never what an envelope
 //! says.
 
+use std::cell::Cell;
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,15 @@ use agentrace_core::state::RunSummary;
 use agentrace_core::{Envelope, RunId};
 
 use crate::error::StoreError;
+use crate::fold::{fingerprint, keep_tail, RunFold};
+
+/// A log at least this long gets a snapshot with each record written:
+/// folding a shorter one from its start takes a reader a few milliseconds.
+pub const SNAPSHOT_MIN_BYTES: u64 = 1024 * 1024;
+
+/// A snapshot is rewritten whenever this many bytes were appended since the
+/// last one, so a reader of a live run folds at most about this much.
+pub const SNAPSHOT_EVERY_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Appends envelopes to one run's log and rewrites its record.
 ///
@@ -26,6 +37,24 @@ pub struct RunWriter {
     /// A write failed part way: the log may end in a torn line, which the
     /// next line must not be glued to.
     needs_newline: bool,
+    snapshot_path: PathBuf,
+    /// The fold of every line written, while it is known to match the log
+    /// byte for byte (dropped after a failed write).
+    fold: Option<RunFold>,
+    /// The last bytes of the log, for the snapshot's fingerprint.
+    tail: Vec<u8>,
+    /// The log length the last snapshot covered (a cell: records, and with
+    /// them snapshots, are written through `&self`).
+    snapshot_offset: Cell<u64>,
+}
+
+/// Where a writer's fold starts: the log's current fold and last bytes.
+#[derive(Debug)]
+pub(crate) struct Resumed {
+    /// The fold of the whole log so far (none: no snapshots from this writer).
+    pub fold: Option<RunFold>,
+    /// The last bytes of the log.
+    pub tail: Vec<u8>,
 }
 
 impl RunWriter {
@@ -33,11 +62,13 @@ impl RunWriter {
     /// gets `next_sequence`.
     pub(crate) fn new(
         file: File,
-        log_path: PathBuf,
-        record_path: PathBuf,
+        paths: [PathBuf; 3],
         run_id: RunId,
         next_sequence: u64,
+        resumed: Resumed,
     ) -> Self {
+        let [log_path, record_path, snapshot_path] = paths;
+        let snapshot_offset = resumed.fold.as_ref().map_or(0, RunFold::offset);
         Self {
             file,
             log_path,
@@ -45,6 +76,10 @@ impl RunWriter {
             run_id,
             next_sequence,
             needs_newline: false,
+            snapshot_path,
+            fold: resumed.fold,
+            tail: resumed.tail,
+            snapshot_offset: Cell::new(snapshot_offset),
         }
     }
 
@@ -117,11 +152,59 @@ impl RunWriter {
         }
         if let Err(source) = self.file.write_all(&batch) {
             self.needs_newline = true;
+            // The log may now hold part of a line the fold never saw.
+            self.fold = None;
             return Err(StoreError::io("append to run log", &self.log_path, source));
         }
         self.needs_newline = false;
         self.next_sequence += lines.len() as u64;
+        if let Some(fold) = &mut self.fold {
+            let mut line_start = fold.offset();
+            for (envelope, line) in envelopes.iter().zip(&lines) {
+                let line_end = line_start + line.len() as u64;
+                fold.apply(envelope, line_start, line_end);
+                line_start = line_end;
+            }
+            keep_tail(&mut self.tail, &batch);
+            if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES {
+                self.save_snapshot_quietly();
+            }
+        }
         Ok(())
+    }
+
+    /// Writes the snapshot of the log's fold beside it (replaced by a
+    /// rename, never synced: a lost or torn snapshot only makes readers fold
+    /// the log). Refused when this writer's fold no longer matches the log
+    /// (after a failed write).
+    pub fn save_snapshot(&self) -> Result<(), StoreError> {
+        let Some(fold) = &self.fold else {
+            return Err(StoreError::io(
+                "snapshot",
+                &self.snapshot_path,
+                std::io::Error::other("a failed write left the log unlike the fold"),
+            ));
+        };
+        let bytes = fold
+            .snapshot_bytes(fingerprint(&self.tail))
+            .map_err(|source| StoreError::Encode {
+                what: String::from("the run snapshot"),
+                path: self.snapshot_path.clone(),
+                source,
+            })?;
+        replace_unsynced(&self.snapshot_path, &bytes, "write run snapshot")?;
+        self.snapshot_offset.set(fold.offset());
+        Ok(())
+    }
+
+    /// A snapshot when the log is long enough to need one and grew since the
+    /// last. Errors are dropped on purpose: the snapshot is a cache, and
+    /// failing to write it must never fail the recording.
+    fn save_snapshot_quietly(&self) {
+        let offset = self.fold.as_ref().map_or(0, RunFold::offset);
+        if offset >= SNAPSHOT_MIN_BYTES && offset != self.snapshot_offset.get() {
+            let _ = self.save_snapshot();
+        }
     }
 
     /// Makes every line appended so far durable (flush, then `fsync` of the
@@ -136,9 +219,12 @@ impl RunWriter {
     /// Replaces the run record with `summary`, atomically: readers see the
     /// old record or the new one, never a mix (write a temporary file beside
     /// it, `fsync`, rename over).
+    /// A long log's snapshot is brought up to date with it.
     pub fn write_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
         let bytes = self.record_bytes(summary)?;
-        write_atomically(&self.record_path, &bytes)
+        write_atomically(&self.record_path, &bytes)?;
+        self.save_snapshot_quietly();
+        Ok(())
     }
 
     /// Like [`RunWriter::write_record`] (still replaced by a rename, so
@@ -146,13 +232,14 @@ impl RunWriter {
     /// are rebuilt from their sources anyway, such as imported ones.
     pub fn write_record_unsynced(&self, summary: &RunSummary) -> Result<(), StoreError> {
         let bytes = self.record_bytes(summary)?;
-        let mut temporary_name = self.record_path.file_name().unwrap_or_default().to_os_string();
-        temporary_name.push(format!(".tmp-{}", std::process::id()));
-        let temporary = self.record_path.with_file_name(temporary_name);
-        std::fs::write(&temporary, &bytes)
-            .map_err(|source| StoreError::io("write run record", &temporary, source))?;
-        std::fs::rename(&temporary, &self.record_path)
-            .map_err(|source| StoreError::io("replace run record", &self.record_path, source))
+        replace_unsynced(&self.record_path, &bytes, "write run record")?;
+        self.save_snapshot_quietly();
+        Ok(())
+    }
+
+    /// The snapshot file beside the log.
+    pub fn snapshot_path(&self) -> &Path {
+        &self.snapshot_path
     }
 
     fn record_bytes(&self, summary: &RunSummary) -> Result<Vec<u8>, StoreError> {
@@ -184,6 +271,16 @@ fn keep_on_one_line(line: &mut [u8]) {
             *byte = b' ';
         }
     }
+}
+
+/// Writes `bytes` to `<path>.tmp-<pid>` and renames it over `path`, without
+/// `fsync`: readers see the old file or the new one, never a mix.
+fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {
+    let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
+    temporary_name.push(format!(".tmp-{}", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    fs::write(&temporary, bytes).map_err(|source| StoreError::io(action, &temporary, source))?;
+    fs::rename(&temporary, path).map_err(|source| StoreError::io(action, path, source))
 }
 
 /// Writes `bytes` to `<path>.tmp-<pid>`, syncs it and renames it over

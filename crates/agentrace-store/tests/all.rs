@@ -1,7 +1,9 @@
 //! Integration tests of the store: writing and reading logs back, the run
-//! record, the home and its runs, and round-trip properties.
+//! record, the home and its runs, the fold's snapshot, and round-trip
+//! properties.
 
 mod all {
+    pub mod fold;
     pub mod home;
     pub mod properties;
     pub mod reader;

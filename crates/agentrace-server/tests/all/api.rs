@@ -376,3 +376,98 @@ async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
     assert!(text.contains("event: record"), "{text}");
     assert!(text.contains("event: run"), "{text}");
 }
+
+/// Every answer of the API about run `id` that a snapshot could change.
+async fn answers(state: &AppState, id: &str) -> Vec<(StatusCode, Value)> {
+    let mut answers = Vec::new();
+    for uri in [
+        format!("/api/runs/{id}"),
+        format!("/api/runs/{id}/records"),
+        format!("/api/runs/{id}/events?limit=1000"),
+        format!("/api/runs/{id}/events?after=7&limit=5"),
+        format!("/api/runs/{id}/events?actor=helpers&limit=1000"),
+        format!("/api/runs/{id}/events?actor=main&limit=1000"),
+        format!("/api/runs/{id}/events?q=done&limit=1000"),
+    ] {
+        answers.push(get(state, &uri, None).await);
+    }
+    answers
+}
+
+/// A fixed clock, so time-based detectors judge both servers alike.
+fn fixed_clock() -> agentrace_core::model::Timestamp {
+    agentrace_core::model::Timestamp::from_millis(1_795_993_500_000)
+}
+
+fn served_at_a_fixed_time(scratch: &Scratch) -> AppState {
+    AppState::new(
+        scratch.home(),
+        Options {
+            clock: fixed_clock,
+            ..Options::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_snapshot_taken_mid_run_never_changes_the_answers_of_the_api() {
+    for capture in ["v1_parallel", "v1_basic", "v2_interrupt_agent"] {
+        let scratch = Scratch::new();
+        let text = std::fs::read_to_string(super::support::capture(capture))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<&str> = text.lines().collect();
+        let half = lines.len() / 2;
+        let (mut writer, mut recorder) =
+            scratch.record("run", lines[..half].join("\n").as_bytes(), false);
+        writer.save_snapshot().unwrap_or_else(|e| panic!("{e}"));
+        super::support::push(
+            &mut writer,
+            &mut recorder,
+            lines[half..].join("\n").as_bytes(),
+        );
+        writer
+            .append(&recorder.finish())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let home = scratch.home();
+        let id = "run".into();
+        let (_, miss) = agentrace_server::runs::LiveRun::resume(
+            "run".into(),
+            home.log_path(&id),
+            &home.snapshot_path(&id),
+        );
+        assert_eq!(miss, None, "{capture}");
+
+        let from_snapshot = answers(&served_at_a_fixed_time(&scratch), "run").await;
+        std::fs::remove_file(home.snapshot_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+        let from_the_start = answers(&served_at_a_fixed_time(&scratch), "run").await;
+
+        assert_eq!(from_snapshot[0].0, StatusCode::OK, "{capture}");
+        assert_eq!(from_snapshot, from_the_start, "{capture}");
+    }
+}
+
+#[tokio::test]
+async fn a_snapshot_of_a_rewritten_log_is_ignored_and_the_log_folded_from_its_start() {
+    let scratch = Scratch::new();
+    let (writer, _) = scratch.record(
+        "run",
+        &std::fs::read(super::support::capture("v1_parallel")).unwrap_or_else(|e| panic!("{e}")),
+        true,
+    );
+    writer.save_snapshot().unwrap_or_else(|e| panic!("{e}"));
+    let home = scratch.home();
+    let id = "run".into();
+    let log = home.log_path(&id);
+    // Another run's log under the same name, snapshot left behind.
+    let other = Scratch::new();
+    other.capture("run", "v1_basic");
+    std::fs::copy(other.home().log_path(&id), &log).unwrap_or_else(|e| panic!("{e}"));
+
+    let answered = answers(&served_at_a_fixed_time(&scratch), "run").await;
+
+    assert_eq!(answered[0].0, StatusCode::OK);
+    assert_eq!(
+        answered,
+        answers(&served_at_a_fixed_time(&other), "run").await
+    );
+}

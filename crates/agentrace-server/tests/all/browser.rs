@@ -150,9 +150,17 @@ impl Browser {
 
     /// Waits (10 s at most) until the script returns true.
     fn wait_for(&self, what: &str, script: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        self.wait_up_to(Duration::from_secs(10), what, script);
+    }
+
+    /// Waits (`bound` at most) until the script returns true.
+    fn wait_up_to(&self, bound: Duration, what: &str, script: &str) {
+        let deadline = Instant::now() + bound;
         while self.script(script) != json!(true) {
-            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {bound:?} waiting for {what}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -384,4 +392,174 @@ fn live_updates_appear_while_a_run_is_being_recorded() {
             "ROOT DONE: all sub-agents finished; final answer from the root agent.".to_owned()
         )
     );
+}
+
+/// The events of the generated large run.
+const LARGE_RUN_EVENTS: u64 = 100_000;
+
+/// The one event of the large run whose text holds [`NEEDLE`], near its end.
+const NEEDLE_SEQUENCE: u64 = 99_990;
+
+const NEEDLE: &str = "needle-in-the-haystack";
+
+/// Records a run of [`LARGE_RUN_EVENTS`] events (the root spawns four
+/// helpers, then messages and tool calls alternate between them) the way a
+/// recorder does, through `RunWriter`, record included.
+fn record_large_run(scratch: &Scratch, id: &str) {
+    use agentrace_core::model::{
+        Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp,
+        LOG_VERSION,
+    };
+    let helpers = 4_u64;
+    let actor = |index: u64| {
+        if index == 0 {
+            Actor {
+                thread_id: Some(ThreadId::from("root")),
+                role: Role::Root,
+                parent_thread_id: None,
+                label: "Main".to_owned(),
+                depth: Some(0),
+                confidence: Confidence::Provider,
+                reason: None,
+            }
+        } else {
+            Actor {
+                thread_id: Some(ThreadId::from(format!("helper-{index}"))),
+                role: Role::Helper,
+                parent_thread_id: Some(ThreadId::from("root")),
+                label: format!("Helper {index}"),
+                depth: Some(1),
+                confidence: Confidence::Provider,
+                reason: None,
+            }
+        }
+    };
+    let run_id = RunId::from(id);
+    let mut writer = scratch
+        .home()
+        .create_run(&run_id)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut state = agentrace_core::RunState::new(run_id.clone());
+    let mut batch = Vec::new();
+    for sequence in 1..=LARGE_RUN_EVENTS {
+        let (index, event) = if sequence <= helpers {
+            (
+                0,
+                Event::AgentSpawned {
+                    parent_thread_id: ThreadId::from("root"),
+                    child_thread_id: ThreadId::from(format!("helper-{sequence}")),
+                    prompt: Some(format!("work item {sequence}")),
+                    model: None,
+                    reasoning_effort: None,
+                    via: "spawnAgent".to_owned(),
+                },
+            )
+        } else {
+            let text = if sequence == NEEDLE_SEQUENCE {
+                format!("step {sequence}: found the {NEEDLE}")
+            } else {
+                format!("step {sequence}: reading the parser and checking the tests")
+            };
+            (
+                sequence % (helpers + 1),
+                Event::Message {
+                    role: "assistant".to_owned(),
+                    phase: None,
+                    text,
+                    item_id: None,
+                    turn_id: None,
+                },
+            )
+        };
+        let envelope = Envelope {
+            version: LOG_VERSION,
+            timestamp: Timestamp::from_millis(1_795_993_400_000 + sequence as i64),
+            sequence,
+            run_id: run_id.clone(),
+            direction: None,
+            actor: actor(index),
+            event: EventBody::Known(event),
+            raw: None,
+        };
+        state.apply(&envelope);
+        batch.push(envelope);
+        if batch.len() == 1000 {
+            writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
+            batch.clear();
+        }
+    }
+    writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
+    writer
+        .write_record(&state.summary())
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+const ROWS: &str = "return document.querySelectorAll('#timeline .event').length;";
+
+#[test]
+fn a_run_of_100000_events_shows_pages_of_rows_that_scroll_filter_and_search() {
+    let scratch = Scratch::new();
+    record_large_run(&scratch, "large");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    // Generous bounds: this proves the page answers at all on a large run,
+    // never how fast (speed belongs to the benchmark).
+    let bound = Duration::from_secs(60);
+
+    browser.goto(&format!("{}/runs/large", served.url));
+    browser.wait_up_to(bound, "the run page", READY);
+    browser.wait_up_to(
+        bound,
+        "the first page of rows",
+        "return document.querySelectorAll('#timeline .event').length === 500;",
+    );
+    assert_eq!(
+        (
+            browser.script("return document.querySelector('#timeline .event').getAttribute('data-seq');"),
+            browser.script("return Array.from(document.querySelectorAll('#tree .agent > .label')).map(n => n.textContent);"),
+            browser.text("#status-line"),
+        ),
+        (
+            json!("1"),
+            json!(["Main", "Helper 1", "Helper 2", "Helper 3", "Helper 4"]),
+            "500 events shown · more below".to_owned()
+        )
+    );
+
+    // Scrolling to the end of what is shown fetches the next page, and only it.
+    for shown in [1000, 1500] {
+        browser.script("document.getElementById('more').scrollIntoView(); return true;");
+        browser.wait_up_to(
+            bound,
+            "the next page of rows",
+            &format!("return document.querySelectorAll('#timeline .event').length === {shown};"),
+        );
+    }
+    assert_eq!(
+        (browser.script(ROWS), browser.text("#status-line")),
+        (json!(1500), "1500 events shown · more below".to_owned())
+    );
+
+    browser.click("#filters button[data-actor=helpers]");
+    browser.wait_up_to(
+        bound,
+        "the helpers filter",
+        "const rows = document.querySelectorAll('#timeline .event'); return rows.length === 500 && Array.from(rows).every(r => r.querySelector('.actor').classList.contains('role-helper'));",
+    );
+
+    // The one matching event lies past the server's scan budget of one
+    // request: the page keeps asking until it is found.
+    browser.click("#filters button[data-actor=all]");
+    browser.type_into("#search", NEEDLE);
+    browser.wait_up_to(
+        bound,
+        "the search",
+        &format!("const rows = document.querySelectorAll('#timeline .event'); return rows.length === 1 && rows[0].getAttribute('data-seq') === '{NEEDLE_SEQUENCE}';"),
+    );
+    browser.wait_up_to(
+        bound,
+        "the end of the search",
+        "return document.getElementById('status-line').textContent === '1 events shown';",
+    );
+    assert_eq!(browser.script(ROWS), json!(1));
 }

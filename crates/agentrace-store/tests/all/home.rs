@@ -191,7 +191,7 @@ fn loading_a_missing_run_is_not_found() -> TestResult {
 }
 
 /// Every Codex capture in the repository's `fixtures/`, by name.
-fn codex_captures() -> Fallible<Vec<(String, Vec<u8>)>> {
+pub fn codex_captures() -> Fallible<Vec<(String, Vec<u8>)>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
     let mut captures = Vec::new();
     for entry in fs::read_dir(&root)? {

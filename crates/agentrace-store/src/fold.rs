@@ -1,0 +1,385 @@
+//! The fold of a run log as readers need it (run state, final actors,
+//! warning evidence, child-work reducer, a sparse index of byte offsets),
+//! and its snapshot beside the log: `<id>.snapshot`, written by the
+//! recorder's writer, so a reader of a long run folds only the bytes
+//! appended after it instead of the whole log. A snapshot is a cache, never
+//! a source of truth: any doubt (missing, unreadable, another build, a log
+//! that no longer ends the same way) means folding the log from its start.
+//! This module composes the core's reducers; it must not decide anything
+//! they decide.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use agentrace_core::childwork::{ChildWork, ChildWorkChange};
+use agentrace_core::model::{Envelope, RunId};
+use agentrace_core::state::{FinalActors, RunState};
+use agentrace_core::warnings::Evidence;
+use serde::{Deserialize, Serialize};
+
+use crate::reader::LogReader;
+
+/// One index entry every this many envelopes.
+pub const INDEX_STRIDE: u64 = 1024;
+
+/// The snapshot format; bump it whenever the folded types change shape or
+/// meaning (the build's version is checked too).
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// How many bytes before the covered end of the log a snapshot
+/// fingerprints: enough to tell a rewritten log from the one folded.
+const FINGERPRINT_BYTES: u64 = 256;
+
+/// The folded state of a run log up to a byte offset (always the end of a
+/// whole line). Memory grows with the run's agents and with one index
+/// entry per [`INDEX_STRIDE`] envelopes, never with its events.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunFold {
+    state: RunState,
+    finals: FinalActors,
+    evidence: Evidence,
+    child_work: ChildWork,
+    /// Bytes folded so far.
+    offset: u64,
+    /// Lines the reader skipped so far.
+    skipped: u64,
+    /// `(sequence of the first envelope of a stride, byte offset of its
+    /// line)`, ascending.
+    index: Vec<(u64, u64)>,
+    envelopes: u64,
+    highest_sequence: u64,
+}
+
+/// What one [`RunFold::follow`] read: the new envelopes' count and the
+/// record changes they made (the envelopes themselves go to the caller's
+/// closure, never kept).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Followed {
+    /// Envelopes read.
+    pub envelopes: u64,
+    /// Child-work record changes, in order.
+    pub changes: Vec<ChildWorkChange>,
+}
+
+/// Why a snapshot was not used (the reader then folds the whole log).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotMiss {
+    /// No snapshot beside the log.
+    #[error("no snapshot")]
+    Missing,
+    /// The snapshot could not be read or parsed.
+    #[error("unreadable snapshot: {0}")]
+    Unreadable(String),
+    /// Written by another format or build.
+    #[error("snapshot of another format or build")]
+    OtherBuild,
+    /// Of another run.
+    #[error("snapshot of another run")]
+    OtherRun,
+    /// The log is shorter than the bytes the snapshot covers.
+    #[error("the log is shorter than the snapshot")]
+    LogShorter,
+    /// The log's bytes before the covered end are not the ones folded.
+    #[error("the log was rewritten since the snapshot")]
+    LogChanged,
+}
+
+/// The file: the fold and what proves it belongs to the log.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotFile {
+    version: u32,
+    build: String,
+    /// FNV-1a of the last [`FINGERPRINT_BYTES`] bytes before `fold.offset`.
+    fingerprint: u64,
+    fold: RunFold,
+}
+
+impl RunFold {
+    /// The fold of an empty log.
+    pub fn new(id: RunId) -> Self {
+        Self {
+            state: RunState::new(id),
+            finals: FinalActors::default(),
+            evidence: Evidence::default(),
+            child_work: ChildWork::new(),
+            offset: 0,
+            skipped: 0,
+            index: Vec::new(),
+            envelopes: 0,
+            highest_sequence: 0,
+        }
+    }
+
+    /// Folds one envelope whose line starts at byte `line_start` and ends
+    /// (after its `\n`) at `line_end`; returns the record changes it made.
+    pub fn apply(
+        &mut self,
+        envelope: &Envelope,
+        line_start: u64,
+        line_end: u64,
+    ) -> Vec<ChildWorkChange> {
+        if self.envelopes.checked_rem(INDEX_STRIDE) == Some(0) {
+            self.index.push((envelope.sequence, line_start));
+        }
+        self.envelopes += 1;
+        self.highest_sequence = self.highest_sequence.max(envelope.sequence);
+        self.finals.observe(envelope);
+        self.state.apply(envelope);
+        self.evidence.apply(envelope);
+        self.offset = self.offset.max(line_end);
+        self.child_work.apply(envelope)
+    }
+
+    /// Reads the whole lines of `log` appended since the bytes folded so
+    /// far, folds them, and hands each new envelope (final actor of the
+    /// moment applied) to `each`. A log shorter than what was folded is
+    /// another log: the fold starts over.
+    pub fn follow(&mut self, log: &Path, mut each: impl FnMut(&Envelope)) -> io::Result<Followed> {
+        let mut file = File::open(log)?;
+        let length = file.metadata()?.len();
+        if length < self.offset {
+            *self = RunFold::new(self.state.summary().id);
+        }
+        let end = last_line_end(&mut file, self.offset, length)?;
+        let mut followed = Followed::default();
+        if end <= self.offset {
+            return Ok(followed);
+        }
+        file.seek(SeekFrom::Start(self.offset))?;
+        let counter = Counting::new(BufReader::with_capacity(
+            64 * 1024,
+            file.take(end - self.offset),
+        ));
+        let position = counter.position.clone();
+        let base = self.offset;
+        let mut reader = LogReader::new(counter).with_run_id(self.state.summary().id);
+        let mut line_start = base;
+        for envelope in reader.by_ref() {
+            let mut envelope = envelope.map_err(io::Error::other)?;
+            // The reader has consumed exactly this envelope's line (and any
+            // skipped lines before it, which only a fold from the start
+            // could place): the next line starts here.
+            let line_end = base + position.get();
+            followed
+                .changes
+                .extend(self.apply(&envelope, line_start, line_end));
+            line_start = line_end;
+            self.finals.apply(&mut envelope);
+            each(&envelope);
+            followed.envelopes += 1;
+        }
+        self.skipped += reader.skipped().len() as u64;
+        self.offset = end;
+        Ok(followed)
+    }
+
+    /// The run state.
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// The final actor of each corrected thread.
+    pub fn finals(&self) -> &FinalActors {
+        &self.finals
+    }
+
+    /// The warning detectors' evidence.
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
+    /// The child-work reducer.
+    pub fn child_work(&self) -> &ChildWork {
+        &self.child_work
+    }
+
+    /// Bytes of the log folded (the end of a whole line).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Lines skipped by the reader.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The highest sequence folded (0 for none).
+    pub fn highest_sequence(&self) -> u64 {
+        self.highest_sequence
+    }
+
+    /// The byte offset to start reading at for the envelopes after
+    /// sequence `after`: the index entry at or before it.
+    pub fn seek_point(&self, after: u64) -> u64 {
+        let wanted = after.saturating_add(1);
+        match self
+            .index
+            .partition_point(|(sequence, _)| *sequence <= wanted)
+        {
+            0 => 0,
+            at => self.index[at - 1].1,
+        }
+    }
+
+    /// Reads the snapshot at `snapshot` if it is of this build, of run
+    /// `id`, and covers a prefix of `log` as it is now; the caller then
+    /// follows the log from [`RunFold::offset`].
+    pub fn load_snapshot(snapshot: &Path, log: &Path, id: &RunId) -> Result<RunFold, SnapshotMiss> {
+        let bytes = match std::fs::read(snapshot) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return Err(SnapshotMiss::Missing)
+            }
+            Err(error) => return Err(SnapshotMiss::Unreadable(error.to_string())),
+        };
+        let file: SnapshotFile = serde_json::from_slice(&bytes)
+            .map_err(|error| SnapshotMiss::Unreadable(error.to_string()))?;
+        if file.version != SNAPSHOT_VERSION || file.build != env!("CARGO_PKG_VERSION") {
+            return Err(SnapshotMiss::OtherBuild);
+        }
+        if file.fold.state.summary().id != *id {
+            return Err(SnapshotMiss::OtherRun);
+        }
+        let mut log_file = File::open(log).map_err(|error| {
+            if error.kind() == io::ErrorKind::NotFound {
+                SnapshotMiss::LogShorter
+            } else {
+                SnapshotMiss::Unreadable(error.to_string())
+            }
+        })?;
+        let length = log_file
+            .metadata()
+            .map_err(|error| SnapshotMiss::Unreadable(error.to_string()))?
+            .len();
+        if length < file.fold.offset {
+            return Err(SnapshotMiss::LogShorter);
+        }
+        let found = fingerprint_of(&mut log_file, file.fold.offset)
+            .map_err(|error| SnapshotMiss::Unreadable(error.to_string()))?;
+        if found != file.fingerprint {
+            return Err(SnapshotMiss::LogChanged);
+        }
+        Ok(file.fold)
+    }
+
+    /// The snapshot's bytes, given the fingerprint of the log's bytes
+    /// before [`RunFold::offset`] (see [`fingerprint`]).
+    pub(crate) fn snapshot_bytes(&self, fingerprint: u64) -> serde_json::Result<Vec<u8>> {
+        #[derive(Serialize)]
+        struct SnapshotRef<'a> {
+            version: u32,
+            build: &'static str,
+            fingerprint: u64,
+            fold: &'a RunFold,
+        }
+        serde_json::to_vec(&SnapshotRef {
+            version: SNAPSHOT_VERSION,
+            build: env!("CARGO_PKG_VERSION"),
+            fingerprint,
+            fold: self,
+        })
+    }
+}
+
+/// FNV-1a of the last [`FINGERPRINT_BYTES`] of `tail` (a stable hash: the
+/// snapshot outlives the process that wrote it).
+pub(crate) fn fingerprint(tail: &[u8]) -> u64 {
+    let start = tail.len().saturating_sub(FINGERPRINT_BYTES as usize);
+    tail[start..]
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// Keeps the last [`FINGERPRINT_BYTES`] of `tail` followed by `more`.
+pub(crate) fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
+    tail.extend_from_slice(more);
+    let excess = tail.len().saturating_sub(FINGERPRINT_BYTES as usize);
+    tail.drain(..excess);
+}
+
+/// The fingerprint of the bytes of `file` before `end`.
+pub(crate) fn fingerprint_of(file: &mut File, end: u64) -> io::Result<u64> {
+    Ok(fingerprint(&tail_of(file, end)?))
+}
+
+/// The last [`FINGERPRINT_BYTES`] bytes of `file` before `end`.
+pub(crate) fn tail_of(file: &mut File, end: u64) -> io::Result<Vec<u8>> {
+    let start = end.saturating_sub(FINGERPRINT_BYTES);
+    let mut bytes = vec![0_u8; (end - start) as usize];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The end of the last whole line at or after `from` (a writer may be in
+/// the middle of the last one): scans backwards from the end of the file.
+fn last_line_end(file: &mut File, from: u64, length: u64) -> io::Result<u64> {
+    const BLOCK: u64 = 64 * 1024;
+    let mut end = length;
+    let mut buffer = vec![0_u8; BLOCK as usize];
+    while end > from {
+        let start = end.saturating_sub(BLOCK).max(from);
+        let size = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut buffer[..size])?;
+        if let Some(at) = buffer[..size].iter().rposition(|byte| *byte == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(from)
+}
+
+/// A `BufRead` that counts the bytes consumed, so the offset of each line
+/// the log reader finishes is known.
+struct Counting<R> {
+    inner: R,
+    position: SharedCount,
+}
+
+/// A shared counter (the reader owns the adapter; the fold reads it).
+#[derive(Debug, Clone, Default)]
+struct SharedCount(std::rc::Rc<std::cell::Cell<u64>>);
+
+impl SharedCount {
+    fn get(&self) -> u64 {
+        self.0.get()
+    }
+
+    fn add(&self, amount: u64) {
+        self.0.set(self.0.get() + amount);
+    }
+}
+
+impl<R> Counting<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            position: SharedCount::default(),
+        }
+    }
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.position.add(read as u64);
+        Ok(read)
+    }
+}
+
+impl<R: BufRead> BufRead for Counting<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.position.add(amount as u64);
+        self.inner.consume(amount);
+    }
+}
