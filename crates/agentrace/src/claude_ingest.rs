@@ -72,7 +72,11 @@ pub struct SessionFiles {
 /// `projects` folder, or a config dir holding `projects`.
 pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
     if path.is_file() {
-        return Ok(vec![session_files(path)?]);
+        let siblings = match path.parent() {
+            Some(project) => loose_agent_files(&sorted_entries(project)?),
+            None => Vec::new(),
+        };
+        return Ok(vec![session_files(path, &siblings)?]);
     }
     if !path.is_dir() {
         bail!(
@@ -87,31 +91,42 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
         path.to_owned()
     };
     let mut sessions = Vec::new();
-    let direct = session_paths(&root)?;
-    if !direct.is_empty() {
-        for file in direct {
-            sessions.push(session_files(&file)?);
-        }
+    let root_entries = sorted_entries(&root)?;
+    if project_sessions(&root_entries, &mut sessions)? {
         return Ok(sessions);
     }
-    for project in sorted_entries(&root)? {
+    for project in root_entries {
         if project.is_dir() {
-            for file in session_paths(&project)? {
-                sessions.push(session_files(&file)?);
-            }
+            project_sessions(&sorted_entries(&project)?, &mut sessions)?;
         }
     }
     Ok(sessions)
 }
 
+/// Adds the sessions of one project folder, given its entries; false when
+/// it holds none.
+fn project_sessions(entries: &[PathBuf], sessions: &mut Vec<SessionFiles>) -> anyhow::Result<bool> {
+    // The folder is listed and its loose agent files read once, not once
+    // per session: that was quadratic in the sessions of a project.
+    let siblings = loose_agent_files(entries);
+    let mut found = false;
+    for file in entries.iter().filter(|path| is_session_path(path)) {
+        sessions.push(session_files(file, &siblings)?);
+        found = true;
+    }
+    Ok(found)
+}
+
+/// A folder's entries in path order. They share their parent, so sorting
+/// by name gives the order of sorting the paths, at a fraction of the cost.
 fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+    let mut entries: Vec<(std::ffi::OsString, PathBuf)> = fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(Result::ok)
-        .map(|entry| entry.path())
+        .map(|entry| (entry.file_name(), entry.path()))
         .collect();
-    entries.sort();
-    Ok(entries)
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries.into_iter().map(|(_, path)| path).collect())
 }
 
 fn file_name(path: &Path) -> &str {
@@ -120,15 +135,27 @@ fn file_name(path: &Path) -> &str {
         .unwrap_or_default()
 }
 
-/// Session files of one project folder (not the `agent-*` files).
-fn session_paths(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    Ok(sorted_entries(dir)?
-        .into_iter()
+/// A session file of a project folder (not an `agent-*` file).
+fn is_session_path(path: &Path) -> bool {
+    let name = file_name(path);
+    name.ends_with(".jsonl") && !name.starts_with("agent-") && path.is_file()
+}
+
+/// The 2.0.77 layout's `agent-*.jsonl` files beside the sessions, each
+/// with the session its first line names.
+fn loose_agent_files(entries: &[PathBuf]) -> Vec<(PathBuf, Option<String>)> {
+    entries
+        .iter()
         .filter(|path| {
             let name = file_name(path);
-            path.is_file() && name.ends_with(".jsonl") && !name.starts_with("agent-")
+            name.starts_with("agent-") && name.ends_with(".jsonl")
         })
-        .collect())
+        .map(|path| {
+            let session = first_line(path)
+                .and_then(|line| line.get("sessionId").and_then(Value::as_str).map(str::to_owned));
+            (path.clone(), session)
+        })
+        .collect()
 }
 
 fn agent_id_of(path: &Path) -> String {
@@ -142,7 +169,7 @@ fn agent_id_of(path: &Path) -> String {
 /// The files of the session whose main file is `main`: 2.1.x subagents in
 /// `<session>/…/agent-<id>.jsonl` (+ `.meta.json`, any depth), 2.0.77
 /// `agent-<id>.jsonl` beside it whose lines name this session.
-fn session_files(main: &Path) -> anyhow::Result<SessionFiles> {
+fn session_files(main: &Path, siblings: &[(PathBuf, Option<String>)]) -> anyhow::Result<SessionFiles> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
     let folder = main.with_extension("");
@@ -164,16 +191,10 @@ fn session_files(main: &Path) -> anyhow::Result<SessionFiles> {
         }
         parts.push((SourcePart::AgentFile { agent_id }, file));
     }
-    if let Some(project) = main.parent() {
-        for file in sorted_entries(project)? {
-            let name = file_name(&file);
-            let belongs = name.starts_with("agent-")
-                && name.ends_with(".jsonl")
-                && first_line(&file).is_some_and(|line| line["sessionId"] == session_id.as_str());
-            if belongs {
-                let agent_id = agent_id_of(&file);
-                parts.push((SourcePart::AgentFile { agent_id }, file));
-            }
+    for (file, session) in siblings {
+        if session.as_deref() == Some(session_id.as_str()) {
+            let agent_id = agent_id_of(file);
+            parts.push((SourcePart::AgentFile { agent_id }, file.clone()));
         }
     }
     Ok(SessionFiles { session_id, parts })

@@ -64,6 +64,17 @@ struct Imported {
     files: BTreeMap<String, FileStamp>,
 }
 
+/// The head of a rollout as last read, with the stamp it was read at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KnownHead {
+    stamp: FileStamp,
+    thread: String,
+    parent: Option<String>,
+    depth: u64,
+    started: Option<Timestamp>,
+}
+
 /// What the last import saw (`$AGENTRACE_HOME/import-state.json`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,6 +83,10 @@ struct ImportState {
     codex: BTreeMap<String, Imported>,
     #[serde(default)]
     claude: BTreeMap<String, Imported>,
+    /// Rollout heads by path: an unchanged rollout is grouped into its
+    /// session without reading its (often 20 KB) first line again.
+    #[serde(default)]
+    heads: BTreeMap<String, KnownHead>,
 }
 
 impl ImportState {
@@ -95,6 +110,59 @@ impl ImportState {
             .with_context(|| format!("cannot write {}", temporary.display()))?;
         fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(())
+    }
+}
+
+/// A Codex home's rollouts as one import sees them.
+#[derive(Default)]
+struct Rollouts {
+    /// Grouped into sessions, as [`codex_sessions`] does.
+    sessions: BTreeMap<String, Vec<RolloutHead>>,
+    /// The heads to keep for the next import.
+    heads: BTreeMap<String, KnownHead>,
+    /// Every rollout's stamp.
+    stamps: HashMap<PathBuf, FileStamp>,
+}
+
+/// The rollouts of `codex_home`, reading a rollout's head only when its
+/// stamp differs from the one in `known`.
+fn codex_sessions_known(codex_home: &Path, known: &BTreeMap<String, KnownHead>) -> Rollouts {
+    let mut heads = Vec::new();
+    let mut kept = BTreeMap::new();
+    let mut stamps = HashMap::new();
+    for path in rollout_files(codex_home) {
+        // A rollout that vanished since the listing is no longer there.
+        let Ok(stamp) = stamp(&path) else { continue };
+        let key = path.to_string_lossy().into_owned();
+        let head = match known.get(&key) {
+            Some(head) if head.stamp == stamp => Some(RolloutHead {
+                path: path.clone(),
+                thread: head.thread.clone(),
+                parent: head.parent.clone(),
+                depth: head.depth,
+                started: head.started,
+            }),
+            _ => rollout_head(&path),
+        };
+        if let Some(head) = head {
+            kept.insert(
+                key,
+                KnownHead {
+                    stamp: stamp.clone(),
+                    thread: head.thread.clone(),
+                    parent: head.parent.clone(),
+                    depth: head.depth,
+                    started: head.started,
+                },
+            );
+            heads.push(head);
+        }
+        stamps.insert(path, stamp);
+    }
+    Rollouts {
+        sessions: group_sessions(heads),
+        heads: kept,
+        stamps,
     }
 }
 
@@ -172,46 +240,70 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The parts of a rollout's first line that name its session. The rest of
+/// a `session_meta` (the base instructions, often 20 KB) is skipped over,
+/// never built into a tree.
+#[derive(Deserialize)]
+struct HeadLine {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    timestamp: Option<Value>,
+    payload: Option<HeadPayload>,
+}
+
+#[derive(Deserialize)]
+struct HeadPayload {
+    id: Option<Value>,
+    parent_thread_id: Option<Value>,
+    source: Option<Value>,
+}
+
 /// Reads a rollout's first line (its `session_meta`).
 pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
     let file = fs::File::open(path).ok()?;
     let mut line = String::new();
     // A session_meta carries the base instructions: allow it a few MiB.
-    BufReader::new(file.take(16 * 1024 * 1024)).read_line(&mut line).ok()?;
-    let value: Value = serde_json::from_str(&line).ok()?;
-    if value.get("type").and_then(Value::as_str) != Some("session_meta") {
+    BufReader::with_capacity(64 * 1024, file.take(16 * 1024 * 1024))
+        .read_line(&mut line)
+        .ok()?;
+    let head: HeadLine = serde_json::from_str(&line).ok()?;
+    if head.kind.as_ref().and_then(Value::as_str) != Some("session_meta") {
         return None;
     }
-    let payload = value.get("payload")?;
-    let spawn = payload
-        .pointer("/source/subagent/thread_spawn")
-        .or_else(|| payload.pointer("/source/subAgent/thread_spawn"));
+    let payload = head.payload?;
+    let spawn = payload.source.as_ref().and_then(|source| {
+        source
+            .pointer("/subagent/thread_spawn")
+            .or_else(|| source.pointer("/subAgent/thread_spawn"))
+    });
     Some(RolloutHead {
         path: path.to_path_buf(),
-        thread: payload.get("id")?.as_str()?.to_owned(),
+        thread: payload.id.as_ref()?.as_str()?.to_owned(),
         parent: spawn
             .and_then(|spawn| spawn.get("parent_thread_id"))
-            .or_else(|| payload.get("parent_thread_id"))
+            .or(payload.parent_thread_id.as_ref())
             .and_then(Value::as_str)
             .map(str::to_owned),
         depth: spawn
             .and_then(|spawn| spawn.get("depth"))
             .and_then(Value::as_u64)
             .unwrap_or(0),
-        started: value
-            .get("timestamp")
-            .and_then(Value::as_str)
-            .and_then(Timestamp::parse),
+        started: head.timestamp.as_ref().and_then(Value::as_str).and_then(Timestamp::parse),
     })
 }
 
 /// Rollouts grouped into sessions: top-most known ancestor → files,
 /// parents before children.
 pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
-    let heads: Vec<RolloutHead> = rollout_files(codex_home)
-        .iter()
-        .filter_map(|path| rollout_head(path))
-        .collect();
+    group_sessions(
+        rollout_files(codex_home)
+            .iter()
+            .filter_map(|path| rollout_head(path))
+            .collect(),
+    )
+}
+
+fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>> {
     let parents: HashMap<String, Option<String>> = heads
         .iter()
         .map(|head| (head.thread.clone(), head.parent.clone()))
@@ -494,7 +586,18 @@ fn stamps<'p>(paths: impl Iterator<Item = &'p Path>) -> anyhow::Result<BTreeMap<
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
-    let codex = codex_home(args).map(|dir| codex_sessions(&dir)).unwrap_or_default();
+    let mut state = ImportState::load(home);
+    let Rollouts {
+        sessions: codex,
+        heads,
+        stamps: rollout_stamps,
+    } = match codex_home(args) {
+        Some(dir) => codex_sessions_known(&dir, &state.heads),
+        None => Rollouts::default(),
+    };
+    // Saved only when something changed: a repeated import writes nothing.
+    let heads_changed = heads != state.heads;
+    state.heads = heads;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
     let claude = match &claude_dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
@@ -505,27 +608,30 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let mut importer = Importer {
         home,
         args,
-        state: ImportState::load(home),
+        state,
         tally: Tally::default(),
         bar: progress(args, (codex.len() + claude.len()) as u64),
         since_save: 0,
     };
-    // Claude runs recorded live, by session: looked up once, not per session.
-    let live_claude: HashMap<String, RunId> = if claude.is_empty() {
-        HashMap::new()
-    } else {
-        home.list_runs()?
-            .into_iter()
-            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
-            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
-            .collect()
-    };
+    // Claude runs recorded live, by session: looked up once, and only when
+    // a session is new (reading every run's record costs more than a
+    // repeated import otherwise does).
+    let mut live_claude: Option<HashMap<String, RunId>> = None;
     for (root, files) in &codex {
         if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
             importer.bar.inc(1);
             continue;
         }
-        let stamps = stamps(files.iter().map(|head| head.path.as_path()))?;
+        let stamps = files
+            .iter()
+            .map(|head| {
+                let stamp = match rollout_stamps.get(&head.path) {
+                    Some(stamp) => stamp.clone(),
+                    None => stamp(&head.path)?,
+                };
+                Ok((head.path.to_string_lossy().into_owned(), stamp))
+            })
+            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
         let id = RunId::from(format!("codex-{root}"));
         if !importer.wanted(&compare(importer.state.codex.get(root), &stamps), &id) {
             continue;
@@ -543,10 +649,22 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         // claude`) is continued, never deleted.
         let id = match &previous {
             Some(previous) => RunId::from(previous.run_id.clone()),
-            None => live_claude
-                .get(&session.session_id)
-                .cloned()
-                .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id))),
+            None => {
+                if live_claude.is_none() {
+                    live_claude = Some(
+                        home.list_runs()?
+                            .into_iter()
+                            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
+                            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
+                            .collect(),
+                    );
+                }
+                live_claude
+                    .as_ref()
+                    .and_then(|live| live.get(&session.session_id))
+                    .cloned()
+                    .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id)))
+            }
         };
         if !importer.wanted(&compare(previous.as_ref(), &stamps), &id) {
             continue;
@@ -570,7 +688,10 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
         importer.imported(true, &session.session_id, &id, stamps)?;
     }
-    importer.state.save(home)?;
+    let tally = &importer.tally;
+    if heads_changed || tally.recorded + tally.updated > 0 || importer.since_save > 0 {
+        importer.state.save(home)?;
+    }
     importer.bar.finish_and_clear();
     if !args.quiet {
         let tally = &importer.tally;
