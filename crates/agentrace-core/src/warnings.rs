@@ -9,7 +9,7 @@
 //! `empty_result` and `helper_policy_violation` fire only on user rules.
 
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash as _, Hasher as _};
 
 use serde::{Deserialize, Serialize};
@@ -87,11 +87,28 @@ impl Evidence {
         let Some(thread) = envelope.actor.thread_id.clone() else {
             return;
         };
-        let parent = envelope.actor.parent_thread_id.clone();
-        let parent_hashes: Option<HashSet<u64>> = parent
-            .as_ref()
-            .and_then(|parent| self.threads.get(parent))
-            .map(|evidence| evidence.message_hashes.iter().copied().collect());
+        // Whether this message repeats one of the parent's, decided before
+        // this thread's entry changes, and only for a message that could be
+        // a replay: gathering the parent's hashes for every envelope cost
+        // more than the rest of a run's fold together.
+        let repeats_parent = match &envelope.event {
+            EventBody::Known(Event::Message { text, .. })
+                if text.trim().chars().count() >= REPLAY_MIN_CHARS
+                    && self
+                        .threads
+                        .get(&thread)
+                        .is_none_or(|evidence| evidence.replayed.is_none()) =>
+            {
+                let hash = text_hash(text);
+                envelope
+                    .actor
+                    .parent_thread_id
+                    .as_ref()
+                    .and_then(|parent| self.threads.get(parent))
+                    .is_some_and(|evidence| evidence.message_hashes.contains(&hash))
+            }
+            _ => false,
+        };
         let evidence = self.threads.entry(thread).or_default();
         evidence.last_activity = Some(envelope.timestamp);
         let EventBody::Known(event) = &envelope.event else {
@@ -117,12 +134,7 @@ impl Evidence {
                         Some(text.chars().take(KEPT_PROMPT_CHARS).collect());
                 }
                 let hash = text_hash(text);
-                if evidence.replayed.is_none()
-                    && text.trim().chars().count() >= REPLAY_MIN_CHARS
-                    && parent_hashes
-                        .as_ref()
-                        .is_some_and(|hashes| hashes.contains(&hash))
-                {
+                if repeats_parent {
                     evidence.replayed = Some(envelope.sequence);
                 }
                 if evidence.message_hashes.len() < HASHED_MESSAGES_PER_THREAD {

@@ -19,7 +19,7 @@ use agentrace_core::model::{
 };
 use agentrace_core::state::RunState;
 use agentrace_server::{app, AppState, Options};
-use agentrace_store::{Home, SNAPSHOT_EVERY_BYTES};
+use agentrace_store::{Home, RunFold, SNAPSHOT_EVERY_BYTES};
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt as _;
@@ -127,6 +127,20 @@ fn generate(
     Ok((std::fs::metadata(home.log_path(id))?.len(), appending))
 }
 
+/// The time `RunFold::apply` alone takes over the run's envelopes: what
+/// keeping the snapshot's fold costs a recorder.
+fn fold_cost(id: &RunId, events: u64) -> Duration {
+    let mut fold = RunFold::new(id.clone());
+    let mut spent = Duration::ZERO;
+    for sequence in 1..=events {
+        let envelope = envelope(id, sequence);
+        let started = Instant::now();
+        fold.apply(&envelope, 0, 0);
+        spent += started.elapsed();
+    }
+    spent
+}
+
 /// Appends about `bytes` of events to the log behind the writer's back, as
 /// a live run does between two snapshots.
 fn grow_without_snapshot(home: &Home, id: &RunId, from: u64, bytes: u64) -> std::io::Result<u64> {
@@ -199,6 +213,12 @@ fn main() {
         size as f64 / 1048576.0,
         started.elapsed().as_secs_f64(),
         appending.as_secs_f64()
+    );
+    let folding = fold_cost(&id, events);
+    println!(
+        "of which the snapshot's fold (RunFold::apply alone): {:.2} s, {:.2} µs per event",
+        folding.as_secs_f64(),
+        folding.as_secs_f64() * 1e6 / events as f64
     );
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
