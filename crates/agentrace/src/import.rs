@@ -479,6 +479,31 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
 /// Sessions imported between two saves of the import state.
 const SAVE_EVERY: u32 = 64;
 
+/// A session whose run is to be rebuilt.
+struct Job<'a> {
+    /// Its key in the import state.
+    key: &'a str,
+    id: RunId,
+    stamps: BTreeMap<String, FileStamp>,
+    source: JobSource<'a>,
+}
+
+/// Where a rebuilt run's lines come from.
+enum JobSource<'a> {
+    Codex(&'a [RolloutHead]),
+    Claude(&'a crate::claude_ingest::SessionFiles),
+}
+
+/// When a Claude session started: the first time its main file names,
+/// else now.
+fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
+    session
+        .parts
+        .first()
+        .and_then(|(_, path)| first_time(path))
+        .unwrap_or_else(now)
+}
+
 /// Counts of one import.
 #[derive(Debug, Default)]
 struct Tally {
@@ -543,6 +568,30 @@ impl Importer<'_> {
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
         crate::usage::save_usage(self.home, id, &recorder.state().view())?;
+        Ok(())
+    }
+
+    /// Rebuilds the runs of `jobs` on every core, then notes each as
+    /// imported in order; `jobs` is left empty.
+    fn run_jobs(&mut self, jobs: &mut Vec<Job<'_>>) -> anyhow::Result<()> {
+        let this = &*self;
+        crate::parallel::map(jobs, |job| match job.source {
+            JobSource::Codex(files) => {
+                let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
+                this.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| {
+                    feed_rollouts(recorder, files, sink)
+                })
+            }
+            JobSource::Claude(session) => {
+                this.rebuild(&job.id, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
+                    feed_claude(recorder, session, sink)
+                })
+            }
+        })?;
+        for job in jobs.drain(..) {
+            let claude = matches!(job.source, JobSource::Claude(_));
+            self.imported(claude, job.key, &job.id, job.stamps)?;
+        }
         Ok(())
     }
 
@@ -617,6 +666,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     // a session is new (reading every run's record costs more than a
     // repeated import otherwise does).
     let mut live_claude: Option<HashMap<String, RunId>> = None;
+    let mut pending: Vec<Job<'_>> = Vec::new();
     for (root, files) in &codex {
         if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
             importer.bar.inc(1);
@@ -636,11 +686,15 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         if !importer.wanted(&compare(importer.state.codex.get(root), &stamps), &id) {
             continue;
         }
-        let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
-        importer.rebuild(&id, Format::CodexRollout, start, |recorder, sink| {
-            feed_rollouts(recorder, files, sink)
-        })?;
-        importer.imported(false, root, &id, stamps)?;
+        pending.push(Job {
+            key: root,
+            id,
+            stamps,
+            source: JobSource::Codex(files),
+        });
+        if pending.len() >= SAVE_EVERY as usize {
+            importer.run_jobs(&mut pending)?;
+        }
     }
     for session in &claude {
         let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
@@ -669,25 +723,28 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         if !importer.wanted(&compare(previous.as_ref(), &stamps), &id) {
             continue;
         }
-        let start = session
-            .parts
-            .first()
-            .and_then(|(_, path)| first_time(path))
-            .unwrap_or_else(now);
         if previous.is_some() || id.as_str().starts_with("claude-") {
-            importer.rebuild(&id, Format::ClaudeTranscript, start, |recorder, sink| {
-                feed_claude(recorder, session, sink)
-            })?;
+            pending.push(Job {
+                key: &session.session_id,
+                id,
+                stamps,
+                source: JobSource::Claude(session),
+            });
+            if pending.len() >= SAVE_EVERY as usize {
+                importer.run_jobs(&mut pending)?;
+            }
         } else {
+            let start = claude_start(session);
             let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
             for (part, file) in &session.parts {
                 let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
+            importer.imported(true, &session.session_id, &id, stamps)?;
         }
-        importer.imported(true, &session.session_id, &id, stamps)?;
     }
+    importer.run_jobs(&mut pending)?;
     let tally = &importer.tally;
     if heads_changed || tally.recorded + tally.updated > 0 || importer.since_save > 0 {
         importer.state.save(home)?;

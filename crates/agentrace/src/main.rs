@@ -14,6 +14,7 @@ mod import;
 mod ingest;
 mod live;
 mod output;
+mod parallel;
 mod render;
 mod report;
 mod run_codex;

@@ -22,8 +22,8 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::claude_ingest::find_sessions;
-use crate::import::{codex_sessions, feed_claude, feed_rollouts};
+use crate::claude_ingest::{find_sessions, SessionFiles};
+use crate::import::{codex_sessions, feed_claude, feed_rollouts, RolloutHead};
 use crate::ingest::now;
 use crate::output::Out;
 
@@ -392,30 +392,44 @@ fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> Session
     }
 }
 
-/// Attributes sessions straight from provider folders, in memory.
+/// One session found in the provider folders.
+enum FoundSession {
+    Codex(String, Vec<RolloutHead>),
+    Claude(SessionFiles),
+}
+
+/// Attributes sessions straight from provider folders, in memory, on
+/// every core (sessions are independent; the order stays the folders').
 fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
-    let mut sessions = Vec::new();
+    let mut found = Vec::new();
     if let Some(dir) = &args.codex_home {
-        for (root, files) in codex_sessions(dir) {
-            // Nothing is stored, so redacting secrets would be wasted work.
-            let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).keep_secrets(true);
-            let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
-            feed_rollouts(&mut recorder, &files, &mut |_| Ok(()))?;
-            sessions.push(session(&UsageTree::of(&recorder.state().view(), 0), None, prices));
-        }
+        found.extend(codex_sessions(dir).into_iter().map(|(root, files)| FoundSession::Codex(root, files)));
     }
     if let Some(dir) = &args.claude_dir {
-        for found in find_sessions(dir)? {
-            let mut recorder = Recorder::new(RunId::from(format!("claude-{}", found.session_id)), Format::ClaudeTranscript)
-                .keep_secrets(true);
-            let _ = recorder.start(now());
-            feed_claude(&mut recorder, &found, &mut |_| Ok(()))?;
-            let mut tree = UsageTree::of(&recorder.state().view(), 0);
-            tree.session_id = found.session_id.clone();
-            sessions.push(session(&tree, None, prices));
-        }
+        found.extend(find_sessions(dir)?.into_iter().map(FoundSession::Claude));
     }
-    Ok(sessions)
+    crate::parallel::map(&found, |found| {
+        // Nothing is stored, so redacting secrets would be wasted work.
+        match found {
+            FoundSession::Codex(root, files) => {
+                let mut recorder =
+                    Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).keep_secrets(true);
+                let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
+                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
+                Ok(session(&UsageTree::of(&recorder.state().view(), 0), None, prices))
+            }
+            FoundSession::Claude(files) => {
+                let mut recorder =
+                    Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
+                        .keep_secrets(true);
+                let _ = recorder.start(now());
+                feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
+                let mut tree = UsageTree::of(&recorder.state().view(), 0);
+                tree.session_id = files.session_id.clone();
+                Ok(session(&tree, None, prices))
+            }
+        }
+    })
 }
 
 /// Runs `agentrace usage`.

@@ -1,0 +1,71 @@
+//! Work spread over the machine's cores: a map over independent items
+//! (sessions) whose results come back in the items' order, so the output is
+//! the same whatever the number of cores. Owns no I/O of its own.
+
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `work` applied to every item, on up to as many threads as cores; the
+/// results in the items' order, or the error of the first item that failed.
+pub fn map<T: Sync, R: Send>(
+    items: &[T],
+    work: impl Fn(&T) -> anyhow::Result<R> + Sync,
+) -> anyhow::Result<Vec<R>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, NonZeroUsize::get)
+        .min(items.len());
+    if workers <= 1 {
+        return items.iter().map(work).collect();
+    }
+    // Items are taken one at a time, so one huge session does not leave the
+    // other cores idle behind a fixed split.
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, anyhow::Result<R>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(index) else { break };
+                        done.push((index, work(item)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| match handle.join() {
+                Ok(done) => done,
+                Err(_) => vec![(0, Err(anyhow::anyhow!("a worker thread panicked")))],
+            })
+            .collect()
+    });
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map;
+
+    #[test]
+    fn results_come_back_in_the_order_of_the_items() {
+        let items: Vec<u64> = (0..1000).collect();
+        let squares = map(&items, |item| Ok(item * item)).unwrap_or_default();
+        assert_eq!(squares, items.iter().map(|item| item * item).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_first_failing_item_gives_the_error() {
+        let items: Vec<u64> = (0..100).collect();
+        let failed = map(&items, |item| {
+            if *item % 10 == 7 {
+                anyhow::bail!("item {item}")
+            }
+            Ok(*item)
+        });
+        assert_eq!(failed.map_err(|error| error.to_string()), Err("item 7".to_owned()));
+    }
+}
