@@ -52,7 +52,7 @@ impl LineAssembler {
     pub fn push(&mut self, mut chunk: &[u8]) -> Vec<AssembledLine> {
         let mut out = Vec::new();
         while !chunk.is_empty() {
-            match chunk.iter().position(|byte| *byte == b'\n') {
+            match memchr::memchr(b'\n', chunk) {
                 Some(index) => {
                     self.extend(&chunk[..index]);
                     out.push(self.take());
