@@ -295,10 +295,13 @@ pub(crate) fn fingerprint(tail: &[u8]) -> u64 {
         })
 }
 
-/// Keeps the last [`FINGERPRINT_BYTES`] of `tail` followed by `more`.
+/// Keeps the last [`FINGERPRINT_BYTES`] of `tail` followed by `more`
+/// (copying at most that many bytes of `more`, however long it is).
 pub(crate) fn keep_tail(tail: &mut Vec<u8>, more: &[u8]) {
+    let kept = FINGERPRINT_BYTES as usize;
+    let more = &more[more.len().saturating_sub(kept)..];
     tail.extend_from_slice(more);
-    let excess = tail.len().saturating_sub(FINGERPRINT_BYTES as usize);
+    let excess = tail.len().saturating_sub(kept);
     tail.drain(..excess);
 }
 
