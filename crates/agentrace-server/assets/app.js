@@ -4,6 +4,10 @@
 "use strict";
 
 const PAGE = 500;
+// The most event rows the page holds: scrolling on through a long run drops
+// the oldest rows, so the page stays as light after 100,000 events as after
+// 5,000 (the rows dropped are a "Back to the start" away).
+const MAX_ROWS = 5000;
 const params = new URLSearchParams(location.search);
 const token = params.get("token");
 
@@ -78,6 +82,9 @@ const view = {
   done: false,
   loading: false,
   lanes: new Map(), // threadId → <ol class="lane">
+  rows: [], // the event rows shown, oldest first
+  head: 0, // rows[0..head] were dropped already
+  droppedThrough: 0, // the last sequence dropped, 0 for none
   lastSequence: 0,
   generation: 0,
 };
@@ -225,7 +232,9 @@ function placeEvent(envelope) {
       container = view.lanes.get(actor.threadId);
     }
   }
-  container.append(eventRow(envelope));
+  const row = eventRow(envelope);
+  container.append(row);
+  view.rows.push({ row, sequence: envelope.sequence });
   if (nested && event.type === "agent_spawned") {
     const parent = view.lanes.has(event.parentThreadId) ? event.parentThreadId : null;
     laneFor(event.childThreadId, parent);
@@ -242,11 +251,34 @@ function applyActor(threadId, actor) {
   });
 }
 
+// Drops the oldest rows past MAX_ROWS.
+function dropOldRows() {
+  const shown = view.rows.length - view.head;
+  if (shown <= MAX_ROWS) return;
+  for (let index = view.head; index < view.rows.length - MAX_ROWS; index += 1) {
+    view.rows[index].row.remove();
+    view.droppedThrough = Math.max(view.droppedThrough, view.rows[index].sequence);
+  }
+  view.head = view.rows.length - MAX_ROWS;
+  // Compact now and then, so the list of rows never grows with the run.
+  if (view.head > MAX_ROWS) {
+    view.rows = view.rows.slice(view.head);
+    view.head = 0;
+  }
+  document.getElementById("earlier").hidden = false;
+  document.getElementById("earlier-text").textContent =
+    "Events up to #" + view.droppedThrough + " are no longer shown.";
+}
+
 function resetTimeline() {
   view.generation += 1;
   view.next = 0;
   view.done = false;
   view.lanes = new Map();
+  view.rows = [];
+  view.head = 0;
+  view.droppedThrough = 0;
+  document.getElementById("earlier").hidden = true;
   clear(document.getElementById("timeline"));
   loadMore();
 }
@@ -263,6 +295,7 @@ async function loadMore() {
     const page = await api("/api/runs/" + encodeURIComponent(view.id) + "/events?" + query);
     if (generation !== view.generation) return;
     page.events.forEach(placeEvent);
+    dropOldRows();
     view.next = page.next === null ? (page.events.length ? page.events[page.events.length - 1].sequence : view.next) : page.next;
     view.done = page.next === null;
     document.getElementById("load-more").hidden = view.done;
@@ -325,6 +358,7 @@ async function showRun(id) {
     timer = setTimeout(() => { view.q = event.target.value.trim(); resetTimeline(); }, 250);
   });
   document.getElementById("load-more").addEventListener("click", loadMore);
+  document.getElementById("back-to-start").addEventListener("click", resetTimeline);
   new IntersectionObserver((entries) => {
     if (entries.some((entry) => entry.isIntersecting)) loadMore();
   }).observe(document.getElementById("more"));
@@ -338,7 +372,7 @@ function follow(id) {
     // Only a timeline that has everything up to here takes live rows; a
     // filtered or partly loaded one gets them when it pages on.
     if (view.done && envelope.sequence > view.lastSequence) {
-      if (view.actor === "all" && !view.q) { placeEvent(envelope); view.next = envelope.sequence; }
+      if (view.actor === "all" && !view.q) { placeEvent(envelope); dropOldRows(); view.next = envelope.sequence; }
       else view.done = false;
     }
   });

@@ -496,8 +496,11 @@ fn record_large_run(scratch: &Scratch, id: &str) {
 
 const ROWS: &str = "return document.querySelectorAll('#timeline .event').length;";
 
+/// `[rows, lowest sequence, highest sequence]` of the rows on the page.
+const SHOWN_SEQUENCES: &str = "const seqs = Array.from(document.querySelectorAll('#timeline .event')).map(r => Number(r.getAttribute('data-seq'))); return [seqs.length, Math.min(...seqs), Math.max(...seqs)];";
+
 #[test]
-fn a_run_of_100000_events_shows_pages_of_rows_that_scroll_filter_and_search() {
+fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_and_search() {
     let scratch = Scratch::new();
     record_large_run(&scratch, "large");
     let served = serve(&scratch);
@@ -527,7 +530,7 @@ fn a_run_of_100000_events_shows_pages_of_rows_that_scroll_filter_and_search() {
     );
 
     // Scrolling to the end of what is shown fetches the next page, and only it.
-    for shown in [1000, 1500] {
+    for shown in (1000..=5000).step_by(500) {
         browser.script("document.getElementById('more').scrollIntoView(); return true;");
         browser.wait_up_to(
             bound,
@@ -537,8 +540,32 @@ fn a_run_of_100000_events_shows_pages_of_rows_that_scroll_filter_and_search() {
     }
     assert_eq!(
         (browser.script(ROWS), browser.text("#status-line")),
-        (json!(1500), "1500 events shown · more below".to_owned())
+        (json!(5000), "5000 events shown · more below".to_owned())
     );
+    // Past 5,000 rows the oldest page leaves the page as the next arrives.
+    browser.script("document.getElementById('more').scrollIntoView(); return true;");
+    browser.wait_up_to(
+        bound,
+        "the oldest rows to go",
+        "return !document.getElementById('earlier').hidden;",
+    );
+    assert_eq!(
+        (
+            browser.script(SHOWN_SEQUENCES),
+            browser.text("#earlier-text"),
+        ),
+        (
+            json!([5000, 501, 5500]),
+            "Events up to #500 are no longer shown.".to_owned()
+        )
+    );
+    browser.click("#back-to-start");
+    browser.wait_up_to(
+        bound,
+        "the start again",
+        "return document.getElementById('earlier').hidden && document.querySelectorAll('#timeline .event').length === 500;",
+    );
+    assert_eq!(browser.script(SHOWN_SEQUENCES), json!([500, 1, 500]));
 
     browser.click("#filters button[data-actor=helpers]");
     browser.wait_up_to(
