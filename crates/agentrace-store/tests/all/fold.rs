@@ -7,7 +7,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::Path;
 
-use agentrace_core::{Envelope, RunId};
+use agentrace_core::recorder::Format;
+use agentrace_core::{Envelope, InputLine, Recorder, RunId, Timestamp};
 use agentrace_store::{Home, RunFold, SnapshotMiss, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES};
 use serde_json::Value;
 
@@ -67,6 +68,72 @@ fn a_writers_snapshot_of_every_capture_equals_the_fold_of_its_log() -> TestResul
         assert_eq!(
             value_of(&snapshot)?,
             value_of(&full_fold(&home, &id)?)?,
+            "{name}"
+        );
+    }
+    Ok(())
+}
+
+/// Every Claude capture's `stream.jsonl` and `hooks.jsonl` as `(name, format, bytes)`.
+fn claude_captures() -> Fallible<Vec<(String, Format, Vec<u8>)>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude");
+    let mut captures = Vec::new();
+    for entry in fs::read_dir(&root)? {
+        let directory = entry?.path();
+        let name = directory
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for (file, format) in [
+            ("stream.jsonl", Format::ClaudeStream),
+            ("hooks.jsonl", Format::ClaudeHook),
+        ] {
+            let path = directory.join(file);
+            if path.is_file() {
+                captures.push((format!("{name}-{format:?}"), format, fs::read(path)?));
+            }
+        }
+    }
+    captures.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(captures)
+}
+
+#[test]
+fn a_writers_snapshot_of_every_claude_capture_equals_the_fold_of_its_log() -> TestResult {
+    let captures = claude_captures()?;
+    assert!(!captures.is_empty(), "no captures in fixtures/claude");
+    let (_directory, home) = temporary_home()?;
+    for (name, format, bytes) in captures {
+        let id = run_id(&name);
+        let mut recorder = Recorder::new(id.clone(), format);
+        let mut writer = home.create_run(&id)?;
+        writer.append(&recorder.start(Timestamp::from_millis(T0)))?;
+        for (index, line) in bytes
+            .split(|byte| *byte == b'\n')
+            .filter(|line| !line.is_empty())
+            .enumerate()
+        {
+            writer.append(&recorder.push(&InputLine {
+                bytes: line,
+                line_number: index as u64 + 1,
+                observed_at: Timestamp::from_millis(T0),
+                direction: None,
+                truncated_from: None,
+            }))?;
+        }
+        writer.append(&recorder.finish())?;
+        writer.save_snapshot()?;
+
+        let snapshot = load(&home, &id).map_err(|miss| format!("{name}: {miss}"))?;
+
+        // More than the start and the end: the capture's frames were folded.
+        assert_eq!(
+            (
+                snapshot.state().summary().counts.events > 2,
+                value_of(&snapshot)?
+            ),
+            (true, value_of(&full_fold(&home, &id)?)?),
             "{name}"
         );
     }
