@@ -65,7 +65,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::codex::summarize;
-use crate::decode::{decode_line, DecodedLine};
+use crate::decode::{decode_line_lean, DecodedLine, Skip};
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
@@ -117,6 +117,13 @@ const TRANSCRIPT_NOTICES: &[&str] = &[
     "tag",
     "tools-used",
 ];
+
+/// The top-level members no reader of a line here looks at (no wire type
+/// has them; `handle` never asks for them), skipped unbuilt: a request's
+/// `shape` and an attachment's body are most of a transcript's bytes.
+fn unread(_record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
+    member.is_none() && matches!(key, "shape" | "rendered" | "attachment")
+}
 
 /// A spawn request seen as an `Agent`/`Task` tool_use (or its hook).
 #[derive(Debug, Clone, Default)]
@@ -1755,7 +1762,9 @@ impl ClaudeAttributor {
 
     fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
         let mut derived = Derived::new();
-        let (owner, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
+        // A subagent's metadata document is read whole by `meta`.
+        let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) { &|_, _, _| false } else { &unread };
+        let (owner, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, skip) {
             DecodedLine::Undecodable {
                 reason,
                 raw,

@@ -30,6 +30,33 @@ pub enum DecodedLine {
 /// Decodes one line (without its newline). `truncated_from` is the full
 /// length when the shell cut an over-long line short.
 pub fn decode_line(bytes: &[u8], truncated_from: Option<u64>) -> DecodedLine {
+    decode_with(bytes, truncated_from, |text| serde_json::from_str::<Value>(text))
+}
+
+/// Which members of a line a reader never looks at: called with the line's
+/// `type` (when it came before the member), the top-level key and, for a
+/// member of a top-level object, its own key. A skipped member is checked
+/// as JSON but never built.
+pub type Skip<'a> = &'a dyn Fn(Option<&str>, &str, Option<&str>) -> bool;
+
+/// [`decode_line`], leaving out of the value the members `skip` names (the
+/// raw line stays whole). For readers whose lines are mostly bulk they never
+/// read (a rollout's base instructions, a transcript's request shapes):
+/// building that bulk into a tree was most of their time.
+pub fn decode_line_lean(bytes: &[u8], truncated_from: Option<u64>, skip: Skip<'_>) -> DecodedLine {
+    decode_with(bytes, truncated_from, |text| {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let value = serde::de::DeserializeSeed::deserialize(Lean { skip, at: Level::Top }, &mut deserializer)?;
+        deserializer.end()?;
+        Ok(value)
+    })
+}
+
+fn decode_with(
+    bytes: &[u8],
+    truncated_from: Option<u64>,
+    parse: impl FnOnce(&str) -> Result<Value, serde_json::Error>,
+) -> DecodedLine {
     let trimmed = trim_line_end(bytes);
     if let Some(length) = truncated_from {
         let text = String::from_utf8_lossy(trimmed);
@@ -57,9 +84,118 @@ pub fn decode_line(bytes: &[u8], truncated_from: Option<u64>) -> DecodedLine {
         Ok(raw) => raw,
         Err(error) => return undecodable(format!("invalid JSON: {error}"), text, None),
     };
-    match serde_json::from_str::<Value>(raw.get()) {
+    match parse(raw.get()) {
         Ok(value) => DecodedLine::Json { raw, value },
         Err(error) => undecodable(format!("invalid JSON: {error}"), text, None),
+    }
+}
+
+/// Where [`Lean`] is in a line.
+#[derive(Clone, Copy)]
+enum Level<'a> {
+    /// The line itself.
+    Top,
+    /// The value of top-level member `key` of a line of type `record_type`.
+    Member {
+        record_type: Option<&'a str>,
+        key: &'a str,
+    },
+}
+
+/// Builds a line's value as `serde_json` would, minus the skipped members.
+#[derive(Clone, Copy)]
+struct Lean<'a> {
+    skip: Skip<'a>,
+    at: Level<'a>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Lean<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Lean<'_> {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        serde::Deserialize::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = access.next_element::<Value>()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = serde_json::Map::new();
+        let mut record_type: Option<String> = None;
+        while let Some(key) = access.next_key::<String>()? {
+            let value = match self.at {
+                Level::Top if (self.skip)(record_type.as_deref(), &key, None) => {
+                    access.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+                Level::Top => access.next_value_seed(Lean {
+                    skip: self.skip,
+                    at: Level::Member {
+                        record_type: record_type.as_deref(),
+                        key: &key,
+                    },
+                })?,
+                Level::Member { record_type, key: parent } if (self.skip)(record_type, parent, Some(&key)) => {
+                    access.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+                Level::Member { .. } => access.next_value::<Value>()?,
+            };
+            if matches!(self.at, Level::Top) && key == "type" {
+                record_type = value.as_str().map(str::to_owned);
+            }
+            map.insert(key, value);
+        }
+        Ok(Value::Object(map))
     }
 }
 
@@ -94,4 +230,41 @@ fn empty_string_raw() -> Box<RawValue> {
     // A literal empty string is always valid JSON; this cannot fail, but the
     // house rules forbid unwrap, so fall back to `null` through serde.
     serde_json::value::to_raw_value(&Value::Null).unwrap_or_else(|_| Box::<RawValue>::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_line, decode_line_lean, DecodedLine};
+    use serde_json::json;
+
+    fn skip_bulk(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
+        match member {
+            None => key == "bulk",
+            Some(member) => record_type == Some("meta") && key == "payload" && member != "id",
+        }
+    }
+
+    #[test]
+    fn a_lean_decode_leaves_out_only_the_skipped_members_and_keeps_the_raw_line_whole() {
+        let line = br#"{"type":"meta","bulk":{"x":[1,2]},"payload":{"id":"t","big":"yyyy","n":[1.5,-2,null]},"keep":true}"#;
+        let DecodedLine::Json { raw, value } = decode_line_lean(line, None, &skip_bulk) else {
+            panic!("not decoded");
+        };
+        assert_eq!(raw.get().as_bytes(), line);
+        assert_eq!(value, json!({"type": "meta", "payload": {"id": "t"}, "keep": true}));
+        // Another record type keeps its payload whole, as a full decode does.
+        let other = br#"{"type":"other","payload":{"id":"t","big":"yyyy","n":[1.5,-2,null]}}"#;
+        let (DecodedLine::Json { value: lean, .. }, DecodedLine::Json { value: full, .. }) =
+            (decode_line_lean(other, None, &skip_bulk), decode_line(other, None))
+        else {
+            panic!("not decoded");
+        };
+        assert_eq!(lean, full);
+    }
+
+    #[test]
+    fn invalid_json_inside_a_skipped_member_still_makes_the_line_undecodable() {
+        let line = br#"{"type":"meta","bulk":{"x":[1,2}}"#;
+        assert!(matches!(decode_line_lean(line, None, &skip_bulk), DecodedLine::Undecodable { .. }));
+    }
 }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::codex::summarize;
-use crate::decode::{decode_line, DecodedLine};
+use crate::decode::{decode_line_lean, DecodedLine};
 use crate::model::{
     Actor, AgentStatus, Event, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId,
     Warning,
@@ -74,16 +74,16 @@ impl RolloutAttributor {
 
     fn handle(&mut self, value: &Value, out: &mut Vec<(Actor, Event)>) -> (Option<ThreadId>, Event) {
         let record_type = value.get("type").and_then(Value::as_str).unwrap_or_default();
-        let payload = value.get("payload").cloned().unwrap_or(Value::Null);
+        let payload = value.get("payload").unwrap_or(&Value::Null);
         let payload_type = payload.get("type").and_then(Value::as_str).unwrap_or_default();
         if record_type == "session_meta" {
-            return self.session_meta(&payload, out);
+            return self.session_meta(payload, out);
         }
         let owner = self.file().thread.clone();
         if self.file().replaying {
             let ends = record_type == "event_msg"
                 && payload_type == "task_started"
-                && self.is_own_turn(&payload);
+                && self.is_own_turn(payload);
             if !ends {
                 let of = self.file().replayed_of.clone();
                 return (
@@ -101,9 +101,9 @@ impl RolloutAttributor {
             return (None, notice(record_type, payload_type));
         };
         let event = match (record_type, payload_type) {
-            ("event_msg", "task_started") => self.task_started(&thread, &payload),
-            ("event_msg", "task_complete") => self.turn_ended(&thread, &payload, "completed", out),
-            ("event_msg", "turn_aborted") => self.turn_ended(&thread, &payload, "interrupted", out),
+            ("event_msg", "task_started") => self.task_started(&thread, payload),
+            ("event_msg", "task_complete") => self.turn_ended(&thread, payload, "completed", out),
+            ("event_msg", "turn_aborted") => self.turn_ended(&thread, payload, "interrupted", out),
             ("event_msg", "token_count") => match payload.get("info").filter(|info| !info.is_null()) {
                 Some(info) => Event::Usage {
                     turn_id: self.facts(&thread).turn.clone(),
@@ -128,7 +128,7 @@ impl RolloutAttributor {
                 },
                 None => notice(record_type, payload_type),
             },
-            ("response_item", "message") => self.message(&thread, &payload),
+            ("response_item", "message") => self.message(&thread, payload),
             ("response_item", "reasoning") => Event::Reasoning {
                 text: summarize(&texts(payload.get("summary"))),
                 item_id: payload.get("id").and_then(Value::as_str).map(ItemId::from),
@@ -432,7 +432,7 @@ impl Attributor for RolloutAttributor {
             self.current_file = *number;
         }
         let mut derived = Vec::new();
-        let (thread, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
+        let (thread, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, &unread) {
             DecodedLine::Undecodable { reason, raw, raw_base64 } => (
                 None,
                 Event::Unknown {
@@ -490,6 +490,21 @@ impl Attributor for RolloutAttributor {
 
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
+    }
+}
+
+/// The payload members `handle` never reads, skipped unbuilt: a
+/// `session_meta` carries the base instructions (often 20 KB, almost half
+/// of a rollout's bytes) and notice records need only their type. Keep in
+/// step with what `handle` and `session_meta` read.
+fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
+    let (Some(record_type), "payload", Some(member)) = (record_type, key, member) else {
+        return false;
+    };
+    match record_type {
+        "session_meta" => !matches!(member, "type" | "id" | "source" | "parent_thread_id" | "agent_nickname"),
+        "world_state" | "token_usage_record" | "inter_agent_communication_metadata" | "compacted" => member != "type",
+        _ => false,
     }
 }
 

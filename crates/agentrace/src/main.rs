@@ -2,11 +2,6 @@
 //! recorder and the store, and prints. Data goes to stdout, diagnostics to
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
-// Attribution allocates many small JSON values, on every core at once;
-// mimalloc serves that far faster than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod check;
 mod attach;
 mod claude_ingest;
