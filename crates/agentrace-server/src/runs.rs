@@ -1,6 +1,7 @@
 //! Runs as the server sees them: each log's fold resumed from the snapshot
 //! its recorder keeps beside it (see [`agentrace_store::fold`]) or folded
-//! from its start when there is none that matches, then followed
+//! from its start when there is none that matches (a long log then gets
+//! one, so the next server resumes from it), then followed
 //! incrementally (only bytes appended since the last look are read), with
 //! a sparse index of byte offsets so a page of events is read from near its
 //! start instead of from the top of the file. Memory per run grows with its
@@ -17,7 +18,7 @@ use agentrace_core::childwork::ChildWorkRecord;
 use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp, Warning};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::{with_detected, WarningConfig};
-use agentrace_store::{Home, LogReader, RunFold, SnapshotMiss};
+use agentrace_store::{Home, LogReader, RunFold, SnapshotMiss, SNAPSHOT_MIN_BYTES};
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -40,6 +41,9 @@ pub const DEFAULT_PAGE: usize = 200;
 pub struct LiveRun {
     path: PathBuf,
     fold: RunFold,
+    /// Where to leave a snapshot of a long log folded from its start
+    /// (none once one is written, or when the run had a usable one).
+    snapshot_to_write: Option<PathBuf>,
 }
 
 impl LiveRun {
@@ -48,15 +52,29 @@ impl LiveRun {
         Self {
             path,
             fold: RunFold::new(id),
+            snapshot_to_write: None,
         }
     }
 
     /// A run resumed from the snapshot at `snapshot` when it matches the log
-    /// at `path` (else, and with the reason, one not read yet).
+    /// at `path` (else, and with the reason, one not read yet, which writes
+    /// the snapshot once it has folded a log of [`SNAPSHOT_MIN_BYTES`] or
+    /// more: the next server need not fold it again).
     pub fn resume(id: RunId, path: PathBuf, snapshot: &Path) -> (Self, Option<SnapshotMiss>) {
         match RunFold::load_snapshot(snapshot, &path, &id) {
-            Ok(fold) => (Self { path, fold }, None),
-            Err(miss) => (Self::new(id, path), Some(miss)),
+            Ok(fold) => (
+                Self {
+                    path,
+                    fold,
+                    snapshot_to_write: None,
+                },
+                None,
+            ),
+            Err(miss) => {
+                let mut run = Self::new(id, path);
+                run.snapshot_to_write = Some(snapshot.to_owned());
+                (run, Some(miss))
+            }
         }
     }
 
@@ -69,7 +87,15 @@ impl LiveRun {
     /// hands each new envelope (final actor of the moment applied) to
     /// `each`.
     pub fn follow(&mut self, each: impl FnMut(&Envelope)) -> io::Result<Followed> {
-        self.fold.follow(&self.path, each)
+        let followed = self.fold.follow(&self.path, each)?;
+        if self.fold.offset() >= SNAPSHOT_MIN_BYTES {
+            if let Some(snapshot) = self.snapshot_to_write.take() {
+                // Best effort: a home the server may not write to (or a
+                // failed write) only leaves the next server to fold again.
+                let _ = self.fold.save_snapshot(&snapshot, &self.path);
+            }
+        }
+        Ok(followed)
     }
 
     /// `{run, agents, warnings}` as `show --json` prints it: recorded

@@ -18,7 +18,9 @@ use agentrace_core::state::{FinalActors, RunState};
 use agentrace_core::warnings::Evidence;
 use serde::{Deserialize, Serialize};
 
+use crate::error::StoreError;
 use crate::reader::LogReader;
+use crate::writer::replace_unsynced;
 
 /// One index entry every this many envelopes.
 pub const INDEX_STRIDE: u64 = 1024;
@@ -263,6 +265,24 @@ impl RunFold {
             return Err(SnapshotMiss::LogChanged);
         }
         Ok(file.fold)
+    }
+
+    /// Writes this fold as the snapshot of `log` (which must still begin
+    /// with the bytes folded: the fingerprint is read from it). For readers
+    /// that had to fold a log without a usable snapshot, so the next one
+    /// need not; replaced by a rename, never synced, like a writer's.
+    pub fn save_snapshot(&self, snapshot: &Path, log: &Path) -> Result<(), StoreError> {
+        let fingerprint = File::open(log)
+            .and_then(|mut file| fingerprint_of(&mut file, self.offset))
+            .map_err(|source| StoreError::io("read run log", log, source))?;
+        let bytes = self
+            .snapshot_bytes(fingerprint)
+            .map_err(|source| StoreError::Encode {
+                what: String::from("the run snapshot"),
+                path: snapshot.to_owned(),
+                source,
+            })?;
+        replace_unsynced(snapshot, &bytes, "write run snapshot")
     }
 
     /// The snapshot's bytes, given the fingerprint of the log's bytes

@@ -275,7 +275,7 @@ fn keep_on_one_line(line: &mut [u8]) {
 
 /// Writes `bytes` to `<path>.tmp-<pid>` and renames it over `path`, without
 /// `fsync`: readers see the old file or the new one, never a mix.
-fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {
+pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {
     let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
     temporary_name.push(format!(".tmp-{}", std::process::id()));
     let temporary = path.with_file_name(temporary_name);

@@ -471,3 +471,29 @@ async fn a_snapshot_of_a_rewritten_log_is_ignored_and_the_log_folded_from_its_st
         answers(&served_at_a_fixed_time(&other), "run").await
     );
 }
+
+#[tokio::test]
+async fn a_long_run_folded_without_a_snapshot_leaves_one_that_gives_the_same_answers() {
+    let scratch = Scratch::new();
+    super::support::record_generated_run(&scratch, "long", 5_000, None);
+    let home = scratch.home();
+    let id = "long".into();
+    let log_length = std::fs::metadata(home.log_path(&id))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .len();
+    assert!(
+        log_length >= agentrace_store::SNAPSHOT_MIN_BYTES,
+        "the run is too short to get a snapshot: {log_length} bytes"
+    );
+    // As a run recorded before snapshots existed.
+    std::fs::remove_file(home.snapshot_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+
+    let folded = answers(&served_at_a_fixed_time(&scratch), "long").await;
+    let left =
+        agentrace_store::RunFold::load_snapshot(&home.snapshot_path(&id), &home.log_path(&id), &id)
+            .map(|fold| fold.offset());
+    let from_snapshot = answers(&served_at_a_fixed_time(&scratch), "long").await;
+
+    assert_eq!(folded[0].0, StatusCode::OK);
+    assert_eq!((left, from_snapshot), (Ok(log_length), folded));
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use agentrace_server::Options;
 use serde_json::{json, Value};
 
-use super::support::{capture, push, Scratch};
+use super::support::{capture, push, record_generated_run, Scratch};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -402,98 +402,6 @@ const NEEDLE_SEQUENCE: u64 = 99_990;
 
 const NEEDLE: &str = "needle-in-the-haystack";
 
-/// Records a run of [`LARGE_RUN_EVENTS`] events (the root spawns four
-/// helpers, then messages and tool calls alternate between them) the way a
-/// recorder does, through `RunWriter`, record included.
-fn record_large_run(scratch: &Scratch, id: &str) {
-    use agentrace_core::model::{
-        Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp,
-        LOG_VERSION,
-    };
-    let helpers = 4_u64;
-    let actor = |index: u64| {
-        if index == 0 {
-            Actor {
-                thread_id: Some(ThreadId::from("root")),
-                role: Role::Root,
-                parent_thread_id: None,
-                label: "Main".to_owned(),
-                depth: Some(0),
-                confidence: Confidence::Provider,
-                reason: None,
-            }
-        } else {
-            Actor {
-                thread_id: Some(ThreadId::from(format!("helper-{index}"))),
-                role: Role::Helper,
-                parent_thread_id: Some(ThreadId::from("root")),
-                label: format!("Helper {index}"),
-                depth: Some(1),
-                confidence: Confidence::Provider,
-                reason: None,
-            }
-        }
-    };
-    let run_id = RunId::from(id);
-    let mut writer = scratch
-        .home()
-        .create_run(&run_id)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut state = agentrace_core::RunState::new(run_id.clone());
-    let mut batch = Vec::new();
-    for sequence in 1..=LARGE_RUN_EVENTS {
-        let (index, event) = if sequence <= helpers {
-            (
-                0,
-                Event::AgentSpawned {
-                    parent_thread_id: ThreadId::from("root"),
-                    child_thread_id: ThreadId::from(format!("helper-{sequence}")),
-                    prompt: Some(format!("work item {sequence}")),
-                    model: None,
-                    reasoning_effort: None,
-                    via: "spawnAgent".to_owned(),
-                },
-            )
-        } else {
-            let text = if sequence == NEEDLE_SEQUENCE {
-                format!("step {sequence}: found the {NEEDLE}")
-            } else {
-                format!("step {sequence}: reading the parser and checking the tests")
-            };
-            (
-                sequence % (helpers + 1),
-                Event::Message {
-                    role: "assistant".to_owned(),
-                    phase: None,
-                    text,
-                    item_id: None,
-                    turn_id: None,
-                },
-            )
-        };
-        let envelope = Envelope {
-            version: LOG_VERSION,
-            timestamp: Timestamp::from_millis(1_795_993_400_000 + sequence as i64),
-            sequence,
-            run_id: run_id.clone(),
-            direction: None,
-            actor: actor(index),
-            event: EventBody::Known(event),
-            raw: None,
-        };
-        state.apply(&envelope);
-        batch.push(envelope);
-        if batch.len() == 1000 {
-            writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
-            batch.clear();
-        }
-    }
-    writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
-    writer
-        .write_record(&state.summary())
-        .unwrap_or_else(|e| panic!("{e}"));
-}
-
 const ROWS: &str = "return document.querySelectorAll('#timeline .event').length;";
 
 /// `[rows, lowest sequence, highest sequence]` of the rows on the page.
@@ -502,7 +410,12 @@ const SHOWN_SEQUENCES: &str = "const seqs = Array.from(document.querySelectorAll
 #[test]
 fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_and_search() {
     let scratch = Scratch::new();
-    record_large_run(&scratch, "large");
+    record_generated_run(
+        &scratch,
+        "large",
+        LARGE_RUN_EVENTS,
+        Some((NEEDLE_SEQUENCE, NEEDLE)),
+    );
     let served = serve(&scratch);
     let browser = Browser::start();
     // Generous bounds: this proves the page answers at all on a large run,

@@ -77,3 +77,97 @@ pub fn push(writer: &mut RunWriter, recorder: &mut Recorder, bytes: &[u8]) {
         writer.append(&envelopes).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// Records a generated run of `events` events (the root spawns four
+/// helpers, then messages alternate between them; the message at `needle`'s
+/// sequence holds its text) the way a recorder does, through `RunWriter`,
+/// record included.
+pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Option<(u64, &str)>) {
+    use agentrace_core::model::{
+        Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp,
+        LOG_VERSION,
+    };
+    let helpers = 4_u64;
+    let actor = |index: u64| {
+        if index == 0 {
+            Actor {
+                thread_id: Some(ThreadId::from("root")),
+                role: Role::Root,
+                parent_thread_id: None,
+                label: "Main".to_owned(),
+                depth: Some(0),
+                confidence: Confidence::Provider,
+                reason: None,
+            }
+        } else {
+            Actor {
+                thread_id: Some(ThreadId::from(format!("helper-{index}"))),
+                role: Role::Helper,
+                parent_thread_id: Some(ThreadId::from("root")),
+                label: format!("Helper {index}"),
+                depth: Some(1),
+                confidence: Confidence::Provider,
+                reason: None,
+            }
+        }
+    };
+    let run_id = RunId::from(id);
+    let mut writer = scratch
+        .home()
+        .create_run(&run_id)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut state = agentrace_core::RunState::new(run_id.clone());
+    let mut batch = Vec::new();
+    for sequence in 1..=events {
+        let (index, event) = if sequence <= helpers {
+            (
+                0,
+                Event::AgentSpawned {
+                    parent_thread_id: ThreadId::from("root"),
+                    child_thread_id: ThreadId::from(format!("helper-{sequence}")),
+                    prompt: Some(format!("work item {sequence}")),
+                    model: None,
+                    reasoning_effort: None,
+                    via: "spawnAgent".to_owned(),
+                },
+            )
+        } else {
+            let text = match needle {
+                Some((at, needle)) if at == sequence => {
+                    format!("step {sequence}: found the {needle}")
+                }
+                _ => format!("step {sequence}: reading the parser and checking the tests"),
+            };
+            (
+                sequence % (helpers + 1),
+                Event::Message {
+                    role: "assistant".to_owned(),
+                    phase: None,
+                    text,
+                    item_id: None,
+                    turn_id: None,
+                },
+            )
+        };
+        let envelope = Envelope {
+            version: LOG_VERSION,
+            timestamp: Timestamp::from_millis(1_795_993_400_000 + sequence as i64),
+            sequence,
+            run_id: run_id.clone(),
+            direction: None,
+            actor: actor(index),
+            event: EventBody::Known(event),
+            raw: None,
+        };
+        state.apply(&envelope);
+        batch.push(envelope);
+        if batch.len() == 1000 {
+            writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
+            batch.clear();
+        }
+    }
+    writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
+    writer
+        .write_record(&state.summary())
+        .unwrap_or_else(|e| panic!("{e}"));
+}
