@@ -14,6 +14,7 @@ use std::time::UNIX_EPOCH;
 use agentrace_core::lines::LineAssembler;
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::state::RunView;
 use agentrace_core::{Envelope, InputLine, Recorder};
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -23,6 +24,7 @@ use serde_json::Value;
 
 use crate::claude_ingest::{claude_config_dir, find_sessions, Recording};
 use crate::ingest::now;
+use crate::usage::UsageIndex;
 
 /// Arguments of `agentrace import`.
 #[derive(Debug, Args)]
@@ -520,6 +522,8 @@ struct Importer<'a> {
     tally: Tally,
     bar: indicatif::ProgressBar,
     since_save: u32,
+    /// The usage index, loaded when the first run is rebuilt.
+    usage: Option<UsageIndex>,
 }
 
 impl Importer<'_> {
@@ -544,14 +548,15 @@ impl Importer<'_> {
         true
     }
 
-    /// Writes run `id` anew from what `feed` gives the recorder.
+    /// Writes run `id` anew from what `feed` gives the recorder; returns
+    /// the run's view.
     fn rebuild(
         &self,
         id: &RunId,
         format: Format,
         start: Timestamp,
         feed: impl FnOnce(&mut Recorder, &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<RunView> {
         remove_run(self.home, id)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id)?;
@@ -567,15 +572,14 @@ impl Importer<'_> {
         // thousand fsyncs would cost more than the reading.
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        crate::usage::save_usage(self.home, id, &recorder.state().view())?;
-        Ok(())
+        Ok(recorder.state().view())
     }
 
     /// Rebuilds the runs of `jobs` on every core, then notes each as
     /// imported in order; `jobs` is left empty.
     fn run_jobs(&mut self, jobs: &mut Vec<Job<'_>>) -> anyhow::Result<()> {
         let this = &*self;
-        crate::parallel::map(jobs, |job| match job.source {
+        let views = crate::parallel::map(jobs, |job| match job.source {
             JobSource::Codex(files) => {
                 let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
                 this.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| {
@@ -588,6 +592,17 @@ impl Importer<'_> {
                 })
             }
         })?;
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let home = self.home;
+        let usage = self.usage.get_or_insert_with(|| UsageIndex::load(home));
+        for (job, view) in jobs.iter().zip(&views) {
+            usage.insert(home, &job.id, view);
+        }
+        // Saved before the import state names these runs as imported: a run
+        // the state calls done always has its usage kept (or folds).
+        usage.save(home)?;
         for job in jobs.drain(..) {
             let claude = matches!(job.source, JobSource::Claude(_));
             self.imported(claude, job.key, &job.id, job.stamps)?;
@@ -661,6 +676,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         tally: Tally::default(),
         bar: progress(args, (codex.len() + claude.len()) as u64),
         since_save: 0,
+        usage: None,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -766,7 +782,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
 }
 
 fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
-    for path in [home.log_path(id), home.record_path(id), crate::usage::usage_path(home, id)] {
+    for path in [home.log_path(id), home.record_path(id)] {
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

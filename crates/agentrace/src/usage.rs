@@ -214,14 +214,15 @@ pub struct SessionUsage {
 }
 
 /// What `usage` needs of one run: its agent tree with each agent's own
-/// tokens. `import` keeps it beside the run's log (`<id>.usage.json`) so
-/// that `usage` reads a few hundred bytes instead of folding the whole log.
+/// tokens. `import` keeps it in the usage index so that `usage` reads a
+/// few hundred bytes instead of folding the whole log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageTree {
-    /// The log's length when this was written; any other length means the
-    /// log moved on (a live run continued) and this copy is stale.
-    pub log_bytes: u64,
+    /// The log's length and modification time when this was written; any
+    /// other means the log moved on (a live run continued, a run rebuilt)
+    /// and this copy is stale.
+    pub log: LogStamp,
     /// The provider.
     pub provider: Provider,
     /// Codex: the root thread id; Claude: the session id; else the run id.
@@ -264,8 +265,8 @@ impl UsageNode {
 }
 
 impl UsageTree {
-    /// The usage of a run's view; `log_bytes` is its log's length.
-    pub fn of(view: &RunView, log_bytes: u64) -> Self {
+    /// The usage of a run's view, for its log as stamped `log`.
+    pub fn of(view: &RunView, log: LogStamp) -> Self {
         let id = view.run.id.as_str();
         // An imported Claude run is named after its session; its root thread
         // id is the main agent's, which is not the session id users know.
@@ -279,7 +280,7 @@ impl UsageTree {
                 .unwrap_or_else(|| id.to_owned()),
         };
         Self {
-            log_bytes,
+            log,
             provider: view.run.provider,
             session_id,
             started_at: view.run.started_at,
@@ -288,40 +289,92 @@ impl UsageTree {
     }
 }
 
-/// `<runs>/<id>.usage.json`, the [`UsageTree`] kept beside a run's log.
-pub fn usage_path(home: &Home, id: &RunId) -> PathBuf {
-    home.runs_dir().join(format!("{id}.usage.json"))
+/// A log's length and modification time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogStamp {
+    /// Length in bytes.
+    pub bytes: u64,
+    /// Modification time, nanoseconds since the Unix epoch (0 when unknown).
+    pub modified_ns: u64,
 }
 
-/// Keeps the usage of run `id` beside its log, for `usage` to read.
-pub fn save_usage(home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<()> {
-    let log = home.log_path(id);
-    let log_bytes = std::fs::metadata(&log)
-        .with_context(|| format!("cannot read {}", log.display()))?
-        .len();
-    let path = usage_path(home, id);
-    // A torn write cannot pass for fresh: it fails to parse and the log is
-    // folded instead.
-    std::fs::write(&path, serde_json::to_vec(&UsageTree::of(view, log_bytes))?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+impl LogStamp {
+    /// The stamp of run `id`'s log now.
+    fn of(home: &Home, id: &RunId) -> Option<Self> {
+        let metadata = std::fs::metadata(home.log_path(id)).ok()?;
+        let modified_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|elapsed| u64::try_from(elapsed.as_nanos()).ok())
+            .unwrap_or(0);
+        Some(Self {
+            bytes: metadata.len(),
+            modified_ns,
+        })
+    }
 }
 
-/// The kept usage of run `id` when it still matches its log.
-fn kept_usage(home: &Home, id: &RunId) -> Option<UsageTree> {
-    let bytes = std::fs::read(usage_path(home, id)).ok()?;
-    let tree: UsageTree = serde_json::from_slice(&bytes).ok()?;
-    let log_bytes = std::fs::metadata(home.log_path(id)).ok()?.len();
-    (tree.log_bytes == log_bytes).then_some(tree)
+/// The usage of imported runs by run id (`$AGENTRACE_HOME/usage-index.json`):
+/// one file for all, rather than one beside each log, because creating a
+/// thousand small files cost an import more than writing them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct UsageIndex {
+    #[serde(default)]
+    runs: BTreeMap<String, UsageTree>,
+}
+
+impl UsageIndex {
+    fn path(home: &Home) -> PathBuf {
+        home.root().join("usage-index.json")
+    }
+
+    /// The index as last saved (empty when missing or unreadable: every
+    /// run is then folded from its log).
+    pub fn load(home: &Home) -> Self {
+        std::fs::read(Self::path(home))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Keeps the usage of run `id` (its log as it is now).
+    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) {
+        match LogStamp::of(home, id) {
+            Some(log) => {
+                self.runs.insert(id.to_string(), UsageTree::of(view, log));
+            }
+            None => {
+                self.runs.remove(id.as_str());
+            }
+        }
+    }
+
+    /// Replaces the saved index atomically.
+    pub fn save(&self, home: &Home) -> anyhow::Result<()> {
+        let path = Self::path(home);
+        let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
+        std::fs::write(&temporary, serde_json::to_vec(self)?)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(())
+    }
+
+    /// The kept usage of run `id` when it still matches its log.
+    fn get(&self, home: &Home, id: &RunId) -> Option<&UsageTree> {
+        let tree = self.runs.get(id.as_str())?;
+        (LogStamp::of(home, id) == Some(tree.log)).then_some(tree)
+    }
 }
 
 /// The usage of recorded run `id`: the kept copy, else the fold of its log.
-fn recorded_usage(home: &Home, id: &RunId) -> anyhow::Result<UsageTree> {
-    if let Some(tree) = kept_usage(home, id) {
-        return Ok(tree);
+fn recorded_usage(home: &Home, index: &UsageIndex, id: &RunId) -> anyhow::Result<UsageTree> {
+    if let Some(tree) = index.get(home, id) {
+        return Ok(tree.clone());
     }
     let loaded = home.load_run(id)?;
-    Ok(UsageTree::of(&loaded.view(), 0))
+    Ok(UsageTree::of(&loaded.view(), LogStamp::default()))
 }
 
 /// The ids of every recorded run, as the directory lists their logs
@@ -416,7 +469,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).keep_secrets(true);
                 let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
                 feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
-                Ok(session(&UsageTree::of(&recorder.state().view(), 0), None, prices))
+                Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
             FoundSession::Claude(files) => {
                 let mut recorder =
@@ -424,7 +477,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                         .keep_secrets(true);
                 let _ = recorder.start(now());
                 feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
-                let mut tree = UsageTree::of(&recorder.state().view(), 0);
+                let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
                 tree.session_id = files.session_id.clone();
                 Ok(session(&tree, None, prices))
             }
@@ -444,9 +497,10 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         } else {
             args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
         };
+        let index = UsageIndex::load(home);
         let mut trees = Vec::with_capacity(ids.len());
         for id in ids {
-            match recorded_usage(home, &id) {
+            match recorded_usage(home, &index, &id) {
                 Ok(tree) => trees.push((id, tree)),
                 // Deleted since the directory was listed: no longer a run.
                 Err(_) if listed && !home.log_path(&id).exists() => {}

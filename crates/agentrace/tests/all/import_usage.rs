@@ -198,17 +198,16 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     let folded = usage(&cli, &[]);
     assert_eq!(folded.sessions.len(), 1);
     let run = folded.sessions[0].run_id.clone().unwrap_or_default();
-    let runs = cli.home.path().join("runs");
-    let kept_path = runs.join(format!("{run}.usage.json"));
-    let kept = std::fs::read_to_string(&kept_path).unwrap_or_else(|e| panic!("{e}"));
-    let mut tree: Value = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
+    let index_path = cli.home.path().join("usage-index.json");
+    let kept = std::fs::read_to_string(&index_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut index: Value = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
     // A kept copy that says otherwise than the log is what `usage` reads
-    // while the log keeps the length it was written for…
-    tree["agents"][0]["tokens"]["totalTokens"] = Value::from(7);
-    std::fs::write(&kept_path, tree.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    // while the log keeps the length and time it was written for…
+    index["runs"][&run]["agents"][0]["tokens"]["totalTokens"] = Value::from(7);
+    std::fs::write(&index_path, index.to_string()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(usage(&cli, &[]).sessions[0].agents[0].own.total_tokens, 7);
     // …and is ignored once the log grew.
-    let log = runs.join(format!("{run}.jsonl"));
+    let log = cli.home.path().join("runs").join(format!("{run}.jsonl"));
     let mut text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
     text.push_str("not json\n");
     std::fs::write(&log, text).unwrap_or_else(|e| panic!("{e}"));
