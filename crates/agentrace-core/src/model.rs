@@ -131,7 +131,21 @@ impl Timestamp {
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use chrono::{Datelike as _, Timelike as _};
         match chrono::DateTime::from_timestamp_millis(self.0) {
+            // Written field by field: every stored envelope has a time, and
+            // chrono's format strings are parsed again on each call.
+            Some(t) if (0..=9999).contains(&t.year()) => write!(
+                f,
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                t.year(),
+                t.month(),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+                t.timestamp_subsec_millis()
+            ),
             Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%S%.3fZ")),
             None => write!(f, "{}", self.0),
         }
@@ -804,5 +818,20 @@ impl PartialEq for Envelope {
             && self.actor == other.actor
             && self.event == other.event
             && self.raw.as_ref().map(|raw| raw.get()) == other.raw.as_ref().map(|raw| raw.get())
+    }
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::Timestamp;
+
+    #[test]
+    fn a_timestamp_is_written_as_chrono_formats_it() {
+        for millis in [0, 1, 999, 1_764_457_408_475, -1, -62_135_596_800_000, 253_402_300_799_999, 253_402_300_800_000] {
+            let expected = chrono::DateTime::from_timestamp_millis(millis)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                .unwrap_or_default();
+            assert_eq!(Timestamp(millis).to_string(), expected, "{millis}");
+        }
     }
 }

@@ -52,7 +52,17 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut changed = false;
     let mut at = 0;
+    let mut candidates = Candidates::default();
     while at < bytes.len() {
+        // Jump to where a pattern could start: text often holds harmless
+        // near-misses (`task-…` holds `sk-`), and stepping through every
+        // byte between them was most of the time spent here.
+        let Some(next) = candidates.next(bytes, at) else {
+            out.extend_from_slice(&bytes[at..]);
+            break;
+        };
+        out.extend_from_slice(&bytes[at..next]);
+        at = next;
         let boundary = at == 0 || !is_key_byte(bytes[at - 1]);
         // sk-<key>
         if boundary && bytes[at..].starts_with(b"sk-") {
@@ -106,6 +116,40 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
         Cow::Owned(out)
     } else {
         Cow::Borrowed(bytes)
+    }
+}
+
+/// The next place, at or after a position, where `sk-`, `bearer` (any
+/// case) or `API_KEY=` starts; each pattern's next place is searched for
+/// again only once the position passed it.
+#[derive(Default)]
+struct Candidates {
+    /// Per pattern: `None` before the first search, then where it is next
+    /// found (`Some(None)`: nowhere further).
+    next: [Option<Option<usize>>; 3],
+}
+
+impl Candidates {
+    fn next(&mut self, bytes: &[u8], at: usize) -> Option<usize> {
+        let mut nearest: Option<usize> = None;
+        for (pattern, next) in self.next.iter_mut().enumerate() {
+            if next.is_none_or(|found| found.is_some_and(|found| found < at)) {
+                let rest = &bytes[at..];
+                let found = match pattern {
+                    0 => memchr::memmem::find(rest, b"sk-"),
+                    1 => memchr::memchr2_iter(b'b', b'B', rest).find(|&index| {
+                        rest.get(index..index + 6)
+                            .is_some_and(|word| word.eq_ignore_ascii_case(b"bearer"))
+                    }),
+                    _ => memchr::memmem::find(rest, b"API_KEY="),
+                };
+                *next = Some(found.map(|index| at + index));
+            }
+            if let Some(Some(found)) = *next {
+                nearest = Some(nearest.map_or(found, |nearest| nearest.min(found)));
+            }
+        }
+        nearest
     }
 }
 

@@ -50,6 +50,15 @@ fn a_bearer_token_in_any_case_is_redacted_without_another_secret_beside_it() {
 }
 
 #[test]
+fn secrets_between_many_near_misses_are_all_redacted() {
+    let text = format!("task-a task-b {KEY} bearer x Bearer abcdefgh12 API_KEY= task-c X_API_KEY=v sk-short");
+    assert_eq!(
+        redact_text(&text),
+        "task-a task-b [REDACTED] bearer x Bearer [REDACTED] API_KEY= task-c X_API_KEY=[REDACTED] sk-short"
+    );
+}
+
+#[test]
 fn a_stored_frame_and_its_event_hold_no_key_and_stay_valid_json() {
     let text =
         format!("line one\nexport OPENAI_API_KEY={KEY}\ncurl -H 'Authorization: Bearer {KEY}'");
