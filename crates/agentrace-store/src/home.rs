@@ -173,6 +173,7 @@ impl Home {
             Resumed {
                 fold: Some(RunFold::new(id)),
                 tail: Vec::new(),
+                snapshot_offset: 0,
             },
         ))
     }
@@ -206,6 +207,7 @@ impl Home {
         let snapshot_path = self.snapshot_path(&id);
         let mut fold = RunFold::load_snapshot(&snapshot_path, &log_path, &id)
             .unwrap_or_else(|_| RunFold::new(id.clone()));
+        let snapshot_offset = fold.offset();
         fold.follow(&log_path, |_| {})
             .map_err(|source| StoreError::io("read run log", &log_path, source))?;
         let tail = tail_of(&mut file, fold.offset())
@@ -220,6 +222,7 @@ impl Home {
             Resumed {
                 fold: Some(fold),
                 tail,
+                snapshot_offset,
             },
         ))
     }

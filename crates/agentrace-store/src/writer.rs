@@ -55,6 +55,8 @@ pub(crate) struct Resumed {
     pub fold: Option<RunFold>,
     /// The last bytes of the log.
     pub tail: Vec<u8>,
+    /// The log length the snapshot on disk covers (0 for none).
+    pub snapshot_offset: u64,
 }
 
 impl RunWriter {
@@ -68,7 +70,6 @@ impl RunWriter {
         resumed: Resumed,
     ) -> Self {
         let [log_path, record_path, snapshot_path] = paths;
-        let snapshot_offset = resumed.fold.as_ref().map_or(0, RunFold::offset);
         Self {
             file,
             log_path,
@@ -79,7 +80,7 @@ impl RunWriter {
             snapshot_path,
             fold: resumed.fold,
             tail: resumed.tail,
-            snapshot_offset: Cell::new(snapshot_offset),
+            snapshot_offset: Cell::new(resumed.snapshot_offset),
         }
     }
 

@@ -404,3 +404,28 @@ fn a_growing_log_is_snapshotted_without_a_record_every_few_mebibytes() -> TestRe
     );
     Ok(())
 }
+
+#[test]
+fn continuing_a_long_run_whose_snapshot_is_behind_brings_it_up_to_date_with_the_record(
+) -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let id = run_id("long");
+    let (recorder, envelopes) = record("long", SESSION);
+    let mut writer = home.create_run(&id)?;
+    writer.append(&envelopes)?;
+    grow(&mut writer, "long", SNAPSHOT_MIN_BYTES)?;
+    writer.write_record(&recorder.state().summary())?;
+    drop(writer);
+    // A writer that appends and ends without a record leaves the snapshot behind.
+    let mut behind = home.append_run(&id)?;
+    grow(&mut behind, "long", SNAPSHOT_MIN_BYTES + 64 * 1024)?;
+    drop(behind);
+    let stale = load(&home, &id)?.offset();
+
+    let continued = home.append_run(&id)?;
+    continued.write_record(&recorder.state().summary())?;
+
+    let length = fs::metadata(home.log_path(&id))?.len();
+    assert_eq!((stale < length, load(&home, &id)?.offset()), (true, length));
+    Ok(())
+}
