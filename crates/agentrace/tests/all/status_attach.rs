@@ -287,13 +287,18 @@ fn attach_follows_a_growing_log_until_the_run_ends() {
         child.try_wait().ok().flatten().is_none(),
         "attach waits for the run"
     );
-    // The rest lands in two writes, the last line in two pieces.
+    // The rest lands in two writes, the run's ending cut in two: attach can
+    // only see the run end once everything after it is there too (it stops
+    // at the end, so a line written later would be a race, not a bug).
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
         .unwrap_or_else(|e| panic!("{e}"));
     let rest = lines[half..].join("\n") + "\n";
-    let (first, second) = rest.split_at(rest.len() - 20);
+    let cut = rest
+        .find("\"type\":\"done\"")
+        .unwrap_or_else(|| panic!("no done in the rest"));
+    let (first, second) = rest.split_at(cut);
     file.write_all(first.as_bytes())
         .unwrap_or_else(|e| panic!("{e}"));
     file.flush().unwrap_or_else(|e| panic!("{e}"));
