@@ -120,9 +120,16 @@ const TRANSCRIPT_NOTICES: &[&str] = &[
 
 /// The top-level members no reader of a line here looks at (no wire type
 /// has them; `handle` never asks for them), skipped unbuilt: a request's
-/// `shape` and an attachment's body are most of a transcript's bytes.
-fn unread(_record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
-    member.is_none() && matches!(key, "shape" | "rendered" | "attachment")
+/// `shape` and an attachment's body are most of a transcript's bytes. A
+/// request blob's `message` is a notice's, never read either.
+fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
+    member.is_none()
+        && match (record_type, key) {
+            (_, "shape" | "rendered" | "attachment") => true,
+            (Some("api-request-blob"), "message") => true,
+            (Some("api-request"), "params" | "tail" | "cacheControl") => true,
+            _ => false,
+        }
 }
 
 /// A spawn request seen as an `Agent`/`Task` tool_use (or its hook).
@@ -567,7 +574,7 @@ impl ClaudeAttributor {
     fn handle(
         &mut self,
         part: &SourcePart,
-        value: &Value,
+        value: Value,
         line_number: u64,
         derived: &mut Derived,
     ) -> (Owner, Event) {
@@ -583,10 +590,10 @@ impl ClaudeAttributor {
             );
         }
         if let SourcePart::AgentMeta { agent_id } = part {
-            return self.meta(agent_id, value, derived);
+            return self.meta(agent_id, &value, derived);
         }
         if value.get("hook_event_name").is_some() {
-            return self.hook(value, derived);
+            return self.hook(&value, derived);
         }
         // The hook loggers' records (`{t, input}`, the SDK's `{seq, event,
         // input}`) wrap a hook input.
@@ -596,10 +603,13 @@ impl ClaudeAttributor {
         {
             return self.hook(input, derived);
         }
-        let record = Record::deserialize(value).unwrap_or_default();
         let transcript = value.get("sessionId").is_some()
             || value.get("isSidechain").is_some()
             || matches!(part, SourcePart::AgentFile { .. });
+        let sdk_marker = value.get("event").and_then(Value::as_str) == Some("(sdk message)");
+        // Taken by value: the message and tool result move into the record
+        // rather than being copied out of the line's tree.
+        let record = Record::deserialize(value).unwrap_or_default();
         if transcript {
             let agent = match part {
                 SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
@@ -607,7 +617,7 @@ impl ClaudeAttributor {
             };
             return self.transcript(&record, agent, line_number, derived);
         }
-        if value.get("event").and_then(Value::as_str) == Some("(sdk message)") {
+        if sdk_marker {
             // A marker line of the SDK hook logger, ordering hooks among
             // messages; it names the message's owner as stdout does.
             self.note_session(record.session_id.as_deref());
@@ -1783,7 +1793,7 @@ impl ClaudeAttributor {
             ),
             DecodedLine::Json { raw, value } => {
                 let timestamp = frame_time(&value).unwrap_or(line.observed_at);
-                let (owner, event) = self.handle(part, &value, line.line_number, &mut derived);
+                let (owner, event) = self.handle(part, value, line.line_number, &mut derived);
                 (owner, event, raw, timestamp)
             }
         };
