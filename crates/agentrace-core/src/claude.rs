@@ -124,12 +124,12 @@ const TRANSCRIPT_NOTICES: &[&str] = &[
 /// request blob's `message` is a notice's, never read either.
 fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
     member.is_none()
-        && match (record_type, key) {
-            (_, "shape" | "rendered" | "attachment") => true,
-            (Some("api-request-blob"), "message") => true,
-            (Some("api-request"), "params" | "tail" | "cacheControl") => true,
-            _ => false,
-        }
+        && matches!(
+            (record_type, key),
+            (_, "shape" | "rendered" | "attachment")
+                | (Some("api-request-blob"), "message")
+                | (Some("api-request"), "params" | "tail" | "cacheControl")
+        )
 }
 
 /// A spawn request seen as an `Agent`/`Task` tool_use (or its hook).
