@@ -76,7 +76,8 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
             Some(project) => loose_agent_files(&sorted_entries(project)?),
             None => Vec::new(),
         };
-        return Ok(vec![session_files(path, &siblings)?]);
+        let has_folder = path.with_extension("").is_dir();
+        return Ok(vec![session_files(path, &siblings, has_folder)?]);
     }
     if !path.is_dir() {
         bail!(
@@ -96,8 +97,8 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
         return Ok(sessions);
     }
     for project in root_entries {
-        if project.is_dir() {
-            project_sessions(&sorted_entries(&project)?, &mut sessions)?;
+        if project.is_dir {
+            project_sessions(&sorted_entries(&project.path)?, &mut sessions)?;
         }
     }
     Ok(sessions)
@@ -105,28 +106,51 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
 
 /// Adds the sessions of one project folder, given its entries; false when
 /// it holds none.
-fn project_sessions(entries: &[PathBuf], sessions: &mut Vec<SessionFiles>) -> anyhow::Result<bool> {
+fn project_sessions(entries: &[Entry], sessions: &mut Vec<SessionFiles>) -> anyhow::Result<bool> {
     // The folder is listed and its loose agent files read once, not once
     // per session: that was quadratic in the sessions of a project.
     let siblings = loose_agent_files(entries);
+    let folders: std::collections::HashSet<&Path> = entries
+        .iter()
+        .filter(|entry| entry.is_dir)
+        .map(|entry| entry.path.as_path())
+        .collect();
     let mut found = false;
-    for file in entries.iter().filter(|path| is_session_path(path)) {
-        sessions.push(session_files(file, &siblings)?);
+    for file in entries.iter().filter(|entry| entry.is_file && is_session_name(&entry.path)) {
+        let has_folder = folders.contains(file.path.with_extension("").as_path());
+        sessions.push(session_files(&file.path, &siblings, has_folder)?);
         found = true;
     }
     Ok(found)
 }
 
+/// A folder entry, with its kind as the listing gave it: a stat per file
+/// (thousands of them) was most of a repeated import's time.
+struct Entry {
+    path: PathBuf,
+    /// A folder (a symbolic link to one counts).
+    is_dir: bool,
+    /// A file (a symbolic link to one counts).
+    is_file: bool,
+}
+
 /// A folder's entries in path order. They share their parent, so sorting
 /// by name gives the order of sorting the paths, at a fraction of the cost.
-fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut entries: Vec<(std::ffi::OsString, PathBuf)> = fs::read_dir(dir)
+fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<Entry>> {
+    let mut entries: Vec<(std::ffi::OsString, Entry)> = fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(Result::ok)
-        .map(|entry| (entry.file_name(), entry.path()))
+        .map(|entry| {
+            let path = entry.path();
+            let (is_dir, is_file) = match entry.file_type() {
+                Ok(kind) if !kind.is_symlink() => (kind.is_dir(), kind.is_file()),
+                _ => (path.is_dir(), path.is_file()),
+            };
+            (entry.file_name(), Entry { path, is_dir, is_file })
+        })
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries.into_iter().map(|(_, path)| path).collect())
+    Ok(entries.into_iter().map(|(_, entry)| entry).collect())
 }
 
 fn file_name(path: &Path) -> &str {
@@ -135,17 +159,18 @@ fn file_name(path: &Path) -> &str {
         .unwrap_or_default()
 }
 
-/// A session file of a project folder (not an `agent-*` file).
-fn is_session_path(path: &Path) -> bool {
+/// The name of a session file of a project folder (not an `agent-*` file).
+fn is_session_name(path: &Path) -> bool {
     let name = file_name(path);
-    name.ends_with(".jsonl") && !name.starts_with("agent-") && path.is_file()
+    name.ends_with(".jsonl") && !name.starts_with("agent-")
 }
 
 /// The 2.0.77 layout's `agent-*.jsonl` files beside the sessions, each
 /// with the session its first line names.
-fn loose_agent_files(entries: &[PathBuf]) -> Vec<(PathBuf, Option<String>)> {
+fn loose_agent_files(entries: &[Entry]) -> Vec<(PathBuf, Option<String>)> {
     entries
         .iter()
+        .map(|entry| &entry.path)
         .filter(|path| {
             let name = file_name(path);
             name.starts_with("agent-") && name.ends_with(".jsonl")
@@ -169,19 +194,24 @@ fn agent_id_of(path: &Path) -> String {
 /// The files of the session whose main file is `main`: 2.1.x subagents in
 /// `<session>/…/agent-<id>.jsonl` (+ `.meta.json`, any depth), 2.0.77
 /// `agent-<id>.jsonl` beside it whose lines name this session.
-fn session_files(main: &Path, siblings: &[(PathBuf, Option<String>)]) -> anyhow::Result<SessionFiles> {
+fn session_files(
+    main: &Path,
+    siblings: &[(PathBuf, Option<String>)],
+    has_folder: bool,
+) -> anyhow::Result<SessionFiles> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
     let folder = main.with_extension("");
     let mut agent_files = Vec::new();
-    if folder.is_dir() {
-        collect_agent_files(&folder, &mut agent_files, 0)?;
+    let mut files = std::collections::HashSet::new();
+    if has_folder {
+        collect_agent_files(&folder, &mut agent_files, &mut files, 0)?;
     }
     agent_files.sort();
     for file in agent_files {
         let agent_id = agent_id_of(&file);
         let meta = file.with_file_name(format!("agent-{agent_id}.meta.json"));
-        if meta.is_file() {
+        if files.contains(&meta) {
             parts.push((
                 SourcePart::AgentMeta {
                     agent_id: agent_id.clone(),
@@ -200,17 +230,26 @@ fn session_files(main: &Path, siblings: &[(PathBuf, Option<String>)]) -> anyhow:
     Ok(SessionFiles { session_id, parts })
 }
 
-fn collect_agent_files(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> anyhow::Result<()> {
+/// The `agent-*.jsonl` files under `dir` into `out`, and every file seen
+/// into `files` (for the metadata beside them).
+fn collect_agent_files(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    files: &mut std::collections::HashSet<PathBuf>,
+    depth: u32,
+) -> anyhow::Result<()> {
     // Workflows nest folders; a bound keeps a symlink loop finite.
     if depth > 8 {
         return Ok(());
     }
-    for path in sorted_entries(dir)? {
-        let name = file_name(&path);
-        if path.is_dir() {
-            collect_agent_files(&path, out, depth + 1)?;
+    for entry in sorted_entries(dir)? {
+        let name = file_name(&entry.path);
+        if entry.is_dir {
+            collect_agent_files(&entry.path, out, files, depth + 1)?;
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
-            out.push(path);
+            out.push(entry.path);
+        } else if entry.is_file {
+            files.insert(entry.path);
         }
     }
     Ok(())

@@ -230,7 +230,13 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
                 let path = entry.path();
                 let name = entry.file_name();
                 let name = name.to_string_lossy();
-                if path.is_dir() {
+                // The listing's own kind: a stat per rollout was a good part
+                // of a repeated import.
+                let is_dir = match entry.file_type() {
+                    Ok(kind) if !kind.is_symlink() => kind.is_dir(),
+                    _ => path.is_dir(),
+                };
+                if is_dir {
                     stack.push(path);
                 } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
                     files.push(path);
@@ -524,6 +530,8 @@ struct Importer<'a> {
     since_save: u32,
     /// The usage index, loaded when the first run is rebuilt.
     usage: Option<UsageIndex>,
+    /// The run logs present when the import started, listed when first asked.
+    logs: Option<std::collections::HashSet<String>>,
 }
 
 impl Importer<'_> {
@@ -531,7 +539,7 @@ impl Importer<'_> {
     fn wanted(&mut self, change: &Change, id: &RunId) -> bool {
         self.bar.inc(1);
         match change {
-            Change::Same if self.home.exists(id) => {
+            Change::Same if self.log_exists(id) => {
                 self.tally.unchanged += 1;
                 return false;
             }
@@ -573,6 +581,24 @@ impl Importer<'_> {
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
         Ok(recorder.state().view())
+    }
+
+    /// True when run `id` has a log, by one listing of the runs folder
+    /// rather than a stat per session.
+    fn log_exists(&mut self, id: &RunId) -> bool {
+        let home = self.home;
+        let logs = self.logs.get_or_insert_with(|| {
+            fs::read_dir(home.runs_dir())
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+                        .filter_map(|entry| entry.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        agentrace_store::validate_run_id(id.as_str()).is_ok() && logs.contains(id.as_str())
     }
 
     /// Rebuilds the runs of `jobs` on every core, then notes each as
@@ -641,6 +667,26 @@ impl Importer<'_> {
     }
 }
 
+/// The Claude sessions under `dir` (none when it holds no projects), each
+/// with its files' stamps.
+fn claude_sessions(
+    dir: Option<&Path>,
+) -> anyhow::Result<Vec<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)>> {
+    let sessions = match dir {
+        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
+            find_sessions(dir)?
+        }
+        _ => Vec::new(),
+    };
+    sessions
+        .into_iter()
+        .map(|session| {
+            let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
+            Ok((session, stamps))
+        })
+        .collect()
+}
+
 fn stamps<'p>(paths: impl Iterator<Item = &'p Path>) -> anyhow::Result<BTreeMap<String, FileStamp>> {
     paths
         .map(|path| Ok((path.to_string_lossy().into_owned(), stamp(path)?)))
@@ -651,24 +697,30 @@ fn stamps<'p>(paths: impl Iterator<Item = &'p Path>) -> anyhow::Result<BTreeMap<
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
     let mut state = ImportState::load(home);
+    let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
+    // Finding what is on disk is thousands of small system calls: the Codex
+    // home and the Claude dir are walked side by side.
+    let known_heads = &state.heads;
+    let (rollouts, claude) = std::thread::scope(|scope| {
+        let codex = scope.spawn(|| match codex_home(args) {
+            Some(dir) => codex_sessions_known(&dir, known_heads),
+            None => Rollouts::default(),
+        });
+        let claude = claude_sessions(claude_dir.as_deref());
+        let rollouts = codex
+            .join()
+            .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"));
+        (rollouts, claude)
+    });
+    let (rollouts, claude) = (rollouts?, claude?);
     let Rollouts {
         sessions: codex,
         heads,
         stamps: rollout_stamps,
-    } = match codex_home(args) {
-        Some(dir) => codex_sessions_known(&dir, &state.heads),
-        None => Rollouts::default(),
-    };
+    } = rollouts;
     // Saved only when something changed: a repeated import writes nothing.
     let heads_changed = heads != state.heads;
     state.heads = heads;
-    let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
-    let claude = match &claude_dir {
-        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
-            find_sessions(dir)?
-        }
-        _ => Vec::new(),
-    };
     let mut importer = Importer {
         home,
         args,
@@ -677,6 +729,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         bar: progress(args, (codex.len() + claude.len()) as u64),
         since_save: 0,
         usage: None,
+        logs: None,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -712,8 +765,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             importer.run_jobs(&mut pending)?;
         }
     }
-    for session in &claude {
-        let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
+    for (session, stamps) in claude.iter() {
+        let stamps = stamps.clone();
         let previous = importer.state.claude.get(&session.session_id).cloned();
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
