@@ -238,6 +238,19 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Like [`RunWriter::write_record_unsynced`] for a run created with no
+    /// record yet (an import writing a thousand runs): written in place, not
+    /// through a temporary file, because creating files is what such an
+    /// import spends most on. A reader meeting half a record cannot parse it
+    /// and folds the log instead, as for any unreadable record.
+    pub fn write_new_record_unsynced(&self, summary: &RunSummary) -> Result<(), StoreError> {
+        let bytes = self.record_bytes(summary)?;
+        fs::write(&self.record_path, &bytes)
+            .map_err(|source| StoreError::io("write run record", &self.record_path, source))?;
+        self.save_snapshot_quietly();
+        Ok(())
+    }
+
     /// The snapshot file beside the log.
     pub fn snapshot_path(&self) -> &Path {
         &self.snapshot_path

@@ -578,7 +578,8 @@ impl Importer<'_> {
         feed(&mut recorder, &mut sink)?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
-        writer.write_record_unsynced(&recorder.state().summary())?;
+        // `remove_run` above left no record: it is written in place.
+        writer.write_new_record_unsynced(&recorder.state().summary())?;
         drop(writer);
         Ok(recorder.state().view())
     }
