@@ -32,8 +32,11 @@ impl Out {
 
     /// Writes one value as pretty JSON.
     pub fn json_pretty<T: serde::Serialize>(&mut self, value: &T) -> anyhow::Result<()> {
-        serde_json::to_writer_pretty(&mut self.inner, value)?;
-        self.inner.write_all(b"\n")?;
+        // Built whole, then written at once: a large document went out in
+        // hundreds of small writes through the buffer otherwise.
+        let mut bytes = serde_json::to_vec_pretty(value)?;
+        bytes.push(b'\n');
+        self.inner.write_all(&bytes)?;
         Ok(())
     }
 

@@ -520,7 +520,17 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     match args.by {
         By::Run => {
             if args.json {
-                out.json_pretty(&serde_json::json!({"sessions": sessions, "totals": totals}))?;
+                // Typed, not through a `json!` tree: building and dropping a
+                // tree of every session cost more than reading them.
+                #[derive(Serialize)]
+                struct Report<'a> {
+                    sessions: &'a [SessionUsage],
+                    totals: &'a Counters,
+                }
+                out.json_pretty(&Report {
+                    sessions: &sessions,
+                    totals: &totals,
+                })?;
             } else {
                 table(out, "SESSION", sessions.iter().map(|s| (format!("{} {}", s.provider, s.session_id), s.counters)), &totals)?;
                 for session in &sessions {
