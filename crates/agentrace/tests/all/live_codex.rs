@@ -38,7 +38,10 @@ impl Codex {
     }
 
     fn env(&self, command: &mut Command) {
+        // A private HOME too: Codex runs commands in a login shell, and the
+        // machine's own profile (pyenv's rehash lock, say) must not stall them.
         command
+            .env("HOME", self.home.path())
             .env("CODEX_HOME", self.home.path())
             .env("MOCK_API_KEY", "sk-mock-local")
             .env("RUST_LOG", "error");
