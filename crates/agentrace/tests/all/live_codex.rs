@@ -47,22 +47,26 @@ impl Codex {
             .env("RUST_LOG", "error");
     }
 
-    /// `agentrace run codex … -- prompt`, bounded in time.
-    fn run(&self, run_id: &str, prompt: &str) -> Output {
+    /// Starts `agentrace run codex --codex … --cwd … <options> -- prompt`.
+    fn start(&self, options: &[&str], prompt: &str) -> Child {
         let codex = agentrace_testkit::agents::codex();
         let codex = codex.to_string_lossy().into_owned();
         let work = self.work.path().to_string_lossy().into_owned();
-        let mut command = self.cli.command(&[
-            "run", "codex", "--codex", &codex, "--cwd", &work, "--approval", "accept", "--run-id", run_id,
-            "--", prompt,
-        ]);
+        let mut args = vec!["run", "codex", "--codex", &codex, "--cwd", &work];
+        args.extend_from_slice(options);
+        args.extend_from_slice(&["--", prompt]);
+        let mut command = self.cli.command(&args);
         self.env(&mut command);
-        let child = command
+        command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start agentrace: {e}"));
-        wait_bounded(child)
+            .unwrap_or_else(|e| panic!("cannot start agentrace: {e}"))
+    }
+
+    /// `agentrace run codex … -- prompt` accepting approvals, bounded in time.
+    fn run(&self, run_id: &str, prompt: &str) -> Output {
+        wait_bounded(self.start(&["--approval", "accept", "--run-id", run_id], prompt))
     }
 
     fn show(&self, run: &str) -> Value {
@@ -522,18 +526,7 @@ fn ctrl_c_interrupts_the_root_turn_and_exits_130() {
         )
         .agent("CHILD:A", vec![shell("sleep 60"), Step::Message("CHILD A DONE".to_owned())]);
     let codex = Codex::new(script, "mock-model", "");
-    let binary = agentrace_testkit::agents::codex();
-    let binary = binary.to_string_lossy().into_owned();
-    let work = codex.work.path().to_string_lossy().into_owned();
-    let mut command = codex.cli.command(&[
-        "run", "codex", "--codex", &binary, "--cwd", &work, "--run-id", "stopped", "--", "[[ROOT]] Wait for a slow helper.",
-    ]);
-    codex.env(&mut command);
-    let child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let child = codex.start(&["--run-id", "stopped"], "[[ROOT]] Wait for a slow helper.");
     // Interrupt once the root is waiting for its helper.
     let log = codex.cli.home.path().join("runs/stopped.jsonl");
     let deadline = Instant::now() + SCENARIO_LIMIT;
@@ -577,16 +570,8 @@ fn approval_run(policy: &str, run_id: &str) -> (Codex, Value, Vec<Value>) {
             vec![shell("mkdir -p out && echo hello | tee out/child-A.txt"), Step::Message("CHILD A DONE".to_owned())],
         );
     let codex = Codex::new(script, "mock-model", "");
-    let binary = agentrace_testkit::agents::codex();
-    let binary = binary.to_string_lossy().into_owned();
-    let work = codex.work.path().to_string_lossy().into_owned();
-    let mut command = codex.cli.command(&[
-        "run", "codex", "--codex", &binary, "--cwd", &work, "--approval-policy", "untrusted",
-        "--approval", policy, "--run-id", run_id, "--quiet", "--", "[[ROOT]] Delegate a write.",
-    ]);
-    codex.env(&mut command);
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
-    let output = wait_bounded(child);
+    let options = ["--approval-policy", "untrusted", "--approval", policy, "--run-id", run_id, "--quiet"];
+    let output = wait_bounded(codex.start(&options, "[[ROOT]] Delegate a write."));
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let view = codex.show(run_id);
     let events = codex.events(run_id);
