@@ -221,6 +221,8 @@ pub struct ClaudeAttributor {
     raised: HashSet<(String, Option<ThreadId>)>,
     /// While priming, nothing is emitted.
     priming: bool,
+    /// Frames are dropped (see [`Attributor::drop_frames`]).
+    drop_frames: bool,
 }
 
 /// Events derived while handling one frame.
@@ -1774,7 +1776,7 @@ impl ClaudeAttributor {
         let mut derived = Derived::new();
         // A subagent's metadata document is read whole by `meta`.
         let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) { &|_, _, _| false } else { &unread };
-        let (owner, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, skip) {
+        let (owner, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
             DecodedLine::Undecodable {
                 reason,
                 raw,
@@ -1788,7 +1790,7 @@ impl ClaudeAttributor {
                     line_number: Some(line.line_number),
                     raw_base64,
                 },
-                raw,
+                Some(raw),
                 line.observed_at,
             ),
             DecodedLine::Json { raw, value } => {
@@ -1824,7 +1826,7 @@ impl ClaudeAttributor {
             line,
             frame_actor.clone(),
             event,
-            Some(raw),
+            raw,
         );
         for (who, event) in derived {
             let actor = match who {
@@ -1896,6 +1898,10 @@ impl Attributor for ClaudeAttributor {
 
     fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
         self.process(part, line)
+    }
+
+    fn drop_frames(&mut self) {
+        self.drop_frames = true;
     }
 
     fn finish(&mut self) -> Vec<Emitted> {

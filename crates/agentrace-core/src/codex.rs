@@ -1073,7 +1073,7 @@ impl Attributor for CodexAttributor {
                     line_number: Some(line.line_number),
                     raw_base64,
                 },
-                raw,
+                Some(raw),
                 line.observed_at,
             ),
             DecodedLine::Json { raw, value } => {
@@ -1094,7 +1094,7 @@ impl Attributor for CodexAttributor {
         // Corrections first: they compare against what was announced before
         // this line, and the frame below already carries the new actor.
         self.corrections(&mut out, line, timestamp, thread.as_ref());
-        self.emit(&mut out, line, timestamp, actor, event, Some(raw));
+        self.emit(&mut out, line, timestamp, actor, event, raw);
         for (actor, event) in pending.derived {
             self.emit(&mut out, line, timestamp, actor, event, None);
         }

@@ -11,8 +11,9 @@ use serde_json::Value;
 pub enum DecodedLine {
     /// Valid JSON: the exact text, and its parsed value.
     Json {
-        /// The line exactly as read (for `raw`).
-        raw: Box<RawValue>,
+        /// The line exactly as read (for `raw`); `None` when the reader said
+        /// it keeps no frames ([`decode_line_lean`] with `keep_raw` off).
+        raw: Option<Box<RawValue>>,
         /// The parsed value.
         value: Value,
     },
@@ -30,7 +31,7 @@ pub enum DecodedLine {
 /// Decodes one line (without its newline). `truncated_from` is the full
 /// length when the shell cut an over-long line short.
 pub fn decode_line(bytes: &[u8], truncated_from: Option<u64>) -> DecodedLine {
-    decode_with(bytes, truncated_from, |text| serde_json::from_str::<Value>(text))
+    decode_with(bytes, truncated_from, true, |text| serde_json::from_str::<Value>(text))
 }
 
 /// Which members of a line a reader never looks at: called with the line's
@@ -42,9 +43,12 @@ pub type Skip<'a> = &'a dyn Fn(Option<&str>, &str, Option<&str>) -> bool;
 /// [`decode_line`], leaving out of the value the members `skip` names (the
 /// raw line stays whole). For readers whose lines are mostly bulk they never
 /// read (a rollout's base instructions, a transcript's request shapes):
-/// building that bulk into a tree was most of their time.
-pub fn decode_line_lean(bytes: &[u8], truncated_from: Option<u64>, skip: Skip<'_>) -> DecodedLine {
-    decode_with(bytes, truncated_from, |text| {
+/// building that bulk into a tree was most of their time. Without
+/// `keep_raw` the line is parsed once, into the value only (no frame is
+/// kept, so the separate pass that checks and copies the exact text is
+/// saved); a line is decodable or not exactly as with it.
+pub fn decode_line_lean(bytes: &[u8], truncated_from: Option<u64>, skip: Skip<'_>, keep_raw: bool) -> DecodedLine {
+    decode_with(bytes, truncated_from, keep_raw, |text| {
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let value = serde::de::DeserializeSeed::deserialize(Lean { skip, at: Level::Top }, &mut deserializer)?;
         deserializer.end()?;
@@ -55,6 +59,7 @@ pub fn decode_line_lean(bytes: &[u8], truncated_from: Option<u64>, skip: Skip<'_
 fn decode_with(
     bytes: &[u8],
     truncated_from: Option<u64>,
+    keep_raw: bool,
     parse: impl FnOnce(&str) -> Result<Value, serde_json::Error>,
 ) -> DecodedLine {
     let trimmed = trim_line_end(bytes);
@@ -80,12 +85,18 @@ fn decode_with(
             );
         }
     };
+    if !keep_raw {
+        return match parse(text.trim()) {
+            Ok(value) => DecodedLine::Json { raw: None, value },
+            Err(error) => undecodable(format!("invalid JSON: {error}"), text, None),
+        };
+    }
     let raw = match serde_json::from_str::<Box<RawValue>>(text.trim()) {
         Ok(raw) => raw,
         Err(error) => return undecodable(format!("invalid JSON: {error}"), text, None),
     };
     match parse(raw.get()) {
-        Ok(value) => DecodedLine::Json { raw, value },
+        Ok(value) => DecodedLine::Json { raw: Some(raw), value },
         Err(error) => undecodable(format!("invalid JSON: {error}"), text, None),
     }
 }
@@ -247,7 +258,7 @@ mod tests {
     #[test]
     fn a_lean_decode_leaves_out_only_the_skipped_members_and_keeps_the_raw_line_whole() {
         let line = br#"{"type":"meta","bulk":{"x":[1,2]},"payload":{"id":"t","big":"yyyy","n":[1.5,-2,null]},"keep":true}"#;
-        let DecodedLine::Json { raw, value } = decode_line_lean(line, None, &skip_bulk) else {
+        let DecodedLine::Json { raw: Some(raw), value } = decode_line_lean(line, None, &skip_bulk, true) else {
             panic!("not decoded");
         };
         assert_eq!(raw.get().as_bytes(), line);
@@ -255,7 +266,7 @@ mod tests {
         // Another record type keeps its payload whole, as a full decode does.
         let other = br#"{"type":"other","payload":{"id":"t","big":"yyyy","n":[1.5,-2,null]}}"#;
         let (DecodedLine::Json { value: lean, .. }, DecodedLine::Json { value: full, .. }) =
-            (decode_line_lean(other, None, &skip_bulk), decode_line(other, None))
+            (decode_line_lean(other, None, &skip_bulk, true), decode_line(other, None))
         else {
             panic!("not decoded");
         };
@@ -265,6 +276,20 @@ mod tests {
     #[test]
     fn invalid_json_inside_a_skipped_member_still_makes_the_line_undecodable() {
         let line = br#"{"type":"meta","bulk":{"x":[1,2}}"#;
-        assert!(matches!(decode_line_lean(line, None, &skip_bulk), DecodedLine::Undecodable { .. }));
+        assert!(matches!(decode_line_lean(line, None, &skip_bulk, true), DecodedLine::Undecodable { .. }));
+        assert!(matches!(decode_line_lean(line, None, &skip_bulk, false), DecodedLine::Undecodable { .. }));
+    }
+
+    #[test]
+    fn a_decode_keeping_no_frame_builds_the_same_value_and_no_raw() {
+        let line = br#"{"type":"meta","bulk":{"x":[1,2]},"payload":{"id":"t","big":"yyyy"},"keep":true}"#;
+        let (
+            DecodedLine::Json { raw: None, value: unkept },
+            DecodedLine::Json { raw: Some(_), value: kept },
+        ) = (decode_line_lean(line, None, &skip_bulk, false), decode_line_lean(line, None, &skip_bulk, true))
+        else {
+            panic!("not decoded as expected");
+        };
+        assert_eq!(unkept, kept);
     }
 }

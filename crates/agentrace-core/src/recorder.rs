@@ -85,6 +85,11 @@ pub trait Attributor: Send {
     fn prime(&mut self, envelope: &Envelope) {
         let _ = envelope;
     }
+    /// From now on, emits no frames (`raw: None`): the caller reads only the
+    /// run state, so the exact text of each line need not be checked and
+    /// copied. Events and state are unchanged. Sources that always keep
+    /// frames ignore it.
+    fn drop_frames(&mut self) {}
 }
 
 /// Input formats the recorder can attribute.
@@ -166,6 +171,16 @@ impl Recorder {
     /// redacted in `raw` and in the events ([`crate::redact`]).
     pub fn keep_secrets(mut self, keep: bool) -> Self {
         self.keep_secrets = keep;
+        self
+    }
+
+    /// A recorder whose caller reads only its state and envelopes' events,
+    /// never their frames (`agentrace usage` straight from folders): no
+    /// `raw` is kept, secrets are not redacted (nothing is stored). Events
+    /// and the state are what [`Recorder::new`] would make of the same lines.
+    pub fn for_usage(mut self) -> Self {
+        self.keep_secrets = true;
+        self.attributor.drop_frames();
         self
     }
 

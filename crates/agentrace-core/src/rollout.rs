@@ -56,6 +56,8 @@ pub struct RolloutAttributor {
     calls: HashMap<(ThreadId, String), String>,
     warned_replay: HashSet<ThreadId>,
     announced: HashSet<ThreadId>,
+    /// Frames are dropped (see [`Attributor::drop_frames`]).
+    drop_frames: bool,
 }
 
 impl RolloutAttributor {
@@ -432,7 +434,12 @@ impl Attributor for RolloutAttributor {
             self.current_file = *number;
         }
         let mut derived = Vec::new();
-        let (thread, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, &unread) {
+        let (thread, event, raw, timestamp) = match decode_line_lean(
+            line.bytes,
+            line.truncated_from,
+            if self.drop_frames { &unread_for_state } else { &unread },
+            !self.drop_frames,
+        ) {
             DecodedLine::Undecodable { reason, raw, raw_base64 } => (
                 None,
                 Event::Unknown {
@@ -442,7 +449,7 @@ impl Attributor for RolloutAttributor {
                     line_number: Some(line.line_number),
                     raw_base64,
                 },
-                raw,
+                Some(raw),
                 line.observed_at,
             ),
             DecodedLine::Json { raw, value } => {
@@ -474,7 +481,7 @@ impl Attributor for RolloutAttributor {
             direction: None,
             actor,
             event,
-            raw: Some(raw),
+            raw,
         }];
         for (actor, event) in derived {
             out.push(Emitted {
@@ -491,6 +498,10 @@ impl Attributor for RolloutAttributor {
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
     }
+
+    fn drop_frames(&mut self) {
+        self.drop_frames = true;
+    }
 }
 
 /// The payload members `handle` never reads, skipped unbuilt: a
@@ -504,6 +515,31 @@ fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
     match record_type {
         "session_meta" => !matches!(member, "type" | "id" | "source" | "parent_thread_id" | "agent_nickname"),
         "world_state" | "token_usage_record" | "inter_agent_communication_metadata" | "compacted" => member != "type",
+        // A tool list (`additional_tools`), rate limits and thread settings
+        // are only ever a notice's.
+        "response_item" => member == "tools",
+        "event_msg" => matches!(member, "rate_limits" | "thread_settings"),
+        _ => false,
+    }
+}
+
+/// [`unread`], and for a caller that reads only the run state (frames
+/// dropped): the members that only become the text of an event (message
+/// and reasoning text, tool arguments and output, items), never a link, a
+/// turn, a replay boundary or a token count.
+fn unread_for_state(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
+    if unread(record_type, key, member) {
+        return true;
+    }
+    let (Some(record_type), "payload", Some(member)) = (record_type, key, member) else {
+        return false;
+    };
+    match record_type {
+        "response_item" => matches!(
+            member,
+            "content" | "summary" | "encrypted_content" | "arguments" | "input" | "output"
+        ),
+        "event_msg" => matches!(member, "last_agent_message" | "message" | "item"),
         _ => false,
     }
 }

@@ -303,12 +303,14 @@ pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
 /// Rollouts grouped into sessions: top-most known ancestor → files,
 /// parents before children.
 pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
-    group_sessions(
-        rollout_files(codex_home)
-            .iter()
-            .filter_map(|path| rollout_head(path))
-            .collect(),
-    )
+    let files = rollout_files(codex_home);
+    // Each head is a first line of tens of KB to read and check: on both
+    // cores, in the files' order.
+    let heads = match crate::parallel::map(&files, |path| Ok(rollout_head(path))) {
+        Ok(heads) => heads.into_iter().flatten().collect(),
+        Err(_) => files.iter().filter_map(|path| rollout_head(path)).collect(),
+    };
+    group_sessions(heads)
 }
 
 fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>> {
@@ -398,39 +400,53 @@ pub fn feed_claude(
     sink: &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let mut clock = now();
+    // Read in chunks through one buffer: reading each transcript whole
+    // allocated (and zeroed) fresh pages per file.
+    let mut buffer = vec![0u8; 256 * 1024];
     for (part, path) in &session.parts {
-        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let lines = if matches!(part, SourcePart::AgentMeta { .. }) {
-            vec![agentrace_core::lines::AssembledLine {
+        let mut batch = Vec::new();
+        let mut feed = |lines: Vec<agentrace_core::lines::AssembledLine>, recorder: &mut Recorder| {
+            for line in lines {
+                if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
+                    continue;
+                }
+                let produced = recorder.push_part(
+                    part,
+                    &InputLine {
+                        bytes: &line.bytes,
+                        line_number: line.line_number,
+                        observed_at: clock,
+                        direction: None,
+                        truncated_from: line.truncated_from,
+                    },
+                );
+                if let Some(last) = produced.last() {
+                    clock = last.timestamp;
+                }
+                batch.extend(produced);
+            }
+        };
+        if matches!(part, SourcePart::AgentMeta { .. }) {
+            let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let whole = agentrace_core::lines::AssembledLine {
                 bytes,
                 line_number: 1,
                 truncated_from: None,
-            }]
+            };
+            feed(vec![whole], recorder);
         } else {
+            let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             let mut assembler = LineAssembler::default();
-            let mut lines = assembler.push(&bytes);
-            lines.extend(assembler.finish());
-            lines
-        };
-        let mut batch = Vec::new();
-        for line in lines {
-            if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
-                continue;
+            loop {
+                let read = file
+                    .read(&mut buffer)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                if read == 0 {
+                    break;
+                }
+                feed(assembler.push(&buffer[..read]), recorder);
             }
-            let produced = recorder.push_part(
-                part,
-                &InputLine {
-                    bytes: &line.bytes,
-                    line_number: line.line_number,
-                    observed_at: clock,
-                    direction: None,
-                    truncated_from: line.truncated_from,
-                },
-            );
-            if let Some(last) = produced.last() {
-                clock = last.timestamp;
-            }
-            batch.extend(produced);
+            feed(assembler.finish().into_iter().collect(), recorder);
         }
         sink(batch)?;
     }

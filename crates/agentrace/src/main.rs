@@ -29,6 +29,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+// Attribution allocates many small, short-lived values per line (events,
+// ids, decoded fields); mimalloc serves them markedly faster than glibc's
+// malloc, which was a fifth of `usage`'s CPU time straight from folders.
+// Version 2: version 3 kept three times the memory at the peak of a cold
+// import (126 MB against 40 MB on a 200 MB corpus).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli::run(cli) {

@@ -466,7 +466,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
         match found {
             FoundSession::Codex(root, files) => {
                 let mut recorder =
-                    Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).keep_secrets(true);
+                    Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
                 let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
                 feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
@@ -474,7 +474,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
             FoundSession::Claude(files) => {
                 let mut recorder =
                     Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
-                        .keep_secrets(true);
+                        .for_usage();
                 let _ = recorder.start(now());
                 feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
                 let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
