@@ -455,7 +455,7 @@ pub fn feed_claude(
 }
 
 /// The first `timestamp` among a transcript's first lines.
-fn first_time(path: &Path) -> Option<Timestamp> {
+pub fn first_time(path: &Path) -> Option<Timestamp> {
     let file = fs::File::open(path).ok()?;
     BufReader::new(file)
         .lines()

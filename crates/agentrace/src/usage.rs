@@ -475,7 +475,13 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                 let mut recorder =
                     Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
                         .for_usage();
-                let _ = recorder.start(now());
+                // The session's own first time, as `import` records it.
+                let start = files
+                    .parts
+                    .first()
+                    .and_then(|(_, path)| crate::import::first_time(path))
+                    .unwrap_or_else(now);
+                let _ = recorder.start(start);
                 feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
                 let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
                 tree.session_id = files.session_id.clone();

@@ -253,3 +253,17 @@ fn import_with_otlp_exports_every_run_it_records() {
     assert!(again.status.success());
     assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+#[test]
+fn usage_straight_from_folders_dates_claude_sessions_by_their_transcripts() {
+    let dir = homes(&[], &["nested_fg"]);
+    let cli = Cli::new();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let straight = usage(&cli, &["--codex-home", "/nonexistent", "--claude-dir", &claude]);
+    cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
+    let recorded = usage(&cli, &[]);
+    assert_eq!(straight.sessions.len(), 1);
+    let started = straight.sessions[0].started_at.clone();
+    assert!(started.as_deref().is_some_and(|at| at.starts_with("2026-11-29")), "{started:?}");
+    assert_eq!(started, recorded.sessions[0].started_at);
+}
