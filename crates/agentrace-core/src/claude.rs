@@ -1775,30 +1775,29 @@ impl ClaudeAttributor {
     fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
         let mut derived = Derived::new();
         // A subagent's metadata document is read whole by `meta`.
-        let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) { &|_, _, _| false } else { &unread };
-        let (owner, event, raw, timestamp) = match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
-            DecodedLine::Undecodable {
-                reason,
-                raw,
-                raw_base64,
-            } => (
-                Owner::Nobody(Actor::unknown("undecodable line")),
-                Event::Unknown {
-                    kind: "undecodable".to_owned(),
-                    method: None,
-                    reason,
-                    line_number: Some(line.line_number),
-                    raw_base64,
-                },
-                Some(raw),
-                line.observed_at,
-            ),
-            DecodedLine::Json { raw, value } => {
-                let timestamp = frame_time(&value).unwrap_or(line.observed_at);
-                let (owner, event) = self.handle(part, value, line.line_number, &mut derived);
-                (owner, event, raw, timestamp)
-            }
+        let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) {
+            &|_, _, _| false
+        } else {
+            &unread
         };
+        let (owner, event, raw, timestamp) =
+            match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
+                DecodedLine::Undecodable {
+                    reason,
+                    raw,
+                    raw_base64,
+                } => (
+                    Owner::Nobody(Actor::unknown("undecodable line")),
+                    Event::undecodable(reason, line.line_number, raw_base64),
+                    Some(raw),
+                    line.observed_at,
+                ),
+                DecodedLine::Json { raw, value } => {
+                    let timestamp = frame_time(&value).unwrap_or(line.observed_at);
+                    let (owner, event) = self.handle(part, value, line.line_number, &mut derived);
+                    (owner, event, raw, timestamp)
+                }
+            };
         let mut out = Vec::new();
         if self.priming {
             self.dirty.clear();
@@ -1820,14 +1819,7 @@ impl ClaudeAttributor {
             Owner::Nobody(_) => None,
         };
         self.corrections(&mut out, timestamp, frame_thread.as_ref());
-        self.emit(
-            &mut out,
-            timestamp,
-            line,
-            frame_actor.clone(),
-            event,
-            raw,
-        );
+        self.emit(&mut out, timestamp, line, frame_actor.clone(), event, raw);
         for (who, event) in derived {
             let actor = match who {
                 Who::Thread(thread) => self.thread_actor(&thread),

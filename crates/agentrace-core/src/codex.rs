@@ -1066,13 +1066,7 @@ impl Attributor for CodexAttributor {
                 raw_base64,
             } => (
                 None,
-                Event::Unknown {
-                    kind: "undecodable".to_owned(),
-                    method: None,
-                    reason,
-                    line_number: Some(line.line_number),
-                    raw_base64,
-                },
+                Event::undecodable(reason, line.line_number, raw_base64),
                 Some(raw),
                 line.observed_at,
             ),

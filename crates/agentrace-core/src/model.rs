@@ -233,6 +233,17 @@ pub enum Role {
     Unknown,
 }
 
+impl Role {
+    /// The name, as the JSON contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Root => "root",
+            Role::Helper => "helper",
+            Role::Unknown => "unknown",
+        }
+    }
+}
+
 /// How the owner of an event is known (§3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -243,6 +254,17 @@ pub enum Confidence {
     Derived,
     /// No evidence.
     Unknown,
+}
+
+impl Confidence {
+    /// The name, as the JSON contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Provider => "provider",
+            Confidence::Derived => "derived",
+            Confidence::Unknown => "unknown",
+        }
+    }
 }
 
 /// Who produced an event.
@@ -340,6 +362,18 @@ pub enum RunStatus {
     Interrupted,
 }
 
+impl RunStatus {
+    /// The name, as the JSON contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Done => "done",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// Status of one agent in the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -354,6 +388,19 @@ pub enum AgentStatus {
     Failed,
     /// The last turn was interrupted (or the agent was closed while running).
     Interrupted,
+}
+
+impl AgentStatus {
+    /// The name, as the JSON contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Pending => "pending",
+            AgentStatus::Running => "running",
+            AgentStatus::Completed => "completed",
+            AgentStatus::Failed => "failed",
+            AgentStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 impl AgentStatus {
@@ -698,7 +745,23 @@ pub enum Event {
     },
 }
 
+/// `Event::Unknown.kind` of an input line that was not decodable (bad
+/// JSON, bad UTF-8, too long); counted as `undecodedLines`.
+pub const UNDECODABLE: &str = "undecodable";
+
 impl Event {
+    /// The event of an undecodable input line: every source reports it the
+    /// same way, so the counts and `rawBase64` mean one thing.
+    pub fn undecodable(reason: String, line_number: u64, raw_base64: Option<String>) -> Event {
+        Event::Unknown {
+            kind: UNDECODABLE.to_owned(),
+            method: None,
+            reason,
+            line_number: Some(line_number),
+            raw_base64,
+        }
+    }
+
     /// The `type` tag.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -827,7 +890,16 @@ mod timestamp_tests {
 
     #[test]
     fn a_timestamp_is_written_as_chrono_formats_it() {
-        for millis in [0, 1, 999, 1_764_457_408_475, -1, -62_135_596_800_000, 253_402_300_799_999, 253_402_300_800_000] {
+        for millis in [
+            0,
+            1,
+            999,
+            1_764_457_408_475,
+            -1,
+            -62_135_596_800_000,
+            253_402_300_799_999,
+            253_402_300_800_000,
+        ] {
             let expected = chrono::DateTime::from_timestamp_millis(millis)
                 .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
                 .unwrap_or_default();

@@ -74,10 +74,20 @@ impl RolloutAttributor {
         self.threads.entry(thread.clone()).or_default()
     }
 
-    fn handle(&mut self, value: &Value, out: &mut Vec<(Actor, Event)>) -> (Option<ThreadId>, Event) {
-        let record_type = value.get("type").and_then(Value::as_str).unwrap_or_default();
+    fn handle(
+        &mut self,
+        value: &Value,
+        out: &mut Vec<(Actor, Event)>,
+    ) -> (Option<ThreadId>, Event) {
+        let record_type = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let payload = value.get("payload").unwrap_or(&Value::Null);
-        let payload_type = payload.get("type").and_then(Value::as_str).unwrap_or_default();
+        let payload_type = payload
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if record_type == "session_meta" {
             return self.session_meta(payload, out);
         }
@@ -106,27 +116,38 @@ impl RolloutAttributor {
             ("event_msg", "task_started") => self.task_started(&thread, payload),
             ("event_msg", "task_complete") => self.turn_ended(&thread, payload, "completed", out),
             ("event_msg", "turn_aborted") => self.turn_ended(&thread, payload, "interrupted", out),
-            ("event_msg", "token_count") => match payload.get("info").filter(|info| !info.is_null()) {
-                Some(info) => Event::Usage {
-                    turn_id: self.facts(&thread).turn.clone(),
-                    total: usage(info.get("total_token_usage")),
-                    last: Some(usage(info.get("last_token_usage"))),
-                },
-                None => notice(record_type, payload_type),
-            },
+            ("event_msg", "token_count") => {
+                match payload.get("info").filter(|info| !info.is_null()) {
+                    Some(info) => Event::Usage {
+                        turn_id: self.facts(&thread).turn.clone(),
+                        total: usage(info.get("total_token_usage")),
+                        last: Some(usage(info.get("last_token_usage"))),
+                    },
+                    None => notice(record_type, payload_type),
+                }
+            }
             ("event_msg", "item_completed") => Event::ItemCompleted {
                 item_type: payload
                     .pointer("/item/type")
                     .and_then(Value::as_str)
                     .unwrap_or("?")
                     .to_owned(),
-                item_id: payload.pointer("/item/id").and_then(Value::as_str).map(ItemId::from),
-                turn_id: payload.get("turn_id").and_then(Value::as_str).map(TurnId::from),
+                item_id: payload
+                    .pointer("/item/id")
+                    .and_then(Value::as_str)
+                    .map(ItemId::from),
+                turn_id: payload
+                    .get("turn_id")
+                    .and_then(Value::as_str)
+                    .map(TurnId::from),
             },
             ("turn_context", _) => match payload.get("model").and_then(Value::as_str) {
                 Some(model) => Event::ModelSelected {
                     model: model.to_owned(),
-                    turn_id: payload.get("turn_id").and_then(Value::as_str).map(TurnId::from),
+                    turn_id: payload
+                        .get("turn_id")
+                        .and_then(Value::as_str)
+                        .map(TurnId::from),
                 },
                 None => notice(record_type, payload_type),
             },
@@ -137,24 +158,44 @@ impl RolloutAttributor {
                 turn_id: self.facts(&thread).turn.clone(),
             },
             ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
-                let name = payload.get("name").and_then(Value::as_str).unwrap_or(payload_type).to_owned();
-                let call = payload.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name = payload
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(payload_type)
+                    .to_owned();
+                let call = payload
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
                 self.calls.insert((thread.clone(), call), name.clone());
                 let input = payload
                     .get("arguments")
                     .or_else(|| payload.get("input"))
-                    .map(|value| value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string()))
+                    .map(|value| {
+                        value
+                            .as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| value.to_string())
+                    })
                     .unwrap_or_default();
                 Event::ToolUse {
                     tool_kind: tool_kind(&name).to_owned(),
                     name,
                     input: summarize(&input),
-                    item_id: payload.get("call_id").and_then(Value::as_str).map(ItemId::from),
+                    item_id: payload
+                        .get("call_id")
+                        .and_then(Value::as_str)
+                        .map(ItemId::from),
                     turn_id: self.facts(&thread).turn.clone(),
                 }
             }
             ("response_item", "function_call_output" | "custom_tool_call_output") => {
-                let call = payload.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let call = payload
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
                 let name = self
                     .calls
                     .get(&(thread.clone(), call.clone()))
@@ -183,12 +224,22 @@ impl RolloutAttributor {
                 item_id: payload.get("id").and_then(Value::as_str).map(ItemId::from),
                 turn_id: self.facts(&thread).turn.clone(),
             },
-            ("event_msg" | "response_item" | "world_state" | "token_usage_record"
-            | "inter_agent_communication_metadata" | "compacted", _) => notice(record_type, payload_type),
+            (
+                "event_msg"
+                | "response_item"
+                | "world_state"
+                | "token_usage_record"
+                | "inter_agent_communication_metadata"
+                | "compacted",
+                _,
+            ) => notice(record_type, payload_type),
             _ => Event::Unknown {
                 kind: "unknownMethod".to_owned(),
                 method: Some(label_of(record_type, payload_type)),
-                reason: format!("unknown rollout record `{}`", label_of(record_type, payload_type)),
+                reason: format!(
+                    "unknown rollout record `{}`",
+                    label_of(record_type, payload_type)
+                ),
                 line_number: None,
                 raw_base64: None,
             },
@@ -200,7 +251,10 @@ impl RolloutAttributor {
     /// another thread's (known from that thread's own file, or spawned by
     /// one: a copied root turn has no parent turn).
     fn is_own_turn(&self, payload: &Value) -> bool {
-        let turn = payload.get("turn_id").and_then(Value::as_str).map(TurnId::from);
+        let turn = payload
+            .get("turn_id")
+            .and_then(Value::as_str)
+            .map(TurnId::from);
         if let Some(turn) = &turn {
             if self.turn_owner.contains_key(turn) {
                 return false;
@@ -211,8 +265,16 @@ impl RolloutAttributor {
             .is_some_and(|parent| !parent.is_null())
     }
 
-    fn session_meta(&mut self, payload: &Value, out: &mut Vec<(Actor, Event)>) -> (Option<ThreadId>, Event) {
-        let Some(id) = payload.get("id").and_then(Value::as_str).map(ThreadId::from) else {
+    fn session_meta(
+        &mut self,
+        payload: &Value,
+        out: &mut Vec<(Actor, Event)>,
+    ) -> (Option<ThreadId>, Event) {
+        let Some(id) = payload
+            .get("id")
+            .and_then(Value::as_str)
+            .map(ThreadId::from)
+        else {
             return (None, notice("session_meta", ""));
         };
         let owner = self.file().thread.clone();
@@ -269,7 +331,10 @@ impl RolloutAttributor {
                 let details = ChildDetails {
                     agent_path: text("agent_path"),
                     nickname: text("agent_nickname").or_else(|| {
-                        payload.get("agent_nickname").and_then(Value::as_str).map(str::to_owned)
+                        payload
+                            .get("agent_nickname")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
                     }),
                     agent_role: text("agent_role"),
                     description: None,
@@ -310,21 +375,36 @@ impl RolloutAttributor {
     }
 
     fn task_started(&mut self, thread: &ThreadId, payload: &Value) -> Event {
-        let turn = TurnId::from(payload.get("turn_id").and_then(Value::as_str).unwrap_or_default());
+        let turn = TurnId::from(
+            payload
+                .get("turn_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
         self.turn_owner.insert(turn.clone(), thread.clone());
         let facts = self.facts(thread);
         facts.turn = Some(turn.clone());
         facts.status = Some(AgentStatus::Running);
         Event::TurnStarted {
             turn_id: turn,
-            root_turn_id: payload.get("root_turn_id").and_then(Value::as_str).map(TurnId::from),
+            root_turn_id: payload
+                .get("root_turn_id")
+                .and_then(Value::as_str)
+                .map(TurnId::from),
         }
     }
 
     fn message(&mut self, thread: &ThreadId, payload: &Value) -> Event {
-        let role = payload.get("role").and_then(Value::as_str).unwrap_or("?").to_owned();
+        let role = payload
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned();
         let text = texts(payload.get("content"));
-        let phase = payload.get("phase").and_then(Value::as_str).map(str::to_owned);
+        let phase = payload
+            .get("phase")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let item = payload.get("id").and_then(Value::as_str).map(ItemId::from);
         let facts = self.facts(thread);
         let turn = payload
@@ -359,13 +439,20 @@ impl RolloutAttributor {
         status: &str,
         out: &mut Vec<(Actor, Event)>,
     ) -> Event {
-        let turn = TurnId::from(payload.get("turn_id").and_then(Value::as_str).unwrap_or_default());
+        let turn = TurnId::from(
+            payload
+                .get("turn_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
         let actor = self.registry.actor(thread);
         let facts = self.facts(thread);
         let answer = facts
             .answers
             .get(&turn)
-            .and_then(|(final_answer, null_phase)| final_answer.clone().or_else(|| null_phase.clone()));
+            .and_then(|(final_answer, null_phase)| {
+                final_answer.clone().or_else(|| null_phase.clone())
+            });
         let before = facts.status;
         let agent_status = if status == "completed" {
             AgentStatus::Completed
@@ -397,7 +484,10 @@ impl RolloutAttributor {
                 }
             } else {
                 Event::Interrupted {
-                    error: payload.get("reason").and_then(Value::as_str).map(str::to_owned),
+                    error: payload
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                     source_thread_id: Some(thread.clone()),
                     turn_id: Some(turn.clone()),
                 }
@@ -408,7 +498,10 @@ impl RolloutAttributor {
                 actor,
                 Event::AgentCompleted {
                     thread_id: thread.clone(),
-                    parent_thread_id: self.registry.get(thread).and_then(|entry| entry.parent.clone()),
+                    parent_thread_id: self
+                        .registry
+                        .get(thread)
+                        .and_then(|entry| entry.parent.clone()),
                     result: answer.map(|(_, text)| text).or(last),
                     status: agent_status,
                 },
@@ -437,18 +530,20 @@ impl Attributor for RolloutAttributor {
         let (thread, event, raw, timestamp) = match decode_line_lean(
             line.bytes,
             line.truncated_from,
-            if self.drop_frames { &unread_for_state } else { &unread },
+            if self.drop_frames {
+                &unread_for_state
+            } else {
+                &unread
+            },
             !self.drop_frames,
         ) {
-            DecodedLine::Undecodable { reason, raw, raw_base64 } => (
+            DecodedLine::Undecodable {
+                reason,
+                raw,
+                raw_base64,
+            } => (
                 None,
-                Event::Unknown {
-                    kind: "undecodable".to_owned(),
-                    method: None,
-                    reason,
-                    line_number: Some(line.line_number),
-                    raw_base64,
-                },
+                Event::undecodable(reason, line.line_number, raw_base64),
                 Some(raw),
                 line.observed_at,
             ),
@@ -513,8 +608,14 @@ fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
         return false;
     };
     match record_type {
-        "session_meta" => !matches!(member, "type" | "id" | "source" | "parent_thread_id" | "agent_nickname"),
-        "world_state" | "token_usage_record" | "inter_agent_communication_metadata" | "compacted" => member != "type",
+        "session_meta" => !matches!(
+            member,
+            "type" | "id" | "source" | "parent_thread_id" | "agent_nickname"
+        ),
+        "world_state"
+        | "token_usage_record"
+        | "inter_agent_communication_metadata"
+        | "compacted" => member != "type",
         // A tool list (`additional_tools`), rate limits and thread settings
         // are only ever a notice's.
         "response_item" => member == "tools",
@@ -564,7 +665,11 @@ fn texts(content: Option<&Value>) -> String {
     match content {
         Some(Value::Array(parts)) => parts
             .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str).or_else(|| part.as_str()))
+            .filter_map(|part| {
+                part.get("text")
+                    .and_then(Value::as_str)
+                    .or_else(|| part.as_str())
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         Some(Value::String(text)) => text.clone(),
@@ -573,7 +678,12 @@ fn texts(content: Option<&Value>) -> String {
 }
 
 fn usage(value: Option<&Value>) -> TokenUsage {
-    let number = |key: &str| value.and_then(|v| v.get(key)).and_then(Value::as_u64).unwrap_or(0);
+    let number = |key: &str| {
+        value
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     TokenUsage {
         input_tokens: number("input_tokens"),
         cached_input_tokens: number("cached_input_tokens"),
@@ -589,8 +699,8 @@ fn tool_kind(name: &str) -> &'static str {
         "exec_command" | "write_stdin" | "shell" | "local_shell_call" | "exec" => "command",
         "apply_patch" => "file_change",
         "web_search" => "web_search",
-        "spawn_agent" | "wait_agent" | "close_agent" | "send_input" | "resume_agent" | "send_message"
-        | "followup_task" | "interrupt_agent" | "list_agents" => "agent",
+        "spawn_agent" | "wait_agent" | "close_agent" | "send_input" | "resume_agent"
+        | "send_message" | "followup_task" | "interrupt_agent" | "list_agents" => "agent",
         name if name.starts_with("mcp__") => "mcp",
         _ => "other",
     }

@@ -377,7 +377,7 @@ impl RunState {
                 }
             }
             Event::Unknown { kind, .. } => {
-                if kind == "undecodable" {
+                if kind == crate::model::UNDECODABLE {
                     self.undecoded_lines += 1;
                 } else {
                     self.unknown_frames += 1;

@@ -15,8 +15,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use agentrace_core::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, Provider, Role, ThreadId,
-    Timestamp, TokenUsage, Warning,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, Provider, ThreadId, Timestamp,
+    TokenUsage, Warning,
 };
 use agentrace_core::state::{AgentNode, RunView};
 
@@ -436,12 +436,9 @@ impl TraceBuilder {
         }
         attributes.push(string("openinference.span.kind", "AGENT"));
         attributes.push(string("agentrace.run.id", &self.run_id));
-        attributes.push(string("agentrace.agent.role", role_name(node.role)));
-        attributes.push(string("agentrace.agent.status", status_name(node.status)));
-        attributes.push(string(
-            "agentrace.actor.confidence",
-            confidence_name(confidence),
-        ));
+        attributes.push(string("agentrace.agent.role", node.role.as_str()));
+        attributes.push(string("agentrace.agent.status", node.status.as_str()));
+        attributes.push(string("agentrace.actor.confidence", confidence.as_str()));
         if let Some(reason) = seen.and_then(|seen| seen.actor.reason.as_deref()) {
             attributes.push(string("agentrace.actor.reason", reason));
         }
@@ -488,7 +485,7 @@ impl TraceBuilder {
                     ));
                 }
                 if let Some(role) = source.role {
-                    attributes.push(string("agentrace.run.result_source.role", role_name(role)));
+                    attributes.push(string("agentrace.run.result_source.role", role.as_str()));
                 }
             }
         }
@@ -566,7 +563,7 @@ impl TraceBuilder {
         }
         attributes.push(string(
             "agentrace.actor.confidence",
-            confidence_name(call.confidence),
+            call.confidence.as_str(),
         ));
         if let Some(spawn) = spawn {
             attributes.extend(self.transfer_attributes(view, spawn));
@@ -611,10 +608,7 @@ impl TraceBuilder {
             .get(&spawn.parent)
             .map(|seen| seen.actor.confidence)
             .unwrap_or(Confidence::Unknown);
-        attributes.push(string(
-            "agentrace.actor.confidence",
-            confidence_name(confidence),
-        ));
+        attributes.push(string("agentrace.actor.confidence", confidence.as_str()));
         attributes.extend(self.transfer_attributes(view, spawn));
         SpanRecord {
             span_id: SpanId::for_parts(&self.run_id, &["spawn", spawn.child.as_str()]),
@@ -770,32 +764,6 @@ fn provider_name(provider: Provider) -> Option<&'static str> {
         Provider::Codex => Some("openai"),
         Provider::Claude => Some("anthropic"),
         Provider::Unknown => None,
-    }
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Root => "root",
-        Role::Helper => "helper",
-        Role::Unknown => "unknown",
-    }
-}
-
-fn status_name(status: AgentStatus) -> &'static str {
-    match status {
-        AgentStatus::Pending => "pending",
-        AgentStatus::Running => "running",
-        AgentStatus::Completed => "completed",
-        AgentStatus::Failed => "failed",
-        AgentStatus::Interrupted => "interrupted",
-    }
-}
-
-fn confidence_name(confidence: Confidence) -> &'static str {
-    match confidence {
-        Confidence::Provider => "provider",
-        Confidence::Derived => "derived",
-        Confidence::Unknown => "unknown",
     }
 }
 

@@ -8,11 +8,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
 use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp};
-use base64::Engine as _;
 use agentrace_core::recorder::Format;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
 use anyhow::{bail, Context as _};
+use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::cli::FormatArg;
@@ -250,7 +250,13 @@ impl Session {
         if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
             return Ok(());
         }
-        self.frame(&line.bytes, line.line_number, self.clock, None, line.truncated_from)
+        self.frame(
+            &line.bytes,
+            line.line_number,
+            self.clock,
+            None,
+            line.truncated_from,
+        )
     }
 
     fn frame(
@@ -281,7 +287,7 @@ impl Session {
                 ..
             }) = &envelope.event
             {
-                if kind == "undecodable" {
+                if kind == agentrace_core::model::UNDECODABLE {
                     self.bad_count += 1;
                     if self.bad_lines.len() < NAMED_BAD_LINES {
                         self.bad_lines
@@ -329,10 +335,15 @@ fn replay<R: Read>(
     options: &IngestOptions,
 ) -> anyhow::Result<RunId> {
     let parse = |line: &AssembledLine| serde_json::from_slice::<Envelope>(&line.bytes).ok();
-    let started = ahead.iter().filter_map(parse).find_map(|envelope| match envelope.event {
-        EventBody::Known(Event::RunStarted { source, .. }) => Some((source, envelope.timestamp)),
-        _ => None,
-    });
+    let started = ahead
+        .iter()
+        .filter_map(parse)
+        .find_map(|envelope| match envelope.event {
+            EventBody::Known(Event::RunStarted { source, .. }) => {
+                Some((source, envelope.timestamp))
+            }
+            _ => None,
+        });
     let (source, start) = started.unwrap_or((agentrace_core::model::Source::CodexAppServer, now()));
     if home.exists(&id) {
         bail!("run {id} already exists; pick another --run-id");
@@ -381,7 +392,9 @@ fn replay<R: Read>(
     let last = session.recorder.finish();
     session.write(&last)?;
     session.writer.sync()?;
-    session.writer.write_record(&session.recorder.state().summary())?;
+    session
+        .writer
+        .write_record(&session.recorder.state().summary())?;
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }
@@ -398,7 +411,7 @@ fn original_bytes(envelope: &Envelope, raw: &str) -> Vec<u8> {
         kind, raw_base64, ..
     }) = &envelope.event
     {
-        if kind == "undecodable" {
+        if kind == agentrace_core::model::UNDECODABLE {
             if let Some(bytes) = raw_base64
                 .as_ref()
                 .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())

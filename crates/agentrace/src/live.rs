@@ -85,7 +85,9 @@ impl LiveRun {
         };
         let partial = assembler.pending();
         *assembler = LineAssembler::default();
-        let envelopes = self.recorder.dropped(now(), Some(direction), bytes + partial);
+        let envelopes = self
+            .recorder
+            .dropped(now(), Some(direction), bytes + partial);
         self.write(envelopes)
     }
 
@@ -125,7 +127,12 @@ impl LiveRun {
                 Direction::FromServer => self.from_server.finish(),
             };
             if let Some(line) = last {
-                self.line(direction, &line.bytes, line.line_number, line.truncated_from)?;
+                self.line(
+                    direction,
+                    &line.bytes,
+                    line.line_number,
+                    line.truncated_from,
+                )?;
             }
         }
         let last = self.recorder.finish();
@@ -193,7 +200,8 @@ impl LiveView {
         };
         let text = match event {
             Event::ActorResolved { thread_id, actor } => {
-                self.labels.insert(thread_id.to_string(), actor.label.clone());
+                self.labels
+                    .insert(thread_id.to_string(), actor.label.clone());
                 return;
             }
             Event::AgentSpawned {
@@ -236,10 +244,7 @@ impl LiveView {
                 } else {
                     format!("{} ", self.label_of(thread_id.as_str()))
                 },
-                serde_json::to_value(status)
-                    .ok()
-                    .and_then(|value| value.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                status.as_str(),
                 result
                     .as_ref()
                     .map(|result| format!(": {result}"))

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use agentrace_core::model::{AgentStatus, Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
+use agentrace_core::model::{Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
 use agentrace_core::state::{AgentNode, RunSummary, RunView};
 use agentrace_store::SkippedLine;
 
@@ -23,33 +23,6 @@ pub fn one_line(text: &str, width: usize) -> String {
     match folded.char_indices().nth(width) {
         Some((index, _)) => format!("{}…", &folded[..index]),
         None => folded,
-    }
-}
-
-fn status_text(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Running => "running",
-        RunStatus::Done => "done",
-        RunStatus::Failed => "failed",
-        RunStatus::Interrupted => "interrupted",
-    }
-}
-
-fn agent_status_text(status: AgentStatus) -> &'static str {
-    match status {
-        AgentStatus::Pending => "pending",
-        AgentStatus::Running => "running",
-        AgentStatus::Completed => "completed",
-        AgentStatus::Failed => "failed",
-        AgentStatus::Interrupted => "interrupted",
-    }
-}
-
-fn role_text(role: Role) -> &'static str {
-    match role {
-        Role::Root => "root",
-        Role::Helper => "helper",
-        Role::Unknown => "unknown",
     }
 }
 
@@ -96,7 +69,7 @@ pub fn runs(out: &mut Out, runs: &[RunSummary]) -> io::Result<()> {
             "{:<34} {:<8} {:<12} {:<24} {:>7} {:>5}  {}",
             run.id.as_str(),
             json_word(&run.provider),
-            status_text(run.status),
+            run.status.as_str(),
             started,
             run.counts.events,
             run.warning_count,
@@ -125,7 +98,7 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
         json_word(&run.provider),
         json_word(&run.source)
     ))?;
-    out.line(format!("status    {}", status_text(run.status)))?;
+    out.line(format!("status    {}", run.status.as_str()))?;
     out.line(format!(
         "root      {}",
         run.root_thread_id
@@ -154,7 +127,7 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
                 .unwrap_or_else(|| "Unknown actor".to_owned());
             out.line(format!(
                 "  from    {who} ({}), thread {}, item {}",
-                source.role.map(role_text).unwrap_or("unknown"),
+                source.role.map(Role::as_str).unwrap_or("unknown"),
                 source
                     .thread_id
                     .as_ref()
@@ -230,9 +203,9 @@ fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result
     out.line(format!(
         "{first}{} [{}] {}  {}, {} events, {} tool calls{tokens}",
         agent.label,
-        role_text(agent.role),
+        agent.role.as_str(),
         agent.thread_id,
-        agent_status_text(agent.status),
+        agent.status.as_str(),
         agent.event_count,
         agent.tool_count,
     ))?;
@@ -376,7 +349,7 @@ fn describe(event: &EventBody) -> String {
             ..
         } => format!(
             "agent {thread_id} {}{}",
-            agent_status_text(*status),
+            status.as_str(),
             result
                 .as_ref()
                 .map(|r| format!(": {r}"))
@@ -385,7 +358,7 @@ fn describe(event: &EventBody) -> String {
         Event::ActorResolved { thread_id, actor } => format!(
             "attribution: {thread_id} is {} ({})",
             actor.label,
-            role_text(actor.role)
+            actor.role.as_str()
         ),
         Event::ServerRequest {
             method, summary, ..
@@ -436,9 +409,15 @@ fn describe(event: &EventBody) -> String {
         Event::Dropped { bytes, .. } => {
             format!("recorder fell behind: {bytes} bytes passed through unrecorded")
         }
-        Event::Replayed { of_thread_id, record_type } => format!(
+        Event::Replayed {
+            of_thread_id,
+            record_type,
+        } => format!(
             "replayed copy of {}'s {record_type}",
-            of_thread_id.as_ref().map(|id| id.to_string()).unwrap_or_else(|| "another thread".to_owned())
+            of_thread_id
+                .as_ref()
+                .map(|id| id.to_string())
+                .unwrap_or_else(|| "another thread".to_owned())
         ),
         Event::ModelSelected { model, .. } => format!("model {model}"),
         Event::Unknown { reason, .. } => format!("unknown: {reason}"),

@@ -7,9 +7,7 @@
 
 use std::fmt::Write as _;
 
-use agentrace_core::model::{
-    AgentStatus, Envelope, Event, EventBody, Role, RunId, RunStatus, TokenUsage,
-};
+use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
 use agentrace_core::state::{AgentNode, FinalActors, RunView};
 use agentrace_store::{Home, LogReader};
 
@@ -142,7 +140,7 @@ fn row(view: &RunView, envelope: &Envelope) -> Option<Row> {
             format!(
                 "{} ended {}{}",
                 label_of(thread_id),
-                agent_status(*status),
+                status.as_str(),
                 result
                     .as_deref()
                     .map(|r| format!(": {r}"))
@@ -229,7 +227,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
         let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
     };
     field("provider", &provider_text(view));
-    field("status", run_status(run.status));
+    field("status", run.status.as_str());
     if let Some(root) = &run.root_thread_id {
         field("root", root.as_str());
     }
@@ -262,7 +260,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
             let _ = writeln!(
                 out,
                 "<p>no result ({}){}</p>",
-                escape(run_status(run.status)),
+                escape(run.status.as_str()),
                 run.error
                     .as_deref()
                     .map(|e| format!(": {}", escape(&shorten(e))))
@@ -299,10 +297,10 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
     for row in rows {
         let line = format!(
             "<tr class=\"{}\"><td class=\"time\">{}</td><td style=\"padding-left:{}em\"><span class=\"badge {}\">{}</span></td><td class=\"kind\">{}</td><td>{}</td></tr>\n",
-            role_name(row.role),
+            row.role.as_str(),
             escape(&row.time),
             row.depth,
-            role_name(row.role),
+            row.role.as_str(),
             escape(&row.actor),
             escape(row.kind),
             escape(&row.text)
@@ -333,10 +331,10 @@ fn html_node(out: &mut String, node: &AgentNode) {
     let _ = write!(
         out,
         "<li><span class=\"badge {}\">{}</span> <span class=\"meta\">{} · {} · {} events · {} tool calls{}{}</span>",
-        role_name(node.role),
+        node.role.as_str(),
         escape(&node.label),
-        escape(role_name(node.role)),
-        escape(agent_status(node.status)),
+        escape(node.role.as_str()),
+        escape(node.status.as_str()),
         node.event_count,
         node.tool_count,
         node.tokens
@@ -382,7 +380,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
     let _ = writeln!(out, "## agentrace run `{}`\n", code(run.id.as_str()));
     let _ = writeln!(out, "| | |\n| --- | --- |");
     let _ = writeln!(out, "| provider | {} |", provider_text(view));
-    let _ = writeln!(out, "| status | {} |", run_status(run.status));
+    let _ = writeln!(out, "| status | {} |", run.status.as_str());
     if let Some(root) = &run.root_thread_id {
         let _ = writeln!(out, "| root | `{}` |", code(root.as_str()));
     }
@@ -405,7 +403,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
             let _ = writeln!(
                 out,
                 "no result ({}){}\n",
-                run_status(run.status),
+                run.status.as_str(),
                 run.error
                     .as_deref()
                     .map(|e| format!(": {}", md(&shorten(e))))
@@ -468,8 +466,8 @@ fn md_node(out: &mut String, node: &AgentNode, depth: usize) {
         "{}- **{}** ({}, {}) `{}` · {} events · {} tool calls{}{}",
         "  ".repeat(depth),
         md(&node.label),
-        role_name(node.role),
-        agent_status(node.status),
+        node.role.as_str(),
+        node.status.as_str(),
         code(node.thread_id.as_str()),
         node.event_count,
         node.tool_count,
@@ -499,7 +497,7 @@ fn provenance(view: &RunView) -> String {
         .unwrap_or_else(|| "Unknown actor".to_owned());
     let mut text = format!(
         "{label} ({})",
-        source.role.map(role_name).unwrap_or("unknown")
+        source.role.map(Role::as_str).unwrap_or("unknown")
     );
     if let Some(thread) = &source.thread_id {
         let _ = write!(text, ", thread {thread}");
@@ -530,33 +528,6 @@ fn tokens_text(tokens: &TokenUsage) -> String {
         "{} total ({} input, {} cached, {} output)",
         tokens.total_tokens, tokens.input_tokens, tokens.cached_input_tokens, tokens.output_tokens
     )
-}
-
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Root => "root",
-        Role::Helper => "helper",
-        Role::Unknown => "unknown",
-    }
-}
-
-fn agent_status(status: AgentStatus) -> &'static str {
-    match status {
-        AgentStatus::Pending => "pending",
-        AgentStatus::Running => "running",
-        AgentStatus::Completed => "completed",
-        AgentStatus::Failed => "failed",
-        AgentStatus::Interrupted => "interrupted",
-    }
-}
-
-fn run_status(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Running => "running",
-        RunStatus::Done => "done",
-        RunStatus::Failed => "failed",
-        RunStatus::Interrupted => "interrupted",
-    }
 }
 
 /// Text cut to [`MAX_TEXT_CHARS`] characters, with how much was cut.
