@@ -5,10 +5,10 @@
 //! failed, 130 interrupted. Ctrl-C is passed to the CLI, which ends its
 //! query and prints an `error_during_execution` result.
 
-use std::io::Read as _;
+use crate::agent_process::{signal_group, spawn_reader, stop, Message};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -61,12 +61,6 @@ pub struct RunClaudeArgs {
     prompt: Vec<String>,
 }
 
-enum Message {
-    Stdout(Vec<u8>),
-    StdoutClosed,
-    Interrupt,
-}
-
 /// Runs `agentrace run claude`.
 pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
     args.secrets.apply();
@@ -117,25 +111,8 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
         )
     })?;
     let (sender, receiver) = mpsc::channel();
-    let mut stdout = child.stdout.take().context("claude has no stdout")?;
-    let reader_sender = sender.clone();
-    std::thread::spawn(move || {
-        let mut buffer = vec![0; 64 * 1024];
-        loop {
-            match stdout.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(read) => {
-                    if reader_sender
-                        .send(Message::Stdout(buffer[..read].to_vec()))
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-            }
-        }
-        let _ = reader_sender.send(Message::StdoutClosed);
-    });
+    let stdout = child.stdout.take().context("claude has no stdout")?;
+    spawn_reader(stdout, sender.clone());
     // A second handler cannot be installed in one process; one run per process.
     let _ = ctrlc::set_handler(move || {
         let _ = sender.send(Message::Interrupt);
@@ -251,25 +228,4 @@ fn pump(
             }
         }
     }
-}
-
-fn signal_group(child: &Child, signal: nix::sys::signal::Signal) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
-    }
-}
-
-/// Waits up to `grace` for the CLI to exit, then ends its process group.
-fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + grace;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            _ => break,
-        }
-    }
-    signal_group(child, nix::sys::signal::Signal::SIGKILL);
-    let _ = child.kill();
-    child.wait().ok()
 }

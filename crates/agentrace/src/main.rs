@@ -2,6 +2,7 @@
 //! recorder and the store, and prints. Data goes to stdout, diagnostics to
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
+mod agent_process;
 mod check;
 mod attach;
 mod claude_ingest;

@@ -3,12 +3,13 @@
 //! directions as it arrives, answers approvals by policy, and ends when the
 //! root's turn ends. Ctrl-C interrupts the root turn, then ends the server.
 
+use crate::agent_process::{spawn_reader, stop, Message};
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::process::{ChildStdin, Command, ExitCode, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,12 +80,6 @@ pub enum Approval {
     Deny,
     /// Accept every approval request.
     Accept,
-}
-
-enum Message {
-    Stdout(Vec<u8>),
-    StdoutClosed,
-    Interrupt,
 }
 
 /// The request ids agentrace uses with the server.
@@ -198,10 +193,12 @@ impl Driver {
                     return Ok(());
                 };
                 self.thread_id = Some(thread.clone());
-                self.send(&json!({"id": TURN_START, "method": "turn/start", "params": {
-                    "threadId": thread,
-                    "input": [{"type": "text", "text": params.prompt}],
-                }}))?;
+                self.send(
+                    &json!({"id": TURN_START, "method": "turn/start", "params": {
+                        "threadId": thread,
+                        "input": [{"type": "text", "text": params.prompt}],
+                    }}),
+                )?;
             }
             TURN_START => {
                 self.turn_id = result
@@ -235,24 +232,9 @@ struct TurnRequest {
     sandbox: Option<String>,
 }
 
-fn spawn_reader(mut stream: impl std::io::Read + Send + 'static, sender: Sender<Message>) {
-    std::thread::spawn(move || {
-        let mut buffer = vec![0u8; 64 * 1024];
-        loop {
-            match stream.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(read) => {
-                    if sender.send(Message::Stdout(buffer[..read].to_vec())).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-        let _ = sender.send(Message::StdoutClosed);
-    });
-}
-
-fn spawn_stderr_tail(mut stream: impl std::io::Read + Send + 'static) -> Arc<Mutex<VecDeque<String>>> {
+fn spawn_stderr_tail(
+    mut stream: impl std::io::Read + Send + 'static,
+) -> Arc<Mutex<VecDeque<String>>> {
     let tail = Arc::new(Mutex::new(VecDeque::new()));
     let keep = Arc::clone(&tail);
     std::thread::spawn(move || {
@@ -276,26 +258,6 @@ fn spawn_stderr_tail(mut stream: impl std::io::Read + Send + 'static) -> Arc<Mut
         }
     });
     tail
-}
-
-fn stop(child: &mut Child, grace: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The server had its chance to exit on its own; end it by its pid, and
-    // what it started with it (it leads its own process group).
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let _ = child.kill();
-    child.wait().ok()
 }
 
 /// Runs `agentrace run codex`.
@@ -372,7 +334,14 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
     // The root turn is over (or the session is): close stdin, let the server
     // go, and keep recording whatever it still prints.
     driver.stdin = None;
-    let exit = stop(&mut child, if outcome == Outcome::Ended { EXIT_GRACE } else { Duration::ZERO });
+    let exit = stop(
+        &mut child,
+        if outcome == Outcome::Ended {
+            EXIT_GRACE
+        } else {
+            Duration::ZERO
+        },
+    );
     while let Ok(message) = receiver.recv_timeout(Duration::from_millis(200)) {
         match message {
             Message::Stdout(chunk) => driver.stdout(&chunk, &params)?,
@@ -387,11 +356,20 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
     match outcome {
         Outcome::Ended => {}
         Outcome::ServerGone => {
-            let status = exit.map(|status| status.to_string()).unwrap_or_else(|| "unknown status".to_owned());
-            driver.live.abort(format!(
-                "codex app-server exited ({status}) before the root turn ended{}",
-                if tail.is_empty() { String::new() } else { format!("; its stderr ended with:\n{tail}") }
-            ), false)?;
+            let status = exit
+                .map(|status| status.to_string())
+                .unwrap_or_else(|| "unknown status".to_owned());
+            driver.live.abort(
+                format!(
+                    "codex app-server exited ({status}) before the root turn ended{}",
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its stderr ended with:\n{tail}")
+                    }
+                ),
+                false,
+            )?;
         }
         Outcome::Refused => {
             let failure = driver.failure.clone().unwrap_or_default();
@@ -442,7 +420,11 @@ enum Outcome {
     Abandoned,
 }
 
-fn drive(driver: &mut Driver, receiver: &Receiver<Message>, params: &TurnRequest) -> anyhow::Result<Outcome> {
+fn drive(
+    driver: &mut Driver,
+    receiver: &Receiver<Message>,
+    params: &TurnRequest,
+) -> anyhow::Result<Outcome> {
     let mut interrupt_deadline: Option<Instant> = None;
     loop {
         if driver.live.state().status() != RunStatus::Running {
