@@ -20,8 +20,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-/// How long a mock serves before it stops on its own.
-const LIFETIME: Duration = Duration::from_secs(300);
+use crate::loopback::LoopbackServer;
 
 #[derive(Default)]
 struct Shared {
@@ -33,54 +32,26 @@ struct Shared {
 pub struct MockAnthropic {
     base_url: String,
     shared: Arc<Shared>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: LoopbackServer,
 }
 
 impl MockAnthropic {
     /// Starts a mock on an ephemeral loopback port.
     pub fn start() -> Self {
         let shared = Arc::new(Shared::default());
-        let (ready_sender, ready) = std::sync::mpsc::channel();
-        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        let state = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
-                    return;
-                };
-                let Ok(address) = listener.local_addr() else {
-                    return;
-                };
-                let _ = ready_sender.send(address);
-                let app = Router::new()
-                    .route("/v1/messages", post(messages))
-                    .route(
-                        "/v1/messages/count_tokens",
-                        post(|| async { Json(json!({"input_tokens": 100})) }),
-                    )
-                    .fallback(|| async { Json(json!({})) })
-                    .with_state(state);
-                let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                    let _ = tokio::time::timeout(LIFETIME, stop).await;
-                });
-                let _ = serve.await;
-            });
-        });
-        let address = ready
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|error| panic!("the mock Messages server did not start: {error}"));
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route(
+                "/v1/messages/count_tokens",
+                post(|| async { Json(json!({"input_tokens": 100})) }),
+            )
+            .fallback(|| async { Json(json!({})) })
+            .with_state(Arc::clone(&shared));
+        let server = LoopbackServer::start(app, "mock Messages server");
         Self {
-            base_url: format!("http://{address}"),
+            base_url: server.url(),
             shared,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -96,17 +67,6 @@ impl MockAnthropic {
             .lock()
             .map(|requests| requests.clone())
             .unwrap_or_default()
-    }
-}
-
-impl Drop for MockAnthropic {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

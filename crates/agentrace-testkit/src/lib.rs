@@ -3,5 +3,6 @@
 //! the model is scripted; the agent runtimes under test are the real ones.
 
 pub mod agents;
+pub mod loopback;
 pub mod anthropic;
 pub mod responses;

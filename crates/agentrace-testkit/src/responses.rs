@@ -5,17 +5,15 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
 
-/// How long a mock serves before it stops on its own.
-const LIFETIME: Duration = Duration::from_secs(300);
+use crate::loopback::LoopbackServer;
+use serde_json::{json, Value};
 
 /// One model response.
 #[derive(Debug, Clone)]
@@ -81,8 +79,7 @@ struct Shared {
 pub struct MockResponses {
     base_url: String,
     shared: Arc<Mutex<Shared>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: LoopbackServer,
 }
 
 impl MockResponses {
@@ -92,39 +89,18 @@ impl MockResponses {
             script,
             ..Shared::default()
         }));
-        let (ready_sender, ready) = std::sync::mpsc::channel();
-        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        let state = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                return;
-            };
-            runtime.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::bind("127.0.0.1:0").await else {
-                    return;
-                };
-                let Ok(address) = listener.local_addr() else {
-                    return;
-                };
-                let _ = ready_sender.send(address);
-                let app = Router::new()
-                    .route("/v1/responses", post(respond))
-                    .route("/v1/models", get(|| async { Json(json!({"data": [], "models": []})) }))
-                    .with_state(state);
-                let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                    let _ = tokio::time::timeout(LIFETIME, stop).await;
-                });
-                let _ = serve.await;
-            });
-        });
-        let address = ready
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|error| panic!("the mock Responses server did not start: {error}"));
+        let app = Router::new()
+            .route("/v1/responses", post(respond))
+            .route(
+                "/v1/models",
+                get(|| async { Json(json!({"data": [], "models": []})) }),
+            )
+            .with_state(Arc::clone(&shared));
+        let server = LoopbackServer::start(app, "mock Responses server");
         Self {
-            base_url: format!("http://{address}/v1"),
+            base_url: format!("{}/v1", server.url()),
             shared,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
+            _server: server,
         }
     }
 
@@ -174,21 +150,15 @@ remote_plugin = false
     }
 }
 
-impl Drop for MockResponses {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 fn text_of(item: &Value) -> String {
     match item.get("type").and_then(Value::as_str) {
         // Calls carry the spawn messages of *other* agents: never a marker of this one.
-        Some("function_call" | "custom_tool_call" | "function_call_output" | "custom_tool_call_output") => String::new(),
+        Some(
+            "function_call"
+            | "custom_tool_call"
+            | "function_call_output"
+            | "custom_tool_call_output",
+        ) => String::new(),
         _ => item.to_string(),
     }
 }
@@ -225,7 +195,12 @@ fn namespaces(body: &Value) -> HashMap<String, String> {
         for tool in list.as_array().into_iter().flatten() {
             if tool.get("type").and_then(Value::as_str) == Some("namespace") {
                 let namespace = tool.get("name").and_then(Value::as_str).unwrap_or_default();
-                for inner in tool.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for inner in tool
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(name) = inner.get("name").and_then(Value::as_str) {
                         map.insert(name.to_owned(), namespace.to_owned());
                     }
@@ -239,11 +214,19 @@ fn namespaces(body: &Value) -> HashMap<String, String> {
 /// Agent ids returned by spawn calls, in order, from the request's input.
 fn agent_ids(body: &Value) -> Vec<String> {
     let mut ids = Vec::new();
-    for item in body.get("input").and_then(Value::as_array).into_iter().flatten() {
+    for item in body
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if item.get("type").and_then(Value::as_str) != Some("function_call_output") {
             continue;
         }
-        let output = item.get("output").and_then(Value::as_str).unwrap_or_default();
+        let output = item
+            .get("output")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if let Ok(value) = serde_json::from_str::<Value>(output) {
             if let Some(id) = value.get("agent_id").and_then(Value::as_str) {
                 if !ids.iter().any(|known| known == id) {
@@ -275,7 +258,10 @@ fn fill(arguments: &Value, ids: &[String]) -> Value {
 fn sse(events: &[Value]) -> String {
     let mut body = String::new();
     for event in events {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("message");
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message");
         body.push_str(&format!("event: {kind}\ndata: {event}\n\n"));
     }
     body
@@ -326,7 +312,9 @@ async fn respond(
         Step::Calls(calls) => {
             let spaces = namespaces(&body);
             let ids = agent_ids(&body);
-            let mut events = vec![json!({"type": "response.created", "response": {"id": response_id, "status": "in_progress", "output": []}})];
+            let mut events = vec![
+                json!({"type": "response.created", "response": {"id": response_id, "status": "in_progress", "output": []}}),
+            ];
             let mut output = Vec::new();
             for (index, call) in calls.iter().enumerate() {
                 shared.next_id += 1;
@@ -363,15 +351,27 @@ async fn respond(
             let item = json!({"type": "message", "id": item_id, "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]});
             events.push(json!({"type": "response.output_text.done", "item_id": item_id, "output_index": 0, "content_index": 0, "text": text}));
-            events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+            events.push(
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            );
             let output_tokens = (text.len() / 4) as u64 + 5;
-            events.push(completed(&response_id, vec![item], input_tokens, output_tokens));
+            events.push(completed(
+                &response_id,
+                vec![item],
+                input_tokens,
+                output_tokens,
+            ));
             sse_response(&events)
         }
     }
 }
 
-fn completed(response_id: &str, output: Vec<Value>, input_tokens: u64, output_tokens: u64) -> Value {
+fn completed(
+    response_id: &str,
+    output: Vec<Value>,
+    input_tokens: u64,
+    output_tokens: u64,
+) -> Value {
     json!({"type": "response.completed", "response": {"id": response_id, "status": "completed", "output": output,
         "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
                   "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
@@ -381,7 +381,10 @@ fn completed(response_id: &str, output: Vec<Value>, input_tokens: u64, output_to
 fn sse_response(events: &[Value]) -> Response {
     (
         StatusCode::OK,
-        [("content-type", "text/event-stream"), ("cache-control", "no-cache")],
+        [
+            ("content-type", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ],
         sse(events),
     )
         .into_response()
