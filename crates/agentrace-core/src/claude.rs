@@ -65,7 +65,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::codex::summarize;
-use crate::decode::{decode_line_lean, DecodedLine, Skip};
+use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine, Skip};
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
@@ -223,6 +223,9 @@ pub struct ClaudeAttributor {
     priming: bool,
     /// Frames are dropped (see [`Attributor::drop_frames`]).
     drop_frames: bool,
+    /// Lines without tokens, models or links are passed over (see
+    /// [`Attributor::usage_only`]).
+    usage_only: bool,
 }
 
 /// Events derived while handling one frame.
@@ -1773,6 +1776,9 @@ impl ClaudeAttributor {
     // ----- emission -----------------------------------------------------
 
     fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
+        if self.usage_only && passes_over(part, line.bytes) {
+            return Vec::new();
+        }
         let mut derived = Derived::new();
         // A subagent's metadata document is read whole by `meta`.
         let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) {
@@ -1896,6 +1902,10 @@ impl Attributor for ClaudeAttributor {
         self.drop_frames = true;
     }
 
+    fn usage_only(&mut self) {
+        self.usage_only = true;
+    }
+
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
     }
@@ -1927,6 +1937,40 @@ impl Attributor for ClaudeAttributor {
         self.process(&part, &line);
         self.priming = false;
     }
+}
+
+/// For a caller that reads only usage: true for a transcript line that
+/// `transcript` would only turn into a notice (a request shape, an
+/// attachment, a prompt or cost record: most of a transcript's bytes),
+/// found without decoding the line. A hook input, a stream line, a
+/// subagent's metadata document and a sidechain line with no agent id
+/// (1.0.128 links those through the chain of parent uuids, notices
+/// included) are always decoded.
+fn passes_over(part: &SourcePart, bytes: &[u8]) -> bool {
+    let in_agent_file = match part {
+        SourcePart::AgentMeta { .. } => return false,
+        SourcePart::AgentFile { .. } => true,
+        _ => false,
+    };
+    let mut kind = None;
+    let (mut session, mut sidechain, mut agent, mut hook) = (false, None, false, false);
+    let read = visit_members(bytes, &mut |key, raw| {
+        match key {
+            "type" => kind = raw_string(raw).map(std::borrow::Cow::into_owned),
+            "sessionId" => session = true,
+            "isSidechain" => sidechain = Some(raw == "true"),
+            "agentId" | "agent_id" => agent = true,
+            "hook_event_name" | "input" => hook = true,
+            _ => {}
+        }
+        true
+    });
+    let transcript = session || sidechain.is_some() || in_agent_file;
+    let chained = sidechain == Some(true) && !agent && !in_agent_file;
+    read && transcript
+        && !hook
+        && !chained
+        && kind.is_some_and(|kind| TRANSCRIPT_NOTICES.contains(&kind.as_str()))
 }
 
 fn warmup_owner(agent: &str) -> Owner {

@@ -49,27 +49,46 @@ impl LineAssembler {
     }
 
     /// Feeds a chunk; returns the lines it completed.
-    pub fn push(&mut self, mut chunk: &[u8]) -> Vec<AssembledLine> {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<AssembledLine> {
         let mut out = Vec::new();
-        while !chunk.is_empty() {
-            match memchr::memchr(b'\n', chunk) {
-                Some(index) => {
-                    self.extend(&chunk[..index]);
-                    out.push(self.take());
-                    chunk = &chunk[index + 1..];
-                }
-                None => {
-                    self.extend(chunk);
-                    chunk = &[];
-                }
-            }
-        }
+        self.push_each(chunk, &mut |line| out.push(line.to_owned()));
         out
+    }
+
+    /// Feeds a chunk, handing `each` the lines it completed, borrowed: a
+    /// line wholly inside the chunk is not copied (a reader of large files
+    /// spent much of its time copying and allocating each line).
+    pub fn push_each(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(LineRef<'_>)) {
+        while let Some(index) = memchr::memchr(b'\n', chunk) {
+            let line = &chunk[..index];
+            if self.current_length == 0 && line.len() <= self.max_line {
+                self.line_number += 1;
+                each(LineRef {
+                    bytes: line.strip_suffix(b"\r").unwrap_or(line),
+                    line_number: self.line_number,
+                    truncated_from: None,
+                });
+            } else {
+                self.extend(line);
+                self.complete(each);
+            }
+            chunk = &chunk[index + 1..];
+        }
+        self.extend(chunk);
     }
 
     /// The input ended: returns the last line when it had no newline.
     pub fn finish(&mut self) -> Option<AssembledLine> {
-        (self.current_length > 0).then(|| self.take())
+        let mut last = None;
+        self.finish_each(&mut |line| last = Some(line.to_owned()));
+        last
+    }
+
+    /// [`LineAssembler::finish`], handing the last line to `each`.
+    pub fn finish_each(&mut self, each: &mut dyn FnMut(LineRef<'_>)) {
+        if self.current_length > 0 {
+            self.complete(each);
+        }
     }
 
     /// Bytes of an unfinished line held now.
@@ -96,19 +115,49 @@ impl LineAssembler {
         }
     }
 
-    fn take(&mut self) -> AssembledLine {
+    /// Hands the held line to `each` and starts the next one.
+    fn complete(&mut self, each: &mut dyn FnMut(LineRef<'_>)) {
         self.line_number += 1;
-        let mut bytes = std::mem::take(&mut self.current);
-        if bytes.last() == Some(&b'\r') && !self.overflowed {
-            bytes.pop();
+        let mut end = self.current.len();
+        if !self.overflowed && self.current.last() == Some(&b'\r') {
+            end -= 1;
         }
-        let line = AssembledLine {
-            bytes,
+        each(LineRef {
+            bytes: &self.current[..end],
             line_number: self.line_number,
             truncated_from: self.overflowed.then_some(self.current_length),
-        };
+        });
+        self.current.clear();
+        // One huge line should not pin its buffer for the rest of the input.
+        if self.current.capacity() > HELD_CAPACITY {
+            self.current.shrink_to(HELD_CAPACITY);
+        }
         self.current_length = 0;
         self.overflowed = false;
-        line
+    }
+}
+
+/// The most an assembler keeps allocated between lines.
+const HELD_CAPACITY: usize = 4 * 1024 * 1024;
+
+/// One assembled line, borrowed from the chunk or the assembler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineRef<'a> {
+    /// The line without its `\n` (cut to [`KEPT_PREFIX`] when too long).
+    pub bytes: &'a [u8],
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The full length, when the line was longer than the limit.
+    pub truncated_from: Option<u64>,
+}
+
+impl LineRef<'_> {
+    /// An owned copy.
+    pub fn to_owned(&self) -> AssembledLine {
+        AssembledLine {
+            bytes: self.bytes.to_vec(),
+            line_number: self.line_number,
+            truncated_from: self.truncated_from,
+        }
     }
 }

@@ -90,6 +90,11 @@ pub trait Attributor: Send {
     /// copied. Events and state are unchanged. Sources that always keep
     /// frames ignore it.
     fn drop_frames(&mut self) {}
+    /// From now on, the caller reads only tokens, models, the agent tree
+    /// and labels ([`Recorder::for_usage`]): a line whose record type
+    /// carries none of them may be passed over undecoded, so events of
+    /// other kinds can be missing. Sources that read every line ignore it.
+    fn usage_only(&mut self) {}
 }
 
 /// Input formats the recorder can attribute.
@@ -174,13 +179,17 @@ impl Recorder {
         self
     }
 
-    /// A recorder whose caller reads only its state and envelopes' events,
-    /// never their frames (`agentrace usage` straight from folders): no
-    /// `raw` is kept, secrets are not redacted (nothing is stored). Events
-    /// and the state are what [`Recorder::new`] would make of the same lines.
+    /// A recorder whose caller reads only the tokens, models, agent tree and
+    /// labels of its state (`agentrace usage` straight from folders): no
+    /// `raw` is kept, secrets are not redacted (nothing is stored), and
+    /// lines that carry none of those are passed over unread (a request
+    /// shape, an attachment, a message's text). Those parts of the state are
+    /// what [`Recorder::new`] would make of the same lines; events of other
+    /// kinds can be missing.
     pub fn for_usage(mut self) -> Self {
         self.keep_secrets = true;
         self.attributor.drop_frames();
+        self.attributor.usage_only();
         self
     }
 
@@ -221,7 +230,12 @@ impl Recorder {
 
     /// Records that a live recorder fell behind and skipped `bytes` bytes of
     /// traffic going `direction` (the traffic itself was not held up).
-    pub fn dropped(&mut self, at: Timestamp, direction: Option<Direction>, bytes: u64) -> Vec<Envelope> {
+    pub fn dropped(
+        &mut self,
+        at: Timestamp,
+        direction: Option<Direction>,
+        bytes: u64,
+    ) -> Vec<Envelope> {
         self.number(vec![Emitted {
             timestamp: at,
             direction,

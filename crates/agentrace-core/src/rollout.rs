@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::codex::summarize;
-use crate::decode::{decode_line_lean, DecodedLine};
+use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine};
 use crate::model::{
     Actor, AgentStatus, Event, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId,
     Warning,
@@ -58,6 +58,9 @@ pub struct RolloutAttributor {
     announced: HashSet<ThreadId>,
     /// Frames are dropped (see [`Attributor::drop_frames`]).
     drop_frames: bool,
+    /// Lines without tokens, models or links are passed over (see
+    /// [`Attributor::usage_only`]).
+    usage_only: bool,
 }
 
 impl RolloutAttributor {
@@ -526,6 +529,9 @@ impl Attributor for RolloutAttributor {
         if let SourcePart::File { number } = part {
             self.current_file = *number;
         }
+        if self.usage_only && passes_over(line.bytes) {
+            return Vec::new();
+        }
         let mut derived = Vec::new();
         let (thread, event, raw, timestamp) = match decode_line_lean(
             line.bytes,
@@ -596,6 +602,53 @@ impl Attributor for RolloutAttributor {
 
     fn drop_frames(&mut self) {
         self.drop_frames = true;
+    }
+
+    fn usage_only(&mut self) {
+        self.usage_only = true;
+    }
+}
+
+/// For a caller that reads only usage: true for a line whose record type
+/// never names a thread, starts or ends a replayed prefix or a turn,
+/// selects a model or counts tokens (messages, tool calls, world state,
+/// token records that repeat `token_count`, compaction, and every event but
+/// a turn's start and end and a token count), found without decoding the
+/// line (its `type` comes second, after `timestamp`; an event's own type
+/// first in its payload).
+fn passes_over(bytes: &[u8]) -> bool {
+    let (mut record_type, mut payload_type) = (None, None);
+    let read = visit_members(bytes, &mut |key, raw| match key {
+        "type" => {
+            record_type = raw_string(raw).map(|text| text.into_owned());
+            record_type.as_deref() == Some("event_msg")
+        }
+        "payload" => {
+            visit_members(raw.as_bytes(), &mut |key, raw| {
+                if key == "type" {
+                    payload_type = raw_string(raw).map(|text| text.into_owned());
+                }
+                key != "type"
+            });
+            false
+        }
+        _ => true,
+    });
+    read && match record_type.as_deref() {
+        Some("event_msg") => payload_type.is_some_and(|kind| {
+            !matches!(
+                kind.as_str(),
+                "task_started" | "task_complete" | "turn_aborted" | "token_count"
+            )
+        }),
+        Some(
+            "response_item"
+            | "world_state"
+            | "token_usage_record"
+            | "inter_agent_communication_metadata"
+            | "compacted",
+        ) => true,
+        _ => false,
     }
 }
 

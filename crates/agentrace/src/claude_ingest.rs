@@ -68,16 +68,42 @@ pub struct SessionFiles {
     pub parts: Vec<(SourcePart, PathBuf)>,
 }
 
+/// A session found in a listing, its subagent folder not yet walked.
+#[derive(Debug, Clone)]
+pub struct FoundSession {
+    main: PathBuf,
+    /// The 2.0.77 `agent-*.jsonl` files beside it that name it.
+    siblings: Vec<PathBuf>,
+    /// A `<session>/` folder (2.1.x subagents) is beside it.
+    has_folder: bool,
+}
+
+impl FoundSession {
+    /// Its files: the subagent folder is walked now, so callers can spread
+    /// that over their workers.
+    pub fn files(&self) -> anyhow::Result<SessionFiles> {
+        session_files(&self.main, &self.siblings, self.has_folder)
+    }
+}
+
 /// Every session under `path`: a session file, a project folder, a
 /// `projects` folder, or a config dir holding `projects`.
 pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
+    list_sessions(path)?
+        .iter()
+        .map(FoundSession::files)
+        .collect()
+}
+
+/// [`find_sessions`] without walking each session's subagent folder.
+pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
     if path.is_file() {
         let siblings = match path.parent() {
             Some(project) => loose_agent_files(&sorted_entries(project)?),
             None => Vec::new(),
         };
         let has_folder = path.with_extension("").is_dir();
-        return Ok(vec![session_files(path, &siblings, has_folder)?]);
+        return Ok(vec![found(path, &siblings, has_folder)]);
     }
     if !path.is_dir() {
         bail!(
@@ -93,12 +119,12 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
     };
     let mut sessions = Vec::new();
     let root_entries = sorted_entries(&root)?;
-    if project_sessions(&root_entries, &mut sessions)? {
+    if project_sessions(&root_entries, &mut sessions) {
         return Ok(sessions);
     }
     for project in root_entries {
         if project.is_dir {
-            project_sessions(&sorted_entries(&project.path)?, &mut sessions)?;
+            project_sessions(&sorted_entries(&project.path)?, &mut sessions);
         }
     }
     Ok(sessions)
@@ -106,7 +132,7 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
 
 /// Adds the sessions of one project folder, given its entries; false when
 /// it holds none.
-fn project_sessions(entries: &[Entry], sessions: &mut Vec<SessionFiles>) -> anyhow::Result<bool> {
+fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool {
     // The folder is listed and its loose agent files read once, not once
     // per session: that was quadratic in the sessions of a project.
     let siblings = loose_agent_files(entries);
@@ -115,13 +141,29 @@ fn project_sessions(entries: &[Entry], sessions: &mut Vec<SessionFiles>) -> anyh
         .filter(|entry| entry.is_dir)
         .map(|entry| entry.path.as_path())
         .collect();
-    let mut found = false;
-    for file in entries.iter().filter(|entry| entry.is_file && is_session_name(&entry.path)) {
+    let mut any = false;
+    for file in entries
+        .iter()
+        .filter(|entry| entry.is_file && is_session_name(&entry.path))
+    {
         let has_folder = folders.contains(file.path.with_extension("").as_path());
-        sessions.push(session_files(&file.path, &siblings, has_folder)?);
-        found = true;
+        sessions.push(found(&file.path, &siblings, has_folder));
+        any = true;
     }
-    Ok(found)
+    any
+}
+
+fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool) -> FoundSession {
+    let session_id = file_name(main).trim_end_matches(".jsonl");
+    FoundSession {
+        main: main.to_owned(),
+        siblings: siblings
+            .iter()
+            .filter(|(_, session)| session.as_deref() == Some(session_id))
+            .map(|(file, _)| file.clone())
+            .collect(),
+        has_folder,
+    }
 }
 
 /// A folder entry, with its kind as the listing gave it: a stat per file
@@ -146,7 +188,14 @@ fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<Entry>> {
                 Ok(kind) if !kind.is_symlink() => (kind.is_dir(), kind.is_file()),
                 _ => (path.is_dir(), path.is_file()),
             };
-            (entry.file_name(), Entry { path, is_dir, is_file })
+            (
+                entry.file_name(),
+                Entry {
+                    path,
+                    is_dir,
+                    is_file,
+                },
+            )
         })
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -176,8 +225,11 @@ fn loose_agent_files(entries: &[Entry]) -> Vec<(PathBuf, Option<String>)> {
             name.starts_with("agent-") && name.ends_with(".jsonl")
         })
         .map(|path| {
-            let session = first_line(path)
-                .and_then(|line| line.get("sessionId").and_then(Value::as_str).map(str::to_owned));
+            let session = first_line(path).and_then(|line| {
+                line.get("sessionId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
             (path.clone(), session)
         })
         .collect()
@@ -196,7 +248,7 @@ fn agent_id_of(path: &Path) -> String {
 /// `agent-<id>.jsonl` beside it whose lines name this session.
 fn session_files(
     main: &Path,
-    siblings: &[(PathBuf, Option<String>)],
+    siblings: &[PathBuf],
     has_folder: bool,
 ) -> anyhow::Result<SessionFiles> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
@@ -221,11 +273,9 @@ fn session_files(
         }
         parts.push((SourcePart::AgentFile { agent_id }, file));
     }
-    for (file, session) in siblings {
-        if session.as_deref() == Some(session_id.as_str()) {
-            let agent_id = agent_id_of(file);
-            parts.push((SourcePart::AgentFile { agent_id }, file.clone()));
-        }
+    for file in siblings {
+        let agent_id = agent_id_of(file);
+        parts.push((SourcePart::AgentFile { agent_id }, file.clone()));
     }
     Ok(SessionFiles { session_id, parts })
 }

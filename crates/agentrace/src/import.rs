@@ -5,13 +5,15 @@
 //! did not change (size and modification time) is not read again; a changed
 //! one is read again whole, and a file that shrank is said so.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use agentrace_core::lines::LineAssembler;
+use agentrace_core::decode;
+use agentrace_core::lines::{LineAssembler, LineRef};
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
@@ -110,7 +112,8 @@ impl ImportState {
         let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
         fs::write(&temporary, serde_json::to_vec_pretty(self)?)
             .with_context(|| format!("cannot write {}", temporary.display()))?;
-        fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        fs::rename(&temporary, &path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         Ok(())
     }
 }
@@ -198,7 +201,12 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     }
     let shrank = now
         .iter()
-        .filter(|(path, stamp)| previous.files.get(*path).is_some_and(|old| stamp.size < old.size))
+        .filter(|(path, stamp)| {
+            previous
+                .files
+                .get(*path)
+                .is_some_and(|old| stamp.size < old.size)
+        })
         .map(|(path, _)| path.clone())
         .collect();
     Change::Changed { shrank }
@@ -225,7 +233,9 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
     for top in ["sessions", "archived_sessions"] {
         let mut stack = vec![codex_home.join(top)];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
             for entry in entries.flatten() {
                 let path = entry.path();
                 let name = entry.file_name();
@@ -248,55 +258,59 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The parts of a rollout's first line that name its session. The rest of
-/// a `session_meta` (the base instructions, often 20 KB) is skipped over,
-/// never built into a tree.
-#[derive(Deserialize)]
-struct HeadLine {
-    #[serde(rename = "type")]
-    kind: Option<Value>,
-    timestamp: Option<Value>,
-    payload: Option<HeadPayload>,
-}
-
-#[derive(Deserialize)]
-struct HeadPayload {
-    id: Option<Value>,
-    parent_thread_id: Option<Value>,
-    source: Option<Value>,
-}
-
-/// Reads a rollout's first line (its `session_meta`).
+/// Reads a rollout's first line (its `session_meta`): only the members that
+/// name its session are parsed; the rest (the base instructions, often tens
+/// of KB) is skimmed over, never built.
 pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
     let file = fs::File::open(path).ok()?;
-    let mut line = String::new();
+    let mut line = Vec::new();
     // A session_meta carries the base instructions: allow it a few MiB.
-    BufReader::with_capacity(64 * 1024, file.take(16 * 1024 * 1024))
-        .read_line(&mut line)
+    BufReader::with_capacity(32 * 1024, file.take(16 * 1024 * 1024))
+        .read_until(b'\n', &mut line)
         .ok()?;
-    let head: HeadLine = serde_json::from_str(&line).ok()?;
-    if head.kind.as_ref().and_then(Value::as_str) != Some("session_meta") {
+    let (mut kind, mut started, mut payload) = (None, None, None);
+    decode::visit_members(&line, &mut |key, raw| {
+        match key {
+            "type" => kind = decode::raw_string(raw).map(Cow::into_owned),
+            "timestamp" => {
+                started = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text))
+            }
+            "payload" => payload = Some(raw.to_owned()),
+            _ => {}
+        }
+        true
+    });
+    if kind.as_deref() != Some("session_meta") {
         return None;
     }
-    let payload = head.payload?;
-    let spawn = payload.source.as_ref().and_then(|source| {
+    let (mut thread, mut parent, mut source) = (None, None, None);
+    decode::visit_members(payload?.as_bytes(), &mut |key, raw| {
+        match key {
+            "id" => thread = decode::raw_string(raw).map(Cow::into_owned),
+            "parent_thread_id" => parent = decode::raw_string(raw).map(Cow::into_owned),
+            "source" => source = serde_json::from_str::<Value>(raw).ok(),
+            _ => {}
+        }
+        true
+    });
+    let spawn = source.as_ref().and_then(|source| {
         source
             .pointer("/subagent/thread_spawn")
             .or_else(|| source.pointer("/subAgent/thread_spawn"))
     });
     Some(RolloutHead {
         path: path.to_path_buf(),
-        thread: payload.id.as_ref()?.as_str()?.to_owned(),
+        thread: thread?,
         parent: spawn
             .and_then(|spawn| spawn.get("parent_thread_id"))
-            .or(payload.parent_thread_id.as_ref())
             .and_then(Value::as_str)
-            .map(str::to_owned),
+            .map(str::to_owned)
+            .or(parent),
         depth: spawn
             .and_then(|spawn| spawn.get("depth"))
             .and_then(Value::as_u64)
             .unwrap_or(0),
-        started: head.timestamp.as_ref().and_then(Value::as_str).and_then(Timestamp::parse),
+        started,
     })
 }
 
@@ -348,31 +362,29 @@ pub fn feed_rollouts(
         let part = SourcePart::File {
             number: u32::try_from(number).unwrap_or(u32::MAX),
         };
-        let mut file = fs::File::open(&head.path).with_context(|| format!("cannot open {}", head.path.display()))?;
+        let mut file = fs::File::open(&head.path)
+            .with_context(|| format!("cannot open {}", head.path.display()))?;
         let mut assembler = LineAssembler::default();
         let mut clock = head.started.unwrap_or_else(now);
-        let mut feed = |lines: Vec<agentrace_core::lines::AssembledLine>, recorder: &mut Recorder| {
-            let mut batch = Vec::new();
-            for line in lines {
-                if agentrace_core::decode::is_blank(&line.bytes) {
-                    continue;
-                }
-                let produced = recorder.push_part(
-                    &part,
-                    &InputLine {
-                        bytes: &line.bytes,
-                        line_number: line.line_number,
-                        observed_at: clock,
-                        direction: None,
-                        truncated_from: line.truncated_from,
-                    },
-                );
-                if let Some(last) = produced.last() {
-                    clock = last.timestamp;
-                }
-                batch.extend(produced);
+        let mut batch = Vec::new();
+        let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
+            if agentrace_core::decode::is_blank(line.bytes) {
+                return;
             }
-            batch
+            let produced = recorder.push_part(
+                &part,
+                &InputLine {
+                    bytes: line.bytes,
+                    line_number: line.line_number,
+                    observed_at: clock,
+                    direction: None,
+                    truncated_from: line.truncated_from,
+                },
+            );
+            if let Some(last) = produced.last() {
+                clock = last.timestamp;
+            }
+            batch.extend(produced);
         };
         loop {
             let read = file
@@ -381,11 +393,10 @@ pub fn feed_rollouts(
             if read == 0 {
                 break;
             }
-            let lines = assembler.push(&buffer[..read]);
-            let batch = feed(lines, recorder);
-            sink(batch)?;
+            assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
+            sink(std::mem::take(&mut batch))?;
         }
-        let batch = feed(assembler.finish().into_iter().collect(), recorder);
+        assembler.finish_each(&mut |line| feed(line, &mut batch));
         sink(batch)?;
     }
     let last = recorder.finish();
@@ -405,37 +416,36 @@ pub fn feed_claude(
     let mut buffer = vec![0u8; 256 * 1024];
     for (part, path) in &session.parts {
         let mut batch = Vec::new();
-        let mut feed = |lines: Vec<agentrace_core::lines::AssembledLine>, recorder: &mut Recorder| {
-            for line in lines {
-                if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
-                    continue;
-                }
-                let produced = recorder.push_part(
-                    part,
-                    &InputLine {
-                        bytes: &line.bytes,
-                        line_number: line.line_number,
-                        observed_at: clock,
-                        direction: None,
-                        truncated_from: line.truncated_from,
-                    },
-                );
-                if let Some(last) = produced.last() {
-                    clock = last.timestamp;
-                }
-                batch.extend(produced);
+        let mut feed = |line: LineRef<'_>| {
+            if agentrace_core::decode::is_blank(line.bytes) && line.truncated_from.is_none() {
+                return;
             }
+            let produced = recorder.push_part(
+                part,
+                &InputLine {
+                    bytes: line.bytes,
+                    line_number: line.line_number,
+                    observed_at: clock,
+                    direction: None,
+                    truncated_from: line.truncated_from,
+                },
+            );
+            if let Some(last) = produced.last() {
+                clock = last.timestamp;
+            }
+            batch.extend(produced);
         };
         if matches!(part, SourcePart::AgentMeta { .. }) {
-            let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let whole = agentrace_core::lines::AssembledLine {
-                bytes,
+            let bytes =
+                fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            feed(LineRef {
+                bytes: &bytes,
                 line_number: 1,
                 truncated_from: None,
-            };
-            feed(vec![whole], recorder);
+            });
         } else {
-            let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            let mut file =
+                fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
             let mut assembler = LineAssembler::default();
             loop {
                 let read = file
@@ -444,9 +454,9 @@ pub fn feed_claude(
                 if read == 0 {
                     break;
                 }
-                feed(assembler.push(&buffer[..read]), recorder);
+                assembler.push_each(&buffer[..read], &mut feed);
             }
-            feed(assembler.finish().into_iter().collect(), recorder);
+            assembler.finish_each(&mut feed);
         }
         sink(batch)?;
     }
@@ -454,15 +464,29 @@ pub fn feed_claude(
     sink(last)
 }
 
-/// The first `timestamp` among a transcript's first lines.
+/// The first `timestamp` among a transcript's first lines (their other
+/// members skimmed over, never built).
 pub fn first_time(path: &Path) -> Option<Timestamp> {
     let file = fs::File::open(path).ok()?;
-    BufReader::new(file)
-        .lines()
-        .take(64)
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
-        .find_map(|value| value.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse))
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..64 {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+        let mut found = None;
+        decode::visit_members(&line, &mut |key, raw| {
+            if key == "timestamp" {
+                found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
 }
 
 fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
@@ -475,7 +499,9 @@ fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
 }
 
 fn dirs_home() -> Option<PathBuf> {
-    std::env::var_os("HOME").filter(|value| !value.is_empty()).map(PathBuf::from)
+    std::env::var_os("HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
 }
 
 fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
@@ -493,7 +519,9 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} sessions {msg}") {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} sessions {msg}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_prefix("importing");
@@ -579,7 +607,10 @@ impl Importer<'_> {
         id: &RunId,
         format: Format,
         start: Timestamp,
-        feed: impl FnOnce(&mut Recorder, &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>) -> anyhow::Result<()>,
+        feed: impl FnOnce(
+            &mut Recorder,
+            &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
+        ) -> anyhow::Result<()>,
     ) -> anyhow::Result<RunView> {
         remove_run(self.home, id)?;
         let mut recorder = Recorder::new(id.clone(), format);
@@ -610,7 +641,13 @@ impl Importer<'_> {
                     entries
                         .flatten()
                         .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
-                        .filter_map(|entry| entry.file_name().to_str()?.strip_suffix(".jsonl").map(str::to_owned))
+                        .filter_map(|entry| {
+                            entry
+                                .file_name()
+                                .to_str()?
+                                .strip_suffix(".jsonl")
+                                .map(str::to_owned)
+                        })
                         .collect()
                 })
                 .unwrap_or_default()
@@ -624,16 +661,21 @@ impl Importer<'_> {
         let this = &*self;
         let views = crate::parallel::map(jobs, |job| match job.source {
             JobSource::Codex(files) => {
-                let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
+                let start = files
+                    .iter()
+                    .filter_map(|head| head.started)
+                    .min()
+                    .unwrap_or_else(now);
                 this.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| {
                     feed_rollouts(recorder, files, sink)
                 })
             }
-            JobSource::Claude(session) => {
-                this.rebuild(&job.id, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
-                    feed_claude(recorder, session, sink)
-                })
-            }
+            JobSource::Claude(session) => this.rebuild(
+                &job.id,
+                Format::ClaudeTranscript,
+                claude_start(session),
+                |recorder, sink| feed_claude(recorder, session, sink),
+            ),
         })?;
         if jobs.is_empty() {
             return Ok(());
@@ -663,7 +705,8 @@ impl Importer<'_> {
     ) -> anyhow::Result<()> {
         if let Some(endpoint) = &self.args.otlp {
             let home = self.home;
-            self.bar.suspend(|| crate::export::export_after_run(home, id, endpoint));
+            self.bar
+                .suspend(|| crate::export::export_after_run(home, id, endpoint));
         }
         let entry = Imported {
             run_id: id.to_string(),
@@ -688,7 +731,12 @@ impl Importer<'_> {
 /// with its files' stamps.
 fn claude_sessions(
     dir: Option<&Path>,
-) -> anyhow::Result<Vec<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)>> {
+) -> anyhow::Result<
+    Vec<(
+        crate::claude_ingest::SessionFiles,
+        BTreeMap<String, FileStamp>,
+    )>,
+> {
     let sessions = match dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
             find_sessions(dir)?
@@ -704,7 +752,9 @@ fn claude_sessions(
         .collect()
 }
 
-fn stamps<'p>(paths: impl Iterator<Item = &'p Path>) -> anyhow::Result<BTreeMap<String, FileStamp>> {
+fn stamps<'p>(
+    paths: impl Iterator<Item = &'p Path>,
+) -> anyhow::Result<BTreeMap<String, FileStamp>> {
     paths
         .map(|path| Ok((path.to_string_lossy().into_owned(), stamp(path)?)))
         .collect()
@@ -754,7 +804,11 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let mut live_claude: Option<HashMap<String, RunId>> = None;
     let mut pending: Vec<Job<'_>> = Vec::new();
     for (root, files) in &codex {
-        if since.is_some_and(|since| files.iter().all(|head| head.started.is_some_and(|t| t < since))) {
+        if since.is_some_and(|since| {
+            files
+                .iter()
+                .all(|head| head.started.is_some_and(|t| t < since))
+        }) {
             importer.bar.inc(1);
             continue;
         }
@@ -795,7 +849,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                         home.list_runs()?
                             .into_iter()
                             .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
-                            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
+                            .filter_map(|run| {
+                                run.root_thread_id.map(|root| (root.to_string(), run.id))
+                            })
                             .collect(),
                     );
                 }
@@ -823,7 +879,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             let start = claude_start(session);
             let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
             for (part, file) in &session.parts {
-                let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+                let bytes =
+                    fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
@@ -844,8 +901,12 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,
             tally.unchanged,
-            codex_home(args).map(|p| p.display().to_string()).unwrap_or_else(|| "nowhere".to_owned()),
-            claude_dir.map(|p| p.display().to_string()).unwrap_or_else(|| "nowhere".to_owned()),
+            codex_home(args)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "nowhere".to_owned()),
+            claude_dir
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "nowhere".to_owned()),
         );
     }
     Ok(())
@@ -856,7 +917,9 @@ fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(error).with_context(|| format!("cannot replace {}", path.display())),
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot replace {}", path.display()))
+            }
         }
     }
     Ok(())

@@ -13,7 +13,9 @@ impl Out {
     /// Stdout, buffered.
     pub fn new() -> Self {
         Self {
-            inner: BufWriter::new(io::stdout()),
+            // Large: a big document (usage of thousands of sessions) then
+            // goes out in few writes, streamed rather than built whole.
+            inner: BufWriter::with_capacity(1024 * 1024, io::stdout()),
         }
     }
 
@@ -32,11 +34,8 @@ impl Out {
 
     /// Writes one value as pretty JSON.
     pub fn json_pretty<T: serde::Serialize>(&mut self, value: &T) -> anyhow::Result<()> {
-        // Built whole, then written at once: a large document went out in
-        // hundreds of small writes through the buffer otherwise.
-        let mut bytes = serde_json::to_vec_pretty(value)?;
-        bytes.push(b'\n');
-        self.inner.write_all(&bytes)?;
+        serde_json::to_writer_pretty(&mut self.inner, value)?;
+        self.inner.write_all(b"\n")?;
         Ok(())
     }
 

@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::claude_ingest::{find_sessions, SessionFiles};
+use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
 use crate::import::{codex_sessions, feed_claude, feed_rollouts, RolloutHead};
 use crate::ingest::now;
 use crate::output::Out;
@@ -448,7 +448,7 @@ fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> Session
 /// One session found in the provider folders.
 enum FoundSession {
     Codex(String, Vec<RolloutHead>),
-    Claude(SessionFiles),
+    Claude(FoundClaude),
 }
 
 /// Attributes sessions straight from provider folders, in memory, on
@@ -459,7 +459,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
         found.extend(codex_sessions(dir).into_iter().map(|(root, files)| FoundSession::Codex(root, files)));
     }
     if let Some(dir) = &args.claude_dir {
-        found.extend(find_sessions(dir)?.into_iter().map(FoundSession::Claude));
+        found.extend(list_sessions(dir)?.into_iter().map(FoundSession::Claude));
     }
     crate::parallel::map(&found, |found| {
         // Nothing is stored, so redacting secrets would be wasted work.
@@ -471,7 +471,8 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                 feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
-            FoundSession::Claude(files) => {
+            FoundSession::Claude(found) => {
+                let files = &found.files()?;
                 let mut recorder =
                     Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
                         .for_usage();

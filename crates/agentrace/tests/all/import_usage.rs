@@ -267,3 +267,79 @@ fn usage_straight_from_folders_dates_claude_sessions_by_their_transcripts() {
     assert!(started.as_deref().is_some_and(|at| at.starts_with("2026-11-29")), "{started:?}");
     assert_eq!(started, recorded.sessions[0].started_at);
 }
+
+/// Every capture's folder under `kind` that holds `inner`.
+fn captures_with(kind: &str, inner: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures().join(kind))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .filter(|entry| entry.path().join(inner).is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `usage --json` as a value: sessions in (provider, session id) order,
+/// without the run ids only recorded runs have.
+fn comparable(stdout: &str) -> Value {
+    let mut report: Value =
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"));
+    let sessions = report["sessions"]
+        .as_array_mut()
+        .unwrap_or_else(|| panic!("no sessions"));
+    for session in sessions.iter_mut() {
+        session
+            .as_object_mut()
+            .map(|session| session.remove("runId"));
+    }
+    sessions.sort_by_key(|session| {
+        (
+            session["provider"].to_string(),
+            session["sessionId"].to_string(),
+        )
+    });
+    report
+}
+
+#[test]
+fn usage_straight_from_folders_equals_usage_of_the_imported_runs_on_every_capture() {
+    // Straight from the folders, lines that carry no tokens, models or links
+    // are passed over unread; an import records every line through the full
+    // recorder. Both must give the same numbers, labels, parents and models.
+    let codex_captures = captures_with("codex", "rollouts");
+    let claude_captures = captures_with("claude", "home_claude");
+    assert!(codex_captures.len() >= 16 && claude_captures.len() >= 18);
+    let codex_refs: Vec<&str> = codex_captures.iter().map(String::as_str).collect();
+    let claude_refs: Vec<&str> = claude_captures.iter().map(String::as_str).collect();
+    let dir = homes(&codex_refs, &claude_refs);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let straight = comparable(&cli.ok(&[
+        "usage",
+        "--json",
+        "--codex-home",
+        &codex,
+        "--claude-dir",
+        &claude,
+    ]));
+    cli.ok(&[
+        "import",
+        "--codex-home",
+        &codex,
+        "--claude-dir",
+        &claude,
+        "--quiet",
+    ]);
+    let recorded = comparable(&cli.ok(&["usage", "--json"]));
+    assert_eq!(straight, recorded);
+    let sessions = straight["sessions"].as_array().map_or(0, Vec::len);
+    assert!(sessions >= 30, "{sessions} sessions");
+    assert!(
+        straight["totals"]["totalTokens"]
+            .as_u64()
+            .unwrap_or_default()
+            > 0
+    );
+}
