@@ -91,6 +91,18 @@ impl LineAssembler {
         }
     }
 
+    /// An assembler whose first line is numbered `lines + 1` (reading a
+    /// file on from where an earlier reading stopped).
+    pub fn numbered_from(mut self, lines: u64) -> Self {
+        self.line_number = lines;
+        self
+    }
+
+    /// Lines completed so far (with the numbering's start).
+    pub fn lines(&self) -> u64 {
+        self.line_number
+    }
+
     /// Bytes of an unfinished line held now.
     pub fn pending(&self) -> u64 {
         self.current_length

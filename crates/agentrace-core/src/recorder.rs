@@ -295,11 +295,18 @@ impl Recorder {
     pub fn resume(run_id: RunId, format: Format, envelopes: &[Envelope]) -> Self {
         let mut recorder = Self::new(run_id, format);
         for envelope in envelopes {
-            recorder.state.apply(envelope);
-            recorder.attributor.prime(envelope);
-            recorder.next_sequence = recorder.next_sequence.max(envelope.sequence + 1);
+            recorder.relearn(envelope);
         }
         recorder
+    }
+
+    /// [`Recorder::resume`] one envelope at a time, for a log too large to
+    /// hold: a recorder made by [`Recorder::new`] and given the whole log,
+    /// in order, through this continues it.
+    pub fn relearn(&mut self, envelope: &Envelope) {
+        self.state.apply(envelope);
+        self.attributor.prime(envelope);
+        self.next_sequence = self.next_sequence.max(envelope.sequence + 1);
     }
 
     /// The input ended; returns any last envelopes.

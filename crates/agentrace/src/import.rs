@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
+use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -66,6 +66,10 @@ struct FileStamp {
 struct Imported {
     run_id: String,
     files: BTreeMap<String, FileStamp>,
+    /// Where the reading of each file stopped (none for a run recorded
+    /// live, or by an older import: its session is read again whole).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    read: BTreeMap<String, ReadMark>,
 }
 
 /// The head of a rollout as last read, with the stamp it was read at.
@@ -185,10 +189,34 @@ fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
     })
 }
 
+/// How to read on a session whose files grew.
+#[derive(Debug, Clone)]
+struct ReadOn {
+    /// Where the last import stopped in each file known then.
+    marks: BTreeMap<String, ReadMark>,
+    /// The files unchanged since.
+    unchanged: std::collections::BTreeSet<String>,
+}
+
+impl ReadOn {
+    /// Where to start reading `file`: `None` when it is unchanged, its mark
+    /// when it grew, its start when it is new.
+    fn start(&self, file: &str) -> Option<ReadMark> {
+        if self.unchanged.contains(file) {
+            return None;
+        }
+        Some(self.marks.get(file).copied().unwrap_or_default())
+    }
+}
+
 /// What changed in a session's files since the last import.
 enum Change {
     Same,
     New,
+    /// Files only grew (or were added) since a reading that stopped at
+    /// their ends: read on from the marks (a file not in them, whole).
+    Grew(ReadOn),
+    /// Read again whole (`shrank` names the files that got shorter).
     Changed { shrank: Vec<String> },
 }
 
@@ -199,17 +227,28 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     if &previous.files == now {
         return Change::Same;
     }
-    let shrank = now
+    let shrank: Vec<String> = now
         .iter()
-        .filter(|(path, stamp)| {
-            previous
-                .files
-                .get(*path)
-                .is_some_and(|old| stamp.size < old.size)
-        })
+        .filter(|(path, stamp)| previous.files.get(*path).is_some_and(|old| stamp.size < old.size))
         .map(|(path, _)| path.clone())
         .collect();
-    Change::Changed { shrank }
+    // Reading on is right only when every file known before is still there
+    // and was read to its end, on a line's end, and has only grown since.
+    let grew = shrank.is_empty()
+        && previous.files.iter().all(|(path, old)| {
+            let (Some(stamp), Some(mark)) = (now.get(path), previous.read.get(path)) else {
+                return false;
+            };
+            stamp == old || (stamp.size > old.size && mark.offset == old.size && !mark.torn)
+        });
+    if grew {
+        Change::Grew(ReadOn {
+            marks: previous.read.clone(),
+            unchanged: previous.files.iter().filter(|(path, old)| now.get(*path) == Some(*old)).map(|(path, _)| path.clone()).collect(),
+        })
+    } else {
+        Change::Changed { shrank }
+    }
 }
 
 /// The head of a Codex rollout.
@@ -351,117 +390,148 @@ fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>>
     sessions
 }
 
-/// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
-pub fn feed_rollouts(
+/// Where the reading of one source file stopped (kept per file in the
+/// import state, so the next import reads on from there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadMark {
+    /// Bytes read, up to the end of the last whole line.
+    pub offset: u64,
+    /// Lines read (numbering goes on from here).
+    pub lines: u64,
+    /// A last line with no newline was read as it was: the file cannot be
+    /// read on from `offset` without reading that line twice.
+    #[serde(default)]
+    pub torn: bool,
+    /// The file's number among its session's rollouts, in feeding order.
+    #[serde(default)]
+    pub number: u32,
+}
+
+/// A sink of envelopes, given each batch as it is made.
+pub type Sink<'a> = &'a mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>;
+
+/// Feeds `path` from `from` on to `recorder` as `part` (lines with no
+/// time of their own get `clock`, which follows the last line's), handing
+/// `sink` each chunk's envelopes; returns where reading stopped.
+fn feed_file(
     recorder: &mut Recorder,
-    files: &[RolloutHead],
-    sink: &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut buffer = vec![0u8; 256 * 1024];
-    for (number, head) in files.iter().enumerate() {
-        let part = SourcePart::File {
-            number: u32::try_from(number).unwrap_or(u32::MAX),
-        };
-        let mut file = fs::File::open(&head.path)
-            .with_context(|| format!("cannot open {}", head.path.display()))?;
-        let mut assembler = LineAssembler::default();
-        let mut clock = head.started.unwrap_or_else(now);
-        let mut batch = Vec::new();
-        let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
-            if agentrace_core::decode::is_blank(line.bytes) {
-                return;
-            }
-            let produced = recorder.push_part(
-                &part,
-                &InputLine {
-                    bytes: line.bytes,
-                    line_number: line.line_number,
-                    observed_at: clock,
-                    direction: None,
-                    truncated_from: line.truncated_from,
-                },
-            );
-            if let Some(last) = produced.last() {
-                clock = last.timestamp;
-            }
-            batch.extend(produced);
-        };
-        loop {
-            let read = file
-                .read(&mut buffer)
-                .with_context(|| format!("cannot read {}", head.path.display()))?;
-            if read == 0 {
-                break;
-            }
-            assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
-            sink(std::mem::take(&mut batch))?;
+    part: &SourcePart,
+    path: &Path,
+    from: ReadMark,
+    clock: &mut Timestamp,
+    sink: Sink<'_>,
+) -> anyhow::Result<ReadMark> {
+    let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
+        if decode::is_blank(line.bytes) && line.truncated_from.is_none() {
+            return;
         }
-        assembler.finish_each(&mut |line| feed(line, &mut batch));
+        let produced = recorder.push_part(
+            part,
+            &InputLine {
+                bytes: line.bytes,
+                line_number: line.line_number,
+                observed_at: *clock,
+                direction: None,
+                truncated_from: line.truncated_from,
+            },
+        );
+        if let Some(last) = produced.last() {
+            *clock = last.timestamp;
+        }
+        batch.extend(produced);
+    };
+    let mut batch = Vec::new();
+    if matches!(part, SourcePart::AgentMeta { .. }) {
+        // A metadata document is one line, whatever its newlines.
+        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        feed(LineRef { bytes: &bytes, line_number: 1, truncated_from: None }, &mut batch);
         sink(batch)?;
+        return Ok(ReadMark { offset: bytes.len() as u64, lines: 1, torn: false, number: from.number });
+    }
+    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if from.offset > 0 {
+        file.seek(SeekFrom::Start(from.offset))
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    let mut assembler = LineAssembler::default().numbered_from(from.lines);
+    // Read in chunks through one buffer: reading each file whole allocated
+    // (and zeroed) fresh pages per file.
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut read_total = 0u64;
+    loop {
+        let read = file.read(&mut buffer).with_context(|| format!("cannot read {}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        read_total += read as u64;
+        assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
+        sink(std::mem::take(&mut batch))?;
+    }
+    let offset = from.offset + read_total - assembler.pending();
+    let torn = assembler.pending() > 0;
+    assembler.finish_each(&mut |line| feed(line, &mut batch));
+    sink(batch)?;
+    Ok(ReadMark { offset, lines: assembler.lines(), torn, number: from.number })
+}
+
+/// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
+/// Returns where the reading of each file stopped.
+pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<Vec<ReadMark>> {
+    let plan: Vec<(&RolloutHead, ReadMark)> = files
+        .iter()
+        .enumerate()
+        .map(|(number, head)| {
+            (head, ReadMark { number: u32::try_from(number).unwrap_or(u32::MAX), ..ReadMark::default() })
+        })
+        .collect();
+    feed_rollouts_from(recorder, &plan, sink)
+}
+
+/// [`feed_rollouts`] of the given files, each from its mark on.
+fn feed_rollouts_from(
+    recorder: &mut Recorder,
+    plan: &[(&RolloutHead, ReadMark)],
+    sink: Sink<'_>,
+) -> anyhow::Result<Vec<ReadMark>> {
+    let mut marks = Vec::with_capacity(plan.len());
+    for (head, from) in plan {
+        let mut clock = head.started.unwrap_or_else(now);
+        let part = SourcePart::File { number: from.number };
+        marks.push(feed_file(recorder, &part, &head.path, *from, &mut clock, sink)?);
     }
     let last = recorder.finish();
-    sink(last)
+    sink(last)?;
+    Ok(marks)
 }
 
 /// Feeds one Claude session's files to `recorder` (a metadata document is
-/// one line); `sink` gets each file's envelopes.
+/// one line); `sink` gets each batch. Returns where the reading of each
+/// file stopped.
 pub fn feed_claude(
     recorder: &mut Recorder,
     session: &crate::claude_ingest::SessionFiles,
-    sink: &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    sink: Sink<'_>,
+) -> anyhow::Result<Vec<ReadMark>> {
+    let plan: Vec<(&SourcePart, &Path, ReadMark)> =
+        session.parts.iter().map(|(part, path)| (part, path.as_path(), ReadMark::default())).collect();
+    feed_claude_from(recorder, &plan, sink)
+}
+
+/// [`feed_claude`] of the given files, each from its mark on.
+fn feed_claude_from(
+    recorder: &mut Recorder,
+    plan: &[(&SourcePart, &Path, ReadMark)],
+    sink: Sink<'_>,
+) -> anyhow::Result<Vec<ReadMark>> {
     let mut clock = now();
-    // Read in chunks through one buffer: reading each transcript whole
-    // allocated (and zeroed) fresh pages per file.
-    let mut buffer = vec![0u8; 256 * 1024];
-    for (part, path) in &session.parts {
-        let mut batch = Vec::new();
-        let mut feed = |line: LineRef<'_>| {
-            if agentrace_core::decode::is_blank(line.bytes) && line.truncated_from.is_none() {
-                return;
-            }
-            let produced = recorder.push_part(
-                part,
-                &InputLine {
-                    bytes: line.bytes,
-                    line_number: line.line_number,
-                    observed_at: clock,
-                    direction: None,
-                    truncated_from: line.truncated_from,
-                },
-            );
-            if let Some(last) = produced.last() {
-                clock = last.timestamp;
-            }
-            batch.extend(produced);
-        };
-        if matches!(part, SourcePart::AgentMeta { .. }) {
-            let bytes =
-                fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            feed(LineRef {
-                bytes: &bytes,
-                line_number: 1,
-                truncated_from: None,
-            });
-        } else {
-            let mut file =
-                fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            let mut assembler = LineAssembler::default();
-            loop {
-                let read = file
-                    .read(&mut buffer)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                if read == 0 {
-                    break;
-                }
-                assembler.push_each(&buffer[..read], &mut feed);
-            }
-            assembler.finish_each(&mut feed);
-        }
-        sink(batch)?;
+    let mut marks = Vec::with_capacity(plan.len());
+    for (part, path, from) in plan {
+        marks.push(feed_file(recorder, part, path, *from, &mut clock, sink)?);
     }
     let last = recorder.finish();
-    sink(last)
+    sink(last)?;
+    Ok(marks)
 }
 
 /// The first `timestamp` among a transcript's first lines (their other
@@ -531,13 +601,26 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
 /// Sessions imported between two saves of the import state.
 const SAVE_EVERY: u32 = 64;
 
-/// A session whose run is to be rebuilt.
+/// A session whose run is to be rebuilt, or continued.
 struct Job<'a> {
     /// Its key in the import state.
     key: &'a str,
     id: RunId,
     stamps: BTreeMap<String, FileStamp>,
     source: JobSource<'a>,
+    /// Where the last import stopped, to continue the run from there;
+    /// `None` rebuilds it whole.
+    read_on: Option<ReadOn>,
+}
+
+impl Job<'_> {
+    /// How to read on after `change`, if it allows.
+    fn read_on(change: Change) -> Option<ReadOn> {
+        match change {
+            Change::Grew(read_on) => Some(read_on),
+            _ => None,
+        }
+    }
 }
 
 /// Where a rebuilt run's lines come from.
@@ -561,6 +644,8 @@ fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
 struct Tally {
     recorded: u64,
     updated: u64,
+    /// Of the updated, those read on from where the last import stopped.
+    read_on: u64,
     unchanged: u64,
 }
 
@@ -587,6 +672,10 @@ impl Importer<'_> {
                 self.tally.unchanged += 1;
                 return false;
             }
+            Change::Grew(_) => {
+                self.tally.updated += 1;
+                self.tally.read_on += 1;
+            }
             Change::Changed { shrank } => {
                 for path in shrank {
                     self.bar.suspend(|| {
@@ -607,11 +696,8 @@ impl Importer<'_> {
         id: &RunId,
         format: Format,
         start: Timestamp,
-        feed: impl FnOnce(
-            &mut Recorder,
-            &mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>,
-        ) -> anyhow::Result<()>,
-    ) -> anyhow::Result<RunView> {
+        feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
+    ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
         remove_run(self.home, id)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id)?;
@@ -622,13 +708,39 @@ impl Importer<'_> {
             }
             Ok(())
         };
-        feed(&mut recorder, &mut sink)?;
+        let marks = feed(&mut recorder, &mut sink)?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
         writer.write_new_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok(recorder.state().view())
+        Ok((recorder.state().view(), marks))
+    }
+
+    /// Continues run `id` with what `feed` gives a recorder that relearned
+    /// the run's log (the sources are read only from where the last import
+    /// stopped; the log is appended to, never rewritten).
+    fn continue_run(
+        &self,
+        id: &RunId,
+        format: Format,
+        feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
+    ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
+        let mut writer = self.home.append_run(id)?;
+        let mut recorder = Recorder::new(id.clone(), format);
+        for envelope in agentrace_store::LogReader::open(&self.home.log_path(id))? {
+            recorder.relearn(&envelope?);
+        }
+        let mut sink = |batch: Vec<Envelope>| {
+            if !batch.is_empty() {
+                writer.append(&batch)?;
+            }
+            Ok(())
+        };
+        let marks = feed(&mut recorder, &mut sink)?;
+        writer.write_record_unsynced(&recorder.state().summary())?;
+        drop(writer);
+        Ok((recorder.state().view(), marks))
     }
 
     /// True when run `id` has a log, by one listing of the runs folder
@@ -659,40 +771,90 @@ impl Importer<'_> {
     /// imported in order; `jobs` is left empty.
     fn run_jobs(&mut self, jobs: &mut Vec<Job<'_>>) -> anyhow::Result<()> {
         let this = &*self;
-        let views = crate::parallel::map(jobs, |job| match job.source {
-            JobSource::Codex(files) => {
-                let start = files
-                    .iter()
-                    .filter_map(|head| head.started)
-                    .min()
-                    .unwrap_or_else(now);
-                this.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| {
-                    feed_rollouts(recorder, files, sink)
-                })
-            }
-            JobSource::Claude(session) => this.rebuild(
-                &job.id,
-                Format::ClaudeTranscript,
-                claude_start(session),
-                |recorder, sink| feed_claude(recorder, session, sink),
-            ),
-        })?;
+        let results = crate::parallel::map(jobs, |job| this.run_job(job))?;
         if jobs.is_empty() {
             return Ok(());
         }
         let home = self.home;
         let usage = self.usage.get_or_insert_with(|| UsageIndex::load(home));
-        for (job, view) in jobs.iter().zip(&views) {
+        for (job, (view, _)) in jobs.iter().zip(&results) {
             usage.insert(home, &job.id, view);
         }
         // Saved before the import state names these runs as imported: a run
         // the state calls done always has its usage kept (or folds).
         usage.save(home)?;
-        for job in jobs.drain(..) {
+        for (job, (_, marks)) in jobs.drain(..).zip(results) {
             let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, job.key, &job.id, job.stamps)?;
+            self.imported(claude, job.key, &job.id, job.stamps, marks)?;
         }
         Ok(())
+    }
+
+    /// Rebuilds or continues one job's run; returns its view and the marks
+    /// of all its files.
+    fn run_job(&self, job: &Job<'_>) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
+        match job.source {
+            JobSource::Codex(files) => {
+                if let Some(read_on) = &job.read_on {
+                    // A new file is numbered after every file fed before.
+                    let mut next = read_on.marks.values().map(|mark| mark.number + 1).max().unwrap_or(0);
+                    let mut all = read_on.marks.clone();
+                    let mut plan = Vec::new();
+                    for head in files {
+                        let key = head.path.to_string_lossy().into_owned();
+                        let Some(mut from) = read_on.start(&key) else { continue };
+                        if !read_on.marks.contains_key(&key) {
+                            from.number = next;
+                            next += 1;
+                        }
+                        plan.push((head, from));
+                    }
+                    let (view, read) = self.continue_run(&job.id, Format::CodexRollout, |recorder, sink| {
+                        feed_rollouts_from(recorder, &plan, sink)
+                    })?;
+                    for ((head, _), mark) in plan.iter().zip(read) {
+                        all.insert(head.path.to_string_lossy().into_owned(), mark);
+                    }
+                    return Ok((view, all));
+                }
+                let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
+                let (view, read) =
+                    self.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| feed_rollouts(recorder, files, sink))?;
+                let marks = files.iter().map(|head| head.path.to_string_lossy().into_owned()).zip(read).collect();
+                Ok((view, marks))
+            }
+            JobSource::Claude(session) => {
+                if let Some(read_on) = &job.read_on {
+                    let mut all = read_on.marks.clone();
+                    let mut plan = Vec::new();
+                    let mut whole_document_changed = false;
+                    for (part, path) in &session.parts {
+                        let key = path.to_string_lossy().into_owned();
+                        let Some(from) = read_on.start(&key) else { continue };
+                        // A metadata document is one line: it cannot be read on.
+                        if matches!(part, SourcePart::AgentMeta { .. }) && read_on.marks.contains_key(&key) {
+                            whole_document_changed = true;
+                            break;
+                        }
+                        plan.push((part, path.as_path(), from));
+                    }
+                    if !whole_document_changed {
+                        let (view, read) = self.continue_run(&job.id, Format::ClaudeTranscript, |recorder, sink| {
+                            feed_claude_from(recorder, &plan, sink)
+                        })?;
+                        for ((_, path, _), mark) in plan.iter().zip(read) {
+                            all.insert(path.to_string_lossy().into_owned(), mark);
+                        }
+                        return Ok((view, all));
+                    }
+                }
+                let (view, read) = self.rebuild(&job.id, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
+                    feed_claude(recorder, session, sink)
+                })?;
+                let marks = session.parts.iter().map(|(_, path)| path.to_string_lossy().into_owned()).zip(read).collect();
+                Ok((view, marks))
+            }
+        }
     }
 
     /// Notes a session as imported (and exports it when asked).
@@ -702,6 +864,7 @@ impl Importer<'_> {
         key: &str,
         id: &RunId,
         files: BTreeMap<String, FileStamp>,
+        read: BTreeMap<String, ReadMark>,
     ) -> anyhow::Result<()> {
         if let Some(endpoint) = &self.args.otlp {
             let home = self.home;
@@ -711,6 +874,7 @@ impl Importer<'_> {
         let entry = Imported {
             run_id: id.to_string(),
             files,
+            read,
         };
         if claude {
             self.state.claude.insert(key.to_owned(), entry);
@@ -823,7 +987,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             })
             .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
         let id = RunId::from(format!("codex-{root}"));
-        if !importer.wanted(&compare(importer.state.codex.get(root), &stamps), &id) {
+        let change = compare(importer.state.codex.get(root), &stamps);
+        if !importer.wanted(&change, &id) {
             continue;
         }
         pending.push(Job {
@@ -831,6 +996,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             id,
             stamps,
             source: JobSource::Codex(files),
+            read_on: Job::read_on(change),
         });
         if pending.len() >= SAVE_EVERY as usize {
             importer.run_jobs(&mut pending)?;
@@ -862,7 +1028,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                     .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id)))
             }
         };
-        if !importer.wanted(&compare(previous.as_ref(), &stamps), &id) {
+        let change = compare(previous.as_ref(), &stamps);
+        if !importer.wanted(&change, &id) {
             continue;
         }
         if previous.is_some() || id.as_str().starts_with("claude-") {
@@ -871,6 +1038,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 id,
                 stamps,
                 source: JobSource::Claude(session),
+                read_on: Job::read_on(change),
             });
             if pending.len() >= SAVE_EVERY as usize {
                 importer.run_jobs(&mut pending)?;
@@ -884,7 +1052,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
-            importer.imported(true, &session.session_id, &id, stamps)?;
+            importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new())?;
         }
     }
     importer.run_jobs(&mut pending)?;
@@ -895,8 +1063,12 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     importer.bar.finish_and_clear();
     if !args.quiet {
         let tally = &importer.tally;
+        let read_on = match tally.read_on {
+            0 => String::new(),
+            count => format!("; {count} of the changed read on from where the last import stopped"),
+        };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged (Codex from {}, Claude from {})",
+            "imported {} new session{}, {} changed, {} unchanged (Codex from {}, Claude from {}){read_on}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,

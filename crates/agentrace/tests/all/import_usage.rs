@@ -343,3 +343,119 @@ fn usage_straight_from_folders_equals_usage_of_the_imported_runs_on_every_captur
             > 0
     );
 }
+
+/// Every `.jsonl` under `dir` (sorted).
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")).flatten() {
+            if entry.path().is_dir() {
+                stack.push(entry.path());
+            } else if entry.path().extension().is_some_and(|ext| ext == "jsonl") {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `show --json` of `run`, without the sequence numbers of its warnings:
+/// a session read in two goes has the new lines of each file after the
+/// first part of every file, so its events are numbered in another order.
+fn shown(cli: &Cli, run: &str) -> Value {
+    let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    for warning in view["warnings"].as_array_mut().into_iter().flatten() {
+        warning.as_object_mut().map(|warning| warning.remove("eventSequence"));
+    }
+    view
+}
+
+/// Imports `dir`'s sessions while they are half written (each file cut to
+/// its first lines, the files `later` picks not there yet), then whole:
+/// the second import reads on from where the first stopped, appends to the
+/// run's log, and ends with the run an import of the whole files makes.
+fn read_on_equals_whole(captures: &[&str], claude: &[&str], run: &str, later: impl Fn(&Path) -> bool) {
+    let dir = homes(captures, claude);
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let whole = Cli::new();
+    whole.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+
+    let files = jsonl_files(dir.path());
+    let full: Vec<(PathBuf, Vec<u8>)> =
+        files.iter().map(|path| (path.clone(), std::fs::read(path).unwrap_or_else(|e| panic!("{e}")))).collect();
+    let mut cut_any = false;
+    for (path, bytes) in &full {
+        if later(path) {
+            std::fs::remove_file(path).unwrap_or_else(|e| panic!("{e}"));
+            continue;
+        }
+        let lines = bytes.split_inclusive(|byte| *byte == b'\n').count();
+        let head: Vec<u8> = bytes.split_inclusive(|byte| *byte == b'\n').take(lines / 2).flatten().copied().collect();
+        cut_any |= head.len() < bytes.len();
+        std::fs::write(path, head).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(cut_any);
+    let cli = Cli::new();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+    let log = cli.home.path().join("runs").join(format!("{run}.jsonl"));
+    let first = std::fs::read(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+
+    for (path, bytes) in &full {
+        std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("1 of the changed read on from where the last import stopped"), "{stderr}");
+    // Appended to, never rewritten.
+    let second = std::fs::read(&log).unwrap_or_else(|e| panic!("{e}"));
+    assert!(second.len() > first.len() && second.starts_with(&first));
+    assert_eq!(shown(&cli, run), shown(&whole, run));
+    assert_eq!(comparable(&cli.ok(&["usage", "--json", run])), comparable(&whole.ok(&["usage", "--json", run])));
+    // Nothing changed since: nothing is read.
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("0 changed"));
+}
+
+#[test]
+fn a_codex_session_that_grew_is_read_on_and_ends_as_one_imported_whole() {
+    // The grandchild's rollout appears only after the first import.
+    read_on_equals_whole(&["real_model_nested"], &[], "codex-01a2298e-95f7-7860-9d07-bbdef83673ed", |path| {
+        path.to_string_lossy().contains("01a2298e-974e")
+    });
+}
+
+#[test]
+fn a_claude_session_that_grew_is_read_on_and_ends_as_one_imported_whole() {
+    // Its subagents' files appear only after the first import.
+    read_on_equals_whole(&[], &["nested_fg"], "claude-d882d213-4da9-4bcb-bd05-cb557061dd59", |path| {
+        path.to_string_lossy().contains("/subagents/")
+    });
+}
+
+#[test]
+fn a_file_last_read_with_a_torn_line_is_read_again_whole_not_on() {
+    let dir = homes(&["v1_basic"], &[]);
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let rollout = jsonl_files(dir.path()).into_iter().next().unwrap_or_else(|| panic!("no rollout"));
+    let full = std::fs::read(&rollout).unwrap_or_else(|e| panic!("{e}"));
+    let whole = Cli::new();
+    whole.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
+    // Cut in the middle of a line, as while the agent writes it.
+    let cut = full.len() / 2;
+    assert_ne!(full[cut - 1], b'\n');
+    std::fs::write(&rollout, &full[..cut]).unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
+    std::fs::write(&rollout, &full).unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("0 new sessions, 1 changed"), "{stderr}");
+    assert!(!stderr.contains("read on"), "{stderr}");
+    let run = "codex-01a2298c-93ba-7001-9862-9fd03c21f5d4";
+    assert_eq!(shown(&cli, run), shown(&whole, run));
+    assert_eq!(shown(&cli, run)["run"]["counts"]["undecodedLines"], 0);
+}
