@@ -56,15 +56,6 @@ pub fn decode_line_lean(
     keep_raw: bool,
 ) -> DecodedLine {
     decode_with(bytes, truncated_from, keep_raw, |text| {
-        // Without a frame to keep, the skipped members need not be copied
-        // or built at all: a SIMD skim finds the members and only the kept
-        // ones are parsed. Whatever the skim cannot read whole goes through
-        // serde below, which also words the error of a bad line.
-        if !keep_raw {
-            if let Some(value) = skim(text, skip) {
-                return Ok(value);
-            }
-        }
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let value = serde::de::DeserializeSeed::deserialize(
             Lean {
@@ -126,60 +117,9 @@ fn decode_with(
     }
 }
 
-/// [`Lean`] by a SIMD skim (sonic-rs): the members of the line and of its
-/// top-level objects are delimited (and checked) without being built; the
-/// kept ones are parsed by serde. The same value as [`Lean`] builds, or
-/// `None` when the line is not an object the skim reads whole.
-fn skim(text: &str, skip: Skip<'_>) -> Option<Value> {
-    let mut record_type: Option<String> = None;
-    skim_object(text, &mut |key, raw| {
-        if skip(record_type.as_deref(), key, None) {
-            return Some(None);
-        }
-        let value = if raw.starts_with('{') {
-            Value::Object(skim_object(raw, &mut |member, raw| {
-                if skip(record_type.as_deref(), key, Some(member)) {
-                    return Some(None);
-                }
-                serde_json::from_str(raw).ok().map(Some)
-            })?)
-        } else {
-            serde_json::from_str(raw).ok()?
-        };
-        if key == "type" {
-            record_type = value.as_str().map(str::to_owned);
-        }
-        Some(Some(value))
-    })
-    .map(Value::Object)
-}
-
-/// Walks the members of the JSON object `text`, calling `member` with each
-/// key and raw value: `Some(Some(value))` keeps a member, `Some(None)` leaves
-/// it out, `None` gives up. `None` also when `text` is not one object and
-/// nothing else (an empty object is left to serde).
-fn skim_object(
-    text: &str,
-    member: &mut dyn FnMut(&str, &str) -> Option<Option<Value>>,
-) -> Option<serde_json::Map<String, Value>> {
-    let mut map = serde_json::Map::new();
-    let mut end = None;
-    for entry in sonic_rs::to_object_iter(text) {
-        let (key, value) = entry.ok()?;
-        let raw = value.as_raw_str();
-        // Where this value ends in `text`, to check that the object closes
-        // right after the last one (the iterator stops at its last member).
-        end = Some(raw.as_ptr() as usize - text.as_ptr() as usize + raw.len());
-        if let Some(value) = member(&key, raw)? {
-            map.insert(key.to_string(), value);
-        }
-    }
-    let rest = text.get(end?..)?.trim_start();
-    (rest.strip_prefix('}')?.trim().is_empty()).then_some(map)
-}
-
 /// Walks the top-level members of a line that is one JSON object, without
-/// building them (the SIMD skim of [`skim`]), calling `visit` with each key
+/// building them (a SIMD skim by sonic-rs, which passes over long values
+/// faster than serde's scan), calling `visit` with each key
 /// and raw value until it returns false. False when the line is not valid
 /// UTF-8 or the skim cannot read it: a caller deciding whether a line can
 /// be passed over then decodes it instead.
@@ -404,50 +344,6 @@ mod tests {
             decode_line_lean(line, None, &skip_bulk, false),
             DecodedLine::Undecodable { .. }
         ));
-    }
-
-    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
-        use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<bool>().prop_map(serde_json::Value::from),
-            any::<i64>().prop_map(serde_json::Value::from),
-            (-1e6f64..1e6).prop_map(serde_json::Value::from),
-            "[a-z \"\\\\é\n{}]{0,12}".prop_map(serde_json::Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 5, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
-                proptest::collection::vec(("(type|id|big|[a-z]{1,2})", inner), 0..5)
-                    .prop_map(|members| serde_json::Value::Object(members.into_iter().collect())),
-            ]
-        })
-    }
-
-    proptest::proptest! {
-        /// The skim that serves readers keeping no frame builds exactly the
-        /// value serde's lean decode builds, compact or spaced out.
-        #[test]
-        fn the_skim_builds_what_the_lean_decode_builds(
-            members in proptest::collection::vec(("(type|bulk|payload|keep|[a-z]{1,2})", json_value()), 0..6),
-            record_type in proptest::option::of("(meta|other)"),
-            pretty in proptest::bool::ANY,
-        ) {
-            let mut object: serde_json::Map<String, serde_json::Value> = members.into_iter().collect();
-            if let Some(record_type) = record_type {
-                object.insert("type".to_owned(), serde_json::Value::from(record_type));
-            }
-            let value = serde_json::Value::Object(object);
-            let text = if pretty { serde_json::to_string_pretty(&value) } else { serde_json::to_string(&value) }
-                .unwrap_or_default();
-            let (DecodedLine::Json { value: skimmed, .. }, DecodedLine::Json { value: lean, .. }) = (
-                decode_line_lean(text.as_bytes(), None, &skip_bulk, false),
-                decode_line_lean(text.as_bytes(), None, &skip_bulk, true),
-            ) else {
-                return Err(proptest::test_runner::TestCaseError::fail(format!("not decoded: {text}")));
-            };
-            proptest::prop_assert_eq!(skimmed, lean);
-        }
     }
 
     #[test]

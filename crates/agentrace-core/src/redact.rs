@@ -36,12 +36,30 @@ fn is_assignment_value_byte(byte: u8) -> bool {
 }
 
 /// Cheap test: can the bytes hold a secret at all? Every stored line passes
-/// here, so it searches with SIMD (`memchr`) rather than sliding windows.
+/// here, so it jumps between the patterns' starts with SIMD (`memchr`), and
+/// looks at what follows each, so that harmless near-misses (`task-list`,
+/// "bearer of") do not send a whole line to be parsed and walked. It errs
+/// towards yes: the word boundary before a key is not asked for, and a
+/// backslash counts as part of a key or as the space after `Bearer`, so a
+/// secret behind a JSON escape (`\nsk-…`, `Bearer\t…`) is still found.
 fn might_hold_secret(bytes: &[u8]) -> bool {
-    memchr::memmem::find(bytes, b"sk-").is_some()
-        || memchr::memmem::find(bytes, b"API_KEY=").is_some()
-        || memchr::memchr2_iter(b'b', b'B', bytes)
-            .any(|at| bytes.get(at..at + 6).is_some_and(|word| word.eq_ignore_ascii_case(b"bearer")))
+    let mut candidates = Candidates::default();
+    let mut at = 0;
+    while let Some(next) = candidates.next(bytes, at) {
+        let rest = &bytes[next..];
+        let found = if rest.starts_with(b"sk-") {
+            rest[3..].iter().take_while(|b| is_key_byte(**b) || **b == b'\\').count() >= MIN_KEY_BODY
+        } else if rest.starts_with(b"API_KEY=") {
+            rest.get(8).is_some_and(|b| is_assignment_value_byte(*b))
+        } else {
+            rest.get(6).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\\'))
+        };
+        if found {
+            return true;
+        }
+        at = next + 1;
+    }
+    false
 }
 
 /// Redacts secrets in bytes (any encoding; the patterns are ASCII).
@@ -239,4 +257,41 @@ pub fn redact_event(event: &Event) -> Option<Event> {
         return None;
     }
     serde_json::from_value(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{might_hold_secret, redact_value};
+
+    #[test]
+    fn the_quick_test_finds_keys_behind_escapes_and_passes_near_misses() {
+        for raw in [r#"{"t":"sk-abcdefghijklmnopqr"}"#, r#"{"t":"x\nsk-abcdefghijklmnopqr"}"#, r#"{"t":"Bearer\tabcdefghijk"}"#, r#"{"t":"OPENAI_API_KEY=v"}"#] {
+            assert!(might_hold_secret(raw.as_bytes()), "{raw}");
+        }
+        for raw in [r#"{"t":"task-list"}"#, r#"{"t":"the bearer"}"#, r#"{"t":"API_KEY="}"#] {
+            assert!(!might_hold_secret(raw.as_bytes()), "{raw}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The quick test never says no to a line whose parsed strings
+        /// hold something redaction changes, whatever the JSON escapes
+        /// around it.
+        #[test]
+        fn the_quick_test_never_misses_a_secret(
+            before in proptest::collection::vec(proptest::sample::select(vec!["task-", "-", "_", "é", "\"", "\\", "\n", "\t", " ", "x", "sk-"]), 0..5),
+            secret in proptest::sample::select(vec![
+                "sk-abcdefghijklmnopqr", "sk-0123456789_abcdef", "Bearer abcdefghij", "bearer\tabc.def-gh",
+                "OPENAI_API_KEY=v", "X_API_KEY=\"quoted\"", "Bearer  x_y~z+/=1234",
+            ]),
+            after in proptest::collection::vec(proptest::sample::select(vec!["-", "é", "\"", "\n", " ", "x"]), 0..5),
+        ) {
+            let text = format!("{}{secret}{}", before.concat(), after.concat());
+            let mut value = serde_json::json!({"text": text, text.clone(): [text.clone()]});
+            let raw = serde_json::to_string(&value).unwrap_or_default();
+            if redact_value(&mut value) {
+                proptest::prop_assert!(might_hold_secret(raw.as_bytes()), "{raw}");
+            }
+        }
+    }
 }

@@ -116,7 +116,14 @@ impl RunWriter {
     /// spaces: the one change ever made to a raw frame, and the only way to
     /// keep a pretty-printed frame on one line without re-encoding it.
     pub fn append(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
-        let mut lines = Vec::with_capacity(envelopes.len());
+        // Encoded straight into the one buffer written below; `ends` marks
+        // where each line ends in it.
+        let mut batch = Vec::with_capacity(envelopes.len() * 512 + 1);
+        if self.needs_newline {
+            batch.push(b'\n');
+        }
+        let first_line = batch.len();
+        let mut ends = Vec::with_capacity(envelopes.len());
         for (expected, envelope) in (self.next_sequence..).zip(envelopes) {
             if envelope.run_id != self.run_id {
                 return Err(StoreError::WrongRun {
@@ -132,25 +139,19 @@ impl RunWriter {
                     found: envelope.sequence,
                 });
             }
-            let mut line = serde_json::to_vec(envelope).map_err(|source| StoreError::Encode {
+            let start = batch.len();
+            serde_json::to_writer(&mut batch, envelope).map_err(|source| StoreError::Encode {
                 what: format!("envelope {}", envelope.sequence),
                 path: self.log_path.clone(),
                 source,
             })?;
-            keep_on_one_line(&mut line);
-            line.push(b'\n');
-            lines.push(line);
+            keep_on_one_line(&mut batch[start..]);
+            batch.push(b'\n');
+            ends.push(batch.len());
         }
         // One write for the batch: lines go out in order, so a crash can
         // still tear only the last one, and a busy tap pays one system call
         // per chunk instead of one per envelope.
-        let mut batch = Vec::with_capacity(lines.iter().map(Vec::len).sum::<usize>() + 1);
-        if self.needs_newline {
-            batch.push(b'\n');
-        }
-        for line in &lines {
-            batch.extend_from_slice(line);
-        }
         if let Err(source) = self.file.write_all(&batch) {
             self.needs_newline = true;
             // The log may now hold part of a line the fold never saw.
@@ -158,13 +159,15 @@ impl RunWriter {
             return Err(StoreError::io("append to run log", &self.log_path, source));
         }
         self.needs_newline = false;
-        self.next_sequence += lines.len() as u64;
+        self.next_sequence += ends.len() as u64;
         if let Some(fold) = &mut self.fold {
             let mut line_start = fold.offset();
-            for (envelope, line) in envelopes.iter().zip(&lines) {
-                let line_end = line_start + line.len() as u64;
+            let mut previous_end = first_line;
+            for (envelope, end) in envelopes.iter().zip(&ends) {
+                let line_end = line_start + (end - previous_end) as u64;
                 fold.apply(envelope, line_start, line_end);
                 line_start = line_end;
+                previous_end = *end;
             }
             keep_tail(&mut self.tail, &batch);
             if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES {

@@ -114,7 +114,7 @@ impl ImportState {
         fs::create_dir_all(home.root())
             .with_context(|| format!("cannot create {}", home.root().display()))?;
         let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-        fs::write(&temporary, serde_json::to_vec_pretty(self)?)
+        fs::write(&temporary, serde_json::to_vec(self)?)
             .with_context(|| format!("cannot write {}", temporary.display()))?;
         fs::rename(&temporary, &path)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -598,8 +598,14 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
     bar
 }
 
-/// Sessions imported between two saves of the import state.
-const SAVE_EVERY: u32 = 64;
+/// Sessions rebuilt together on every core.
+const BATCH: usize = 64;
+
+/// How often an import's progress is saved (an interrupted import resumes
+/// from the last save). By time, not by count: the state and the usage
+/// index are rewritten whole, and saving them every 64 sessions made a
+/// large import quadratic (80 rewrites, some 600 MB, for a 1 GB corpus).
+const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A session whose run is to be rebuilt, or continued.
 struct Job<'a> {
@@ -656,7 +662,9 @@ struct Importer<'a> {
     state: ImportState,
     tally: Tally,
     bar: indicatif::ProgressBar,
-    since_save: u32,
+    /// When the state was last saved, and whether it changed since.
+    last_save: std::time::Instant,
+    unsaved: bool,
     /// The usage index, loaded when the first run is rebuilt.
     usage: Option<UsageIndex>,
     /// The run logs present when the import started, listed when first asked.
@@ -780,13 +788,26 @@ impl Importer<'_> {
         for (job, (view, _)) in jobs.iter().zip(&results) {
             usage.insert(home, &job.id, view);
         }
-        // Saved before the import state names these runs as imported: a run
-        // the state calls done always has its usage kept (or folds).
-        usage.save(home)?;
         for (job, (_, marks)) in jobs.drain(..).zip(results) {
             let claude = matches!(job.source, JobSource::Claude(_));
             self.imported(claude, job.key, &job.id, job.stamps, marks)?;
         }
+        Ok(())
+    }
+
+    /// Saves the usage index and then the state (a run the state calls done
+    /// always has its usage kept, or folds), when something changed and,
+    /// unless `now`, the last save is old enough.
+    fn save(&mut self, now: bool) -> anyhow::Result<()> {
+        if !self.unsaved || !now && self.last_save.elapsed() < SAVE_INTERVAL {
+            return Ok(());
+        }
+        if let Some(usage) = &self.usage {
+            usage.save(self.home)?;
+        }
+        self.state.save(self.home)?;
+        self.last_save = std::time::Instant::now();
+        self.unsaved = false;
         Ok(())
     }
 
@@ -881,13 +902,8 @@ impl Importer<'_> {
         } else {
             self.state.codex.insert(key.to_owned(), entry);
         }
-        // Saved every so often: an interrupted import resumes near where it stopped.
-        self.since_save += 1;
-        if self.since_save >= SAVE_EVERY {
-            self.state.save(self.home)?;
-            self.since_save = 0;
-        }
-        Ok(())
+        self.unsaved = true;
+        self.save(false)
     }
 }
 
@@ -958,7 +974,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         state,
         tally: Tally::default(),
         bar: progress(args, (codex.len() + claude.len()) as u64),
-        since_save: 0,
+        last_save: std::time::Instant::now(),
+        unsaved: heads_changed,
         usage: None,
         logs: None,
     };
@@ -998,7 +1015,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),
         });
-        if pending.len() >= SAVE_EVERY as usize {
+        if pending.len() >= BATCH {
             importer.run_jobs(&mut pending)?;
         }
     }
@@ -1040,7 +1057,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
             });
-            if pending.len() >= SAVE_EVERY as usize {
+            if pending.len() >= BATCH {
                 importer.run_jobs(&mut pending)?;
             }
         } else {
@@ -1056,10 +1073,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
     }
     importer.run_jobs(&mut pending)?;
-    let tally = &importer.tally;
-    if heads_changed || tally.recorded + tally.updated > 0 || importer.since_save > 0 {
-        importer.state.save(home)?;
-    }
+    // A repeated import that found nothing changed writes nothing.
+    importer.save(true)?;
     importer.bar.finish_and_clear();
     if !args.quiet {
         let tally = &importer.tally;
