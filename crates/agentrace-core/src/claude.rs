@@ -1942,35 +1942,57 @@ impl Attributor for ClaudeAttributor {
 /// For a caller that reads only usage: true for a transcript line that
 /// `transcript` would only turn into a notice (a request shape, an
 /// attachment, a prompt or cost record: most of a transcript's bytes),
-/// found without decoding the line. A hook input, a stream line, a
-/// subagent's metadata document and a sidechain line with no agent id
-/// (1.0.128 links those through the chain of parent uuids, notices
-/// included) are always decoded.
+/// found without decoding the line, and most often without reading it to
+/// its end: members are looked at until the type and the kind of line are
+/// known. A hook input, a stream line, a subagent's metadata document and a
+/// sidechain line with no agent id (1.0.128 links those through the chain
+/// of parent uuids, notices included) are always decoded. The two keys that
+/// can only be ruled out by reading everything are looked for in the bytes
+/// first (a line that merely mentions them is decoded, to be safe).
 fn passes_over(part: &SourcePart, bytes: &[u8]) -> bool {
     let in_agent_file = match part {
         SourcePart::AgentMeta { .. } => return false,
         SourcePart::AgentFile { .. } => true,
         _ => false,
     };
+    if memchr::memmem::find(bytes, b"hook_event_name").is_some() {
+        return false;
+    }
+    let may_chain = !in_agent_file && says_sidechain(bytes);
     let mut kind = None;
-    let (mut session, mut sidechain, mut agent, mut hook) = (false, None, false, false);
+    let (mut session, mut sidechain, mut agent) = (false, None, false);
     let read = visit_members(bytes, &mut |key, raw| {
         match key {
             "type" => kind = raw_string(raw).map(std::borrow::Cow::into_owned),
             "sessionId" => session = true,
             "isSidechain" => sidechain = Some(raw == "true"),
             "agentId" | "agent_id" => agent = true,
-            "hook_event_name" | "input" => hook = true,
             _ => {}
         }
-        true
+        match kind.as_deref().map(|kind| TRANSCRIPT_NOTICES.contains(&kind)) {
+            // Not a notice: decoded, whatever follows.
+            Some(false) => false,
+            // A notice: read on only while it is not yet known to be a
+            // transcript line, or when a sidechain may lack an agent id.
+            Some(true) => may_chain || !(session || sidechain.is_some() || in_agent_file),
+            None => true,
+        }
     });
     let transcript = session || sidechain.is_some() || in_agent_file;
     let chained = sidechain == Some(true) && !agent && !in_agent_file;
     read && transcript
-        && !hook
         && !chained
         && kind.is_some_and(|kind| TRANSCRIPT_NOTICES.contains(&kind.as_str()))
+}
+
+/// True when the bytes hold `"isSidechain"` followed by `true` (as a key:
+/// white space and the colon between), anywhere.
+fn says_sidechain(bytes: &[u8]) -> bool {
+    memchr::memmem::find_iter(bytes, b"\"isSidechain\"").any(|at| {
+        let rest = &bytes[at + 13..];
+        let rest = rest.trim_ascii_start();
+        rest.strip_prefix(b":").is_some_and(|rest| rest.trim_ascii_start().starts_with(b"true"))
+    })
 }
 
 fn warmup_owner(agent: &str) -> Owner {
