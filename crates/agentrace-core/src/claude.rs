@@ -65,7 +65,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::codex::summarize;
-use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine, Skip};
+use crate::decode::{decode_line_lean, raw_string, visit_members, visit_trailing_scalars, DecodedLine, Skip};
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
@@ -1958,31 +1958,68 @@ fn passes_over(part: &SourcePart, bytes: &[u8]) -> bool {
     if memchr::memmem::find(bytes, b"hook_event_name").is_some() {
         return false;
     }
-    let may_chain = !in_agent_file && says_sidechain(bytes);
-    let mut kind = None;
-    let (mut session, mut sidechain, mut agent) = (false, None, false);
+    let mut seen = Seen {
+        in_agent_file,
+        may_chain: !in_agent_file && says_sidechain(bytes),
+        ..Seen::default()
+    };
+    // The small members a record writes after its bulk (an attachment's
+    // type and session come after its body) are read backwards first.
+    visit_trailing_scalars(bytes, &mut |key, raw| {
+        seen.note(key, raw);
+        true
+    });
+    if let Some(answer) = seen.answer() {
+        return answer;
+    }
     let read = visit_members(bytes, &mut |key, raw| {
+        seen.note(key, raw);
+        seen.answer().is_none()
+    });
+    let chained = seen.sidechain == Some(true) && !seen.agent && !in_agent_file;
+    read && seen.transcript() && !chained && seen.notice() == Some(true)
+}
+
+/// What [`passes_over`] has seen of a line's members so far.
+#[derive(Default)]
+struct Seen {
+    in_agent_file: bool,
+    /// The bytes say a sidechain somewhere: every member must be seen.
+    may_chain: bool,
+    kind: Option<String>,
+    session: bool,
+    sidechain: Option<bool>,
+    agent: bool,
+}
+
+impl Seen {
+    fn note(&mut self, key: &str, raw: &str) {
         match key {
-            "type" => kind = raw_string(raw).map(std::borrow::Cow::into_owned),
-            "sessionId" => session = true,
-            "isSidechain" => sidechain = Some(raw == "true"),
-            "agentId" | "agent_id" => agent = true,
+            "type" => self.kind = raw_string(raw).map(std::borrow::Cow::into_owned),
+            "sessionId" => self.session = true,
+            "isSidechain" => self.sidechain = Some(raw == "true"),
+            "agentId" | "agent_id" => self.agent = true,
             _ => {}
         }
-        match kind.as_deref().map(|kind| TRANSCRIPT_NOTICES.contains(&kind)) {
-            // Not a notice: decoded, whatever follows.
-            Some(false) => false,
-            // A notice: read on only while it is not yet known to be a
-            // transcript line, or when a sidechain may lack an agent id.
-            Some(true) => may_chain || !(session || sidechain.is_some() || in_agent_file),
-            None => true,
+    }
+
+    fn notice(&self) -> Option<bool> {
+        self.kind.as_deref().map(|kind| TRANSCRIPT_NOTICES.contains(&kind))
+    }
+
+    fn transcript(&self) -> bool {
+        self.session || self.sidechain.is_some() || self.in_agent_file
+    }
+
+    /// The answer, once what was seen settles it: not a notice (decoded,
+    /// whatever follows), or a notice of a transcript that cannot be a
+    /// sidechain without agent id.
+    fn answer(&self) -> Option<bool> {
+        match self.notice()? {
+            false => Some(false),
+            true => (!self.may_chain && self.transcript()).then_some(true),
         }
-    });
-    let transcript = session || sidechain.is_some() || in_agent_file;
-    let chained = sidechain == Some(true) && !agent && !in_agent_file;
-    read && transcript
-        && !chained
-        && kind.is_some_and(|kind| TRANSCRIPT_NOTICES.contains(&kind.as_str()))
+    }
 }
 
 /// True when the bytes hold `"isSidechain"` followed by `true` (as a key:

@@ -150,6 +150,95 @@ pub fn raw_string(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
+/// Walks the last members of a line that is one JSON object backwards, from
+/// its closing brace, as long as their values are strings, numbers,
+/// booleans or null, calling `visit` with each key and raw value (the last
+/// member first) until it returns false. It stops at the first member whose
+/// value is an object or an array: reading those backwards is not done. So
+/// the small members a record writes after its bulk (a transcript line's
+/// `type` and `sessionId` after an attachment's body) are read without
+/// touching the bulk. False when the tail is not shaped like the end of a
+/// JSON object (nothing is then known; decode the line instead). The line
+/// is not checked as a whole: a caller relies on it only for a line whose
+/// decoding could teach nothing else.
+pub fn visit_trailing_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
+    let text = trim_line_end(bytes).trim_ascii();
+    let Some(mut end) = text.len().checked_sub(1).filter(|&last| text[last] == b'}') else {
+        return false;
+    };
+    // `end` is the position of the `}` or `,` before which a member ends.
+    loop {
+        let Some(value_end) = before_space(text, end) else { return false };
+        if value_end == 0 && text[0] == b'{' {
+            return true;
+        }
+        let value_start = match text[value_end] {
+            b'"' => match string_start(text, value_end) {
+                Some(start) => start,
+                None => return false,
+            },
+            b'}' | b']' => return true,
+            byte if is_literal_byte(byte) => {
+                let mut start = value_end;
+                while start > 0 && is_literal_byte(text[start - 1]) {
+                    start -= 1;
+                }
+                start
+            }
+            _ => return false,
+        };
+        let Some(colon) = before_space(text, value_start).filter(|&at| text[at] == b':') else { return false };
+        let Some(key_end) = before_space(text, colon).filter(|&at| text[at] == b'"') else { return false };
+        let Some(key_start) = string_start(text, key_end) else { return false };
+        let Some(before) = before_space(text, key_start) else { return false };
+        let (Ok(key), Ok(value)) = (
+            std::str::from_utf8(&text[key_start..=key_end]),
+            std::str::from_utf8(&text[value_start..=value_end]),
+        ) else {
+            return false;
+        };
+        let Some(key) = raw_string(key) else { return false };
+        if text[value_end] != b'"' && serde_json::from_str::<serde::de::IgnoredAny>(value).is_err() {
+            return false;
+        }
+        match text[before] {
+            b',' | b'{' => {}
+            _ => return false,
+        }
+        if !visit(&key, value) {
+            return true;
+        }
+        if text[before] == b'{' {
+            return before == 0;
+        }
+        end = before;
+    }
+}
+
+/// The last non-white position before `at`.
+fn before_space(text: &[u8], at: usize) -> Option<usize> {
+    text[..at].iter().rposition(|byte| !byte.is_ascii_whitespace())
+}
+
+/// Where the JSON string ending with the quote at `end` starts (its opening
+/// quote): the nearest quote before it not escaped by an odd number of
+/// backslashes.
+fn string_start(text: &[u8], end: usize) -> Option<usize> {
+    let mut at = end;
+    loop {
+        at = memchr::memrchr(b'"', &text[..at])?;
+        let backslashes = text[..at].iter().rev().take_while(|byte| **byte == b'\\').count();
+        if backslashes % 2 == 0 {
+            return Some(at);
+        }
+    }
+}
+
+/// A byte of a number, `true`, `false` or `null`.
+fn is_literal_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'+' | b'-')
+}
+
 /// Where [`Lean`] is in a line.
 #[derive(Clone, Copy)]
 enum Level<'a> {
@@ -297,8 +386,60 @@ fn empty_string_raw() -> Box<RawValue> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_line, decode_line_lean, DecodedLine};
+    use super::{decode_line, decode_line_lean, visit_trailing_scalars, DecodedLine};
     use serde_json::json;
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            (-1e6f64..1e6).prop_map(serde_json::Value::from),
+            "[a-z \"\\\\:,{}\\[\\]é\n]{0,10}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                proptest::collection::vec(("[a-z\"\\\\]{1,3}", inner), 0..4)
+                    .prop_map(|members| serde_json::Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Read backwards, the trailing members with scalar values are
+        /// exactly the last members of the object as serde reads it.
+        #[test]
+        fn trailing_scalars_are_the_objects_last_scalar_members(
+            members in proptest::collection::vec(("[a-z\"\\\\]{1,4}", json_value()), 0..6),
+            pretty in proptest::bool::ANY,
+        ) {
+            let object: serde_json::Map<String, serde_json::Value> = members.into_iter().collect();
+            let text = if pretty { serde_json::to_string_pretty(&object) } else { serde_json::to_string(&object) }
+                .unwrap_or_default();
+            let expected: Vec<(String, serde_json::Value)> = object
+                .iter()
+                .rev()
+                .take_while(|(_, value)| !value.is_object() && !value.is_array())
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect();
+            let mut seen = Vec::new();
+            let read = visit_trailing_scalars(text.as_bytes(), &mut |key, raw| {
+                seen.push((key.to_owned(), serde_json::from_str(raw).unwrap_or(serde_json::Value::Null)));
+                true
+            });
+            proptest::prop_assert!(read, "{}", text);
+            proptest::prop_assert_eq!(seen, expected, "{}", text);
+        }
+    }
+
+    #[test]
+    fn trailing_scalars_of_a_line_not_shaped_like_an_object_are_not_read() {
+        for line in [&b"[1,2]"[..], b"{\"a\":1", b"{\"a\" 1}", b"x\"a\":1}", b"{\"a\":\"b}"] {
+            assert!(!visit_trailing_scalars(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
+        }
+    }
 
     fn skip_bulk(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
         match member {

@@ -24,7 +24,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::claude_ingest::{claude_config_dir, find_sessions, Recording};
+use crate::claude_ingest::{claude_config_dir, list_sessions, Recording};
 use crate::ingest::now;
 use crate::usage::UsageIndex;
 
@@ -917,19 +917,19 @@ fn claude_sessions(
         BTreeMap<String, FileStamp>,
     )>,
 > {
-    let sessions = match dir {
+    let found = match dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
-            find_sessions(dir)?
+            list_sessions(dir)?
         }
         _ => Vec::new(),
     };
-    sessions
-        .into_iter()
-        .map(|session| {
-            let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
-            Ok((session, stamps))
-        })
-        .collect()
+    // Each session's folder walk and its files' stats, on every core: a
+    // repeated import is mostly these system calls.
+    crate::parallel::map(&found, |found| {
+        let session = found.files()?;
+        let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()))?;
+        Ok((session, stamps))
+    })
 }
 
 fn stamps<'p>(
