@@ -418,15 +418,16 @@ mod tests {
             let object: serde_json::Map<String, serde_json::Value> = members.into_iter().collect();
             let text = if pretty { serde_json::to_string_pretty(&object) } else { serde_json::to_string(&object) }
                 .unwrap_or_default();
-            let expected: Vec<(String, serde_json::Value)> = object
+            // Raw texts are compared: a float need not survive a round trip.
+            let expected: Vec<(String, String)> = object
                 .iter()
                 .rev()
                 .take_while(|(_, value)| !value.is_object() && !value.is_array())
-                .map(|(key, value)| (key.clone(), value.clone()))
+                .map(|(key, value)| (key.clone(), serde_json::to_string(value).unwrap_or_default()))
                 .collect();
             let mut seen = Vec::new();
             let read = visit_trailing_scalars(text.as_bytes(), &mut |key, raw| {
-                seen.push((key.to_owned(), serde_json::from_str(raw).unwrap_or(serde_json::Value::Null)));
+                seen.push((key.to_owned(), raw.to_owned()));
                 true
             });
             proptest::prop_assert!(read, "{}", text);
