@@ -124,8 +124,16 @@ fn decode_with(
 /// UTF-8 or the skim cannot read it: a caller deciding whether a line can
 /// be passed over then decodes it instead.
 pub fn visit_members(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
-    let Ok(text) = std::str::from_utf8(trim_line_end(bytes)) else {
-        return false;
+    let bytes = trim_line_end(bytes);
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        // Cut inside a character (a caller looking at a line's first bytes
+        // only): what comes before it is read.
+        Err(error) if error.error_len().is_none() => match std::str::from_utf8(&bytes[..error.valid_up_to()]) {
+            Ok(text) => text,
+            Err(_) => return false,
+        },
+        Err(_) => return false,
     };
     for entry in sonic_rs::to_object_iter(text.trim()) {
         let Ok((key, value)) = entry else {

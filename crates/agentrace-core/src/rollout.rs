@@ -635,6 +635,54 @@ impl Attributor for RolloutAttributor {
     }
 }
 
+/// A rollout line without the payload members `handle` never reads, as
+/// compact JSON with the members in their order (a `session_meta` without
+/// its base instructions: most of its bytes). Decoded, it is the value the
+/// line itself decodes to, so a caller that has already read a rollout's
+/// first line (to group the rollouts into sessions) can feed this in its
+/// place instead of reading and scanning that line again. `None` when the
+/// line is not a JSON object the skim reads whole.
+pub fn lean_line(line: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(1024);
+    let mut record_type: Option<String> = None;
+    let mut whole = true;
+    let read = visit_members(line, &mut |key, raw| {
+        out.push(if out.is_empty() { '{' } else { ',' });
+        out.push_str(&serde_json::to_string(key).unwrap_or_default());
+        out.push(':');
+        if key == "payload" && raw.starts_with('{') {
+            let mut payload = String::from("{");
+            whole &= visit_members(raw.as_bytes(), &mut |member, raw| {
+                if !unread(record_type.as_deref(), key, Some(member)) {
+                    if payload.len() > 1 {
+                        payload.push(',');
+                    }
+                    payload.push_str(&serde_json::to_string(member).unwrap_or_default());
+                    payload.push(':');
+                    payload.push_str(raw);
+                }
+                true
+            });
+            payload.push('}');
+            out.push_str(&payload);
+        } else {
+            out.push_str(raw);
+        }
+        if key == "type" {
+            record_type = raw_string(raw).map(|text| text.into_owned());
+        }
+        true
+    });
+    if !read || !whole {
+        return None;
+    }
+    out.push_str(if out.is_empty() { "{}" } else { "}" });
+    Some(out)
+}
+
+/// How much of a line [`passes_over`] looks at.
+const PASS_OVER_PREFIX: usize = 4096;
+
 /// For a caller that reads only usage: true for a line whose record type
 /// never names a thread, starts or ends a replayed prefix or a turn,
 /// selects a model or counts tokens (messages, tool calls, world state,
@@ -643,8 +691,12 @@ impl Attributor for RolloutAttributor {
 /// line (its `type` comes second, after `timestamp`; an event's own type
 /// first in its payload).
 fn passes_over(bytes: &[u8]) -> bool {
+    // The answer is in a line's first members: its first bytes are looked
+    // at (a line cut there is read as far as it goes, and decoded when that
+    // does not settle it).
+    let head = &bytes[..bytes.len().min(PASS_OVER_PREFIX)];
     let (mut record_type, mut payload_type) = (None, None);
-    let read = visit_members(bytes, &mut |key, raw| match key {
+    let read = visit_members(head, &mut |key, raw| match key {
         "type" => {
             record_type = raw_string(raw).map(|text| text.into_owned());
             record_type.as_deref() == Some("event_msg")

@@ -5,7 +5,6 @@
 //! did not change (size and modification time) is not read again; a changed
 //! one is read again whole, and a file that shrank is said so.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _, Seek as _, SeekFrom};
@@ -150,6 +149,7 @@ fn codex_sessions_known(codex_home: &Path, known: &BTreeMap<String, KnownHead>) 
                 parent: head.parent.clone(),
                 depth: head.depth,
                 started: head.started,
+                lean_head: None,
             }),
             _ => rollout_head(&path),
         };
@@ -264,6 +264,10 @@ pub struct RolloutHead {
     pub depth: u64,
     /// When the session started.
     pub started: Option<Timestamp>,
+    /// The first line without what no reader looks at, and the first
+    /// line's length (newline included), when this listing read it: a
+    /// reader of usage feeds this instead of reading the line again.
+    pub lean_head: Option<(String, u64)>,
 }
 
 /// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
@@ -297,9 +301,9 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Reads a rollout's first line (its `session_meta`): only the members that
-/// name its session are parsed; the rest (the base instructions, often tens
-/// of KB) is skimmed over, never built.
+/// Reads a rollout's first line (its `session_meta`): it is skimmed into
+/// its lean form (without the base instructions, often tens of KB, never
+/// built), which alone is parsed.
 pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
     let file = fs::File::open(path).ok()?;
     let mut line = Vec::new();
@@ -307,49 +311,29 @@ pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
     BufReader::with_capacity(32 * 1024, file.take(16 * 1024 * 1024))
         .read_until(b'\n', &mut line)
         .ok()?;
-    let (mut kind, mut started, mut payload) = (None, None, None);
-    decode::visit_members(&line, &mut |key, raw| {
-        match key {
-            "type" => kind = decode::raw_string(raw).map(Cow::into_owned),
-            "timestamp" => {
-                started = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text))
-            }
-            "payload" => payload = Some(raw.to_owned()),
-            _ => {}
-        }
-        true
-    });
-    if kind.as_deref() != Some("session_meta") {
+    let lean = agentrace_core::rollout::lean_line(&line)?;
+    let head: Value = serde_json::from_str(&lean).ok()?;
+    if head.get("type").and_then(Value::as_str) != Some("session_meta") {
         return None;
     }
-    let (mut thread, mut parent, mut source) = (None, None, None);
-    decode::visit_members(payload?.as_bytes(), &mut |key, raw| {
-        match key {
-            "id" => thread = decode::raw_string(raw).map(Cow::into_owned),
-            "parent_thread_id" => parent = decode::raw_string(raw).map(Cow::into_owned),
-            "source" => source = serde_json::from_str::<Value>(raw).ok(),
-            _ => {}
-        }
-        true
-    });
-    let spawn = source.as_ref().and_then(|source| {
+    let payload = head.get("payload")?;
+    let spawn = payload.get("source").and_then(|source| {
         source
             .pointer("/subagent/thread_spawn")
             .or_else(|| source.pointer("/subAgent/thread_spawn"))
     });
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
     Some(RolloutHead {
         path: path.to_path_buf(),
-        thread: thread?,
-        parent: spawn
-            .and_then(|spawn| spawn.get("parent_thread_id"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or(parent),
+        thread: text(payload.get("id"))?,
+        parent: text(spawn.and_then(|spawn| spawn.get("parent_thread_id"))).or_else(|| text(payload.get("parent_thread_id"))),
         depth: spawn
             .and_then(|spawn| spawn.get("depth"))
             .and_then(Value::as_u64)
             .unwrap_or(0),
-        started,
+        started: head.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse),
+        // Only a line read to its newline can be stood in for.
+        lean_head: line.ends_with(b"\n").then_some((lean, line.len() as u64)),
     })
 }
 
@@ -486,6 +470,36 @@ pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<
         })
         .collect();
     feed_rollouts_from(recorder, &plan, sink)
+}
+
+/// [`feed_rollouts`] for a recorder that reads only usage: a file whose
+/// lean first line the listing kept gets that line instead of its own, and
+/// is read on from after it.
+pub fn feed_rollouts_for_usage(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<()> {
+    for (number, head) in files.iter().enumerate() {
+        let number = u32::try_from(number).unwrap_or(u32::MAX);
+        let mut clock = head.started.unwrap_or_else(now);
+        let part = SourcePart::File { number };
+        let mut from = ReadMark { number, ..ReadMark::default() };
+        if let Some((lean, length)) = &head.lean_head {
+            let line = InputLine {
+                bytes: lean.as_bytes(),
+                line_number: 1,
+                observed_at: clock,
+                direction: None,
+                truncated_from: None,
+            };
+            let produced = recorder.push_part(&part, &line);
+            if let Some(last) = produced.last() {
+                clock = last.timestamp;
+            }
+            sink(produced)?;
+            from = ReadMark { offset: *length, lines: 1, ..from };
+        }
+        feed_file(recorder, &part, &head.path, from, &mut clock, sink)?;
+    }
+    let last = recorder.finish();
+    sink(last)
 }
 
 /// [`feed_rollouts`] of the given files, each from its mark on.

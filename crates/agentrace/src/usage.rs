@@ -23,7 +23,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
-use crate::import::{codex_sessions, feed_claude, feed_rollouts, RolloutHead};
+use crate::import::{codex_sessions, feed_claude, feed_rollouts_for_usage, RolloutHead};
 use crate::ingest::now;
 use crate::output::Out;
 
@@ -468,7 +468,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                 let mut recorder =
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
                 let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
-                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
+                feed_rollouts_for_usage(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
             FoundSession::Claude(found) => {

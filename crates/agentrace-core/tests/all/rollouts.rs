@@ -40,6 +40,11 @@ fn rollout_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn record_rollouts(name: &str) -> (Recorder, Vec<Envelope>) {
+    record_rollouts_as(name, &|line| line.to_vec())
+}
+
+/// [`record_rollouts`] with every line first passed through `line_as`.
+fn record_rollouts_as(name: &str, line_as: &dyn Fn(&[u8]) -> Vec<u8>) -> (Recorder, Vec<Envelope>) {
     let mut recorder = Recorder::new(RunId::from("run-test"), Format::CodexRollout);
     let mut envelopes = recorder.start(Timestamp::from_millis(0));
     for (number, path) in rollout_files(&capture(name).join("rollouts")).iter().enumerate() {
@@ -48,10 +53,11 @@ fn record_rollouts(name: &str) -> (Recorder, Vec<Envelope>) {
             if line.is_empty() {
                 continue;
             }
+            let line = line_as(line);
             envelopes.extend(recorder.push_part(
                 &SourcePart::File { number: number as u32 },
                 &InputLine {
-                    bytes: line,
+                    bytes: &line,
                     line_number: index as u64 + 1,
                     observed_at: Timestamp::from_millis(0),
                     direction: None,
@@ -159,4 +165,32 @@ fn a_forked_childs_copied_prefix_is_replayed_not_its_own() {
     assert_eq!(replayed, 14);
     let warnings: Vec<&str> = recorder.state().warnings().iter().map(|w| w.code.as_str()).collect();
     assert_eq!(warnings, vec!["replayed_history"]);
+}
+
+#[test]
+fn a_rollout_line_without_what_is_never_read_gives_the_same_events_and_run() {
+    for name in ["real_model_nested", "v1_basic", "v1_parallel", "v1_roles", "v2_basic", "v2_interrupt_agent"] {
+        let (full_recorder, full) = record_rollouts(name);
+        let (lean_recorder, lean) = record_rollouts_as(name, &|line| {
+            agentrace_core::rollout::lean_line(line).map(String::into_bytes).unwrap_or_else(|| line.to_vec())
+        });
+        let events = |envelopes: &[Envelope]| -> Vec<(Option<String>, String)> {
+            envelopes
+                .iter()
+                .map(|e| (e.actor.thread_id.as_ref().map(ToString::to_string), serde_json::to_string(&e.event).unwrap_or_default()))
+                .collect()
+        };
+        assert_eq!(events(&lean), events(&full), "{name}");
+        assert_eq!(
+            serde_json::to_value(lean_recorder.state().view()).unwrap_or_default(),
+            serde_json::to_value(full_recorder.state().view()).unwrap_or_default(),
+            "{name}"
+        );
+        // The lean first line is a fraction of the line.
+        let first = rollout_files(&capture(name).join("rollouts")).into_iter().next().unwrap_or_default();
+        let text = std::fs::read(first).unwrap_or_default();
+        let line = text.split(|byte| *byte == b'\n').next().unwrap_or_default();
+        let lean = agentrace_core::rollout::lean_line(line).unwrap_or_default();
+        assert!(lean.len() * 4 < line.len(), "{name}: {} of {}", lean.len(), line.len());
+    }
 }
