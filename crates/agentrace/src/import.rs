@@ -132,18 +132,25 @@ struct Rollouts {
     stamps: HashMap<PathBuf, FileStamp>,
 }
 
-/// The rollouts of `codex_home`, reading a rollout's head only when its
-/// stamp differs from the one in `known`.
-fn codex_sessions_known(codex_home: &Path, known: &BTreeMap<String, KnownHead>) -> Rollouts {
-    let mut heads = Vec::new();
-    let mut kept = BTreeMap::new();
-    let mut stamps = HashMap::new();
-    for path in rollout_files(codex_home) {
-        // A rollout that vanished since the listing is no longer there.
-        let Ok(stamp) = stamp(&path) else { continue };
-        let key = path.to_string_lossy().into_owned();
-        let head = match known.get(&key) {
-            Some(head) if head.stamp == stamp => Some(RolloutHead {
+/// Every rollout of `codex_home` with its stamp (one that vanished since
+/// the listing is left out).
+fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
+    rollout_files(codex_home)
+        .into_iter()
+        .filter_map(|path| stamp(&path).ok().map(|stamp| (path, stamp)))
+        .collect()
+}
+
+/// The rollouts listed, grouped, reading a rollout's head only when its
+/// stamp differs from the one in `known` (those on every core).
+fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<String, KnownHead>) -> Rollouts {
+    let keyed: Vec<(String, PathBuf, FileStamp)> = files
+        .into_iter()
+        .map(|(path, stamp)| (path.to_string_lossy().into_owned(), path, stamp))
+        .collect();
+    let read = crate::parallel::map(&keyed, |(key, path, stamp)| {
+        Ok(match known.get(key) {
+            Some(head) if &head.stamp == stamp => Some(RolloutHead {
                 path: path.clone(),
                 thread: head.thread.clone(),
                 parent: head.parent.clone(),
@@ -151,8 +158,14 @@ fn codex_sessions_known(codex_home: &Path, known: &BTreeMap<String, KnownHead>) 
                 started: head.started,
                 lean_head: None,
             }),
-            _ => rollout_head(&path),
-        };
+            _ => rollout_head(path),
+        })
+    })
+    .unwrap_or_default();
+    let mut heads = Vec::new();
+    let mut kept = BTreeMap::new();
+    let mut stamps = HashMap::new();
+    for ((key, path, stamp), head) in keyed.into_iter().zip(read) {
         if let Some(head) = head {
             kept.insert(
                 key,
@@ -957,21 +970,20 @@ fn stamps<'p>(
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
-    let mut state = ImportState::load(home);
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
-    // Finding what is on disk is thousands of small system calls: the Codex
-    // home and the Claude dir are walked side by side.
-    let known_heads = &state.heads;
-    let (rollouts, claude) = std::thread::scope(|scope| {
-        let codex = scope.spawn(|| match codex_home(args) {
-            Some(dir) => codex_sessions_known(&dir, known_heads),
-            None => Rollouts::default(),
-        });
+    // Finding what is on disk is thousands of small system calls: the last
+    // import's state is read and the Codex home listed while the Claude dir
+    // is walked; only then are the rollouts not known from the state read.
+    let (mut state, rollouts, claude) = std::thread::scope(|scope| {
+        let state = scope.spawn(|| ImportState::load(home));
+        let rollouts = scope.spawn(|| codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default());
         let claude = claude_sessions(claude_dir.as_deref());
-        let rollouts = codex
+        let state = state.join().unwrap_or_default();
+        let rollouts = rollouts
             .join()
+            .map(|files| codex_sessions_known(files, &state.heads))
             .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"));
-        (rollouts, claude)
+        (state, rollouts, claude)
     });
     let (rollouts, claude) = (rollouts?, claude?);
     let Rollouts {
@@ -1034,12 +1046,14 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
     }
     for (session, stamps) in claude.iter() {
-        let stamps = stamps.clone();
-        let previous = importer.state.claude.get(&session.session_id).cloned();
+        let previous = importer.state.claude.get(&session.session_id);
+        let change = compare(previous, stamps);
+        let previous_run = previous.map(|previous| RunId::from(previous.run_id.clone()));
+        let known = previous_run.is_some();
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
-        let id = match &previous {
-            Some(previous) => RunId::from(previous.run_id.clone()),
+        let id = match previous_run {
+            Some(id) => id,
             None => {
                 if live_claude.is_none() {
                     live_claude = Some(
@@ -1059,11 +1073,11 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                     .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id)))
             }
         };
-        let change = compare(previous.as_ref(), &stamps);
         if !importer.wanted(&change, &id) {
             continue;
         }
-        if previous.is_some() || id.as_str().starts_with("claude-") {
+        let stamps = stamps.clone();
+        if known || id.as_str().starts_with("claude-") {
             pending.push(Job {
                 key: &session.session_id,
                 id,
