@@ -109,16 +109,26 @@ impl ImportState {
     }
 
     fn save(&self, home: &Home) -> anyhow::Result<()> {
-        let path = Self::path(home);
         fs::create_dir_all(home.root())
             .with_context(|| format!("cannot create {}", home.root().display()))?;
-        let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-        fs::write(&temporary, serde_json::to_vec(self)?)
-            .with_context(|| format!("cannot write {}", temporary.display()))?;
-        fs::rename(&temporary, &path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        replace_json(&Self::path(home), self)
     }
+}
+
+/// Writes `value` as JSON to a temporary file beside `path` and renames it
+/// over `path` (readers see the old file or the new one). Streamed: the
+/// import state and usage index grow with the sessions, and encoding them
+/// whole first doubled the memory they take.
+pub fn replace_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
+    let file = fs::File::create(&temporary).with_context(|| format!("cannot write {}", temporary.display()))?;
+    let mut writer = std::io::BufWriter::with_capacity(256 * 1024, file);
+    serde_json::to_writer(&mut writer, value)?;
+    writer.flush().with_context(|| format!("cannot write {}", temporary.display()))?;
+    drop(writer);
+    fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 /// A Codex home's rollouts as one import sees them.
@@ -158,7 +168,8 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
                 started: head.started,
                 lean_head: None,
             }),
-            _ => rollout_head(path),
+            // An import records every line: the lean first line is not kept.
+            _ => rollout_head(path).map(|head| RolloutHead { lean_head: None, ..head }),
         })
     })
     .unwrap_or_default();

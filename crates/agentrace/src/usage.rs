@@ -353,12 +353,7 @@ impl UsageIndex {
 
     /// Replaces the saved index atomically.
     pub fn save(&self, home: &Home) -> anyhow::Result<()> {
-        let path = Self::path(home);
-        let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-        std::fs::write(&temporary, serde_json::to_vec(self)?)
-            .with_context(|| format!("cannot write {}", temporary.display()))?;
-        std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        crate::import::replace_json(&Self::path(home), self)
     }
 
     /// The kept usage of run `id` when it still matches its log.
