@@ -64,11 +64,25 @@ struct FileStamp {
 #[serde(rename_all = "camelCase")]
 struct Imported {
     run_id: String,
-    files: BTreeMap<String, FileStamp>,
-    /// Where the reading of each file stopped (none for a run recorded
-    /// live, or by an older import: its session is read again whole).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    read: BTreeMap<String, ReadMark>,
+    files: BTreeMap<String, FileRecord>,
+}
+
+/// One file of an imported session: its stamp then, and where its reading
+/// stopped (none for a run recorded live, or by an older import: its
+/// session is then read again whole when it changes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileRecord {
+    size: u64,
+    modified_ns: u128,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    read: Option<ReadMark>,
+}
+
+impl FileRecord {
+    fn is(&self, stamp: &FileStamp) -> bool {
+        self.size == stamp.size && self.modified_ns == stamp.modified_ns
+    }
 }
 
 /// The head of a rollout as last read, with the stamp it was read at.
@@ -248,7 +262,8 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     let Some(previous) = previous else {
         return Change::New;
     };
-    if &previous.files == now {
+    let same = |path: &String, stamp: &FileStamp| previous.files.get(path).is_some_and(|old| old.is(stamp));
+    if previous.files.len() == now.len() && now.iter().all(|(path, stamp)| same(path, stamp)) {
         return Change::Same;
     }
     let shrank: Vec<String> = now
@@ -260,15 +275,15 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     // and was read to its end, on a line's end, and has only grown since.
     let grew = shrank.is_empty()
         && previous.files.iter().all(|(path, old)| {
-            let (Some(stamp), Some(mark)) = (now.get(path), previous.read.get(path)) else {
+            let (Some(stamp), Some(mark)) = (now.get(path), old.read) else {
                 return false;
             };
-            stamp == old || (stamp.size > old.size && mark.offset == old.size && !mark.torn)
+            old.is(stamp) || (stamp.size > old.size && mark.offset == old.size && !mark.torn)
         });
     if grew {
         Change::Grew(ReadOn {
-            marks: previous.read.clone(),
-            unchanged: previous.files.iter().filter(|(path, old)| now.get(*path) == Some(*old)).map(|(path, _)| path.clone()).collect(),
+            marks: previous.files.iter().filter_map(|(path, old)| Some((path.clone(), old.read?))).collect(),
+            unchanged: previous.files.iter().filter(|(path, old)| now.get(*path).is_some_and(|stamp| old.is(stamp))).map(|(path, _)| path.clone()).collect(),
         })
     } else {
         Change::Changed { shrank }
@@ -932,8 +947,13 @@ impl Importer<'_> {
         }
         let entry = Imported {
             run_id: id.to_string(),
-            files,
-            read,
+            files: files
+                .into_iter()
+                .map(|(path, stamp)| {
+                    let read = read.get(&path).copied();
+                    (path, FileRecord { size: stamp.size, modified_ns: stamp.modified_ns, read })
+                })
+                .collect(),
         };
         if claude {
             self.state.claude.insert(key.to_owned(), entry);
