@@ -187,6 +187,8 @@ pub struct ClaudeAttributor {
     commands: HashMap<String, Option<ThreadId>>,
     helpers: HashMap<ThreadId, HelperTrack>,
     books: HashMap<ThreadId, UsageBook>,
+    /// The model of each agent's last reply.
+    models: HashMap<ThreadId, String>,
     /// Line uuids already recorded (stdout and transcripts share them).
     seen_uuids: HashSet<String>,
     /// Tool_use ids whose call / result is already recorded.
@@ -531,6 +533,25 @@ impl ClaudeAttributor {
                 parent_thread_id: parent,
                 result: result.map(|text| summarize(&text)),
                 status,
+            },
+        ));
+    }
+
+    /// The model an agent's replies come from, said once per change (what
+    /// prices its tokens); a harness-made reply (`<synthetic>`) names none.
+    fn note_model(&mut self, thread: &ThreadId, message: &ApiMessage, turn: Option<TurnId>, derived: &mut Derived) {
+        let Some(model) = message.model.as_deref().filter(|model| !model.is_empty() && *model != "<synthetic>") else {
+            return;
+        };
+        if self.models.get(thread).is_some_and(|known| known == model) {
+            return;
+        }
+        self.models.insert(thread.clone(), model.to_owned());
+        derived.push((
+            Who::Thread(thread.clone()),
+            Event::ModelSelected {
+                model: model.to_owned(),
+                turn_id: turn,
             },
         ));
     }
@@ -1020,6 +1041,7 @@ impl ClaudeAttributor {
         }
         if let Some(thread) = &thread {
             if role == "assistant" {
+                self.note_model(thread, &message, turn.clone(), derived);
                 self.record_usage(thread, &message, record.request_id.as_deref(), derived);
             }
         }

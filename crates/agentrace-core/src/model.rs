@@ -712,7 +712,8 @@ pub enum Event {
         /// The record's type (`response_item/message`, `event_msg/task_started`, …).
         record_type: String,
     },
-    /// The model a turn runs (Codex `turn_context`).
+    /// The model a turn runs (Codex `turn_context`; Claude: the model of an
+    /// agent's replies, said when it changes).
     ModelSelected {
         /// Model slug.
         model: String,

@@ -459,3 +459,32 @@ fn a_file_last_read_with_a_torn_line_is_read_again_whole_not_on() {
     assert_eq!(shown(&cli, run), shown(&whole, run));
     assert_eq!(shown(&cli, run)["run"]["counts"]["undecodedLines"], 0);
 }
+
+#[test]
+fn claude_tokens_are_priced_by_the_model_of_each_agents_replies() {
+    // 1.0.128 replies come from claude-sonnet-4-…, priced by the built-in
+    // table; no Claude agent is left without a model.
+    let dir = homes(&[], &["v1.0.128_single", "v2.1.197_parallel"]);
+    let cli = Cli::new();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let by_model: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--by", "model", "--claude-dir", &claude]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let models = by_model["models"].as_object().unwrap_or_else(|| panic!("{by_model}"));
+    assert!(!models.contains_key("unknown"), "{by_model}");
+    let sonnet = &models["claude-sonnet-4-20250514"];
+    let expected = (sonnet["inputTokens"].as_f64().unwrap_or_default() * 3.0
+        + sonnet["cachedInputTokens"].as_f64().unwrap_or_default() * 0.3
+        + sonnet["cacheCreationTokens"].as_f64().unwrap_or_default() * 3.75
+        + sonnet["outputTokens"].as_f64().unwrap_or_default() * 15.0)
+        / 1e6;
+    let cost = sonnet["cost"].as_f64().unwrap_or_default();
+    assert!(cost > 0.0 && (cost - expected).abs() < 1e-9, "{cost} != {expected}");
+    let straight = usage(&cli, &["--claude-dir", &claude]);
+    for session in &straight.sessions {
+        for agent in &session.agents {
+            if agent.own.total_tokens > 0 {
+                assert!(agent.model.is_some(), "{} has tokens but no model", agent.thread_id);
+            }
+        }
+    }
+}
