@@ -534,19 +534,19 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                     totals: &totals,
                 })?;
             } else {
-                table(out, "SESSION", sessions.iter().map(|s| (format!("{} {}", s.provider, s.session_id), s.counters)), &totals)?;
-                for session in &sessions {
-                    for agent in &session.agents {
-                        let indent = if agent.parent_thread_id.is_some() { "  └ " } else { "  " };
-                        out.line(format!(
-                            "{indent}{:<40} own {:>10}  subtree {:>10} tokens  ${:.4}",
-                            crate::render::one_line(&agent.label, 40),
-                            agent.own.total_tokens,
-                            agent.subtree.total_tokens,
-                            agent.subtree.cost
-                        ))?;
-                    }
-                }
+                // Each session, then its agents under it (indented by
+                // depth) with their own counters and, for a spawner, the
+                // total of its subtree.
+                let rows = sessions.iter().flat_map(|session| {
+                    let depth = depths(&session.agents);
+                    let head = (format!("{} {}", session.provider, session.session_id), session.counters, None);
+                    std::iter::once(head).chain(session.agents.iter().map(move |agent| {
+                        let indent = "  ".repeat(1 + depth.get(agent.thread_id.as_str()).copied().unwrap_or(0));
+                        let spawner = session.agents.iter().any(|other| other.parent_thread_id.as_deref() == Some(agent.thread_id.as_str()));
+                        (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
+                    }))
+                });
+                table_with_subtree(out, "SESSION / AGENT (own tokens)", rows, &totals)?;
             }
         }
         By::Agent => {
@@ -590,31 +590,89 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Each agent's depth under its session's root(s).
+fn depths(agents: &[AgentUsage]) -> std::collections::HashMap<&str, usize> {
+    let parents: std::collections::HashMap<&str, &str> = agents
+        .iter()
+        .filter_map(|agent| Some((agent.thread_id.as_str(), agent.parent_thread_id.as_deref()?)))
+        .collect();
+    agents
+        .iter()
+        .map(|agent| {
+            let mut depth = 0;
+            let mut at = agent.thread_id.as_str();
+            // Bounded: a cycle in bad input must not loop.
+            while let Some(parent) = parents.get(at).filter(|_| depth < agents.len()) {
+                depth += 1;
+                at = parent;
+            }
+            (agent.thread_id.as_str(), depth)
+        })
+        .collect()
+}
+
+/// `name` on one line within `width` characters, its leading indentation
+/// kept.
+fn indented(name: &str, width: usize) -> String {
+    let text = name.trim_start();
+    let indent = &name[..name.len() - text.len()];
+    format!("{indent}{}", crate::render::one_line(text, width.saturating_sub(indent.len())))
+}
+
+/// One row per group, then the totals.
 fn table(
     out: &mut Out,
     title: &str,
     rows: impl Iterator<Item = (String, Counters)>,
     totals: &Counters,
 ) -> anyhow::Result<()> {
-    out.line(format!(
-        "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}",
-        title, "INPUT", "CACHED", "CACHE-WRITE", "OUTPUT", "TOTAL", "COST $"
-    ))?;
-    let mut line = |name: &str, c: &Counters| {
-        out.line(format!(
-            "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10.4}",
-            crate::render::one_line(name, 60),
-            c.input_tokens,
-            c.cached_input_tokens,
-            c.cache_creation_tokens,
-            c.output_tokens,
-            c.total_tokens,
-            c.cost
-        ))
+    counters_table(out, title, rows.map(|(name, counters)| (name, counters, None)), totals, false)
+}
+
+/// [`table`] with a last column, the subtree total of a spawning agent.
+fn table_with_subtree(
+    out: &mut Out,
+    title: &str,
+    rows: impl Iterator<Item = (String, Counters, Option<u64>)>,
+    totals: &Counters,
+) -> anyhow::Result<()> {
+    counters_table(out, title, rows, totals, true)
+}
+
+fn counters_table(
+    out: &mut Out,
+    title: &str,
+    rows: impl Iterator<Item = (String, Counters, Option<u64>)>,
+    totals: &Counters,
+    subtree_column: bool,
+) -> anyhow::Result<()> {
+    let subtree_title = if subtree_column { "SUBTREE" } else { "" };
+    out.line(
+        format!(
+            "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            title, "INPUT", "CACHED", "CACHE-WRITE", "OUTPUT", "TOTAL", "COST $", subtree_title
+        )
+        .trim_end(),
+    )?;
+    let mut line = |name: &str, c: &Counters, subtree: Option<u64>| {
+        out.line(
+            format!(
+                "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10.4} {:>12}",
+                indented(name, 60),
+                c.input_tokens,
+                c.cached_input_tokens,
+                c.cache_creation_tokens,
+                c.output_tokens,
+                c.total_tokens,
+                c.cost,
+                subtree.map(|total| total.to_string()).unwrap_or_default()
+            )
+            .trim_end(),
+        )
     };
-    for (name, counters) in rows {
-        line(&name, &counters)?;
+    for (name, counters, subtree) in rows {
+        line(&name, &counters, subtree)?;
     }
-    line("TOTAL", totals)?;
+    line("TOTAL", totals, None)?;
     Ok(())
 }

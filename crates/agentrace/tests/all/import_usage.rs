@@ -488,3 +488,12 @@ fn claude_tokens_are_priced_by_the_model_of_each_agents_replies() {
         }
     }
 }
+
+#[test]
+fn the_usage_table_shows_each_session_with_its_agents_under_it() {
+    let dir = homes(&["real_model_nested"], &["nested_fg"]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    insta::assert_snapshot!(cli.ok(&["usage", "--codex-home", &codex, "--claude-dir", &claude]));
+}
