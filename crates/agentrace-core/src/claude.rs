@@ -1798,18 +1798,59 @@ impl ClaudeAttributor {
     // ----- emission -----------------------------------------------------
 
     fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
-        if self.usage_only && passes_over(part, line.bytes) {
-            return Vec::new();
-        }
         let mut derived = Derived::new();
+        let typed = match self.usage_only.then(|| usage_route(part, line.bytes)) {
+            Some(Route::PassOver) => return Vec::new(),
+            Some(Route::Transcript) => self.typed_transcript(part, line, &mut derived),
+            _ => None,
+        };
+        let (owner, event, raw, timestamp) = match typed {
+            Some(decoded) => decoded,
+            None => self.decoded(part, line, &mut derived),
+        };
+        self.emit_all(line, owner, event, raw, timestamp, derived)
+    }
+
+    /// A transcript line read straight into a [`Record`] (no tree of the
+    /// line is built), for a caller that reads only usage: what `handle`
+    /// makes of a transcript line. `None` when it is not valid UTF-8 or
+    /// not a record (it is then decoded as any line is).
+    fn typed_transcript(
+        &mut self,
+        part: &SourcePart,
+        line: &InputLine<'_>,
+        derived: &mut Derived,
+    ) -> Option<(Owner, Event, Option<Box<RawValue>>, Timestamp)> {
+        let text = std::str::from_utf8(line.bytes).ok()?;
+        let record: Record = serde_json::from_str(text.trim()).ok()?;
+        let timestamp = record
+            .timestamp
+            .as_deref()
+            .and_then(Timestamp::parse)
+            .unwrap_or(line.observed_at);
+        let agent = match part {
+            SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
+            _ => None,
+        };
+        let (owner, event) = self.transcript(&record, agent, line.line_number, derived);
+        Some((owner, event, None, timestamp))
+    }
+
+    /// A line decoded (its frame kept unless frames are dropped) and
+    /// handled.
+    fn decoded(
+        &mut self,
+        part: &SourcePart,
+        line: &InputLine<'_>,
+        derived: &mut Derived,
+    ) -> (Owner, Event, Option<Box<RawValue>>, Timestamp) {
         // A subagent's metadata document is read whole by `meta`.
         let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) {
             &|_, _, _| false
         } else {
             &unread
         };
-        let (owner, event, raw, timestamp) =
-            match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
+        match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
                 DecodedLine::Undecodable {
                     reason,
                     raw,
@@ -1822,10 +1863,23 @@ impl ClaudeAttributor {
                 ),
                 DecodedLine::Json { raw, value } => {
                     let timestamp = frame_time(&value).unwrap_or(line.observed_at);
-                    let (owner, event) = self.handle(part, value, line.line_number, &mut derived);
+                    let (owner, event) = self.handle(part, value, line.line_number, derived);
                     (owner, event, raw, timestamp)
                 }
-            };
+            }
+    }
+
+    /// Emits a line's event and what it derived, after any pending
+    /// corrections (nothing while priming: only the state is relearned).
+    fn emit_all(
+        &mut self,
+        line: &InputLine<'_>,
+        owner: Owner,
+        event: Event,
+        raw: Option<Box<RawValue>>,
+        timestamp: Timestamp,
+        derived: Derived,
+    ) -> Vec<Emitted> {
         let mut out = Vec::new();
         if self.priming {
             self.dirty.clear();
@@ -1961,7 +2015,7 @@ impl Attributor for ClaudeAttributor {
     }
 }
 
-/// For a caller that reads only usage: true for a transcript line that
+/// For a caller that reads only usage: passes over a transcript line that
 /// `transcript` would only turn into a notice (a request shape, an
 /// attachment, a prompt or cost record: most of a transcript's bytes),
 /// found without decoding the line, and most often without reading it to
@@ -1970,15 +2024,16 @@ impl Attributor for ClaudeAttributor {
 /// sidechain line with no agent id (1.0.128 links those through the chain
 /// of parent uuids, notices included) are always decoded. The two keys that
 /// can only be ruled out by reading everything are looked for in the bytes
-/// first (a line that merely mentions them is decoded, to be safe).
-fn passes_over(part: &SourcePart, bytes: &[u8]) -> bool {
+/// first (a line that merely mentions them is decoded, to be safe). A
+/// transcript's message line is read straight into its record.
+fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
     let in_agent_file = match part {
-        SourcePart::AgentMeta { .. } => return false,
+        SourcePart::AgentMeta { .. } => return Route::Decode,
         SourcePart::AgentFile { .. } => true,
         _ => false,
     };
     if memchr::memmem::find(bytes, b"hook_event_name").is_some() {
-        return false;
+        return Route::Decode;
     }
     let mut seen = Seen {
         in_agent_file,
@@ -1991,18 +2046,36 @@ fn passes_over(part: &SourcePart, bytes: &[u8]) -> bool {
         seen.note(key, raw);
         true
     });
-    if let Some(answer) = seen.answer() {
-        return answer;
+    if seen.answer().is_none() {
+        let read = visit_members(bytes, &mut |key, raw| {
+            seen.note(key, raw);
+            seen.answer().is_none()
+        });
+        if !read {
+            return Route::Decode;
+        }
     }
-    let read = visit_members(bytes, &mut |key, raw| {
-        seen.note(key, raw);
-        seen.answer().is_none()
-    });
     let chained = seen.sidechain == Some(true) && !seen.agent && !in_agent_file;
-    read && seen.transcript() && !chained && seen.notice() == Some(true)
+    match seen.notice() {
+        Some(true) if seen.transcript() && !chained => Route::PassOver,
+        // A transcript's message line (its key seen: `handle` would tell
+        // it a transcript line the same way).
+        Some(false) if seen.transcript() => Route::Transcript,
+        _ => Route::Decode,
+    }
 }
 
-/// What [`passes_over`] has seen of a line's members so far.
+/// What a reader of usage does with a line (see [`usage_route`]).
+enum Route {
+    /// Nothing: it can carry no usage.
+    PassOver,
+    /// Reads it as a transcript record, without a tree of the line.
+    Transcript,
+    /// Decodes it as every reader does.
+    Decode,
+}
+
+/// What [`usage_route`] has seen of a line's members so far.
 #[derive(Default)]
 struct Seen {
     in_agent_file: bool,
