@@ -1077,6 +1077,12 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
     }
     for (session, stamps) in claude.iter() {
+        // A session with no time of its own is imported whatever the day.
+        let main = session.parts.first().map(|(_, path)| path.as_path());
+        if since.is_some_and(|since| main.and_then(first_time).is_some_and(|started| started < since)) {
+            importer.bar.inc(1);
+            continue;
+        }
         let previous = importer.state.claude.get(&session.session_id);
         let change = compare(previous, stamps);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id.clone()));

@@ -497,3 +497,18 @@ fn the_usage_table_shows_each_session_with_its_agents_under_it() {
     let claude = dir.path().join("claude").to_string_lossy().into_owned();
     insta::assert_snapshot!(cli.ok(&["usage", "--codex-home", &codex, "--claude-dir", &claude]));
 }
+
+#[test]
+fn import_since_a_day_skips_older_codex_and_claude_sessions_alike() {
+    let dir = homes(&["v1_basic"], &["nested_fg"]);
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    // The captures were made on 2026-11-29.
+    let later = Cli::new();
+    let output = later.run(&["import", "--since", "2026-11-30", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("imported 0 new sessions, 0 changed, 0 unchanged"));
+    assert_eq!(usage(&later, &[]).sessions.len(), 0);
+    let same_day = Cli::new();
+    let output = same_day.run(&["import", "--since", "2026-11-29", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("imported 2 new sessions"));
+}
