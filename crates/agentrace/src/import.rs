@@ -1002,6 +1002,13 @@ fn stamps<'p>(
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let since = since(args)?;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
+    // A folder named on the command line that is not there is most likely
+    // a typo: said, not silently read as empty.
+    for dir in [&args.codex_home, &args.claude_dir].into_iter().flatten() {
+        if !dir.is_dir() && !args.quiet {
+            eprintln!("warning: {} is not a folder; nothing is imported from it", dir.display());
+        }
+    }
     // Finding what is on disk is thousands of small system calls: the last
     // import's state is read and the Codex home listed while the Claude dir
     // is walked; only then are the rollouts not known from the state read.

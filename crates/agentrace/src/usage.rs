@@ -451,6 +451,9 @@ enum FoundSession {
 fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
     let mut found = Vec::new();
     if let Some(dir) = &args.codex_home {
+        if !dir.is_dir() {
+            eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
+        }
         found.extend(codex_sessions(dir).into_iter().map(|(root, files)| FoundSession::Codex(root, files)));
     }
     if let Some(dir) = &args.claude_dir {
@@ -495,7 +498,14 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     } else {
         let listed = args.runs.is_empty();
         let ids: Vec<RunId> = if listed {
-            recorded_ids(home)?
+            let ids = recorded_ids(home)?;
+            if ids.is_empty() {
+                eprintln!(
+                    "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
+                    home.root().display()
+                );
+            }
+            ids
         } else {
             args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
         };

@@ -512,3 +512,16 @@ fn import_since_a_day_skips_older_codex_and_claude_sessions_alike() {
     let output = same_day.run(&["import", "--since", "2026-11-29", "--codex-home", &codex, "--claude-dir", &claude]);
     assert!(String::from_utf8_lossy(&output.stderr).contains("imported 2 new sessions"));
 }
+
+#[test]
+fn a_folder_that_is_not_there_is_said_and_an_empty_home_gets_a_hint() {
+    let cli = Cli::new();
+    let output = cli.run(&["import", "--codex-home", "/nonexistent-codex", "--claude-dir", "/nonexistent-claude"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("warning: /nonexistent-codex is not a folder"), "{stderr}");
+    assert!(stderr.contains("warning: /nonexistent-claude is not a folder"), "{stderr}");
+    let output = cli.run(&["usage"]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("hint: no runs are recorded"));
+}
