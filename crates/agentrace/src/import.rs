@@ -443,26 +443,14 @@ fn feed_file(
     path: &Path,
     from: ReadMark,
     clock: &mut Timestamp,
+    buffer: &mut [u8],
     sink: Sink<'_>,
 ) -> anyhow::Result<ReadMark> {
     let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
         if decode::is_blank(line.bytes) && line.truncated_from.is_none() {
             return;
         }
-        let produced = recorder.push_part(
-            part,
-            &InputLine {
-                bytes: line.bytes,
-                line_number: line.line_number,
-                observed_at: *clock,
-                direction: None,
-                truncated_from: line.truncated_from,
-            },
-        );
-        if let Some(last) = produced.last() {
-            *clock = last.timestamp;
-        }
-        batch.extend(produced);
+        batch.extend(feed_line(recorder, part, line, clock));
     };
     let mut batch = Vec::new();
     if matches!(part, SourcePart::AgentMeta { .. }) {
@@ -478,12 +466,9 @@ fn feed_file(
             .with_context(|| format!("cannot read {}", path.display()))?;
     }
     let mut assembler = LineAssembler::default().numbered_from(from.lines);
-    // Read in chunks through one buffer: reading each file whole allocated
-    // (and zeroed) fresh pages per file.
-    let mut buffer = vec![0u8; 256 * 1024];
     let mut read_total = 0u64;
     loop {
-        let read = file.read(&mut buffer).with_context(|| format!("cannot read {}", path.display()))?;
+        let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
         if read == 0 {
             break;
         }
@@ -498,60 +483,75 @@ fn feed_file(
     Ok(ReadMark { offset, lines: assembler.lines(), torn, number: from.number })
 }
 
+/// One line to `recorder` as `part`, at `clock` when it has no time of its
+/// own; `clock` then follows the line's time.
+fn feed_line(recorder: &mut Recorder, part: &SourcePart, line: LineRef<'_>, clock: &mut Timestamp) -> Vec<Envelope> {
+    let produced = recorder.push_part(
+        part,
+        &InputLine {
+            bytes: line.bytes,
+            line_number: line.line_number,
+            observed_at: *clock,
+            direction: None,
+            truncated_from: line.truncated_from,
+        },
+    );
+    if let Some(last) = produced.last() {
+        *clock = last.timestamp;
+    }
+    produced
+}
+
+/// The buffer a session's files are read through: one per session, since
+/// allocating (and zeroing) one per file showed in the profile.
+fn read_buffer() -> Vec<u8> {
+    vec![0u8; 256 * 1024]
+}
+
 /// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
 /// Returns where the reading of each file stopped.
 pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<Vec<ReadMark>> {
-    let plan: Vec<(&RolloutHead, ReadMark)> = files
-        .iter()
-        .enumerate()
-        .map(|(number, head)| {
-            (head, ReadMark { number: u32::try_from(number).unwrap_or(u32::MAX), ..ReadMark::default() })
-        })
-        .collect();
-    feed_rollouts_from(recorder, &plan, sink)
+    feed_rollouts_from(recorder, &whole(files), false, sink)
 }
 
 /// [`feed_rollouts`] for a recorder that reads only usage: a file whose
 /// lean first line the listing kept gets that line instead of its own, and
 /// is read on from after it.
 pub fn feed_rollouts_for_usage(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<()> {
-    for (number, head) in files.iter().enumerate() {
-        let number = u32::try_from(number).unwrap_or(u32::MAX);
-        let mut clock = head.started.unwrap_or_else(now);
-        let part = SourcePart::File { number };
-        let mut from = ReadMark { number, ..ReadMark::default() };
-        if let Some((lean, length)) = &head.lean_head {
-            let line = InputLine {
-                bytes: lean.as_bytes(),
-                line_number: 1,
-                observed_at: clock,
-                direction: None,
-                truncated_from: None,
-            };
-            let produced = recorder.push_part(&part, &line);
-            if let Some(last) = produced.last() {
-                clock = last.timestamp;
-            }
-            sink(produced)?;
-            from = ReadMark { offset: *length, lines: 1, ..from };
-        }
-        feed_file(recorder, &part, &head.path, from, &mut clock, sink)?;
-    }
-    let last = recorder.finish();
-    sink(last)
+    feed_rollouts_from(recorder, &whole(files), true, sink).map(drop)
 }
 
-/// [`feed_rollouts`] of the given files, each from its mark on.
+/// Every file read from its start, numbered in order.
+fn whole(files: &[RolloutHead]) -> Vec<(&RolloutHead, ReadMark)> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(number, head)| {
+            (head, ReadMark { number: u32::try_from(number).unwrap_or(u32::MAX), ..ReadMark::default() })
+        })
+        .collect()
+}
+
+/// [`feed_rollouts`] of the given files, each from its mark on; with
+/// `lean_heads`, a file's lean first line stands in for its own.
 fn feed_rollouts_from(
     recorder: &mut Recorder,
     plan: &[(&RolloutHead, ReadMark)],
+    lean_heads: bool,
     sink: Sink<'_>,
 ) -> anyhow::Result<Vec<ReadMark>> {
     let mut marks = Vec::with_capacity(plan.len());
+    let mut buffer = read_buffer();
     for (head, from) in plan {
         let mut clock = head.started.unwrap_or_else(now);
         let part = SourcePart::File { number: from.number };
-        marks.push(feed_file(recorder, &part, &head.path, *from, &mut clock, sink)?);
+        let mut from = *from;
+        if let Some((lean, length)) = head.lean_head.as_ref().filter(|_| lean_heads && from.offset == 0) {
+            let line = LineRef { bytes: lean.as_bytes(), line_number: 1, truncated_from: None };
+            sink(feed_line(recorder, &part, line, &mut clock))?;
+            from = ReadMark { offset: *length, lines: 1, ..from };
+        }
+        marks.push(feed_file(recorder, &part, &head.path, from, &mut clock, &mut buffer, sink)?);
     }
     let last = recorder.finish();
     sink(last)?;
@@ -579,8 +579,9 @@ fn feed_claude_from(
 ) -> anyhow::Result<Vec<ReadMark>> {
     let mut clock = now();
     let mut marks = Vec::with_capacity(plan.len());
+    let mut buffer = read_buffer();
     for (part, path, from) in plan {
-        marks.push(feed_file(recorder, part, path, *from, &mut clock, sink)?);
+        marks.push(feed_file(recorder, part, path, *from, &mut clock, &mut buffer, sink)?);
     }
     let last = recorder.finish();
     sink(last)?;
@@ -884,7 +885,7 @@ impl Importer<'_> {
                         plan.push((head, from));
                     }
                     let (view, read) = self.continue_run(&job.id, Format::CodexRollout, |recorder, sink| {
-                        feed_rollouts_from(recorder, &plan, sink)
+                        feed_rollouts_from(recorder, &plan, false, sink)
                     })?;
                     for ((head, _), mark) in plan.iter().zip(read) {
                         all.insert(head.path.to_string_lossy().into_owned(), mark);
