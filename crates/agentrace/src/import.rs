@@ -590,7 +590,7 @@ fn feed_claude_from(
 
 /// The first `timestamp` among a transcript's first lines (their other
 /// members skimmed over, never built).
-pub fn first_time(path: &Path) -> Option<Timestamp> {
+fn first_time(path: &Path) -> Option<Timestamp> {
     let file = fs::File::open(path).ok()?;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
@@ -689,9 +689,14 @@ enum JobSource<'a> {
     Claude(&'a crate::claude_ingest::SessionFiles),
 }
 
+/// When a Codex session started: its earliest rollout's time, else now.
+pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
+    files.iter().filter_map(|head| head.started).min().unwrap_or_else(now)
+}
+
 /// When a Claude session started: the first time its main file names,
-/// else now.
-fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
+/// else now (`import` and `usage` date a session alike).
+pub fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
     session
         .parts
         .first()
@@ -892,9 +897,8 @@ impl Importer<'_> {
                     }
                     return Ok((view, all));
                 }
-                let start = files.iter().filter_map(|head| head.started).min().unwrap_or_else(now);
                 let (view, read) =
-                    self.rebuild(&job.id, Format::CodexRollout, start, |recorder, sink| feed_rollouts(recorder, files, sink))?;
+                    self.rebuild(&job.id, Format::CodexRollout, codex_start(files), |recorder, sink| feed_rollouts(recorder, files, sink))?;
                 let marks = files.iter().map(|head| head.path.to_string_lossy().into_owned()).zip(read).collect();
                 Ok((view, marks))
             }

@@ -23,8 +23,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
-use crate::import::{codex_sessions, feed_claude, feed_rollouts_for_usage, RolloutHead};
-use crate::ingest::now;
+use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts_for_usage, RolloutHead};
 use crate::output::Out;
 
 /// Arguments of `agentrace usage`.
@@ -465,7 +464,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
             FoundSession::Codex(root, files) => {
                 let mut recorder =
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
-                let _ = recorder.start(files.iter().filter_map(|head| head.started).min().unwrap_or_else(now));
+                let _ = recorder.start(codex_start(files));
                 feed_rollouts_for_usage(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
@@ -474,13 +473,7 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
                 let mut recorder =
                     Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
                         .for_usage();
-                // The session's own first time, as `import` records it.
-                let start = files
-                    .parts
-                    .first()
-                    .and_then(|(_, path)| crate::import::first_time(path))
-                    .unwrap_or_else(now);
-                let _ = recorder.start(start);
+                let _ = recorder.start(claude_start(files));
                 feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
                 let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
                 tree.session_id = files.session_id.clone();
