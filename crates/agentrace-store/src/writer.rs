@@ -285,9 +285,10 @@ impl RunWriter {
 fn keep_on_one_line(line: &mut [u8]) {
     // Line breaks are rare (only between the tokens of a pretty frame):
     // found by SIMD search rather than by visiting every byte.
-    let breaks: Vec<usize> = memchr::memchr2_iter(b'\n', b'\r', line).collect();
-    for at in breaks {
-        line[at] = b' ';
+    let mut from = 0;
+    while let Some(found) = memchr::memchr2(b'\n', b'\r', &line[from..]) {
+        line[from + found] = b' ';
+        from += found + 1;
     }
 }
 
