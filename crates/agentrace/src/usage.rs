@@ -549,7 +549,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                         (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
                     }))
                 });
-                table_with_subtree(out, "SESSION / AGENT (own tokens)", rows, &totals)?;
+                counters_table(out, "SESSION / AGENT (own tokens)", rows, &totals, true)?;
             }
         }
         By::Agent => {
@@ -632,16 +632,8 @@ fn table(
     counters_table(out, title, rows.map(|(name, counters)| (name, counters, None)), totals, false)
 }
 
-/// [`table`] with a last column, the subtree total of a spawning agent.
-fn table_with_subtree(
-    out: &mut Out,
-    title: &str,
-    rows: impl Iterator<Item = (String, Counters, Option<u64>)>,
-    totals: &Counters,
-) -> anyhow::Result<()> {
-    counters_table(out, title, rows, totals, true)
-}
-
+/// The rows, then the totals; with `subtree_column`, a last column holds
+/// the subtree total of a spawning agent.
 fn counters_table(
     out: &mut Out,
     title: &str,
