@@ -123,7 +123,10 @@ fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_chang
     assert!(String::from_utf8_lossy(&again.stderr).contains("imported 0 new sessions, 0 changed, 3 unchanged"));
 
     // A rollout that shrank is read again whole, and said so.
-    let rollout = find_file(&dir.path().join("codex/sessions"), "01a2298c-93ba-7001-9862-9fd03c21f5d4");
+    let rollout = jsonl_files(&dir.path().join("codex/sessions"))
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("01a2298c-93ba-7001-9862-9fd03c21f5d4"))
+        .unwrap_or_else(|| panic!("no rollout"));
     let text = std::fs::read_to_string(&rollout).unwrap_or_default();
     let shorter: String = text.lines().take(5).map(|line| format!("{line}\n")).collect();
     std::fs::write(&rollout, shorter).unwrap_or_else(|e| panic!("{e}"));
@@ -131,21 +134,6 @@ fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_chang
     let stderr = String::from_utf8_lossy(&shrunk.stderr);
     assert!(stderr.contains("shrank since the last import"), "{stderr}");
     assert!(stderr.contains("imported 0 new sessions, 1 changed, 2 unchanged"), "{stderr}");
-}
-
-fn find_file(dir: &Path, needle: &str) -> PathBuf {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")).flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            let found = find_file(&path, needle);
-            if found.exists() {
-                return found;
-            }
-        } else if path.to_string_lossy().contains(needle) {
-            return path;
-        }
-    }
-    PathBuf::from("/nonexistent")
 }
 
 #[test]
