@@ -1987,7 +1987,7 @@ impl Attributor for ClaudeAttributor {
     }
 
     fn prime(&mut self, envelope: &Envelope) {
-        let Some(raw) = &envelope.raw else {
+        let Some(line) = InputLine::recorded(envelope) else {
             return;
         };
         // A metadata document carries no agent id of its own; its envelope
@@ -2003,13 +2003,6 @@ impl Attributor for ClaudeAttributor {
             _ => SourcePart::Main,
         };
         self.priming = true;
-        let line = InputLine {
-            bytes: raw.get().as_bytes(),
-            line_number: 0,
-            observed_at: envelope.timestamp,
-            direction: envelope.direction,
-            truncated_from: None,
-        };
         self.process(&part, &line);
         self.priming = false;
     }

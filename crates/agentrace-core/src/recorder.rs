@@ -27,6 +27,21 @@ pub struct InputLine<'a> {
     pub truncated_from: Option<u64>,
 }
 
+impl<'a> InputLine<'a> {
+    /// The line a recorded envelope was made from, for an attributor that
+    /// relearns a run ([`Attributor::prime`]); `None` for an envelope with
+    /// no frame (a derived event).
+    pub fn recorded(envelope: &'a Envelope) -> Option<Self> {
+        Some(Self {
+            bytes: envelope.raw.as_ref()?.get().as_bytes(),
+            line_number: 0,
+            observed_at: envelope.timestamp,
+            direction: envelope.direction,
+            truncated_from: None,
+        })
+    }
+}
+
 /// An attributed event before it gets its sequence number.
 #[derive(Debug)]
 pub struct Emitted {

@@ -614,7 +614,7 @@ impl Attributor for RolloutAttributor {
     /// file was fed whole in turn and its first line, a `session_meta`,
     /// is its only `thread_started`: the n-th of those begins file n.
     fn prime(&mut self, envelope: &Envelope) {
-        let Some(raw) = &envelope.raw else {
+        let Some(line) = InputLine::recorded(envelope) else {
             return;
         };
         if matches!(
@@ -623,13 +623,6 @@ impl Attributor for RolloutAttributor {
         ) {
             self.primed_files += 1;
         }
-        let line = InputLine {
-            bytes: raw.get().as_bytes(),
-            line_number: 0,
-            observed_at: envelope.timestamp,
-            direction: envelope.direction,
-            truncated_from: None,
-        };
         let number = self.primed_files.saturating_sub(1);
         let _ = self.push_part(&SourcePart::File { number }, &line);
     }

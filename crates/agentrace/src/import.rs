@@ -704,6 +704,20 @@ pub fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
         .unwrap_or_else(now)
 }
 
+/// What `feed` gives `recorder`, appended to `writer` batch by batch.
+fn feed_into(
+    writer: &mut agentrace_store::RunWriter,
+    recorder: &mut Recorder,
+    feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
+) -> anyhow::Result<Vec<ReadMark>> {
+    feed(recorder, &mut |batch: Vec<Envelope>| {
+        if !batch.is_empty() {
+            writer.append(&batch)?;
+        }
+        Ok(())
+    })
+}
+
 /// Counts of one import.
 #[derive(Debug, Default)]
 struct Tally {
@@ -769,13 +783,7 @@ impl Importer<'_> {
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id)?;
         writer.append(&recorder.start(start))?;
-        let mut sink = |batch: Vec<Envelope>| {
-            if !batch.is_empty() {
-                writer.append(&batch)?;
-            }
-            Ok(())
-        };
-        let marks = feed(&mut recorder, &mut sink)?;
+        let marks = feed_into(&mut writer, &mut recorder, feed)?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
@@ -798,13 +806,7 @@ impl Importer<'_> {
         for envelope in agentrace_store::LogReader::open(&self.home.log_path(id))? {
             recorder.relearn(&envelope?);
         }
-        let mut sink = |batch: Vec<Envelope>| {
-            if !batch.is_empty() {
-                writer.append(&batch)?;
-            }
-            Ok(())
-        };
-        let marks = feed(&mut recorder, &mut sink)?;
+        let marks = feed_into(&mut writer, &mut recorder, feed)?;
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
         Ok((recorder.state().view(), marks))
