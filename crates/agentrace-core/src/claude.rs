@@ -2317,4 +2317,26 @@ mod tests {
         ];
         assert_eq!((moved, book.total()), ([true, false, true, false], last));
     }
+
+    #[test]
+    fn usage_after_a_covering_result_counts_only_the_responses_after_it() {
+        let usage = |input: u64, output: u64| TokenUsage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            ..TokenUsage::default()
+        };
+        let key = |id: &str| (id.to_owned(), "req".to_owned());
+        let mut book = UsageBook::default();
+        book.record(key("msg_1"), usage(100, 1), false);
+        book.cover(usage(100, 30));
+        book.record(key("msg_2"), usage(200, 1), false);
+        // The covered response's final value changes nothing; the open
+        // one's replaces its snapshot.
+        let moved = [
+            book.record(key("msg_1"), usage(100, 30), true),
+            book.record(key("msg_2"), usage(200, 50), true),
+        ];
+        assert_eq!((moved, book.total()), ([false, true], usage(300, 80)));
+    }
 }

@@ -346,6 +346,23 @@ impl TokenUsage {
             total_tokens: self.total_tokens + other.total_tokens,
         }
     }
+
+    /// Field-wise difference, for taking back a part that was added
+    /// (never below zero).
+    pub fn minus(&self, part: &TokenUsage) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input_tokens.saturating_sub(part.input_tokens),
+            cached_input_tokens: self.cached_input_tokens.saturating_sub(part.cached_input_tokens),
+            cache_creation_input_tokens: self
+                .cache_creation_input_tokens
+                .saturating_sub(part.cache_creation_input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(part.output_tokens),
+            reasoning_output_tokens: self
+                .reasoning_output_tokens
+                .saturating_sub(part.reasoning_output_tokens),
+            total_tokens: self.total_tokens.saturating_sub(part.total_tokens),
+        }
+    }
 }
 
 /// Status of a run (§1).

@@ -9,6 +9,7 @@
 //! reads both through aliases. Every member is optional and unknown members
 //! are ignored: the formats changed three times in a year and will again.
 
+use serde::de::{IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -361,17 +362,121 @@ pub struct HookInput {
 }
 
 /// Reads a member as `None` when it has another type than expected, so one
-/// odd member never makes a whole line unreadable.
+/// odd member never makes a whole line unreadable. A scalar is handed to
+/// `T` as it comes and anything else is skipped unbuilt: going through a
+/// `Value` cost two allocations per member of every line read.
 fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
+    T: Deserialize<'de>,
 {
-    let value = Value::deserialize(deserializer)?;
-    Ok(serde_json::from_value(value).ok())
+    deserializer.deserialize_any(Lenient(std::marker::PhantomData))
 }
 
 fn lenient_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
-    let value = Value::deserialize(deserializer)?;
-    Ok(value.as_u64().unwrap_or(0))
+    Ok(lenient::<D, u64>(deserializer)?.unwrap_or(0))
+}
+
+/// The visitor of [`lenient`].
+struct Lenient<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Lenient<T> {
+    fn take<E: serde::de::Error>(value: impl IntoDeserializer<'de, E>) -> Result<Option<T>, E> {
+        Ok(T::deserialize(value.into_deserializer()).ok())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Lenient<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Self::Value, E> {
+        Self::take(value)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member of an unexpected type reads as `None` (a count as 0), as
+    /// going through a `Value` read it, from text and from a tree alike.
+    #[test]
+    fn lenient_members_read_what_their_type_takes_and_nothing_else() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Members {
+            #[serde(default, deserialize_with = "lenient")]
+            text: Option<String>,
+            #[serde(default, deserialize_with = "lenient")]
+            flag: Option<bool>,
+            #[serde(default, deserialize_with = "lenient")]
+            signed: Option<i64>,
+            #[serde(default, deserialize_with = "lenient")]
+            small: Option<u32>,
+            #[serde(default, deserialize_with = "lenient_u64")]
+            count: u64,
+        }
+        let values = [
+            r#""a\"b""#, "\"\"", "true", "false", "null", "0", "-7", "4294967296", "1.5", "2.0",
+            "18446744073709551615", "[1,{\"a\":[]}]", "{\"x\":{\"y\":1}}", "[]", "{}",
+        ];
+        for value in values {
+            let line = format!(
+                r#"{{"text":{value},"flag":{value},"signed":{value},"small":{value},"count":{value},"after":1}}"#
+            );
+            let tree: Value = serde_json::from_str(value).unwrap_or_else(|e| panic!("{e}"));
+            let expected = Members {
+                text: serde_json::from_value(tree.clone()).ok(),
+                flag: serde_json::from_value(tree.clone()).ok(),
+                signed: serde_json::from_value(tree.clone()).ok(),
+                small: serde_json::from_value(tree.clone()).ok(),
+                count: tree.as_u64().unwrap_or(0),
+            };
+            let from_text: Members = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{value}: {e}"));
+            let line_tree: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
+            let from_tree = Members::deserialize(&line_tree).unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!((&from_text, &from_tree), (&expected, &expected), "{value}");
+        }
+    }
 }

@@ -340,22 +340,73 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Reads a rollout's first line (its `session_meta`): it is skimmed into
-/// its lean form (without the base instructions, often tens of KB, never
-/// built), which alone is parsed.
+/// Reads a rollout's head: its first line (its `session_meta`), skimmed
+/// into its lean form (without the base instructions, often tens of KB,
+/// never built), which alone is parsed. Only the file's first
+/// [`HEAD_PREFIX`] bytes are read when they hold every member before the
+/// base instructions (see [`head_before_instructions`]).
 pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
+    rollout_head_within(path, HEAD_PREFIX)
+}
+
+/// How much of a rollout [`rollout_head`] reads first.
+const HEAD_PREFIX: usize = 8 * 1024;
+
+fn rollout_head_within(path: &Path, prefix: usize) -> Option<RolloutHead> {
     let file = fs::File::open(path).ok()?;
-    let mut line = Vec::new();
     // A session_meta carries the base instructions: allow it a few MiB.
-    BufReader::with_capacity(32 * 1024, file.take(16 * 1024 * 1024))
-        .read_until(b'\n', &mut line)
-        .ok()?;
+    let mut reader = BufReader::with_capacity(prefix, file.take(16 * 1024 * 1024));
+    let first = reader.fill_buf().ok()?;
+    if memchr::memchr(b'\n', first).is_none() && first.len() == prefix {
+        if let Some(head) = head_before_instructions(first).and_then(|lean| head_of(path, &lean, Read::Cut)) {
+            return Some(head);
+        }
+    }
+    let mut line = Vec::new();
+    reader.read_until(b'\n', &mut line).ok()?;
     let lean = agentrace_core::rollout::lean_line(&line)?;
-    let head: Value = serde_json::from_str(&lean).ok()?;
+    // Only a line read to its newline can be stood in for.
+    let read = if line.ends_with(b"\n") { Read::Whole(line.len() as u64) } else { Read::Torn };
+    head_of(path, &lean, read)
+}
+
+/// The lean form of a `session_meta` line cut inside its base
+/// instructions: its members before them, closed. Codex writes a thread's
+/// id, parent, spawn and start before the base instructions (and after them
+/// only the history mode, agent version and context window), so these
+/// bytes tell the head without the rest of the line. `None` when the cut
+/// is elsewhere (the line is then read whole).
+fn head_before_instructions(prefix: &[u8]) -> Option<String> {
+    // `,"` cannot occur inside a JSON string (its quote would be escaped):
+    // this is a member's key, and the object it ends must be the payload,
+    // the only one closed after it.
+    let at = memchr::memmem::find(prefix, b",\"base_instructions\":")?;
+    let mut closed = prefix[..at].to_vec();
+    closed.extend_from_slice(b"}}");
+    agentrace_core::rollout::lean_line(&closed)
+}
+
+/// How much of a rollout's first line [`head_of`] is given.
+enum Read {
+    /// All of it, this many bytes with its newline.
+    Whole(u64),
+    /// All there is: the file ends before a newline.
+    Torn,
+    /// Its members before the base instructions.
+    Cut,
+}
+
+/// A rollout's head from its lean first line.
+fn head_of(path: &Path, lean: &str, read: Read) -> Option<RolloutHead> {
+    let head: Value = serde_json::from_str(lean).ok()?;
     if head.get("type").and_then(Value::as_str) != Some("session_meta") {
         return None;
     }
     let payload = head.get("payload")?;
+    if matches!(read, Read::Cut) && payload.get("source").is_none() {
+        // Not the members Codex writes first: read the whole line.
+        return None;
+    }
     let spawn = payload.get("source").and_then(|source| {
         source
             .pointer("/subagent/thread_spawn")
@@ -371,8 +422,10 @@ pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
             .and_then(Value::as_u64)
             .unwrap_or(0),
         started: head.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse),
-        // Only a line read to its newline can be stood in for.
-        lean_head: line.ends_with(b"\n").then_some((lean, line.len() as u64)),
+        lean_head: match read {
+            Read::Whole(length) => Some((lean.to_owned(), length)),
+            Read::Torn | Read::Cut => None,
+        },
     })
 }
 
@@ -1189,4 +1242,59 @@ fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head_fields(head: Option<RolloutHead>) -> Option<(String, Option<String>, u64, Option<Timestamp>)> {
+        head.map(|head| (head.thread, head.parent, head.depth, head.started))
+    }
+
+    /// A head read from a rollout's first bytes is the head read from its
+    /// whole first line, for every captured rollout (their base
+    /// instructions are longer than the first read), and a line cut
+    /// elsewhere is read whole.
+    #[test]
+    fn a_head_cut_before_the_base_instructions_is_the_whole_lines_head() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
+        let mut cut = 0;
+        let mut files = Vec::new();
+        let mut folders = vec![root];
+        while let Some(folder) = folders.pop() {
+            for entry in fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
+                let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("rollout-")) {
+                    files.push(path);
+                }
+            }
+        }
+        let odd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let filler = "x".repeat(HEAD_PREFIX);
+        for (name, line) in [
+            // The key inside a nested object: not the payload's.
+            ("nested", format!(r#"{{"timestamp":"2026-11-29T23:03:28.490Z","type":"session_meta","payload":{{"id":"t1","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p1","depth":1}}}},"base_instructions":"{filler}"}}}}}}"#)),
+            // No source before the base instructions: the rest may name the parent.
+            ("late", format!(r#"{{"timestamp":"2026-11-29T23:03:28.490Z","type":"session_meta","payload":{{"id":"t2","base_instructions":"{filler}","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p2","depth":1}}}}}}}}}}"#)),
+        ] {
+            let path = odd.path().join(format!("rollout-{name}.jsonl"));
+            fs::write(&path, format!("{line}\n")).unwrap_or_else(|e| panic!("{e}"));
+            files.push(path);
+        }
+        for path in &files {
+            let whole = rollout_head_within(path, 64 * 1024 * 1024);
+            let quick = rollout_head(path);
+            cut += usize::from(quick.as_ref().is_some_and(|head| head.lean_head.is_none()));
+            assert_eq!(head_fields(quick), head_fields(whole), "{}", path.display());
+        }
+        assert_eq!(
+            head_fields(rollout_head(&odd.path().join("rollout-late.jsonl"))).map(|head| head.1),
+            Some(Some("p2".to_owned()))
+        );
+        // Every capture's head was read from its first bytes.
+        assert_eq!(cut, files.len() - 2);
+    }
 }

@@ -22,16 +22,16 @@ pub type ResponseKey = (String, String);
 pub struct UsageBook {
     responses: HashMap<ResponseKey, (TokenUsage, bool)>,
     open: HashSet<ResponseKey>,
+    /// The sum over `open`, kept as responses come: summing the open set at
+    /// every response made a long session quadratic.
+    open_total: TokenUsage,
     covered: TokenUsage,
 }
 
 impl UsageBook {
     /// The thread's total: covered queries plus the responses after them.
     pub fn total(&self) -> TokenUsage {
-        self.open
-            .iter()
-            .filter_map(|key| self.responses.get(key))
-            .fold(self.covered, |total, (usage, _)| total.add(usage))
+        self.covered.add(&self.open_total)
     }
 
     /// Records one response's usage; a final value replaces a snapshot, a
@@ -41,6 +41,9 @@ impl UsageBook {
         match self.responses.get_mut(&key) {
             Some((kept, kept_final)) => {
                 if is_final && !*kept_final {
+                    if self.open.contains(&key) {
+                        self.open_total = self.open_total.minus(kept).add(&usage);
+                    }
                     *kept = usage;
                     *kept_final = true;
                 }
@@ -48,6 +51,7 @@ impl UsageBook {
             None => {
                 self.responses.insert(key.clone(), (usage, is_final));
                 self.open.insert(key);
+                self.open_total = self.open_total.add(&usage);
             }
         }
         self.total() != before
@@ -57,6 +61,7 @@ impl UsageBook {
     pub fn cover(&mut self, usage: TokenUsage) {
         self.covered = self.covered.add(&usage);
         self.open.clear();
+        self.open_total = TokenUsage::default();
     }
 }
 
