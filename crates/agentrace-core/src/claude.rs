@@ -58,8 +58,10 @@
 mod usage;
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::LazyLock;
 
 use agentrace_wire::claude::{ApiMessage, ContentBlock, HookInput, Record, SubagentMeta};
+use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -956,11 +958,8 @@ impl ClaudeAttributor {
             Some(uuid) => !self.seen_uuids.insert(uuid.clone()),
             None => false,
         };
-        let message = record
-            .message
-            .as_ref()
-            .and_then(|message| ApiMessage::deserialize(message).ok())
-            .unwrap_or_default();
+        let empty = ApiMessage::default();
+        let message = record.message.as_ref().unwrap_or(&empty);
         let role = message.role.clone().unwrap_or_else(|| kind.to_owned());
         let thread = match owner {
             Owner::Thread(thread, _) => Some(thread.clone()),
@@ -1077,11 +1076,8 @@ impl ClaudeAttributor {
     /// a root reply that stops for good (`end_turn`, …) ends it with its
     /// text, an interruption marker interrupts it.
     fn transcript_turn(&mut self, record: &Record, kind: &str, derived: &mut Derived) {
-        let message = record
-            .message
-            .as_ref()
-            .and_then(|message| ApiMessage::deserialize(message).ok())
-            .unwrap_or_default();
+        let empty = ApiMessage::default();
+        let message = record.message.as_ref().unwrap_or(&empty);
         let texts: Vec<String> = message
             .blocks()
             .into_iter()
@@ -1215,7 +1211,11 @@ impl ClaudeAttributor {
         record: &Record,
         derived: &mut Derived,
     ) {
-        let structured = record.tool_use_result.as_ref();
+        let structured = record
+            .tool_use_result
+            .as_ref()
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let structured = structured.as_ref();
         let agent = structured
             .and_then(|result| result.get("agentId"))
             .and_then(Value::as_str)
@@ -1427,7 +1427,7 @@ impl ClaudeAttributor {
             let first_text = record
                 .message
                 .as_ref()
-                .and_then(|message| message.get("content"))
+                .and_then(|message| message.content.as_ref())
                 .and_then(Value::as_str);
             if kind == "user" && record.parent_uuid.is_none() && first_text == Some("Warmup") {
                 self.warmups.insert(agent.to_owned());
@@ -1464,7 +1464,6 @@ impl ClaudeAttributor {
         let text = record
             .message
             .as_ref()
-            .and_then(|message| ApiMessage::deserialize(message).ok())
             .map(|message| {
                 message
                     .blocks()
@@ -1821,7 +1820,7 @@ impl ClaudeAttributor {
         line: &InputLine<'_>,
         derived: &mut Derived,
     ) -> Option<(Owner, Event, Option<Box<RawValue>>, Timestamp)> {
-        let text = std::str::from_utf8(line.bytes).ok()?;
+        let text = crate::decode::utf8(line.bytes).ok()?;
         let record: Record = serde_json::from_str(text.trim()).ok()?;
         let timestamp = record
             .timestamp
@@ -2025,7 +2024,7 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
         SourcePart::AgentFile { .. } => true,
         _ => false,
     };
-    if memchr::memmem::find(bytes, b"hook_event_name").is_some() {
+    if HOOK_KEY.find(bytes).is_some() {
         return Route::Decode;
     }
     let mut seen = Seen {
@@ -2057,6 +2056,11 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
         _ => Route::Decode,
     }
 }
+
+/// The searchers of [`usage_route`], built once: building one per line
+/// cost more than the search.
+static HOOK_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"hook_event_name"));
+static SIDECHAIN_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\"isSidechain\""));
 
 /// What a reader of usage does with a line (see [`usage_route`]).
 enum Route {
@@ -2113,7 +2117,7 @@ impl Seen {
 /// True when the bytes hold `"isSidechain"` followed by `true` (as a key:
 /// white space and the colon between), anywhere.
 fn says_sidechain(bytes: &[u8]) -> bool {
-    memchr::memmem::find_iter(bytes, b"\"isSidechain\"").any(|at| {
+    SIDECHAIN_KEY.find_iter(bytes).any(|at| {
         let rest = &bytes[at + 13..];
         let rest = rest.trim_ascii_start();
         rest.strip_prefix(b":").is_some_and(|rest| rest.trim_ascii_start().starts_with(b"true"))

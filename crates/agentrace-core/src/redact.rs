@@ -7,8 +7,10 @@
 //! is returned untouched (byte-exact raw is kept).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use base64::Engine as _;
+use memchr::memmem;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -154,12 +156,12 @@ impl Candidates {
             if next.is_none_or(|found| found.is_some_and(|found| found < at)) {
                 let rest = &bytes[at..];
                 let found = match pattern {
-                    0 => memchr::memmem::find(rest, b"sk-"),
+                    0 => OPENAI_KEY.find(rest),
                     1 => memchr::memchr2_iter(b'b', b'B', rest).find(|&index| {
                         rest.get(index..index + 6)
                             .is_some_and(|word| word.eq_ignore_ascii_case(b"bearer"))
                     }),
-                    _ => memchr::memmem::find(rest, b"API_KEY="),
+                    _ => API_KEY.find(rest),
                 };
                 *next = Some(found.map(|index| at + index));
             }
@@ -170,6 +172,10 @@ impl Candidates {
         nearest
     }
 }
+
+/// The searchers of [`Candidates`], built once (not per text).
+static OPENAI_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"sk-"));
+static API_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"API_KEY="));
 
 /// Redacts secrets in text.
 pub fn redact_text(text: &str) -> Cow<'_, str> {

@@ -11,6 +11,7 @@
 
 use serde::de::{IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// One stream-json line or one transcript line, before we know what it is.
@@ -52,12 +53,15 @@ pub struct Record {
     /// Stream 2.1.x: the subagent's task description.
     #[serde(default, deserialize_with = "lenient")]
     pub task_description: Option<String>,
-    /// The API message of a `user` / `assistant` line.
-    #[serde(default)]
-    pub message: Option<Value>,
-    /// Structured tool result (an object, or a string for errors).
+    /// The API message of a `user` / `assistant` line (read once, typed:
+    /// `None` when it is not an object).
+    #[serde(default, deserialize_with = "lenient_object")]
+    pub message: Option<ApiMessage>,
+    /// Structured tool result (an object, or a string for errors), as it
+    /// came: only a spawn's result is ever read, so the others (file
+    /// contents, command output) are never built.
     #[serde(default, alias = "toolUseResult")]
-    pub tool_use_result: Option<Value>,
+    pub tool_use_result: Option<Box<RawValue>>,
     /// API request id of an assistant line.
     #[serde(default, alias = "requestId", deserialize_with = "lenient")]
     pub request_id: Option<String>,
@@ -175,7 +179,7 @@ pub struct ApiMessage {
     #[serde(default, deserialize_with = "lenient")]
     pub stop_reason: Option<String>,
     /// Token usage (see `stop_reason`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_object")]
     pub usage: Option<ApiUsage>,
 }
 
@@ -371,6 +375,65 @@ where
     T: Deserialize<'de>,
 {
     deserializer.deserialize_any(Lenient(std::marker::PhantomData))
+}
+
+/// Reads an object member as `T` (whose members are all lenient, so it
+/// never fails on a well-formed line) and anything else as `None`.
+fn lenient_object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    deserializer.deserialize_any(LenientObject(std::marker::PhantomData))
+}
+
+/// The visitor of [`lenient_object`]: a map becomes `T`, any other value is
+/// skipped.
+struct LenientObject<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for LenientObject<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
 }
 
 fn lenient_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
