@@ -496,7 +496,6 @@ fn feed_file(
     path: &Path,
     from: ReadMark,
     clock: &mut Timestamp,
-    buffer: &mut [u8],
     sink: Sink<'_>,
 ) -> anyhow::Result<ReadMark> {
     let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
@@ -519,16 +518,26 @@ fn feed_file(
             .with_context(|| format!("cannot read {}", path.display()))?;
     }
     let mut assembler = LineAssembler::default().numbered_from(from.lines);
-    let mut read_total = 0u64;
-    loop {
-        let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
-        if read == 0 {
-            break;
+    let read_total = with_read_buffer(|buffer| -> anyhow::Result<u64> {
+        let mut read_total = 0u64;
+        loop {
+            let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
+            if read == 0 {
+                break;
+            }
+            read_total += read as u64;
+            assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
+            sink(std::mem::take(&mut batch))?;
+            if read < buffer.len() {
+                // A file read short is at its end (as it is now: what an
+                // agent appends later is read by the next import, from the
+                // offset returned). Asking again only to be told so was a
+                // system call per file.
+                break;
+            }
         }
-        read_total += read as u64;
-        assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
-        sink(std::mem::take(&mut batch))?;
-    }
+        Ok(read_total)
+    })?;
     let offset = from.offset + read_total - assembler.pending();
     let torn = assembler.pending() > 0;
     assembler.finish_each(&mut |line| feed(line, &mut batch));
@@ -555,10 +564,22 @@ fn feed_line(recorder: &mut Recorder, part: &SourcePart, line: LineRef<'_>, cloc
     produced
 }
 
-/// The buffer a session's files are read through: one per session, since
-/// allocating (and zeroing) one per file showed in the profile.
-fn read_buffer() -> Vec<u8> {
-    vec![0u8; 256 * 1024]
+/// How much of a file one read asks for.
+const READ_SIZE: usize = 256 * 1024;
+
+thread_local! {
+    /// The buffer files are read through, one per thread for all the files
+    /// it reads: one per session (allocated, zeroed and faulted in each
+    /// time) was a tenth of reading usage straight from folders.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_SIZE]);
+}
+
+/// `work` with this thread's read buffer (a fresh one, were it in use).
+fn with_read_buffer<R>(work: impl FnOnce(&mut [u8]) -> R) -> R {
+    READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => work(&mut buffer),
+        Err(_) => work(&mut vec![0u8; READ_SIZE]),
+    })
 }
 
 /// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
@@ -594,7 +615,6 @@ fn feed_rollouts_from(
     sink: Sink<'_>,
 ) -> anyhow::Result<Vec<ReadMark>> {
     let mut marks = Vec::with_capacity(plan.len());
-    let mut buffer = read_buffer();
     for (head, from) in plan {
         let mut clock = head.started.unwrap_or_else(now);
         let part = SourcePart::File { number: from.number };
@@ -604,7 +624,7 @@ fn feed_rollouts_from(
             sink(feed_line(recorder, &part, line, &mut clock))?;
             from = ReadMark { offset: *length, lines: 1, ..from };
         }
-        marks.push(feed_file(recorder, &part, &head.path, from, &mut clock, &mut buffer, sink)?);
+        marks.push(feed_file(recorder, &part, &head.path, from, &mut clock, sink)?);
     }
     let last = recorder.finish();
     sink(last)?;
@@ -632,9 +652,8 @@ fn feed_claude_from(
 ) -> anyhow::Result<Vec<ReadMark>> {
     let mut clock = now();
     let mut marks = Vec::with_capacity(plan.len());
-    let mut buffer = read_buffer();
     for (part, path, from) in plan {
-        marks.push(feed_file(recorder, part, path, *from, &mut clock, &mut buffer, sink)?);
+        marks.push(feed_file(recorder, part, path, *from, &mut clock, sink)?);
     }
     let last = recorder.finish();
     sink(last)?;
