@@ -507,7 +507,7 @@ fn feed_file(
     let mut batch = Vec::new();
     if matches!(part, SourcePart::AgentMeta { .. }) {
         // A metadata document is one line, whatever its newlines.
-        let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = read_small(path).with_context(|| format!("cannot read {}", path.display()))?;
         feed(LineRef { bytes: &bytes, line_number: 1, truncated_from: None }, &mut batch);
         sink(batch)?;
         return Ok(ReadMark { offset: bytes.len() as u64, lines: 1, torn: false, number: from.number });
@@ -572,6 +572,23 @@ thread_local! {
     /// it reads: one per session (allocated, zeroed and faulted in each
     /// time) was a tenth of reading usage straight from folders.
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_SIZE]);
+}
+
+/// A small file whole, through this thread's read buffer, up to a read that
+/// comes back short (`fs::read` asks for the size first and reads once more
+/// to see the end: two system calls more per subagent's metadata).
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = fs::File::open(path)?;
+    with_read_buffer(|buffer| {
+        let mut bytes = Vec::new();
+        loop {
+            let read = file.read(buffer)?;
+            bytes.extend_from_slice(&buffer[..read]);
+            if read < buffer.len() {
+                return Ok(bytes);
+            }
+        }
+    })
 }
 
 /// `work` with this thread's read buffer (a fresh one, were it in use).
