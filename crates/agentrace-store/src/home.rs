@@ -121,17 +121,21 @@ impl Home {
     /// Refuses ([`StoreError::AlreadyExists`]) when the log exists, so a new
     /// run never writes into an old run's log.
     pub fn create_run(&self, id: &RunId) -> Result<RunWriter, StoreError> {
-        self.create_run_with(id, true)
+        self.create_run_with(id, true, true)
     }
 
     /// Like [`Home::create_run`] without the `fsync` of the runs directory:
     /// for runs rebuilt from their sources anyway (imports), where a
-    /// thousand directory syncs would cost more than the work.
-    pub fn create_run_unsynced(&self, id: &RunId) -> Result<RunWriter, StoreError> {
-        self.create_run_with(id, false)
+    /// thousand directory syncs would cost more than the work. A caller
+    /// that listed the runs folder says whether a snapshot of an earlier
+    /// log of this id may be there (`stale_snapshot`): removing a file that
+    /// is not there still takes the folder's lock, which two threads
+    /// creating runs then wait on.
+    pub fn create_run_unsynced(&self, id: &RunId, stale_snapshot: bool) -> Result<RunWriter, StoreError> {
+        self.create_run_with(id, false, stale_snapshot)
     }
 
-    fn create_run_with(&self, id: &RunId, sync: bool) -> Result<RunWriter, StoreError> {
+    fn create_run_with(&self, id: &RunId, sync: bool, stale_snapshot: bool) -> Result<RunWriter, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let runs_dir = self.runs_dir();
         fs::create_dir_all(&runs_dir)
@@ -151,15 +155,17 @@ impl Home {
         // A snapshot left by an earlier log of this id (a rebuilt import)
         // must not stand for the new one, even by a fingerprint collision.
         let snapshot_path = self.snapshot_path(&id);
-        match fs::remove_file(&snapshot_path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(StoreError::io(
-                    "remove stale snapshot",
-                    &snapshot_path,
-                    source,
-                ))
+        if stale_snapshot {
+            match fs::remove_file(&snapshot_path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(StoreError::io(
+                        "remove stale snapshot",
+                        &snapshot_path,
+                        source,
+                    ))
+                }
             }
         }
         if sync {

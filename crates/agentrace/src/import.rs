@@ -817,6 +817,18 @@ struct Tally {
     unchanged: u64,
 }
 
+/// The names of the files in the runs folder (none when it is not there).
+fn runs_files(home: &Home) -> std::collections::HashSet<String> {
+    fs::read_dir(home.runs_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The bookkeeping of one import: what changed, what was done, the bar.
 struct Importer<'a> {
     home: &'a Home,
@@ -829,8 +841,9 @@ struct Importer<'a> {
     unsaved: bool,
     /// The usage index, loaded when the first run is rebuilt.
     usage: Option<UsageIndex>,
-    /// The run logs present when the import started, listed when first asked.
-    logs: Option<std::collections::HashSet<String>>,
+    /// The names of the files in the runs folder when the import started
+    /// (one listing, not a stat per session).
+    files: std::collections::HashSet<String>,
 }
 
 impl Importer<'_> {
@@ -868,9 +881,10 @@ impl Importer<'_> {
         start: Timestamp,
         feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
     ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
-        remove_run(self.home, id)?;
+        self.remove_run(id)?;
         let mut recorder = Recorder::new(id.clone(), format);
-        let mut writer = self.home.create_run_unsynced(id)?;
+        let snapshot = self.home.snapshot_path(id);
+        let mut writer = self.home.create_run_unsynced(id, self.listed(&snapshot))?;
         writer.append(&recorder.start(start))?;
         let marks = feed_into(&mut writer, &mut recorder, feed)?;
         // No fsync per session: an import is rebuilt from its sources, and a
@@ -901,28 +915,36 @@ impl Importer<'_> {
         Ok((recorder.state().view(), marks))
     }
 
-    /// True when run `id` has a log, by one listing of the runs folder
+    /// True when run `id` has a log, by the listing of the runs folder
     /// rather than a stat per session.
-    fn log_exists(&mut self, id: &RunId) -> bool {
-        let home = self.home;
-        let logs = self.logs.get_or_insert_with(|| {
-            fs::read_dir(home.runs_dir())
-                .map(|entries| {
-                    entries
-                        .flatten()
-                        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
-                        .filter_map(|entry| {
-                            entry
-                                .file_name()
-                                .to_str()?
-                                .strip_suffix(".jsonl")
-                                .map(str::to_owned)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        });
-        agentrace_store::validate_run_id(id.as_str()).is_ok() && logs.contains(id.as_str())
+    fn log_exists(&self, id: &RunId) -> bool {
+        agentrace_store::validate_run_id(id.as_str()).is_ok() && self.listed(&self.home.log_path(id))
+    }
+
+    /// True when `path` was in the runs folder when the import started.
+    fn listed(&self, path: &Path) -> bool {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| self.files.contains(name))
+    }
+
+    /// Removes the files of run `id` that were listed (removing one that is
+    /// not there still takes the folder's lock, which the threads creating
+    /// runs then wait on).
+    fn remove_run(&self, id: &RunId) -> anyhow::Result<()> {
+        for path in [self.home.log_path(id), self.home.record_path(id)] {
+            if !self.listed(&path) {
+                continue;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    return Err(error).with_context(|| format!("cannot replace {}", path.display()))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Rebuilds the runs of `jobs` on every core, then notes each as
@@ -1108,16 +1130,16 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     // Finding what is on disk is thousands of small system calls: the last
     // import's state is read and the Codex home listed while the Claude dir
     // is walked; only then are the rollouts not known from the state read.
-    let (mut state, rollouts, claude) = std::thread::scope(|scope| {
-        let state = scope.spawn(|| ImportState::load(home));
+    let (mut state, files, rollouts, claude) = std::thread::scope(|scope| {
+        let state = scope.spawn(|| (ImportState::load(home), runs_files(home)));
         let rollouts = scope.spawn(|| codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default());
         let claude = claude_sessions(claude_dir.as_deref());
-        let state = state.join().unwrap_or_default();
+        let (state, files) = state.join().unwrap_or_default();
         let rollouts = rollouts
             .join()
-            .map(|files| codex_sessions_known(files, &state.heads))
+            .map(|found| codex_sessions_known(found, &state.heads))
             .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"));
-        (state, rollouts, claude)
+        (state, files, rollouts, claude)
     });
     let (rollouts, claude) = (rollouts?, claude?);
     let Rollouts {
@@ -1137,7 +1159,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         last_save: std::time::Instant::now(),
         unsaved: heads_changed,
         usage: None,
-        logs: None,
+        files,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1263,19 +1285,6 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "nowhere".to_owned()),
         );
-    }
-    Ok(())
-}
-
-fn remove_run(home: &Home, id: &RunId) -> anyhow::Result<()> {
-    for path in [home.log_path(id), home.record_path(id)] {
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => {
-                return Err(error).with_context(|| format!("cannot replace {}", path.display()))
-            }
-        }
     }
     Ok(())
 }
