@@ -159,9 +159,9 @@ struct Rollouts {
 /// Every rollout of `codex_home` with its stamp (one that vanished since
 /// the listing is left out).
 fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
-    rollout_files(codex_home)
+    list_rollouts(codex_home, true)
         .into_iter()
-        .filter_map(|path| stamp(&path).ok().map(|stamp| (path, stamp)))
+        .filter_map(|(path, stamp)| Some((path, stamp?)))
         .collect()
 }
 
@@ -215,16 +215,21 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
     let metadata = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(file_stamp(&metadata))
+}
+
+/// The stamp of a file's metadata.
+fn file_stamp(metadata: &fs::Metadata) -> FileStamp {
     let modified_ns = metadata
         .modified()
         .ok()
         .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
         .map(|elapsed| elapsed.as_nanos())
         .unwrap_or(0);
-    Ok(FileStamp {
+    FileStamp {
         size: metadata.len(),
         modified_ns,
-    })
+    }
 }
 
 /// How to read on a session whose files grew.
@@ -311,6 +316,14 @@ pub struct RolloutHead {
 
 /// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
 pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
+    list_rollouts(codex_home, false).into_iter().map(|(path, _)| path).collect()
+}
+
+/// [`rollout_files`], each with its stamp when `stamped` (`None` for one
+/// that cannot be stat'ed). A listed file is stat'ed through its folder's
+/// handle, not by its whole path: walking the path again was half the cost
+/// of each stat, and the stats most of a repeated import.
+fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileStamp>)> {
     let mut files = Vec::new();
     for top in ["sessions", "archived_sessions"] {
         let mut stack = vec![codex_home.join(top)];
@@ -324,19 +337,25 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
                 let name = name.to_string_lossy();
                 // The listing's own kind: a stat per rollout was a good part
                 // of a repeated import.
-                let is_dir = match entry.file_type() {
-                    Ok(kind) if !kind.is_symlink() => kind.is_dir(),
+                let kind = entry.file_type().ok();
+                let is_dir = match kind {
+                    Some(kind) if !kind.is_symlink() => kind.is_dir(),
                     _ => path.is_dir(),
                 };
                 if is_dir {
                     stack.push(path);
                 } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
-                    files.push(path);
+                    let stamp = stamped.then(|| match kind {
+                        // A link is stat'ed where it points.
+                        Some(kind) if !kind.is_symlink() => entry.metadata().ok().map(|metadata| file_stamp(&metadata)),
+                        _ => stamp(&path).ok(),
+                    });
+                    files.push((path, stamp.flatten()));
                 }
             }
         }
     }
-    files.sort();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
     files
 }
 
