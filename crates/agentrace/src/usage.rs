@@ -445,9 +445,9 @@ enum FoundSession {
     Claude(FoundClaude),
 }
 
-/// Attributes sessions straight from provider folders, in memory, on
-/// every core (sessions are independent; the order stays the folders').
-fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
+/// The sessions in the provider folders, Codex first, in the folders'
+/// order.
+fn found_in_folders(args: &UsageArgs) -> anyhow::Result<Vec<FoundSession>> {
     let mut found = Vec::new();
     if let Some(dir) = &args.codex_home {
         if !dir.is_dir() {
@@ -458,7 +458,17 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
     if let Some(dir) = &args.claude_dir {
         found.extend(list_sessions(dir)?.into_iter().map(FoundSession::Claude));
     }
-    crate::parallel::map(&found, |found| {
+    Ok(found)
+}
+
+/// How many sessions are attributed at once when the report is streamed:
+/// enough to keep every core busy, few enough that memory stays flat.
+const STREAM_CHUNK: usize = 256;
+
+/// Attributes sessions straight from provider folders, in memory, on
+/// every core (sessions are independent; the order stays the folders').
+fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
+    crate::parallel::map(found, |found| {
         // Nothing is stored, so redacting secrets would be wasted work.
         match found {
             FoundSession::Codex(root, files) => {
@@ -483,11 +493,61 @@ fn from_folders(args: &UsageArgs, prices: &Prices) -> anyhow::Result<Vec<Session
     })
 }
 
+/// The `--json --by run` report of sessions read straight from folders,
+/// written as they are attributed (a chunk at a time): the sessions of a
+/// large history are never held together, so memory does not grow with
+/// it. The totals, written last, are summed on the way. A session that
+/// cannot be read ends the report with that error (after the sessions
+/// before it).
+struct StreamedReport<'a> {
+    found: &'a [FoundSession],
+    prices: &'a Prices,
+    totals: std::cell::Cell<Counters>,
+}
+
+impl Serialize for StreamedReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        /// The sessions, attributed as the serializer asks for them.
+        struct Sessions<'r, 'a>(&'r StreamedReport<'a>);
+        impl Serialize for Sessions<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{Error as _, SerializeSeq as _};
+                let report = self.0;
+                let mut seq = serializer.serialize_seq(None)?;
+                for chunk in report.found.chunks(STREAM_CHUNK) {
+                    let sessions = attribute(chunk, report.prices).map_err(|error| S::Error::custom(format!("{error:#}")))?;
+                    for session in &sessions {
+                        let mut totals = report.totals.get();
+                        totals.add(&session.counters);
+                        report.totals.set(totals);
+                        seq.serialize_element(session)?;
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut report = serializer.serialize_struct("Report", 2)?;
+        report.serialize_field("sessions", &Sessions(self))?;
+        report.serialize_field("totals", &self.totals.get())?;
+        report.end()
+    }
+}
+
 /// Runs `agentrace usage`.
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = Prices::load(args.prices.as_ref())?;
-    let sessions = if args.codex_home.is_some() || args.claude_dir.is_some() {
-        from_folders(args, &prices)?
+    let straight = args.codex_home.is_some() || args.claude_dir.is_some();
+    if straight && args.json && args.by == By::Run {
+        let found = found_in_folders(args)?;
+        return out.json_pretty(&StreamedReport {
+            found: &found,
+            prices: &prices,
+            totals: std::cell::Cell::new(Counters::default()),
+        });
+    }
+    let sessions = if straight {
+        attribute(&found_in_folders(args)?, &prices)?
     } else {
         let listed = args.runs.is_empty();
         let ids: Vec<RunId> = if listed {
