@@ -82,7 +82,14 @@ impl FoundSession {
     /// Its files: the subagent folder is walked now, so callers can spread
     /// that over their workers.
     pub fn files(&self) -> anyhow::Result<SessionFiles> {
-        session_files(&self.main, &self.siblings, self.has_folder)
+        Ok(session_files(&self.main, &self.siblings, self.has_folder, false)?.0)
+    }
+
+    /// [`FoundSession::files`], with the metadata of each part the walk
+    /// found in the session's folder (stat'ed through the folder's handle,
+    /// not by the whole path again); `None` for the others.
+    pub fn files_with_metadata(&self) -> anyhow::Result<(SessionFiles, Vec<Option<fs::Metadata>>)> {
+        session_files(&self.main, &self.siblings, self.has_folder, true)
     }
 }
 
@@ -99,7 +106,7 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
 pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
     if path.is_file() {
         let siblings = match path.parent() {
-            Some(project) => loose_agent_files(&sorted_entries(project)?),
+            Some(project) => loose_agent_files(&sorted_entries(project, false)?),
             None => Vec::new(),
         };
         let has_folder = path.with_extension("").is_dir();
@@ -118,13 +125,13 @@ pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
         path.to_owned()
     };
     let mut sessions = Vec::new();
-    let root_entries = sorted_entries(&root)?;
+    let root_entries = sorted_entries(&root, false)?;
     if project_sessions(&root_entries, &mut sessions) {
         return Ok(sessions);
     }
     for project in root_entries {
         if project.is_dir {
-            project_sessions(&sorted_entries(&project.path)?, &mut sessions);
+            project_sessions(&sorted_entries(&project.path, false)?, &mut sessions);
         }
     }
     Ok(sessions)
@@ -174,19 +181,28 @@ struct Entry {
     is_dir: bool,
     /// A file (a symbolic link to one counts).
     is_file: bool,
+    /// A file's metadata, when the listing was asked for it.
+    metadata: Option<fs::Metadata>,
 }
 
 /// A folder's entries in path order. They share their parent, so sorting
 /// by name gives the order of sorting the paths, at a fraction of the cost.
-fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<Entry>> {
+fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
     let mut entries: Vec<(std::ffi::OsString, Entry)> = fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(Result::ok)
         .map(|entry| {
             let path = entry.path();
-            let (is_dir, is_file) = match entry.file_type() {
-                Ok(kind) if !kind.is_symlink() => (kind.is_dir(), kind.is_file()),
-                _ => (path.is_dir(), path.is_file()),
+            let kind = entry.file_type().ok().filter(|kind| !kind.is_symlink());
+            let (is_dir, is_file) = match kind {
+                Some(kind) => (kind.is_dir(), kind.is_file()),
+                None => (path.is_dir(), path.is_file()),
+            };
+            let metadata = match kind {
+                _ if !stat || !is_file => None,
+                Some(_) => entry.metadata().ok(),
+                // A link is stat'ed where it points.
+                None => fs::metadata(&path).ok(),
             };
             (
                 entry.file_name(),
@@ -194,6 +210,7 @@ fn sorted_entries(dir: &Path) -> anyhow::Result<Vec<Entry>> {
                     path,
                     is_dir,
                     is_file,
+                    metadata,
                 },
             )
         })
@@ -250,56 +267,63 @@ fn session_files(
     main: &Path,
     siblings: &[PathBuf],
     has_folder: bool,
-) -> anyhow::Result<SessionFiles> {
+    stat: bool,
+) -> anyhow::Result<(SessionFiles, Vec<Option<fs::Metadata>>)> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
+    let mut metadata = vec![None];
     let folder = main.with_extension("");
     let mut agent_files = Vec::new();
-    let mut files = std::collections::HashSet::new();
+    let mut files = std::collections::HashMap::new();
     if has_folder {
-        collect_agent_files(&folder, &mut agent_files, &mut files, 0)?;
+        collect_agent_files(&folder, &mut agent_files, &mut files, 0, stat)?;
     }
-    agent_files.sort();
-    for file in agent_files {
+    agent_files.sort_by(|a, b| a.0.cmp(&b.0));
+    for (file, file_metadata) in agent_files {
         let agent_id = agent_id_of(&file);
         let meta = file.with_file_name(format!("agent-{agent_id}.meta.json"));
-        if files.contains(&meta) {
+        if let Some(meta_metadata) = files.remove(&meta) {
             parts.push((
                 SourcePart::AgentMeta {
                     agent_id: agent_id.clone(),
                 },
                 meta,
             ));
+            metadata.push(meta_metadata);
         }
         parts.push((SourcePart::AgentFile { agent_id }, file));
+        metadata.push(file_metadata);
     }
     for file in siblings {
         let agent_id = agent_id_of(file);
         parts.push((SourcePart::AgentFile { agent_id }, file.clone()));
+        metadata.push(None);
     }
-    Ok(SessionFiles { session_id, parts })
+    Ok((SessionFiles { session_id, parts }, metadata))
 }
 
-/// The `agent-*.jsonl` files under `dir` into `out`, and every file seen
-/// into `files` (for the metadata beside them).
+/// The `agent-*.jsonl` files under `dir` into `out`, and every other file
+/// seen into `files` (for the metadata documents beside them), each with
+/// its metadata when `stat`.
 fn collect_agent_files(
     dir: &Path,
-    out: &mut Vec<PathBuf>,
-    files: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<(PathBuf, Option<fs::Metadata>)>,
+    files: &mut std::collections::HashMap<PathBuf, Option<fs::Metadata>>,
     depth: u32,
+    stat: bool,
 ) -> anyhow::Result<()> {
     // Workflows nest folders; a bound keeps a symlink loop finite.
     if depth > 8 {
         return Ok(());
     }
-    for entry in sorted_entries(dir)? {
+    for entry in sorted_entries(dir, stat)? {
         let name = file_name(&entry.path);
         if entry.is_dir {
-            collect_agent_files(&entry.path, out, files, depth + 1)?;
+            collect_agent_files(&entry.path, out, files, depth + 1, stat)?;
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
-            out.push(entry.path);
+            out.push((entry.path, entry.metadata));
         } else if entry.is_file {
-            files.insert(entry.path);
+            files.insert(entry.path, entry.metadata);
         }
     }
     Ok(())
