@@ -239,19 +239,24 @@ impl Home {
     pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let mut summaries = Vec::new();
         for id in self.run_ids()? {
-            if let Some(summary) = self.read_record(&id) {
-                summaries.push(summary);
-                continue;
-            }
-            match self.load_run(&id) {
-                Ok(loaded) => summaries.push(loaded.summary()),
-                // Deleted since the directory was listed: it is no longer a run.
-                Err(StoreError::NotFound { .. }) => {}
-                Err(error) => return Err(error),
-            }
+            summaries.extend(self.summary(&id)?);
         }
         summaries.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
         Ok(summaries)
+    }
+
+    /// The summary of run `id`: its record, else the fold of its log (a
+    /// run whose writer died before writing one); `None` when the run is
+    /// gone (deleted since it was listed).
+    pub fn summary(&self, id: &RunId) -> Result<Option<RunSummary>, StoreError> {
+        if let Some(summary) = self.read_record(id) {
+            return Ok(Some(summary));
+        }
+        match self.load_run(id) {
+            Ok(loaded) => Ok(Some(loaded.summary())),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     /// Reads a run's log and folds every envelope into its state, counting

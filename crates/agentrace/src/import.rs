@@ -951,6 +951,29 @@ impl Importer<'_> {
         agentrace_store::validate_run_id(id.as_str()).is_ok() && self.listed(&self.home.log_path(id))
     }
 
+    /// The Claude runs recorded live (not by an import), by session: of the
+    /// runs there when the import started, those whose ids no import gives
+    /// (reading the record of every imported run was a good part of a
+    /// first import).
+    fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
+        let mut runs = Vec::new();
+        for name in &self.files {
+            let Some(id) = name.strip_suffix(".jsonl") else { continue };
+            if id.starts_with("codex-") || id.starts_with("claude-") || agentrace_store::validate_run_id(id).is_err() {
+                continue;
+            }
+            runs.extend(self.home.summary(&RunId::from(id))?);
+        }
+        // As `runs` lists them, newest first: of two runs of one session,
+        // the oldest is continued.
+        runs.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
+        Ok(runs
+            .into_iter()
+            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
+            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
+            .collect())
+    }
+
     /// True when `path` was in the runs folder when the import started.
     fn listed(&self, path: &Path) -> bool {
         path.file_name()
@@ -1244,22 +1267,13 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         let previous = importer.state.claude.get(&session.session_id);
         let change = compare(previous, stamps);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id.clone()));
-        let known = previous_run.is_some();
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
         let id = match previous_run {
             Some(id) => id,
             None => {
                 if live_claude.is_none() {
-                    live_claude = Some(
-                        home.list_runs()?
-                            .into_iter()
-                            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
-                            .filter_map(|run| {
-                                run.root_thread_id.map(|root| (root.to_string(), run.id))
-                            })
-                            .collect(),
-                    );
+                    live_claude = Some(importer.live_claude_runs()?);
                 }
                 live_claude
                     .as_ref()
@@ -1272,7 +1286,10 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             continue;
         }
         let stamps = stamps.clone();
-        if known || id.as_str().starts_with("claude-") {
+        // Only a run import made itself (its id says so) is rebuilt: a live
+        // run continued by an earlier import is continued again, whatever
+        // changed, or the lines only its stream had would be lost.
+        if id.as_str().starts_with("claude-") {
             pending.push(Job {
                 key: &session.session_id,
                 id,

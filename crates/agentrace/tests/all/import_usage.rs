@@ -513,3 +513,36 @@ fn a_folder_that_is_not_there_is_said_and_an_empty_home_gets_a_hint() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("hint: no runs are recorded"));
 }
+
+/// A Claude session recorded live is continued by `import`, never
+/// rebuilt: when its transcripts change again, the next import adds to the
+/// live run rather than deleting it and writing the transcripts' run in its
+/// place (which lost every line only the live stream had).
+#[test]
+fn a_claude_session_recorded_live_is_continued_by_every_import_never_replaced() {
+    let dir = homes(&[], &["nested_fg"]);
+    let cli = Cli::new();
+    let stream = fixtures().join("claude/nested_fg/stream.jsonl");
+    let live = cli.ingest(&stream, &["--format", "claude-stream"]);
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let empty = dir.path().join("codex").to_string_lossy().into_owned();
+    std::fs::create_dir_all(&empty).unwrap_or_else(|e| panic!("{e}"));
+    let source = |cli: &Cli| shown(cli, &live)["run"]["source"].clone();
+    let runs = |cli: &Cli| -> Vec<String> {
+        let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        runs["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect()
+    };
+    let before = source(&cli);
+    cli.ok(&["import", "--codex-home", &empty, "--claude-dir", &claude]);
+    // A transcript changes (a blank line is appended: nothing new to read).
+    let main = jsonl_files(&dir.path().join("claude/projects"))
+        .into_iter()
+        .find(|path| !path.to_string_lossy().contains("subagents"))
+        .unwrap_or_else(|| panic!("no transcript"));
+    let mut text = std::fs::read_to_string(&main).unwrap_or_default();
+    text.push('\n');
+    std::fs::write(&main, text).unwrap_or_else(|e| panic!("{e}"));
+    let again = cli.run(&["import", "--codex-home", &empty, "--claude-dir", &claude]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!((runs(&cli), source(&cli)), (vec![live.clone()], before));
+}
