@@ -138,14 +138,19 @@ impl Home {
     fn create_run_with(&self, id: &RunId, sync: bool, stale_snapshot: bool) -> Result<RunWriter, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let runs_dir = self.runs_dir();
-        fs::create_dir_all(&runs_dir)
-            .map_err(|source| StoreError::io("create runs directory", &runs_dir, source))?;
         let log_path = self.log_path(&id);
-        let file = match OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(&log_path)
-        {
+        let create = || OpenOptions::new().append(true).create_new(true).open(&log_path);
+        // The folder is made when the log cannot be for want of it (making
+        // it first, every time, was two system calls per imported run).
+        let created = match create() {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&runs_dir)
+                    .map_err(|source| StoreError::io("create runs directory", &runs_dir, source))?;
+                create()
+            }
+            created => created,
+        };
+        let file = match created {
             Ok(file) => file,
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::AlreadyExists { id, path: log_path })
