@@ -85,10 +85,11 @@ impl FoundSession {
         Ok(session_files(&self.main, &self.siblings, self.has_folder, false)?.0)
     }
 
-    /// [`FoundSession::files`], with the metadata of each part the walk
-    /// found in the session's folder (stat'ed through the folder's handle,
-    /// not by the whole path again); `None` for the others.
-    pub fn files_with_metadata(&self) -> anyhow::Result<(SessionFiles, Vec<Option<fs::Metadata>>)> {
+    /// [`FoundSession::files`], with the size and modification time of
+    /// each part the walk found in the session's folder (stat'ed through
+    /// the folder's handle, not by the whole path again); `None` for the
+    /// others.
+    pub fn files_with_stamps(&self) -> anyhow::Result<(SessionFiles, Vec<Option<Stamp>>)> {
         session_files(&self.main, &self.siblings, self.has_folder, true)
     }
 }
@@ -181,8 +182,27 @@ struct Entry {
     is_dir: bool,
     /// A file (a symbolic link to one counts).
     is_file: bool,
-    /// A file's metadata, when the listing was asked for it.
-    metadata: Option<fs::Metadata>,
+    /// A file's stamp, when the listing was asked for it.
+    stamp: Option<Stamp>,
+}
+
+/// A file's size and modification time, as a listing saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time (`None` where the platform has none).
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl Stamp {
+    /// The stamp of `metadata`.
+    pub fn of(metadata: &fs::Metadata) -> Stamp {
+        Stamp {
+            size: metadata.len(),
+            modified: metadata.modified().ok(),
+        }
+    }
 }
 
 /// A folder's entries in path order. They share their parent, so sorting
@@ -198,19 +218,20 @@ fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
                 Some(kind) => (kind.is_dir(), kind.is_file()),
                 None => (path.is_dir(), path.is_file()),
             };
-            let metadata = match kind {
+            let stamp = match kind {
                 _ if !stat || !is_file => None,
                 Some(_) => entry.metadata().ok(),
                 // A link is stat'ed where it points.
                 None => fs::metadata(&path).ok(),
-            };
+            }
+            .map(|metadata| Stamp::of(&metadata));
             (
                 entry.file_name(),
                 Entry {
                     path,
                     is_dir,
                     is_file,
-                    metadata,
+                    stamp,
                 },
             )
         })
@@ -268,10 +289,10 @@ fn session_files(
     siblings: &[PathBuf],
     has_folder: bool,
     stat: bool,
-) -> anyhow::Result<(SessionFiles, Vec<Option<fs::Metadata>>)> {
+) -> anyhow::Result<(SessionFiles, Vec<Option<Stamp>>)> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
-    let mut metadata = vec![None];
+    let mut stamps = vec![None];
     let folder = main.with_extension("");
     let mut agent_files = Vec::new();
     let mut files = std::collections::HashMap::new();
@@ -279,36 +300,36 @@ fn session_files(
         collect_agent_files(&folder, &mut agent_files, &mut files, 0, stat)?;
     }
     agent_files.sort_by(|a, b| a.0.cmp(&b.0));
-    for (file, file_metadata) in agent_files {
+    for (file, file_stamp) in agent_files {
         let agent_id = agent_id_of(&file);
         let meta = file.with_file_name(format!("agent-{agent_id}.meta.json"));
-        if let Some(meta_metadata) = files.remove(&meta) {
+        if let Some(meta_stamp) = files.remove(&meta) {
             parts.push((
                 SourcePart::AgentMeta {
                     agent_id: agent_id.clone(),
                 },
                 meta,
             ));
-            metadata.push(meta_metadata);
+            stamps.push(meta_stamp);
         }
         parts.push((SourcePart::AgentFile { agent_id }, file));
-        metadata.push(file_metadata);
+        stamps.push(file_stamp);
     }
     for file in siblings {
         let agent_id = agent_id_of(file);
         parts.push((SourcePart::AgentFile { agent_id }, file.clone()));
-        metadata.push(None);
+        stamps.push(None);
     }
-    Ok((SessionFiles { session_id, parts }, metadata))
+    Ok((SessionFiles { session_id, parts }, stamps))
 }
 
 /// The `agent-*.jsonl` files under `dir` into `out`, and every other file
 /// seen into `files` (for the metadata documents beside them), each with
-/// its metadata when `stat`.
+/// its stamp when `stat`.
 fn collect_agent_files(
     dir: &Path,
-    out: &mut Vec<(PathBuf, Option<fs::Metadata>)>,
-    files: &mut std::collections::HashMap<PathBuf, Option<fs::Metadata>>,
+    out: &mut Vec<(PathBuf, Option<Stamp>)>,
+    files: &mut std::collections::HashMap<PathBuf, Option<Stamp>>,
     depth: u32,
     stat: bool,
 ) -> anyhow::Result<()> {
@@ -321,9 +342,9 @@ fn collect_agent_files(
         if entry.is_dir {
             collect_agent_files(&entry.path, out, files, depth + 1, stat)?;
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
-            out.push((entry.path, entry.metadata));
+            out.push((entry.path, entry.stamp));
         } else if entry.is_file {
-            files.insert(entry.path, entry.metadata);
+            files.insert(entry.path, entry.stamp);
         }
     }
     Ok(())

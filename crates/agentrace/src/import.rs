@@ -220,15 +220,20 @@ fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
 
 /// The stamp of a file's metadata.
 fn file_stamp(metadata: &fs::Metadata) -> FileStamp {
-    let modified_ns = metadata
-        .modified()
-        .ok()
-        .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or(0);
-    FileStamp {
-        size: metadata.len(),
-        modified_ns,
+    FileStamp::from(crate::claude_ingest::Stamp::of(metadata))
+}
+
+impl From<crate::claude_ingest::Stamp> for FileStamp {
+    fn from(stamp: crate::claude_ingest::Stamp) -> FileStamp {
+        let modified_ns = stamp
+            .modified
+            .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or(0);
+        FileStamp {
+            size: stamp.size,
+            modified_ns,
+        }
     }
 }
 
@@ -1155,14 +1160,14 @@ fn claude_sessions(
     // Each session's folder walk and its files' stats, on every core: a
     // repeated import is mostly these system calls.
     crate::parallel::map(&found, |found| {
-        let (session, metadata) = found.files_with_metadata()?;
+        let (session, listed) = found.files_with_stamps()?;
         let stamps = session
             .parts
             .iter()
-            .zip(metadata)
-            .map(|((_, path), metadata)| {
-                let stamp = match metadata {
-                    Some(metadata) => file_stamp(&metadata),
+            .zip(listed)
+            .map(|((_, path), listed)| {
+                let stamp = match listed {
+                    Some(listed) => FileStamp::from(listed),
                     None => stamp(path)?,
                 };
                 Ok((path.to_string_lossy().into_owned(), stamp))
