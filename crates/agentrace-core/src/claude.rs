@@ -1040,8 +1040,8 @@ impl ClaudeAttributor {
         }
         if let Some(thread) = &thread {
             if role == "assistant" {
-                self.note_model(thread, &message, turn.clone(), derived);
-                self.record_usage(thread, &message, record.request_id.as_deref(), derived);
+                self.note_model(thread, message, turn.clone(), derived);
+                self.record_usage(thread, message, record.request_id.as_deref(), derived);
             }
         }
         if duplicate {
