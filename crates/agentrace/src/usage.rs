@@ -502,6 +502,8 @@ fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<Sess
 struct StreamedReport<'a> {
     found: &'a [FoundSession],
     prices: &'a Prices,
+    /// Sessions attributed at once ([`STREAM_CHUNK`]).
+    chunk: usize,
     totals: std::cell::Cell<Counters>,
 }
 
@@ -515,7 +517,7 @@ impl Serialize for StreamedReport<'_> {
                 use serde::ser::{Error as _, SerializeSeq as _};
                 let report = self.0;
                 let mut seq = serializer.serialize_seq(None)?;
-                for chunk in report.found.chunks(STREAM_CHUNK) {
+                for chunk in report.found.chunks(report.chunk.max(1)) {
                     let sessions = attribute(chunk, report.prices).map_err(|error| S::Error::custom(format!("{error:#}")))?;
                     for session in &sessions {
                         let mut totals = report.totals.get();
@@ -543,6 +545,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         return out.json_pretty(&StreamedReport {
             found: &found,
             prices: &prices,
+            chunk: STREAM_CHUNK,
             totals: std::cell::Cell::new(Counters::default()),
         });
     }
@@ -730,4 +733,65 @@ fn counters_table(
     }
     line("TOTAL", totals, None)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
+        for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            let target = to.join(path.file_name().unwrap_or_default());
+            if path.is_dir() {
+                copy_dir(&path, &target);
+            } else {
+                std::fs::copy(&path, &target).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+
+    /// The streamed report is the report of all sessions at once, whatever
+    /// the size of the chunks it is attributed in (totals included).
+    #[test]
+    fn the_streamed_report_is_the_whole_report_whatever_the_chunks() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for capture in ["v1_basic", "v2_basic", "real_model_nested"] {
+            copy_dir(&fixtures.join("codex").join(capture).join("rollouts"), &home.path().join("codex/sessions"));
+        }
+        for capture in ["nested_fg", "parallel_bg", "v2.0.77_single"] {
+            copy_dir(&fixtures.join("claude").join(capture).join("home_claude"), &home.path().join("claude"));
+        }
+        let args = UsageArgs {
+            json: true,
+            by: By::Run,
+            codex_home: Some(home.path().join("codex")),
+            claude_dir: Some(home.path().join("claude")),
+            prices: None,
+            runs: Vec::new(),
+        };
+        let prices = Prices::load(None).unwrap_or_else(|e| panic!("{e}"));
+        let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
+        let sessions = attribute(&found, &prices).unwrap_or_else(|e| panic!("{e}"));
+        let mut totals = Counters::default();
+        for session in &sessions {
+            totals.add(&session.counters);
+        }
+        let whole = serde_json::json!({"sessions": sessions, "totals": totals});
+        assert!(found.len() >= 6, "{}", found.len());
+        for chunk in [1, 2, 4, STREAM_CHUNK] {
+            let streamed = serde_json::to_value(StreamedReport {
+                found: &found,
+                prices: &prices,
+                chunk,
+                totals: std::cell::Cell::new(Counters::default()),
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(streamed, whole, "chunks of {chunk}");
+        }
+    }
 }
