@@ -116,9 +116,12 @@ impl ImportState {
     }
 
     fn load(home: &Home) -> Self {
+        // Parsed by SIMD (`sonic-rs`, through the same serde types): the
+        // state is read whole by every import, and serde_json's parse of it
+        // was a tenth of a repeated import.
         fs::read(Self::path(home))
             .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .and_then(|bytes| sonic_rs::from_slice(&bytes).ok())
             .unwrap_or_default()
     }
 
