@@ -536,6 +536,38 @@ impl Serialize for StreamedReport<'_> {
     }
 }
 
+/// Each session counted once: a session recorded live and imported
+/// (`run codex` or `ingest`, then `import` of its rollouts), or ingested
+/// twice, is in several runs, and summing them counted its tokens twice.
+/// The run with the most tokens stands for it (the most complete record),
+/// in the place of the session's first run; each such choice is said on
+/// stderr.
+fn once_per_session(sessions: Vec<SessionUsage>) -> Vec<SessionUsage> {
+    let mut kept: Vec<SessionUsage> = Vec::with_capacity(sessions.len());
+    let mut at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+    for mut session in sessions {
+        let key = (session.provider.clone(), session.session_id.clone());
+        let Some(&index) = at.get(&key) else {
+            at.insert(key, kept.len());
+            kept.push(session);
+            continue;
+        };
+        let counted = &mut kept[index];
+        if session.counters.total_tokens > counted.counters.total_tokens {
+            std::mem::swap(counted, &mut session);
+        }
+        eprintln!(
+            "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
+            counted.provider,
+            counted.session_id,
+            counted.run_id.as_deref().unwrap_or("?"),
+            session.run_id.as_deref().unwrap_or("?"),
+            counted.run_id.as_deref().unwrap_or("?"),
+        );
+    }
+    kept
+}
+
 /// Runs `agentrace usage`.
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = Prices::load(args.prices.as_ref())?;
@@ -579,7 +611,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             // Newest first, as `agentrace runs` lists them.
             trees.sort_by(|(a_id, a), (b_id, b)| (b.started_at, b_id).cmp(&(a.started_at, a_id)));
         }
-        trees.iter().map(|(id, tree)| session(tree, Some(id), &prices)).collect()
+        once_per_session(trees.iter().map(|(id, tree)| session(tree, Some(id), &prices)).collect())
     };
     let mut totals = Counters::default();
     for session in &sessions {

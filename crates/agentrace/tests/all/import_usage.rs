@@ -546,3 +546,25 @@ fn a_claude_session_recorded_live_is_continued_by_every_import_never_replaced() 
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     assert_eq!((runs(&cli), source(&cli)), (vec![live.clone()], before));
 }
+
+/// A Codex session recorded live (`ingest` of its app-server stream) and
+/// then imported from its rollouts is in two runs; `usage` counts it once
+/// (summing the two counted every token twice) and says which run it used.
+#[test]
+fn a_session_recorded_live_and_imported_is_counted_once() {
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    let live = cli.ingest(&fixtures().join("codex/v1_basic/server.jsonl"), &[]);
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let single = usage(&cli, &[&live]);
+    let output = cli.run(&["usage", "--json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let both: UsageJson = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (both.sessions.len(), &both.totals, both.sessions[0].total_tokens),
+        (1, &single.totals, single.sessions[0].total_tokens)
+    );
+    assert!(stderr.contains("is recorded by runs") && stderr.contains(&live), "{stderr}");
+}
