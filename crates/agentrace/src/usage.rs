@@ -355,17 +355,21 @@ impl UsageIndex {
         crate::import::replace_json(&Self::path(home), self)
     }
 
-    /// The kept usage of run `id` when it still matches its log.
-    fn get(&self, home: &Home, id: &RunId) -> Option<&UsageTree> {
+    /// The kept usage of run `id` when it still matches its log, taken out
+    /// of the index (a copy would hold every session twice).
+    fn take(&mut self, home: &Home, id: &RunId) -> Option<UsageTree> {
         let tree = self.runs.get(id.as_str())?;
-        (LogStamp::of(home, id) == Some(tree.log)).then_some(tree)
+        if LogStamp::of(home, id) != Some(tree.log) {
+            return None;
+        }
+        self.runs.remove(id.as_str())
     }
 }
 
 /// The usage of recorded run `id`: the kept copy, else the fold of its log.
-fn recorded_usage(home: &Home, index: &UsageIndex, id: &RunId) -> anyhow::Result<UsageTree> {
-    if let Some(tree) = index.get(home, id) {
-        return Ok(tree.clone());
+fn recorded_usage(home: &Home, index: &mut UsageIndex, id: &RunId) -> anyhow::Result<UsageTree> {
+    if let Some(tree) = index.take(home, id) {
+        return Ok(tree);
     }
     let loaded = home.load_run(id)?;
     Ok(UsageTree::of(&loaded.view(), LogStamp::default()))
@@ -597,10 +601,10 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         } else {
             args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
         };
-        let index = UsageIndex::load(home);
+        let mut index = UsageIndex::load(home);
         let mut trees = Vec::with_capacity(ids.len());
         for id in ids {
-            match recorded_usage(home, &index, &id) {
+            match recorded_usage(home, &mut index, &id) {
                 Ok(tree) => trees.push((id, tree)),
                 // Deleted since the directory was listed: no longer a run.
                 Err(_) if listed && !home.log_path(&id).exists() => {}
@@ -611,7 +615,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             // Newest first, as `agentrace runs` lists them.
             trees.sort_by(|(a_id, a), (b_id, b)| (b.started_at, b_id).cmp(&(a.started_at, a_id)));
         }
-        once_per_session(trees.iter().map(|(id, tree)| session(tree, Some(id), &prices)).collect())
+        drop(index);
+        // Each tree is let go once its session is made.
+        once_per_session(trees.into_iter().map(|(id, tree)| session(&tree, Some(&id), &prices)).collect())
     };
     let mut totals = Counters::default();
     for session in &sessions {
