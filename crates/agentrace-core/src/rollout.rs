@@ -631,10 +631,9 @@ impl Attributor for RolloutAttributor {
 /// A rollout line without the payload members `handle` never reads, as
 /// compact JSON with the members in their order (a `session_meta` without
 /// its base instructions: most of its bytes). Decoded, it is the value the
-/// line itself decodes to, so a caller that has already read a rollout's
-/// first line (to group the rollouts into sessions) can feed this in its
-/// place instead of reading and scanning that line again. `None` when the
-/// line is not a JSON object the skim reads whole.
+/// line itself decodes to, so a caller grouping rollouts into sessions
+/// parses only this of each first line. `None` when the line is not a
+/// JSON object the skim reads whole.
 pub fn lean_line(line: &[u8]) -> Option<String> {
     let mut out = String::with_capacity(1024);
     let mut record_type: Option<String> = None;

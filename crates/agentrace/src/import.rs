@@ -183,10 +183,8 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
                 parent: head.parent.clone(),
                 depth: head.depth,
                 started: head.started,
-                lean_head: None,
             }),
-            // An import records every line: the lean first line is not kept.
-            _ => rollout_head(path).map(|head| RolloutHead { lean_head: None, ..head }),
+            _ => rollout_head(path),
         })
     })
     .unwrap_or_default();
@@ -316,10 +314,6 @@ pub struct RolloutHead {
     pub depth: u64,
     /// When the session started.
     pub started: Option<Timestamp>,
-    /// The first line without what no reader looks at, and the first
-    /// line's length (newline included), when this listing read it: a
-    /// reader of usage feeds this instead of reading the line again.
-    pub lean_head: Option<(String, u64)>,
 }
 
 /// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
@@ -396,16 +390,13 @@ fn rollout_head_within(path: &Path, prefix: usize) -> Option<RolloutHead> {
     let mut reader = BufReader::with_capacity(prefix, file.take(16 * 1024 * 1024));
     let first = reader.fill_buf().ok()?;
     if memchr::memchr(b'\n', first).is_none() && first.len() == prefix {
-        if let Some(head) = head_before_instructions(first).and_then(|lean| head_of(path, &lean, Read::Cut)) {
+        if let Some(head) = head_before_instructions(first).and_then(|lean| head_of(path, &lean, true)) {
             return Some(head);
         }
     }
     let mut line = Vec::new();
     reader.read_until(b'\n', &mut line).ok()?;
-    let lean = agentrace_core::rollout::lean_line(&line)?;
-    // Only a line read to its newline can be stood in for.
-    let read = if line.ends_with(b"\n") { Read::Whole(line.len() as u64) } else { Read::Torn };
-    head_of(path, &lean, read)
+    head_of(path, &agentrace_core::rollout::lean_line(&line)?, false)
 }
 
 /// The lean form of a `session_meta` line cut inside its base
@@ -424,24 +415,15 @@ fn head_before_instructions(prefix: &[u8]) -> Option<String> {
     agentrace_core::rollout::lean_line(&closed)
 }
 
-/// How much of a rollout's first line [`head_of`] is given.
-enum Read {
-    /// All of it, this many bytes with its newline.
-    Whole(u64),
-    /// All there is: the file ends before a newline.
-    Torn,
-    /// Its members before the base instructions.
-    Cut,
-}
-
-/// A rollout's head from its lean first line.
-fn head_of(path: &Path, lean: &str, read: Read) -> Option<RolloutHead> {
+/// A rollout's head from its lean first line, or from its members before
+/// the base instructions when `cut`.
+fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
     let head: Value = serde_json::from_str(lean).ok()?;
     if head.get("type").and_then(Value::as_str) != Some("session_meta") {
         return None;
     }
     let payload = head.get("payload")?;
-    if matches!(read, Read::Cut) && payload.get("source").is_none() {
+    if cut && payload.get("source").is_none() {
         // Not the members Codex writes first: read the whole line.
         return None;
     }
@@ -460,10 +442,6 @@ fn head_of(path: &Path, lean: &str, read: Read) -> Option<RolloutHead> {
             .and_then(Value::as_u64)
             .unwrap_or(0),
         started: head.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse),
-        lean_head: match read {
-            Read::Whole(length) => Some((lean.to_owned(), length)),
-            Read::Torn | Read::Cut => None,
-        },
     })
 }
 
@@ -640,14 +618,7 @@ fn with_read_buffer<R>(work: impl FnOnce(&mut [u8]) -> R) -> R {
 /// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
 /// Returns where the reading of each file stopped.
 pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<Vec<ReadMark>> {
-    feed_rollouts_from(recorder, &whole(files), false, sink)
-}
-
-/// [`feed_rollouts`] for a recorder that reads only usage: a file whose
-/// lean first line the listing kept gets that line instead of its own, and
-/// is read on from after it.
-pub fn feed_rollouts_for_usage(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<()> {
-    feed_rollouts_from(recorder, &whole(files), true, sink).map(drop)
+    feed_rollouts_from(recorder, &whole(files), sink)
 }
 
 /// Every file read from its start, numbered in order.
@@ -661,25 +632,17 @@ fn whole(files: &[RolloutHead]) -> Vec<(&RolloutHead, ReadMark)> {
         .collect()
 }
 
-/// [`feed_rollouts`] of the given files, each from its mark on; with
-/// `lean_heads`, a file's lean first line stands in for its own.
+/// [`feed_rollouts`] of the given files, each from its mark on.
 fn feed_rollouts_from(
     recorder: &mut Recorder,
     plan: &[(&RolloutHead, ReadMark)],
-    lean_heads: bool,
     sink: Sink<'_>,
 ) -> anyhow::Result<Vec<ReadMark>> {
     let mut marks = Vec::with_capacity(plan.len());
     for (head, from) in plan {
         let mut clock = head.started.unwrap_or_else(now);
         let part = SourcePart::File { number: from.number };
-        let mut from = *from;
-        if let Some((lean, length)) = head.lean_head.as_ref().filter(|_| lean_heads && from.offset == 0) {
-            let line = LineRef { bytes: lean.as_bytes(), line_number: 1, truncated_from: None };
-            sink(feed_line(recorder, &part, line, &mut clock))?;
-            from = ReadMark { offset: *length, lines: 1, ..from };
-        }
-        marks.push(feed_file(recorder, &part, &head.path, from, &mut clock, sink)?);
+        marks.push(feed_file(recorder, &part, &head.path, *from, &mut clock, sink)?);
     }
     let last = recorder.finish();
     sink(last)?;
@@ -1064,7 +1027,7 @@ impl Importer<'_> {
                         plan.push((head, from));
                     }
                     let (view, read) = self.continue_run(&job.id, Format::CodexRollout, |recorder, sink| {
-                        feed_rollouts_from(recorder, &plan, false, sink)
+                        feed_rollouts_from(recorder, &plan, sink)
                     })?;
                     for ((head, _), mark) in plan.iter().zip(read) {
                         all.insert(head.path.to_string_lossy().into_owned(), mark);
@@ -1418,7 +1381,9 @@ mod tests {
         for path in &files {
             let whole = rollout_head_within(path, 64 * 1024 * 1024);
             let quick = rollout_head(path);
-            cut += usize::from(quick.as_ref().is_some_and(|head| head.lean_head.is_none()));
+            let bytes = fs::read(path).unwrap_or_else(|e| panic!("{e}"));
+            let prefix = &bytes[..bytes.len().min(HEAD_PREFIX)];
+            cut += usize::from(head_before_instructions(prefix).and_then(|lean| head_of(path, &lean, true)).is_some());
             assert_eq!(head_fields(quick), head_fields(whole), "{}", path.display());
         }
         assert_eq!(

@@ -23,7 +23,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
-use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts_for_usage, RolloutHead};
+use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts, RolloutHead};
 use crate::output::Out;
 
 /// Arguments of `agentrace usage`.
@@ -479,7 +479,7 @@ fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<Sess
                 let mut recorder =
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
                 let _ = recorder.start(codex_start(files));
-                feed_rollouts_for_usage(&mut recorder, files, &mut |_| Ok(()))?;
+                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
             FoundSession::Claude(found) => {
