@@ -20,6 +20,7 @@ use anyhow::{bail, Context as _};
 use serde_json::Value;
 
 use crate::cli::FormatArg;
+use crate::import::FileStamp;
 use crate::ingest::{new_run_id, now, IngestOptions};
 use crate::live::LiveView;
 
@@ -89,7 +90,7 @@ impl FoundSession {
     /// each part the walk found in the session's folder (stat'ed through
     /// the folder's handle, not by the whole path again); `None` for the
     /// others.
-    pub fn files_with_stamps(&self) -> anyhow::Result<(SessionFiles, Vec<Option<Stamp>>)> {
+    pub fn files_with_stamps(&self) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
         session_files(&self.main, &self.siblings, self.has_folder, true)
     }
 }
@@ -183,26 +184,7 @@ struct Entry {
     /// A file (a symbolic link to one counts).
     is_file: bool,
     /// A file's stamp, when the listing was asked for it.
-    stamp: Option<Stamp>,
-}
-
-/// A file's size and modification time, as a listing saw them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time (`None` where the platform has none).
-    pub modified: Option<std::time::SystemTime>,
-}
-
-impl Stamp {
-    /// The stamp of `metadata`.
-    pub fn of(metadata: &fs::Metadata) -> Stamp {
-        Stamp {
-            size: metadata.len(),
-            modified: metadata.modified().ok(),
-        }
-    }
+    stamp: Option<FileStamp>,
 }
 
 /// A folder's entries in path order. They share their parent, so sorting
@@ -224,7 +206,7 @@ fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
                 // A link is stat'ed where it points.
                 None => fs::metadata(&path).ok(),
             }
-            .map(|metadata| Stamp::of(&metadata));
+            .map(|metadata| FileStamp::of(&metadata));
             (
                 entry.file_name(),
                 Entry {
@@ -289,7 +271,7 @@ fn session_files(
     siblings: &[PathBuf],
     has_folder: bool,
     stat: bool,
-) -> anyhow::Result<(SessionFiles, Vec<Option<Stamp>>)> {
+) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
     let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
     let mut stamps = vec![None];
@@ -328,8 +310,8 @@ fn session_files(
 /// its stamp when `stat`.
 fn collect_agent_files(
     dir: &Path,
-    out: &mut Vec<(PathBuf, Option<Stamp>)>,
-    files: &mut std::collections::HashMap<PathBuf, Option<Stamp>>,
+    out: &mut Vec<(PathBuf, Option<FileStamp>)>,
+    files: &mut std::collections::HashMap<PathBuf, Option<FileStamp>>,
     depth: u32,
     stat: bool,
 ) -> anyhow::Result<()> {

@@ -52,11 +52,27 @@ pub struct ImportArgs {
 }
 
 /// Size and modification time of one file, as last imported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct FileStamp {
+pub(crate) struct FileStamp {
     size: u64,
     modified_ns: u128,
+}
+
+impl FileStamp {
+    /// The stamp of a file's metadata.
+    pub(crate) fn of(metadata: &fs::Metadata) -> FileStamp {
+        let modified_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or(0);
+        FileStamp {
+            size: metadata.len(),
+            modified_ns,
+        }
+    }
 }
 
 /// One imported session: its run and its files.
@@ -196,7 +212,7 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
             kept.insert(
                 key,
                 KnownHead {
-                    stamp: stamp.clone(),
+                    stamp,
                     thread: head.thread.clone(),
                     parent: head.parent.clone(),
                     depth: head.depth,
@@ -216,26 +232,7 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
     let metadata = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(file_stamp(&metadata))
-}
-
-/// The stamp of a file's metadata.
-fn file_stamp(metadata: &fs::Metadata) -> FileStamp {
-    FileStamp::from(crate::claude_ingest::Stamp::of(metadata))
-}
-
-impl From<crate::claude_ingest::Stamp> for FileStamp {
-    fn from(stamp: crate::claude_ingest::Stamp) -> FileStamp {
-        let modified_ns = stamp
-            .modified
-            .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-            .map(|elapsed| elapsed.as_nanos())
-            .unwrap_or(0);
-        FileStamp {
-            size: stamp.size,
-            modified_ns,
-        }
-    }
+    Ok(FileStamp::of(&metadata))
 }
 
 /// How to read on a session whose files grew.
@@ -349,7 +346,7 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
                 } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
                     let stamp = stamped.then(|| match kind {
                         // A link is stat'ed where it points.
-                        Some(kind) if !kind.is_symlink() => entry.metadata().ok().map(|metadata| file_stamp(&metadata)),
+                        Some(kind) if !kind.is_symlink() => entry.metadata().ok().map(|metadata| FileStamp::of(&metadata)),
                         _ => stamp(&path).ok(),
                     });
                     files.push((path, stamp.flatten()));
@@ -1133,7 +1130,7 @@ fn claude_sessions(
             .zip(listed)
             .map(|((_, path), listed)| {
                 let stamp = match listed {
-                    Some(listed) => FileStamp::from(listed),
+                    Some(listed) => listed,
                     None => stamp(path)?,
                 };
                 Ok((path.to_string_lossy().into_owned(), stamp))
@@ -1206,7 +1203,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             .iter()
             .map(|head| {
                 let stamp = match rollout_stamps.get(&head.path) {
-                    Some(stamp) => stamp.clone(),
+                    Some(stamp) => *stamp,
                     None => stamp(&head.path)?,
                 };
                 Ok((head.path.to_string_lossy().into_owned(), stamp))
