@@ -520,7 +520,7 @@ fn feed_file(
     let mut batch = Vec::new();
     if matches!(part, SourcePart::AgentMeta { .. }) {
         // A metadata document is one line, whatever its newlines.
-        let bytes = read_small(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = read_small(path)?;
         feed(LineRef { bytes: &bytes, line_number: 1, truncated_from: None }, &mut batch);
         sink(batch)?;
         return Ok(ReadMark { offset: bytes.len() as u64, lines: 1, torn: false, number: from.number });
@@ -531,25 +531,9 @@ fn feed_file(
             .with_context(|| format!("cannot read {}", path.display()))?;
     }
     let mut assembler = LineAssembler::default().numbered_from(from.lines);
-    let read_total = with_read_buffer(|buffer| -> anyhow::Result<u64> {
-        let mut read_total = 0u64;
-        loop {
-            let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
-            if read == 0 {
-                break;
-            }
-            read_total += read as u64;
-            assembler.push_each(&buffer[..read], &mut |line| feed(line, &mut batch));
-            sink(std::mem::take(&mut batch))?;
-            if read < buffer.len() {
-                // A file read short is at its end (as it is now: what an
-                // agent appends later is read by the next import, from the
-                // offset returned). Asking again only to be told so was a
-                // system call per file.
-                break;
-            }
-        }
-        Ok(read_total)
+    let read_total = read_chunks(&mut file, path, |chunk| {
+        assembler.push_each(chunk, &mut |line| feed(line, &mut batch));
+        sink(std::mem::take(&mut batch))
     })?;
     let offset = from.offset + read_total - assembler.pending();
     let torn = assembler.pending() > 0;
@@ -587,28 +571,44 @@ thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_SIZE]);
 }
 
-/// A small file whole, through this thread's read buffer, up to a read that
-/// comes back short (`fs::read` asks for the size first and reads once more
-/// to see the end: two system calls more per subagent's metadata).
-fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = fs::File::open(path)?;
-    with_read_buffer(|buffer| {
-        let mut bytes = Vec::new();
-        loop {
-            let read = file.read(buffer)?;
-            bytes.extend_from_slice(&buffer[..read]);
-            if read < buffer.len() {
-                return Ok(bytes);
-            }
-        }
-    })
+/// A small file whole (`fs::read` asks for the size first and reads once
+/// more to see the end: two system calls more per subagent's metadata).
+fn read_small(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut bytes = Vec::new();
+    read_chunks(&mut file, path, |chunk| {
+        bytes.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(bytes)
 }
 
-/// `work` with this thread's read buffer (a fresh one, were it in use).
-fn with_read_buffer<R>(work: impl FnOnce(&mut [u8]) -> R) -> R {
+/// Reads `file` (`path`) to its end through this thread's read buffer (a
+/// fresh one, were it in use), handing `each` every chunk; returns the
+/// bytes read. A read that comes back short is the end (as the file is now:
+/// what an agent appends later is read by the next import, from the offset
+/// returned): asking again only to be told so was a system call per file.
+fn read_chunks(
+    file: &mut fs::File,
+    path: &Path,
+    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut chunks = |buffer: &mut [u8]| {
+        let mut total = 0u64;
+        loop {
+            let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
+            total += read as u64;
+            if read > 0 {
+                each(&buffer[..read])?;
+            }
+            if read < buffer.len() {
+                return Ok(total);
+            }
+        }
+    };
     READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
-        Ok(mut buffer) => work(&mut buffer),
-        Err(_) => work(&mut vec![0u8; READ_SIZE]),
+        Ok(mut buffer) => chunks(&mut buffer),
+        Err(_) => chunks(&mut vec![0u8; READ_SIZE]),
     })
 }
 
