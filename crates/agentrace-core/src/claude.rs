@@ -2118,7 +2118,7 @@ impl Seen {
 /// white space and the colon between), anywhere.
 fn says_sidechain(bytes: &[u8]) -> bool {
     SIDECHAIN_KEY.find_iter(bytes).any(|at| {
-        let rest = &bytes[at + 13..];
+        let rest = &bytes[at + SIDECHAIN_KEY.needle().len()..];
         let rest = rest.trim_ascii_start();
         rest.strip_prefix(b":").is_some_and(|rest| rest.trim_ascii_start().starts_with(b"true"))
     })
