@@ -242,8 +242,13 @@ impl Home {
     /// `startedAt`, then id). A run's record is used when it is present and
     /// readable, else its log is folded. No runs directory is no runs.
     pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        self.list_these_runs(self.run_ids()?)
+    }
+
+    /// [`Home::list_runs`] of the runs `ids` only (those gone are left out).
+    pub fn list_these_runs(&self, ids: impl IntoIterator<Item = RunId>) -> Result<Vec<RunSummary>, StoreError> {
         let mut summaries = Vec::new();
-        for id in self.run_ids()? {
+        for id in ids {
             summaries.extend(self.summary(&id)?);
         }
         summaries.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
@@ -253,7 +258,7 @@ impl Home {
     /// The summary of run `id`: its record, else the fold of its log (a
     /// run whose writer died before writing one); `None` when the run is
     /// gone (deleted since it was listed).
-    pub fn summary(&self, id: &RunId) -> Result<Option<RunSummary>, StoreError> {
+    fn summary(&self, id: &RunId) -> Result<Option<RunSummary>, StoreError> {
         if let Some(summary) = self.read_record(id) {
             return Ok(Some(summary));
         }

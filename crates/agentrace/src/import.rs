@@ -924,18 +924,18 @@ impl Importer<'_> {
     /// (reading the record of every imported run was a good part of a
     /// first import).
     fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
-        let mut runs = Vec::new();
-        for name in &self.files {
-            let Some(id) = name.strip_suffix(".jsonl") else { continue };
-            if id.starts_with("codex-") || id.starts_with("claude-") || agentrace_store::validate_run_id(id).is_err() {
-                continue;
-            }
-            runs.extend(self.home.summary(&RunId::from(id))?);
-        }
-        // As `runs` lists them, newest first: of two runs of one session,
-        // the oldest is continued.
-        runs.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
-        Ok(runs
+        let ids = self
+            .files
+            .iter()
+            .filter_map(|name| name.strip_suffix(".jsonl"))
+            .filter(|id| !id.starts_with("codex-") && !id.starts_with("claude-"))
+            .filter(|id| agentrace_store::validate_run_id(id).is_ok())
+            .map(RunId::from);
+        // Listed newest first, as `runs` lists them: of two runs of one
+        // session, the oldest is continued.
+        Ok(self
+            .home
+            .list_these_runs(ids)?
             .into_iter()
             .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
             .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
