@@ -775,28 +775,15 @@ fn counters_table(
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use agentrace_testkit::files::{copy_dir, fixtures};
 
     use super::*;
-
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
-        for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{e}")) {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-            let target = to.join(path.file_name().unwrap_or_default());
-            if path.is_dir() {
-                copy_dir(&path, &target);
-            } else {
-                std::fs::copy(&path, &target).unwrap_or_else(|e| panic!("{e}"));
-            }
-        }
-    }
 
     /// The streamed report is the report of all sessions at once, whatever
     /// the size of the chunks it is attributed in (totals included).
     #[test]
     fn the_streamed_report_is_the_whole_report_whatever_the_chunks() {
-        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let fixtures = fixtures();
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         for capture in ["v1_basic", "v2_basic", "real_model_nested"] {
             copy_dir(&fixtures.join("codex").join(capture).join("rollouts"), &home.path().join("codex/sessions"));

@@ -36,7 +36,7 @@ struct CodexHome {
 impl CodexHome {
     fn new(capture: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        copy_tree(
+        agentrace_testkit::files::copy_dir(
             &fixture(capture).join("rollouts"),
             &dir.path().join("sessions"),
         );
@@ -123,19 +123,6 @@ impl CodexHome {
         }
         loader.shutdown().await;
         Host::connect(&endpoint, Self::options()).await.unwrap()
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
