@@ -680,8 +680,8 @@ const PASS_OVER_PREFIX: usize = 4096;
 /// selects a model or counts tokens (messages, tool calls, world state,
 /// token records that repeat `token_count`, compaction, and every event but
 /// a turn's start and end and a token count), found without decoding the
-/// line (its `type` comes second, after `timestamp`; an event's own type
-/// first in its payload).
+/// line (its `type` is among its first members, an event's own type first
+/// in its payload).
 fn passes_over(bytes: &[u8]) -> bool {
     match leading_types(bytes) {
         Some((record_type, payload_type)) => passes_over_types(record_type, payload_type),
