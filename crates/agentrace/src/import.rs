@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::claude_ingest::{claude_config_dir, list_sessions, Recording};
 use crate::ingest::now;
+use crate::table::{self, Table};
 use crate::usage::UsageIndex;
 
 /// Arguments of `agentrace import`.
@@ -112,40 +113,67 @@ struct KnownHead {
     started: Option<Timestamp>,
 }
 
-/// What the last import saw (`$AGENTRACE_HOME/import-state.json`).
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// What the last import saw, in three tables of `$AGENTRACE_HOME/import/`
+/// read and rewritten as streams (see [`crate::table`]): `codex.jsonl`
+/// (each Codex session by its root thread), `claude.jsonl` (each Claude
+/// session by its id) and `heads.jsonl` (each rollout's head by its path:
+/// an unchanged rollout is grouped into its session without reading its
+/// often 20 KB first line again). Sessions are visited in their tables'
+/// order, so the state never has to be held whole.
+struct StateTables {
+    codex: Table,
+    claude: Table,
+    heads: Table,
+}
+
+impl StateTables {
+    fn of(home: &Home) -> Self {
+        let dir = home.root().join("import");
+        Self {
+            codex: Table::new(&dir, "codex", table::by_bytes),
+            claude: Table::new(&dir, "claude", table::by_bytes),
+            heads: Table::new(&dir, "heads", path_order),
+        }
+    }
+
+    /// Turns the single file older versions kept
+    /// (`$AGENTRACE_HOME/import-state.json`) into the tables, once.
+    fn migrate(&self, home: &Home) -> anyhow::Result<()> {
+        let old = home.root().join("import-state.json");
+        let Ok(bytes) = fs::read(&old) else {
+            return Ok(());
+        };
+        if !(self.codex.exists() || self.claude.exists() || self.heads.exists()) {
+            // An unreadable old state is dropped: every session is then
+            // imported again, as on a first import.
+            let state: LegacyState = sonic_rs::from_slice(&bytes).unwrap_or_default();
+            self.codex.write_all(state.codex.iter().map(|(key, value)| (key.as_str(), value)))?;
+            self.claude.write_all(state.claude.iter().map(|(key, value)| (key.as_str(), value)))?;
+            let mut heads: Vec<(&str, &KnownHead)> = state.heads.iter().map(|(key, value)| (key.as_str(), value)).collect();
+            heads.sort_by(|(a, _), (b, _)| path_order(a, b));
+            self.heads.write_all(heads)?;
+        }
+        fs::remove_file(&old).with_context(|| format!("cannot remove {}", old.display()))
+    }
+}
+
+/// The import state as older versions kept it, in one JSON file.
+#[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ImportState {
+struct LegacyState {
     #[serde(default)]
     codex: BTreeMap<String, Imported>,
     #[serde(default)]
     claude: BTreeMap<String, Imported>,
-    /// Rollout heads by path: an unchanged rollout is grouped into its
-    /// session without reading its (often 20 KB) first line again.
     #[serde(default)]
     heads: BTreeMap<String, KnownHead>,
 }
 
-impl ImportState {
-    fn path(home: &Home) -> PathBuf {
-        home.root().join("import-state.json")
-    }
-
-    fn load(home: &Home) -> Self {
-        // Parsed by SIMD (`sonic-rs`, through the same serde types): the
-        // state is read whole by every import, and serde_json's parse of it
-        // was a tenth of a repeated import.
-        fs::read(Self::path(home))
-            .ok()
-            .and_then(|bytes| sonic_rs::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    fn save(&self, home: &Home) -> anyhow::Result<()> {
-        fs::create_dir_all(home.root())
-            .with_context(|| format!("cannot create {}", home.root().display()))?;
-        replace_json(&Self::path(home), self)
-    }
+/// Paths in the order [`list_rollouts`] lists them: byte by byte, a
+/// separator before any other byte.
+fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |byte: &u8| if *byte == b'/' { 0 } else { *byte };
+    a.as_bytes().iter().map(key).cmp(b.as_bytes().iter().map(key))
 }
 
 /// Writes `value` as JSON to a temporary file beside `path` and renames it
@@ -169,8 +197,9 @@ pub fn replace_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> 
 struct Rollouts {
     /// Grouped into sessions, as [`codex_sessions`] does.
     sessions: BTreeMap<String, Vec<RolloutHead>>,
-    /// The heads to keep for the next import.
-    heads: BTreeMap<String, KnownHead>,
+    /// Every rollout's head by path, in path order, to keep for the next
+    /// import when they differ from the last import's.
+    heads: Option<Vec<(String, KnownHead)>>,
     /// Every rollout's stamp.
     stamps: HashMap<PathBuf, FileStamp>,
 }
@@ -184,32 +213,52 @@ fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
         .collect()
 }
 
-/// The rollouts listed, grouped, reading a rollout's head only when its
-/// stamp differs from the one in `known` (those on every core).
-fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<String, KnownHead>) -> Rollouts {
-    let keyed: Vec<(String, PathBuf, FileStamp)> = files
+/// The rollouts listed (in path order), grouped, reading a rollout's head
+/// (on every core) only when its stamp differs from the one `known` keeps.
+fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, mut known: table::Reader<KnownHead>) -> Rollouts {
+    // A head known at another stamp, or one of a rollout no longer there:
+    // the heads are kept anew (as they are when a new one is read).
+    let mut changed = false;
+    let mut keyed: Vec<(String, PathBuf, FileStamp, Option<KnownHead>)> = files
         .into_iter()
-        .map(|(path, stamp)| (path.to_string_lossy().into_owned(), path, stamp))
+        .map(|(path, stamp)| {
+            let key = path.to_string_lossy().into_owned();
+            let head = known.get(&key).filter(|head| {
+                changed |= head.stamp != stamp;
+                head.stamp == stamp
+            });
+            (key, path, stamp, head)
+        })
         .collect();
-    let read = crate::parallel::map(&keyed, |(key, path, stamp)| {
-        Ok(match known.get(key) {
-            Some(head) if &head.stamp == stamp => Some(RolloutHead {
-                path: path.clone(),
-                thread: head.thread.clone(),
-                parent: head.parent.clone(),
-                depth: head.depth,
-                started: head.started,
-            }),
-            _ => rollout_head(path),
+    changed |= known.has_more() || known.passed() > 0;
+    drop(known);
+    let read = crate::parallel::map(&keyed, |(_, path, _, head)| {
+        Ok(match head {
+            Some(_) => None,
+            None => Some(rollout_head(path)),
         })
     })
     .unwrap_or_default();
-    let mut heads = Vec::new();
-    let mut kept = BTreeMap::new();
-    let mut stamps = HashMap::new();
-    for ((key, path, stamp), head) in keyed.into_iter().zip(read) {
+    let mut heads = Vec::with_capacity(keyed.len());
+    let mut kept = Vec::with_capacity(keyed.len());
+    let mut stamps = HashMap::with_capacity(keyed.len());
+    for ((key, path, stamp, known), read) in keyed.drain(..).zip(read) {
+        let head = match (known, read) {
+            (Some(head), _) => Some(RolloutHead {
+                path: path.clone(),
+                thread: head.thread,
+                parent: head.parent,
+                depth: head.depth,
+                started: head.started,
+            }),
+            (None, read) => {
+                let read = read.flatten();
+                changed |= read.is_some();
+                read
+            }
+        };
         if let Some(head) = head {
-            kept.insert(
+            kept.push((
                 key,
                 KnownHead {
                     stamp,
@@ -218,14 +267,14 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, known: &BTreeMap<Strin
                     depth: head.depth,
                     started: head.started,
                 },
-            );
+            ));
             heads.push(head);
         }
         stamps.insert(path, stamp);
     }
     Rollouts {
         sessions: group_sessions(heads),
-        heads: kept,
+        heads: changed.then_some(kept),
         stamps,
     }
 }
@@ -831,7 +880,12 @@ fn runs_files(home: &Home) -> std::collections::HashSet<String> {
 struct Importer<'a> {
     home: &'a Home,
     args: &'a ImportArgs,
-    state: ImportState,
+    /// The last import's sessions, read in step with this one's.
+    codex_known: table::Reader<Imported>,
+    claude_known: table::Reader<Imported>,
+    /// This import's sessions, merged into the last import's.
+    codex_done: table::Writer,
+    claude_done: table::Writer,
     tally: Tally,
     bar: indicatif::ProgressBar,
     /// When the state was last saved, and whether it changed since.
@@ -998,7 +1052,8 @@ impl Importer<'_> {
         if let Some(usage) = &self.usage {
             usage.save(self.home)?;
         }
-        self.state.save(self.home)?;
+        self.codex_done.checkpoint()?;
+        self.claude_done.checkpoint()?;
         self.last_save = std::time::Instant::now();
         self.unsaved = false;
         Ok(())
@@ -1095,9 +1150,9 @@ impl Importer<'_> {
                 .collect(),
         };
         if claude {
-            self.state.claude.insert(key.to_owned(), entry);
+            self.claude_done.put(key, &entry)?;
         } else {
-            self.state.codex.insert(key.to_owned(), entry);
+            self.codex_done.put(key, &entry)?;
         }
         self.unsaved = true;
         self.save(false)
@@ -1154,34 +1209,42 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     // Finding what is on disk is thousands of small system calls: the last
     // import's state is read and the Codex home listed while the Claude dir
     // is walked; only then are the rollouts not known from the state read.
-    let (mut state, files, rollouts, claude) = std::thread::scope(|scope| {
-        let state = scope.spawn(|| (ImportState::load(home), runs_files(home)));
+    let tables = StateTables::of(home);
+    tables.migrate(home)?;
+    let (files, rollouts, claude) = std::thread::scope(|scope| {
+        let files = scope.spawn(|| runs_files(home));
         let rollouts = scope.spawn(|| codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default());
         let claude = claude_sessions(claude_dir.as_deref());
-        let (state, files) = state.join().unwrap_or_default();
+        let files = files.join().unwrap_or_default();
         let rollouts = rollouts
             .join()
-            .map(|found| codex_sessions_known(found, &state.heads))
+            .map(|found| codex_sessions_known(found, tables.heads.reader()))
             .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"));
-        (state, files, rollouts, claude)
+        (files, rollouts, claude)
     });
-    let (rollouts, claude) = (rollouts?, claude?);
+    let (rollouts, mut claude) = (rollouts?, claude?);
     let Rollouts {
         sessions: codex,
         heads,
         stamps: rollout_stamps,
     } = rollouts;
-    // Saved only when something changed: a repeated import writes nothing.
-    let heads_changed = heads != state.heads;
-    state.heads = heads;
+    // Written only when they changed: a repeated import writes nothing.
+    if let Some(heads) = heads {
+        tables.heads.write_all(heads.iter().map(|(key, head)| (key.as_str(), head)))?;
+    }
+    // In the order of their table, which is read in step.
+    claude.sort_by(|(a, _), (b, _)| a.session_id.cmp(&b.session_id));
     let mut importer = Importer {
         home,
         args,
-        state,
+        codex_known: tables.codex.reader(),
+        claude_known: tables.claude.reader(),
+        codex_done: tables.codex.writer(),
+        claude_done: tables.claude.writer(),
         tally: Tally::default(),
         bar: progress(args, (codex.len() + claude.len()) as u64),
         last_save: std::time::Instant::now(),
-        unsaved: heads_changed,
+        unsaved: false,
         usage: None,
         files,
     };
@@ -1210,7 +1273,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             })
             .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
         let id = RunId::from(format!("codex-{root}"));
-        let change = compare(importer.state.codex.get(root), &stamps);
+        let change = compare(importer.codex_known.get(root).as_ref(), &stamps);
         if !importer.wanted(&change, &id) {
             continue;
         }
@@ -1232,9 +1295,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             importer.bar.inc(1);
             continue;
         }
-        let previous = importer.state.claude.get(&session.session_id);
-        let change = compare(previous, stamps);
-        let previous_run = previous.map(|previous| RunId::from(previous.run_id.clone()));
+        let previous = importer.claude_known.get(&session.session_id);
+        let change = compare(previous.as_ref(), stamps);
+        let previous_run = previous.map(|previous| RunId::from(previous.run_id));
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
         let id = match previous_run {
@@ -1269,6 +1332,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 importer.run_jobs(&mut pending)?;
             }
         } else {
+            // The sessions before it are noted first: the table is written
+            // in order.
+            importer.run_jobs(&mut pending)?;
             let start = claude_start(session);
             let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
             for (part, file) in &session.parts {
@@ -1283,6 +1349,9 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     importer.run_jobs(&mut pending)?;
     // A repeated import that found nothing changed writes nothing.
     importer.save(true)?;
+    let Importer { codex_done, claude_done, .. } = importer;
+    codex_done.finish()?;
+    claude_done.finish()?;
     importer.bar.finish_and_clear();
     if !args.quiet {
         let tally = &importer.tally;
@@ -1318,7 +1387,7 @@ mod tests {
     /// Rollouts come in path order (component by component), whatever
     /// bytes their folders' names hold around the separator.
     #[test]
-    fn rollouts_are_listed_in_path_order() {
+    fn rollouts_are_listed_in_path_order_which_path_order_gives() {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let names = [
             "sessions/2026/1/rollout-a.jsonl",
@@ -1341,6 +1410,11 @@ mod tests {
         let listed = list_rollouts(home.path(), true);
         assert_eq!(listed.iter().map(|(path, _)| path.clone()).collect::<Vec<_>>(), expected);
         assert!(listed.iter().all(|(_, stamp)| stamp.as_ref().is_some_and(|stamp| stamp.size == 0)));
+        // The heads table is read in step with the listing: same order.
+        let keys: Vec<String> = listed.iter().map(|(path, _)| path.to_string_lossy().into_owned()).collect();
+        let mut by_path_order = keys.clone();
+        by_path_order.sort_by(|a, b| path_order(a, b));
+        assert_eq!(keys, by_path_order);
     }
 
     /// A head read from a rollout's first bytes is the head read from its

@@ -23,6 +23,7 @@ mod samples;
 mod secrets;
 mod serve;
 mod status;
+mod table;
 mod tap;
 mod usage;
 

@@ -122,6 +122,45 @@ fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_chang
     assert!(stderr.contains("imported 0 new sessions, 1 changed, 2 unchanged"), "{stderr}");
 }
 
+/// The entries of one table of the import state, by key.
+fn table(cli: &Cli, name: &str) -> serde_json::Map<String, Value> {
+    let text = std::fs::read_to_string(cli.home.path().join("import").join(format!("{name}.jsonl"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+    text.lines()
+        .map(|line| match serde_json::from_str::<(String, Value)>(line) {
+            Ok(entry) => entry,
+            Err(e) => panic!("{e}: {line}"),
+        })
+        .collect()
+}
+
+#[test]
+fn an_import_state_kept_by_an_older_version_is_taken_over_and_nothing_is_read_again() {
+    let dir = homes(&["v1_basic", "v2_basic"], &["nested_fg"]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let tables: serde_json::Map<String, Value> = ["codex", "claude", "heads"]
+        .into_iter()
+        .map(|name| (name.to_owned(), Value::Object(table(&cli, name))))
+        .collect();
+    assert_eq!(tables["codex"].as_object().map(serde_json::Map::len), Some(2));
+    assert_eq!(tables["claude"].as_object().map(serde_json::Map::len), Some(1));
+    assert_eq!(tables["heads"].as_object().map(serde_json::Map::len), Some(4), "{tables:?}");
+    // What an older version kept: the same entries in one file.
+    std::fs::remove_dir_all(cli.home.path().join("import")).unwrap_or_else(|e| panic!("{e}"));
+    let old = cli.home.path().join("import-state.json");
+    std::fs::write(&old, Value::Object(tables.clone()).to_string()).unwrap_or_else(|e| panic!("{e}"));
+
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("imported 0 new sessions, 0 changed, 3 unchanged"), "{stderr}");
+    assert!(!old.exists());
+    for name in ["codex", "claude", "heads"] {
+        assert_eq!(Value::Object(table(&cli, name)), tables[name], "{name}");
+    }
+}
+
 #[test]
 fn usage_counts_each_agent_once_with_parents_including_their_children() {
     let dir = homes(&["real_model_nested", "v2_basic"], &[]);

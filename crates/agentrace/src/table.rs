@@ -1,0 +1,495 @@
+//! Tables of JSON lines sorted by key (`["key",value]` per line), read and
+//! rewritten as streams, so what an import keeps about each session never
+//! has to fit in memory at once: a reader walks the last table in step with
+//! the keys asked for, a writer merges the entries put into it with the
+//! last table's, line by line.
+//!
+//! A table is `<name>.jsonl`; a rewrite in progress is saved as
+//! `<name>.partial.jsonl` (the first entries of the new table, up to its
+//! last line), which readers put before the entries of `<name>.jsonl` with
+//! greater keys: an interrupted import loses none of what it had saved.
+
+use std::cmp::Ordering;
+use std::fs::{self, File};
+use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::Serialize;
+
+/// How a table's keys are ordered.
+pub type Order = fn(&str, &str) -> Ordering;
+
+/// Plain byte order of the keys.
+pub fn by_bytes(a: &str, b: &str) -> Ordering {
+    a.cmp(b)
+}
+
+/// The files of one table.
+#[derive(Debug, Clone)]
+pub struct Table {
+    complete: PathBuf,
+    partial: PathBuf,
+    order: Order,
+}
+
+impl Table {
+    /// The table named `name` in `dir`, its keys in `order`.
+    pub fn new(dir: &Path, name: &str, order: Order) -> Self {
+        Self {
+            complete: dir.join(format!("{name}.jsonl")),
+            partial: dir.join(format!("{name}.partial.jsonl")),
+            order,
+        }
+    }
+
+    /// Removes the new files of rewrites interrupted before their first
+    /// save (named after their processes).
+    fn remove_leftovers(&self) {
+        let (Some(dir), Some(name)) = (self.complete.parent(), self.complete.file_name().and_then(|name| name.to_str())) else {
+            return;
+        };
+        let prefix = format!("{name}.tmp-");
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            if entry.file_name().to_str().is_some_and(|file| file.starts_with(&prefix)) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// True when the table has ever been written.
+    pub fn exists(&self) -> bool {
+        self.complete.exists() || self.partial.exists()
+    }
+
+    /// Reads the table in key order.
+    pub fn reader<V: DeserializeOwned>(&self) -> Reader<V> {
+        Reader {
+            source: Source::open(self),
+            ahead: None,
+            started: false,
+            passed: 0,
+        }
+    }
+
+    /// Rewrites the table: the entries put into the writer replace those
+    /// of the same keys, the others are kept.
+    pub fn writer(&self) -> Writer {
+        Writer {
+            table: self.clone(),
+            old: None,
+            ahead: None,
+            out: None,
+            last: None,
+        }
+    }
+
+    /// Replaces the table with `entries`, which must come in key order
+    /// (one out of order is left out).
+    pub fn write_all<'a, V: Serialize + 'a>(&self, entries: impl IntoIterator<Item = (&'a str, &'a V)>) -> anyhow::Result<()> {
+        let mut writer = Writer {
+            table: self.clone(),
+            // Nothing of the old table is kept.
+            old: Some(Source::empty(self)),
+            ahead: None,
+            out: None,
+            last: None,
+        };
+        writer.open()?;
+        for (key, value) in entries {
+            writer.put(key, value)?;
+        }
+        writer.finish()
+    }
+}
+
+/// The lines of a table as they are on disk: the saved part of an
+/// interrupted rewrite, then the complete table's entries past it.
+struct Source {
+    order: Order,
+    partial: Option<BufReader<File>>,
+    complete: Option<BufReader<File>>,
+    /// The last key given (a line whose key does not come after it is left
+    /// out: the table's order is what lets readers walk it once).
+    last: Option<String>,
+    line: Vec<u8>,
+}
+
+impl Source {
+    fn open(table: &Table) -> Self {
+        let open = |path: &Path| File::open(path).ok().map(|file| BufReader::with_capacity(64 * 1024, file));
+        Self {
+            order: table.order,
+            partial: open(&table.partial),
+            complete: open(&table.complete),
+            last: None,
+            line: Vec::new(),
+        }
+    }
+
+    fn empty(table: &Table) -> Self {
+        Self {
+            order: table.order,
+            partial: None,
+            complete: None,
+            last: None,
+            line: Vec::new(),
+        }
+    }
+
+    /// The next entry, as `T` and as its line; `None` at the end.
+    fn next<T: DeserializeOwned>(&mut self) -> Option<(String, T, Vec<u8>)> {
+        while let Some(reader) = self.partial.as_mut() {
+            self.line.clear();
+            let parsed = match reader.read_until(b'\n', &mut self.line) {
+                Ok(read) if read > 0 && self.line.ends_with(b"\n") => sonic_rs::from_slice::<(String, T)>(&self.line).ok(),
+                _ => None,
+            };
+            match parsed {
+                Some((key, value)) if self.comes_next(&key) => {
+                    self.last = Some(key.clone());
+                    return Some((key, value, std::mem::take(&mut self.line)));
+                }
+                // The saved part ends at its last whole line: what an
+                // interrupted write left after it is not trusted.
+                _ => self.partial = None,
+            }
+        }
+        while let Some(reader) = self.complete.as_mut() {
+            self.line.clear();
+            match reader.read_until(b'\n', &mut self.line) {
+                Ok(0) | Err(_) => self.complete = None,
+                Ok(_) => {
+                    // An unreadable line or one out of order is skipped:
+                    // its session is read again as new.
+                    if let Ok((key, value)) = sonic_rs::from_slice::<(String, T)>(&self.line) {
+                        if self.comes_next(&key) {
+                            self.last = Some(key.clone());
+                            if !self.line.ends_with(b"\n") {
+                                self.line.push(b'\n');
+                            }
+                            return Some((key, value, std::mem::take(&mut self.line)));
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn comes_next(&self, key: &str) -> bool {
+        self.last.as_deref().is_none_or(|last| (self.order)(last, key) == Ordering::Less)
+    }
+}
+
+/// A table read in key order.
+pub struct Reader<V> {
+    source: Source,
+    ahead: Option<(String, V)>,
+    started: bool,
+    /// Entries passed over without being asked for.
+    passed: u64,
+}
+
+impl<V: DeserializeOwned> Reader<V> {
+    /// The entry of `key`; keys must be asked for in the table's order
+    /// (the entries before `key` are passed over for good).
+    pub fn get(&mut self, key: &str) -> Option<V> {
+        if !self.started {
+            self.started = true;
+            self.advance();
+        }
+        loop {
+            let (ahead, _) = self.ahead.as_ref()?;
+            match (self.source.order)(ahead, key) {
+                Ordering::Less => {
+                    self.passed += 1;
+                    self.advance();
+                }
+                Ordering::Equal => {
+                    let (_, value) = self.ahead.take()?;
+                    self.advance();
+                    return Some(value);
+                }
+                Ordering::Greater => return None,
+            }
+        }
+    }
+
+    /// How many entries were passed over without being asked for.
+    pub fn passed(&self) -> u64 {
+        self.passed
+    }
+
+    /// True when entries are left after the last one asked for.
+    pub fn has_more(&mut self) -> bool {
+        if !self.started {
+            self.started = true;
+            self.advance();
+        }
+        self.ahead.is_some()
+    }
+
+    fn advance(&mut self) {
+        self.ahead = self.source.next::<V>().map(|(key, value, _)| (key, value));
+    }
+}
+
+/// A table being rewritten. Nothing is written until the first entry is
+/// put: a table nothing changed in is left as it is.
+pub struct Writer {
+    table: Table,
+    /// The old table, once opened (at the first put).
+    old: Option<Source>,
+    /// The old table's next entry: its key and line.
+    ahead: Option<(String, Vec<u8>)>,
+    /// The new table and its file's name.
+    out: Option<(BufWriter<File>, PathBuf)>,
+    last: Option<String>,
+}
+
+impl Writer {
+    /// Puts `key`'s entry in place of the old one; keys must be put in the
+    /// table's order (a key put again, or out of order, is left out: the
+    /// first entry of a key stays).
+    pub fn put<V: Serialize + ?Sized>(&mut self, key: &str, value: &V) -> anyhow::Result<()> {
+        self.open()?;
+        if self.last.as_deref().is_some_and(|last| (self.table.order)(last, key) != Ordering::Less) {
+            return Ok(());
+        }
+        // The old entries before `key` are kept; `key`'s own is replaced.
+        while let Some((ahead, _)) = &self.ahead {
+            match (self.table.order)(ahead, key) {
+                Ordering::Greater => break,
+                ordering => {
+                    if ordering == Ordering::Less {
+                        self.keep_ahead()?;
+                    }
+                    self.advance();
+                }
+            }
+        }
+        let (out, path) = self.out.as_mut().context("the table is not open")?;
+        let write = |out: &mut BufWriter<File>| -> anyhow::Result<()> {
+            serde_json::to_writer(&mut *out, &(key, value))?;
+            out.write_all(b"\n")?;
+            Ok(())
+        };
+        write(out).with_context(|| format!("cannot write {}", path.display()))?;
+        self.last = Some(key.to_owned());
+        Ok(())
+    }
+
+    /// Saves what was put so far (as the table's saved part, which readers
+    /// take before the old table); nothing when nothing was put.
+    pub fn checkpoint(&mut self) -> anyhow::Result<()> {
+        let Some((out, path)) = self.out.as_mut() else {
+            return Ok(());
+        };
+        out.flush().with_context(|| format!("cannot write {}", path.display()))?;
+        if *path != self.table.partial {
+            // Renamed over the saved part of an interrupted rewrite, which
+            // this writer has read from its start already (it stays open).
+            fs::rename(&*path, &self.table.partial).with_context(|| format!("cannot write {}", self.table.partial.display()))?;
+            *path = self.table.partial.clone();
+        }
+        Ok(())
+    }
+
+    /// Ends the rewrite: the old entries left are kept and the new table
+    /// replaces the old. An interrupted rewrite's saved part, if any, is
+    /// merged in even when nothing was put.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        if self.out.is_none() {
+            if !self.table.partial.exists() {
+                return Ok(());
+            }
+            self.open()?;
+        }
+        while self.ahead.is_some() {
+            self.keep_ahead()?;
+            self.advance();
+        }
+        // Through the saved part's name: at every moment the two files
+        // read together hold every entry.
+        self.checkpoint()?;
+        self.out = None;
+        fs::rename(&self.table.partial, &self.table.complete).with_context(|| format!("cannot write {}", self.table.complete.display()))?;
+        self.table.remove_leftovers();
+        Ok(())
+    }
+
+    /// Opens the old table and the new file, once.
+    fn open(&mut self) -> anyhow::Result<()> {
+        if self.out.is_some() {
+            return Ok(());
+        }
+        if self.old.is_none() {
+            self.old = Some(Source::open(&self.table));
+        }
+        let dir = self.table.complete.parent().context("a table has a folder")?;
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = self.table.complete.with_extension(format!("jsonl.tmp-{}", std::process::id()));
+        let file = File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+        self.out = Some((BufWriter::with_capacity(256 * 1024, file), path));
+        self.advance();
+        Ok(())
+    }
+
+    fn advance(&mut self) {
+        self.ahead = self
+            .old
+            .as_mut()
+            .and_then(|old| old.next::<IgnoredAny>())
+            .map(|(key, _, line)| (key, line));
+    }
+
+    /// Writes the old table's next entry as it was.
+    fn keep_ahead(&mut self) -> anyhow::Result<()> {
+        let (Some((key, line)), Some((out, path))) = (&self.ahead, self.out.as_mut()) else {
+            return Ok(());
+        };
+        out.write_all(line).with_context(|| format!("cannot write {}", path.display()))?;
+        self.last = Some(key.clone());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(table: &Table, keys: &[&str]) -> Vec<(String, Option<u32>)> {
+        let mut reader = table.reader::<u32>();
+        keys.iter().map(|key| ((*key).to_owned(), reader.get(key))).collect()
+    }
+
+    fn read_all(table: &Table) -> Vec<(String, u32)> {
+        let mut source = Source::open(table);
+        std::iter::from_fn(|| source.next::<u32>().map(|(key, value, _)| (key, value))).collect()
+    }
+
+    fn owned(pairs: &[(&str, u32)]) -> Vec<(String, u32)> {
+        pairs.iter().map(|(key, value)| ((*key).to_owned(), *value)).collect()
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_entries_not_put_and_replaces_those_put() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = table.writer();
+        writer.put("b", &20u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.put("f", &60u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("a", 1), ("b", 20), ("c", 30), ("e", 5), ("f", 60)]));
+        assert!(!table.partial.exists());
+    }
+
+    #[test]
+    fn a_reader_gives_the_entries_of_the_keys_asked_for_in_order() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            entries(&table, &["b", "c", "d", "e", "f"]),
+            vec![("b".into(), None), ("c".into(), Some(3)), ("d".into(), None), ("e".into(), Some(5)), ("f".into(), None)]
+        );
+        let mut reader = table.reader::<u32>();
+        assert_eq!(reader.get("a"), Some(1));
+        assert!(reader.has_more());
+        assert_eq!(reader.get("e"), Some(5));
+        assert!(!reader.has_more());
+        assert_eq!(reader.passed(), 1, "c was passed over");
+    }
+
+    #[test]
+    fn a_table_nothing_was_put_in_is_not_written() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32)]).unwrap_or_else(|e| panic!("{e}"));
+        let before = fs::metadata(&table.complete).unwrap_or_else(|e| panic!("{e}")).modified().unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        table.writer().finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(fs::metadata(&table.complete).unwrap_or_else(|e| panic!("{e}")).modified().unwrap_or_else(|e| panic!("{e}")), before);
+        assert_eq!(fs::read_dir(dir.path()).unwrap_or_else(|e| panic!("{e}")).count(), 1);
+    }
+
+    #[test]
+    fn an_interrupted_rewrite_is_read_as_its_saved_part_then_the_old_entries_after_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = table.writer();
+        writer.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        // Put after the last save: lost with the process.
+        writer.put("e", &50u32).unwrap_or_else(|e| panic!("{e}"));
+        std::mem::forget(writer);
+        // Interrupted before its first save: its new file is left behind.
+        fs::write(dir.path().join("t.jsonl.tmp-1"), "[\"a\",9]\n").unwrap_or_else(|e| panic!("{e}"));
+        // A line torn by the interruption is not trusted.
+        let mut saved = fs::read(&table.partial).unwrap_or_else(|e| panic!("{e}"));
+        saved.extend_from_slice(b"[\"d\",4");
+        fs::write(&table.partial, saved).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("a", 1), ("c", 30), ("e", 5)]));
+        // The next rewrite finishes the interrupted one, even with nothing put.
+        table.writer().finish().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!table.partial.exists());
+        assert_eq!(read_all(&table), owned(&[("a", 1), ("c", 30), ("e", 5)]));
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap_or_else(|e| panic!("{e}")).map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("t.jsonl")]);
+    }
+
+    #[test]
+    fn a_second_interrupted_rewrite_keeps_what_the_first_saved() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32), ("c", &3), ("e", &5), ("g", &7)]).unwrap_or_else(|e| panic!("{e}"));
+        let mut first = table.writer();
+        first.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
+        first.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        drop(first);
+        let mut second = table.writer();
+        second.put("e", &50u32).unwrap_or_else(|e| panic!("{e}"));
+        second.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        drop(second);
+        assert_eq!(read_all(&table), owned(&[("a", 1), ("c", 30), ("e", 50), ("g", 7)]));
+        let mut third = table.writer();
+        third.put("g", &70u32).unwrap_or_else(|e| panic!("{e}"));
+        third.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("a", 1), ("c", 30), ("e", 50), ("g", 70)]));
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap_or_else(|e| panic!("{e}")).map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name()).collect();
+        assert_eq!(leftovers, vec![std::ffi::OsString::from("t.jsonl")]);
+    }
+
+    #[test]
+    fn lines_out_of_order_or_unreadable_are_left_out_and_keys_are_put_once() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        fs::write(&table.complete, "[\"b\",2]\n[\"a\",1]\nnot json\n[\"c\",3]").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("b", 2), ("c", 3)]));
+        let mut writer = table.writer();
+        writer.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.put("c", &31u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.put("a", &10u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("b", 2), ("c", 30)]));
+    }
+
+    #[test]
+    fn a_table_can_be_ordered_otherwise() {
+        fn reversed(a: &str, b: &str) -> Ordering {
+            b.cmp(a)
+        }
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", reversed);
+        table.write_all([("c", &3u32), ("a", &1)]).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = table.writer();
+        writer.put("b", &2u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_all(&table), owned(&[("c", 3), ("b", 2), ("a", 1)]));
+    }
+}
