@@ -176,22 +176,6 @@ fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.as_bytes().iter().map(key).cmp(b.as_bytes().iter().map(key))
 }
 
-/// Writes `value` as JSON to a temporary file beside `path` and renames it
-/// over `path` (readers see the old file or the new one). Streamed: the
-/// import state and usage index grow with the sessions, and encoding them
-/// whole first doubled the memory they take.
-pub fn replace_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let file = fs::File::create(&temporary).with_context(|| format!("cannot write {}", temporary.display()))?;
-    let mut writer = std::io::BufWriter::with_capacity(256 * 1024, file);
-    serde_json::to_writer(&mut writer, value)?;
-    writer.flush().with_context(|| format!("cannot write {}", temporary.display()))?;
-    drop(writer);
-    fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
 /// A Codex home's rollouts as one import sees them.
 #[derive(Default)]
 struct Rollouts {
@@ -200,8 +184,6 @@ struct Rollouts {
     /// Every rollout's head by path, in path order, to keep for the next
     /// import when they differ from the last import's.
     heads: Option<Vec<(String, KnownHead)>>,
-    /// Every rollout's stamp.
-    stamps: HashMap<PathBuf, FileStamp>,
 }
 
 /// Every rollout of `codex_home` with its stamp (one that vanished since
@@ -241,18 +223,18 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, mut known: table::Read
     .unwrap_or_default();
     let mut heads = Vec::with_capacity(keyed.len());
     let mut kept = Vec::with_capacity(keyed.len());
-    let mut stamps = HashMap::with_capacity(keyed.len());
     for ((key, path, stamp, known), read) in keyed.drain(..).zip(read) {
         let head = match (known, read) {
             (Some(head), _) => Some(RolloutHead {
-                path: path.clone(),
+                path,
                 thread: head.thread,
                 parent: head.parent,
                 depth: head.depth,
                 started: head.started,
+                stamp: Some(stamp),
             }),
             (None, read) => {
-                let read = read.flatten();
+                let read = read.flatten().map(|head| RolloutHead { stamp: Some(stamp), ..head });
                 changed |= read.is_some();
                 read
             }
@@ -270,12 +252,10 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, mut known: table::Read
             ));
             heads.push(head);
         }
-        stamps.insert(path, stamp);
     }
     Rollouts {
         sessions: group_sessions(heads),
         heads: changed.then_some(kept),
-        stamps,
     }
 }
 
@@ -360,6 +340,8 @@ pub struct RolloutHead {
     pub depth: u64,
     /// When the session started.
     pub started: Option<Timestamp>,
+    /// The file's stamp, when listed with one.
+    pub(crate) stamp: Option<FileStamp>,
 }
 
 /// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
@@ -488,6 +470,7 @@ fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
             .and_then(Value::as_u64)
             .unwrap_or(0),
         started: head.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse),
+        stamp: None,
     })
 }
 
@@ -798,18 +781,18 @@ const BATCH: usize = 64;
 const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A session whose run is to be rebuilt, or continued.
-struct Job<'a> {
+struct Job {
     /// Its key in the import state.
-    key: &'a str,
+    key: String,
     id: RunId,
     stamps: BTreeMap<String, FileStamp>,
-    source: JobSource<'a>,
+    source: JobSource,
     /// Where the last import stopped, to continue the run from there;
     /// `None` rebuilds it whole.
     read_on: Option<ReadOn>,
 }
 
-impl Job<'_> {
+impl Job {
     /// How to read on after `change`, if it allows.
     fn read_on(change: Change) -> Option<ReadOn> {
         match change {
@@ -820,9 +803,9 @@ impl Job<'_> {
 }
 
 /// Where a rebuilt run's lines come from.
-enum JobSource<'a> {
-    Codex(&'a [RolloutHead]),
-    Claude(&'a crate::claude_ingest::SessionFiles),
+enum JobSource {
+    Codex(Vec<RolloutHead>),
+    Claude(crate::claude_ingest::SessionFiles),
 }
 
 /// When a Codex session started: its earliest rollout's time, else now.
@@ -891,7 +874,9 @@ struct Importer<'a> {
     /// When the state was last saved, and whether it changed since.
     last_save: std::time::Instant,
     unsaved: bool,
-    /// The usage index, loaded when the first run is rebuilt.
+    /// The usage index, opened when the first run is rebuilt (its entries
+    /// are put in the order of the run ids: Claude's sessions are imported
+    /// first, then Codex's).
     usage: Option<UsageIndex>,
     /// The names of the files in the runs folder when the import started
     /// (one listing, not a stat per session).
@@ -1024,20 +1009,24 @@ impl Importer<'_> {
 
     /// Rebuilds the runs of `jobs` on every core, then notes each as
     /// imported in order; `jobs` is left empty.
-    fn run_jobs(&mut self, jobs: &mut Vec<Job<'_>>) -> anyhow::Result<()> {
+    fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
         let this = &*self;
         let results = crate::parallel::map(jobs, |job| this.run_job(job))?;
         if jobs.is_empty() {
             return Ok(());
         }
         let home = self.home;
-        let usage = self.usage.get_or_insert_with(|| UsageIndex::load(home));
-        for (job, (view, _)) in jobs.iter().zip(&results) {
-            usage.insert(home, &job.id, view);
+        if self.usage.is_none() {
+            self.usage = Some(UsageIndex::open(home)?);
+        }
+        if let Some(usage) = self.usage.as_mut() {
+            for (job, (view, _)) in jobs.iter().zip(&results) {
+                usage.insert(home, &job.id, view)?;
+            }
         }
         for (job, (_, marks)) in jobs.drain(..).zip(results) {
             let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, job.key, &job.id, job.stamps, marks)?;
+            self.imported(claude, &job.key, &job.id, job.stamps, marks)?;
         }
         Ok(())
     }
@@ -1049,8 +1038,8 @@ impl Importer<'_> {
         if !self.unsaved || !now && self.last_save.elapsed() < SAVE_INTERVAL {
             return Ok(());
         }
-        if let Some(usage) = &self.usage {
-            usage.save(self.home)?;
+        if let Some(usage) = self.usage.as_mut() {
+            usage.checkpoint()?;
         }
         self.codex_done.checkpoint()?;
         self.claude_done.checkpoint()?;
@@ -1061,8 +1050,8 @@ impl Importer<'_> {
 
     /// Rebuilds or continues one job's run; returns its view and the marks
     /// of all its files.
-    fn run_job(&self, job: &Job<'_>) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
-        match job.source {
+    fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
+        match &job.source {
             JobSource::Codex(files) => {
                 if let Some(read_on) = &job.read_on {
                     // A new file is numbered after every file fed before.
@@ -1160,15 +1149,8 @@ impl Importer<'_> {
 }
 
 /// The Claude sessions under `dir` (none when it holds no projects), each
-/// with its files' stamps.
-fn claude_sessions(
-    dir: Option<&Path>,
-) -> anyhow::Result<
-    Vec<(
-        crate::claude_ingest::SessionFiles,
-        BTreeMap<String, FileStamp>,
-    )>,
-> {
+/// with its files' stamps (in the order of its parts).
+fn claude_sessions(dir: Option<&Path>) -> anyhow::Result<Vec<(crate::claude_ingest::SessionFiles, Vec<FileStamp>)>> {
     let found = match dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
             list_sessions(dir)?
@@ -1183,12 +1165,9 @@ fn claude_sessions(
             .parts
             .iter()
             .zip(listed)
-            .map(|((_, path), listed)| {
-                let stamp = match listed {
-                    Some(listed) => listed,
-                    None => stamp(path)?,
-                };
-                Ok((path.to_string_lossy().into_owned(), stamp))
+            .map(|((_, path), listed)| match listed {
+                Some(listed) => Ok(listed),
+                None => stamp(path),
             })
             .collect::<anyhow::Result<_>>()?;
         Ok((session, stamps))
@@ -1223,11 +1202,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         (files, rollouts, claude)
     });
     let (rollouts, mut claude) = (rollouts?, claude?);
-    let Rollouts {
-        sessions: codex,
-        heads,
-        stamps: rollout_stamps,
-    } = rollouts;
+    let Rollouts { sessions: codex, heads } = rollouts;
     // Written only when they changed: a repeated import writes nothing.
     if let Some(heads) = heads {
         tables.heads.write_all(heads.iter().map(|(key, head)| (key.as_str(), head)))?;
@@ -1252,43 +1227,17 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     // a session is new (reading every run's record costs more than a
     // repeated import otherwise does).
     let mut live_claude: Option<HashMap<String, RunId>> = None;
-    let mut pending: Vec<Job<'_>> = Vec::new();
-    for (root, files) in &codex {
-        if since.is_some_and(|since| {
-            files
-                .iter()
-                .all(|head| head.started.is_some_and(|t| t < since))
-        }) {
-            importer.bar.inc(1);
-            continue;
-        }
-        let stamps = files
+    let mut pending: Vec<Job> = Vec::new();
+    // Claude's sessions, then Codex's: the usage index is kept in the
+    // order of the run ids (`claude-…` before `codex-…`).
+    for (session, stamps) in claude {
+        // Keyed by path only now: the listing keeps each path once.
+        let stamps: BTreeMap<String, FileStamp> = session
+            .parts
             .iter()
-            .map(|head| {
-                let stamp = match rollout_stamps.get(&head.path) {
-                    Some(stamp) => *stamp,
-                    None => stamp(&head.path)?,
-                };
-                Ok((head.path.to_string_lossy().into_owned(), stamp))
-            })
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
-        let id = RunId::from(format!("codex-{root}"));
-        let change = compare(importer.codex_known.get(root).as_ref(), &stamps);
-        if !importer.wanted(&change, &id) {
-            continue;
-        }
-        pending.push(Job {
-            key: root,
-            id,
-            stamps,
-            source: JobSource::Codex(files),
-            read_on: Job::read_on(change),
-        });
-        if pending.len() >= BATCH {
-            importer.run_jobs(&mut pending)?;
-        }
-    }
-    for (session, stamps) in claude.iter() {
+            .map(|(_, path)| path.to_string_lossy().into_owned())
+            .zip(stamps)
+            .collect();
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());
         if since.is_some_and(|since| main.and_then(first_time).is_some_and(|started| started < since)) {
@@ -1296,7 +1245,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             continue;
         }
         let previous = importer.claude_known.get(&session.session_id);
-        let change = compare(previous.as_ref(), stamps);
+        let change = compare(previous.as_ref(), &stamps);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
@@ -1316,13 +1265,12 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         if !importer.wanted(&change, &id) {
             continue;
         }
-        let stamps = stamps.clone();
         // Only a run import made itself (its id says so) is rebuilt: a live
         // run continued by an earlier import is continued again, whatever
         // changed, or the lines only its stream had would be lost.
         if id.as_str().starts_with("claude-") {
             pending.push(Job {
-                key: &session.session_id,
+                key: session.session_id.clone(),
                 id,
                 stamps,
                 source: JobSource::Claude(session),
@@ -1335,7 +1283,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             // The sessions before it are noted first: the table is written
             // in order.
             importer.run_jobs(&mut pending)?;
-            let start = claude_start(session);
+            let start = claude_start(&session);
             let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
             for (part, file) in &session.parts {
                 let bytes =
@@ -1346,10 +1294,51 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new())?;
         }
     }
+    // Each session's listing is let go once it is imported.
+    for (root, files) in codex {
+        if since.is_some_and(|since| {
+            files
+                .iter()
+                .all(|head| head.started.is_some_and(|t| t < since))
+        }) {
+            importer.bar.inc(1);
+            continue;
+        }
+        let stamps = files
+            .iter()
+            .map(|head| {
+                let stamp = match head.stamp {
+                    Some(stamp) => stamp,
+                    None => stamp(&head.path)?,
+                };
+                Ok((head.path.to_string_lossy().into_owned(), stamp))
+            })
+            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+        let id = RunId::from(format!("codex-{root}"));
+        let change = compare(importer.codex_known.get(&root).as_ref(), &stamps);
+        if !importer.wanted(&change, &id) {
+            continue;
+        }
+        pending.push(Job {
+            key: root,
+            id,
+            stamps,
+            source: JobSource::Codex(files),
+            read_on: Job::read_on(change),
+        });
+        if pending.len() >= BATCH {
+            importer.run_jobs(&mut pending)?;
+        }
+    }
     importer.run_jobs(&mut pending)?;
     // A repeated import that found nothing changed writes nothing.
     importer.save(true)?;
-    let Importer { codex_done, claude_done, .. } = importer;
+    // The usage index first: a run the state calls done always has its
+    // usage kept, or folds.
+    let Importer { codex_done, claude_done, usage, .. } = importer;
+    if let Some(usage) = usage {
+        usage.finish()?;
+    }
     codex_done.finish()?;
     claude_done.finish()?;
     importer.bar.finish_and_clear();

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
 use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts, RolloutHead};
 use crate::output::Out;
+use crate::table::{self, Table};
 
 /// Arguments of `agentrace usage`.
 #[derive(Debug, Args)]
@@ -315,60 +316,94 @@ impl LogStamp {
     }
 }
 
-/// The usage of imported runs by run id (`$AGENTRACE_HOME/usage-index.json`):
-/// one file for all, rather than one beside each log, because creating a
-/// thousand small files cost an import more than writing them.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// The usage of imported runs by run id, a table of JSON lines read and
+/// rewritten as a stream (`$AGENTRACE_HOME/import/usage.jsonl`, see
+/// [`crate::table`]): one file for all, rather than one beside each log,
+/// because creating a thousand small files cost an import more than
+/// writing them.
+fn usage_table(home: &Home) -> Table {
+    Table::new(&home.root().join("import"), "usage", table::by_bytes)
+}
+
+/// Turns the single file older versions kept
+/// (`$AGENTRACE_HOME/usage-index.json`) into the table, once.
+fn migrate_index(home: &Home, table: &Table) -> anyhow::Result<()> {
+    #[derive(Default, Deserialize)]
+    struct Legacy {
+        #[serde(default)]
+        runs: BTreeMap<String, UsageTree>,
+    }
+    let old = home.root().join("usage-index.json");
+    let Ok(bytes) = std::fs::read(&old) else {
+        return Ok(());
+    };
+    if !table.exists() {
+        // An unreadable old index is dropped: runs are then folded from
+        // their logs until an import rebuilds them.
+        let legacy: Legacy = sonic_rs::from_slice(&bytes).unwrap_or_default();
+        table.write_all(legacy.runs.iter().map(|(id, tree)| (id.as_str(), tree)))?;
+    }
+    std::fs::remove_file(&old).with_context(|| format!("cannot remove {}", old.display()))
+}
+
+/// The usage index as an import rewrites it: the runs it rebuilds, put in
+/// the order of their ids.
 pub struct UsageIndex {
-    #[serde(default)]
-    runs: BTreeMap<String, UsageTree>,
+    writer: table::Writer,
 }
 
 impl UsageIndex {
-    fn path(home: &Home) -> PathBuf {
-        home.root().join("usage-index.json")
+    /// Opens the index for rewriting.
+    pub fn open(home: &Home) -> anyhow::Result<Self> {
+        let table = usage_table(home);
+        migrate_index(home, &table)?;
+        Ok(Self { writer: table.writer() })
     }
 
-    /// The index as last saved (empty when missing or unreadable: every
-    /// run is then folded from its log).
-    pub fn load(home: &Home) -> Self {
-        std::fs::read(Self::path(home))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
-    }
-
-    /// Keeps the usage of run `id` (its log as it is now).
-    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) {
+    /// Keeps the usage of run `id` (its log as it is now); ids must come in
+    /// increasing order. A run whose log cannot be stat'ed keeps its old
+    /// entry, which no longer matches the log and is then not used.
+    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<()> {
         match LogStamp::of(home, id) {
-            Some(log) => {
-                self.runs.insert(id.to_string(), UsageTree::of(view, log));
-            }
-            None => {
-                self.runs.remove(id.as_str());
-            }
+            Some(log) => self.writer.put(id.as_str(), &UsageTree::of(view, log)),
+            None => Ok(()),
         }
     }
 
-    /// Replaces the saved index atomically.
-    pub fn save(&self, home: &Home) -> anyhow::Result<()> {
-        crate::import::replace_json(&Self::path(home), self)
+    /// Saves what was kept so far.
+    pub fn checkpoint(&mut self) -> anyhow::Result<()> {
+        self.writer.checkpoint()
     }
 
-    /// The kept usage of run `id` when it still matches its log, taken out
-    /// of the index (a copy would hold every session twice).
+    /// Ends the rewrite.
+    pub fn finish(self) -> anyhow::Result<()> {
+        self.writer.finish()
+    }
+}
+
+/// The kept usage of runs, read in the order of their ids.
+struct KeptUsage {
+    reader: table::Reader<UsageTree>,
+}
+
+impl KeptUsage {
+    fn open(home: &Home) -> anyhow::Result<Self> {
+        let table = usage_table(home);
+        migrate_index(home, &table)?;
+        Ok(Self { reader: table.reader() })
+    }
+
+    /// The kept usage of run `id` when it still matches its log; ids must
+    /// be asked for in increasing order.
     fn take(&mut self, home: &Home, id: &RunId) -> Option<UsageTree> {
-        let tree = self.runs.get(id.as_str())?;
-        if LogStamp::of(home, id) != Some(tree.log) {
-            return None;
-        }
-        self.runs.remove(id.as_str())
+        let tree = self.reader.get(id.as_str())?;
+        (LogStamp::of(home, id) == Some(tree.log)).then_some(tree)
     }
 }
 
 /// The usage of recorded run `id`: the kept copy, else the fold of its log.
-fn recorded_usage(home: &Home, index: &mut UsageIndex, id: &RunId) -> anyhow::Result<UsageTree> {
-    if let Some(tree) = index.take(home, id) {
+fn recorded_usage(home: &Home, kept: &mut KeptUsage, id: &RunId) -> anyhow::Result<UsageTree> {
+    if let Some(tree) = kept.take(home, id) {
         return Ok(tree);
     }
     let loaded = home.load_run(id)?;
@@ -601,21 +636,27 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         } else {
             args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
         };
-        let mut index = UsageIndex::load(home);
-        let mut trees = Vec::with_capacity(ids.len());
-        for id in ids {
-            match recorded_usage(home, &mut index, &id) {
-                Ok(tree) => trees.push((id, tree)),
+        // The kept usage is read in the order of the run ids.
+        let mut order: Vec<(usize, RunId)> = ids.into_iter().enumerate().collect();
+        order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
+        let mut kept = KeptUsage::open(home)?;
+        let mut trees = Vec::with_capacity(order.len());
+        for (at, id) in order {
+            match recorded_usage(home, &mut kept, &id) {
+                Ok(tree) => trees.push((at, id, tree)),
                 // Deleted since the directory was listed: no longer a run.
                 Err(_) if listed && !home.log_path(&id).exists() => {}
                 Err(error) => return Err(error),
             }
         }
+        drop(kept);
+        // Runs named on the command line come in their order.
+        trees.sort_by_key(|(at, _, _)| *at);
+        let mut trees: Vec<(RunId, UsageTree)> = trees.into_iter().map(|(_, id, tree)| (id, tree)).collect();
         if listed {
             // Newest first, as `agentrace runs` lists them.
             trees.sort_by(|(a_id, a), (b_id, b)| (b.started_at, b_id).cmp(&(a.started_at, a_id)));
         }
-        drop(index);
         // Each tree is let go once its session is made.
         once_per_session(trees.into_iter().map(|(id, tree)| session(&tree, Some(&id), &prices)).collect())
     };

@@ -147,10 +147,19 @@ fn an_import_state_kept_by_an_older_version_is_taken_over_and_nothing_is_read_ag
     assert_eq!(tables["codex"].as_object().map(serde_json::Map::len), Some(2));
     assert_eq!(tables["claude"].as_object().map(serde_json::Map::len), Some(1));
     assert_eq!(tables["heads"].as_object().map(serde_json::Map::len), Some(4), "{tables:?}");
+    let mut runs = table(&cli, "usage");
+    assert_eq!(runs.len(), 3);
     // What an older version kept: the same entries in one file.
     std::fs::remove_dir_all(cli.home.path().join("import")).unwrap_or_else(|e| panic!("{e}"));
     let old = cli.home.path().join("import-state.json");
     std::fs::write(&old, Value::Object(tables.clone()).to_string()).unwrap_or_else(|e| panic!("{e}"));
+
+    // And the usage index, one of whose counts is changed to show that
+    // `usage` reads the kept copy, not the log.
+    let run = "codex-01a2298d-6dff-7082-9198-f4918efc4e4a";
+    runs[run]["agents"][0]["tokens"]["outputTokens"] = Value::from(7);
+    let old_index = cli.home.path().join("usage-index.json");
+    std::fs::write(&old_index, serde_json::json!({ "runs": runs }).to_string()).unwrap_or_else(|e| panic!("{e}"));
 
     let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     let stderr = String::from_utf8_lossy(&again.stderr);
@@ -159,6 +168,10 @@ fn an_import_state_kept_by_an_older_version_is_taken_over_and_nothing_is_read_ag
     for name in ["codex", "claude", "heads"] {
         assert_eq!(Value::Object(table(&cli, name)), tables[name], "{name}");
     }
+    let read = usage(&cli, &[run]);
+    assert_eq!(read.sessions[0].agents[0].own.output_tokens, 7);
+    assert!(!old_index.exists());
+    assert_eq!(table(&cli, "usage"), runs);
 }
 
 #[test]
@@ -211,14 +224,15 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     let folded = usage(&cli, &[]);
     assert_eq!(folded.sessions.len(), 1);
     let run = folded.sessions[0].run_id.clone().unwrap_or_default();
-    let index_path = cli.home.path().join("usage-index.json");
-    let kept = std::fs::read_to_string(&index_path).unwrap_or_else(|e| panic!("{e}"));
-    let mut index: Value = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
+    let mut index = table(&cli, "usage");
+    assert_eq!(index.keys().collect::<Vec<_>>(), vec![&run]);
     // A kept copy that says otherwise than the log is what `usage` reads
     // while the log keeps the length and time it was written for…
-    index["runs"][&run]["agents"][0]["tokens"]["totalTokens"] = Value::from(7);
-    std::fs::write(&index_path, index.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    index[&run]["agents"][0]["tokens"]["totalTokens"] = Value::from(7);
+    let line = Value::Array(vec![Value::from(run.clone()), index[&run].clone()]);
+    std::fs::write(cli.home.path().join("import/usage.jsonl"), format!("{line}\n")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(usage(&cli, &[]).sessions[0].agents[0].own.total_tokens, 7);
+    assert_eq!(usage(&cli, &[&run]).sessions[0].agents[0].own.total_tokens, 7);
     // …and is ignored once the log grew.
     let log = cli.home.path().join("runs").join(format!("{run}.jsonl"));
     let mut text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
