@@ -80,6 +80,11 @@ pub struct FoundSession {
 }
 
 impl FoundSession {
+    /// The session id (the main file's name).
+    pub fn session_id(&self) -> &str {
+        file_name(&self.main).trim_end_matches(".jsonl")
+    }
+
     /// Its files: the subagent folder is walked now, so callers can spread
     /// that over their workers.
     pub fn files(&self) -> anyhow::Result<SessionFiles> {

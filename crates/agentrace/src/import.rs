@@ -176,16 +176,6 @@ fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.as_bytes().iter().map(key).cmp(b.as_bytes().iter().map(key))
 }
 
-/// A Codex home's rollouts as one import sees them.
-#[derive(Default)]
-struct Rollouts {
-    /// Grouped into sessions, as [`codex_sessions`] does.
-    sessions: BTreeMap<String, Vec<RolloutHead>>,
-    /// Every rollout's head by path, in path order, to keep for the next
-    /// import when they differ from the last import's.
-    heads: Option<Vec<(String, KnownHead)>>,
-}
-
 /// Every rollout of `codex_home` with its stamp (one that vanished since
 /// the listing is left out).
 fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
@@ -195,37 +185,32 @@ fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
         .collect()
 }
 
-/// The rollouts listed (in path order), grouped, reading a rollout's head
-/// (on every core) only when its stamp differs from the one `known` keeps.
-fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, mut known: table::Reader<KnownHead>) -> Rollouts {
+/// The rollouts listed (in path order), grouped as [`codex_sessions`]
+/// does, reading a rollout's head (on every core) only when its stamp
+/// differs from the one the `heads` table keeps; the table is rewritten
+/// when any differs.
+fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, heads: &Table) -> anyhow::Result<BTreeMap<String, Vec<RolloutHead>>> {
+    let mut known = heads.reader::<KnownHead>();
     // A head known at another stamp, or one of a rollout no longer there:
     // the heads are kept anew (as they are when a new one is read).
     let mut changed = false;
-    let mut keyed: Vec<(String, PathBuf, FileStamp, Option<KnownHead>)> = files
+    let listed: Vec<(PathBuf, FileStamp, Option<KnownHead>)> = files
         .into_iter()
         .map(|(path, stamp)| {
-            let key = path.to_string_lossy().into_owned();
-            let head = known.get(&key).filter(|head| {
+            let head = known.get(&path.to_string_lossy()).filter(|head| {
                 changed |= head.stamp != stamp;
                 head.stamp == stamp
             });
-            (key, path, stamp, head)
+            (path, stamp, head)
         })
         .collect();
     changed |= known.has_more() || known.passed() > 0;
     drop(known);
-    let read = crate::parallel::map(&keyed, |(_, path, _, head)| {
-        Ok(match head {
-            Some(_) => None,
-            None => Some(rollout_head(path)),
-        })
-    })
-    .unwrap_or_default();
-    let mut heads = Vec::with_capacity(keyed.len());
-    let mut kept = Vec::with_capacity(keyed.len());
-    for ((key, path, stamp, known), read) in keyed.drain(..).zip(read) {
-        let head = match (known, read) {
-            (Some(head), _) => Some(RolloutHead {
+    let read = crate::parallel::map(&listed, |(path, _, head)| Ok(if head.is_some() { None } else { rollout_head(path) }))?;
+    let mut found = Vec::with_capacity(listed.len());
+    for ((path, stamp, known), read) in listed.into_iter().zip(read) {
+        let head = match known {
+            Some(head) => Some(RolloutHead {
                 path,
                 thread: head.thread,
                 parent: head.parent,
@@ -233,30 +218,27 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, mut known: table::Read
                 started: head.started,
                 stamp: Some(stamp),
             }),
-            (None, read) => {
-                let read = read.flatten().map(|head| RolloutHead { stamp: Some(stamp), ..head });
+            None => {
                 changed |= read.is_some();
-                read
+                read.map(|head| RolloutHead { stamp: Some(stamp), ..head })
             }
         };
-        if let Some(head) = head {
-            kept.push((
-                key,
-                KnownHead {
-                    stamp,
-                    thread: head.thread.clone(),
-                    parent: head.parent.clone(),
-                    depth: head.depth,
-                    started: head.started,
-                },
-            ));
-            heads.push(head);
-        }
+        found.extend(head);
     }
-    Rollouts {
-        sessions: group_sessions(heads),
-        heads: changed.then_some(kept),
+    // Written only when they changed: a repeated import writes nothing.
+    if changed {
+        heads.write_all(found.iter().map(|head| {
+            let known = KnownHead {
+                stamp: head.stamp.unwrap_or(FileStamp { size: 0, modified_ns: 0 }),
+                thread: head.thread.clone(),
+                parent: head.parent.clone(),
+                depth: head.depth,
+                started: head.started,
+            };
+            (head.path.to_string_lossy(), known)
+        }))?;
     }
+    Ok(group_sessions(found))
 }
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
@@ -488,22 +470,35 @@ pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
 }
 
 fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>> {
-    let parents: HashMap<String, Option<String>> = heads
-        .iter()
-        .map(|head| (head.thread.clone(), head.parent.clone()))
-        .collect();
-    let mut sessions: BTreeMap<String, Vec<RolloutHead>> = BTreeMap::new();
-    for head in heads {
-        let mut top = head.thread.clone();
-        let mut hops = 0;
-        while let Some(Some(parent)) = parents.get(&top) {
-            if !parents.contains_key(parent) || hops > 1000 {
-                break;
+    // By index, not by copies of the ids: this runs over every rollout.
+    let by_thread: HashMap<&str, usize> = heads.iter().enumerate().map(|(at, head)| (head.thread.as_str(), at)).collect();
+    let tops: Vec<usize> = (0..heads.len())
+        .map(|at| {
+            let mut top = at;
+            let mut hops = 0;
+            while let Some(parent) = heads[top].parent.as_deref() {
+                match by_thread.get(parent) {
+                    Some(&next) if hops <= 1000 => {
+                        top = next;
+                        hops += 1;
+                    }
+                    _ => break,
+                }
             }
-            top = parent.clone();
-            hops += 1;
+            top
+        })
+        .collect();
+    drop(by_thread);
+    let names: HashMap<usize, String> = tops.iter().map(|&top| (top, heads[top].thread.clone())).collect();
+    let mut sessions: BTreeMap<String, Vec<RolloutHead>> = BTreeMap::new();
+    for (head, top) in heads.into_iter().zip(tops) {
+        let Some(name) = names.get(&top) else { continue };
+        match sessions.get_mut(name) {
+            Some(files) => files.push(head),
+            None => {
+                sessions.insert(name.clone(), vec![head]);
+            }
         }
-        sessions.entry(top).or_default().push(head);
     }
     for files in sessions.values_mut() {
         files.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
@@ -1148,30 +1143,36 @@ impl Importer<'_> {
     }
 }
 
-/// The Claude sessions under `dir` (none when it holds no projects), each
-/// with its files' stamps (in the order of its parts).
-fn claude_sessions(dir: Option<&Path>) -> anyhow::Result<Vec<(crate::claude_ingest::SessionFiles, Vec<FileStamp>)>> {
-    let found = match dir {
-        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
-            list_sessions(dir)?
-        }
-        _ => Vec::new(),
-    };
-    // Each session's folder walk and its files' stats, on every core: a
-    // repeated import is mostly these system calls.
-    crate::parallel::map(&found, |found| {
-        let (session, listed) = found.files_with_stamps()?;
-        let stamps = session
-            .parts
-            .iter()
-            .zip(listed)
-            .map(|((_, path), listed)| match listed {
-                Some(listed) => Ok(listed),
-                None => stamp(path),
-            })
-            .collect::<anyhow::Result<_>>()?;
-        Ok((session, stamps))
-    })
+/// The Claude sessions under `dir` (none when it holds no projects), not
+/// yet walked.
+fn claude_found(dir: Option<&Path>) -> anyhow::Result<Vec<crate::claude_ingest::FoundSession>> {
+    match dir {
+        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => list_sessions(dir),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// How many Claude sessions are walked together.
+const CLAUDE_CHUNK: usize = 256;
+
+/// A Claude session's files, with their stamps keyed by path.
+fn claude_session_files(
+    found: &crate::claude_ingest::FoundSession,
+) -> anyhow::Result<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
+    let (session, listed) = found.files_with_stamps()?;
+    let stamps = session
+        .parts
+        .iter()
+        .zip(listed)
+        .map(|((_, path), listed)| {
+            let stamp = match listed {
+                Some(listed) => listed,
+                None => stamp(path)?,
+            };
+            Ok((path.to_string_lossy().into_owned(), stamp))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok((session, stamps))
 }
 
 /// Runs `agentrace import`.
@@ -1185,30 +1186,39 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             eprintln!("warning: {} is not a folder; nothing is imported from it", dir.display());
         }
     }
-    // Finding what is on disk is thousands of small system calls: the last
-    // import's state is read and the Codex home listed while the Claude dir
-    // is walked; only then are the rollouts not known from the state read.
     let tables = StateTables::of(home);
     tables.migrate(home)?;
-    let (files, rollouts, claude) = std::thread::scope(|scope| {
-        let files = scope.spawn(|| runs_files(home));
-        let rollouts = scope.spawn(|| codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default());
-        let claude = claude_sessions(claude_dir.as_deref());
-        let files = files.join().unwrap_or_default();
-        let rollouts = rollouts
-            .join()
-            .map(|found| codex_sessions_known(found, tables.heads.reader()))
-            .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"));
-        (files, rollouts, claude)
-    });
-    let (rollouts, mut claude) = (rollouts?, claude?);
-    let Rollouts { sessions: codex, heads } = rollouts;
-    // Written only when they changed: a repeated import writes nothing.
-    if let Some(heads) = heads {
-        tables.heads.write_all(heads.iter().map(|(key, head)| (key.as_str(), head)))?;
-    }
+    // Finding what is on disk is thousands of small system calls: the Codex
+    // home is listed and grouped (reading only the heads the last import
+    // did not keep) while Claude's sessions are imported.
+    std::thread::scope(|scope| {
+        let rollouts = scope.spawn(|| {
+            let found = codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default();
+            codex_sessions_known(found, &tables.heads)
+        });
+        let codex = || {
+            rollouts
+                .join()
+                .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
+        };
+        import_sessions(home, args, since, claude_dir.as_deref(), &tables, codex)
+    })
+}
+
+/// Imports Claude's sessions under `claude_dir`, then Codex's (`codex`
+/// gives them once listed); says what was done.
+fn import_sessions(
+    home: &Home,
+    args: &ImportArgs,
+    since: Option<Timestamp>,
+    claude_dir: Option<&Path>,
+    tables: &StateTables,
+    codex: impl FnOnce() -> anyhow::Result<BTreeMap<String, Vec<RolloutHead>>>,
+) -> anyhow::Result<()> {
+    let files = runs_files(home);
+    let mut claude = claude_found(claude_dir)?;
     // In the order of their table, which is read in step.
-    claude.sort_by(|(a, _), (b, _)| a.session_id.cmp(&b.session_id));
+    claude.sort_by(|a, b| a.session_id().cmp(b.session_id()));
     let mut importer = Importer {
         home,
         args,
@@ -1217,7 +1227,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         codex_done: tables.codex.writer(),
         claude_done: tables.claude.writer(),
         tally: Tally::default(),
-        bar: progress(args, (codex.len() + claude.len()) as u64),
+        bar: progress(args, claude.len() as u64),
         last_save: std::time::Instant::now(),
         unsaved: false,
         usage: None,
@@ -1230,14 +1240,15 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     let mut pending: Vec<Job> = Vec::new();
     // Claude's sessions, then Codex's: the usage index is kept in the
     // order of the run ids (`claude-…` before `codex-…`).
-    for (session, stamps) in claude {
-        // Keyed by path only now: the listing keeps each path once.
-        let stamps: BTreeMap<String, FileStamp> = session
-            .parts
-            .iter()
-            .map(|(_, path)| path.to_string_lossy().into_owned())
-            .zip(stamps)
-            .collect();
+    // A session's files are walked and stat'ed only when its turn comes,
+    // a chunk at a time on every core: the listing keeps only where each
+    // session is.
+    let expanded = claude.chunks(CLAUDE_CHUNK).map(|chunk| crate::parallel::map(chunk, claude_session_files));
+    for session in expanded.flat_map(|chunk| match chunk {
+        Ok(sessions) => sessions.into_iter().map(Ok).collect::<Vec<_>>(),
+        Err(error) => vec![Err(error)],
+    }) {
+        let (session, stamps) = session?;
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());
         if since.is_some_and(|since| main.and_then(first_time).is_some_and(|started| started < since)) {
@@ -1294,6 +1305,8 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new())?;
         }
     }
+    let codex = codex()?;
+    importer.bar.inc_length(codex.len() as u64);
     // Each session's listing is let go once it is imported.
     for (root, files) in codex {
         if since.is_some_and(|since| {

@@ -87,7 +87,7 @@ impl Table {
 
     /// Replaces the table with `entries`, which must come in key order
     /// (one out of order is left out).
-    pub fn write_all<'a, V: Serialize + 'a>(&self, entries: impl IntoIterator<Item = (&'a str, &'a V)>) -> anyhow::Result<()> {
+    pub fn write_all<K: AsRef<str>, V: Serialize>(&self, entries: impl IntoIterator<Item = (K, V)>) -> anyhow::Result<()> {
         let mut writer = Writer {
             table: self.clone(),
             // Nothing of the old table is kept.
@@ -98,7 +98,7 @@ impl Table {
         };
         writer.open()?;
         for (key, value) in entries {
-            writer.put(key, value)?;
+            writer.put(key.as_ref(), &value)?;
         }
         writer.finish()
     }
