@@ -1177,6 +1177,7 @@ fn claude_session_files(
 
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+    crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
     // A folder named on the command line that is not there is most likely

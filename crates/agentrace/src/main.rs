@@ -14,6 +14,7 @@ mod hook;
 mod import;
 mod ingest;
 mod live;
+mod memory;
 mod output;
 mod parallel;
 mod render;

@@ -611,6 +611,9 @@ fn once_per_session(sessions: Vec<SessionUsage>) -> Vec<SessionUsage> {
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = Prices::load(args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
+    if !straight {
+        crate::memory::prefer_small_pages();
+    }
     if straight && args.json && args.by == By::Run {
         let found = found_in_folders(args)?;
         return out.json_pretty(&StreamedReport {
