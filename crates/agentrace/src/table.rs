@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use std::fs::{self, File};
 use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -104,12 +105,45 @@ impl Table {
     }
 }
 
+/// Where an entry's line is, to read it again (see [`Lines`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// In the saved part of an interrupted rewrite, else in the table.
+    partial: bool,
+    offset: u64,
+    len: usize,
+}
+
+/// The files a reader reads, to read an entry again by its position (the
+/// files as they were opened, whatever was renamed over them since).
+#[derive(Clone, Default)]
+pub struct Lines {
+    partial: Option<Arc<File>>,
+    complete: Option<Arc<File>>,
+}
+
+impl Lines {
+    /// The value of the entry at `at`.
+    pub fn read<V: DeserializeOwned>(&self, at: Position) -> anyhow::Result<V> {
+        use std::os::unix::fs::FileExt as _;
+        let file = if at.partial { &self.partial } else { &self.complete };
+        let file = file.as_ref().context("a table entry's file is not open")?;
+        let mut line = vec![0; at.len];
+        file.read_exact_at(&mut line, at.offset).context("cannot read a table entry again")?;
+        let (_, value): (IgnoredAny, V) = sonic_rs::from_slice(&line).context("a table entry changed since it was read")?;
+        Ok(value)
+    }
+}
+
 /// The lines of a table as they are on disk: the saved part of an
 /// interrupted rewrite, then the complete table's entries past it.
 struct Source {
     order: Order,
+    lines: Lines,
     partial: Option<BufReader<File>>,
     complete: Option<BufReader<File>>,
+    /// Bytes read so far from each.
+    read: [u64; 2],
     /// The last key given (a line whose key does not come after it is left
     /// out: the table's order is what lets readers walk it once).
     last: Option<String>,
@@ -118,11 +152,21 @@ struct Source {
 
 impl Source {
     fn open(table: &Table) -> Self {
-        let open = |path: &Path| File::open(path).ok().map(|file| BufReader::with_capacity(64 * 1024, file));
-        Self {
-            order: table.order,
+        let open = |path: &Path| File::open(path).ok().map(Arc::new);
+        let lines = Lines {
             partial: open(&table.partial),
             complete: open(&table.complete),
+        };
+        let reader = |file: &Option<Arc<File>>| {
+            let file = file.as_ref()?.try_clone().ok()?;
+            Some(BufReader::with_capacity(64 * 1024, file))
+        };
+        Self {
+            order: table.order,
+            partial: reader(&lines.partial),
+            complete: reader(&lines.complete),
+            lines,
+            read: [0; 2],
             last: None,
             line: Vec::new(),
         }
@@ -131,25 +175,34 @@ impl Source {
     fn empty(table: &Table) -> Self {
         Self {
             order: table.order,
+            lines: Lines::default(),
             partial: None,
             complete: None,
+            read: [0; 2],
             last: None,
             line: Vec::new(),
         }
     }
 
-    /// The next entry, as `T` and as its line; `None` at the end.
-    fn next<T: DeserializeOwned>(&mut self) -> Option<(String, T, Vec<u8>)> {
+    /// The next entry, as `T`, as its line and where that is; `None` at
+    /// the end.
+    fn next<T: DeserializeOwned>(&mut self) -> Option<(String, T, Vec<u8>, Position)> {
         while let Some(reader) = self.partial.as_mut() {
             self.line.clear();
             let parsed = match reader.read_until(b'\n', &mut self.line) {
                 Ok(read) if read > 0 && self.line.ends_with(b"\n") => sonic_rs::from_slice::<(String, T)>(&self.line).ok(),
                 _ => None,
             };
+            let at = Position {
+                partial: true,
+                offset: self.read[0],
+                len: self.line.len(),
+            };
+            self.read[0] += self.line.len() as u64;
             match parsed {
                 Some((key, value)) if self.comes_next(&key) => {
                     self.last = Some(key.clone());
-                    return Some((key, value, std::mem::take(&mut self.line)));
+                    return Some((key, value, std::mem::take(&mut self.line), at));
                 }
                 // The saved part ends at its last whole line: what an
                 // interrupted write left after it is not trusted.
@@ -160,7 +213,13 @@ impl Source {
             self.line.clear();
             match reader.read_until(b'\n', &mut self.line) {
                 Ok(0) | Err(_) => self.complete = None,
-                Ok(_) => {
+                Ok(read) => {
+                    let at = Position {
+                        partial: false,
+                        offset: self.read[1],
+                        len: read,
+                    };
+                    self.read[1] += read as u64;
                     // An unreadable line or one out of order is skipped:
                     // its session is read again as new.
                     if let Ok((key, value)) = sonic_rs::from_slice::<(String, T)>(&self.line) {
@@ -169,7 +228,7 @@ impl Source {
                             if !self.line.ends_with(b"\n") {
                                 self.line.push(b'\n');
                             }
-                            return Some((key, value, std::mem::take(&mut self.line)));
+                            return Some((key, value, std::mem::take(&mut self.line), at));
                         }
                     }
                 }
@@ -186,7 +245,7 @@ impl Source {
 /// A table read in key order.
 pub struct Reader<V> {
     source: Source,
-    ahead: Option<(String, V)>,
+    ahead: Option<(String, V, Position)>,
     started: bool,
     /// Entries passed over without being asked for.
     passed: u64,
@@ -196,25 +255,36 @@ impl<V: DeserializeOwned> Reader<V> {
     /// The entry of `key`; keys must be asked for in the table's order
     /// (the entries before `key` are passed over for good).
     pub fn get(&mut self, key: &str) -> Option<V> {
+        self.get_placed(key).map(|(value, _)| value)
+    }
+
+    /// [`Reader::get`], with where the entry is (to read it again through
+    /// [`Reader::lines`]).
+    pub fn get_placed(&mut self, key: &str) -> Option<(V, Position)> {
         if !self.started {
             self.started = true;
             self.advance();
         }
         loop {
-            let (ahead, _) = self.ahead.as_ref()?;
+            let (ahead, _, _) = self.ahead.as_ref()?;
             match (self.source.order)(ahead, key) {
                 Ordering::Less => {
                     self.passed += 1;
                     self.advance();
                 }
                 Ordering::Equal => {
-                    let (_, value) = self.ahead.take()?;
+                    let (_, value, at) = self.ahead.take()?;
                     self.advance();
-                    return Some(value);
+                    return Some((value, at));
                 }
                 Ordering::Greater => return None,
             }
         }
+    }
+
+    /// The files this reader reads, to read an entry again by its place.
+    pub fn lines(&self) -> Lines {
+        self.source.lines.clone()
     }
 
     /// How many entries were passed over without being asked for.
@@ -232,7 +302,7 @@ impl<V: DeserializeOwned> Reader<V> {
     }
 
     fn advance(&mut self) {
-        self.ahead = self.source.next::<V>().map(|(key, value, _)| (key, value));
+        self.ahead = self.source.next::<V>().map(|(key, value, _, at)| (key, value, at));
     }
 }
 
@@ -342,7 +412,7 @@ impl Writer {
             .old
             .as_mut()
             .and_then(|old| old.next::<IgnoredAny>())
-            .map(|(key, _, line)| (key, line));
+            .map(|(key, _, line, _)| (key, line));
     }
 
     /// Writes the old table's next entry as it was.
@@ -367,7 +437,7 @@ mod tests {
 
     fn read_all(table: &Table) -> Vec<(String, u32)> {
         let mut source = Source::open(table);
-        std::iter::from_fn(|| source.next::<u32>().map(|(key, value, _)| (key, value))).collect()
+        std::iter::from_fn(|| source.next::<u32>().map(|(key, value, _, _)| (key, value))).collect()
     }
 
     fn owned(pairs: &[(&str, u32)]) -> Vec<(String, u32)> {
@@ -403,6 +473,26 @@ mod tests {
         assert_eq!(reader.get("e"), Some(5));
         assert!(!reader.has_more());
         assert_eq!(reader.passed(), 1, "c was passed over");
+    }
+
+    #[test]
+    fn an_entry_is_read_again_by_its_place_in_either_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = table.writer();
+        writer.put("b", &20u32).unwrap_or_else(|e| panic!("{e}"));
+        writer.checkpoint().unwrap_or_else(|e| panic!("{e}"));
+        drop(writer);
+        let mut reader = table.reader::<u32>();
+        let placed: Vec<(u32, Position)> = ["a", "b", "c", "e"].iter().filter_map(|key| reader.get_placed(key)).collect();
+        assert_eq!(placed.iter().map(|(value, _)| *value).collect::<Vec<_>>(), vec![1, 20, 3, 5]);
+        assert_eq!(placed.iter().map(|(_, at)| at.partial).collect::<Vec<_>>(), vec![true, true, false, false]);
+        // Read again after the table was rewritten under the reader.
+        table.writer().finish().unwrap_or_else(|e| panic!("{e}"));
+        let lines = reader.lines();
+        let again: Vec<u32> = placed.iter().map(|(_, at)| lines.read(*at).unwrap_or_else(|e| panic!("{e}"))).collect();
+        assert_eq!(again, vec![1, 20, 3, 5]);
     }
 
     #[test]

@@ -393,21 +393,12 @@ impl KeptUsage {
         Ok(Self { reader: table.reader() })
     }
 
-    /// The kept usage of run `id` when it still matches its log; ids must
-    /// be asked for in increasing order.
-    fn take(&mut self, home: &Home, id: &RunId) -> Option<UsageTree> {
-        let tree = self.reader.get(id.as_str())?;
-        (LogStamp::of(home, id) == Some(tree.log)).then_some(tree)
+    /// The kept usage of run `id` when it still matches its log, with its
+    /// place in the index; ids must be asked for in increasing order.
+    fn take(&mut self, home: &Home, id: &RunId) -> Option<(UsageTree, table::Position)> {
+        let (tree, at) = self.reader.get_placed(id.as_str())?;
+        (LogStamp::of(home, id) == Some(tree.log)).then_some((tree, at))
     }
-}
-
-/// The usage of recorded run `id`: the kept copy, else the fold of its log.
-fn recorded_usage(home: &Home, kept: &mut KeptUsage, id: &RunId) -> anyhow::Result<UsageTree> {
-    if let Some(tree) = kept.take(home, id) {
-        return Ok(tree);
-    }
-    let loaded = home.load_run(id)?;
-    Ok(UsageTree::of(&loaded.view(), LogStamp::default()))
 }
 
 /// The ids of every recorded run, as the directory lists their logs
@@ -463,18 +454,22 @@ fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> Session
     for node in &tree.agents {
         counters.add(&walk(node, prices, &mut agents));
     }
-    let provider = match tree.provider {
-        Provider::Codex => "codex",
-        Provider::Claude => "claude",
-        Provider::Unknown => "unknown",
-    };
     SessionUsage {
-        provider: provider.to_owned(),
+        provider: provider_name(tree.provider).to_owned(),
         session_id: tree.session_id.clone(),
         run_id: run_id.map(|id| id.to_string()),
         started_at: tree.started_at,
         counters,
         agents,
+    }
+}
+
+/// A provider's name in the report.
+fn provider_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Codex => "codex",
+        Provider::Claude => "claude",
+        Provider::Unknown => "unknown",
     }
 }
 
@@ -538,32 +533,36 @@ fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<Sess
 /// it. The totals, written last, are summed on the way. A session that
 /// cannot be read ends the report with that error (after the sessions
 /// before it).
-struct StreamedReport<'a> {
-    found: &'a [FoundSession],
-    prices: &'a Prices,
-    /// Sessions attributed at once ([`STREAM_CHUNK`]).
-    chunk: usize,
+struct StreamedReport<I> {
+    sessions: std::cell::RefCell<I>,
     totals: std::cell::Cell<Counters>,
 }
 
-impl Serialize for StreamedReport<'_> {
+impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> StreamedReport<I> {
+    fn of(sessions: I) -> Self {
+        Self {
+            sessions: std::cell::RefCell::new(sessions),
+            totals: std::cell::Cell::new(Counters::default()),
+        }
+    }
+}
+
+impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedReport<I> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
-        /// The sessions, attributed as the serializer asks for them.
-        struct Sessions<'r, 'a>(&'r StreamedReport<'a>);
-        impl Serialize for Sessions<'_, '_> {
+        /// The sessions, made as the serializer asks for them.
+        struct Sessions<'r, I>(&'r StreamedReport<I>);
+        impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for Sessions<'_, I> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 use serde::ser::{Error as _, SerializeSeq as _};
                 let report = self.0;
                 let mut seq = serializer.serialize_seq(None)?;
-                for chunk in report.found.chunks(report.chunk.max(1)) {
-                    let sessions = attribute(chunk, report.prices).map_err(|error| S::Error::custom(format!("{error:#}")))?;
-                    for session in &sessions {
-                        let mut totals = report.totals.get();
-                        totals.add(&session.counters);
-                        report.totals.set(totals);
-                        seq.serialize_element(session)?;
-                    }
+                for session in &mut *report.sessions.borrow_mut() {
+                    let session = session.map_err(|error| S::Error::custom(format!("{error:#}")))?;
+                    let mut totals = report.totals.get();
+                    totals.add(&session.counters);
+                    report.totals.set(totals);
+                    seq.serialize_element(&session)?;
                 }
                 seq.end()
             }
@@ -575,36 +574,131 @@ impl Serialize for StreamedReport<'_> {
     }
 }
 
+/// The sessions of `found`, attributed a chunk at a time (on every core)
+/// as they are asked for.
+fn attributed<'a>(found: &'a [FoundSession], prices: &'a Prices, chunk: usize) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
+    found.chunks(chunk.max(1)).flat_map(move |chunk| match attribute(chunk, prices) {
+        Ok(sessions) => sessions.into_iter().map(Ok).collect::<Vec<_>>(),
+        Err(error) => vec![Err(error)],
+    })
+}
+
 /// Each session counted once: a session recorded live and imported
 /// (`run codex` or `ingest`, then `import` of its rollouts), or ingested
 /// twice, is in several runs, and summing them counted its tokens twice.
 /// The run with the most tokens stands for it (the most complete record),
 /// in the place of the session's first run; each such choice is said on
 /// stderr.
-fn once_per_session(sessions: Vec<SessionUsage>) -> Vec<SessionUsage> {
-    let mut kept: Vec<SessionUsage> = Vec::with_capacity(sessions.len());
-    let mut at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
-    for mut session in sessions {
-        let key = (session.provider.clone(), session.session_id.clone());
+fn once_per_session(runs: Vec<Recorded>) -> Vec<Recorded> {
+    let mut kept: Vec<Recorded> = Vec::with_capacity(runs.len());
+    let mut at: std::collections::HashMap<(&'static str, String), usize> = std::collections::HashMap::new();
+    for mut run in runs {
+        let key = (run.provider, run.session_id.clone());
         let Some(&index) = at.get(&key) else {
             at.insert(key, kept.len());
-            kept.push(session);
+            kept.push(run);
             continue;
         };
         let counted = &mut kept[index];
-        if session.counters.total_tokens > counted.counters.total_tokens {
-            std::mem::swap(counted, &mut session);
+        if run.total_tokens > counted.total_tokens {
+            std::mem::swap(counted, &mut run);
         }
         eprintln!(
             "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
-            counted.provider,
-            counted.session_id,
-            counted.run_id.as_deref().unwrap_or("?"),
-            session.run_id.as_deref().unwrap_or("?"),
-            counted.run_id.as_deref().unwrap_or("?"),
+            counted.provider, counted.session_id, counted.id, run.id, counted.id,
         );
     }
     kept
+}
+
+/// A recorded run as `usage` first lists it: what placing it in the report
+/// takes. Its usage is read again once its place is known (or kept, when
+/// folded from its log), so the runs' trees are never held together.
+struct Recorded {
+    id: RunId,
+    started_at: Option<Timestamp>,
+    provider: &'static str,
+    session_id: String,
+    total_tokens: u64,
+    usage: RecordedUsage,
+}
+
+/// Where a recorded run's usage is.
+enum RecordedUsage {
+    /// In the usage index, at this place.
+    Kept(table::Position),
+    /// Folded from its log (not kept, or kept for another state of it).
+    Folded(Box<UsageTree>),
+}
+
+impl Recorded {
+    /// Run `id` of usage `tree`, which `usage` then keeps or lets go.
+    fn of<T: std::ops::Deref<Target = UsageTree>>(id: RunId, tree: T, prices: &Prices, usage: impl FnOnce(T) -> RecordedUsage) -> Self {
+        let counted = session(&tree, None, prices);
+        Self {
+            id,
+            started_at: tree.started_at,
+            provider: provider_name(tree.provider),
+            session_id: tree.session_id.clone(),
+            total_tokens: counted.counters.total_tokens,
+            usage: usage(tree),
+        }
+    }
+
+    /// The run's session, its usage read through `lines` when kept.
+    fn session(self, lines: &table::Lines, prices: &Prices) -> anyhow::Result<SessionUsage> {
+        let tree = match self.usage {
+            RecordedUsage::Kept(at) => lines.read::<UsageTree>(at)?,
+            RecordedUsage::Folded(tree) => *tree,
+        };
+        Ok(session(&tree, Some(&self.id), prices))
+    }
+}
+
+/// The recorded runs `usage` reports (those named, else every run: newest
+/// first, as `agentrace runs` lists them), one per session; with the files
+/// of the usage index they were read from.
+fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(Vec<Recorded>, table::Lines)> {
+    let listed = args.runs.is_empty();
+    let ids: Vec<RunId> = if listed {
+        let ids = recorded_ids(home)?;
+        if ids.is_empty() {
+            eprintln!(
+                "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
+                home.root().display()
+            );
+        }
+        ids
+    } else {
+        args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
+    };
+    // The kept usage is read in the order of the run ids.
+    let mut order: Vec<(usize, RunId)> = ids.into_iter().enumerate().collect();
+    order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
+    let mut kept = KeptUsage::open(home)?;
+    let mut runs = Vec::with_capacity(order.len());
+    for (at, id) in order {
+        let run = match kept.take(home, &id) {
+            Some((tree, place)) => Recorded::of(id, Box::new(tree), prices, |_| RecordedUsage::Kept(place)),
+            None => match home.load_run(&id) {
+                Ok(loaded) => {
+                    let tree = Box::new(UsageTree::of(&loaded.view(), LogStamp::default()));
+                    Recorded::of(id, tree, prices, RecordedUsage::Folded)
+                }
+                // Deleted since the directory was listed: no longer a run.
+                Err(_) if listed && !home.log_path(&id).exists() => continue,
+                Err(error) => return Err(error.into()),
+            },
+        };
+        runs.push((at, run));
+    }
+    // Runs named on the command line come in their order.
+    runs.sort_by_key(|(at, _)| *at);
+    let mut runs: Vec<Recorded> = runs.into_iter().map(|(_, run)| run).collect();
+    if listed {
+        runs.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
+    }
+    Ok((once_per_session(runs), kept.reader.lines()))
 }
 
 /// Runs `agentrace usage`.
@@ -614,54 +708,19 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     if !straight {
         crate::memory::prefer_small_pages();
     }
-    if straight && args.json && args.by == By::Run {
-        let found = found_in_folders(args)?;
-        return out.json_pretty(&StreamedReport {
-            found: &found,
-            prices: &prices,
-            chunk: STREAM_CHUNK,
-            totals: std::cell::Cell::new(Counters::default()),
-        });
+    if args.json && args.by == By::Run {
+        if straight {
+            let found = found_in_folders(args)?;
+            return out.json_pretty(&StreamedReport::of(attributed(&found, &prices, STREAM_CHUNK)));
+        }
+        let (runs, lines) = recorded_runs(home, args, &prices)?;
+        return out.json_pretty(&StreamedReport::of(runs.into_iter().map(|run| run.session(&lines, &prices))));
     }
     let sessions = if straight {
         attribute(&found_in_folders(args)?, &prices)?
     } else {
-        let listed = args.runs.is_empty();
-        let ids: Vec<RunId> = if listed {
-            let ids = recorded_ids(home)?;
-            if ids.is_empty() {
-                eprintln!(
-                    "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
-                    home.root().display()
-                );
-            }
-            ids
-        } else {
-            args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
-        };
-        // The kept usage is read in the order of the run ids.
-        let mut order: Vec<(usize, RunId)> = ids.into_iter().enumerate().collect();
-        order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
-        let mut kept = KeptUsage::open(home)?;
-        let mut trees = Vec::with_capacity(order.len());
-        for (at, id) in order {
-            match recorded_usage(home, &mut kept, &id) {
-                Ok(tree) => trees.push((at, id, tree)),
-                // Deleted since the directory was listed: no longer a run.
-                Err(_) if listed && !home.log_path(&id).exists() => {}
-                Err(error) => return Err(error),
-            }
-        }
-        drop(kept);
-        // Runs named on the command line come in their order.
-        trees.sort_by_key(|(at, _, _)| *at);
-        let mut trees: Vec<(RunId, UsageTree)> = trees.into_iter().map(|(_, id, tree)| (id, tree)).collect();
-        if listed {
-            // Newest first, as `agentrace runs` lists them.
-            trees.sort_by(|(a_id, a), (b_id, b)| (b.started_at, b_id).cmp(&(a.started_at, a_id)));
-        }
-        // Each tree is let go once its session is made.
-        once_per_session(trees.into_iter().map(|(id, tree)| session(&tree, Some(&id), &prices)).collect())
+        let (runs, lines) = recorded_runs(home, args, &prices)?;
+        runs.into_iter().map(|run| run.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
     };
     let mut totals = Counters::default();
     for session in &sessions {
@@ -853,13 +912,7 @@ mod tests {
         let whole = serde_json::json!({"sessions": sessions, "totals": totals});
         assert!(found.len() >= 6, "{}", found.len());
         for chunk in [1, 2, 4, STREAM_CHUNK] {
-            let streamed = serde_json::to_value(StreamedReport {
-                found: &found,
-                prices: &prices,
-                chunk,
-                totals: std::cell::Cell::new(Counters::default()),
-            })
-            .unwrap_or_else(|e| panic!("{e}"));
+            let streamed = serde_json::to_value(StreamedReport::of(attributed(&found, &prices, chunk))).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(streamed, whole, "chunks of {chunk}");
         }
     }
