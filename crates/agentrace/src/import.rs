@@ -194,37 +194,39 @@ fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, heads: &Table) -> anyh
     // A head known at another stamp, or one of a rollout no longer there:
     // the heads are kept anew (as they are when a new one is read).
     let mut changed = false;
-    let listed: Vec<(PathBuf, FileStamp, Option<KnownHead>)> = files
-        .into_iter()
-        .map(|(path, stamp)| {
-            let head = known.get(&path.to_string_lossy()).filter(|head| {
-                changed |= head.stamp != stamp;
-                head.stamp == stamp
-            });
-            (path, stamp, head)
-        })
-        .collect();
-    changed |= known.has_more() || known.passed() > 0;
-    drop(known);
-    let read = crate::parallel::map(&listed, |(path, _, head)| Ok(if head.is_some() { None } else { rollout_head(path) }))?;
-    let mut found = Vec::with_capacity(listed.len());
-    for ((path, stamp, known), read) in listed.into_iter().zip(read) {
-        let head = match known {
-            Some(head) => Some(RolloutHead {
+    // Each rollout's head where known, else its place and file, to read.
+    let mut found: Vec<Option<RolloutHead>> = Vec::with_capacity(files.len());
+    let mut unknown: Vec<(usize, PathBuf, FileStamp)> = Vec::new();
+    for (path, stamp) in files {
+        let known = known.get(&path.to_string_lossy()).filter(|head| {
+            changed |= head.stamp != stamp;
+            head.stamp == stamp
+        });
+        match known {
+            Some(head) => found.push(Some(RolloutHead {
                 path,
                 thread: head.thread,
                 parent: head.parent,
                 depth: head.depth,
                 started: head.started,
                 stamp: Some(stamp),
-            }),
+            })),
             None => {
-                changed |= read.is_some();
-                read.map(|head| RolloutHead { stamp: Some(stamp), ..head })
+                unknown.push((found.len(), path, stamp));
+                found.push(None);
             }
-        };
-        found.extend(head);
+        }
     }
+    changed |= known.has_more() || known.passed() > 0;
+    drop(known);
+    let read = crate::parallel::map(&unknown, |(_, path, _)| Ok(rollout_head(path)))?;
+    for ((at, _, stamp), head) in unknown.into_iter().zip(read) {
+        if let (Some(slot), Some(head)) = (found.get_mut(at), head) {
+            changed = true;
+            *slot = Some(RolloutHead { stamp: Some(stamp), ..head });
+        }
+    }
+    let found: Vec<RolloutHead> = found.into_iter().flatten().collect();
     // Written only when they changed: a repeated import writes nothing.
     if changed {
         heads.write_all(found.iter().map(|head| {
@@ -362,7 +364,9 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
                         Some(kind) if !kind.is_symlink() => entry.metadata().ok().map(|metadata| FileStamp::of(&metadata)),
                         _ => stamp(&path).ok(),
                     });
-                    files.push((path, stamp.flatten()));
+                    // Without the spare room the join left: the listing
+                    // is kept for the whole command.
+                    files.push((path.into_boxed_path().into_path_buf(), stamp.flatten()));
                 }
             }
         }
