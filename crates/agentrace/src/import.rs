@@ -57,7 +57,9 @@ pub struct ImportArgs {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct FileStamp {
     size: u64,
-    modified_ns: u128,
+    /// Nanoseconds since the Unix epoch (64 bits last until 2554; a head is
+    /// kept per rollout, so its size counts).
+    modified_ns: u64,
 }
 
 impl FileStamp {
@@ -67,7 +69,7 @@ impl FileStamp {
             .modified()
             .ok()
             .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-            .map(|elapsed| elapsed.as_nanos())
+            .map(|elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
             .unwrap_or(0);
         FileStamp {
             size: metadata.len(),
@@ -91,7 +93,7 @@ struct Imported {
 #[serde(rename_all = "camelCase")]
 struct FileRecord {
     size: u64,
-    modified_ns: u128,
+    modified_ns: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     read: Option<ReadMark>,
 }
@@ -506,6 +508,8 @@ fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>>
     }
     for files in sessions.values_mut() {
         files.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
+        // Held until the session is read: without the spare room of growth.
+        files.shrink_to_fit();
     }
     sessions
 }
