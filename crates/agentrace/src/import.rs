@@ -84,6 +84,12 @@ impl FileStamp {
 struct Imported {
     run_id: String,
     files: BTreeMap<String, FileRecord>,
+    /// The length of the run's log when this was written: a log that is
+    /// not that long any more was written by an import whose state was
+    /// lost (interrupted before its last save), and reading on from these
+    /// marks would append lines it already has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    log: Option<u64>,
 }
 
 /// One file of an imported session: its stamp then, and where its reading
@@ -887,6 +893,23 @@ struct Importer<'a> {
 }
 
 impl Importer<'_> {
+    /// `change`, unless it is to read on and run `id` (one an import made)
+    /// does not have the log the last import left (`log` bytes): a log an
+    /// import wrote after its last save, or one from before logs' lengths
+    /// were kept, is rebuilt whole instead.
+    fn unless_log_moved(&self, change: Change, id: &RunId, log: Option<u64>) -> Change {
+        let imported = id.as_str().starts_with("codex-") || id.as_str().starts_with("claude-");
+        if !imported || !matches!(change, Change::Grew(_)) {
+            return change;
+        }
+        let now = fs::metadata(self.home.log_path(id)).ok().map(|metadata| metadata.len());
+        if now.is_some() && now == log {
+            change
+        } else {
+            Change::Changed { shrank: Vec::new() }
+        }
+    }
+
     /// Counts a session and says whether it must be read.
     fn wanted(&mut self, change: &Change, id: &RunId) -> bool {
         self.bar.inc(1);
@@ -1022,14 +1045,15 @@ impl Importer<'_> {
         if self.usage.is_none() {
             self.usage = Some(UsageIndex::open(home)?);
         }
+        let mut logs = Vec::with_capacity(jobs.len());
         if let Some(usage) = self.usage.as_mut() {
             for (job, (view, _)) in jobs.iter().zip(&results) {
-                usage.insert(home, &job.id, view)?;
+                logs.push(usage.insert(home, &job.id, view)?);
             }
         }
-        for (job, (_, marks)) in jobs.drain(..).zip(results) {
+        for ((job, (_, marks)), log) in jobs.drain(..).zip(results).zip(logs) {
             let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, &job.key, &job.id, job.stamps, marks)?;
+            self.imported(claude, &job.key, &job.id, job.stamps, marks, log)?;
         }
         Ok(())
     }
@@ -1125,6 +1149,7 @@ impl Importer<'_> {
         id: &RunId,
         files: BTreeMap<String, FileStamp>,
         read: BTreeMap<String, ReadMark>,
+        log: Option<u64>,
     ) -> anyhow::Result<()> {
         if let Some(endpoint) = &self.args.otlp {
             let home = self.home;
@@ -1140,6 +1165,7 @@ impl Importer<'_> {
                     (path, FileRecord { size: stamp.size, modified_ns: stamp.modified_ns, read })
                 })
                 .collect(),
+            log,
         };
         if claude {
             self.claude_done.put(key, &entry)?;
@@ -1266,6 +1292,7 @@ fn import_sessions(
         }
         let previous = importer.claude_known.get(&session.session_id);
         let change = compare(previous.as_ref(), &stamps);
+        let log = previous.as_ref().and_then(|previous| previous.log);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));
         // A run import made itself is rebuilt; a run recorded live (`run
         // claude`) is continued, never deleted.
@@ -1282,6 +1309,7 @@ fn import_sessions(
                     .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id)))
             }
         };
+        let change = importer.unless_log_moved(change, &id, log);
         if !importer.wanted(&change, &id) {
             continue;
         }
@@ -1311,7 +1339,7 @@ fn import_sessions(
                 recording.feed(part, &bytes)?;
             }
             recording.close()?;
-            importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new())?;
+            importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), None)?;
         }
     }
     let codex = codex()?;
@@ -1337,7 +1365,9 @@ fn import_sessions(
             })
             .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
         let id = RunId::from(format!("codex-{root}"));
-        let change = compare(importer.codex_known.get(&root).as_ref(), &stamps);
+        let previous = importer.codex_known.get(&root);
+        let change = compare(previous.as_ref(), &stamps);
+        let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
         if !importer.wanted(&change, &id) {
             continue;
         }

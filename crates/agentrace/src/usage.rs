@@ -363,11 +363,13 @@ impl UsageIndex {
     /// Keeps the usage of run `id` (its log as it is now); ids must come in
     /// increasing order. A run whose log cannot be stat'ed keeps its old
     /// entry, which no longer matches the log and is then not used.
-    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<()> {
-        match LogStamp::of(home, id) {
-            Some(log) => self.writer.put(id.as_str(), &UsageTree::of(view, log)),
-            None => Ok(()),
-        }
+    /// Returns the log's length.
+    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<u64>> {
+        let Some(log) = LogStamp::of(home, id) else {
+            return Ok(None);
+        };
+        self.writer.put(id.as_str(), &UsageTree::of(view, log))?;
+        Ok(Some(log.bytes))
     }
 
     /// Saves what was kept so far.

@@ -403,6 +403,9 @@ fn shown(cli: &Cli, run: &str) -> Value {
 /// its first lines, the files `later` picks not there yet), then whole:
 /// the second import reads on from where the first stopped, appends to the
 /// run's log, and ends with the run an import of the whole files makes.
+/// Then as if the second import had been interrupted after writing the run
+/// and before saving its state: the next import must not read on again
+/// from the old marks (appending lines the log has), but rebuild the run.
 fn read_on_equals_whole(captures: &[&str], claude: &[&str], run: &str, later: impl Fn(&Path) -> bool) {
     let dir = homes(captures, claude);
     let codex = dir.path().join("codex").to_string_lossy().into_owned();
@@ -433,6 +436,9 @@ fn read_on_equals_whole(captures: &[&str], claude: &[&str], run: &str, later: im
     for (path, bytes) in &full {
         std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{e}"));
     }
+    let state = cli.home.path().join("import");
+    let saved = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&state, saved.path());
     let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
@@ -445,6 +451,15 @@ fn read_on_equals_whole(captures: &[&str], claude: &[&str], run: &str, later: im
     // Nothing changed since: nothing is read.
     let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 changed"));
+
+    // The state as the second import found it, the run as it left it.
+    std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(saved.path(), &state);
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 changed") && !stderr.contains("read on"), "{stderr}");
+    assert_eq!(shown(&cli, run), shown(&whole, run));
+    assert_eq!(comparable(&cli.ok(&["usage", "--json", run])), comparable(&whole.ok(&["usage", "--json", run])));
 }
 
 #[test]
