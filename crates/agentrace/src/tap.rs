@@ -73,9 +73,10 @@ fn pump(
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        if sink.write_all(&buffer[..read]).and_then(|()| sink.flush()).is_err() {
-            break;
-        }
+        // Copied for the recorder before it is forwarded: the other side's
+        // answer can then never be queued before what it answers (recorded
+        // after forwarding, a reply echoed at once was sometimes recorded
+        // first, and a response would precede its request in the log).
         let copy = Copy {
             direction,
             bytes: buffer[..read].to_vec(),
@@ -85,6 +86,9 @@ fn pump(
             Ok(()) => gap = 0,
             Err(TrySendError::Full(Note::Copy(copy))) => gap += copy.bytes.len() as u64,
             Err(TrySendError::Full(Note::End) | TrySendError::Disconnected(_)) => gap = 0,
+        }
+        if sink.write_all(&buffer[..read]).and_then(|()| sink.flush()).is_err() {
+            break;
         }
     }
     if gap > 0 {
