@@ -1033,6 +1033,15 @@ impl Importer<'_> {
         Ok(())
     }
 
+    /// Adds `job` to `pending`, running them once they make a batch.
+    fn queue(&mut self, pending: &mut Vec<Job>, job: Job) -> anyhow::Result<()> {
+        pending.push(job);
+        if pending.len() >= BATCH {
+            self.run_jobs(pending)?;
+        }
+        Ok(())
+    }
+
     /// Rebuilds the runs of `jobs` on every core, then notes each as
     /// imported in order; `jobs` is left empty.
     fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
@@ -1317,16 +1326,14 @@ fn import_sessions(
         // run continued by an earlier import is continued again, whatever
         // changed, or the lines only its stream had would be lost.
         if id.as_str().starts_with("claude-") {
-            pending.push(Job {
+            let job = Job {
                 key: session.session_id.clone(),
                 id,
                 stamps,
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
-            });
-            if pending.len() >= BATCH {
-                importer.run_jobs(&mut pending)?;
-            }
+            };
+            importer.queue(&mut pending, job)?;
         } else {
             // The sessions before it are noted first: the table is written
             // in order.
@@ -1371,16 +1378,14 @@ fn import_sessions(
         if !importer.wanted(&change, &id) {
             continue;
         }
-        pending.push(Job {
+        let job = Job {
             key: root,
             id,
             stamps,
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),
-        });
-        if pending.len() >= BATCH {
-            importer.run_jobs(&mut pending)?;
-        }
+        };
+        importer.queue(&mut pending, job)?;
     }
     importer.run_jobs(&mut pending)?;
     // A repeated import that found nothing changed writes nothing.

@@ -440,15 +440,21 @@ mod tests {
         std::iter::from_fn(|| source.next::<u32>().map(|(key, value, _, _)| (key, value))).collect()
     }
 
+    /// A table of `entries` in a folder of its own.
+    fn table_of(entries: &[(&str, u32)]) -> (tempfile::TempDir, Table) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let table = Table::new(dir.path(), "t", by_bytes);
+        table.write_all(entries.iter().map(|(key, value)| (*key, value))).unwrap_or_else(|e| panic!("{e}"));
+        (dir, table)
+    }
+
     fn owned(pairs: &[(&str, u32)]) -> Vec<(String, u32)> {
         pairs.iter().map(|(key, value)| ((*key).to_owned(), *value)).collect()
     }
 
     #[test]
     fn a_rewrite_keeps_the_entries_not_put_and_replaces_those_put() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5)]);
         let mut writer = table.writer();
         writer.put("b", &20u32).unwrap_or_else(|e| panic!("{e}"));
         writer.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
@@ -460,9 +466,7 @@ mod tests {
 
     #[test]
     fn a_reader_gives_the_entries_of_the_keys_asked_for_in_order() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5)]);
         assert_eq!(
             entries(&table, &["b", "c", "d", "e", "f"]),
             vec![("b".into(), None), ("c".into(), Some(3)), ("d".into(), None), ("e".into(), Some(5)), ("f".into(), None)]
@@ -477,9 +481,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_read_again_by_its_place_in_either_file() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5)]);
         let mut writer = table.writer();
         writer.put("b", &20u32).unwrap_or_else(|e| panic!("{e}"));
         writer.checkpoint().unwrap_or_else(|e| panic!("{e}"));
@@ -497,21 +499,18 @@ mod tests {
 
     #[test]
     fn a_table_nothing_was_put_in_is_not_written() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32)]).unwrap_or_else(|e| panic!("{e}"));
-        let before = fs::metadata(&table.complete).unwrap_or_else(|e| panic!("{e}")).modified().unwrap_or_else(|e| panic!("{e}"));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (dir, table) = table_of(&[("a", 1u32)]);
+        let inode = |path: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(path).unwrap_or_else(|e| panic!("{e}")));
+        let before = inode(&table.complete);
         table.writer().finish().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(fs::metadata(&table.complete).unwrap_or_else(|e| panic!("{e}")).modified().unwrap_or_else(|e| panic!("{e}")), before);
+        // The same file, not one renamed over it.
+        assert_eq!(inode(&table.complete), before);
         assert_eq!(fs::read_dir(dir.path()).unwrap_or_else(|e| panic!("{e}")).count(), 1);
     }
 
     #[test]
     fn an_interrupted_rewrite_is_read_as_its_saved_part_then_the_old_entries_after_it() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32), ("c", &3), ("e", &5)]).unwrap_or_else(|e| panic!("{e}"));
+        let (dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5)]);
         let mut writer = table.writer();
         writer.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
         writer.checkpoint().unwrap_or_else(|e| panic!("{e}"));
@@ -535,9 +534,7 @@ mod tests {
 
     #[test]
     fn a_second_interrupted_rewrite_keeps_what_the_first_saved() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let table = Table::new(dir.path(), "t", by_bytes);
-        table.write_all([("a", &1u32), ("c", &3), ("e", &5), ("g", &7)]).unwrap_or_else(|e| panic!("{e}"));
+        let (dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5), ("g", 7)]);
         let mut first = table.writer();
         first.put("c", &30u32).unwrap_or_else(|e| panic!("{e}"));
         first.checkpoint().unwrap_or_else(|e| panic!("{e}"));
