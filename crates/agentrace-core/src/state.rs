@@ -25,6 +25,39 @@ struct ThreadStats {
     prompt: Option<String>,
     model: Option<String>,
     tokens: Option<TokenUsage>,
+    /// `tokens` by the model in use when each part was reported.
+    #[serde(default)]
+    tokens_by_model: Vec<ModelTokens>,
+}
+
+impl ThreadStats {
+    /// Takes `total` as the thread's token total, the part added since the
+    /// last one counted for the model in use now (a model switched mid-
+    /// session prices each part by its own model).
+    fn count_tokens(&mut self, total: TokenUsage) {
+        let added = total.minus(&self.tokens.unwrap_or_default());
+        self.tokens = Some(total);
+        if added == TokenUsage::default() {
+            return;
+        }
+        match self.tokens_by_model.iter_mut().find(|part| part.model == self.model) {
+            Some(part) => part.tokens = part.tokens.add(&added),
+            None => self.tokens_by_model.push(ModelTokens {
+                model: self.model.clone(),
+                tokens: added,
+            }),
+        }
+    }
+}
+
+/// The tokens an agent used with one model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTokens {
+    /// The model (none for tokens reported before any model was named).
+    pub model: Option<String>,
+    /// Its tokens.
+    pub tokens: TokenUsage,
 }
 
 /// The state of one run, folded from its envelopes. Serializable so a store
@@ -143,6 +176,10 @@ pub struct AgentNode {
     pub tool_count: u64,
     /// Its own token total (children not included).
     pub tokens: Option<TokenUsage>,
+    /// Its own tokens by model, when it used more than one (else `model`
+    /// and `tokens` say it all, and this is empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens_by_model: Vec<ModelTokens>,
     /// Its final message.
     pub final_message: Option<String>,
     /// The agents it spawned.
@@ -287,15 +324,15 @@ impl RunState {
                     };
                     self.with(thread, |stats| {
                         stats.status = status;
-                        if usage.is_some() {
-                            stats.tokens = *usage;
+                        if let Some(usage) = usage {
+                            stats.count_tokens(*usage);
                         }
                     });
                 }
             }
             Event::Usage { total, .. } => {
                 if let Some(thread) = &thread {
-                    self.with(thread, |stats| stats.tokens = Some(*total));
+                    self.with(thread, |stats| stats.count_tokens(*total));
                 }
             }
             Event::AgentSpawned {
@@ -416,6 +453,7 @@ impl RunState {
                 prompt: None,
                 model: None,
                 tokens: None,
+                tokens_by_model: Vec::new(),
             })
     }
 
@@ -529,6 +567,11 @@ impl RunState {
             event_count: stats.event_count,
             tool_count: stats.tool_count,
             tokens: stats.tokens,
+            tokens_by_model: if stats.tokens_by_model.len() > 1 {
+                stats.tokens_by_model.clone()
+            } else {
+                Vec::new()
+            },
             final_message: stats
                 .final_message
                 .clone()

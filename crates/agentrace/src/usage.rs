@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use agentrace_core::model::{Provider, RunId, Timestamp, TokenUsage};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{AgentNode, RunView};
+use agentrace_core::state::{AgentNode, ModelTokens, RunView};
 use agentrace_core::Recorder;
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -192,6 +192,9 @@ pub struct AgentUsage {
     pub own: Counters,
     /// Its own and every descendant's.
     pub subtree: Counters,
+    /// Its own by model (one part per model it used), for `--by model`.
+    #[serde(skip)]
+    pub by_model: Vec<(Option<String>, Counters)>,
 }
 
 /// One session's usage.
@@ -247,6 +250,9 @@ pub struct UsageNode {
     pub model: Option<String>,
     /// Its own tokens.
     pub tokens: Option<TokenUsage>,
+    /// Its own tokens by model, when it used more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens_by_model: Vec<ModelTokens>,
     /// The agents it spawned.
     pub children: Vec<UsageNode>,
 }
@@ -259,6 +265,7 @@ impl UsageNode {
             parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
             model: node.model.clone(),
             tokens: node.tokens,
+            tokens_by_model: node.tokens_by_model.clone(),
             children: node.children.iter().map(Self::of).collect(),
         }
     }
@@ -429,10 +436,20 @@ fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
 }
 
 fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
-    let own = node
-        .tokens
-        .map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())))
-        .unwrap_or_default();
+    // Each model's part priced by its own model; one model: all of it.
+    let by_model: Vec<(Option<String>, Counters)> = if node.tokens_by_model.is_empty() {
+        let own = node.tokens.map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())));
+        vec![(node.model.clone(), own.unwrap_or_default())]
+    } else {
+        node.tokens_by_model
+            .iter()
+            .map(|part| (part.model.clone(), Counters::of(&part.tokens, prices.of(part.model.as_deref()))))
+            .collect()
+    };
+    let mut own = Counters::default();
+    for (_, counters) in &by_model {
+        own.add(counters);
+    }
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),
@@ -441,6 +458,7 @@ fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counter
         model: node.model.clone(),
         own,
         subtree: own,
+        by_model,
     });
     let mut subtree = own;
     for child in &node.children {
@@ -780,11 +798,11 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                         .unwrap_or_else(|| "unknown".to_owned());
                     groups.entry(day).or_default().add(&session.counters);
                 } else {
-                    for agent in &session.agents {
+                    for (model, counters) in session.agents.iter().flat_map(|agent| &agent.by_model) {
                         groups
-                            .entry(agent.model.clone().unwrap_or_else(|| "unknown".to_owned()))
+                            .entry(model.clone().unwrap_or_else(|| "unknown".to_owned()))
                             .or_default()
-                            .add(&agent.own);
+                            .add(counters);
                     }
                 }
             }

@@ -243,6 +243,56 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
 }
 
 #[test]
+fn an_agent_that_switched_models_has_each_part_priced_by_its_own_model() {
+    let dir = homes(&[], &["nested_fg"]);
+    // The main agent's second (last) reply comes from another model.
+    let main = jsonl_files(&dir.path().join("claude"))
+        .into_iter()
+        .find(|path| path.ends_with("d882d213-4da9-4bcb-bd05-cb557061dd59.jsonl"))
+        .unwrap_or_else(|| panic!("no main transcript"));
+    let text = std::fs::read_to_string(&main).unwrap_or_else(|e| panic!("{e}"));
+    let switched: String = text
+        .lines()
+        .map(|line| match line.contains("msg_mock_f8c1420a_0006") {
+            true => line.replace("\"model\":\"claude-opus-5-5\"", "\"model\":\"claude-other-1\""),
+            false => line.to_owned(),
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert_ne!(switched, text);
+    std::fs::write(&main, switched).unwrap_or_else(|e| panic!("{e}"));
+    let prices = dir.path().join("prices.json");
+    std::fs::write(
+        &prices,
+        r#"{"claude-opus-5-5": {"input": 1.0, "cachedInput": 0.1, "output": 2.0}, "claude-other-1": {"input": 10.0, "cachedInput": 1.0, "output": 20.0}}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let prices = prices.to_string_lossy().into_owned();
+    let cli = Cli::new();
+    let by_model = |args: &[&str]| -> Value {
+        let mut all = vec!["usage", "--json", "--by", "model", "--prices", &prices];
+        all.extend_from_slice(args);
+        serde_json::from_str(&cli.ok(&all)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let straight = by_model(&["--claude-dir", &claude]);
+    let other = &straight["models"]["claude-other-1"];
+    assert_eq!((other["inputTokens"].as_u64(), other["outputTokens"].as_u64()), (Some(3029), Some(22)), "{straight:#}");
+    assert!((other["cost"].as_f64().unwrap_or_default() - (3029.0 * 10.0 + 22.0 * 20.0) / 1e6).abs() < 1e-12, "{straight:#}");
+    // The session costs what its models' parts cost, and the main agent its
+    // first reply at the first model's price plus its last at the other's.
+    let sessions = usage(&cli, &["--claude-dir", &claude, "--prices", &prices]);
+    let models_cost: f64 = straight["models"].as_object().into_iter().flatten().filter_map(|(_, counters)| counters["cost"].as_f64()).sum();
+    assert!((sessions.totals.cost - models_cost).abs() < 1e-12);
+    let main_agent = &sessions.sessions[0].agents[0];
+    assert_eq!(main_agent.own.input_tokens, 2699 + 3029);
+    assert!((main_agent.own.cost - (2699.0 + 94.0 * 2.0 + 3029.0 * 10.0 + 22.0 * 20.0) / 1e6).abs() < 1e-12, "{main_agent:?}");
+    // The same from the imported run.
+    cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
+    assert_eq!(by_model(&[]), straight);
+}
+
+#[test]
 fn usage_prices_tokens_by_model_with_a_user_price_file() {
     let dir = homes(&["v1_basic"], &[]);
     let cli = Cli::new();
