@@ -370,7 +370,7 @@ pub fn ingest_transcripts(
         let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
             .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
         let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || {
-            first_time(&session.parts)
+            crate::import::claude_start(&session)
         })?;
         let resumed = recording.resumed;
         for (part, file) in &session.parts {
@@ -395,18 +395,6 @@ pub fn ingest_transcripts(
         ids.push(id);
     }
     Ok(ids)
-}
-
-fn first_time(parts: &[(SourcePart, PathBuf)]) -> Timestamp {
-    parts
-        .first()
-        .and_then(|(_, file)| fs::read_to_string(file).ok())
-        .and_then(|text| {
-            text.lines()
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .find_map(|line| line["timestamp"].as_str().and_then(Timestamp::parse))
-        })
-        .unwrap_or_else(now)
 }
 
 /// The newest Claude run whose root is `session`.

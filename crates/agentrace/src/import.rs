@@ -716,13 +716,13 @@ fn feed_claude_from(
     Ok(marks)
 }
 
-/// The first `timestamp` among a transcript's first lines (their other
-/// members skimmed over, never built).
+/// The first `timestamp` of a transcript (read line by line until one is
+/// found, each line's other members skimmed over, never built).
 fn first_time(path: &Path) -> Option<Timestamp> {
     let file = fs::File::open(path).ok()?;
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
-    for _ in 0..64 {
+    loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).ok()? == 0 {
             return None;
@@ -738,7 +738,6 @@ fn first_time(path: &Path) -> Option<Timestamp> {
             return found;
         }
     }
-    None
 }
 
 fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
