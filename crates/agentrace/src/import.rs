@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::claude_ingest::{claude_config_dir, list_sessions, Recording};
+use crate::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::ingest::now;
 use crate::table::{self, Table};
 use crate::usage::UsageIndex;
@@ -197,58 +198,56 @@ fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
 /// does, reading a rollout's head (on every core) only when its stamp
 /// differs from the one the `heads` table keeps; the table is rewritten
 /// when any differs.
-fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, heads: &Table) -> anyhow::Result<BTreeMap<String, Vec<RolloutHead>>> {
+fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, heads: &Table) -> anyhow::Result<CodexSessions> {
     let mut known = heads.reader::<KnownHead>();
     // A head known at another stamp, or one of a rollout no longer there:
     // the heads are kept anew (as they are when a new one is read).
     let mut changed = false;
-    // Each rollout's head where known, else its place and file, to read.
-    let mut found: Vec<Option<RolloutHead>> = Vec::with_capacity(files.len());
-    let mut unknown: Vec<(usize, PathBuf, FileStamp)> = Vec::new();
+    let mut packer = Packer::with_capacity(files.len());
+    let mut unknown: Vec<(PathBuf, FileStamp)> = Vec::new();
     for (path, stamp) in files {
         let known = known.get(&path.to_string_lossy()).filter(|head| {
             changed |= head.stamp != stamp;
             head.stamp == stamp
         });
         match known {
-            Some(head) => found.push(Some(RolloutHead {
-                path,
-                thread: head.thread,
-                parent: head.parent,
-                depth: head.depth,
-                started: head.started,
-                stamp: Some(stamp),
-            })),
-            None => {
-                unknown.push((found.len(), path, stamp));
-                found.push(None);
+            Some(head) => {
+                let rest = Rest {
+                    depth: head.depth,
+                    started: head.started,
+                    stamp: Some(stamp),
+                };
+                packer.push(&path, &head.thread, head.parent.as_deref(), &rest);
             }
+            None => unknown.push((path, stamp)),
         }
     }
     changed |= known.has_more() || known.passed() > 0;
     drop(known);
-    let read = crate::parallel::map(&unknown, |(_, path, _)| Ok(rollout_head(path)))?;
-    for ((at, _, stamp), head) in unknown.into_iter().zip(read) {
-        if let (Some(slot), Some(head)) = (found.get_mut(at), head) {
-            changed = true;
-            *slot = Some(RolloutHead { stamp: Some(stamp), ..head });
+    for chunk in unknown.chunks(HEADS_CHUNK) {
+        let read = crate::parallel::map(chunk, |(path, _)| Ok(rollout_head(path)))?;
+        for ((_, stamp), head) in chunk.iter().zip(read) {
+            if let Some(head) = head {
+                changed = true;
+                packer.push_head(&RolloutHead { stamp: Some(*stamp), ..head });
+            }
         }
     }
-    let found: Vec<RolloutHead> = found.into_iter().flatten().collect();
     // Written only when they changed: a repeated import writes nothing.
     if changed {
-        heads.write_all(found.iter().map(|head| {
+        heads.write_all(packer.heads_by_path().map(|head| {
+            let key = head.path.to_string_lossy().into_owned();
             let known = KnownHead {
                 stamp: head.stamp.unwrap_or(FileStamp { size: 0, modified_ns: 0 }),
-                thread: head.thread.clone(),
-                parent: head.parent.clone(),
+                thread: head.thread,
+                parent: head.parent,
                 depth: head.depth,
                 started: head.started,
             };
-            (head.path.to_string_lossy(), known)
+            (key, known)
         }))?;
     }
-    Ok(group_sessions(found))
+    Ok(packer.group())
 }
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
@@ -469,56 +468,24 @@ fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
 }
 
 /// Rollouts grouped into sessions: top-most known ancestor → files,
-/// parents before children.
-pub fn codex_sessions(codex_home: &Path) -> BTreeMap<String, Vec<RolloutHead>> {
+/// parents before children (see [`Packer::group`]).
+pub fn codex_sessions(codex_home: &Path) -> CodexSessions {
     let files = rollout_files(codex_home);
     // Each head is a first line of tens of KB to read and check: on both
     // cores, in the files' order.
-    let heads = match crate::parallel::map(&files, |path| Ok(rollout_head(path))) {
-        Ok(heads) => heads.into_iter().flatten().collect(),
-        Err(_) => files.iter().filter_map(|path| rollout_head(path)).collect(),
-    };
-    group_sessions(heads)
-}
-
-fn group_sessions(heads: Vec<RolloutHead>) -> BTreeMap<String, Vec<RolloutHead>> {
-    // By index, not by copies of the ids: this runs over every rollout.
-    let by_thread: HashMap<&str, usize> = heads.iter().enumerate().map(|(at, head)| (head.thread.as_str(), at)).collect();
-    let tops: Vec<usize> = (0..heads.len())
-        .map(|at| {
-            let mut top = at;
-            let mut hops = 0;
-            while let Some(parent) = heads[top].parent.as_deref() {
-                match by_thread.get(parent) {
-                    Some(&next) if hops <= 1000 => {
-                        top = next;
-                        hops += 1;
-                    }
-                    _ => break,
-                }
-            }
-            top
-        })
-        .collect();
-    drop(by_thread);
-    let names: HashMap<usize, String> = tops.iter().map(|&top| (top, heads[top].thread.clone())).collect();
-    let mut sessions: BTreeMap<String, Vec<RolloutHead>> = BTreeMap::new();
-    for (head, top) in heads.into_iter().zip(tops) {
-        let Some(name) = names.get(&top) else { continue };
-        match sessions.get_mut(name) {
-            Some(files) => files.push(head),
-            None => {
-                sessions.insert(name.clone(), vec![head]);
-            }
+    let mut packer = Packer::with_capacity(files.len());
+    for chunk in files.chunks(HEADS_CHUNK) {
+        match crate::parallel::map(chunk, |path| Ok(rollout_head(path))) {
+            Ok(heads) => heads.iter().flatten().for_each(|head| packer.push_head(head)),
+            Err(_) => chunk.iter().filter_map(|path| rollout_head(path)).for_each(|head| packer.push_head(&head)),
         }
     }
-    for files in sessions.values_mut() {
-        files.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
-        // Held until the session is read: without the spare room of growth.
-        files.shrink_to_fit();
-    }
-    sessions
+    packer.group()
 }
+
+/// Rollout heads read together on every core, then packed (the heads of
+/// all rollouts are never held unpacked at once).
+const HEADS_CHUNK: usize = 1024;
 
 /// Where the reading of one source file stopped (kept per file in the
 /// import state, so the next import reads on from there).
@@ -1256,7 +1223,7 @@ fn import_sessions(
     since: Option<Timestamp>,
     claude_dir: Option<&Path>,
     tables: &StateTables,
-    codex: impl FnOnce() -> anyhow::Result<BTreeMap<String, Vec<RolloutHead>>>,
+    codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
 ) -> anyhow::Result<()> {
     let files = runs_files(home);
     let mut claude = claude_found(claude_dir)?;
@@ -1350,8 +1317,8 @@ fn import_sessions(
     }
     let codex = codex()?;
     importer.bar.inc_length(codex.len() as u64);
-    // Each session's listing is let go once it is imported.
-    for (root, files) in codex {
+    // Each session's rollouts are unpacked as its turn comes.
+    for (root, files) in codex.iter() {
         if since.is_some_and(|since| {
             files
                 .iter()

@@ -7,6 +7,7 @@ mod check;
 mod attach;
 mod claude_ingest;
 mod claude_run;
+mod codex_sessions;
 mod cli;
 mod export;
 mod host;

@@ -23,7 +23,8 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
-use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts, RolloutHead};
+use crate::codex_sessions::CodexSessions;
+use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
 use crate::table::{self, Table};
 
@@ -495,7 +496,8 @@ fn provider_name(provider: Provider) -> &'static str {
 
 /// One session found in the provider folders.
 enum FoundSession {
-    Codex(String, Vec<RolloutHead>),
+    /// The session of this index among a Codex home's.
+    Codex(std::sync::Arc<CodexSessions>, usize),
     Claude(FoundClaude),
 }
 
@@ -507,7 +509,8 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<Vec<FoundSession>> {
         if !dir.is_dir() {
             eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
         }
-        found.extend(codex_sessions(dir).into_iter().map(|(root, files)| FoundSession::Codex(root, files)));
+        let sessions = std::sync::Arc::new(codex_sessions(dir));
+        found.extend((0..sessions.len()).map(|index| FoundSession::Codex(std::sync::Arc::clone(&sessions), index)));
     }
     if let Some(dir) = &args.claude_dir {
         found.extend(list_sessions(dir)?.into_iter().map(FoundSession::Claude));
@@ -525,11 +528,12 @@ fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<Sess
     crate::parallel::map(found, |found| {
         // Nothing is stored, so redacting secrets would be wasted work.
         match found {
-            FoundSession::Codex(root, files) => {
+            FoundSession::Codex(sessions, index) => {
+                let (root, files) = sessions.session(*index).context("a listed Codex session is missing")?;
                 let mut recorder =
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
-                let _ = recorder.start(codex_start(files));
-                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
+                let _ = recorder.start(codex_start(&files));
+                feed_rollouts(&mut recorder, &files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
             FoundSession::Claude(found) => {
