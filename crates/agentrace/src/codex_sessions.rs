@@ -26,6 +26,8 @@ struct Span {
 struct Packed {
     path: Span,
     thread: Span,
+    /// Its session's root thread (set by the grouping).
+    root: Span,
     parent: Option<Span>,
     depth: u64,
     started: Option<Timestamp>,
@@ -69,6 +71,7 @@ impl Packer {
         self.rollouts.push(Packed {
             path,
             thread,
+            root: thread,
             parent,
             depth: rest.depth,
             started: rest.started,
@@ -106,7 +109,7 @@ impl Packer {
     /// order of their roots' ids, each session's rollouts by depth, then
     /// path.
     pub fn group(self) -> CodexSessions {
-        let Packer { bytes, rollouts } = self;
+        let Packer { bytes, mut rollouts } = self;
         let text = |span: Span| text(&bytes, span);
         // By index, not by copies of the ids: this runs over every rollout.
         // Of two rollouts of one thread, the last listed stands for it.
@@ -133,20 +136,24 @@ impl Packer {
             })
             .collect();
         drop(by_thread);
-        let root = |at: usize| text(rollouts[tops[at]].thread);
-        let path = |at: usize| Path::new(OsStr::from_bytes(slice(&bytes, rollouts[at].path)));
-        let mut order: Vec<usize> = (0..rollouts.len()).collect();
-        order.sort_by(|&a, &b| (root(a), rollouts[a].depth, path(a)).cmp(&(root(b), rollouts[b].depth, path(b))));
+        for (at, &top) in tops.iter().enumerate() {
+            let root = rollouts[top].thread;
+            rollouts[at].root = root;
+        }
+        drop(tops);
+        // Sorted in place, without scratch (a copy in the new order doubled
+        // the peak); no two rollouts share a path, so order is total.
+        let path = |packed: &Packed| Path::new(OsStr::from_bytes(slice(&bytes, packed.path)));
+        rollouts.sort_unstable_by(|a, b| (text(a.root), a.depth, path(a)).cmp(&(text(b.root), b.depth, path(b))));
         let mut sessions: Vec<(Span, usize)> = Vec::new();
-        for (end, pair) in order.windows(2).enumerate() {
-            if root(pair[0]) != root(pair[1]) {
-                sessions.push((rollouts[tops[pair[0]]].thread, end + 1));
+        for (end, pair) in rollouts.windows(2).enumerate() {
+            if text(pair[0].root) != text(pair[1].root) {
+                sessions.push((pair[0].root, end + 1));
             }
         }
-        if let Some(&last) = order.last() {
-            sessions.push((rollouts[tops[last]].thread, order.len()));
+        if let Some(last) = rollouts.last() {
+            sessions.push((last.root, rollouts.len()));
         }
-        let rollouts: Vec<Packed> = order.iter().map(|&at| rollouts[at]).collect();
         CodexSessions { bytes, rollouts, sessions }
     }
 }

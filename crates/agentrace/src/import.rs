@@ -185,27 +185,19 @@ fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.as_bytes().iter().map(key).cmp(b.as_bytes().iter().map(key))
 }
 
-/// Every rollout of `codex_home` with its stamp (one that vanished since
-/// the listing is left out).
-fn stamped_rollouts(codex_home: &Path) -> Vec<(PathBuf, FileStamp)> {
-    list_rollouts(codex_home, true)
-        .into_iter()
-        .filter_map(|(path, stamp)| Some((path, stamp?)))
-        .collect()
-}
-
 /// The rollouts listed (in path order), grouped as [`codex_sessions`]
 /// does, reading a rollout's head (on every core) only when its stamp
 /// differs from the one the `heads` table keeps; the table is rewritten
 /// when any differs.
-fn codex_sessions_known(files: Vec<(PathBuf, FileStamp)>, heads: &Table) -> anyhow::Result<CodexSessions> {
+fn codex_sessions_known(files: Vec<(PathBuf, Option<FileStamp>)>, heads: &Table) -> anyhow::Result<CodexSessions> {
     let mut known = heads.reader::<KnownHead>();
     // A head known at another stamp, or one of a rollout no longer there:
     // the heads are kept anew (as they are when a new one is read).
     let mut changed = false;
     let mut packer = Packer::with_capacity(files.len());
     let mut unknown: Vec<(PathBuf, FileStamp)> = Vec::new();
-    for (path, stamp) in files {
+    // One that vanished since the listing (no stamp) is left out.
+    for (path, stamp) in files.into_iter().filter_map(|(path, stamp)| Some((path, stamp?))) {
         let known = known.get(&path.to_string_lossy()).filter(|head| {
             changed |= head.stamp != stamp;
             head.stamp == stamp
@@ -1203,7 +1195,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     // did not keep) while Claude's sessions are imported.
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
-            let found = codex_home(args).map(|dir| stamped_rollouts(&dir)).unwrap_or_default();
+            let found = codex_home(args).map(|dir| list_rollouts(&dir, true)).unwrap_or_default();
             codex_sessions_known(found, &tables.heads)
         });
         let codex = || {
