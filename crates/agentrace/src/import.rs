@@ -339,8 +339,8 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
 fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileStamp>)> {
     let mut files = Vec::new();
     for top in ["sessions", "archived_sessions"] {
-        let mut stack = vec![codex_home.join(top)];
-        while let Some(dir) = stack.pop() {
+        let mut stack = vec![(codex_home.join(top), 0)];
+        while let Some((dir, depth)) = stack.pop() {
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
             };
@@ -356,7 +356,11 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
                     _ => path.is_dir(),
                 };
                 if is_dir {
-                    stack.push(path);
+                    // A bound keeps a folder that links back to itself
+                    // from being walked for ever.
+                    if depth < WALK_DEPTH {
+                        stack.push((path, depth + 1));
+                    }
                 } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
                     let stamp = stamped.then(|| match kind {
                         // A link is stat'ed where it points.
@@ -384,6 +388,9 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
     });
     files
 }
+
+/// How deep a Codex home's folders are walked.
+const WALK_DEPTH: usize = 16;
 
 /// Reads a rollout's head: its first line (its `session_meta`), skimmed
 /// into its lean form (without the base instructions, often tens of KB,
@@ -1419,6 +1426,18 @@ mod tests {
         let mut by_path_order = keys.clone();
         by_path_order.sort_by(|a, b| path_order(a, b));
         assert_eq!(keys, by_path_order);
+    }
+
+    #[test]
+    fn a_folder_that_links_back_to_itself_ends_the_walk() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let folder = home.path().join("sessions/a");
+        fs::create_dir_all(&folder).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(folder.join("rollout-x.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&folder, folder.join("loop")).unwrap_or_else(|e| panic!("{e}"));
+        let listed = list_rollouts(home.path(), false);
+        assert!(listed.iter().any(|(path, _)| *path == folder.join("rollout-x.jsonl")));
+        assert!(listed.len() <= WALK_DEPTH, "{}", listed.len());
     }
 
     /// A head read from a rollout's first bytes is the head read from its
