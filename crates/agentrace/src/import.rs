@@ -2,8 +2,11 @@
 //! runs: Codex rollouts (a root's file and its children's, joined through
 //! `session_meta…thread_spawn.parent_thread_id`) and Claude Code transcripts
 //! (a session and its subagents' files). Incremental: a session whose files
-//! did not change (size and modification time) is not read again; a changed
-//! one is read again whole, and a file that shrank is said so.
+//! did not change (size and modification time) is not read again; one whose
+//! files only grew is read on from where the last import stopped; any other
+//! change reads it again whole (a file that shrank is said so). What an
+//! import keeps between runs is in sorted tables ([`crate::table`]) read in
+//! step with the sessions.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -749,9 +752,11 @@ fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
 const BATCH: usize = 64;
 
 /// How often an import's progress is saved (an interrupted import resumes
-/// from the last save). By time, not by count: the state and the usage
-/// index are rewritten whole, and saving them every 64 sessions made a
-/// large import quadratic (80 rewrites, some 600 MB, for a 1 GB corpus).
+/// from the last save): the tables' new lines are flushed and kept as
+/// their saved parts. By time, not by count, from when the state was one
+/// file rewritten whole (every 64 sessions, that made a large import
+/// quadratic); a save is cheap now, but a few seconds of work is all an
+/// interruption costs.
 const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A session whose run is to be rebuilt, or continued.
