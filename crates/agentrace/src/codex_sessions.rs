@@ -14,7 +14,7 @@ use agentrace_core::model::Timestamp;
 
 use crate::import::{FileStamp, RolloutHead};
 
-/// Where some bytes are in a [`Packer`]'s buffer.
+/// Where a path or an id is in its [`Texts`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
     start: usize,
@@ -45,10 +45,53 @@ pub struct Rest {
     pub stamp: Option<FileStamp>,
 }
 
+/// The paths and ids of packed rollouts, one after another: ids in a
+/// string of their own, so reading one back needs no UTF-8 check (the
+/// grouping compares ids many times).
+#[derive(Debug, Default)]
+struct Texts {
+    paths: Vec<u8>,
+    ids: String,
+}
+
+impl Texts {
+    fn keep_path(&mut self, path: &Path) -> Span {
+        let bytes = path.as_os_str().as_bytes();
+        let start = self.paths.len();
+        self.paths.extend_from_slice(bytes);
+        Span { start, len: bytes.len() }
+    }
+
+    fn keep_id(&mut self, id: &str) -> Span {
+        let start = self.ids.len();
+        self.ids.push_str(id);
+        Span { start, len: id.len() }
+    }
+
+    fn path(&self, span: Span) -> &Path {
+        Path::new(OsStr::from_bytes(self.paths.get(span.start..span.start + span.len).unwrap_or_default()))
+    }
+
+    fn id(&self, span: Span) -> &str {
+        self.ids.get(span.start..span.start + span.len).unwrap_or_default()
+    }
+
+    fn head(&self, packed: &Packed) -> RolloutHead {
+        RolloutHead {
+            path: self.path(packed.path).to_path_buf(),
+            thread: self.id(packed.thread).to_owned(),
+            parent: packed.parent.map(|parent| self.id(parent).to_owned()),
+            depth: packed.depth,
+            started: packed.started,
+            stamp: packed.stamp,
+        }
+    }
+}
+
 /// Rollout heads as they are found (in any order), then grouped.
 #[derive(Debug, Default)]
 pub struct Packer {
-    bytes: Vec<u8>,
+    texts: Texts,
     rollouts: Vec<Packed>,
 }
 
@@ -56,8 +99,11 @@ impl Packer {
     /// Room for about `rollouts` heads.
     pub fn with_capacity(rollouts: usize) -> Self {
         Self {
-            // A path and two ids come to about 170 bytes.
-            bytes: Vec::with_capacity(rollouts * 170),
+            texts: Texts {
+                // About 100 bytes of path and 70 of ids.
+                paths: Vec::with_capacity(rollouts * 100),
+                ids: String::with_capacity(rollouts * 70),
+            },
             rollouts: Vec::with_capacity(rollouts),
         }
     }
@@ -65,9 +111,9 @@ impl Packer {
     /// Adds a rollout's head: its file, thread and parent, and `rest`
     /// (whose own path, thread and parent are not read).
     pub fn push(&mut self, path: &Path, thread: &str, parent: Option<&str>, rest: &Rest) {
-        let path = self.keep(path.as_os_str().as_bytes());
-        let thread = self.keep(thread.as_bytes());
-        let parent = parent.map(|parent| self.keep(parent.as_bytes()));
+        let path = self.texts.keep_path(path);
+        let thread = self.texts.keep_id(thread);
+        let parent = parent.map(|parent| self.texts.keep_id(parent));
         self.rollouts.push(Packed {
             path,
             thread,
@@ -89,19 +135,16 @@ impl Packer {
         self.push(&head.path, &head.thread, head.parent.as_deref(), &rest);
     }
 
-    fn keep(&mut self, bytes: &[u8]) -> Span {
-        let start = self.bytes.len();
-        self.bytes.extend_from_slice(bytes);
-        Span { start, len: bytes.len() }
-    }
-
     /// The heads added, in path order (a separator before any other byte,
     /// as the listing sorts), each made as it is asked for.
     pub fn heads_by_path(&self) -> impl Iterator<Item = RolloutHead> + '_ {
-        let key = |packed: &Packed| slice(&self.bytes, packed.path).iter().map(|byte| if *byte == b'/' { 0 } else { *byte });
+        let key = |packed: &Packed| {
+            let bytes = self.texts.path(packed.path).as_os_str().as_bytes();
+            bytes.iter().map(|byte| if *byte == b'/' { 0 } else { *byte })
+        };
         let mut order: Vec<&Packed> = self.rollouts.iter().collect();
         order.sort_by(|a, b| key(a).cmp(key(b)));
-        order.into_iter().map(|packed| head(&self.bytes, packed))
+        order.into_iter().map(|packed| self.texts.head(packed))
     }
 
     /// Groups the rollouts into sessions: each under its top-most known
@@ -109,8 +152,8 @@ impl Packer {
     /// order of their roots' ids, each session's rollouts by depth, then
     /// path.
     pub fn group(self) -> CodexSessions {
-        let Packer { bytes, mut rollouts } = self;
-        let text = |span: Span| text(&bytes, span);
+        let Packer { texts, mut rollouts } = self;
+        let text = |span: Span| texts.id(span);
         // By index, not by copies of the ids: this runs over every rollout.
         // Of two rollouts of one thread, the last listed stands for it.
         let by_thread: HashMap<&str, usize> = rollouts
@@ -143,7 +186,7 @@ impl Packer {
         drop(tops);
         // Sorted in place, without scratch (a copy in the new order doubled
         // the peak); no two rollouts share a path, so order is total.
-        let path = |packed: &Packed| Path::new(OsStr::from_bytes(slice(&bytes, packed.path)));
+        let path = |packed: &Packed| texts.path(packed.path);
         rollouts.sort_unstable_by(|a, b| (text(a.root), a.depth, path(a)).cmp(&(text(b.root), b.depth, path(b))));
         let mut sessions: Vec<(Span, usize)> = Vec::new();
         for (end, pair) in rollouts.windows(2).enumerate() {
@@ -154,15 +197,15 @@ impl Packer {
         if let Some(last) = rollouts.last() {
             sessions.push((last.root, rollouts.len()));
         }
-        CodexSessions { bytes, rollouts, sessions }
+        CodexSessions { texts, rollouts, sessions }
     }
 }
 
 /// Rollouts grouped into sessions (see [`Packer::group`]).
 #[derive(Debug, Default)]
 pub struct CodexSessions {
-    /// The rollouts' paths and ids, one after another.
-    bytes: Vec<u8>,
+    /// The rollouts' paths and ids.
+    texts: Texts,
     /// Every rollout, each session's together, in reading order.
     rollouts: Vec<Packed>,
     /// Each session: its root's id and where its rollouts end.
@@ -182,33 +225,13 @@ impl CodexSessions {
             0 => 0,
             _ => self.sessions.get(index - 1).map_or(0, |&(_, end)| end),
         };
-        let files = self.rollouts.get(start..end)?.iter().map(|packed| head(&self.bytes, packed)).collect();
-        Some((text(&self.bytes, root).to_owned(), files))
+        let files = self.rollouts.get(start..end)?.iter().map(|packed| self.texts.head(packed)).collect();
+        Some((self.texts.id(root).to_owned(), files))
     }
 
     /// Every session in turn, as [`CodexSessions::session`] gives it.
     pub fn iter(&self) -> impl Iterator<Item = (String, Vec<RolloutHead>)> + '_ {
         (0..self.len()).filter_map(|index| self.session(index))
-    }
-}
-
-fn slice(bytes: &[u8], span: Span) -> &[u8] {
-    bytes.get(span.start..span.start + span.len).unwrap_or_default()
-}
-
-/// An id kept from a `&str`: always UTF-8.
-fn text(bytes: &[u8], span: Span) -> &str {
-    std::str::from_utf8(slice(bytes, span)).unwrap_or_default()
-}
-
-fn head(bytes: &[u8], packed: &Packed) -> RolloutHead {
-    RolloutHead {
-        path: Path::new(OsStr::from_bytes(slice(bytes, packed.path))).to_path_buf(),
-        thread: text(bytes, packed.thread).to_owned(),
-        parent: packed.parent.map(|parent| text(bytes, parent).to_owned()),
-        depth: packed.depth,
-        started: packed.started,
-        stamp: packed.stamp,
     }
 }
 
