@@ -82,7 +82,7 @@ pub struct FoundSession {
 impl FoundSession {
     /// The session id (the main file's name).
     pub fn session_id(&self) -> &str {
-        file_name(&self.main).trim_end_matches(".jsonl")
+        session_id_of(&self.main)
     }
 
     /// Its files: the subagent folder is walked now, so callers can spread
@@ -167,8 +167,13 @@ fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool
     any
 }
 
+/// The session id a session file's name gives.
+fn session_id_of(main: &Path) -> &str {
+    file_name(main).trim_end_matches(".jsonl")
+}
+
 fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool) -> FoundSession {
-    let session_id = file_name(main).trim_end_matches(".jsonl");
+    let session_id = session_id_of(main);
     FoundSession {
         main: main.to_owned(),
         siblings: siblings
@@ -205,13 +210,7 @@ fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
                 Some(kind) => (kind.is_dir(), kind.is_file()),
                 None => (path.is_dir(), path.is_file()),
             };
-            let stamp = match kind {
-                _ if !stat || !is_file => None,
-                Some(_) => entry.metadata().ok(),
-                // A link is stat'ed where it points.
-                None => fs::metadata(&path).ok(),
-            }
-            .map(|metadata| FileStamp::of(&metadata));
+            let stamp = (stat && is_file).then(|| FileStamp::of_entry(&entry)).flatten();
             (
                 entry.file_name(),
                 Entry {
@@ -277,7 +276,7 @@ fn session_files(
     has_folder: bool,
     stat: bool,
 ) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
-    let session_id = file_name(main).trim_end_matches(".jsonl").to_owned();
+    let session_id = session_id_of(main).to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
     let mut stamps = vec![None];
     let folder = main.with_extension("");

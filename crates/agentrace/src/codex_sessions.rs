@@ -12,7 +12,7 @@ use std::path::Path;
 
 use agentrace_core::model::Timestamp;
 
-use crate::import::{FileStamp, RolloutHead};
+use crate::import::{path_sort_bytes, FileStamp, RolloutHead};
 
 /// Where a path or an id is in its [`Texts`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,10 +138,7 @@ impl Packer {
     /// The heads added, in path order (a separator before any other byte,
     /// as the listing sorts), each made as it is asked for.
     pub fn heads_by_path(&self) -> impl Iterator<Item = RolloutHead> + '_ {
-        let key = |packed: &Packed| {
-            let bytes = self.texts.path(packed.path).as_os_str().as_bytes();
-            bytes.iter().map(|byte| if *byte == b'/' { 0 } else { *byte })
-        };
+        let key = |packed: &Packed| path_sort_bytes(self.texts.path(packed.path).as_os_str().as_bytes());
         let mut order: Vec<&Packed> = self.rollouts.iter().collect();
         order.sort_by(|a, b| key(a).cmp(key(b)));
         order.into_iter().map(|packed| self.texts.head(packed))

@@ -30,7 +30,7 @@ use crate::claude_ingest::{claude_config_dir, list_sessions, Recording};
 use crate::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::ingest::now;
 use crate::table::{self, Table};
-use crate::usage::UsageIndex;
+use crate::usage::{LogStamp, UsageIndex};
 
 /// Arguments of `agentrace import`.
 #[derive(Debug, Args)]
@@ -80,6 +80,23 @@ impl FileStamp {
             modified_ns,
         }
     }
+
+    /// The stamp of a listed file, stat'ed through its folder's handle
+    /// (not by its whole path again: that was half the cost of each stat);
+    /// a link is stat'ed where it points. `None` when it cannot be.
+    pub(crate) fn of_entry(entry: &fs::DirEntry) -> Option<FileStamp> {
+        let metadata = match entry.file_type() {
+            Ok(kind) if !kind.is_symlink() => entry.metadata(),
+            _ => fs::metadata(entry.path()),
+        };
+        metadata.ok().map(|metadata| FileStamp::of(&metadata))
+    }
+}
+
+/// A path's bytes as they sort in path order: component by component,
+/// which is byte by byte with the separator before any other byte.
+pub(crate) fn path_sort_bytes(path: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    path.iter().map(|byte| if *byte == b'/' { 0 } else { *byte })
 }
 
 /// One imported session: its run and its files.
@@ -184,8 +201,7 @@ struct LegacyState {
 /// Paths in the order [`list_rollouts`] lists them: byte by byte, a
 /// separator before any other byte.
 fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let key = |byte: &u8| if *byte == b'/' { 0 } else { *byte };
-    a.as_bytes().iter().map(key).cmp(b.as_bytes().iter().map(key))
+    path_sort_bytes(a.as_bytes()).cmp(path_sort_bytes(b.as_bytes()))
 }
 
 /// The rollouts listed (in path order), grouped as [`codex_sessions`]
@@ -198,7 +214,7 @@ fn codex_sessions_known(files: Vec<(PathBuf, Option<FileStamp>)>, heads: &Table)
     // the heads are kept anew (as they are when a new one is read).
     let mut changed = false;
     let mut packer = Packer::with_capacity(files.len());
-    let mut unknown: Vec<(PathBuf, FileStamp)> = Vec::new();
+    let mut unknown: Vec<(PathBuf, Option<FileStamp>)> = Vec::new();
     // One that vanished since the listing (no stamp) is left out.
     for (path, stamp) in files.into_iter().filter_map(|(path, stamp)| Some((path, stamp?))) {
         let known = known.get(&path.to_string_lossy()).filter(|head| {
@@ -214,32 +230,27 @@ fn codex_sessions_known(files: Vec<(PathBuf, Option<FileStamp>)>, heads: &Table)
                 };
                 packer.push(&path, &head.thread, head.parent.as_deref(), &rest);
             }
-            None => unknown.push((path, stamp)),
+            None => unknown.push((path, Some(stamp))),
         }
     }
     changed |= known.has_more() || known.passed() > 0;
     drop(known);
     for chunk in unknown.chunks(HEADS_CHUNK) {
-        let read = crate::parallel::map(chunk, |(path, _)| Ok(rollout_head(path)))?;
-        for ((_, stamp), head) in chunk.iter().zip(read) {
-            if let Some(head) = head {
-                changed = true;
-                packer.push_head(&RolloutHead { stamp: Some(*stamp), ..head });
-            }
-        }
+        changed |= pack_heads(chunk, &mut packer)?;
     }
     // Written only when they changed: a repeated import writes nothing.
     if changed {
-        heads.write_all(packer.heads_by_path().map(|head| {
+        // Every head here was listed with its stamp.
+        heads.write_all(packer.heads_by_path().filter_map(|head| {
             let key = head.path.to_string_lossy().into_owned();
             let known = KnownHead {
-                stamp: head.stamp.unwrap_or(FileStamp { size: 0, modified_ns: 0 }),
+                stamp: head.stamp?,
                 thread: head.thread,
                 parent: head.parent,
                 depth: head.depth,
                 started: head.started,
             };
-            (key, known)
+            Some((key, known))
         }))?;
     }
     Ok(packer.group())
@@ -336,9 +347,8 @@ pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
 }
 
 /// [`rollout_files`], each with its stamp when `stamped` (`None` for one
-/// that cannot be stat'ed). A listed file is stat'ed through its folder's
-/// handle, not by its whole path: walking the path again was half the cost
-/// of each stat, and the stats most of a repeated import.
+/// that cannot be stat'ed; see [`FileStamp::of_entry`]: the stats are most
+/// of a repeated import).
 fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileStamp>)> {
     let mut files = Vec::new();
     for top in ["sessions", "archived_sessions"] {
@@ -365,14 +375,10 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
                         stack.push((path, depth + 1));
                     }
                 } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
-                    let stamp = stamped.then(|| match kind {
-                        // A link is stat'ed where it points.
-                        Some(kind) if !kind.is_symlink() => entry.metadata().ok().map(|metadata| FileStamp::of(&metadata)),
-                        _ => stamp(&path).ok(),
-                    });
+                    let stamp = stamped.then(|| FileStamp::of_entry(&entry)).flatten();
                     // Without the spare room the join left: the listing
                     // is kept for the whole command.
-                    files.push((path.into_boxed_path().into_path_buf(), stamp.flatten()));
+                    files.push((path.into_boxed_path().into_path_buf(), stamp));
                 }
             }
         }
@@ -380,15 +386,7 @@ fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileS
     // In path order, by a key that orders the same (a separator sorts
     // before any byte of a name): comparing paths component by component
     // was a tenth of a repeated import.
-    files.sort_by_cached_key(|(path, _)| {
-        let mut key = path.as_os_str().as_encoded_bytes().to_vec();
-        for byte in &mut key {
-            if *byte == b'/' {
-                *byte = 0;
-            }
-        }
-        key
-    });
+    files.sort_by_cached_key(|(path, _)| path_sort_bytes(path.as_os_str().as_encoded_bytes()).collect::<Vec<u8>>());
     files
 }
 
@@ -472,14 +470,12 @@ fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
 /// Rollouts grouped into sessions: top-most known ancestor → files,
 /// parents before children (see [`Packer::group`]).
 pub fn codex_sessions(codex_home: &Path) -> CodexSessions {
-    let files = rollout_files(codex_home);
-    // Each head is a first line of tens of KB to read and check: on both
-    // cores, in the files' order.
+    let files = list_rollouts(codex_home, false);
     let mut packer = Packer::with_capacity(files.len());
     for chunk in files.chunks(HEADS_CHUNK) {
-        match crate::parallel::map(chunk, |path| Ok(rollout_head(path))) {
-            Ok(heads) => heads.iter().flatten().for_each(|head| packer.push_head(head)),
-            Err(_) => chunk.iter().filter_map(|path| rollout_head(path)).for_each(|head| packer.push_head(&head)),
+        if pack_heads(chunk, &mut packer).is_err() {
+            // A worker that failed: this chunk is read on this thread.
+            chunk.iter().filter_map(|(path, _)| rollout_head(path)).for_each(|head| packer.push_head(&head));
         }
     }
     packer.group()
@@ -488,6 +484,21 @@ pub fn codex_sessions(codex_home: &Path) -> CodexSessions {
 /// Rollout heads read together on every core, then packed (the heads of
 /// all rollouts are never held unpacked at once).
 const HEADS_CHUNK: usize = 1024;
+
+/// Reads the heads of `files` (each a first line of tens of KB to read and
+/// check: on every core) and packs them, with their stamps; nothing is
+/// packed when a worker fails. True when any head was read.
+fn pack_heads(files: &[(PathBuf, Option<FileStamp>)], packer: &mut Packer) -> anyhow::Result<bool> {
+    let read = crate::parallel::map(files, |(path, _)| Ok(rollout_head(path)))?;
+    let mut any = false;
+    for ((_, stamp), head) in files.iter().zip(read) {
+        if let Some(head) = head {
+            any = true;
+            packer.push_head(&RolloutHead { stamp: *stamp, ..head });
+        }
+    }
+    Ok(any)
+}
 
 /// Where the reading of one source file stopped (kept per file in the
 /// import state, so the next import reads on from there).
@@ -826,6 +837,12 @@ struct Tally {
     unchanged: u64,
 }
 
+/// True for the id of a run an import makes (`codex-<root>`,
+/// `claude-<session>`), not one recorded live.
+fn made_by_import(id: &str) -> bool {
+    id.starts_with("codex-") || id.starts_with("claude-")
+}
+
 /// The names of the files in the runs folder (none when it is not there).
 fn runs_files(home: &Home) -> std::collections::HashSet<String> {
     fs::read_dir(home.runs_dir())
@@ -868,11 +885,10 @@ impl Importer<'_> {
     /// import wrote after its last save, or one from before logs' lengths
     /// were kept, is rebuilt whole instead.
     fn unless_log_moved(&self, change: Change, id: &RunId, log: Option<u64>) -> Change {
-        let imported = id.as_str().starts_with("codex-") || id.as_str().starts_with("claude-");
-        if !imported || !matches!(change, Change::Grew(_)) {
+        if !made_by_import(id.as_str()) || !matches!(change, Change::Grew(_)) {
             return change;
         }
-        let now = fs::metadata(self.home.log_path(id)).ok().map(|metadata| metadata.len());
+        let now = LogStamp::of(self.home, id).map(|stamp| stamp.bytes);
         if now.is_some() && now == log {
             change
         } else {
@@ -963,7 +979,7 @@ impl Importer<'_> {
             .files
             .iter()
             .filter_map(|name| name.strip_suffix(".jsonl"))
-            .filter(|id| !id.starts_with("codex-") && !id.starts_with("claude-"))
+            .filter(|id| !made_by_import(id))
             .filter(|id| agentrace_store::validate_run_id(id).is_ok())
             .map(RunId::from);
         // Listed newest first, as `runs` lists them: of two runs of one
@@ -1173,19 +1189,22 @@ fn claude_session_files(
     found: &crate::claude_ingest::FoundSession,
 ) -> anyhow::Result<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
     let (session, listed) = found.files_with_stamps()?;
-    let stamps = session
-        .parts
-        .iter()
-        .zip(listed)
-        .map(|((_, path), listed)| {
+    let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()).zip(listed))?;
+    Ok((session, stamps))
+}
+
+/// A session's files' stamps keyed by path: the stamp each was listed
+/// with, else one stat'ed now.
+fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> anyhow::Result<BTreeMap<String, FileStamp>> {
+    files
+        .map(|(path, listed)| {
             let stamp = match listed {
                 Some(listed) => listed,
                 None => stamp(path)?,
             };
             Ok((path.to_string_lossy().into_owned(), stamp))
         })
-        .collect::<anyhow::Result<_>>()?;
-    Ok((session, stamps))
+        .collect()
 }
 
 /// Runs `agentrace import`.
@@ -1331,16 +1350,7 @@ fn import_sessions(
             importer.bar.inc(1);
             continue;
         }
-        let stamps = files
-            .iter()
-            .map(|head| {
-                let stamp = match head.stamp {
-                    Some(stamp) => stamp,
-                    None => stamp(&head.path)?,
-                };
-                Ok((head.path.to_string_lossy().into_owned(), stamp))
-            })
-            .collect::<anyhow::Result<BTreeMap<_, _>>>()?;
+        let stamps = stamps(files.iter().map(|head| (head.path.as_path(), head.stamp)))?;
         let id = RunId::from(format!("codex-{root}"));
         let previous = importer.codex_known.get(&root);
         let change = compare(previous.as_ref(), &stamps);

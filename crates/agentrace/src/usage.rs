@@ -309,7 +309,7 @@ pub struct LogStamp {
 
 impl LogStamp {
     /// The stamp of run `id`'s log now.
-    fn of(home: &Home, id: &RunId) -> Option<Self> {
+    pub(crate) fn of(home: &Home, id: &RunId) -> Option<Self> {
         let metadata = std::fs::metadata(home.log_path(id)).ok()?;
         let modified_ns = metadata
             .modified()
@@ -617,19 +617,19 @@ fn once_per_session(runs: Vec<Recorded>) -> Vec<Recorded> {
     let mut kept: Vec<Recorded> = Vec::with_capacity(runs.len());
     let mut at: std::collections::HashMap<(&'static str, String), usize> = std::collections::HashMap::new();
     for mut run in runs {
-        let key = (run.provider, run.session_id.clone());
+        let key = (run.place.provider, run.place.session_id.clone());
         let Some(&index) = at.get(&key) else {
             at.insert(key, kept.len());
             kept.push(run);
             continue;
         };
         let counted = &mut kept[index];
-        if run.total_tokens > counted.total_tokens {
+        if run.place.total_tokens > counted.place.total_tokens {
             std::mem::swap(counted, &mut run);
         }
         eprintln!(
             "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
-            counted.provider, counted.session_id, counted.id, run.id, counted.id,
+            counted.place.provider, counted.place.session_id, counted.id, run.id, counted.id,
         );
     }
     kept
@@ -640,11 +640,29 @@ fn once_per_session(runs: Vec<Recorded>) -> Vec<Recorded> {
 /// folded from its log), so the runs' trees are never held together.
 struct Recorded {
     id: RunId,
+    place: Place,
+    usage: RecordedUsage,
+}
+
+/// What places a run in the report: when it started, its session (a
+/// session in several runs is counted once, from the run with the most
+/// tokens).
+struct Place {
     started_at: Option<Timestamp>,
     provider: &'static str,
     session_id: String,
     total_tokens: u64,
-    usage: RecordedUsage,
+}
+
+impl Place {
+    fn of(tree: &UsageTree, prices: &Prices) -> Self {
+        Self {
+            started_at: tree.started_at,
+            provider: provider_name(tree.provider),
+            session_id: tree.session_id.clone(),
+            total_tokens: session(tree, None, prices).counters.total_tokens,
+        }
+    }
 }
 
 /// Where a recorded run's usage is.
@@ -656,19 +674,6 @@ enum RecordedUsage {
 }
 
 impl Recorded {
-    /// Run `id` of usage `tree`, which `usage` then keeps or lets go.
-    fn of<T: std::ops::Deref<Target = UsageTree>>(id: RunId, tree: T, prices: &Prices, usage: impl FnOnce(T) -> RecordedUsage) -> Self {
-        let counted = session(&tree, None, prices);
-        Self {
-            id,
-            started_at: tree.started_at,
-            provider: provider_name(tree.provider),
-            session_id: tree.session_id.clone(),
-            total_tokens: counted.counters.total_tokens,
-            usage: usage(tree),
-        }
-    }
-
     /// The run's session, its usage read through `lines` when kept.
     fn session(self, lines: &table::Lines, prices: &Prices) -> anyhow::Result<SessionUsage> {
         let tree = match self.usage {
@@ -703,11 +708,19 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Resu
     let mut runs = Vec::with_capacity(order.len());
     for (at, id) in order {
         let run = match kept.take(home, &id) {
-            Some((tree, place)) => Recorded::of(id, Box::new(tree), prices, |_| RecordedUsage::Kept(place)),
+            Some((tree, at)) => Recorded {
+                id,
+                place: Place::of(&tree, prices),
+                usage: RecordedUsage::Kept(at),
+            },
             None => match home.load_run(&id) {
                 Ok(loaded) => {
-                    let tree = Box::new(UsageTree::of(&loaded.view(), LogStamp::default()));
-                    Recorded::of(id, tree, prices, RecordedUsage::Folded)
+                    let tree = UsageTree::of(&loaded.view(), LogStamp::default());
+                    Recorded {
+                        id,
+                        place: Place::of(&tree, prices),
+                        usage: RecordedUsage::Folded(Box::new(tree)),
+                    }
                 }
                 // Deleted since the directory was listed: no longer a run.
                 Err(_) if listed && !home.log_path(&id).exists() => continue,
@@ -720,7 +733,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Resu
     runs.sort_by_key(|(at, _)| *at);
     let mut runs: Vec<Recorded> = runs.into_iter().map(|(_, run)| run).collect();
     if listed {
-        runs.sort_by(|a, b| (b.started_at, &b.id).cmp(&(a.started_at, &a.id)));
+        runs.sort_by(|a, b| (b.place.started_at, &b.id).cmp(&(a.place.started_at, &a.id)));
     }
     Ok((once_per_session(runs), kept.reader.lines()))
 }
