@@ -16,6 +16,7 @@ use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunSummary;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{read_log, validate_run_id, Home, RunWriter};
+use serde::{Deserialize, Serialize};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
@@ -79,7 +80,47 @@ pub struct FoundSession {
     has_folder: bool,
 }
 
+/// A found session as it is written to a sorting file (paths as bytes:
+/// they need not be UTF-8).
+#[derive(Serialize, Deserialize)]
+struct FoundWire {
+    main: Vec<u8>,
+    siblings: Vec<Vec<u8>>,
+    has_folder: bool,
+}
+
+impl Serialize for FoundSession {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let bytes = |path: &PathBuf| path.as_os_str().as_encoded_bytes().to_vec();
+        FoundWire {
+            main: bytes(&self.main),
+            siblings: self.siblings.iter().map(bytes).collect(),
+            has_folder: self.has_folder,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for FoundSession {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use std::os::unix::ffi::OsStringExt as _;
+        let path = |bytes: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(bytes));
+        let wire = FoundWire::deserialize(deserializer)?;
+        Ok(FoundSession {
+            main: path(wire.main),
+            siblings: wire.siblings.into_iter().map(path).collect(),
+            has_folder: wire.has_folder,
+        })
+    }
+}
+
 impl FoundSession {
+    /// About how many bytes it holds.
+    pub fn size(&self) -> usize {
+        let path = |path: &PathBuf| std::mem::size_of::<PathBuf>() + path.as_os_str().len();
+        std::mem::size_of::<Self>() + self.main.as_os_str().len() + self.siblings.iter().map(path).sum::<usize>()
+    }
+
     /// The session id (the main file's name).
     pub fn session_id(&self) -> &str {
         session_id_of(&self.main)
@@ -111,13 +152,23 @@ pub fn find_sessions(path: &Path) -> anyhow::Result<Vec<SessionFiles>> {
 
 /// [`find_sessions`] without walking each session's subagent folder.
 pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
+    let mut sessions = Vec::new();
+    for project in sessions_by_project(path)? {
+        sessions.extend(project?);
+    }
+    Ok(sessions)
+}
+
+/// The sessions [`list_sessions`] finds, a project folder at a time (each
+/// listed as its turn comes): only one project's listing is held.
+pub fn sessions_by_project(path: &Path) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Vec<FoundSession>>>>> {
     if path.is_file() {
         let siblings = match path.parent() {
             Some(project) => loose_agent_files(&sorted_entries(project, false)?),
             None => Vec::new(),
         };
         let has_folder = path.with_extension("").is_dir();
-        return Ok(vec![found(path, &siblings, has_folder)]);
+        return Ok(Box::new(std::iter::once(Ok(vec![found(path, &siblings, has_folder)]))));
     }
     if !path.is_dir() {
         bail!(
@@ -134,14 +185,14 @@ pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
     let mut sessions = Vec::new();
     let root_entries = sorted_entries(&root, false)?;
     if project_sessions(&root_entries, &mut sessions) {
-        return Ok(sessions);
+        return Ok(Box::new(std::iter::once(Ok(sessions))));
     }
-    for project in root_entries {
-        if project.is_dir {
-            project_sessions(&sorted_entries(&project.path, false)?, &mut sessions);
-        }
-    }
-    Ok(sessions)
+    let projects = root_entries.into_iter().filter(|entry| entry.is_dir).map(|entry| entry.path);
+    Ok(Box::new(projects.collect::<Vec<_>>().into_iter().map(|project| {
+        let mut sessions = Vec::new();
+        project_sessions(&sorted_entries(&project, false)?, &mut sessions);
+        Ok(sessions)
+    })))
 }
 
 /// Adds the sessions of one project folder, given its entries; false when

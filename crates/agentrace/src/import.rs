@@ -11,6 +11,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _, Seek as _, SeekFrom};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -26,8 +28,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::claude_ingest::{claude_config_dir, list_sessions, Recording};
+use crate::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession, Recording};
 use crate::codex_sessions::{CodexSessions, Packer, Rest};
+use crate::external_sort::{self, ExternalSort, Sorted};
 use crate::ingest::now;
 use crate::table::{self, Table};
 use crate::usage::{LogStamp, UsageIndex};
@@ -79,6 +82,22 @@ impl FileStamp {
             size: metadata.len(),
             modified_ns,
         }
+    }
+
+    /// The stamp of file `name` in the open folder `dir`, stat'ed through
+    /// the folder's handle (a link where it points); as [`FileStamp::of`]
+    /// gives it. `None` when it cannot be.
+    pub(crate) fn at(dir: &fs::File, name: &[u8]) -> Option<FileStamp> {
+        let stat = nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).ok()?;
+        let modified_ns = match (u64::try_from(stat.st_mtime), u64::try_from(stat.st_mtime_nsec)) {
+            (Ok(seconds), Ok(nanoseconds)) => seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds),
+            // Before the epoch, as `of` has it.
+            _ => 0,
+        };
+        Some(FileStamp {
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            modified_ns,
+        })
     }
 
     /// The stamp of a listed file, stat'ed through its folder's handle
@@ -150,6 +169,8 @@ struct KnownHead {
 /// often 20 KB first line again). Sessions are visited in their tables'
 /// order, so the state never has to be held whole.
 struct StateTables {
+    /// Their folder (where the Codex grouping sets rollouts aside too).
+    dir: PathBuf,
     codex: Table,
     claude: Table,
     heads: Table,
@@ -162,6 +183,7 @@ impl StateTables {
             codex: Table::new(&dir, "codex", table::by_bytes),
             claude: Table::new(&dir, "claude", table::by_bytes),
             heads: Table::new(&dir, "heads", path_order),
+            dir,
         }
     }
 
@@ -198,62 +220,99 @@ struct LegacyState {
     heads: BTreeMap<String, KnownHead>,
 }
 
-/// Paths in the order [`list_rollouts`] lists them: byte by byte, a
+/// Paths in the order [`RolloutWalk`] lists them: byte by byte, a
 /// separator before any other byte.
 fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     path_sort_bytes(a.as_bytes()).cmp(path_sort_bytes(b.as_bytes()))
 }
 
-/// The rollouts listed (in path order), grouped as [`codex_sessions`]
-/// does, reading a rollout's head (on every core) only when its stamp
-/// differs from the one the `heads` table keeps; the table is rewritten
-/// when any differs.
-fn codex_sessions_known(files: Vec<(PathBuf, Option<FileStamp>)>, heads: &Table) -> anyhow::Result<CodexSessions> {
+/// The rollouts `walk` lists (in path order), grouped as
+/// [`codex_sessions`] does, reading a rollout's head (on every core) only
+/// when its stamp differs from the one the `heads` table keeps. The table
+/// is updated as it is read, in step: a head read anew is put, one of a
+/// rollout no longer there removed (an import that found nothing changed
+/// writes nothing). Rollouts are set aside in `dir` past the packer's
+/// budget.
+fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, heads: &Table, dir: &Path) -> anyhow::Result<CodexSessions> {
+    /// A listed rollout, the head the table keeps for it (if any) and the
+    /// table's entries passed over before it (rollouts gone).
+    struct Listed {
+        path: PathBuf,
+        key: String,
+        stamp: FileStamp,
+        known: Option<KnownHead>,
+        gone: Vec<String>,
+    }
+    impl Listed {
+        fn is_known(&self) -> bool {
+            self.known.as_ref().is_some_and(|head| head.stamp == self.stamp)
+        }
+    }
     let mut known = heads.reader::<KnownHead>();
-    // A head known at another stamp, or one of a rollout no longer there:
-    // the heads are kept anew (as they are when a new one is read).
-    let mut changed = false;
-    let mut packer = Packer::with_capacity(files.len());
-    let mut unknown: Vec<(PathBuf, Option<FileStamp>)> = Vec::new();
+    let mut kept = heads.writer();
+    let mut packer = Packer::spilling_in(Some(dir.to_path_buf()));
     // One that vanished since the listing (no stamp) is left out.
-    for (path, stamp) in files.into_iter().filter_map(|(path, stamp)| Some((path, stamp?))) {
-        let known = known.get(&path.to_string_lossy()).filter(|head| {
-            changed |= head.stamp != stamp;
-            head.stamp == stamp
-        });
-        match known {
-            Some(head) => {
+    let mut walk = walk.filter_map(|(path, stamp)| Some((path, stamp?)));
+    let mut window: Vec<Listed> = Vec::new();
+    loop {
+        // The heads to read are read together; the window is bounded
+        // either way, so it holds a few thousand rollouts at most.
+        let mut unknown: Vec<PathBuf> = Vec::new();
+        while unknown.len() < HEADS_CHUNK && window.len() < 4 * HEADS_CHUNK {
+            let Some((path, stamp)) = walk.next() else { break };
+            let key = path.to_string_lossy().into_owned();
+            let mut gone = Vec::new();
+            let head = known.get_noting(&key, |passed| {
+                gone.push(passed.to_owned());
+                Ok(())
+            })?;
+            let listed = Listed {
+                path,
+                key,
+                stamp,
+                known: head.map(|(head, _)| head),
+                gone,
+            };
+            if !listed.is_known() {
+                unknown.push(listed.path.clone());
+            }
+            window.push(listed);
+        }
+        if window.is_empty() {
+            break;
+        }
+        let mut read = crate::parallel::map(&unknown, |path| Ok(rollout_head(path)))?.into_iter();
+        for listed in window.drain(..) {
+            for gone in &listed.gone {
+                kept.remove(gone)?;
+            }
+            if listed.is_known() {
+                let Some(head) = &listed.known else { continue };
                 let rest = Rest {
                     depth: head.depth,
                     started: head.started,
-                    stamp: Some(stamp),
+                    stamp: Some(listed.stamp),
                 };
-                packer.push(&path, &head.thread, head.parent.as_deref(), &rest);
+                packer.push(&listed.path, &head.thread, head.parent.as_deref(), &rest)?;
+            } else if let Some(head) = read.next().flatten() {
+                let kept_head = KnownHead {
+                    stamp: listed.stamp,
+                    thread: head.thread.clone(),
+                    parent: head.parent.clone(),
+                    depth: head.depth,
+                    started: head.started,
+                };
+                kept.put(&listed.key, &kept_head)?;
+                packer.push_head(&RolloutHead { stamp: Some(listed.stamp), ..head })?;
+            } else if listed.known.is_some() {
+                // Known once, unreadable now.
+                kept.remove(&listed.key)?;
             }
-            None => unknown.push((path, Some(stamp))),
         }
     }
-    changed |= known.has_more() || known.passed() > 0;
-    drop(known);
-    for chunk in unknown.chunks(HEADS_CHUNK) {
-        changed |= pack_heads(chunk, &mut packer)?;
-    }
-    // Written only when they changed: a repeated import writes nothing.
-    if changed {
-        // Every head here was listed with its stamp.
-        heads.write_all(packer.heads_by_path().filter_map(|head| {
-            let key = head.path.to_string_lossy().into_owned();
-            let known = KnownHead {
-                stamp: head.stamp?,
-                thread: head.thread,
-                parent: head.parent,
-                depth: head.depth,
-                started: head.started,
-            };
-            Some((key, known))
-        }))?;
-    }
-    Ok(packer.group())
+    known.rest(|gone| kept.remove(gone))?;
+    kept.finish()?;
+    packer.group()
 }
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
@@ -343,51 +402,94 @@ pub struct RolloutHead {
 
 /// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
 pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
-    list_rollouts(codex_home, false).into_iter().map(|(path, _)| path).collect()
+    RolloutWalk::new(codex_home, false).map(|(path, _)| path).collect()
 }
 
-/// [`rollout_files`], each with its stamp when `stamped` (`None` for one
-/// that cannot be stat'ed; see [`FileStamp::of_entry`]: the stats are most
-/// of a repeated import).
-fn list_rollouts(codex_home: &Path, stamped: bool) -> Vec<(PathBuf, Option<FileStamp>)> {
-    let mut files = Vec::new();
-    for top in ["sessions", "archived_sessions"] {
-        let mut stack = vec![(codex_home.join(top), 0)];
-        while let Some((dir, depth)) = stack.pop() {
-            let Ok(entries) = fs::read_dir(&dir) else {
+/// The rollouts of a Codex home in path order (byte by byte, a separator
+/// before any other byte: see [`path_sort_bytes`]), each with its stamp
+/// when `stamped` (`None` for one that cannot be stat'ed; see
+/// [`FileStamp::at`]: the stats are most of a repeated import). Each
+/// folder is listed and sorted as the walk enters it, so only the folders
+/// on the way are held, never the whole listing, and of each entry only
+/// its name and kind (a day's folder may hold thousands).
+pub(crate) struct RolloutWalk {
+    /// The folders entered, innermost last.
+    folders: Vec<Folder>,
+    /// The top folders not yet entered, the next last.
+    tops: Vec<PathBuf>,
+    stamped: bool,
+}
+
+/// A folder being walked.
+struct Folder {
+    path: PathBuf,
+    /// Open when stamping: its files are stat'ed through it, by name.
+    handle: Option<fs::File>,
+    /// Its entries not yet visited (name and kind), the next last.
+    entries: Vec<(Box<[u8]>, Option<fs::FileType>)>,
+}
+
+impl RolloutWalk {
+    pub(crate) fn new(codex_home: &Path, stamped: bool) -> Self {
+        Self {
+            folders: Vec::new(),
+            // `archived_sessions` sorts before `sessions`.
+            tops: vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
+            stamped,
+        }
+    }
+
+    /// Lists `dir`, sorted so that the walk goes on in path order: names
+    /// byte by byte, as no name holds a separator.
+    fn enter(&mut self, dir: PathBuf) {
+        let Ok(listing) = fs::read_dir(&dir) else {
+            return;
+        };
+        let mut entries: Vec<(Box<[u8]>, Option<fs::FileType>)> = listing
+            .flatten()
+            .map(|entry| (entry.file_name().into_encoded_bytes().into_boxed_slice(), entry.file_type().ok()))
+            .collect();
+        entries.sort_unstable_by(|(a, _), (b, _)| b.cmp(a));
+        let handle = if self.stamped { fs::File::open(&dir).ok() } else { None };
+        self.folders.push(Folder { path: dir, handle, entries });
+    }
+}
+
+impl Iterator for RolloutWalk {
+    type Item = (PathBuf, Option<FileStamp>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(folder) = self.folders.last_mut() else {
+                let top = self.tops.pop()?;
+                self.enter(top);
                 continue;
             };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                // The listing's own kind: a stat per rollout was a good part
-                // of a repeated import.
-                let kind = entry.file_type().ok();
-                let is_dir = match kind {
-                    Some(kind) if !kind.is_symlink() => kind.is_dir(),
-                    _ => path.is_dir(),
-                };
-                if is_dir {
-                    // A bound keeps a folder that links back to itself
-                    // from being walked for ever.
-                    if depth < WALK_DEPTH {
-                        stack.push((path, depth + 1));
-                    }
-                } else if name.starts_with("rollout-") && name.ends_with(".jsonl") {
-                    let stamp = stamped.then(|| FileStamp::of_entry(&entry)).flatten();
-                    // Without the spare room the join left: the listing
-                    // is kept for the whole command.
-                    files.push((path.into_boxed_path().into_path_buf(), stamp));
+            let Some((name, kind)) = folder.entries.pop() else {
+                self.folders.pop();
+                continue;
+            };
+            let path = folder.path.join(OsStr::from_bytes(&name));
+            // The listing's own kind: a stat per rollout was a good part
+            // of a repeated import.
+            let is_dir = match kind {
+                Some(kind) if !kind.is_symlink() => kind.is_dir(),
+                _ => path.is_dir(),
+            };
+            if is_dir {
+                // A bound keeps a folder that links back to itself from
+                // being walked for ever.
+                if self.folders.len() <= WALK_DEPTH {
+                    self.enter(path);
                 }
+                continue;
+            }
+            if name.starts_with(b"rollout-") && name.ends_with(b".jsonl") {
+                let stamp = folder.handle.as_ref().and_then(|handle| FileStamp::at(handle, &name));
+                return Some((path, stamp));
             }
         }
     }
-    // In path order, by a key that orders the same (a separator sorts
-    // before any byte of a name): comparing paths component by component
-    // was a tenth of a repeated import.
-    files.sort_by_cached_key(|(path, _)| path_sort_bytes(path.as_os_str().as_encoded_bytes()).collect::<Vec<u8>>());
-    files
 }
 
 /// How deep a Codex home's folders are walked.
@@ -468,37 +570,30 @@ fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
 }
 
 /// Rollouts grouped into sessions: top-most known ancestor → files,
-/// parents before children (see [`Packer::group`]).
-pub fn codex_sessions(codex_home: &Path) -> CodexSessions {
-    let files = list_rollouts(codex_home, false);
-    let mut packer = Packer::with_capacity(files.len());
-    for chunk in files.chunks(HEADS_CHUNK) {
-        if pack_heads(chunk, &mut packer).is_err() {
+/// parents before children (see [`Packer::group`]); rollouts are set aside
+/// in the system's temporary folder past the packer's budget.
+pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
+    let mut packer = Packer::default();
+    let mut walk = RolloutWalk::new(codex_home, false).map(|(path, _)| path);
+    loop {
+        let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let heads = crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))
             // A worker that failed: this chunk is read on this thread.
-            chunk.iter().filter_map(|(path, _)| rollout_head(path)).for_each(|head| packer.push_head(&head));
+            .unwrap_or_else(|_| chunk.iter().map(|path| rollout_head(path)).collect());
+        for head in heads.into_iter().flatten() {
+            packer.push_head(&head)?;
         }
     }
     packer.group()
 }
 
-/// Rollout heads read together on every core, then packed (the heads of
-/// all rollouts are never held unpacked at once).
+/// How many rollout heads are read together on every core (each is a
+/// first line of tens of KB to read and check); the heads of all
+/// rollouts are never held unpacked at once.
 const HEADS_CHUNK: usize = 1024;
-
-/// Reads the heads of `files` (each a first line of tens of KB to read and
-/// check: on every core) and packs them, with their stamps; nothing is
-/// packed when a worker fails. True when any head was read.
-fn pack_heads(files: &[(PathBuf, Option<FileStamp>)], packer: &mut Packer) -> anyhow::Result<bool> {
-    let read = crate::parallel::map(files, |(path, _)| Ok(rollout_head(path)))?;
-    let mut any = false;
-    for ((_, stamp), head) in files.iter().zip(read) {
-        if let Some(head) = head {
-            any = true;
-            packer.push_head(&RolloutHead { stamp: *stamp, ..head });
-        }
-    }
-    Ok(any)
-}
 
 /// Where the reading of one source file stopped (kept per file in the
 /// import state, so the next import reads on from there).
@@ -1173,12 +1268,24 @@ impl Importer<'_> {
 }
 
 /// The Claude sessions under `dir` (none when it holds no projects), not
-/// yet walked.
-fn claude_found(dir: Option<&Path>) -> anyhow::Result<Vec<crate::claude_ingest::FoundSession>> {
+/// yet walked, sorted by session id (through files in `spill` past a
+/// budget), and how many.
+fn claude_found(dir: Option<&Path>, spill: &Path) -> anyhow::Result<(usize, Sorted<FoundSession>)> {
+    let by_id: external_sort::Order<FoundSession> = |a, b| a.session_id().cmp(b.session_id());
+    let mut sort = ExternalSort::new(external_sort::BUDGET, Some(spill.to_path_buf()), by_id, FoundSession::size);
+    let mut count = 0;
     match dir {
-        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => list_sessions(dir),
-        _ => Ok(Vec::new()),
+        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
+            for project in sessions_by_project(dir)? {
+                for found in project? {
+                    sort.push(found)?;
+                    count += 1;
+                }
+            }
+        }
+        _ => {}
     }
+    Ok((count, sort.sorted()?))
 }
 
 /// How many Claude sessions are walked together.
@@ -1186,7 +1293,7 @@ const CLAUDE_CHUNK: usize = 256;
 
 /// A Claude session's files, with their stamps keyed by path.
 fn claude_session_files(
-    found: &crate::claude_ingest::FoundSession,
+    found: &FoundSession,
 ) -> anyhow::Result<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
     let (session, listed) = found.files_with_stamps()?;
     let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()).zip(listed))?;
@@ -1221,13 +1328,15 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     }
     let tables = StateTables::of(home);
     tables.migrate(home)?;
+    // Where the listings are sorted when they outgrow memory.
+    fs::create_dir_all(&tables.dir).with_context(|| format!("cannot create {}", tables.dir.display()))?;
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import
     // did not keep) while Claude's sessions are imported.
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
-            let found = codex_home(args).map(|dir| list_rollouts(&dir, true)).unwrap_or_default();
-            codex_sessions_known(found, &tables.heads)
+            let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true));
+            codex_sessions_known(walk.into_iter().flatten(), &tables.heads, &tables.dir)
         });
         let codex = || {
             rollouts
@@ -1249,9 +1358,8 @@ fn import_sessions(
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
 ) -> anyhow::Result<()> {
     let files = runs_files(home);
-    let mut claude = claude_found(claude_dir)?;
     // In the order of their table, which is read in step.
-    claude.sort_by(|a, b| a.session_id().cmp(b.session_id()));
+    let (found, mut claude) = claude_found(claude_dir, &tables.dir)?;
     let mut importer = Importer {
         home,
         args,
@@ -1260,7 +1368,7 @@ fn import_sessions(
         codex_done: tables.codex.writer(),
         claude_done: tables.claude.writer(),
         tally: Tally::default(),
-        bar: progress(args, claude.len() as u64),
+        bar: progress(args, found as u64),
         last_save: std::time::Instant::now(),
         unsaved: false,
         usage: None,
@@ -1276,8 +1384,15 @@ fn import_sessions(
     // A session's files are walked and stat'ed only when its turn comes,
     // a chunk at a time on every core: the listing keeps only where each
     // session is.
-    let expanded = claude.chunks(CLAUDE_CHUNK).map(|chunk| crate::parallel::map(chunk, claude_session_files));
-    for session in expanded.flat_map(|chunk| match chunk {
+    let chunks = std::iter::from_fn(|| {
+        let chunk = claude.by_ref().take(CLAUDE_CHUNK).collect::<anyhow::Result<Vec<_>>>();
+        match chunk {
+            Ok(chunk) if chunk.is_empty() => None,
+            Ok(chunk) => Some(crate::parallel::map(&chunk, claude_session_files)),
+            Err(error) => Some(Err(error)),
+        }
+    });
+    for session in chunks.flat_map(|chunk| match chunk {
         Ok(sessions) => sessions.into_iter().map(Ok).collect::<Vec<_>>(),
         Err(error) => vec![Err(error)],
     }) {
@@ -1340,8 +1455,9 @@ fn import_sessions(
     }
     let codex = codex()?;
     importer.bar.inc_length(codex.len() as u64);
-    // Each session's rollouts are unpacked as its turn comes.
-    for (root, files) in codex.iter() {
+    // Each session's rollouts are unpacked (or merged) as its turn comes.
+    for session in codex {
+        let (root, files) = session?;
         if since.is_some_and(|since| {
             files
                 .iter()
@@ -1426,16 +1542,27 @@ mod tests {
             "archived_sessions/a/rollout-g.jsonl",
             "archived_sessions/a-b/rollout-h.jsonl",
         ];
-        for name in names {
+        for (at, name) in names.iter().enumerate() {
             let path = home.path().join(name);
             fs::create_dir_all(path.parent().unwrap_or(home.path())).unwrap_or_else(|e| panic!("{e}"));
-            fs::write(&path, "").unwrap_or_else(|e| panic!("{e}"));
+            fs::write(&path, "x".repeat(at)).unwrap_or_else(|e| panic!("{e}"));
         }
-        let mut expected: Vec<PathBuf> = names.iter().map(|name| home.path().join(name)).collect();
+        // A link is stamped as what it points to.
+        let target = home.path().join("elsewhere.jsonl");
+        fs::write(&target, "linked").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(&target, home.path().join("sessions/rollout-link.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+        let mut expected: Vec<PathBuf> = names.iter().chain(&["sessions/rollout-link.jsonl"]).map(|name| home.path().join(name)).collect();
         expected.sort();
-        let listed = list_rollouts(home.path(), true);
+        let listed: Vec<_> = RolloutWalk::new(home.path(), true).collect();
         assert_eq!(listed.iter().map(|(path, _)| path.clone()).collect::<Vec<_>>(), expected);
-        assert!(listed.iter().all(|(_, stamp)| stamp.as_ref().is_some_and(|stamp| stamp.size == 0)));
+        // Stat'ed through the folder as a path's own metadata gives it.
+        let stamps: Vec<Option<FileStamp>> = listed.iter().map(|(_, stamp)| *stamp).collect();
+        let of_paths: Vec<Option<FileStamp>> = listed
+            .iter()
+            .map(|(path, _)| fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata)))
+            .collect();
+        assert_eq!(stamps, of_paths);
+        assert!(stamps.iter().all(|stamp| stamp.is_some()));
         // The heads table is read in step with the listing: same order.
         let keys: Vec<String> = listed.iter().map(|(path, _)| path.to_string_lossy().into_owned()).collect();
         let mut by_path_order = keys.clone();
@@ -1450,7 +1577,7 @@ mod tests {
         fs::create_dir_all(&folder).unwrap_or_else(|e| panic!("{e}"));
         fs::write(folder.join("rollout-x.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
         std::os::unix::fs::symlink(&folder, folder.join("loop")).unwrap_or_else(|e| panic!("{e}"));
-        let listed = list_rollouts(home.path(), false);
+        let listed: Vec<_> = RolloutWalk::new(home.path(), false).collect();
         assert!(listed.iter().any(|(path, _)| *path == folder.join("rollout-x.jsonl")));
         assert!(listed.len() <= WALK_DEPTH, "{}", listed.len());
     }

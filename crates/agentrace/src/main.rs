@@ -10,6 +10,7 @@ mod claude_run;
 mod codex_sessions;
 mod cli;
 mod export;
+mod external_sort;
 mod host;
 mod hook;
 mod import;

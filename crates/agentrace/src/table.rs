@@ -70,7 +70,6 @@ impl Table {
             source: Source::open(self),
             ahead: None,
             started: false,
-            passed: 0,
         }
     }
 
@@ -247,8 +246,6 @@ pub struct Reader<V> {
     source: Source,
     ahead: Option<(String, V, Position)>,
     started: bool,
-    /// Entries passed over without being asked for.
-    passed: u64,
 }
 
 impl<V: DeserializeOwned> Reader<V> {
@@ -261,35 +258,50 @@ impl<V: DeserializeOwned> Reader<V> {
     /// [`Reader::get`], with where the entry is (to read it again through
     /// [`Reader::lines`]).
     pub fn get_placed(&mut self, key: &str) -> Option<(V, Position)> {
+        self.get_noting(key, |_| Ok(())).ok().flatten()
+    }
+
+    /// [`Reader::get_placed`], calling `passed` with the key of each entry
+    /// passed over (in order) before `key`'s; its error ends the reading.
+    pub fn get_noting(&mut self, key: &str, mut passed: impl FnMut(&str) -> anyhow::Result<()>) -> anyhow::Result<Option<(V, Position)>> {
         if !self.started {
             self.started = true;
             self.advance();
         }
         loop {
-            let (ahead, _, _) = self.ahead.as_ref()?;
+            let Some((ahead, _, _)) = self.ahead.as_ref() else {
+                return Ok(None);
+            };
             match (self.source.order)(ahead, key) {
                 Ordering::Less => {
-                    self.passed += 1;
+                    passed(ahead)?;
                     self.advance();
                 }
                 Ordering::Equal => {
-                    let (_, value, at) = self.ahead.take()?;
+                    let found = self.ahead.take().map(|(_, value, at)| (value, at));
                     self.advance();
-                    return Some((value, at));
+                    return Ok(found);
                 }
-                Ordering::Greater => return None,
+                Ordering::Greater => return Ok(None),
             }
         }
+    }
+
+    /// Calls `left` with the key of each entry after the last one asked
+    /// for, in order, passing them over.
+    pub fn rest(&mut self, mut left: impl FnMut(&str) -> anyhow::Result<()>) -> anyhow::Result<()> {
+        while self.has_more() {
+            if let Some((key, _, _)) = &self.ahead {
+                left(key)?;
+            }
+            self.advance();
+        }
+        Ok(())
     }
 
     /// The files this reader reads, to read an entry again by its place.
     pub fn lines(&self) -> Lines {
         self.source.lines.clone()
-    }
-
-    /// How many entries were passed over without being asked for.
-    pub fn passed(&self) -> u64 {
-        self.passed
     }
 
     /// True when entries are left after the last one asked for.
@@ -329,6 +341,32 @@ impl Writer {
             return Ok(());
         }
         // The old entries before `key` are kept; `key`'s own is replaced.
+        self.pass_to(key)?;
+        let (out, path) = self.out.as_mut().context("the table is not open")?;
+        let write = |out: &mut BufWriter<File>| -> anyhow::Result<()> {
+            serde_json::to_writer(&mut *out, &(key, value))?;
+            out.write_all(b"\n")?;
+            Ok(())
+        };
+        write(out).with_context(|| format!("cannot write {}", path.display()))?;
+        self.last = Some(key.to_owned());
+        Ok(())
+    }
+
+    /// Leaves `key`'s entry out of the new table (the old entries before
+    /// it are kept); keys are removed and put in the table's order.
+    pub fn remove(&mut self, key: &str) -> anyhow::Result<()> {
+        self.open()?;
+        if self.last.as_deref().is_some_and(|last| (self.table.order)(last, key) != Ordering::Less) {
+            return Ok(());
+        }
+        self.pass_to(key)?;
+        self.last = Some(key.to_owned());
+        Ok(())
+    }
+
+    /// Keeps the old entries before `key` and drops `key`'s own.
+    fn pass_to(&mut self, key: &str) -> anyhow::Result<()> {
         while let Some((ahead, _)) = &self.ahead {
             match (self.table.order)(ahead, key) {
                 Ordering::Greater => break,
@@ -340,14 +378,6 @@ impl Writer {
                 }
             }
         }
-        let (out, path) = self.out.as_mut().context("the table is not open")?;
-        let write = |out: &mut BufWriter<File>| -> anyhow::Result<()> {
-            serde_json::to_writer(&mut *out, &(key, value))?;
-            out.write_all(b"\n")?;
-            Ok(())
-        };
-        write(out).with_context(|| format!("cannot write {}", path.display()))?;
-        self.last = Some(key.to_owned());
         Ok(())
     }
 
@@ -465,6 +495,35 @@ mod tests {
     }
 
     #[test]
+    fn entries_removed_are_left_out_and_a_reader_names_those_it_passes_over() {
+        let (_dir, table) = table_of(&[("a", 1u32), ("b", 2), ("c", 3), ("e", 5), ("g", 7)]);
+        let mut reader = table.reader::<u32>();
+        let mut writer = table.writer();
+        let mut passed = Vec::new();
+        for key in ["c", "d", "f"] {
+            let found = reader
+                .get_noting(key, |gone| {
+                    passed.push(gone.to_owned());
+                    writer.remove(gone)
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+            if key == "d" {
+                writer.put(key, &40u32).unwrap_or_else(|e| panic!("{e}"));
+            }
+            assert_eq!(found.map(|(value, _)| value), (key == "c").then_some(3));
+        }
+        reader
+            .rest(|gone| {
+                passed.push(gone.to_owned());
+                writer.remove(gone)
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(passed, vec!["a", "b", "e", "g"]);
+        assert_eq!(read_all(&table), owned(&[("c", 3), ("d", 40)]));
+    }
+
+    #[test]
     fn a_reader_gives_the_entries_of_the_keys_asked_for_in_order() {
         let (_dir, table) = table_of(&[("a", 1u32), ("c", 3), ("e", 5)]);
         assert_eq!(
@@ -474,9 +533,14 @@ mod tests {
         let mut reader = table.reader::<u32>();
         assert_eq!(reader.get("a"), Some(1));
         assert!(reader.has_more());
-        assert_eq!(reader.get("e"), Some(5));
+        let mut passed = Vec::new();
+        let found = reader.get_noting("e", |key| {
+            passed.push(key.to_owned());
+            Ok(())
+        });
+        assert_eq!(found.ok().flatten().map(|(value, _)| value), Some(5));
+        assert_eq!(passed, vec!["c"]);
         assert!(!reader.has_more());
-        assert_eq!(reader.passed(), 1, "c was passed over");
     }
 
     #[test]

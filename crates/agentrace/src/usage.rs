@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::claude_ingest::{list_sessions, FoundSession as FoundClaude};
+use crate::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
 use crate::codex_sessions::CodexSessions;
 use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
@@ -496,26 +496,35 @@ fn provider_name(provider: Provider) -> &'static str {
 
 /// One session found in the provider folders.
 enum FoundSession {
-    /// The session of this index among a Codex home's.
-    Codex(std::sync::Arc<CodexSessions>, usize),
+    /// A Codex session: its root's id and its rollouts.
+    Codex(String, Vec<crate::import::RolloutHead>),
     Claude(FoundClaude),
 }
 
 /// The sessions in the provider folders, Codex first, in the folders'
-/// order.
-fn found_in_folders(args: &UsageArgs) -> anyhow::Result<Vec<FoundSession>> {
-    let mut found = Vec::new();
-    if let Some(dir) = &args.codex_home {
-        if !dir.is_dir() {
-            eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
+/// order, each made as it is asked for (a Codex session's rollouts are
+/// unpacked or merged then).
+fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = anyhow::Result<FoundSession>>> {
+    let codex = match &args.codex_home {
+        Some(dir) => {
+            if !dir.is_dir() {
+                eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
+            }
+            codex_sessions(dir)?
         }
-        let sessions = std::sync::Arc::new(codex_sessions(dir));
-        found.extend((0..sessions.len()).map(|index| FoundSession::Codex(std::sync::Arc::clone(&sessions), index)));
-    }
-    if let Some(dir) = &args.claude_dir {
-        found.extend(list_sessions(dir)?.into_iter().map(FoundSession::Claude));
-    }
-    Ok(found)
+        None => CodexSessions::default(),
+    };
+    // A project folder at a time.
+    let claude = match &args.claude_dir {
+        Some(dir) => Some(sessions_by_project(dir)?),
+        None => None,
+    };
+    let claude = claude.into_iter().flatten().flat_map(|project| match project {
+        Ok(sessions) => sessions.into_iter().map(|found| Ok(FoundSession::Claude(found))).collect::<Vec<_>>(),
+        Err(error) => vec![Err(error)],
+    });
+    let codex = codex.map(|session| session.map(|(root, files)| FoundSession::Codex(root, files)));
+    Ok(codex.chain(claude))
 }
 
 /// How many sessions are attributed at once when the report is streamed:
@@ -528,12 +537,11 @@ fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<Sess
     crate::parallel::map(found, |found| {
         // Nothing is stored, so redacting secrets would be wasted work.
         match found {
-            FoundSession::Codex(sessions, index) => {
-                let (root, files) = sessions.session(*index).context("a listed Codex session is missing")?;
+            FoundSession::Codex(root, files) => {
                 let mut recorder =
                     Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
-                let _ = recorder.start(codex_start(&files));
-                feed_rollouts(&mut recorder, &files, &mut |_| Ok(()))?;
+                let _ = recorder.start(codex_start(files));
+                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
                 Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
             }
             FoundSession::Claude(found) => {
@@ -599,12 +607,28 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedRep
 }
 
 /// The sessions of `found`, attributed a chunk at a time (on every core)
-/// as they are asked for.
-fn attributed<'a>(found: &'a [FoundSession], prices: &'a Prices, chunk: usize) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
-    found.chunks(chunk.max(1)).flat_map(move |chunk| match attribute(chunk, prices) {
-        Ok(sessions) => sessions.into_iter().map(Ok).collect::<Vec<_>>(),
-        Err(error) => vec![Err(error)],
+/// as they are asked for; the first error ends them.
+fn attributed<'a>(
+    mut found: impl Iterator<Item = anyhow::Result<FoundSession>> + 'a,
+    prices: &'a Prices,
+    chunk: usize,
+) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        let taken = found.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<_>>>();
+        match taken.and_then(|sessions| attribute(&sessions, prices)) {
+            Ok(sessions) if sessions.is_empty() => None,
+            Ok(sessions) => Some(sessions.into_iter().map(Ok).collect::<Vec<_>>()),
+            Err(error) => {
+                failed = true;
+                Some(vec![Err(error)])
+            }
+        }
     })
+    .flatten()
 }
 
 /// Each session counted once: a session recorded live and imported
@@ -747,14 +771,13 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     }
     if args.json && args.by == By::Run {
         if straight {
-            let found = found_in_folders(args)?;
-            return out.json_pretty(&StreamedReport::of(attributed(&found, &prices, STREAM_CHUNK)));
+            return out.json_pretty(&StreamedReport::of(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK)));
         }
         let (runs, lines) = recorded_runs(home, args, &prices)?;
         return out.json_pretty(&StreamedReport::of(runs.into_iter().map(|run| run.session(&lines, &prices))));
     }
     let sessions = if straight {
-        attribute(&found_in_folders(args)?, &prices)?
+        attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, &prices)?
     } else {
         let (runs, lines) = recorded_runs(home, args, &prices)?;
         runs.into_iter().map(|run| run.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
@@ -940,7 +963,9 @@ mod tests {
             runs: Vec::new(),
         };
         let prices = Prices::load(None).unwrap_or_else(|e| panic!("{e}"));
-        let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
+        let found = found_in_folders(&args)
+            .and_then(Iterator::collect::<anyhow::Result<Vec<_>>>)
+            .unwrap_or_else(|e| panic!("{e}"));
         let sessions = attribute(&found, &prices).unwrap_or_else(|e| panic!("{e}"));
         let mut totals = Counters::default();
         for session in &sessions {
@@ -949,7 +974,8 @@ mod tests {
         let whole = serde_json::json!({"sessions": sessions, "totals": totals});
         assert!(found.len() >= 6, "{}", found.len());
         for chunk in [1, 2, 4, STREAM_CHUNK] {
-            let streamed = serde_json::to_value(StreamedReport::of(attributed(&found, &prices, chunk))).unwrap_or_else(|e| panic!("{e}"));
+            let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
+            let streamed = serde_json::to_value(StreamedReport::of(attributed(found, &prices, chunk))).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(streamed, whole, "chunks of {chunk}");
         }
     }
