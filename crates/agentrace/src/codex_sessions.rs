@@ -21,8 +21,14 @@ use agentrace_core::model::Timestamp;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::external_sort::{read_record, temporary, write_record, ExternalSort, Sorted, BUDGET};
+use crate::external_sort::{self, read_record, temporary, write_record, ExternalSort, Sorted};
 use crate::import::{FileStamp, RolloutHead};
+
+/// How many bytes of packed rollouts are held before they are set aside
+/// (some 12,000 rollouts, 2 GB of history): below it a Codex home is
+/// grouped in memory, as fast as it can be; above it memory stays at
+/// about this much.
+const BUDGET: usize = 4 << 20;
 
 /// Where a path or an id is in its [`Texts`] buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -416,7 +422,7 @@ impl Spill {
         file.rewind().context("cannot read a spill file")?;
         let mut input = BufReader::with_capacity(64 * 1024, file);
         let mut buffer = Vec::new();
-        let mut sort = ExternalSort::new(budget, dir.map(Path::to_path_buf), session_order, |(root, record)| root.len() + record.size());
+        let mut sort = ExternalSort::new(budget.min(external_sort::BUDGET), dir.map(Path::to_path_buf), session_order, |(root, record)| root.len() + record.size());
         for top in tops {
             let record: Record = read_record(&mut input, &mut buffer)?.context("a spill file ended early")?;
             let root = threads.get(top as usize).context("a rollout's root is not listed")?;

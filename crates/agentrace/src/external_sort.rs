@@ -15,10 +15,10 @@ use anyhow::Context as _;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// How many bytes of items are held before a run is written: a few MB
-/// keeps the merge's files few (one per run) up to hundreds of GB of
-/// history.
-pub const BUDGET: usize = 4 << 20;
+/// How many bytes of items are held before a run is written: 1 MB keeps
+/// the merge's files (one per run, each read through a small buffer) in
+/// the hundreds up to hundreds of GB of history.
+pub const BUDGET: usize = 1 << 20;
 
 /// An order of items.
 pub type Order<T> = fn(&T, &T) -> Ordering;
@@ -74,7 +74,7 @@ impl<T: Serialize + DeserializeOwned> ExternalSort<T> {
         self.held = 0;
         let mut file = out.into_inner().map_err(|error| error.into_error()).context("cannot write a sorting file")?;
         file.rewind().context("cannot read a sorting file")?;
-        self.runs.push(BufReader::with_capacity(16 * 1024, file));
+        self.runs.push(BufReader::with_capacity(8 * 1024, file));
         Ok(())
     }
 

@@ -870,6 +870,8 @@ struct Job {
     /// Its key in the import state.
     key: String,
     id: RunId,
+    /// The run's files when the import started.
+    files: RunFiles,
     stamps: BTreeMap<String, FileStamp>,
     source: JobSource,
     /// Where the last import stopped, to continue the run from there;
@@ -938,16 +940,116 @@ fn made_by_import(id: &str) -> bool {
     id.starts_with("codex-") || id.starts_with("claude-")
 }
 
-/// The names of the files in the runs folder (none when it is not there).
-fn runs_files(home: &Home) -> std::collections::HashSet<String> {
-    fs::read_dir(home.runs_dir())
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|entry| entry.file_name().into_string().ok())
-                .collect()
+/// Which files of one run the runs folder held when the import started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct RunFiles {
+    log: bool,
+    record: bool,
+    snapshot: bool,
+}
+
+/// The runs folder as the import found it, looked up in step. The runs an
+/// import makes (`claude-…`, `codex-…`) are asked for in the order of
+/// their ids (Claude's sessions, then Codex's, each sorted), so their files
+/// are sorted by run id (through files past a budget) and read as the ids
+/// come: the listing is never held whole. The files of other runs (recorded
+/// live, few) are kept by name.
+struct RunsListing {
+    runs_dir: PathBuf,
+    live: std::collections::HashSet<String>,
+    /// Each file of an import's run: its run id and which file (0 log,
+    /// 1 record, 2 snapshot), by id.
+    made: std::iter::Peekable<Sorted<(String, u8)>>,
+    /// The last id asked for and its files.
+    current: Option<(String, RunFiles)>,
+}
+
+/// The ends of the names of a run's files, as [`RunsListing`] numbers
+/// them.
+const RUN_FILE_ENDS: [&str; 3] = [".jsonl", ".json", ".snapshot"];
+
+impl RunsListing {
+    /// Lists `home`'s runs folder (empty when it is not there), sorting
+    /// through files in `spill`.
+    fn of(home: &Home, spill: &Path) -> anyhow::Result<Self> {
+        let by_run: external_sort::Order<(String, u8)> = |a, b| a.cmp(b);
+        let mut sort = ExternalSort::new(external_sort::BUDGET, Some(spill.to_path_buf()), by_run, |(id, _)| 40 + id.len());
+        let mut live = std::collections::HashSet::new();
+        for entry in fs::read_dir(home.runs_dir()).into_iter().flatten().flatten() {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let file = RUN_FILE_ENDS
+                .iter()
+                .enumerate()
+                .find_map(|(kind, end)| Some((name.strip_suffix(end)?, kind as u8)));
+            match file {
+                Some((id, kind)) if made_by_import(id) => sort.push((id.to_owned(), kind))?,
+                _ => {
+                    live.insert(name);
+                }
+            }
+        }
+        Ok(Self {
+            runs_dir: home.runs_dir(),
+            live,
+            made: sort.sorted()?.peekable(),
+            current: None,
         })
-        .unwrap_or_default()
+    }
+
+    /// The files run `id` had. An import's run is read from the sorted
+    /// listing when asked for in order; asked for out of order (none
+    /// should be), its files are stat'ed.
+    fn files_of(&mut self, id: &RunId) -> anyhow::Result<RunFiles> {
+        let id = id.as_str();
+        if !made_by_import(id) {
+            let has = |end: &str| self.live.contains(&format!("{id}{end}"));
+            return Ok(RunFiles {
+                log: has(RUN_FILE_ENDS[0]),
+                record: has(RUN_FILE_ENDS[1]),
+                snapshot: has(RUN_FILE_ENDS[2]),
+            });
+        }
+        match &self.current {
+            Some((current, files)) if current == id => return Ok(*files),
+            Some((current, _)) if current.as_str() > id => {
+                let has = |end: &str| self.runs_dir.join(format!("{id}{end}")).exists();
+                return Ok(RunFiles {
+                    log: has(RUN_FILE_ENDS[0]),
+                    record: has(RUN_FILE_ENDS[1]),
+                    snapshot: has(RUN_FILE_ENDS[2]),
+                });
+            }
+            _ => {}
+        }
+        let mut files = RunFiles::default();
+        loop {
+            let ahead = match self.made.peek() {
+                None => break,
+                Some(Err(_)) => {
+                    // A sorting file that cannot be read: said as it is.
+                    return Err(self.made.next().and_then(Result::err).unwrap_or_else(|| anyhow::anyhow!("cannot read the runs listing")));
+                }
+                Some(Ok((ahead, kind))) => (ahead.as_str().cmp(id), *kind),
+            };
+            match ahead {
+                (std::cmp::Ordering::Greater, _) => break,
+                (std::cmp::Ordering::Equal, kind) => match kind {
+                    0 => files.log = true,
+                    1 => files.record = true,
+                    _ => files.snapshot = true,
+                },
+                (std::cmp::Ordering::Less, _) => {}
+            }
+            self.made.next();
+        }
+        self.current = Some((id.to_owned(), files));
+        Ok(files)
+    }
+
+    /// The ids of the runs not made by an import that have a log.
+    fn live_ids(&self) -> impl Iterator<Item = &str> {
+        self.live.iter().filter_map(|name| name.strip_suffix(RUN_FILE_ENDS[0]))
+    }
 }
 
 /// The bookkeeping of one import: what changed, what was done, the bar.
@@ -969,9 +1071,9 @@ struct Importer<'a> {
     /// are put in the order of the run ids: Claude's sessions are imported
     /// first, then Codex's).
     usage: Option<UsageIndex>,
-    /// The names of the files in the runs folder when the import started
-    /// (one listing, not a stat per session).
-    files: std::collections::HashSet<String>,
+    /// The runs folder when the import started (one listing, not a stat
+    /// per session).
+    runs: RunsListing,
 }
 
 impl Importer<'_> {
@@ -991,11 +1093,12 @@ impl Importer<'_> {
         }
     }
 
-    /// Counts a session and says whether it must be read.
-    fn wanted(&mut self, change: &Change, id: &RunId) -> bool {
+    /// Counts a session whose run has `files` and says whether it must be
+    /// read.
+    fn wanted(&mut self, change: &Change, files: RunFiles) -> bool {
         self.bar.inc(1);
         match change {
-            Change::Same if self.log_exists(id) => {
+            Change::Same if files.log => {
                 self.tally.unchanged += 1;
                 return false;
             }
@@ -1021,14 +1124,14 @@ impl Importer<'_> {
     fn rebuild(
         &self,
         id: &RunId,
+        files: RunFiles,
         format: Format,
         start: Timestamp,
         feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
     ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
-        self.remove_run(id)?;
+        self.remove_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
-        let snapshot = self.home.snapshot_path(id);
-        let mut writer = self.home.create_run_unsynced(id, self.listed(&snapshot))?;
+        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start(start))?;
         let marks = feed_into(&mut writer, &mut recorder, feed)?;
         // No fsync per session: an import is rebuilt from its sources, and a
@@ -1059,22 +1162,14 @@ impl Importer<'_> {
         Ok((recorder.state().view(), marks))
     }
 
-    /// True when run `id` has a log, by the listing of the runs folder
-    /// rather than a stat per session.
-    fn log_exists(&self, id: &RunId) -> bool {
-        agentrace_store::validate_run_id(id.as_str()).is_ok() && self.listed(&self.home.log_path(id))
-    }
-
     /// The Claude runs recorded live (not by an import), by session: of the
     /// runs there when the import started, those whose ids no import gives
     /// (reading the record of every imported run was a good part of a
     /// first import).
     fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
         let ids = self
-            .files
-            .iter()
-            .filter_map(|name| name.strip_suffix(".jsonl"))
-            .filter(|id| !made_by_import(id))
+            .runs
+            .live_ids()
             .filter(|id| agentrace_store::validate_run_id(id).is_ok())
             .map(RunId::from);
         // Listed newest first, as `runs` lists them: of two runs of one
@@ -1088,19 +1183,12 @@ impl Importer<'_> {
             .collect())
     }
 
-    /// True when `path` was in the runs folder when the import started.
-    fn listed(&self, path: &Path) -> bool {
-        path.file_name()
-            .and_then(|name| name.to_str())
-            .is_some_and(|name| self.files.contains(name))
-    }
-
     /// Removes the files of run `id` that were listed (removing one that is
     /// not there still takes the folder's lock, which the threads creating
     /// runs then wait on).
-    fn remove_run(&self, id: &RunId) -> anyhow::Result<()> {
-        for path in [self.home.log_path(id), self.home.record_path(id)] {
-            if !self.listed(&path) {
+    fn remove_run(&self, id: &RunId, files: RunFiles) -> anyhow::Result<()> {
+        for (path, listed) in [(self.home.log_path(id), files.log), (self.home.record_path(id), files.record)] {
+            if !listed {
                 continue;
             }
             match fs::remove_file(&path) {
@@ -1193,7 +1281,7 @@ impl Importer<'_> {
                     return Ok((view, all));
                 }
                 let (view, read) =
-                    self.rebuild(&job.id, Format::CodexRollout, codex_start(files), |recorder, sink| feed_rollouts(recorder, files, sink))?;
+                    self.rebuild(&job.id, job.files, Format::CodexRollout, codex_start(files), |recorder, sink| feed_rollouts(recorder, files, sink))?;
                 let marks = files.iter().map(|head| head.path.to_string_lossy().into_owned()).zip(read).collect();
                 Ok((view, marks))
             }
@@ -1222,7 +1310,7 @@ impl Importer<'_> {
                         return Ok((view, all));
                     }
                 }
-                let (view, read) = self.rebuild(&job.id, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
+                let (view, read) = self.rebuild(&job.id, job.files, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
                     feed_claude(recorder, session, sink)
                 })?;
                 let marks = session.parts.iter().map(|(_, path)| path.to_string_lossy().into_owned()).zip(read).collect();
@@ -1357,7 +1445,7 @@ fn import_sessions(
     tables: &StateTables,
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
 ) -> anyhow::Result<()> {
-    let files = runs_files(home);
+    let runs = RunsListing::of(home, &tables.dir)?;
     // In the order of their table, which is read in step.
     let (found, mut claude) = claude_found(claude_dir, &tables.dir)?;
     let mut importer = Importer {
@@ -1372,7 +1460,7 @@ fn import_sessions(
         last_save: std::time::Instant::now(),
         unsaved: false,
         usage: None,
-        files,
+        runs,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1423,7 +1511,8 @@ fn import_sessions(
             }
         };
         let change = importer.unless_log_moved(change, &id, log);
-        if !importer.wanted(&change, &id) {
+        let files = importer.runs.files_of(&id)?;
+        if !importer.wanted(&change, files) {
             continue;
         }
         // Only a run import made itself (its id says so) is rebuilt: a live
@@ -1433,6 +1522,7 @@ fn import_sessions(
             let job = Job {
                 key: session.session_id.clone(),
                 id,
+                files,
                 stamps,
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
@@ -1471,12 +1561,14 @@ fn import_sessions(
         let previous = importer.codex_known.get(&root);
         let change = compare(previous.as_ref(), &stamps);
         let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
-        if !importer.wanted(&change, &id) {
+        let run_files = importer.runs.files_of(&id)?;
+        if !importer.wanted(&change, run_files) {
             continue;
         }
         let job = Job {
             key: root,
             id,
+            files: run_files,
             stamps,
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),
@@ -1568,6 +1660,33 @@ mod tests {
         let mut by_path_order = keys.clone();
         by_path_order.sort_by(|a, b| path_order(a, b));
         assert_eq!(keys, by_path_order);
+    }
+
+    #[test]
+    fn the_runs_folder_is_read_in_step_with_the_ids_asked_for() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        fs::create_dir_all(home.runs_dir()).unwrap_or_else(|e| panic!("{e}"));
+        let names = ["claude-a.jsonl", "claude-a.json", "claude-a.snapshot", "claude-a-b.jsonl", "claude-b.jsonl", "codex-x.json", "live1.jsonl", "live1.json", "notes.txt"];
+        for name in names {
+            fs::write(home.runs_dir().join(name), "").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut runs = RunsListing::of(&home, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let files = |log, record, snapshot| RunFiles { log, record, snapshot };
+        let mut asked = |id: &str| runs.files_of(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
+        // `claude-a-b` sorts between `claude-a` and `claude-b` as an id,
+        // not as a file name (`-` before `.`).
+        assert_eq!(asked("claude-a"), files(true, true, true));
+        assert_eq!(asked("claude-a"), files(true, true, true));
+        assert_eq!(asked("claude-a-b"), files(true, false, false));
+        assert_eq!(asked("claude-aa"), files(false, false, false));
+        assert_eq!(asked("claude-b"), files(true, false, false));
+        assert_eq!(asked("codex-x"), files(false, true, false));
+        // Out of order: stat'ed.
+        assert_eq!(asked("claude-a"), files(true, true, true));
+        assert_eq!(asked("codex-z"), files(false, false, false));
+        assert_eq!(asked("live1"), files(true, true, false));
+        assert_eq!(runs.live_ids().collect::<Vec<_>>(), vec!["live1"]);
     }
 
     #[test]
