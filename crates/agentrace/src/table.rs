@@ -105,7 +105,7 @@ impl Table {
 }
 
 /// Where an entry's line is, to read it again (see [`Lines`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Position {
     /// In the saved part of an interrupted rewrite, else in the table.
     partial: bool,

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
 use crate::codex_sessions::CodexSessions;
+use crate::external_sort::{self, ExternalSort};
 use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
 use crate::table::{self, Table};
@@ -709,57 +710,182 @@ impl Recorded {
 }
 
 /// The recorded runs `usage` reports (those named, else every run: newest
-/// first, as `agentrace runs` lists them), one per session; with the files
-/// of the usage index they were read from.
-fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(Vec<Recorded>, table::Lines)> {
-    let listed = args.runs.is_empty();
-    let ids: Vec<RunId> = if listed {
-        let ids = recorded_ids(home)?;
-        if ids.is_empty() {
-            eprintln!(
-                "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
-                home.root().display()
-            );
-        }
-        ids
-    } else {
-        args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?
-    };
+/// first, as `agentrace runs` lists them), one per session, as they are
+/// asked for; with the files of the usage index they were read from.
+fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(Box<dyn Iterator<Item = anyhow::Result<Recorded>>>, table::Lines)> {
+    let mut kept = KeptUsage::open(home)?;
+    if args.runs.is_empty() {
+        let runs = every_run(home, &mut kept, prices)?;
+        return Ok((runs, kept.reader.lines()));
+    }
+    let ids: Vec<RunId> = args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?;
     // The kept usage is read in the order of the run ids.
     let mut order: Vec<(usize, RunId)> = ids.into_iter().enumerate().collect();
     order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
-    let mut kept = KeptUsage::open(home)?;
     let mut runs = Vec::with_capacity(order.len());
     for (at, id) in order {
-        let run = match kept.take(home, &id) {
-            Some((tree, at)) => Recorded {
-                id,
-                place: Place::of(&tree, prices),
-                usage: RecordedUsage::Kept(at),
-            },
-            None => match home.load_run(&id) {
-                Ok(loaded) => {
-                    let tree = UsageTree::of(&loaded.view(), LogStamp::default());
-                    Recorded {
-                        id,
-                        place: Place::of(&tree, prices),
-                        usage: RecordedUsage::Folded(Box::new(tree)),
-                    }
-                }
-                // Deleted since the directory was listed: no longer a run.
-                Err(_) if listed && !home.log_path(&id).exists() => continue,
-                Err(error) => return Err(error.into()),
-            },
-        };
-        runs.push((at, run));
+        runs.push((at, recorded(home, &mut kept, id, prices)?));
     }
     // Runs named on the command line come in their order.
     runs.sort_by_key(|(at, _)| *at);
-    let mut runs: Vec<Recorded> = runs.into_iter().map(|(_, run)| run).collect();
-    if listed {
-        runs.sort_by(|a, b| (b.place.started_at, &b.id).cmp(&(a.place.started_at, &a.id)));
+    let runs = once_per_session(runs.into_iter().map(|(_, run)| run).collect());
+    Ok((Box::new(runs.into_iter().map(Ok)), kept.reader.lines()))
+}
+
+/// Run `id` as `usage` lists it: its usage from the index when kept for
+/// its log as it is, else folded from its log.
+fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Prices) -> anyhow::Result<Recorded> {
+    Ok(match kept.take(home, &id) {
+        Some((tree, at)) => Recorded {
+            id,
+            place: Place::of(&tree, prices),
+            usage: RecordedUsage::Kept(at),
+        },
+        None => {
+            let tree = UsageTree::of(&home.load_run(&id)?.view(), LogStamp::default());
+            Recorded {
+                id,
+                place: Place::of(&tree, prices),
+                usage: RecordedUsage::Folded(Box::new(tree)),
+            }
+        }
+    })
+}
+
+/// Every recorded run, newest first, one per session (as
+/// [`once_per_session`] chooses), given as they are asked for. The runs
+/// folder's ids, the runs by session and the runs by place go through
+/// [`ExternalSort`]s (in the system's temporary folder past a budget), so
+/// memory does not grow with the number of runs.
+fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Recorded>>>> {
+    let by_id: external_sort::Order<String> = |a, b| a.cmp(b);
+    let mut ids = ExternalSort::new(external_sort::BUDGET, None, by_id, |id| 40 + id.len());
+    let mut count = 0;
+    for id in recorded_ids(home)? {
+        ids.push(id.to_string())?;
+        count += 1;
     }
-    Ok((once_per_session(runs), kept.reader.lines()))
+    if count == 0 {
+        eprintln!(
+            "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
+            home.root().display()
+        );
+    }
+    // By session, each session's runs in their places (newest first).
+    let by_session: external_sort::Order<Listed> = |a, b| (&a.provider, &a.session_id).cmp(&(&b.provider, &b.session_id)).then_with(|| a.place_order(b));
+    let mut sessions = ExternalSort::new(external_sort::BUDGET, None, by_session, Listed::size);
+    for id in ids.sorted()? {
+        let id = RunId::from(id?);
+        match recorded(home, kept, id.clone(), prices) {
+            Ok(run) => sessions.push(Listed::of(run)?)?,
+            // Deleted since the directory was listed: no longer a run.
+            Err(_) if !home.log_path(&id).exists() => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    // One run per session, in the place of the session's newest run.
+    let by_place: external_sort::Order<(Listed, Listed)> = |(a, _), (b, _)| a.place_order(b);
+    let mut places = ExternalSort::new(external_sort::BUDGET, None, by_place, |(place, counted)| place.size() + counted.size());
+    let mut session: Option<(Listed, Listed)> = None;
+    for run in sessions.sorted()? {
+        let mut run = run?;
+        match session.as_mut() {
+            Some((first, counted)) if (&first.provider, &first.session_id) == (&run.provider, &run.session_id) => {
+                if run.total_tokens > counted.total_tokens {
+                    std::mem::swap(counted, &mut run);
+                }
+                eprintln!(
+                    "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
+                    counted.provider, counted.session_id, counted.id, run.id, counted.id,
+                );
+            }
+            _ => {
+                if let Some(done) = session.take() {
+                    places.push(done)?;
+                }
+                // The place is the newest run's; no usage of it is read.
+                let place = Listed { usage: ListedUsage::Kept(None), ..run.clone() };
+                session = Some((place, run));
+            }
+        }
+    }
+    if let Some(done) = session {
+        places.push(done)?;
+    }
+    Ok(Box::new(places.sorted()?.map(|placed| placed.and_then(|(_, counted)| counted.recorded()))))
+}
+
+/// A recorded run as it goes through [`every_run`]'s sorts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Listed {
+    id: String,
+    started_at: Option<i64>,
+    provider: String,
+    session_id: String,
+    total_tokens: u64,
+    usage: ListedUsage,
+}
+
+/// Where a listed run's usage is: its place in the index, or its tree (as
+/// JSON: a compact format cannot skip members).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum ListedUsage {
+    Kept(Option<table::Position>),
+    Folded(Vec<u8>),
+}
+
+impl Listed {
+    fn of(run: Recorded) -> anyhow::Result<Self> {
+        let usage = match run.usage {
+            RecordedUsage::Kept(at) => ListedUsage::Kept(Some(at)),
+            RecordedUsage::Folded(tree) => ListedUsage::Folded(serde_json::to_vec(&tree)?),
+        };
+        Ok(Self {
+            id: run.id.to_string(),
+            started_at: run.place.started_at.map(|started| started.0),
+            provider: run.place.provider.to_owned(),
+            session_id: run.place.session_id,
+            total_tokens: run.place.total_tokens,
+            usage,
+        })
+    }
+
+    fn recorded(self) -> anyhow::Result<Recorded> {
+        let usage = match self.usage {
+            ListedUsage::Kept(Some(at)) => RecordedUsage::Kept(at),
+            ListedUsage::Kept(None) => anyhow::bail!("run {} was listed without its usage", self.id),
+            ListedUsage::Folded(json) => RecordedUsage::Folded(Box::new(serde_json::from_slice(&json)?)),
+        };
+        let provider = [Provider::Codex, Provider::Claude, Provider::Unknown]
+            .into_iter()
+            .map(provider_name)
+            .find(|name| *name == self.provider)
+            .unwrap_or("unknown");
+        Ok(Recorded {
+            id: RunId::from(self.id),
+            place: Place {
+                started_at: self.started_at.map(Timestamp),
+                provider,
+                session_id: self.session_id,
+                total_tokens: self.total_tokens,
+            },
+            usage,
+        })
+    }
+
+    /// Newest first, as `agentrace runs` lists them.
+    fn place_order(&self, other: &Self) -> std::cmp::Ordering {
+        (other.started_at, &other.id).cmp(&(self.started_at, &self.id))
+    }
+
+    /// About how many bytes it holds.
+    fn size(&self) -> usize {
+        let usage = match &self.usage {
+            ListedUsage::Kept(_) => 0,
+            ListedUsage::Folded(json) => json.len(),
+        };
+        std::mem::size_of::<Self>() + self.id.len() + self.provider.len() + self.session_id.len() + usage
+    }
 }
 
 /// Runs `agentrace usage`.
@@ -774,13 +900,13 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             return out.json_pretty(&StreamedReport::of(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK)));
         }
         let (runs, lines) = recorded_runs(home, args, &prices)?;
-        return out.json_pretty(&StreamedReport::of(runs.into_iter().map(|run| run.session(&lines, &prices))));
+        return out.json_pretty(&StreamedReport::of(runs.map(|run| run?.session(&lines, &prices))));
     }
     let sessions = if straight {
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, &prices)?
     } else {
         let (runs, lines) = recorded_runs(home, args, &prices)?;
-        runs.into_iter().map(|run| run.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
+        runs.map(|run| run?.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
     };
     let mut totals = Counters::default();
     for session in &sessions {
