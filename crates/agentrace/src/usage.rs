@@ -709,10 +709,13 @@ impl Recorded {
     }
 }
 
+/// Recorded runs, each made as it is asked for.
+type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
+
 /// The recorded runs `usage` reports (those named, else every run: newest
 /// first, as `agentrace runs` lists them), one per session, as they are
 /// asked for; with the files of the usage index they were read from.
-fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(Box<dyn Iterator<Item = anyhow::Result<Recorded>>>, table::Lines)> {
+fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(RecordedRuns, table::Lines)> {
     let mut kept = KeptUsage::open(home)?;
     if args.runs.is_empty() {
         let runs = every_run(home, &mut kept, prices)?;
@@ -757,7 +760,7 @@ fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Prices) -> an
 /// folder's ids, the runs by session and the runs by place go through
 /// [`ExternalSort`]s (in the system's temporary folder past a budget), so
 /// memory does not grow with the number of runs.
-fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Recorded>>>> {
+fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Result<RecordedRuns> {
     let by_id: external_sort::Order<String> = |a, b| a.cmp(b);
     let mut ids = ExternalSort::new(external_sort::BUDGET, None, by_id, |id| 40 + id.len());
     let mut count = 0;
