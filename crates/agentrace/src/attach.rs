@@ -57,6 +57,9 @@ enum Item<'a> {
     },
 }
 
+/// How long a line left half written when the run ended is waited for.
+const SETTLE: Duration = Duration::from_secs(2);
+
 /// Why the follower woke up.
 enum Wake {
     /// The log (or its folder) changed.
@@ -98,6 +101,15 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
     loop {
         follower.read_new(out)?;
         if session_over(&follower.state) {
+            // A line still being written when the run ended (the rest of
+            // the write that ended it) is waited for, a little, not lost.
+            let settle = std::time::Instant::now();
+            while !follower.partial.is_empty() && settle.elapsed() < SETTLE {
+                if let Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) = wakes.recv_timeout(SETTLE / 10) {
+                    break;
+                }
+                follower.read_new(out)?;
+            }
             follower.end(out)?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -229,6 +229,47 @@ fn attach_on_a_finished_run_prints_the_whole_story_and_exits() {
     insta::assert_snapshot!(changed.join("\n"));
 }
 
+/// The write that ends a run, seen half done: `attach` waits for the line
+/// it left half written instead of ending without it (and the lines before
+/// it in the same write).
+#[test]
+fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
+    let cli = Cli::new();
+    let ingested = cli.ingest(&capture("v1_background_exec"), &["--quiet"]);
+    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{ingested}.jsonl")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<String> = log
+        .lines()
+        .map(|line| line.replace("\"codex-app-server\"", "\"codex-tap\"").replace(&ingested, "live-run"))
+        .collect();
+    let terminal = lines
+        .iter()
+        .position(|line| line.contains("\"type\":\"done\""))
+        .unwrap_or_else(|| panic!("no done"));
+    assert!(terminal + 1 < lines.len(), "lines follow the run's end");
+    // Up to the end of the run, then half of the next line.
+    let text = lines.join("\n") + "\n";
+    let cut = lines[..=terminal].iter().map(|line| line.len() + 1).sum::<usize>() + lines[terminal + 1].len() / 2;
+    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    std::fs::write(&path, &text[..cut]).unwrap_or_else(|e| panic!("{e}"));
+    let child = cli
+        .command(&["attach", "live-run", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+    file.write_all(&text.as_bytes()[cut..]).unwrap_or_else(|e| panic!("{e}"));
+    drop(file);
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success());
+    let envelopes = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with("{\"envelope\""))
+        .count();
+    assert_eq!(envelopes, lines.len());
+}
+
 /// A run recorded live: the log of an ingested capture, marked as a tapped
 /// connection, written in two halves while `attach` watches.
 #[test]
