@@ -4,13 +4,27 @@
 //! capture from `fixtures/` with fresh ids and shifted times: Codex roots
 //! with V1, V2 (forked, with the replayed parent prefix) and nested children;
 //! Claude sessions of every transcript layout, with their duplicated
-//! per-content-block lines.
+//! per-content-block lines. Codex sessions are spread over day folders
+//! (`sessions/YYYY/MM/DD/`, [`CODEX_PER_DAY`] a day, going back from the
+//! captures' day), as Codex files them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Codex captures used as templates.
 const CODEX: &[&str] = &["v1_basic", "v1_parallel", "v2_basic", "real_model_nested", "v1_followup", "v2_interrupt_agent"];
+/// How many Codex sessions (a root with its children) one day's folder
+/// holds.
+const CODEX_PER_DAY: u64 = 32;
+
+/// The day folder (`YYYY/MM/DD`) of the `day`-th day back from the
+/// captures' (2026-11-29); months of 28 days keep every date real.
+fn day_folder(day: u64) -> String {
+    let (year, month, date) = (2026 - day / 336, 11 - (day / 28) % 12, 29 - day % 28);
+    let (year, month) = if month == 0 { (year - 1, 12) } else { (year, month) };
+    format!("{year:04}/{month:02}/{date:02}")
+}
+
 /// Claude captures used as templates.
 const CLAUDE: &[&str] = &["nested_fg", "parallel_bg", "single_fg", "v2.1.197_parallel", "bash_then_agent_fg", "followup_same_subagent"];
 
@@ -141,14 +155,21 @@ fn main() {
     let target = megabytes * 1024 * 1024;
     let mut written = 0u64;
     let mut copy = 0u64;
+    let mut codex_copies = 0u64;
     while written < target {
         for (codex, files) in &templates {
             copy += 1;
+            let day = day_folder(codex_copies / CODEX_PER_DAY);
+            if *codex {
+                codex_copies += 1;
+            }
             let mut renamer = Renamer { copy, map: BTreeMap::new() };
             for (relative, text) in files {
                 let relative = renamer.text(&relative.to_string_lossy());
                 let path = if *codex {
-                    out.join("codex/sessions").join(&relative)
+                    // The captures' own day folder, replaced.
+                    let name = Path::new(&relative).file_name().map(PathBuf::from).unwrap_or_default();
+                    out.join("codex/sessions").join(&day).join(name)
                 } else {
                     out.join("claude/projects").join(&relative)
                 };
