@@ -5,9 +5,10 @@
 //! `usage` grow by: rollouts are kept packed, and past a budget
 //! ([`BUDGET`], some 12,000 rollouts or 2 GB of history) they are set aside
 //! in a temporary file and grouped by an external sort
-//! ([`crate::external_sort`]), keeping in memory only each rollout's thread
-//! and parent as keys of about 16 bytes. Heads come in, sessions go out;
-//! the only I/O is those temporary files.
+//! ([`crate::external_sort`]): each rollout climbs to its root a step at a
+//! time, joined on disk with the listed threads, so nothing is held per
+//! rollout. Heads come in, sessions go out; the only I/O is those
+//! temporary files.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -247,59 +248,23 @@ fn group_packed(texts: Texts, mut rollouts: Vec<Packed>) -> CodexSessions {
     }
 }
 
+/// How many parents a rollout's climb to its session's root goes through
+/// at most: a bound keeps a cycle in hand-edited files finite (and cheap,
+/// as each step of the grouping on disk reads every thread once), far
+/// above any spawn depth.
+const HOPS: usize = 64;
+
 /// The top-most ancestor of rollout `at`, given each rollout's listed
 /// parent.
 fn climb(at: usize, parent: impl Fn(usize) -> Option<usize>) -> usize {
     let mut top = at;
-    // A bound keeps a cycle in hand-edited files finite.
-    for _ in 0..=1000 {
+    for _ in 0..HOPS {
         match parent(top) {
             Some(next) => top = next,
             None => break,
         }
     }
     top
-}
-
-/// A thread's id as a key of 16 bytes: a UUID (as Codex writes them, in
-/// lowercase) is its own bytes, which sort as its text does; any other id
-/// is numbered in [`Ids`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-enum Key {
-    Uuid([u8; 16]),
-    Other(u32),
-}
-
-/// The ids that are not UUIDs, numbered.
-#[derive(Debug, Default)]
-struct Ids {
-    numbers: HashMap<Box<str>, u32>,
-    texts: Vec<Box<str>>,
-}
-
-impl Ids {
-    fn key(&mut self, id: &str) -> Key {
-        if let Ok(uuid) = uuid::Uuid::try_parse(id) {
-            let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-            if uuid.hyphenated().encode_lower(&mut text) == id {
-                return Key::Uuid(uuid.into_bytes());
-            }
-        }
-        if let Some(&number) = self.numbers.get(id) {
-            return Key::Other(number);
-        }
-        let number = u32::try_from(self.texts.len()).unwrap_or(u32::MAX);
-        self.texts.push(id.into());
-        self.numbers.insert(id.into(), number);
-        Key::Other(number)
-    }
-
-    fn text(&self, key: Key) -> String {
-        match key {
-            Key::Uuid(bytes) => uuid::Uuid::from_bytes(bytes).hyphenated().to_string(),
-            Key::Other(number) => self.texts.get(number as usize).map(|text| text.to_string()).unwrap_or_default(),
-        }
-    }
 }
 
 /// A rollout's head as written to a spill file.
@@ -331,31 +296,38 @@ impl Record {
     }
 }
 
-/// Rollouts set aside in push order, with what the grouping needs of each
-/// in memory: its thread and parent.
+/// Rollouts set aside in push order: nothing of them is held in memory.
 #[derive(Debug)]
 struct Spill {
     records: BufWriter<File>,
-    threads: Vec<Key>,
-    parents: Vec<Option<Key>>,
-    ids: Ids,
+}
+
+/// A rollout's thread and its parent, as the grouping on disk joins them.
+#[derive(Debug, Serialize, Deserialize)]
+struct Link {
+    thread: String,
+    at: u64,
+    parent: Option<String>,
+}
+
+/// A rollout on its way to its root: its place in push order, the root
+/// found so far, and the next ancestor to look for among the listed
+/// threads.
+#[derive(Debug, Serialize, Deserialize)]
+struct Climb {
+    at: u64,
+    root: String,
+    next: Option<String>,
 }
 
 impl Spill {
     fn new(dir: Option<&Path>) -> anyhow::Result<Self> {
         Ok(Self {
             records: BufWriter::with_capacity(64 * 1024, temporary(dir)?),
-            threads: Vec::new(),
-            parents: Vec::new(),
-            ids: Ids::default(),
         })
     }
 
     fn push(&mut self, path: &Path, thread: &str, parent: Option<&str>, rest: &Rest) -> anyhow::Result<()> {
-        let thread_key = self.ids.key(thread);
-        let parent_key = parent.map(|parent| self.ids.key(parent));
-        self.threads.push(thread_key);
-        self.parents.push(parent_key);
         let record = Record {
             path: path.as_os_str().as_bytes().to_vec(),
             thread: thread.to_owned(),
@@ -367,71 +339,121 @@ impl Spill {
         write_record(&mut self.records, &record)
     }
 
-    /// Each rollout's top-most listed ancestor (by push index), as
-    /// [`group_packed`] finds it, in a few bytes per rollout: the rollouts
-    /// by thread, each parent found there (the last pushed of a thread
-    /// stands for it), then the climbs.
-    fn tops(threads: &[Key], parents: Vec<Option<Key>>) -> (Vec<u32>, Vec<u32>) {
-        let mut by_thread: Vec<u32> = (0..threads.len()).filter_map(|at| u32::try_from(at).ok()).collect();
-        by_thread.sort_unstable_by_key(|&at| (threads[at as usize], at));
-        let parent_at: Vec<u32> = parents
-            .into_iter()
-            .map(|parent| {
-                parent
-                    .and_then(|parent| {
-                        let end = by_thread.partition_point(|&at| threads[at as usize] <= parent);
-                        end.checked_sub(1).map(|last| by_thread[last]).filter(|&at| threads[at as usize] == parent)
-                    })
-                    .unwrap_or(u32::MAX)
-            })
-            .collect();
-        let tops = (0..parent_at.len())
-            .map(|at| {
-                let top = climb(at, |top| parent_at.get(top).filter(|&&parent| parent != u32::MAX).map(|&parent| parent as usize));
-                u32::try_from(top).unwrap_or(u32::MAX)
-            })
-            .collect();
-        (tops, by_thread)
-    }
-
-    /// The grouping of [`Packer::group`]: each rollout's root from the
-    /// threads and parents, then the rollouts read back and sorted by root
-    /// in runs of at most `budget` bytes, merged as the sessions are asked
-    /// for.
+    /// The grouping of [`Packer::group`], as [`group_packed`] climbs but
+    /// on disk, a step up for every rollout at a time: the rollouts still
+    /// climbing, sorted by the ancestor they look for, are joined with the
+    /// listed threads (each the last rollout pushed of its thread, with its
+    /// parent), sorted by thread. Then the rollouts are read back with
+    /// their roots and sorted into sessions. Every sort holds at most
+    /// `budget` bytes; nothing is kept per rollout.
     fn group(self, budget: usize, dir: Option<&Path>) -> anyhow::Result<CodexSessions> {
-        let Spill { records, threads, parents, ids } = self;
-        let (tops, by_thread) = Self::tops(&threads, parents);
-        // Sessions: the distinct threads of the tops.
-        let mut is_top = vec![false; threads.len()];
-        for &top in &tops {
-            if let Some(mark) = is_top.get_mut(top as usize) {
-                *mark = true;
-            }
-        }
-        let mut len = 0;
-        let mut last: Option<Key> = None;
-        for &at in &by_thread {
-            let key = threads[at as usize];
-            if is_top[at as usize] && last != Some(key) {
-                len += 1;
-                last = Some(key);
-            }
-        }
-        drop((is_top, by_thread));
-        let mut file = records.into_inner().map_err(|error| error.into_error()).context("cannot write a spill file")?;
+        let sorter = |budget: usize| budget.min(external_sort::BUDGET);
+        let spill_dir = dir.map(Path::to_path_buf);
+        let mut file = self.records.into_inner().map_err(|error| error.into_error()).context("cannot write a spill file")?;
+        let by_thread: external_sort::Order<Link> = |a, b| (&a.thread, a.at).cmp(&(&b.thread, b.at));
+        let by_next: external_sort::Order<Climb> = |a, b| a.next.cmp(&b.next);
+        let by_at: external_sort::Order<Climb> = |a, b| a.at.cmp(&b.at);
+        let climb_size = |climb: &Climb| 64 + climb.root.len() + climb.next.as_ref().map_or(0, String::len);
+        let mut links = ExternalSort::new(sorter(budget), spill_dir.clone(), by_thread, |link: &Link| 64 + link.thread.len() + link.parent.as_ref().map_or(0, String::len));
+        let mut climbing = ExternalSort::new(sorter(budget), spill_dir.clone(), by_next, climb_size);
+        let mut done = ExternalSort::new(sorter(budget), spill_dir.clone(), by_at, climb_size);
+        let mut buffer = Vec::new();
+        let mut count: u64 = 0;
         file.rewind().context("cannot read a spill file")?;
         let mut input = BufReader::with_capacity(64 * 1024, file);
-        let mut buffer = Vec::new();
-        let mut sort = ExternalSort::new(budget.min(external_sort::BUDGET), dir.map(Path::to_path_buf), session_order, |(root, record)| root.len() + record.size());
-        for top in tops {
+        while let Some(record) = read_record::<Record>(&mut input, &mut buffer)? {
+            links.push(Link { thread: record.thread.clone(), at: count, parent: record.parent.clone() })?;
+            let climb = Climb { at: count, root: record.thread, next: record.parent };
+            if climb.next.is_some() {
+                climbing.push(climb)?;
+            } else {
+                done.push(climb)?;
+            }
+            count += 1;
+        }
+        // The listed threads, each once (its last rollout's parent), in a
+        // file read once for every step.
+        let mut threads = BufWriter::with_capacity(64 * 1024, temporary(dir)?);
+        let mut last: Option<Link> = None;
+        for link in links.sorted()? {
+            let link = link?;
+            if let Some(previous) = last.take() {
+                if previous.thread != link.thread {
+                    write_record(&mut threads, &(previous.thread, previous.parent))?;
+                }
+            }
+            last = Some(link);
+        }
+        if let Some(previous) = last {
+            write_record(&mut threads, &(previous.thread, previous.parent))?;
+        }
+        let mut threads = threads.into_inner().map_err(|error| error.into_error()).context("cannot write a spill file")?;
+        for _ in 0..HOPS {
+            let mut still = ExternalSort::new(sorter(budget), spill_dir.clone(), by_next, climb_size);
+            let mut any = false;
+            threads.rewind().context("cannot read a spill file")?;
+            let mut listed = BufReader::with_capacity(64 * 1024, threads.try_clone().context("cannot read a spill file")?);
+            let mut ahead: Option<(String, Option<String>)> = read_record(&mut listed, &mut buffer)?;
+            for climb in climbing.sorted()? {
+                let mut climb = climb?;
+                let Some(next) = climb.next.take() else {
+                    done.push(climb)?;
+                    continue;
+                };
+                while ahead.as_ref().is_some_and(|(thread, _)| *thread < next) {
+                    ahead = read_record(&mut listed, &mut buffer)?;
+                }
+                match &ahead {
+                    Some((thread, parent)) if *thread == next => {
+                        climb.root = next;
+                        climb.next = parent.clone();
+                        if climb.next.is_some() {
+                            any = true;
+                            still.push(climb)?;
+                        } else {
+                            done.push(climb)?;
+                        }
+                    }
+                    // Its ancestor is not listed: the climb ends.
+                    _ => done.push(climb)?,
+                }
+            }
+            climbing = still;
+            if !any {
+                break;
+            }
+        }
+        // Past the bound: where the climb got to.
+        for climb in climbing.sorted()? {
+            done.push(climb?)?;
+        }
+        // The rollouts again, each with its root, into sessions; and their
+        // roots, to count the sessions.
+        let mut file = input.into_inner();
+        file.rewind().context("cannot read a spill file")?;
+        let mut input = BufReader::with_capacity(64 * 1024, file);
+        let mut sessions = ExternalSort::new(sorter(budget), spill_dir.clone(), session_order, |(root, record)| root.len() + record.size());
+        let by_text: external_sort::Order<String> = |a, b| a.cmp(b);
+        let mut roots = ExternalSort::new(sorter(budget), spill_dir, by_text, |root| 40 + root.len());
+        for climb in done.sorted()? {
+            let climb = climb?;
             let record: Record = read_record(&mut input, &mut buffer)?.context("a spill file ended early")?;
-            let root = threads.get(top as usize).context("a rollout's root is not listed")?;
-            sort.push((ids.text(*root), record))?;
+            roots.push(climb.root.clone())?;
+            sessions.push((climb.root, record))?;
+        }
+        let mut len = 0;
+        let mut previous: Option<String> = None;
+        for root in roots.sorted()? {
+            let root = root?;
+            if previous.as_ref() != Some(&root) {
+                len += 1;
+                previous = Some(root);
+            }
         }
         Ok(CodexSessions {
             len,
             held: Held::Merged {
-                sorted: sort.sorted()?,
+                sorted: sessions.sorted()?,
                 next: None,
             },
         })
@@ -635,21 +657,26 @@ mod tests {
     }
 
     #[test]
-    fn no_rollouts_no_sessions() {
-        assert_eq!(Packer::default().group().unwrap_or_else(|e| panic!("{e}")).len(), 0);
-        assert_eq!(CodexSessions::default().count(), 0);
+    fn a_chain_deeper_than_the_bound_is_cut_alike_held_or_set_aside() {
+        let threads: Vec<String> = (0..HOPS + 10).map(|at| format!("t{at:03}")).collect();
+        let heads: Vec<RolloutHead> = threads
+            .iter()
+            .enumerate()
+            .map(|(at, thread)| rollout(&format!("r/{at:03}"), thread, at.checked_sub(1).map(|parent| threads[parent].as_str()), at as u64))
+            .collect();
+        let sessions = grouped(&heads);
+        // The first 65 climb to the chain's start; each of the last 9 stops
+        // HOPS steps up, at one of the 9 after the start.
+        let roots: Vec<&str> = sessions.iter().map(|(root, _)| root.as_str()).collect();
+        let expected: Vec<String> = (0..10).map(|at| format!("t{at:03}")).collect();
+        assert_eq!(roots, expected);
+        assert_eq!(sessions[0].1.len(), HOPS + 1);
     }
 
     #[test]
-    fn ids_that_are_not_lowercase_uuids_are_kept_as_they_are() {
-        let mut ids = Ids::default();
-        let upper = "0190A6C4-5E7B-7C2E-9D1A-3F4B5C6D7E8F";
-        for id in ["0190a6c4-5e7b-7c2e-9d1a-3f4b5c6d7e8f", upper, "0190a6c45e7b7c2e9d1a3f4b5c6d7e8f", "root", ""] {
-            let key = ids.key(id);
-            assert_eq!(ids.text(key), id);
-            assert_eq!(ids.key(id), key);
-        }
-        assert!(matches!(ids.key(upper), Key::Other(_)));
+    fn no_rollouts_no_sessions() {
+        assert_eq!(Packer::default().group().unwrap_or_else(|e| panic!("{e}")).len(), 0);
+        assert_eq!(CodexSessions::default().count(), 0);
     }
 
     /// Threads to draw from: UUIDs (some sharing a prefix) and plain names.
