@@ -22,7 +22,7 @@ use agentrace_core::model::Timestamp;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::external_sort::{self, read_record, temporary, write_record, ExternalSort, Sorted};
+use crate::external_sort::{self, read_record, rewound, temporary, write_record, ExternalSort, Sorted};
 use crate::import::{FileStamp, RolloutHead};
 
 /// How many bytes of packed rollouts are held before they are set aside
@@ -306,7 +306,6 @@ struct Spill {
 #[derive(Debug, Serialize, Deserialize)]
 struct Link {
     thread: String,
-    at: u64,
     parent: Option<String>,
 }
 
@@ -349,8 +348,9 @@ impl Spill {
     fn group(self, budget: usize, dir: Option<&Path>) -> anyhow::Result<CodexSessions> {
         let sorter = |budget: usize| budget.min(external_sort::BUDGET);
         let spill_dir = dir.map(Path::to_path_buf);
-        let mut file = self.records.into_inner().map_err(|error| error.into_error()).context("cannot write a spill file")?;
-        let by_thread: external_sort::Order<Link> = |a, b| (&a.thread, a.at).cmp(&(&b.thread, b.at));
+        // Stable: a thread's rollouts stay in push order, the last standing
+        // for it.
+        let by_thread: external_sort::Order<Link> = |a, b| a.thread.cmp(&b.thread);
         let by_next: external_sort::Order<Climb> = |a, b| a.next.cmp(&b.next);
         let by_at: external_sort::Order<Climb> = |a, b| a.at.cmp(&b.at);
         let climb_size = |climb: &Climb| 64 + climb.root.len() + climb.next.as_ref().map_or(0, String::len);
@@ -359,10 +359,9 @@ impl Spill {
         let mut done = ExternalSort::new(sorter(budget), spill_dir.clone(), by_at, climb_size);
         let mut buffer = Vec::new();
         let mut count: u64 = 0;
-        file.rewind().context("cannot read a spill file")?;
-        let mut input = BufReader::with_capacity(64 * 1024, file);
+        let mut input = BufReader::with_capacity(64 * 1024, rewound(self.records)?);
         while let Some(record) = read_record::<Record>(&mut input, &mut buffer)? {
-            links.push(Link { thread: record.thread.clone(), at: count, parent: record.parent.clone() })?;
+            links.push(Link { thread: record.thread.clone(), parent: record.parent.clone() })?;
             let climb = Climb { at: count, root: record.thread, next: record.parent };
             if climb.next.is_some() {
                 climbing.push(climb)?;
@@ -387,7 +386,7 @@ impl Spill {
         if let Some(previous) = last {
             write_record(&mut threads, &(previous.thread, previous.parent))?;
         }
-        let mut threads = threads.into_inner().map_err(|error| error.into_error()).context("cannot write a spill file")?;
+        let mut threads = rewound(threads)?;
         for _ in 0..HOPS {
             let mut still = ExternalSort::new(sorter(budget), spill_dir.clone(), by_next, climb_size);
             let mut any = false;

@@ -72,9 +72,7 @@ impl<T: Serialize + DeserializeOwned> ExternalSort<T> {
             write_record(&mut out, &item)?;
         }
         self.held = 0;
-        let mut file = out.into_inner().map_err(|error| error.into_error()).context("cannot write a sorting file")?;
-        file.rewind().context("cannot read a sorting file")?;
-        self.runs.push(BufReader::with_capacity(8 * 1024, file));
+        self.runs.push(BufReader::with_capacity(8 * 1024, rewound(out)?));
         Ok(())
     }
 
@@ -178,6 +176,13 @@ pub fn temporary(dir: Option<&Path>) -> anyhow::Result<File> {
         Some(dir) => tempfile::tempfile_in(dir).with_context(|| format!("cannot make a temporary file in {}", dir.display())),
         None => tempfile::tempfile().context("cannot make a temporary file"),
     }
+}
+
+/// The file `out` wrote, all written and read again from its start.
+pub fn rewound(out: BufWriter<File>) -> anyhow::Result<File> {
+    let mut file = out.into_inner().map_err(|error| error.into_error()).context("cannot write a sorting file")?;
+    file.rewind().context("cannot read a sorting file")?;
+    Ok(file)
 }
 
 /// Writes `value` with its length before it.

@@ -948,6 +948,28 @@ struct RunFiles {
     snapshot: bool,
 }
 
+impl RunFiles {
+    /// The files of run `id` that `has` finds (by name).
+    fn of(id: &str, has: impl Fn(&str) -> bool) -> Self {
+        let mut files = Self::default();
+        for (kind, end) in RUN_FILE_ENDS.iter().enumerate() {
+            if has(&format!("{id}{end}")) {
+                files.mark(kind);
+            }
+        }
+        files
+    }
+
+    /// Notes the file of `kind` (its index in [`RUN_FILE_ENDS`]).
+    fn mark(&mut self, kind: usize) {
+        match kind {
+            0 => self.log = true,
+            1 => self.record = true,
+            _ => self.snapshot = true,
+        }
+    }
+}
+
 /// The runs folder as the import found it, looked up in step. The runs an
 /// import makes (`claude-…`, `codex-…`) are asked for in the order of
 /// their ids (Claude's sessions, then Codex's, each sorted), so their files
@@ -1002,22 +1024,12 @@ impl RunsListing {
     fn files_of(&mut self, id: &RunId) -> anyhow::Result<RunFiles> {
         let id = id.as_str();
         if !made_by_import(id) {
-            let has = |end: &str| self.live.contains(&format!("{id}{end}"));
-            return Ok(RunFiles {
-                log: has(RUN_FILE_ENDS[0]),
-                record: has(RUN_FILE_ENDS[1]),
-                snapshot: has(RUN_FILE_ENDS[2]),
-            });
+            return Ok(RunFiles::of(id, |name| self.live.contains(name)));
         }
         match &self.current {
             Some((current, files)) if current == id => return Ok(*files),
             Some((current, _)) if current.as_str() > id => {
-                let has = |end: &str| self.runs_dir.join(format!("{id}{end}")).exists();
-                return Ok(RunFiles {
-                    log: has(RUN_FILE_ENDS[0]),
-                    record: has(RUN_FILE_ENDS[1]),
-                    snapshot: has(RUN_FILE_ENDS[2]),
-                });
+                return Ok(RunFiles::of(id, |name| self.runs_dir.join(name).exists()));
             }
             _ => {}
         }
@@ -1033,11 +1045,7 @@ impl RunsListing {
             };
             match ahead {
                 (std::cmp::Ordering::Greater, _) => break,
-                (std::cmp::Ordering::Equal, kind) => match kind {
-                    0 => files.log = true,
-                    1 => files.record = true,
-                    _ => files.snapshot = true,
-                },
+                (std::cmp::Ordering::Equal, kind) => files.mark(usize::from(kind)),
                 (std::cmp::Ordering::Less, _) => {}
             }
             self.made.next();
@@ -1447,7 +1455,7 @@ fn import_sessions(
 ) -> anyhow::Result<()> {
     let runs = RunsListing::of(home, &tables.dir)?;
     // In the order of their table, which is read in step.
-    let (found, mut claude) = claude_found(claude_dir, &tables.dir)?;
+    let (found, claude) = claude_found(claude_dir, &tables.dir)?;
     let mut importer = Importer {
         home,
         args,
@@ -1472,18 +1480,7 @@ fn import_sessions(
     // A session's files are walked and stat'ed only when its turn comes,
     // a chunk at a time on every core: the listing keeps only where each
     // session is.
-    let chunks = std::iter::from_fn(|| {
-        let chunk = claude.by_ref().take(CLAUDE_CHUNK).collect::<anyhow::Result<Vec<_>>>();
-        match chunk {
-            Ok(chunk) if chunk.is_empty() => None,
-            Ok(chunk) => Some(crate::parallel::map(&chunk, claude_session_files)),
-            Err(error) => Some(Err(error)),
-        }
-    });
-    for session in chunks.flat_map(|chunk| match chunk {
-        Ok(sessions) => sessions.into_iter().map(Ok).collect::<Vec<_>>(),
-        Err(error) => vec![Err(error)],
-    }) {
+    for session in crate::parallel::map_chunks(claude, CLAUDE_CHUNK, claude_session_files) {
         let (session, stamps) = session?;
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());

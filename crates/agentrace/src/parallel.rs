@@ -46,9 +46,42 @@ pub fn map<T: Sync, R: Send>(
     done.into_iter().map(|(_, result)| result).collect()
 }
 
+/// `work` applied to `items` a chunk of `chunk` at a time (each chunk on
+/// every core, as [`map`] does), as the results are asked for, so only a
+/// chunk is held; the first error, of an item or of the work, ends them.
+pub fn map_chunks<'a, T: Sync + 'a, R: Send + 'a>(
+    mut items: impl Iterator<Item = anyhow::Result<T>> + 'a,
+    chunk: usize,
+    work: impl Fn(&T) -> anyhow::Result<R> + Sync + 'a,
+) -> impl Iterator<Item = anyhow::Result<R>> + 'a {
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        let taken = items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>();
+        match taken.and_then(|taken| map(&taken, &work)) {
+            Ok(done) if done.is_empty() => None,
+            Ok(done) => Some(done.into_iter().map(Ok).collect::<Vec<_>>()),
+            Err(error) => {
+                failed = true;
+                Some(vec![Err(error)])
+            }
+        }
+    })
+    .flatten()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map;
+    use super::{map, map_chunks};
+
+    #[test]
+    fn chunks_come_back_in_order_and_the_first_error_ends_them() {
+        let items = (0..10u64).map(|item| if item == 7 { Err(anyhow::anyhow!("item 7")) } else { Ok(item) });
+        let done: Vec<Result<u64, String>> = map_chunks(items, 3, |item| Ok(item * 2)).map(|result| result.map_err(|error| error.to_string())).collect();
+        assert_eq!(done, vec![Ok(0), Ok(2), Ok(4), Ok(6), Ok(8), Ok(10), Err("item 7".to_owned())]);
+    }
 
     #[test]
     fn results_come_back_in_the_order_of_the_items() {

@@ -535,29 +535,32 @@ const STREAM_CHUNK: usize = 256;
 /// Attributes sessions straight from provider folders, in memory, on
 /// every core (sessions are independent; the order stays the folders').
 fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
-    crate::parallel::map(found, |found| {
-        // Nothing is stored, so redacting secrets would be wasted work.
-        match found {
-            FoundSession::Codex(root, files) => {
-                let mut recorder =
-                    Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
-                let _ = recorder.start(codex_start(files));
-                feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
-                Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
-            }
-            FoundSession::Claude(found) => {
-                let files = &found.files()?;
-                let mut recorder =
-                    Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
-                        .for_usage();
-                let _ = recorder.start(claude_start(files));
-                feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
-                let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
-                tree.session_id = files.session_id.clone();
-                Ok(session(&tree, None, prices))
-            }
+    crate::parallel::map(found, |found| attribute_one(found, prices))
+}
+
+/// Attributes one session found in the folders, in memory.
+fn attribute_one(found: &FoundSession, prices: &Prices) -> anyhow::Result<SessionUsage> {
+    // Nothing is stored, so redacting secrets would be wasted work.
+    match found {
+        FoundSession::Codex(root, files) => {
+            let mut recorder =
+                Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
+            let _ = recorder.start(codex_start(files));
+            feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
+            Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
         }
-    })
+        FoundSession::Claude(found) => {
+            let files = &found.files()?;
+            let mut recorder =
+                Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
+                    .for_usage();
+            let _ = recorder.start(claude_start(files));
+            feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
+            let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
+            tree.session_id = files.session_id.clone();
+            Ok(session(&tree, None, prices))
+        }
+    }
 }
 
 /// The `--json --by run` report of sessions read straight from folders,
@@ -610,26 +613,11 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedRep
 /// The sessions of `found`, attributed a chunk at a time (on every core)
 /// as they are asked for; the first error ends them.
 fn attributed<'a>(
-    mut found: impl Iterator<Item = anyhow::Result<FoundSession>> + 'a,
+    found: impl Iterator<Item = anyhow::Result<FoundSession>> + 'a,
     prices: &'a Prices,
     chunk: usize,
 ) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if failed {
-            return None;
-        }
-        let taken = found.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<_>>>();
-        match taken.and_then(|sessions| attribute(&sessions, prices)) {
-            Ok(sessions) if sessions.is_empty() => None,
-            Ok(sessions) => Some(sessions.into_iter().map(Ok).collect::<Vec<_>>()),
-            Err(error) => {
-                failed = true;
-                Some(vec![Err(error)])
-            }
-        }
-    })
-    .flatten()
+    crate::parallel::map_chunks(found, chunk, move |found| attribute_one(found, prices))
 }
 
 /// Each session counted once: a session recorded live and imported
@@ -641,23 +629,30 @@ fn attributed<'a>(
 fn once_per_session(runs: Vec<Recorded>) -> Vec<Recorded> {
     let mut kept: Vec<Recorded> = Vec::with_capacity(runs.len());
     let mut at: std::collections::HashMap<(&'static str, String), usize> = std::collections::HashMap::new();
-    for mut run in runs {
+    for run in runs {
         let key = (run.place.provider, run.place.session_id.clone());
         let Some(&index) = at.get(&key) else {
             at.insert(key, kept.len());
             kept.push(run);
             continue;
         };
-        let counted = &mut kept[index];
-        if run.place.total_tokens > counted.place.total_tokens {
-            std::mem::swap(counted, &mut run);
-        }
-        eprintln!(
-            "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
-            counted.place.provider, counted.place.session_id, counted.id, run.id, counted.id,
-        );
+        count_once(&mut kept[index], run, |run| (run.place.provider, &run.place.session_id, run.id.as_str(), run.place.total_tokens));
     }
     kept
+}
+
+/// What [`count_once`] reads of a run: its provider, session, run id and
+/// total tokens.
+type RunOf<T> = for<'r> fn(&'r T) -> (&'r str, &'r str, &'r str, u64);
+
+/// Of two runs of one session, leaves in `counted` the one with the most
+/// tokens (the one already there on a tie), and says so on stderr.
+fn count_once<T>(counted: &mut T, mut other: T, of: RunOf<T>) {
+    if of(&other).3 > of(counted).3 {
+        std::mem::swap(counted, &mut other);
+    }
+    let ((provider, session, kept, _), (_, _, other, _)) = (of(counted), of(&other));
+    eprintln!("note: {provider} session {session} is recorded by runs {kept} and {other}; counted once, from {kept}");
 }
 
 /// A recorded run as `usage` first lists it: what placing it in the report
@@ -791,16 +786,10 @@ fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Resu
     let mut places = ExternalSort::new(external_sort::BUDGET, None, by_place, |(place, counted)| place.size() + counted.size());
     let mut session: Option<(Listed, Listed)> = None;
     for run in sessions.sorted()? {
-        let mut run = run?;
+        let run = run?;
         match session.as_mut() {
             Some((first, counted)) if (&first.provider, &first.session_id) == (&run.provider, &run.session_id) => {
-                if run.total_tokens > counted.total_tokens {
-                    std::mem::swap(counted, &mut run);
-                }
-                eprintln!(
-                    "note: {} session {} is recorded by runs {} and {}; counted once, from {}",
-                    counted.provider, counted.session_id, counted.id, run.id, counted.id,
-                );
+                count_once(counted, run, |run| (&run.provider, &run.session_id, &run.id, run.total_tokens));
             }
             _ => {
                 if let Some(done) = session.take() {
