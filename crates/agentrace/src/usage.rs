@@ -795,8 +795,16 @@ fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Resu
                 if let Some(done) = session.take() {
                     places.push(done)?;
                 }
-                // The place is the newest run's; no usage of it is read.
-                let place = Listed { usage: ListedUsage::Kept(None), ..run.clone() };
+                // The place is the newest run's; no usage of it is read
+                // (nor copied).
+                let place = Listed {
+                    id: run.id.clone(),
+                    started_at: run.started_at,
+                    provider: run.provider.clone(),
+                    session_id: run.session_id.clone(),
+                    total_tokens: run.total_tokens,
+                    usage: ListedUsage::Kept(None),
+                };
                 session = Some((place, run));
             }
         }
@@ -808,7 +816,7 @@ fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Resu
 }
 
 /// A recorded run as it goes through [`every_run`]'s sorts.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Listed {
     id: String,
     started_at: Option<i64>,
@@ -820,7 +828,7 @@ struct Listed {
 
 /// Where a listed run's usage is: its place in the index, or its tree (as
 /// JSON: a compact format cannot skip members).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 enum ListedUsage {
     Kept(Option<table::Position>),
     Folded(Vec<u8>),
