@@ -2,48 +2,22 @@
 //! (sessions) whose results come back in the items' order, so the output is
 //! the same whatever the number of cores. Owns no I/O of its own.
 
-use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 /// `work` applied to every item, on up to as many threads as cores; the
 /// results in the items' order, or the error of the first item that failed.
+///
+/// The threads are rayon's pool, made once and kept for the process: an
+/// import calls this for every batch, and threads made and ended per batch
+/// each left their allocator heap behind, so the peak memory grew with the
+/// number of batches, that is with the history.
 pub fn map<T: Sync, R: Send>(
     items: &[T],
-    work: impl Fn(&T) -> anyhow::Result<R> + Sync,
+    work: impl Fn(&T) -> anyhow::Result<R> + Sync + Send,
 ) -> anyhow::Result<Vec<R>> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, NonZeroUsize::get)
-        .min(items.len());
-    if workers <= 1 {
-        return items.iter().map(work).collect();
-    }
-    // Items are taken one at a time, so one huge session does not leave the
-    // other cores idle behind a fixed split.
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, anyhow::Result<R>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(index) else { break };
-                        done.push((index, work(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| match handle.join() {
-                Ok(done) => done,
-                Err(_) => vec![(0, Err(anyhow::anyhow!("a worker thread panicked")))],
-            })
-            .collect()
-    });
-    done.sort_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, result)| result).collect()
+    use rayon::prelude::*;
+    // Every item is done and the first error in the items' order is the one
+    // reported, whichever thread met it first.
+    let done: Vec<anyhow::Result<R>> = items.par_iter().with_max_len(1).map(work).collect();
+    done.into_iter().collect()
 }
 
 /// `work` applied to `items` a chunk of `chunk` at a time (each chunk on
