@@ -580,10 +580,7 @@ pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
         if chunk.is_empty() {
             break;
         }
-        let heads = crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))
-            // A worker that failed: this chunk is read on this thread.
-            .unwrap_or_else(|_| chunk.iter().map(|path| rollout_head(path)).collect());
-        for head in heads.into_iter().flatten() {
+        for head in crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))?.into_iter().flatten() {
             packer.push_head(&head)?;
         }
     }
