@@ -438,20 +438,8 @@ fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
 }
 
 fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
-    // Each model's part priced by its own model; one model: all of it.
-    let by_model: Vec<(Option<String>, Counters)> = if node.tokens_by_model.is_empty() {
-        let own = node.tokens.map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())));
-        vec![(node.model.clone(), own.unwrap_or_default())]
-    } else {
-        node.tokens_by_model
-            .iter()
-            .map(|part| (part.model.clone(), Counters::of(&part.tokens, prices.of(part.model.as_deref()))))
-            .collect()
-    };
-    let mut own = Counters::default();
-    for (_, counters) in &by_model {
-        own.add(counters);
-    }
+    let by_model = by_model(node, prices);
+    let own = sum(by_model.iter().map(|(_, counters)| counters));
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),
@@ -468,6 +456,38 @@ fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counter
     }
     out[index].subtree = subtree;
     subtree
+}
+
+/// An agent's own counters, each model's part priced by its own model (one
+/// model: all of it).
+fn by_model(node: &UsageNode, prices: &Prices) -> Vec<(Option<String>, Counters)> {
+    if node.tokens_by_model.is_empty() {
+        let own = node.tokens.map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())));
+        vec![(node.model.clone(), own.unwrap_or_default())]
+    } else {
+        node.tokens_by_model
+            .iter()
+            .map(|part| (part.model.clone(), Counters::of(&part.tokens, prices.of(part.model.as_deref()))))
+            .collect()
+    }
+}
+
+fn sum<'c>(counters: impl Iterator<Item = &'c Counters>) -> Counters {
+    let mut total = Counters::default();
+    for counters in counters {
+        total.add(counters);
+    }
+    total
+}
+
+/// The counters of `node` and everything under it, as [`walk`] adds them
+/// up, without making the agents' rows.
+fn subtree(node: &UsageNode, prices: &Prices) -> Counters {
+    let mut total = sum(by_model(node, prices).iter().map(|(_, counters)| counters));
+    for child in &node.children {
+        total.add(&subtree(child, prices));
+    }
+    total
 }
 
 fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
@@ -680,7 +700,7 @@ impl Place {
             started_at: tree.started_at,
             provider: provider_name(tree.provider),
             session_id: tree.session_id.clone(),
-            total_tokens: session(tree, None, prices).counters.total_tokens,
+            total_tokens: tree.agents.iter().map(|node| subtree(node, prices).total_tokens).sum(),
         }
     }
 }
