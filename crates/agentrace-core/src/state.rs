@@ -148,6 +148,14 @@ pub struct RunSummary {
     pub tokens: Option<TokenUsage>,
     /// Number of warnings.
     pub warning_count: usize,
+    /// The code of each warning `warningCount` counts, so that a list of
+    /// runs can hide the codes a configuration allows without reading the
+    /// logs. A record lists what `show` lists, but for the detectors that
+    /// need a clock or the user's rules (`silent_agent`, `empty_result`,
+    /// `helper_policy_violation`). Absent when there are none (and in
+    /// records written before it existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warning_codes: Vec<String>,
 }
 
 /// One agent of the tree.
@@ -503,6 +511,7 @@ impl RunState {
             counts: self.counts(),
             tokens,
             warning_count: self.warnings.len(),
+            warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
         }
     }
 

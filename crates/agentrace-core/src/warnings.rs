@@ -18,7 +18,7 @@ use crate::model::{
     AgentStatus, Envelope, Event, EventBody, Role, RunStatus, Severity, ThreadId, Timestamp,
     Warning,
 };
-use crate::state::{AgentNode, RunView};
+use crate::state::{AgentNode, RunSummary, RunView};
 
 /// The result of a detector takes at most this many message hashes per
 /// thread into account: a replay repeats the parent's history from its start,
@@ -239,6 +239,19 @@ impl WarningConfig {
         }
     }
 
+    /// `summary` as a list of runs shows it: the codes this configuration
+    /// allows are not counted. A record that names no codes (written before
+    /// they were kept) keeps its count.
+    pub fn listed(&self, mut summary: RunSummary) -> RunSummary {
+        if !summary.warning_codes.is_empty() {
+            summary
+                .warning_codes
+                .retain(|code| self.level(code) != Some(Level::Allow));
+            summary.warning_count = summary.warning_codes.len();
+        }
+        summary
+    }
+
     /// Applies allow/deny to warnings (from detectors or the attributor).
     pub fn filter(&self, warnings: Vec<Warning>) -> Vec<Warning> {
         warnings
@@ -314,6 +327,20 @@ pub fn detect(facts: &RunFacts<'_>, config: &WarningConfig) -> Report {
     report
 }
 
+/// Adds to `warnings` those of `more` it does not hold yet: one per code
+/// and thread (the child-work reducer and the detectors may both see a lost
+/// turn, say).
+pub fn add_warnings(warnings: &mut Vec<Warning>, more: impl IntoIterator<Item = Warning>) {
+    for warning in more {
+        let known = warnings
+            .iter()
+            .any(|w| w.code == warning.code && w.thread_id == warning.thread_id);
+        if !known {
+            warnings.push(warning);
+        }
+    }
+}
+
 /// The view's warnings (raised while recording) followed by the detectors'
 /// findings, with the configuration applied to both; `run.warningCount`
 /// follows. The JSON shape of the view does not change.
@@ -333,15 +360,9 @@ pub fn with_detected(
     );
     let recorded = std::mem::take(&mut view.warnings);
     let mut warnings = config.filter(recorded);
-    for warning in report.warnings {
-        let known = warnings
-            .iter()
-            .any(|w| w.code == warning.code && w.thread_id == warning.thread_id);
-        if !known {
-            warnings.push(warning);
-        }
-    }
+    add_warnings(&mut warnings, report.warnings);
     view.run.warning_count = warnings.len();
+    view.run.warning_codes = warnings.iter().map(|warning| warning.code.clone()).collect();
     view.warnings = warnings;
     (view, report.recheck_after_ms)
 }

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agentrace_core::childwork::ChildWorkRecord;
-use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp, Warning};
+use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp};
 use agentrace_core::state::RunView;
-use agentrace_core::warnings::{with_detected, WarningConfig};
+use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, LogReader, RunFold, SnapshotMiss, SNAPSHOT_MIN_BYTES};
 use serde::Serialize;
 
@@ -101,18 +101,7 @@ impl LiveRun {
     /// `{run, agents, warnings}` as `show --json` prints it: recorded
     /// warnings, the child-work reducer's and the detectors' at `now`.
     pub fn view(&self, config: &WarningConfig, now: Timestamp) -> (RunView, Option<u64>) {
-        let mut view = self.fold.state().view();
-        view.run.counts.skipped_log_lines = self.fold.skipped();
-        for warning in self.fold.child_work().warnings() {
-            if !view
-                .warnings
-                .iter()
-                .any(|w: &Warning| w.code == warning.code && w.thread_id == warning.thread_id)
-            {
-                view.warnings.push(warning.clone());
-            }
-        }
-        with_detected(view, self.fold.evidence(), Some(now), config)
+        self.fold.checked_view(config, Some(now))
     }
 
     /// The child-work records; a run that ended has its live records

@@ -13,9 +13,9 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use agentrace_core::childwork::{ChildWork, ChildWorkChange};
-use agentrace_core::model::{Envelope, RunId};
-use agentrace_core::state::{FinalActors, RunState};
-use agentrace_core::warnings::Evidence;
+use agentrace_core::model::{Envelope, RunId, Timestamp};
+use agentrace_core::state::{FinalActors, RunState, RunView};
+use agentrace_core::warnings::{add_warnings, with_detected, Evidence, WarningConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -133,6 +133,17 @@ impl RunFold {
         self.evidence.apply(envelope);
         self.offset = self.offset.max(line_end);
         self.child_work.apply(envelope)
+    }
+
+    /// `{run, agents, warnings}` as `show --json` prints it: the recorded
+    /// warnings, the child-work reducer's and the detectors' at `now` (none:
+    /// the time-based ones wait for a reader with a clock), with `config`
+    /// applied.
+    pub fn checked_view(&self, config: &WarningConfig, now: Option<Timestamp>) -> (RunView, Option<u64>) {
+        let mut view = self.state.view();
+        view.run.counts.skipped_log_lines = self.skipped;
+        add_warnings(&mut view.warnings, self.child_work.warnings().iter().cloned());
+        with_detected(view, &self.evidence, now, config)
     }
 
     /// Reads the whole lines of `log` appended since the bytes folded so

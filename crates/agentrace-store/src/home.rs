@@ -8,7 +8,7 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use agentrace_core::state::{FinalActors, RunSummary, RunView};
-use agentrace_core::warnings::Evidence;
+use agentrace_core::warnings::{Evidence, WarningConfig};
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
@@ -256,16 +256,20 @@ impl Home {
     }
 
     /// The summary of run `id`: its record, else the fold of its log (a
-    /// run whose writer died before writing one); `None` when the run is
-    /// gone (deleted since it was listed).
+    /// run whose writer died before writing one), its warnings counted as
+    /// a record counts them; `None` when the run is gone (deleted since it
+    /// was listed).
     fn summary(&self, id: &RunId) -> Result<Option<RunSummary>, StoreError> {
         if let Some(summary) = self.read_record(id) {
             return Ok(Some(summary));
         }
-        match self.load_run(id) {
-            Ok(loaded) => Ok(Some(loaded.summary())),
-            Err(StoreError::NotFound { .. }) => Ok(None),
-            Err(error) => Err(error),
+        let id = validate_run_id(id.as_str())?;
+        let log_path = self.log_path(&id);
+        let mut fold = RunFold::new(id);
+        match fold.follow(&log_path, |_| {}) {
+            Ok(_) => Ok(Some(fold.checked_view(&WarningConfig::default(), None).0.run)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StoreError::io("read run log", &log_path, source)),
         }
     }
 

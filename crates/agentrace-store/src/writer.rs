@@ -10,6 +10,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use agentrace_core::state::RunSummary;
+use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{Envelope, RunId};
 
 use crate::error::StoreError;
@@ -267,6 +268,23 @@ impl RunWriter {
                 found: summary.id.clone(),
             });
         }
+        // The record counts the warnings `show` lists (but for those that
+        // need a clock or the user's rules), so that a list of runs agrees
+        // with it without reading every log: the fold has what the
+        // detectors read.
+        let checked;
+        let summary = match &self.fold {
+            Some(fold) => {
+                let (view, _) = fold.checked_view(&WarningConfig::default(), None);
+                checked = RunSummary {
+                    warning_count: view.run.warning_count,
+                    warning_codes: view.run.warning_codes,
+                    ..summary.clone()
+                };
+                &checked
+            }
+            None => summary,
+        };
         let mut bytes =
             serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
                 what: String::from("the run record"),

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::{Severity, Timestamp};
 use agentrace_core::state::RunView;
-use agentrace_core::warnings::{with_detected, WarningConfig};
+use agentrace_core::warnings::{add_warnings, with_detected, WarningConfig};
 use agentrace_store::{Home, LoadedRun, LogReader};
 use anyhow::Context as _;
 use clap::Args;
@@ -104,15 +104,7 @@ pub fn checked_view(
     for envelope in LogReader::open(&home.log_path(&view.run.id))? {
         child_work.apply(&envelope?);
     }
-    for warning in child_work.warnings() {
-        let known = view
-            .warnings
-            .iter()
-            .any(|w| w.code == warning.code && w.thread_id == warning.thread_id);
-        if !known {
-            view.warnings.push(warning.clone());
-        }
-    }
+    add_warnings(&mut view.warnings, child_work.warnings().iter().cloned());
     Ok(with_detected(view, &loaded.evidence, Some(now()), config).0)
 }
 

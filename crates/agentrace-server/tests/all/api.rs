@@ -90,6 +90,38 @@ async fn the_run_list_has_status_provider_counts_and_warning_count() {
     );
 }
 
+/// `(warningCount of the run in /api/runs, warnings of /api/runs/copied)`.
+async fn counted_and_shown(state: &AppState) -> (Value, Value) {
+    let (_, list) = get(state, "/api/runs", None).await;
+    let (_, view) = get(state, "/api/runs/copied", None).await;
+    let codes: Vec<Value> = view["warnings"]
+        .as_array()
+        .map(|warnings| warnings.iter().map(|warning| warning["code"].clone()).collect())
+        .unwrap_or_default();
+    (list["runs"][0]["warningCount"].clone(), Value::Array(codes))
+}
+
+#[tokio::test]
+async fn the_run_list_counts_the_warnings_the_run_endpoint_lists() {
+    let scratch = Scratch::new();
+    // v1_basic with the root's answer replaced by a helper's, word for word.
+    let text = std::fs::read_to_string(super::support::capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let edited = text.replace(
+        "ROOT DONE: all sub-agents finished; final answer from the root agent.",
+        "CHILD A DONE: the command printed hello-from-child-A.",
+    );
+    assert_ne!(edited, text, "the capture changed; update this test");
+    scratch.record("copied", edited.as_bytes(), true);
+    assert_eq!(
+        counted_and_shown(&served(&scratch)).await,
+        (json!(1), json!(["helper_result_used_as_done"]))
+    );
+    let mut config = WarningConfig::default();
+    config.allow.insert("helper_result_used_as_done".to_owned());
+    let allowing = AppState::new(scratch.home(), Options { config, ..Options::default() });
+    assert_eq!(counted_and_shown(&allowing).await, (json!(0), json!([])));
+}
+
 #[tokio::test]
 async fn events_page_by_sequence_and_every_event_is_seen_exactly_once() {
     let scratch = Scratch::new();

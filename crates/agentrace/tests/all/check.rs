@@ -97,6 +97,39 @@ fn show_json_lists_the_detected_warnings_and_counts_them() {
     );
 }
 
+/// `(warningCount, warningCodes)` of run `id` in `runs --json`.
+fn listed(cli: &Cli, id: &str) -> (Value, Value) {
+    let list: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let run = list["runs"]
+        .as_array()
+        .and_then(|runs| runs.iter().find(|run| run["id"] == id))
+        .unwrap_or_else(|| panic!("{id} is not listed: {list}"));
+    (run["warningCount"].clone(), run.get("warningCodes").cloned().unwrap_or(Value::Null))
+}
+
+#[test]
+fn the_run_list_counts_the_detected_warnings_as_show_does() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    assert_eq!(listed(&cli, &id), (json!(1), json!(["helper_result_used_as_done"])));
+    // A code the config file allows leaves the list as it leaves `show`.
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"allow":["helper_result_used_as_done"]}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let view: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (listed(&cli, &id), &view["run"]["warningCount"]),
+        ((json!(0), Value::Null), &json!(0))
+    );
+}
+
+#[test]
+fn a_run_without_a_record_is_listed_with_its_detected_warnings() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    std::fs::remove_file(cli.home.path().join("runs").join(format!("{id}.json"))).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(listed(&cli, &id), (json!(1), json!(["helper_result_used_as_done"])));
+}
+
 #[test]
 fn check_without_a_run_is_a_usage_error() {
     let cli = Cli::new();

@@ -10,7 +10,6 @@ use super::support::{capture, Cli};
 
 /// Strict mirror of `show --json`; unknown members fail the test.
 #[derive(Debug, Deserialize)]
-#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ShowJson {
     run: RunJson,
@@ -36,6 +35,8 @@ struct RunJson {
     counts: CountsJson,
     tokens: Option<serde_json::Value>,
     warning_count: usize,
+    #[serde(default)]
+    warning_codes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -202,6 +203,17 @@ fn show_json_of_every_capture_reads_back_strictly() {
             let id = cli.ingest(&path, &["--quiet"]);
             let view = show(&cli, &id);
             assert!(view.run.root_thread_id.is_some(), "{}", path.display());
+            let codes: Vec<String> = view
+                .warnings
+                .iter()
+                .map(|warning| warning["code"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            assert_eq!(
+                (&view.run.warning_codes, view.run.warning_count),
+                (&codes, codes.len()),
+                "{}",
+                path.display()
+            );
             assert_eq!(view.run.counts.undecoded_lines, 0, "{}", path.display());
         }
     }
