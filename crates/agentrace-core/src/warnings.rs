@@ -341,6 +341,21 @@ pub fn add_warnings(warnings: &mut Vec<Warning>, more: impl IntoIterator<Item = 
     }
 }
 
+/// `{run, agents, warnings}` as `show` gives it: the view's warnings
+/// (raised while recording), then the child-work reducer's (`child_work`)
+/// and the detectors' it does not hold yet, with `config` applied (see
+/// [`with_detected`]).
+pub fn checked(
+    mut view: RunView,
+    child_work: &[Warning],
+    evidence: &Evidence,
+    now: Option<Timestamp>,
+    config: &WarningConfig,
+) -> (RunView, Option<u64>) {
+    add_warnings(&mut view.warnings, child_work.iter().cloned());
+    with_detected(view, evidence, now, config)
+}
+
 /// The view's warnings (raised while recording) followed by the detectors'
 /// findings, with the configuration applied to both; `run.warningCount`
 /// follows. The JSON shape of the view does not change.

@@ -15,7 +15,7 @@ use std::path::Path;
 use agentrace_core::childwork::{ChildWork, ChildWorkChange};
 use agentrace_core::model::{Envelope, RunId, Timestamp};
 use agentrace_core::state::{FinalActors, RunState, RunView};
-use agentrace_core::warnings::{add_warnings, with_detected, Evidence, WarningConfig};
+use agentrace_core::warnings::{checked, Evidence, WarningConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -142,8 +142,7 @@ impl RunFold {
     pub fn checked_view(&self, config: &WarningConfig, now: Option<Timestamp>) -> (RunView, Option<u64>) {
         let mut view = self.state.view();
         view.run.counts.skipped_log_lines = self.skipped;
-        add_warnings(&mut view.warnings, self.child_work.warnings().iter().cloned());
-        with_detected(view, &self.evidence, now, config)
+        checked(view, self.child_work.warnings(), &self.evidence, now, config)
     }
 
     /// Reads the whole lines of `log` appended since the bytes folded so

@@ -2,7 +2,9 @@
 //! child-work record changes (§6) and warnings as they land, until the run's
 //! session is over or Ctrl-C; on a finished run it prints the whole story and
 //! exits. It waits on file notifications (`notify`), never by busy polling;
-//! the records come from the same core reducer `status` replays with.
+//! the records come from the same core reducer `status` replays with, the
+//! warnings from the same detectors `show` and `check` run (§8), judged again
+//! after each read and when a time-based one asks to be.
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom};
@@ -12,14 +14,16 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use agentrace_core::childwork::{ChangeKind, ChildWork, ChildWorkChange};
-use agentrace_core::model::{Envelope, RunId, Timestamp, Warning};
+use agentrace_core::model::{Envelope, RunId, ThreadId, Timestamp, Warning};
 use agentrace_core::state::RunState;
+use agentrace_core::warnings::{checked, Evidence, WarningConfig};
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::Args;
 use notify::Watcher as _;
 use serde::Serialize;
 
+use crate::check::WarningArgs;
 use crate::output::Out;
 use crate::render;
 use crate::status::{line, session_over};
@@ -37,6 +41,8 @@ pub struct AttachArgs {
     /// {...}}` and `{"warning": {...}}`.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    warnings: WarningArgs,
 }
 
 /// One line of `attach --json`.
@@ -50,7 +56,7 @@ enum Item<'a> {
     },
     /// A record change: the same shape as `status --changes`.
     Change(&'a ChildWorkChange),
-    /// A warning the child-work reducer raised (`lost_turn`).
+    /// A warning: the child-work reducer's (`lost_turn`) or a detector's.
     Warning {
         /// The warning.
         warning: &'a Warning,
@@ -97,9 +103,11 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
         .watch(&folder, notify::RecursiveMode::NonRecursive)
         .with_context(|| format!("watching {}", folder.display()))?;
 
-    let mut follower = Follower::new(id, path, args.json);
+    let config = crate::check::config(home, &args.warnings)?;
+    let mut follower = Follower::new(id, path, args.json, config);
     loop {
         follower.read_new(out)?;
+        let recheck = follower.detect(out)?;
         if session_over(&follower.state) {
             // A line still being written when the run ended (the rest of
             // the write that ended it) is waited for, a little, not lost.
@@ -114,7 +122,9 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
             return Ok(ExitCode::SUCCESS);
         }
         out.flush()?;
-        match wakes.recv_timeout(RECHECK) {
+        // A time-based detector (`silent_agent`) may fire with no new line.
+        let wait = recheck.map_or(RECHECK, |ms| RECHECK.min(Duration::from_millis(ms.max(100))));
+        match wakes.recv_timeout(wait) {
             Ok(Wake::File) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 out.flush()?;
@@ -134,11 +144,16 @@ struct Follower {
     state: RunState,
     reducer: ChildWork,
     warnings_shown: usize,
+    /// What the detectors read beside the state.
+    evidence: Evidence,
+    config: WarningConfig,
+    /// Every warning printed, by code and thread: each is printed once.
+    printed: Vec<(String, Option<ThreadId>)>,
     last: Option<Timestamp>,
 }
 
 impl Follower {
-    fn new(id: RunId, path: PathBuf, json: bool) -> Self {
+    fn new(id: RunId, path: PathBuf, json: bool, config: WarningConfig) -> Self {
         Self {
             state: RunState::new(id.clone()),
             id,
@@ -148,6 +163,9 @@ impl Follower {
             partial: Vec::new(),
             reducer: ChildWork::new(),
             warnings_shown: 0,
+            evidence: Evidence::default(),
+            config,
+            printed: Vec::new(),
             last: None,
         }
     }
@@ -174,6 +192,7 @@ impl Follower {
         for envelope in &mut reader {
             let envelope = envelope?;
             self.state.apply(&envelope);
+            self.evidence.apply(&envelope);
             let changes = self.reducer.apply(&envelope);
             self.last = Some(envelope.timestamp);
             self.print_envelope(out, &envelope)?;
@@ -185,13 +204,50 @@ impl Follower {
         Ok(())
     }
 
-    /// The session is over: live records settle, then the follow ends.
+    /// The session is over: live records settle, the detectors judge the
+    /// run as it ended, then the follow ends.
     fn end(&mut self, out: &mut Out) -> anyhow::Result<()> {
         if let Some(at) = self.last {
             let changes = self.reducer.end_session(at);
             self.print_changes(out, &changes)?;
         }
+        self.detect(out)?;
         out.flush()?;
+        Ok(())
+    }
+
+    /// Prints the warnings `show` would list now that were not printed yet;
+    /// says in how many milliseconds a time-based detector wants to judge
+    /// again.
+    fn detect(&mut self, out: &mut Out) -> anyhow::Result<Option<u64>> {
+        if self.last.is_none() {
+            return Ok(None);
+        }
+        let (view, recheck) = checked(
+            self.state.view(),
+            self.reducer.warnings(),
+            &self.evidence,
+            Some(crate::check::now()),
+            &self.config,
+        );
+        for warning in &view.warnings {
+            self.print_warning(out, warning)?;
+        }
+        Ok(recheck)
+    }
+
+    /// Prints `warning` unless one of its code and thread was printed.
+    fn print_warning(&mut self, out: &mut Out, warning: &Warning) -> anyhow::Result<()> {
+        let key = (warning.code.clone(), warning.thread_id.clone());
+        if self.printed.contains(&key) {
+            return Ok(());
+        }
+        self.printed.push(key);
+        if self.json {
+            out.json(&Item::Warning { warning })?;
+        } else {
+            out.line(format!("  {:<8} {}: {}", crate::check::severity_word(warning.severity), warning.code, warning.message))?;
+        }
         Ok(())
     }
 
@@ -222,15 +278,13 @@ impl Follower {
                 out.line(format!("  {word:<8} {}", line(&change.record, "", 0, at)))?;
             }
         }
-        let warnings = self.reducer.warnings();
-        for warning in &warnings[self.warnings_shown..] {
-            if self.json {
-                out.json(&Item::Warning { warning })?;
-            } else {
-                out.line(format!("  warning  {}: {}", warning.code, warning.message))?;
-            }
+        // The reducer's own warnings as they happen, beside the change
+        // that raised them (allowed codes left out).
+        let fresh: Vec<Warning> = self.reducer.warnings()[self.warnings_shown..].to_vec();
+        self.warnings_shown += fresh.len();
+        for warning in self.config.filter(fresh) {
+            self.print_warning(out, &warning)?;
         }
-        self.warnings_shown = warnings.len();
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::{Severity, Timestamp};
 use agentrace_core::state::RunView;
-use agentrace_core::warnings::{add_warnings, with_detected, WarningConfig};
+use agentrace_core::warnings::{checked, WarningConfig};
 use agentrace_store::{Home, LoadedRun, LogReader};
 use anyhow::Context as _;
 use clap::Args;
@@ -99,13 +99,12 @@ pub fn checked_view(
     loaded: &LoadedRun,
     config: &WarningConfig,
 ) -> anyhow::Result<RunView> {
-    let mut view = loaded.view();
+    let view = loaded.view();
     let mut child_work = ChildWork::new();
     for envelope in LogReader::open(&home.log_path(&view.run.id))? {
         child_work.apply(&envelope?);
     }
-    add_warnings(&mut view.warnings, child_work.warnings().iter().cloned());
-    Ok(with_detected(view, &loaded.evidence, Some(now()), config).0)
+    Ok(checked(view, child_work.warnings(), &loaded.evidence, Some(now()), config).0)
 }
 
 /// Runs `agentrace check`.
@@ -162,7 +161,8 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
     })
 }
 
-fn severity_word(severity: Severity) -> &'static str {
+/// A severity as a word of a text line.
+pub(crate) fn severity_word(severity: Severity) -> &'static str {
     match severity {
         Severity::Info => "info",
         Severity::Warning => "warning",

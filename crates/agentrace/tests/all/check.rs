@@ -130,6 +130,35 @@ fn a_run_without_a_record_is_listed_with_its_detected_warnings() {
     assert_eq!(listed(&cli, &id), (json!(1), json!(["helper_result_used_as_done"])));
 }
 
+/// The warnings `attach --json` printed (`args` after the run id), whole.
+fn attached_warnings(cli: &Cli, id: &str, args: &[&str]) -> Vec<Value> {
+    let stdout = cli.ok(&[&["attach", id, "--json"], args].concat());
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter_map(|item| item.get("warning").cloned())
+        .collect()
+}
+
+#[test]
+fn attach_prints_the_warnings_show_lists_and_hides_allowed_codes() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let view: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (
+            Value::Array(attached_warnings(&cli, &id, &[])),
+            attached_warnings(&cli, &id, &["-A", "helper_result_used_as_done"])
+        ),
+        (view["warnings"].clone(), Vec::new())
+    );
+    let text = cli.ok(&["attach", &id]);
+    assert!(
+        text.ends_with("  error    helper_result_used_as_done: the run's result is word for word the final message of Dewey\n"),
+        "{text}"
+    );
+}
+
 #[test]
 fn check_without_a_run_is_a_usage_error() {
     let cli = Cli::new();

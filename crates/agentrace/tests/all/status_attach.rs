@@ -375,3 +375,54 @@ fn attach_follows_a_growing_log_until_the_run_ends() {
         ]
     );
 }
+
+/// A live run whose helper has said nothing for longer than the limit:
+/// `attach` prints `silent_agent` without waiting for another line (the
+/// capture's times are in the past, so the helper is long silent).
+#[test]
+fn attach_warns_of_a_silent_helper_of_a_live_run() {
+    let cli = Cli::new();
+    let ingested = cli.ingest(&capture("v1_basic"), &["--quiet"]);
+    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{ingested}.jsonl")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<String> = log
+        .lines()
+        .map(|line| line.replace("\"codex-app-server\"", "\"codex-tap\"").replace(&ingested, "live-run"))
+        .collect();
+    // Up to the first helper's first turn: it is running, the run too.
+    let started = lines
+        .iter()
+        .position(|line| line.contains("\"type\":\"turn_started\"") && line.contains("\"role\":\"helper\""))
+        .unwrap_or_else(|| panic!("no helper turn"));
+    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    std::fs::write(&path, lines[..=started].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut child = cli
+        .command(&["attach", "live-run", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let (sender, lines_read) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut warning = None;
+    while let Ok(line) = lines_read.recv_timeout(Duration::from_secs(10)) {
+        let item: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if let Some(found) = item.get("warning") {
+            warning = Some(found.clone());
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let warning = warning.unwrap_or_else(|| panic!("no warning within 10 s"));
+    assert_eq!(
+        (&warning["code"], &warning["severity"], warning["threadId"].is_string()),
+        (&Value::from("silent_agent"), &Value::from("warning"), true)
+    );
+}
