@@ -51,6 +51,8 @@ enum Command {
         /// Print `{"run": {...}, "agents": [...], "warnings": [...]}`.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        warnings: crate::check::WarningArgs,
     },
     /// Print every event of a run in sequence order, final attribution applied.
     Events(EventsArgs),
@@ -245,10 +247,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 render::runs(&mut out, &runs)?;
             }
         }
-        Some(Command::Show { run, json }) => {
+        Some(Command::Show { run, json, warnings }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
-            let config = crate::check::config(&home, &Default::default())?;
+            let config = crate::check::config(&home, &warnings)?;
             let view = crate::check::checked_view(&home, &loaded, &config)?;
             if json {
                 out.json_pretty(&view)?;

@@ -160,6 +160,20 @@ fn attach_prints_the_warnings_show_lists_and_hides_allowed_codes() {
 }
 
 #[test]
+fn show_takes_the_warning_flags_check_takes() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let shown = |args: &[&str]| -> Value {
+        let view: Value = serde_json::from_str(&cli.ok(&[&["show", &id, "--json"], args].concat())).unwrap_or_else(|e| panic!("{e}"));
+        json!([view["run"]["warningCount"], view["warnings"].as_array().map(|warnings| warnings.len())])
+    };
+    assert_eq!(
+        (shown(&[]), shown(&["-A", "helper_result_used_as_done"])),
+        (json!([1, 1]), json!([0, 0]))
+    );
+}
+
+#[test]
 fn check_without_a_run_is_a_usage_error() {
     let cli = Cli::new();
     assert_eq!(cli.run(&["check"]).status.code(), Some(2));
