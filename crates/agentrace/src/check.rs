@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentrace_core::childwork::ChildWork;
-use agentrace_core::model::{Severity, Timestamp};
+use agentrace_core::model::{RunId, Severity, Timestamp};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::{checked, WarningConfig};
 use agentrace_store::{Home, LoadedRun, LogReader};
@@ -105,6 +105,13 @@ pub fn checked_view(
         child_work.apply(&envelope?);
     }
     Ok(checked(view, child_work.warnings(), &loaded.evidence, Some(now()), config).0)
+}
+
+/// Run `id` as `show` gives it with the home's config file (no flags):
+/// for what is made of a run elsewhere (its exports).
+pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
+    let config = config(home, &WarningArgs::default())?;
+    checked_view(home, &home.load_run(id)?, &config)
 }
 
 /// Runs `agentrace check`.

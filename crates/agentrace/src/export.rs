@@ -106,8 +106,9 @@ pub fn export_run(
     exporter: &Exporter,
 ) -> anyhow::Result<(TraceId, usize)> {
     let path = home.log_path(id);
-    let loaded = home.load_run(id)?;
-    let view = loaded.view();
+    // With the warnings `show` lists (the detectors' too), as the config
+    // file in the home sets them.
+    let view = crate::check::shown_view(home, id)?;
     let mut builder = TraceBuilder::new(id.as_str());
     let mut finals = FinalActors::default();
     for envelope in LogReader::open(&path)? {

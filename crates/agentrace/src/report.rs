@@ -33,7 +33,8 @@ pub fn render_run(
     max_bytes: usize,
 ) -> anyhow::Result<String> {
     let path = home.log_path(id);
-    let view = home.load_run(id)?.view();
+    // With the warnings `show` lists (the detectors' too).
+    let view = crate::check::shown_view(home, id)?;
     let mut finals = FinalActors::default();
     for envelope in LogReader::open(&path)? {
         finals.observe(&envelope?);

@@ -26,6 +26,36 @@ fn the_markdown_report_of_a_v1_run_is_what_the_snapshot_shows() {
     insta::assert_snapshot!(cli.ok(&["export", "--markdown", "report-v1"]));
 }
 
+/// A report lists the warnings `show` lists, the detectors' too: here the
+/// root passed off a helper's answer as its own.
+#[test]
+fn a_report_lists_the_detected_warnings_as_show_does() {
+    let cli = Cli::new();
+    let text = std::fs::read_to_string(capture("v1_basic"))
+        .unwrap_or_else(|error| panic!("fixture: {error}"))
+        .replace(
+            "ROOT DONE: all sub-agents finished; final answer from the root agent.",
+            "CHILD A DONE: the command printed hello-from-child-A.",
+        );
+    let path = cli.home.path().join("copied.jsonl");
+    std::fs::write(&path, text).unwrap_or_else(|error| panic!("write: {error}"));
+    cli.ingest(&path, &["--quiet", "--run-id", "copied"]);
+    let markdown = cli.ok(&["export", "--markdown", "copied"]);
+    let warnings: Vec<&str> = markdown
+        .lines()
+        .skip_while(|line| !line.starts_with("### Warnings"))
+        .take_while(|line| !line.starts_with("### ") || line.starts_with("### Warnings"))
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(
+        warnings,
+        vec![
+            "### Warnings (1)",
+            "- **error** `helper_result_used_as_done` the run's result is word for word the final message of Dewey"
+        ]
+    );
+}
+
 #[test]
 fn the_html_report_of_a_nested_run_is_one_self_contained_page_as_the_snapshot_shows() {
     let cli = Cli::new();
