@@ -229,19 +229,44 @@ fn attach_on_a_finished_run_prints_the_whole_story_and_exits() {
     insta::assert_snapshot!(changed.join("\n"));
 }
 
+/// The log lines of capture `name` recorded as run `live-run` of a tapped
+/// connection (a source whose end is the end of the session), for a test to
+/// write as a run being recorded.
+fn live_lines(cli: &Cli, name: &str) -> Vec<String> {
+    let ingested = cli.ingest(&capture(name), &["--quiet"]);
+    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{ingested}.jsonl")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    log.lines()
+        .map(|line| line.replace("\"codex-app-server\"", "\"codex-tap\"").replace(&ingested, "live-run"))
+        .collect()
+}
+
+/// `attach live-run --json` started, and its stdout's lines as they come.
+fn attach_live(cli: &Cli) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = cli
+        .command(&["attach", "live-run", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let (sender, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, received)
+}
+
 /// The write that ends a run, seen half done: `attach` waits for the line
 /// it left half written instead of ending without it (and the lines before
 /// it in the same write).
 #[test]
 fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
     let cli = Cli::new();
-    let ingested = cli.ingest(&capture("v1_background_exec"), &["--quiet"]);
-    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{ingested}.jsonl")))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let lines: Vec<String> = log
-        .lines()
-        .map(|line| line.replace("\"codex-app-server\"", "\"codex-tap\"").replace(&ingested, "live-run"))
-        .collect();
+    let lines = live_lines(&cli, "v1_background_exec");
     let terminal = lines
         .iter()
         .position(|line| line.contains("\"type\":\"done\""))
@@ -275,21 +300,7 @@ fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
 #[test]
 fn attach_follows_a_growing_log_until_the_run_ends() {
     let cli = Cli::new();
-    let ingested = cli.ingest(&capture("v1_background_exec"), &["--quiet"]);
-    let log = std::fs::read_to_string(
-        cli.home
-            .path()
-            .join("runs")
-            .join(format!("{ingested}.jsonl")),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let lines: Vec<String> = log
-        .lines()
-        .map(|line| {
-            line.replace("\"codex-app-server\"", "\"codex-tap\"")
-                .replace(&ingested, "live-run")
-        })
-        .collect();
+    let lines = live_lines(&cli, "v1_background_exec");
     let terminal = lines
         .iter()
         .position(|line| line.contains("\"type\":\"done\""))
@@ -298,21 +309,7 @@ fn attach_follows_a_growing_log_until_the_run_ends() {
     let half = terminal / 2;
     std::fs::write(&path, lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
 
-    let mut child = cli
-        .command(&["attach", "live-run", "--json"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let (sender, received) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, received) = attach_live(&cli);
     // The first half is printed while the run is still going.
     let mut seen = Vec::new();
     while seen.len() < half {
@@ -382,13 +379,7 @@ fn attach_follows_a_growing_log_until_the_run_ends() {
 #[test]
 fn attach_warns_of_a_silent_helper_of_a_live_run() {
     let cli = Cli::new();
-    let ingested = cli.ingest(&capture("v1_basic"), &["--quiet"]);
-    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{ingested}.jsonl")))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let lines: Vec<String> = log
-        .lines()
-        .map(|line| line.replace("\"codex-app-server\"", "\"codex-tap\"").replace(&ingested, "live-run"))
-        .collect();
+    let lines = live_lines(&cli, "v1_basic");
     // Up to the first helper's first turn: it is running, the run too.
     let started = lines
         .iter()
@@ -396,20 +387,7 @@ fn attach_warns_of_a_silent_helper_of_a_live_run() {
         .unwrap_or_else(|| panic!("no helper turn"));
     let path = cli.home.path().join("runs").join("live-run.jsonl");
     std::fs::write(&path, lines[..=started].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
-    let mut child = cli
-        .command(&["attach", "live-run", "--json"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let (sender, lines_read) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines_read) = attach_live(&cli);
     let mut warning = None;
     while let Ok(line) = lines_read.recv_timeout(Duration::from_secs(10)) {
         let item: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
