@@ -9,7 +9,7 @@
 //! step with the sessions.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs;
+use std::fs::{self, File};
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _, Seek as _, SeekFrom};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
@@ -25,6 +25,8 @@ use agentrace_core::{Envelope, InputLine, Recorder};
 use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::Args;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -1407,6 +1409,29 @@ fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> any
         .collect()
 }
 
+/// Holds the home's import lock while it lives (the kernel lets go of it
+/// when the process ends, however it ends). Two imports of one home at once
+/// would each rewrite the tables the other reads, and write the same runs:
+/// the second waits for the first, then finds little left to do.
+fn import_lock(home: &Home, dir: &Path, quiet: bool) -> anyhow::Result<Flock<File>> {
+    let path = dir.join("lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => return Ok(lock),
+        Err((file, Errno::EWOULDBLOCK)) => file,
+        Err((_, errno)) => anyhow::bail!("cannot lock {}: {errno}", path.display()),
+    };
+    if !quiet {
+        eprintln!("another import of {} is running; waiting for it to end", home.root().display());
+    }
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| anyhow::anyhow!("cannot lock {}: {errno}", path.display()))
+}
+
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     crate::memory::prefer_small_pages();
@@ -1420,9 +1445,11 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
         }
     }
     let tables = StateTables::of(home);
-    tables.migrate(home)?;
-    // Where the listings are sorted when they outgrow memory.
+    // Where the tables and the lock are, and where the listings are sorted
+    // when they outgrow memory.
     fs::create_dir_all(&tables.dir).with_context(|| format!("cannot create {}", tables.dir.display()))?;
+    let _lock = import_lock(home, &tables.dir, args.quiet)?;
+    tables.migrate(home)?;
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import
     // did not keep) while Claude's sessions are imported.

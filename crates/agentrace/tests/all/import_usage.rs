@@ -672,3 +672,37 @@ fn a_session_recorded_live_and_imported_is_counted_once() {
     );
     assert!(stderr.contains("is recorded by runs") && stderr.contains(&live), "{stderr}");
 }
+
+/// Two imports of one home: the second waits for the first's lock (held
+/// here by the test), says so, then imports once it is free.
+#[test]
+fn a_second_import_of_one_home_waits_for_the_first() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    std::fs::create_dir_all(cli.home.path().join("import")).unwrap_or_else(|e| panic!("{e}"));
+    let file = std::fs::File::create(cli.home.path().join("import/lock")).unwrap_or_else(|e| panic!("{e}"));
+    let held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).unwrap_or_else(|(_, e)| panic!("{e}"));
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let mut child = cli
+        .command(&["import", "--codex-home", &codex, "--claude-dir", &claude])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let waiting = child.try_wait().unwrap_or_else(|e| panic!("{e}")).is_none();
+    drop(held);
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let mut stderr = String::new();
+    child.stderr.take().map(|mut out| out.read_to_string(&mut stderr));
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (waiting, status.success(), stderr.lines().next().map(|line| line.starts_with("another import of ")), runs["runs"].as_array().map(Vec::len)),
+        (true, true, Some(true), Some(1)),
+        "{stderr}"
+    );
+}
