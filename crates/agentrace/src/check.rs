@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::{RunId, Severity, Timestamp};
-use agentrace_core::state::RunView;
+use agentrace_core::state::{RunSummary, RunView};
 use agentrace_core::warnings::{checked, WarningConfig};
 use agentrace_store::{Home, LoadedRun, LogReader};
 use anyhow::Context as _;
@@ -112,6 +112,13 @@ pub fn checked_view(
 pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
     let config = config(home, &WarningArgs::default())?;
     checked_view(home, &home.load_run(id)?, &config)
+}
+
+/// Every run as `agentrace runs` lists it: its warnings counted as `show`
+/// counts them with the home's config file (the codes it allows left out).
+pub fn listed_runs(home: &Home) -> anyhow::Result<Vec<RunSummary>> {
+    let config = config(home, &WarningArgs::default())?;
+    Ok(home.list_runs()?.into_iter().map(|run| config.listed(run)).collect())
 }
 
 /// Runs `agentrace check`.

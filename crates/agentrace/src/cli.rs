@@ -237,10 +237,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Some(Command::Runs { json }) => {
-            // Counted as `show` counts them: the config file's allowed
-            // codes are left out.
-            let config = crate::check::config(&home, &Default::default())?;
-            let runs: Vec<_> = home.list_runs()?.into_iter().map(|run| config.listed(run)).collect();
+            let runs = crate::check::listed_runs(&home)?;
             if json {
                 out.json_pretty(&serde_json::json!({ "runs": runs }))?;
             } else {

@@ -82,14 +82,14 @@ fn local_sessions_hint() {
 
 /// `agentrace` with no command: your runs, or the samples when there are none.
 pub fn default_action(home: &Home, out: &mut Out) -> anyhow::Result<()> {
-    let runs = home.list_runs()?;
+    let runs = crate::check::listed_runs(home)?;
     if runs.is_empty() {
         eprintln!(
             "No runs in {} yet; recording the bundled sample runs.",
             home.root().display()
         );
         record(home)?;
-        let runs = home.list_runs()?;
+        let runs = crate::check::listed_runs(home)?;
         render::runs(out, &runs)?;
         eprintln!(
             "hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered"

@@ -120,6 +120,8 @@ fn the_run_list_counts_the_detected_warnings_as_show_does() {
         (listed(&cli, &id), &view["run"]["warningCount"]),
         ((json!(0), Value::Null), &json!(0))
     );
+    // `agentrace` alone lists the runs as `agentrace runs` does.
+    assert_eq!(cli.ok(&[]), cli.ok(&["runs"]));
 }
 
 #[test]
