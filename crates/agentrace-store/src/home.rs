@@ -8,7 +8,9 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
 use agentrace_core::state::{FinalActors, RunSummary, RunView};
-use agentrace_core::warnings::{Evidence, WarningConfig};
+use agentrace_core::childwork::ChildWork;
+use agentrace_core::model::Timestamp;
+use agentrace_core::warnings::{checked, Evidence, WarningConfig};
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
@@ -41,9 +43,18 @@ pub struct LoadedRun {
     pub final_actors: FinalActors,
     /// What the warning detectors read beside the view (§8).
     pub evidence: Evidence,
+    /// The child-work records and the reducer's warnings (§6).
+    pub child_work: ChildWork,
 }
 
 impl LoadedRun {
+    /// `{run, agents, warnings}` as `show` gives it: the recorded warnings,
+    /// the child-work reducer's and the detectors' at `now` (none: the
+    /// time-based ones wait for a reader with a clock), `config` applied.
+    pub fn checked_view(&self, config: &WarningConfig, now: Option<Timestamp>) -> RunView {
+        checked(self.view(), self.child_work.warnings(), &self.evidence, now, config).0
+    }
+
     /// `{run, agents, warnings}`, with the skipped log lines counted.
     pub fn view(&self) -> RunView {
         let mut view = self.state.view();
@@ -263,13 +274,10 @@ impl Home {
         if let Some(summary) = self.read_record(id) {
             return Ok(Some(summary));
         }
-        let id = validate_run_id(id.as_str())?;
-        let log_path = self.log_path(&id);
-        let mut fold = RunFold::new(id);
-        match fold.follow(&log_path, |_| {}) {
-            Ok(_) => Ok(Some(fold.checked_view(&WarningConfig::default(), None).0.run)),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(StoreError::io("read run log", &log_path, source)),
+        match self.load_run(id) {
+            Ok(loaded) => Ok(Some(loaded.checked_view(&WarningConfig::default(), None).run)),
+            Err(StoreError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
         }
     }
 
@@ -288,17 +296,20 @@ impl Home {
         let mut state = RunState::new(id);
         let mut final_actors = FinalActors::default();
         let mut evidence = Evidence::default();
+        let mut child_work = ChildWork::new();
         for envelope in reader.by_ref() {
             let envelope = envelope?;
             final_actors.observe(&envelope);
             state.apply(&envelope);
             evidence.apply(&envelope);
+            child_work.apply(&envelope);
         }
         Ok(LoadedRun {
             state,
             skipped: reader.into_skipped(),
             final_actors,
             evidence,
+            child_work,
         })
     }
 

@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::{RunId, Severity, Timestamp};
 use agentrace_core::state::{RunSummary, RunView};
-use agentrace_core::warnings::{checked, WarningConfig};
-use agentrace_store::{Home, LoadedRun, LogReader};
+use agentrace_core::warnings::WarningConfig;
+use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::Args;
 
@@ -91,27 +90,11 @@ pub fn now() -> Timestamp {
     Timestamp::from_millis(millis)
 }
 
-/// The run's view with the detectors' findings added (what `show --json`,
-/// `check` and the API present).
-/// The child-work reducer's warnings (`lost_turn`) join too, as in the API.
-pub fn checked_view(
-    home: &Home,
-    loaded: &LoadedRun,
-    config: &WarningConfig,
-) -> anyhow::Result<RunView> {
-    let view = loaded.view();
-    let mut child_work = ChildWork::new();
-    for envelope in LogReader::open(&home.log_path(&view.run.id))? {
-        child_work.apply(&envelope?);
-    }
-    Ok(checked(view, child_work.warnings(), &loaded.evidence, Some(now()), config).0)
-}
-
 /// Run `id` as `show` gives it with the home's config file (no flags):
 /// for what is made of a run elsewhere (its exports).
 pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
     let config = config(home, &WarningArgs::default())?;
-    checked_view(home, &home.load_run(id)?, &config)
+    Ok(home.load_run(id)?.checked_view(&config, Some(now())))
 }
 
 /// Every run as `agentrace runs` lists it: its warnings counted as `show`
@@ -126,7 +109,7 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
     let config = config(home, &args.warnings)?;
     let id = home.resolve(&args.run)?;
     let loaded = home.load_run(&id)?;
-    let view = checked_view(home, &loaded, &config)?;
+    let view = loaded.checked_view(&config, Some(now()));
     let failed = view
         .warnings
         .iter()

@@ -248,7 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
             let config = crate::check::config(&home, &warnings)?;
-            let view = crate::check::checked_view(&home, &loaded, &config)?;
+            let view = loaded.checked_view(&config, Some(crate::check::now()));
             if json {
                 out.json_pretty(&view)?;
             } else {

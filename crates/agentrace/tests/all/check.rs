@@ -129,7 +129,17 @@ fn a_run_without_a_record_is_listed_with_its_detected_warnings() {
     let cli = Cli::new();
     let id = root_copies_helper(&cli);
     std::fs::remove_file(cli.home.path().join("runs").join(format!("{id}.json"))).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(listed(&cli, &id), (json!(1), json!(["helper_result_used_as_done"])));
+    // A log copied by a tool that dropped its last line break: that line
+    // still counts, in the list as in `show`.
+    let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&log, text.trim_end()).unwrap_or_else(|e| panic!("{e}"));
+    let list: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let view: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (listed(&cli, &id), &list["runs"][0]["counts"]),
+        ((json!(1), json!(["helper_result_used_as_done"])), &view["run"]["counts"])
+    );
 }
 
 /// The warnings `attach --json` printed (`args` after the run id), whole.
