@@ -225,12 +225,8 @@ async fn blocking<T: Send + 'static>(
 }
 
 async fn list_runs(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let runs = blocking(move || {
-        let config = &state.inner.options.config;
-        // Counted as `/api/runs/:id` counts them, the allowed codes left out.
-        Ok(state.inner.home.list_runs()?.into_iter().map(|run| config.listed(run)).collect::<Vec<_>>())
-    })
-    .await?;
+    // Counted as `/api/runs/:id` counts them, the allowed codes left out.
+    let runs = blocking(move || Ok(state.inner.home.listed_runs(&state.inner.options.config)?)).await?;
     Ok(Json(serde_json::json!({ "runs": runs })).into_response())
 }
 

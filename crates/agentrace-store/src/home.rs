@@ -256,6 +256,13 @@ impl Home {
         self.list_these_runs(self.run_ids()?)
     }
 
+    /// [`Home::list_runs`] with each run's warnings counted as `show` with
+    /// `config` counts them (the codes it allows left out): what a list of
+    /// runs shows.
+    pub fn listed_runs(&self, config: &WarningConfig) -> Result<Vec<RunSummary>, StoreError> {
+        Ok(self.list_runs()?.into_iter().map(|run| config.listed(run)).collect())
+    }
+
     /// [`Home::list_runs`] of the runs `ids` only (those gone are left out).
     pub fn list_these_runs(&self, ids: impl IntoIterator<Item = RunId>) -> Result<Vec<RunSummary>, StoreError> {
         let mut summaries = Vec::new();

@@ -100,8 +100,7 @@ pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
 /// Every run as `agentrace runs` lists it: its warnings counted as `show`
 /// counts them with the home's config file (the codes it allows left out).
 pub fn listed_runs(home: &Home) -> anyhow::Result<Vec<RunSummary>> {
-    let config = config(home, &WarningArgs::default())?;
-    Ok(home.list_runs()?.into_iter().map(|run| config.listed(run)).collect())
+    Ok(home.listed_runs(&config(home, &WarningArgs::default())?)?)
 }
 
 /// Runs `agentrace check`.
