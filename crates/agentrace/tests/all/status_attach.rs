@@ -241,6 +241,19 @@ fn live_lines(cli: &Cli, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where run `live-run`'s log is written.
+fn live_log(cli: &Cli) -> std::path::PathBuf {
+    cli.home.path().join("runs").join("live-run.jsonl")
+}
+
+/// The index of the line that ends the run (`done`).
+fn done_at(lines: &[String]) -> usize {
+    lines
+        .iter()
+        .position(|line| line.contains("\"type\":\"done\""))
+        .unwrap_or_else(|| panic!("no done"))
+}
+
 /// `attach live-run --json` started, and its stdout's lines as they come.
 fn attach_live(cli: &Cli) -> (std::process::Child, mpsc::Receiver<String>) {
     let mut child = cli
@@ -267,15 +280,12 @@ fn attach_live(cli: &Cli) -> (std::process::Child, mpsc::Receiver<String>) {
 fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
     let cli = Cli::new();
     let lines = live_lines(&cli, "v1_background_exec");
-    let terminal = lines
-        .iter()
-        .position(|line| line.contains("\"type\":\"done\""))
-        .unwrap_or_else(|| panic!("no done"));
+    let terminal = done_at(&lines);
     assert!(terminal + 1 < lines.len(), "lines follow the run's end");
     // Up to the end of the run, then half of the next line.
     let text = lines.join("\n") + "\n";
     let cut = lines[..=terminal].iter().map(|line| line.len() + 1).sum::<usize>() + lines[terminal + 1].len() / 2;
-    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    let path = live_log(&cli);
     std::fs::write(&path, &text[..cut]).unwrap_or_else(|e| panic!("{e}"));
     let child = cli
         .command(&["attach", "live-run", "--json"])
@@ -301,11 +311,8 @@ fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
 fn attach_follows_a_growing_log_until_the_run_ends() {
     let cli = Cli::new();
     let lines = live_lines(&cli, "v1_background_exec");
-    let terminal = lines
-        .iter()
-        .position(|line| line.contains("\"type\":\"done\""))
-        .unwrap_or_else(|| panic!("no done"));
-    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    let terminal = done_at(&lines);
+    let path = live_log(&cli);
     let half = terminal / 2;
     std::fs::write(&path, lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
 
@@ -385,7 +392,7 @@ fn attach_warns_of_a_silent_helper_of_a_live_run() {
         .iter()
         .position(|line| line.contains("\"type\":\"turn_started\"") && line.contains("\"role\":\"helper\""))
         .unwrap_or_else(|| panic!("no helper turn"));
-    let path = cli.home.path().join("runs").join("live-run.jsonl");
+    let path = live_log(&cli);
     std::fs::write(&path, lines[..=started].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
     let (mut child, lines_read) = attach_live(&cli);
     let mut warning = None;
