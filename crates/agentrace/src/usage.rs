@@ -260,6 +260,17 @@ pub struct UsageNode {
 }
 
 impl UsageNode {
+    /// Its own tokens and those of every agent under it: what its
+    /// session's `totalTokens` adds up (no price is needed to count them).
+    fn total_tokens(&self) -> u64 {
+        let own: u64 = if self.tokens_by_model.is_empty() {
+            self.tokens.map_or(0, |tokens| tokens.total_tokens)
+        } else {
+            self.tokens_by_model.iter().map(|part| part.tokens.total_tokens).sum()
+        };
+        own + self.children.iter().map(UsageNode::total_tokens).sum::<u64>()
+    }
+
     fn of(node: &AgentNode) -> Self {
         Self {
             thread_id: node.thread_id.to_string(),
@@ -439,7 +450,10 @@ fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
 
 fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
     let by_model = by_model(node, prices);
-    let own = sum(by_model.iter().map(|(_, counters)| counters));
+    let mut own = Counters::default();
+    for (_, counters) in &by_model {
+        own.add(counters);
+    }
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),
@@ -470,24 +484,6 @@ fn by_model(node: &UsageNode, prices: &Prices) -> Vec<(Option<String>, Counters)
             .map(|part| (part.model.clone(), Counters::of(&part.tokens, prices.of(part.model.as_deref()))))
             .collect()
     }
-}
-
-fn sum<'c>(counters: impl Iterator<Item = &'c Counters>) -> Counters {
-    let mut total = Counters::default();
-    for counters in counters {
-        total.add(counters);
-    }
-    total
-}
-
-/// The counters of `node` and everything under it, as [`walk`] adds them
-/// up, without making the agents' rows.
-fn subtree(node: &UsageNode, prices: &Prices) -> Counters {
-    let mut total = sum(by_model(node, prices).iter().map(|(_, counters)| counters));
-    for child in &node.children {
-        total.add(&subtree(child, prices));
-    }
-    total
 }
 
 fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
@@ -695,12 +691,12 @@ struct Place {
 }
 
 impl Place {
-    fn of(tree: &UsageTree, prices: &Prices) -> Self {
+    fn of(tree: &UsageTree) -> Self {
         Self {
             started_at: tree.started_at,
             provider: provider_name(tree.provider),
             session_id: tree.session_id.clone(),
-            total_tokens: tree.agents.iter().map(|node| subtree(node, prices).total_tokens).sum(),
+            total_tokens: tree.agents.iter().map(UsageNode::total_tokens).sum(),
         }
     }
 }
@@ -730,10 +726,10 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 /// The recorded runs `usage` reports (those named, else every run: newest
 /// first, as `agentrace runs` lists them), one per session, as they are
 /// asked for; with the files of the usage index they were read from.
-fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Result<(RecordedRuns, table::Lines)> {
+fn recorded_runs(home: &Home, args: &UsageArgs) -> anyhow::Result<(RecordedRuns, table::Lines)> {
     let mut kept = KeptUsage::open(home)?;
     if args.runs.is_empty() {
-        let runs = every_run(home, &mut kept, prices)?;
+        let runs = every_run(home, &mut kept)?;
         return Ok((runs, kept.reader.lines()));
     }
     let ids: Vec<RunId> = args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?;
@@ -742,7 +738,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Resu
     order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
     let mut runs = Vec::with_capacity(order.len());
     for (at, id) in order {
-        runs.push((at, recorded(home, &mut kept, id, prices)?));
+        runs.push((at, recorded(home, &mut kept, id)?));
     }
     // Runs named on the command line come in their order.
     runs.sort_by_key(|(at, _)| *at);
@@ -752,18 +748,18 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Prices) -> anyhow::Resu
 
 /// Run `id` as `usage` lists it: its usage from the index when kept for
 /// its log as it is, else folded from its log.
-fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Prices) -> anyhow::Result<Recorded> {
+fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId) -> anyhow::Result<Recorded> {
     Ok(match kept.take(home, &id) {
         Some((tree, at)) => Recorded {
             id,
-            place: Place::of(&tree, prices),
+            place: Place::of(&tree),
             usage: RecordedUsage::Kept(at),
         },
         None => {
             let tree = UsageTree::of(&home.load_run(&id)?.view(), LogStamp::default());
             Recorded {
                 id,
-                place: Place::of(&tree, prices),
+                place: Place::of(&tree),
                 usage: RecordedUsage::Folded(Box::new(tree)),
             }
         }
@@ -775,7 +771,7 @@ fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Prices) -> an
 /// folder's ids, the runs by session and the runs by place go through
 /// [`ExternalSort`]s (in the system's temporary folder past a budget), so
 /// memory does not grow with the number of runs.
-fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Result<RecordedRuns> {
+fn every_run(home: &Home, kept: &mut KeptUsage) -> anyhow::Result<RecordedRuns> {
     let by_id: external_sort::Order<String> = |a, b| a.cmp(b);
     let mut ids = ExternalSort::new(external_sort::BUDGET, None, by_id, |id| 40 + id.len());
     let mut count = 0;
@@ -794,7 +790,7 @@ fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Prices) -> anyhow::Resu
     let mut sessions = ExternalSort::new(external_sort::BUDGET, None, by_session, Listed::size);
     for id in ids.sorted()? {
         let id = RunId::from(id?);
-        match recorded(home, kept, id.clone(), prices) {
+        match recorded(home, kept, id.clone()) {
             Ok(run) => sessions.push(Listed::of(run)?)?,
             // Deleted since the directory was listed: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
@@ -919,13 +915,13 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         if straight {
             return out.json_pretty(&StreamedReport::of(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK)));
         }
-        let (runs, lines) = recorded_runs(home, args, &prices)?;
+        let (runs, lines) = recorded_runs(home, args)?;
         return out.json_pretty(&StreamedReport::of(runs.map(|run| run?.session(&lines, &prices))));
     }
     let sessions = if straight {
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, &prices)?
     } else {
-        let (runs, lines) = recorded_runs(home, args, &prices)?;
+        let (runs, lines) = recorded_runs(home, args)?;
         runs.map(|run| run?.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
     };
     let mut totals = Counters::default();
