@@ -69,8 +69,8 @@ use serde_json::Value;
 use crate::codex::summarize;
 use crate::decode::{decode_line_lean, raw_string, visit_members, visit_trailing_scalars, DecodedLine, Skip};
 use crate::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId,
-    Timestamp, TokenUsage, TurnId, Warning,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, IncompleteReason, ItemId, Role,
+    Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
 };
 use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry, ThreadKind};
@@ -213,6 +213,11 @@ pub struct ClaudeAttributor {
     pending_prompt: Option<TurnId>,
     /// Agent ids of 2.0.77 startup warmup agents.
     warmups: HashSet<String>,
+    /// Usage of replies that belong to no thread, by their actor's reason
+    /// (which names the warmup agent).
+    outside_books: HashMap<String, UsageBook>,
+    /// Helpers whose hand-back the root got.
+    handed_back: HashSet<ThreadId>,
     /// Subagents a hook said started and none said stopped.
     hook_live: HashSet<String>,
     /// The last actor written for each thread, to know when to correct.
@@ -572,17 +577,83 @@ impl ClaudeAttributor {
         // transcript has, and message ids are unique per response anyway.
         let _ = request;
         let key = (id.clone(), String::new());
+        let service_tier = usage.service_tier.clone();
         let usage = tokens(usage);
         let book = self.books.entry(thread.clone()).or_default();
         if book.record(key, usage, message.stop_reason.is_some()) {
-            let total = book.total();
-            let turn = self.turn_of(thread);
+            self.push_usage(thread, usage, service_tier, derived);
+        }
+    }
+
+    /// The thread's running total as a `usage` event; a helper that handed
+    /// back while some response is known only by its snapshot is marked
+    /// incomplete.
+    fn push_usage(&self, thread: &ThreadId, last: TokenUsage, service_tier: Option<String>, derived: &mut Derived) {
+        let Some(book) = self.books.get(thread) else {
+            return;
+        };
+        let incomplete = (self.handed_back.contains(thread) && book.missing_finals())
+            .then_some(IncompleteReason::MissingFinalUsage);
+        derived.push((
+            Who::Thread(thread.clone()),
+            Event::Usage {
+                turn_id: self.turn_of(thread),
+                total: book.total(),
+                last: Some(last),
+                model: None,
+                service_tier,
+                incomplete,
+            },
+        ));
+    }
+
+    /// A subagent's hand-back (the root's `tool_result` for it) carries
+    /// the final usage of its last response: where only that response's
+    /// snapshot was seen (stream-json never carries a subagent's final
+    /// usage; a transcript cut before it), it becomes the floor.
+    fn hand_back_usage(&mut self, thread: &ThreadId, structured: Option<&Value>, derived: &mut Derived) {
+        self.handed_back.insert(thread.clone());
+        let usage = structured
+            .and_then(|result| result.get("usage"))
+            .and_then(|usage| agentrace_wire::claude::ApiUsage::deserialize(usage).ok());
+        let Some(book) = self.books.get_mut(thread) else {
+            return;
+        };
+        let moved = usage.as_ref().is_some_and(|usage| book.finish_last(tokens(usage)));
+        if moved || book.missing_finals() {
+            let last = usage.as_ref().map(tokens).unwrap_or_default();
+            let tier = usage.and_then(|usage| usage.service_tier);
+            self.push_usage(thread, last, tier, derived);
+        }
+    }
+
+    /// Usage of a reply that belongs to no thread, counted once per message
+    /// id in a book of its actor's own (its reason names the agent), with
+    /// the reply's model on the event: no thread's model can price it.
+    fn record_outside_usage(&mut self, actor: &Actor, message: &ApiMessage, derived: &mut Derived) {
+        let (Some(usage), Some(id)) = (&message.usage, &message.id) else {
+            return;
+        };
+        let service_tier = usage.service_tier.clone();
+        let usage = tokens(usage);
+        let book = self
+            .outside_books
+            .entry(actor.reason.clone().unwrap_or_default())
+            .or_default();
+        if book.record((id.clone(), String::new()), usage, message.stop_reason.is_some()) {
+            let model = message
+                .model
+                .clone()
+                .filter(|model| !model.is_empty() && model != "<synthetic>");
             derived.push((
-                Who::Thread(thread.clone()),
+                Who::Frame,
                 Event::Usage {
-                    turn_id: turn,
-                    total,
+                    turn_id: None,
+                    total: book.total(),
                     last: Some(usage),
+                    model,
+                    service_tier,
+                    incomplete: None,
                 },
             ));
         }
@@ -1038,11 +1109,17 @@ impl ClaudeAttributor {
                 ContentBlock::Unknown { .. } => {}
             }
         }
-        if let Some(thread) = &thread {
-            if role == "assistant" {
+        match (&thread, owner) {
+            (Some(thread), _) if role == "assistant" => {
                 self.note_model(thread, message, turn.clone(), derived);
                 self.record_usage(thread, message, record.request_id.as_deref(), derived);
             }
+            // Replies outside the tree (warmup agents) are real API calls:
+            // their tokens count, under the frame's own actor.
+            (None, Owner::Nobody(actor)) if role == "assistant" => {
+                self.record_outside_usage(actor, message, derived);
+            }
+            _ => {}
         }
         if duplicate {
             let notice = Event::Notice {
@@ -1260,6 +1337,7 @@ impl ClaudeAttributor {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| output.to_owned());
+        self.hand_back_usage(&thread, structured, derived);
         self.end_helper(&thread, status, Some(report), derived);
     }
 
@@ -2128,7 +2206,7 @@ fn warmup_owner(agent: &str) -> Owner {
     let mut actor = Actor::unknown(format!(
         "warmup agent {agent}: started by the CLI on launch, not by the root; outside the agent tree"
     ));
-    actor.label = "Warmup agent".to_owned();
+    actor.label = crate::model::WARMUP_LABEL.to_owned();
     Owner::Nobody(actor)
 }
 

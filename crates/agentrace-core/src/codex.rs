@@ -541,6 +541,9 @@ impl CodexAttributor {
                         turn_id: usage.turn_id.map(TurnId::from),
                         total,
                         last: Some(tokens(&usage.token_usage.last)),
+                        model: None,
+                        service_tier: None,
+                        incomplete: None,
                     }
                 }
                 Err(_) => unknown_shape(method, line_number),

@@ -9,6 +9,7 @@ pub mod codex;
 pub mod decode;
 pub mod lines;
 pub mod model;
+pub mod prices;
 mod pairs;
 pub mod recorder;
 pub mod redact;

@@ -290,6 +290,10 @@ pub struct Actor {
     pub reason: Option<String>,
 }
 
+/// The label of Claude Code's startup "Warmup" agents, which run outside
+/// the agent tree.
+pub const WARMUP_LABEL: &str = "Warmup agent";
+
 /// Label of an actor nobody can name.
 pub const UNKNOWN_LABEL: &str = "Unknown actor";
 
@@ -331,6 +335,41 @@ pub struct TokenUsage {
     pub reasoning_output_tokens: u64,
     /// All tokens.
     pub total_tokens: u64,
+}
+
+/// Why an agent's token figure misses tokens (its cost is then a floor).
+/// This list may expand over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IncompleteReason {
+    /// A response's final usage record never came (only the streaming
+    /// snapshot did); the subagent's hand-back gave a floor where it could.
+    MissingFinalUsage,
+    /// The agent worked, but no source reports its usage (e.g. a background
+    /// subagent in stream-json).
+    NoUsageReported,
+    /// A line of the source or the log could not be read (a torn last
+    /// line): its tokens, if any, are missing.
+    UnreadableLine,
+    /// A live total included history inherited from the parent: only the
+    /// child's own requests are counted.
+    InheritedHistory,
+    /// A reason written by a newer version.
+    #[serde(other)]
+    Other,
+}
+
+impl IncompleteReason {
+    /// The reason as `--json` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncompleteReason::MissingFinalUsage => "missingFinalUsage",
+            IncompleteReason::NoUsageReported => "noUsageReported",
+            IncompleteReason::UnreadableLine => "unreadableLine",
+            IncompleteReason::InheritedHistory => "inheritedHistory",
+            IncompleteReason::Other => "other",
+        }
+    }
 }
 
 impl TokenUsage {
@@ -586,6 +625,17 @@ pub enum Event {
         total: TokenUsage,
         /// Usage of the latest model response.
         last: Option<TokenUsage>,
+        /// The model of that response, when the thread's model does not say
+        /// it (usage outside the agent tree, e.g. Claude's warmup agents).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// The service tier the provider's record names, if any (prices
+        /// depend on it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service_tier: Option<String>,
+        /// Set when the thread's figure is known to miss tokens.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        incomplete: Option<IncompleteReason>,
     },
     /// A thread's status changed.
     Status {

@@ -194,6 +194,13 @@ impl Recorder {
         self
     }
 
+    /// The same recorder pricing with `book` (a user's price file) instead
+    /// of the database alone.
+    pub fn with_prices(mut self, book: std::sync::Arc<crate::prices::PriceBook>) -> Self {
+        self.state = self.state.with_prices(book);
+        self
+    }
+
     /// A recorder whose caller reads only the tokens, models, agent tree and
     /// labels of its state (`agentrace usage` straight from folders): no
     /// `raw` is kept, secrets are not redacted (nothing is stored), and

@@ -127,6 +127,9 @@ impl RolloutAttributor {
                         turn_id: self.facts(&thread).turn.clone(),
                         total: usage(info.get("total_token_usage")),
                         last: Some(usage(info.get("last_token_usage"))),
+                        model: None,
+                        service_tier: None,
+                        incomplete: None,
                     },
                     None => notice(record_type, payload_type),
                 }

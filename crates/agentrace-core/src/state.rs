@@ -2,14 +2,16 @@
 //! shows (`show`, the run record, the API). Built only from envelopes, so the
 //! live recorder and a reader of the written log get the same state.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    Actor, AgentStatus, Envelope, Event, EventBody, ItemId, Provider, Role, RunId, RunStatus,
-    Source, ThreadId, Timestamp, TokenUsage, Warning,
+    Actor, AgentStatus, Envelope, Event, EventBody, IncompleteReason, ItemId, Provider, Role, RunId,
+    RunStatus, Source, ThreadId, Timestamp, TokenUsage, Warning, WARMUP_LABEL,
 };
+use crate::prices::{PriceBook, Request};
 
 /// Per-thread facts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,36 +30,185 @@ struct ThreadStats {
     /// `tokens` by the model in use when each part was reported.
     #[serde(default)]
     tokens_by_model: Vec<ModelTokens>,
+    /// The provider's running total as last reported, kept when it is not
+    /// `tokens` (a live child's total that included inherited history).
+    #[serde(default)]
+    reported: Option<TokenUsage>,
+    /// Why `tokens` misses tokens, as the thread's last usage said.
+    #[serde(default)]
+    incomplete: BTreeSet<IncompleteReason>,
+    /// A live total included history inherited from the parent.
+    #[serde(default)]
+    inherited: bool,
+}
+
+/// What prices one reported total: the request's time, service tier and
+/// the run's price book.
+struct Pricing<'a> {
+    provider: Provider,
+    at: Timestamp,
+    service_tier: Option<&'a str>,
+    book: &'a PriceBook,
 }
 
 impl ThreadStats {
-    /// Takes `total` as the thread's token total, the part added since the
-    /// last one counted for the model in use now (a model switched mid-
-    /// session prices each part by its own model).
-    fn count_tokens(&mut self, total: TokenUsage) {
-        let added = total.minus(&self.tokens.unwrap_or_default());
-        self.tokens = Some(total);
-        if added == TokenUsage::default() {
-            return;
+    /// Takes `total` as the thread's reported token total: the part added
+    /// since the last report is one request, priced by the model in use now
+    /// (a model switched mid-session prices each part by its own model).
+    /// A helper's first report that exceeds its own last response carries
+    /// its parent's history (a live forked child): only `last` counts.
+    fn count_tokens(&mut self, total: TokenUsage, last: Option<TokenUsage>, pricing: &Pricing<'_>) {
+        let added = match (self.tokens, last) {
+            (None, Some(last)) if self.actor.role == Role::Helper && total.total_tokens > last.total_tokens => {
+                self.inherited = true;
+                self.tokens = Some(last);
+                last
+            }
+            (Some(counted), _) if self.inherited => {
+                let added = total.minus(&self.reported.unwrap_or_default());
+                self.tokens = Some(counted.add(&added));
+                added
+            }
+            // The thread's figure is the provider's total, even where it
+            // went down (a query's final usage replacing its snapshots).
+            (counted, _) => {
+                self.tokens = Some(total);
+                total.minus(&counted.unwrap_or_default())
+            }
+        };
+        self.reported = self.inherited.then_some(total);
+        add_request(&mut self.tokens_by_model, self.model.as_deref(), &added, last, pricing);
+    }
+}
+
+/// Adds one request to the part of its model, priced on its own: the
+/// response's own usage when the report gives it and it is the part added,
+/// else the part added.
+fn add_request(
+    parts: &mut Vec<ModelTokens>,
+    model: Option<&str>,
+    added: &TokenUsage,
+    last: Option<TokenUsage>,
+    pricing: &Pricing<'_>,
+) {
+    if *added == TokenUsage::default() {
+        return;
+    }
+    let priced = model.and_then(|model| {
+        pricing.book.price(&Request {
+            provider: pricing.provider,
+            model,
+            at: pricing.at,
+            service_tier: pricing.service_tier,
+            tokens: last.as_ref().filter(|last| *last == added).unwrap_or(added),
+        })
+    });
+    let part = match parts.iter().position(|part| part.model.as_deref() == model) {
+        Some(index) => &mut parts[index],
+        None => {
+            parts.push(ModelTokens {
+                model: model.map(str::to_owned),
+                tokens: TokenUsage::default(),
+                cost: 0.0,
+                unpriced_tokens: 0,
+            });
+            let last = parts.len() - 1;
+            &mut parts[last]
         }
-        match self.tokens_by_model.iter_mut().find(|part| part.model == self.model) {
-            Some(part) => part.tokens = part.tokens.add(&added),
-            None => self.tokens_by_model.push(ModelTokens {
-                model: self.model.clone(),
-                tokens: added,
-            }),
-        }
+    };
+    part.tokens = part.tokens.add(added);
+    match priced {
+        Some(cost) => part.cost += cost,
+        None => part.unpriced_tokens += added.total_tokens,
     }
 }
 
 /// The tokens an agent used with one model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelTokens {
     /// The model (none for tokens reported before any model was named).
     pub model: Option<String>,
     /// Its tokens.
     pub tokens: TokenUsage,
+    /// The cost of its priced requests, US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// Tokens of requests no price was found for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_tokens: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// How complete a cost figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CostStatus {
+    /// Every token was priced and none is known to be missing.
+    #[default]
+    Exact,
+    /// The figure is at least this: some tokens have no price, or some are
+    /// known to be missing.
+    Floor,
+    /// Nothing could be priced.
+    Unknown,
+}
+
+/// A cost figure and how complete it is: `None` when nothing could be
+/// priced (never a silent zero).
+pub fn cost_figure(parts: &[ModelTokens], incomplete: bool) -> (Option<f64>, CostStatus) {
+    let priced: f64 = parts.iter().map(|part| part.cost).sum();
+    let priced_any = parts
+        .iter()
+        .any(|part| part.tokens.total_tokens > part.unpriced_tokens);
+    let unpriced = parts.iter().any(|part| part.unpriced_tokens > 0);
+    if !priced_any && (unpriced || incomplete) {
+        return (None, CostStatus::Unknown);
+    }
+    let status = if unpriced || incomplete {
+        CostStatus::Floor
+    } else {
+        CostStatus::Exact
+    };
+    (Some(priced), status)
+}
+
+/// Tokens that belong to no agent of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutsideUsage {
+    /// `startup` (Claude Code's warmup agents) or `unattributed`.
+    pub label: String,
+    /// Its tokens by model.
+    pub tokens_by_model: Vec<ModelTokens>,
+}
+
+/// Usage reported by no thread, by its actor's reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct OutsideStats {
+    label: String,
+    reported: TokenUsage,
+    tokens_by_model: Vec<ModelTokens>,
+}
+
+/// The price book a fold prices with: shared, never serialized (a restored
+/// snapshot prices with the database unless told otherwise).
+#[derive(Debug, Clone)]
+struct Book(Arc<PriceBook>);
+
+impl Default for Book {
+    fn default() -> Self {
+        Self(PriceBook::shared_database())
+    }
+}
+
+impl PartialEq for Book {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id() == other.0.id()
+    }
 }
 
 /// The state of one run, folded from its envelopes. Serializable so a store
@@ -84,6 +235,11 @@ pub struct RunState {
     dropped_bytes: u64,
     threads: BTreeMap<ThreadId, ThreadStats>,
     warnings: Vec<Warning>,
+    /// Usage of no thread, by its actor's reason.
+    #[serde(default)]
+    outside: BTreeMap<String, OutsideStats>,
+    #[serde(skip)]
+    book: Book,
 }
 
 /// Who produced the run result (§4).
@@ -144,8 +300,23 @@ pub struct RunSummary {
     pub ended_at: Option<Timestamp>,
     /// Counts.
     pub counts: Counts,
-    /// Tokens of every thread added up (per-thread totals do not overlap).
+    /// Tokens of every thread added up (per-thread totals do not overlap),
+    /// and those outside the tree (`outsideTree`).
     pub tokens: Option<TokenUsage>,
+    /// The cost of every priced request, US dollars; `null` when nothing
+    /// could be priced.
+    #[serde(default)]
+    pub cost: Option<f64>,
+    /// How complete `cost` is.
+    #[serde(default)]
+    pub cost_status: CostStatus,
+    /// Why the run's tokens miss some, when they do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteReason>,
+    /// Tokens that belong to no agent of the tree (Claude's startup warmup
+    /// agents, replies of unknown owner): counted, never dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_tree: Vec<OutsideUsage>,
     /// Number of warnings.
     pub warning_count: usize,
     /// The code of each warning `warningCount` counts, so that a list of
@@ -188,6 +359,19 @@ pub struct AgentNode {
     /// and `tokens` say it all, and this is empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens_by_model: Vec<ModelTokens>,
+    /// The cost of its own priced requests, US dollars; `null` when
+    /// nothing could be priced.
+    #[serde(default)]
+    pub cost: Option<f64>,
+    /// How complete `cost` is.
+    #[serde(default)]
+    pub cost_status: CostStatus,
+    /// Tokens of its own requests no price was found for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_tokens: u64,
+    /// Why its tokens miss some, when they do.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteReason>,
     /// Its final message.
     pub final_message: Option<String>,
     /// The agents it spawned.
@@ -229,7 +413,16 @@ impl RunState {
             dropped_bytes: 0,
             threads: BTreeMap::new(),
             warnings: Vec::new(),
+            outside: BTreeMap::new(),
+            book: Book::default(),
         }
+    }
+
+    /// The same run priced by `book` (a user's price file) instead of the
+    /// database alone.
+    pub fn with_prices(mut self, book: Arc<PriceBook>) -> Self {
+        self.book = Book(book);
+        self
     }
 
     /// The last sequence applied.
@@ -330,17 +523,45 @@ impl RunState {
                         "interrupted" => AgentStatus::Interrupted,
                         _ => AgentStatus::Failed,
                     };
+                    let book = Arc::clone(&self.book.0);
+                    let pricing = Pricing {
+                        provider: self.provider,
+                        at: envelope.timestamp,
+                        service_tier: None,
+                        book: &book,
+                    };
                     self.with(thread, |stats| {
                         stats.status = status;
                         if let Some(usage) = usage {
-                            stats.count_tokens(*usage);
+                            stats.count_tokens(*usage, None, &pricing);
                         }
                     });
                 }
             }
-            Event::Usage { total, .. } => {
-                if let Some(thread) = &thread {
-                    self.with(thread, |stats| stats.count_tokens(*total));
+            Event::Usage {
+                total,
+                last,
+                model,
+                service_tier,
+                incomplete,
+                ..
+            } => {
+                let book = Arc::clone(&self.book.0);
+                let pricing = Pricing {
+                    provider: self.provider,
+                    at: envelope.timestamp,
+                    service_tier: service_tier.as_deref(),
+                    book: &book,
+                };
+                match &thread {
+                    Some(thread) => self.with(thread, |stats| {
+                        if model.is_some() && stats.model.is_none() {
+                            stats.model = model.clone();
+                        }
+                        stats.count_tokens(*total, *last, &pricing);
+                        stats.incomplete = incomplete.iter().copied().collect();
+                    }),
+                    None => self.count_outside(&envelope.actor, *total, *last, model.as_deref(), &pricing),
                 }
             }
             Event::AgentSpawned {
@@ -432,6 +653,77 @@ impl RunState {
         }
     }
 
+    /// Usage no thread reported, kept under its actor's reason: the
+    /// warmup agents' as `startup`, any other as `unattributed`.
+    fn count_outside(
+        &mut self,
+        actor: &Actor,
+        total: TokenUsage,
+        last: Option<TokenUsage>,
+        model: Option<&str>,
+        pricing: &Pricing<'_>,
+    ) {
+        let label = if actor.label == WARMUP_LABEL {
+            "startup"
+        } else {
+            "unattributed"
+        };
+        let key = actor.reason.clone().unwrap_or_else(|| actor.label.clone());
+        let stats = self.outside.entry(key).or_insert_with(|| OutsideStats {
+            label: label.to_owned(),
+            reported: TokenUsage::default(),
+            tokens_by_model: Vec::new(),
+        });
+        let added = total.minus(&stats.reported);
+        stats.reported = total;
+        add_request(&mut stats.tokens_by_model, model, &added, last, pricing);
+    }
+
+    /// Tokens outside the tree, one entry per label, each model's part
+    /// added up.
+    fn outside_tree(&self) -> Vec<OutsideUsage> {
+        let mut by_label: BTreeMap<&str, Vec<ModelTokens>> = BTreeMap::new();
+        for stats in self.outside.values() {
+            let parts = by_label.entry(stats.label.as_str()).or_default();
+            for part in &stats.tokens_by_model {
+                match parts.iter_mut().find(|kept| kept.model == part.model) {
+                    Some(kept) => {
+                        kept.tokens = kept.tokens.add(&part.tokens);
+                        kept.cost += part.cost;
+                        kept.unpriced_tokens += part.unpriced_tokens;
+                    }
+                    None => parts.push(part.clone()),
+                }
+            }
+        }
+        by_label
+            .into_iter()
+            .filter(|(_, parts)| !parts.is_empty())
+            .map(|(label, tokens_by_model)| OutsideUsage {
+                label: label.to_owned(),
+                tokens_by_model,
+            })
+            .collect()
+    }
+
+    /// Why a thread's tokens miss some: what its last usage said, an
+    /// inherited live total, or a helper that worked with no usage at all.
+    fn thread_incomplete(stats: &ThreadStats) -> Vec<IncompleteReason> {
+        let mut reasons = stats.incomplete.clone();
+        if stats.inherited {
+            reasons.insert(IncompleteReason::InheritedHistory);
+        }
+        if stats.actor.role == Role::Helper && stats.tokens.is_none() && stats.message_or_tool_count > 0 {
+            reasons.insert(IncompleteReason::NoUsageReported);
+        }
+        reasons.into_iter().collect()
+    }
+
+    /// A thread's own tokens by model, one part when it used one model.
+    fn parts(stats: &ThreadStats) -> &[ModelTokens] {
+        &stats.tokens_by_model
+    }
+
     fn note_root(&mut self, actor: &Actor) {
         if self.root_thread_id.is_none() && actor.role == Role::Root {
             self.root_thread_id = actor.thread_id.clone();
@@ -462,6 +754,9 @@ impl RunState {
                 model: None,
                 tokens: None,
                 tokens_by_model: Vec::new(),
+                reported: None,
+                incomplete: BTreeSet::new(),
+                inherited: false,
             })
     }
 
@@ -491,11 +786,32 @@ impl RunState {
 
     /// The run summary.
     pub fn summary(&self) -> RunSummary {
+        let outside_tree = self.outside_tree();
+        let outside_tokens = outside_tree
+            .iter()
+            .flat_map(|usage| &usage.tokens_by_model)
+            .map(|part| part.tokens);
         let tokens = self
             .threads
             .values()
             .filter_map(|stats| stats.tokens)
+            .chain(outside_tokens)
             .reduce(|a, b| a.add(&b));
+        let mut incomplete: BTreeSet<IncompleteReason> = self
+            .threads
+            .values()
+            .flat_map(Self::thread_incomplete)
+            .collect();
+        if self.undecoded_lines > 0 {
+            incomplete.insert(IncompleteReason::UnreadableLine);
+        }
+        let parts: Vec<ModelTokens> = self
+            .threads
+            .values()
+            .flat_map(|stats| Self::parts(stats).iter().cloned())
+            .chain(outside_tree.iter().flat_map(|usage| usage.tokens_by_model.iter().cloned()))
+            .collect();
+        let (cost, cost_status) = cost_figure(&parts, !incomplete.is_empty());
         RunSummary {
             id: self.run_id.clone(),
             provider: self.provider,
@@ -510,6 +826,10 @@ impl RunState {
             ended_at: self.ended_at,
             counts: self.counts(),
             tokens,
+            cost,
+            cost_status,
+            incomplete: incomplete.into_iter().collect(),
+            outside_tree,
             warning_count: self.warnings.len(),
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
         }
@@ -564,6 +884,8 @@ impl RunState {
             }
         }
         visiting.pop();
+        let incomplete = Self::thread_incomplete(stats);
+        let (cost, cost_status) = cost_figure(Self::parts(stats), !incomplete.is_empty());
         AgentNode {
             thread_id: thread.clone(),
             role: stats.actor.role,
@@ -581,6 +903,10 @@ impl RunState {
             } else {
                 Vec::new()
             },
+            cost,
+            cost_status,
+            unpriced_tokens: stats.tokens_by_model.iter().map(|part| part.unpriced_tokens).sum(),
+            incomplete,
             final_message: stats
                 .final_message
                 .clone()

@@ -6,10 +6,12 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agentrace_core::state::{FinalActors, RunSummary, RunView};
 use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::Timestamp;
+use agentrace_core::prices::PriceBook;
 use agentrace_core::warnings::{checked, Evidence, WarningConfig};
 use agentrace_core::{RunId, RunState};
 
@@ -291,6 +293,12 @@ impl Home {
     /// Reads a run's log and folds every envelope into its state, counting
     /// the lines skipped.
     pub fn load_run(&self, id: &RunId) -> Result<LoadedRun, StoreError> {
+        self.load_run_with(id, PriceBook::shared_database())
+    }
+
+    /// [`Home::load_run`], pricing with `prices` (a user's price file)
+    /// instead of the database alone.
+    pub fn load_run_with(&self, id: &RunId, prices: Arc<PriceBook>) -> Result<LoadedRun, StoreError> {
         let id = validate_run_id(id.as_str())?;
         let log_path = self.log_path(&id);
         let mut reader = match LogReader::open(&log_path) {
@@ -300,7 +308,7 @@ impl Home {
             }
             Err(error) => return Err(error),
         };
-        let mut state = RunState::new(id);
+        let mut state = RunState::new(id).with_prices(prices);
         let mut final_actors = FinalActors::default();
         let mut evidence = Evidence::default();
         let mut child_work = ChildWork::new();

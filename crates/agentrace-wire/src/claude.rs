@@ -184,7 +184,7 @@ pub struct ApiMessage {
 }
 
 /// Messages API token usage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ApiUsage {
     /// Uncached input tokens.
     #[serde(default, deserialize_with = "lenient_u64")]
@@ -198,6 +198,9 @@ pub struct ApiUsage {
     /// Output tokens.
     #[serde(default, deserialize_with = "lenient_u64")]
     pub output_tokens: u64,
+    /// The service tier that served the request (`standard`, `priority`, …).
+    #[serde(default)]
+    pub service_tier: Option<String>,
 }
 
 /// One content block of a message; unknown block types are kept as `Unknown`.

@@ -9,13 +9,19 @@
 //! cache reads, `cacheCreationTokens` cache writes, `outputTokens` as
 //! reported (Codex output includes reasoning), `reasoningTokens`
 //! informational, `totalTokens` as the provider reports the total.
+//!
+//! Costs come from the fold (each request priced on its own by
+//! [`agentrace_core::prices`]); this module adds them up and says how
+//! complete they are (`costStatus`, `incomplete`, `unpricedModels`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use agentrace_core::model::{Provider, RunId, Timestamp, TokenUsage};
+use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
+use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{AgentNode, ModelTokens, RunView};
+use agentrace_core::state::{AgentNode, CostStatus, ModelTokens, OutsideUsage, RunView};
 use agentrace_core::Recorder;
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -44,9 +50,10 @@ pub struct UsageArgs {
     /// Read this Claude Code config dir straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
     claude_dir: Option<PathBuf>,
-    /// Prices per million tokens by model, JSON (see the README).
+    /// Prices per million tokens by model, JSON (see the README); they
+    /// override and extend the price database.
     #[arg(long, value_name = "FILE")]
-    prices: Option<PathBuf>,
+    pub prices: Option<PathBuf>,
     /// Runs to count (default: every recorded run).
     runs: Vec<String>,
 }
@@ -64,8 +71,50 @@ pub enum By {
     Day,
 }
 
-/// Token counters, ccusage's convention.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Why figures miss tokens, as a set small enough to copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reasons(u8);
+
+const REASONS: [IncompleteReason; 5] = [
+    IncompleteReason::MissingFinalUsage,
+    IncompleteReason::NoUsageReported,
+    IncompleteReason::UnreadableLine,
+    IncompleteReason::InheritedHistory,
+    IncompleteReason::Other,
+];
+
+impl Reasons {
+    fn of(reasons: &[IncompleteReason]) -> Self {
+        let mut set = Self::default();
+        for reason in reasons {
+            set.insert(*reason);
+        }
+        set
+    }
+
+    fn insert(&mut self, reason: IncompleteReason) {
+        if let Some(bit) = REASONS.iter().position(|known| *known == reason) {
+            self.0 |= 1 << bit;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0 == 0
+    }
+
+    fn iter(self) -> impl Iterator<Item = IncompleteReason> {
+        REASONS.into_iter().enumerate().filter(move |(bit, _)| self.0 & (1 << bit) != 0).map(|(_, reason)| reason)
+    }
+}
+
+impl Serialize for Reasons {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+/// Token counters, ccusage's convention, with their cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
     /// Input tokens, cache reads and writes excluded.
@@ -80,31 +129,62 @@ pub struct Counters {
     pub reasoning_tokens: u64,
     /// Total as the provider reports it.
     pub total_tokens: u64,
-    /// Cost in US dollars by the price table (0 for models it lacks).
-    pub cost: f64,
+    /// Cost in US dollars of every priced request; `null` when nothing
+    /// could be priced (never a silent zero).
+    pub cost: Option<f64>,
+    /// How complete `cost` is: `exact`, `floor` or `unknown`.
+    pub cost_status: CostStatus,
+    /// Tokens of requests no price was found for.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unpriced_tokens: u64,
+    /// Why the tokens miss some, when they do.
+    #[serde(skip_serializing_if = "Reasons::is_empty")]
+    pub incomplete: Reasons,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl Counters {
-    fn of(usage: &TokenUsage, price: Option<&Price>) -> Self {
+    fn of(part: &ModelTokens) -> Self {
+        let usage = &part.tokens;
         let input_tokens = usage
             .input_tokens
             .saturating_sub(usage.cached_input_tokens)
             .saturating_sub(usage.cache_creation_input_tokens);
-        let cost = price.map_or(0.0, |price| {
-            (input_tokens as f64 * price.input
-                + usage.cached_input_tokens as f64 * price.cached_input
-                + usage.cache_creation_input_tokens as f64 * price.cache_creation
-                + usage.output_tokens as f64 * price.output)
-                / 1_000_000.0
-        });
-        Self {
+        let mut counters = Self {
             input_tokens,
             cached_input_tokens: usage.cached_input_tokens,
             cache_creation_tokens: usage.cache_creation_input_tokens,
             output_tokens: usage.output_tokens,
             reasoning_tokens: usage.reasoning_output_tokens,
             total_tokens: usage.total_tokens,
-            cost,
+            cost: Some(part.cost),
+            cost_status: CostStatus::Exact,
+            unpriced_tokens: part.unpriced_tokens,
+            incomplete: Reasons::default(),
+        };
+        counters.settle();
+        counters
+    }
+
+    /// Marks the figures as missing tokens for `reasons`.
+    fn missing(&mut self, reasons: Reasons) {
+        self.incomplete.0 |= reasons.0;
+        self.settle();
+    }
+
+    /// Derives `cost` and `costStatus` from what was priced.
+    fn settle(&mut self) {
+        let priced_any = self.total_tokens > self.unpriced_tokens;
+        let short = self.unpriced_tokens > 0 || !self.incomplete.is_empty();
+        if !priced_any && short {
+            self.cost = None;
+            self.cost_status = CostStatus::Unknown;
+        } else {
+            self.cost = Some(self.cost.unwrap_or(0.0));
+            self.cost_status = if short { CostStatus::Floor } else { CostStatus::Exact };
         }
     }
 
@@ -115,67 +195,47 @@ impl Counters {
         self.output_tokens += other.output_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
         self.total_tokens += other.total_tokens;
-        self.cost += other.cost;
-    }
-}
-
-/// Price of a model, US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Price {
-    /// Uncached input.
-    pub input: f64,
-    /// Cache reads.
-    #[serde(default)]
-    pub cached_input: f64,
-    /// Cache writes.
-    #[serde(default)]
-    pub cache_creation: f64,
-    /// Output (reasoning included).
-    pub output: f64,
-}
-
-/// The built-in price table (list prices per million tokens, USD), matched
-/// by the longest model-name prefix. Override or extend it with `--prices`.
-pub const DEFAULT_PRICES: &[(&str, Price)] = &[
-    ("gpt-5", Price { input: 1.25, cached_input: 0.125, cache_creation: 0.0, output: 10.0 }),
-    ("gpt-5-mini", Price { input: 0.25, cached_input: 0.025, cache_creation: 0.0, output: 2.0 }),
-    ("gpt-4.1", Price { input: 2.0, cached_input: 0.5, cache_creation: 0.0, output: 8.0 }),
-    ("o3", Price { input: 2.0, cached_input: 0.5, cache_creation: 0.0, output: 8.0 }),
-    ("claude-opus-4", Price { input: 15.0, cached_input: 1.5, cache_creation: 18.75, output: 75.0 }),
-    ("claude-sonnet-4", Price { input: 3.0, cached_input: 0.3, cache_creation: 3.75, output: 15.0 }),
-    ("claude-3-5-haiku", Price { input: 0.8, cached_input: 0.08, cache_creation: 1.0, output: 4.0 }),
-    ("claude-haiku-4", Price { input: 1.0, cached_input: 0.1, cache_creation: 1.25, output: 5.0 }),
-];
-
-struct Prices {
-    table: BTreeMap<String, Price>,
-}
-
-impl Prices {
-    fn load(file: Option<&PathBuf>) -> anyhow::Result<Self> {
-        let mut table: BTreeMap<String, Price> = DEFAULT_PRICES
-            .iter()
-            .map(|(model, price)| ((*model).to_owned(), *price))
-            .collect();
-        if let Some(file) = file {
-            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let extra: BTreeMap<String, Price> = serde_json::from_str(&text).with_context(|| {
-                format!("{}: expected {{\"model\": {{\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}}}}", file.display())
-            })?;
-            table.extend(extra);
+        self.unpriced_tokens += other.unpriced_tokens;
+        self.incomplete.0 |= other.incomplete.0;
+        self.cost = match (self.cost, other.cost) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        let priced_any = self.total_tokens > self.unpriced_tokens;
+        let short = self.unpriced_tokens > 0 || !self.incomplete.is_empty();
+        self.cost_status = match (self.cost, short) {
+            (None, _) => CostStatus::Unknown,
+            (Some(_), true) if !priced_any => CostStatus::Unknown,
+            (Some(_), true) => CostStatus::Floor,
+            (Some(_), false) => CostStatus::Exact,
+        };
+        if self.cost_status == CostStatus::Unknown {
+            self.cost = None;
         }
-        Ok(Self { table })
     }
+}
 
-    fn of(&self, model: Option<&str>) -> Option<&Price> {
-        let model = model?;
-        self.table
-            .iter()
-            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map(|(_, price)| price)
-    }
+/// Reads a `--prices` file into the book every fold prices with.
+pub fn load_prices(file: Option<&PathBuf>) -> anyhow::Result<Arc<PriceBook>> {
+    let Some(file) = file else {
+        return Ok(PriceBook::shared_database());
+    };
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: expected {{\"model\": {{\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}}}} (US dollars per million tokens)",
+            file.display()
+        )
+    })?;
+    // The file's content names the book: a usage index priced by another
+    // table is not reused.
+    let digest = format!("{:016x}", fnv1a(text.as_bytes()));
+    Ok(Arc::new(PriceBook::with_file(table, &digest)))
+}
+
+/// FNV-1a, 64 bits: a stable digest of a price file's bytes.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// One agent's usage.
@@ -211,11 +271,29 @@ pub struct SessionUsage {
     pub run_id: Option<String>,
     /// When it started.
     pub started_at: Option<Timestamp>,
-    /// Counters of all its agents.
+    /// Counters of all its agents and of what is outside the tree.
     #[serde(flatten)]
     pub counters: Counters,
     /// Per agent, in tree order.
     pub agents: Vec<AgentUsage>,
+    /// Tokens of no agent: `startup` (Claude's warmup agents) and
+    /// `unattributed`, each with its counters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside_tree: Vec<OutsideRow>,
+}
+
+/// Tokens outside the agent tree, as `usage` reports them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutsideRow {
+    /// `startup` or `unattributed`.
+    pub label: String,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// By model, for `--by model`.
+    #[serde(skip)]
+    pub by_model: Vec<(Option<String>, Counters)>,
 }
 
 /// What `usage` needs of one run: its agent tree with each agent's own
@@ -236,6 +314,17 @@ pub struct UsageTree {
     pub started_at: Option<Timestamp>,
     /// The agent tree.
     pub agents: Vec<UsageNode>,
+    /// Tokens outside the tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_tree: Vec<OutsideUsage>,
+    /// Why the run's tokens miss some, beyond what its agents say (a torn
+    /// or unreadable line).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteReason>,
+    /// The price book its costs come from; a tree priced by another is
+    /// folded again.
+    #[serde(default)]
+    pub prices: String,
 }
 
 /// One agent of a [`UsageTree`].
@@ -252,9 +341,12 @@ pub struct UsageNode {
     pub model: Option<String>,
     /// Its own tokens.
     pub tokens: Option<TokenUsage>,
-    /// Its own tokens by model, when it used more than one.
+    /// Its own tokens by model (one part per model, costs included).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tokens_by_model: Vec<ModelTokens>,
+    /// Why its tokens miss some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<IncompleteReason>,
     /// The agents it spawned.
     pub children: Vec<UsageNode>,
 }
@@ -272,21 +364,33 @@ impl UsageNode {
     }
 
     fn of(node: &AgentNode) -> Self {
+        // One model: the node's own figures are its one part.
+        let tokens_by_model = match (&node.tokens_by_model[..], node.tokens) {
+            ([], Some(tokens)) => vec![ModelTokens {
+                model: node.model.clone(),
+                tokens,
+                cost: node.cost.unwrap_or(0.0),
+                unpriced_tokens: node.unpriced_tokens,
+            }],
+            (parts, _) => parts.to_vec(),
+        };
         Self {
             thread_id: node.thread_id.to_string(),
             label: node.label.clone(),
             parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
             model: node.model.clone(),
             tokens: node.tokens,
-            tokens_by_model: node.tokens_by_model.clone(),
+            tokens_by_model,
+            incomplete: node.incomplete.clone(),
             children: node.children.iter().map(Self::of).collect(),
         }
     }
 }
 
 impl UsageTree {
-    /// The usage of a run's view, for its log as stamped `log`.
-    pub fn of(view: &RunView, log: LogStamp) -> Self {
+    /// The usage of a run's view, for its log as stamped `log`, priced by
+    /// the book named `prices`.
+    pub fn of(view: &RunView, log: LogStamp, prices: &str) -> Self {
         let id = view.run.id.as_str();
         // An imported Claude run is named after its session; its root thread
         // id is the main agent's, which is not the session id users know.
@@ -299,12 +403,19 @@ impl UsageTree {
                 .map(|thread| thread.to_string())
                 .unwrap_or_else(|| id.to_owned()),
         };
+        let mut incomplete: Vec<IncompleteReason> = Vec::new();
+        if view.run.counts.undecoded_lines > 0 || view.run.counts.skipped_log_lines > 0 {
+            incomplete.push(IncompleteReason::UnreadableLine);
+        }
         Self {
             log,
             provider: view.run.provider,
             session_id,
             started_at: view.run.started_at,
             agents: view.agents.iter().map(UsageNode::of).collect(),
+            outside_tree: view.run.outside_tree.clone(),
+            incomplete,
+            prices: prices.to_owned(),
         }
     }
 }
@@ -388,7 +499,7 @@ impl UsageIndex {
         let Some(log) = LogStamp::of(home, id) else {
             return Ok(None);
         };
-        self.writer.put(id.as_str(), &UsageTree::of(view, log))?;
+        self.writer.put(id.as_str(), &UsageTree::of(view, log, PriceBook::database().id()))?;
         Ok(Some(log.bytes))
     }
 
@@ -417,9 +528,9 @@ impl KeptUsage {
 
     /// The kept usage of run `id` when it still matches its log, with its
     /// place in the index; ids must be asked for in increasing order.
-    fn take(&mut self, home: &Home, id: &RunId) -> Option<(UsageTree, table::Position)> {
+    fn take(&mut self, home: &Home, id: &RunId, prices: &str) -> Option<(UsageTree, table::Position)> {
         let (tree, at) = self.reader.get_placed(id.as_str())?;
-        (LogStamp::of(home, id) == Some(tree.log)).then_some((tree, at))
+        (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices).then_some((tree, at))
     }
 }
 
@@ -448,12 +559,13 @@ fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
     Ok(ids)
 }
 
-fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counters {
-    let by_model = by_model(node, prices);
+fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>) -> Counters {
+    let by_model = by_model(node);
     let mut own = Counters::default();
     for (_, counters) in &by_model {
         own.add(counters);
     }
+    own.missing(Reasons::of(&node.incomplete));
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),
@@ -466,32 +578,63 @@ fn walk(node: &UsageNode, prices: &Prices, out: &mut Vec<AgentUsage>) -> Counter
     });
     let mut subtree = own;
     for child in &node.children {
-        subtree.add(&walk(child, prices, out));
+        subtree.add(&walk(child, out));
     }
     out[index].subtree = subtree;
     subtree
 }
 
-/// An agent's own counters, each model's part priced by its own model (one
-/// model: all of it).
-fn by_model(node: &UsageNode, prices: &Prices) -> Vec<(Option<String>, Counters)> {
-    if node.tokens_by_model.is_empty() {
-        let own = node.tokens.map(|tokens| Counters::of(&tokens, prices.of(node.model.as_deref())));
-        vec![(node.model.clone(), own.unwrap_or_default())]
-    } else {
-        node.tokens_by_model
-            .iter()
-            .map(|part| (part.model.clone(), Counters::of(&part.tokens, prices.of(part.model.as_deref()))))
-            .collect()
+/// An agent's own counters by model, each part priced by its own model as
+/// the fold priced it.
+fn by_model(node: &UsageNode) -> Vec<(Option<String>, Counters)> {
+    let mut parts: Vec<(Option<String>, Counters)> = node
+        .tokens_by_model
+        .iter()
+        .map(|part| (part.model.clone(), Counters::of(part)))
+        .collect();
+    if parts.is_empty() {
+        // No tokens: an agent whose usage is missing still says so.
+        let mut none = Counters::default();
+        none.missing(Reasons::of(&node.incomplete));
+        parts.push((node.model.clone(), none));
+    } else if !node.incomplete.is_empty() {
+        for (_, counters) in &mut parts {
+            counters.missing(Reasons::of(&node.incomplete));
+        }
     }
+    parts
 }
 
-fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> SessionUsage {
+fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
     let mut agents = Vec::new();
     let mut counters = Counters::default();
     for node in &tree.agents {
-        counters.add(&walk(node, prices, &mut agents));
+        counters.add(&walk(node, &mut agents));
     }
+    let outside_tree: Vec<OutsideRow> = tree
+        .outside_tree
+        .iter()
+        .map(|outside| {
+            let by_model: Vec<(Option<String>, Counters)> = outside
+                .tokens_by_model
+                .iter()
+                .map(|part| (part.model.clone(), Counters::of(part)))
+                .collect();
+            let mut row = Counters::default();
+            for (_, part) in &by_model {
+                row.add(part);
+            }
+            OutsideRow {
+                label: outside.label.clone(),
+                counters: row,
+                by_model,
+            }
+        })
+        .collect();
+    for row in &outside_tree {
+        counters.add(&row.counters);
+    }
+    counters.missing(Reasons::of(&tree.incomplete));
     SessionUsage {
         provider: provider_name(tree.provider).to_owned(),
         session_id: tree.session_id.clone(),
@@ -499,6 +642,7 @@ fn session(tree: &UsageTree, run_id: Option<&RunId>, prices: &Prices) -> Session
         started_at: tree.started_at,
         counters,
         agents,
+        outside_tree,
     }
 }
 
@@ -550,31 +694,33 @@ const STREAM_CHUNK: usize = 256;
 
 /// Attributes sessions straight from provider folders, in memory, on
 /// every core (sessions are independent; the order stays the folders').
-fn attribute(found: &[FoundSession], prices: &Prices) -> anyhow::Result<Vec<SessionUsage>> {
+fn attribute(found: &[FoundSession], prices: &Arc<PriceBook>) -> anyhow::Result<Vec<SessionUsage>> {
     crate::parallel::map(found, |found| attribute_one(found, prices))
 }
 
 /// Attributes one session found in the folders, in memory.
-fn attribute_one(found: &FoundSession, prices: &Prices) -> anyhow::Result<SessionUsage> {
+fn attribute_one(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Result<SessionUsage> {
     // Nothing is stored, so redacting secrets would be wasted work.
     match found {
         FoundSession::Codex(root, files) => {
-            let mut recorder =
-                Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout).for_usage();
+            let mut recorder = Recorder::new(RunId::from(format!("codex-{root}")), Format::CodexRollout)
+                .for_usage()
+                .with_prices(Arc::clone(prices));
             let _ = recorder.start(codex_start(files));
             feed_rollouts(&mut recorder, files, &mut |_| Ok(()))?;
-            Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default()), None, prices))
+            Ok(session(&UsageTree::of(&recorder.state().view(), LogStamp::default(), prices.id()), None))
         }
         FoundSession::Claude(found) => {
             let files = &found.files()?;
             let mut recorder =
                 Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
-                    .for_usage();
+                    .for_usage()
+                    .with_prices(Arc::clone(prices));
             let _ = recorder.start(claude_start(files));
             feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
-            let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default());
+            let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default(), prices.id());
             tree.session_id = files.session_id.clone();
-            Ok(session(&tree, None, prices))
+            Ok(session(&tree, None))
         }
     }
 }
@@ -588,6 +734,7 @@ fn attribute_one(found: &FoundSession, prices: &Prices) -> anyhow::Result<Sessio
 struct StreamedReport<I> {
     sessions: std::cell::RefCell<I>,
     totals: std::cell::Cell<Counters>,
+    unpriced: std::cell::RefCell<Unpriced>,
 }
 
 impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> StreamedReport<I> {
@@ -595,7 +742,50 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> StreamedReport<I> {
         Self {
             sessions: std::cell::RefCell::new(sessions),
             totals: std::cell::Cell::new(Counters::default()),
+            unpriced: std::cell::RefCell::new(Unpriced::default()),
         }
+    }
+}
+
+/// Tokens no price was found for, by model.
+#[derive(Debug, Default)]
+struct Unpriced(BTreeMap<String, u64>);
+
+impl Unpriced {
+    fn note(&mut self, session: &SessionUsage) {
+        let parts = session
+            .agents
+            .iter()
+            .flat_map(|agent| &agent.by_model)
+            .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
+        for (model, counters) in parts {
+            if counters.unpriced_tokens > 0 {
+                *self.0.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() +=
+                    counters.unpriced_tokens;
+            }
+        }
+    }
+
+    /// Says on stderr which models had no price: their cost is missing
+    /// from every figure that includes them.
+    fn warn(&self) {
+        for (model, tokens) in &self.0 {
+            eprintln!("warning: no price for {model} ({tokens} tokens); cost shown is a floor");
+        }
+        if !self.0.is_empty() {
+            eprintln!("hint: `agentrace prices` lists the prices found; pass --prices FILE to price the others (see the README)");
+        }
+    }
+}
+
+impl Serialize for Unpriced {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Row<'a> {
+            model: &'a str,
+            tokens: u64,
+        }
+        serializer.collect_seq(self.0.iter().map(|(model, tokens)| Row { model, tokens: *tokens }))
     }
 }
 
@@ -614,14 +804,16 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedRep
                     let mut totals = report.totals.get();
                     totals.add(&session.counters);
                     report.totals.set(totals);
+                    report.unpriced.borrow_mut().note(&session);
                     seq.serialize_element(&session)?;
                 }
                 seq.end()
             }
         }
-        let mut report = serializer.serialize_struct("Report", 2)?;
+        let mut report = serializer.serialize_struct("Report", 3)?;
         report.serialize_field("sessions", &Sessions(self))?;
         report.serialize_field("totals", &self.totals.get())?;
+        report.serialize_field("unpricedModels", &*self.unpriced.borrow())?;
         report.end()
     }
 }
@@ -630,7 +822,7 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedRep
 /// as they are asked for; the first error ends them.
 fn attributed<'a>(
     found: impl Iterator<Item = anyhow::Result<FoundSession>> + 'a,
-    prices: &'a Prices,
+    prices: &'a Arc<PriceBook>,
     chunk: usize,
 ) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
     crate::parallel::map_chunks(found, chunk, move |found| attribute_one(found, prices))
@@ -711,12 +903,12 @@ enum RecordedUsage {
 
 impl Recorded {
     /// The run's session, its usage read through `lines` when kept.
-    fn session(self, lines: &table::Lines, prices: &Prices) -> anyhow::Result<SessionUsage> {
+    fn session(self, lines: &table::Lines) -> anyhow::Result<SessionUsage> {
         let tree = match self.usage {
             RecordedUsage::Kept(at) => lines.read::<UsageTree>(at)?,
             RecordedUsage::Folded(tree) => *tree,
         };
-        Ok(session(&tree, Some(&self.id), prices))
+        Ok(session(&tree, Some(&self.id)))
     }
 }
 
@@ -726,10 +918,10 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 /// The recorded runs `usage` reports (those named, else every run: newest
 /// first, as `agentrace runs` lists them), one per session, as they are
 /// asked for; with the files of the usage index they were read from.
-fn recorded_runs(home: &Home, args: &UsageArgs) -> anyhow::Result<(RecordedRuns, table::Lines)> {
+fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, table::Lines)> {
     let mut kept = KeptUsage::open(home)?;
     if args.runs.is_empty() {
-        let runs = every_run(home, &mut kept)?;
+        let runs = every_run(home, &mut kept, prices)?;
         return Ok((runs, kept.reader.lines()));
     }
     let ids: Vec<RunId> = args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?;
@@ -738,7 +930,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs) -> anyhow::Result<(RecordedRuns,
     order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
     let mut runs = Vec::with_capacity(order.len());
     for (at, id) in order {
-        runs.push((at, recorded(home, &mut kept, id)?));
+        runs.push((at, recorded(home, &mut kept, id, prices)?));
     }
     // Runs named on the command line come in their order.
     runs.sort_by_key(|(at, _)| *at);
@@ -748,15 +940,15 @@ fn recorded_runs(home: &Home, args: &UsageArgs) -> anyhow::Result<(RecordedRuns,
 
 /// Run `id` as `usage` lists it: its usage from the index when kept for
 /// its log as it is, else folded from its log.
-fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId) -> anyhow::Result<Recorded> {
-    Ok(match kept.take(home, &id) {
+fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
+    Ok(match kept.take(home, &id, prices.id()) {
         Some((tree, at)) => Recorded {
             id,
             place: Place::of(&tree),
             usage: RecordedUsage::Kept(at),
         },
         None => {
-            let tree = UsageTree::of(&home.load_run(&id)?.view(), LogStamp::default());
+            let tree = UsageTree::of(&home.load_run_with(&id, Arc::clone(prices))?.view(), LogStamp::default(), prices.id());
             Recorded {
                 id,
                 place: Place::of(&tree),
@@ -771,7 +963,7 @@ fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId) -> anyhow::Result<Reco
 /// folder's ids, the runs by session and the runs by place go through
 /// [`ExternalSort`]s (in the system's temporary folder past a budget), so
 /// memory does not grow with the number of runs.
-fn every_run(home: &Home, kept: &mut KeptUsage) -> anyhow::Result<RecordedRuns> {
+fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Arc<PriceBook>) -> anyhow::Result<RecordedRuns> {
     let by_id: external_sort::Order<String> = |a, b| a.cmp(b);
     let mut ids = ExternalSort::new(external_sort::BUDGET, None, by_id, |id| 40 + id.len());
     let mut count = 0;
@@ -790,7 +982,7 @@ fn every_run(home: &Home, kept: &mut KeptUsage) -> anyhow::Result<RecordedRuns> 
     let mut sessions = ExternalSort::new(external_sort::BUDGET, None, by_session, Listed::size);
     for id in ids.sorted()? {
         let id = RunId::from(id?);
-        match recorded(home, kept, id.clone()) {
+        match recorded(home, kept, id.clone(), prices) {
             Ok(run) => sessions.push(Listed::of(run)?)?,
             // Deleted since the directory was listed: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
@@ -906,27 +1098,38 @@ impl Listed {
 
 /// Runs `agentrace usage`.
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
-    let prices = Prices::load(args.prices.as_ref())?;
+    let prices = load_prices(args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
     if !straight {
         crate::memory::prefer_small_pages();
     }
     if args.json && args.by == By::Run {
-        if straight {
-            return out.json_pretty(&StreamedReport::of(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK)));
-        }
-        let (runs, lines) = recorded_runs(home, args)?;
-        return out.json_pretty(&StreamedReport::of(runs.map(|run| run?.session(&lines, &prices))));
+        let report = if straight {
+            let report = StreamedReport::of(Box::new(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK))
+                as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
+            out.json_pretty(&report)?;
+            report
+        } else {
+            let (runs, lines) = recorded_runs(home, args, &prices)?;
+            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&lines)))
+                as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
+            out.json_pretty(&report)?;
+            report
+        };
+        report.unpriced.borrow().warn();
+        return Ok(());
     }
     let sessions = if straight {
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, &prices)?
     } else {
-        let (runs, lines) = recorded_runs(home, args)?;
-        runs.map(|run| run?.session(&lines, &prices)).collect::<anyhow::Result<_>>()?
+        let (runs, lines) = recorded_runs(home, args, &prices)?;
+        runs.map(|run| run?.session(&lines)).collect::<anyhow::Result<_>>()?
     };
     let mut totals = Counters::default();
+    let mut unpriced = Unpriced::default();
     for session in &sessions {
         totals.add(&session.counters);
+        unpriced.note(session);
     }
     match args.by {
         By::Run => {
@@ -934,26 +1137,35 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 // Typed, not through a `json!` tree: building and dropping a
                 // tree of every session cost more than reading them.
                 #[derive(Serialize)]
+                #[serde(rename_all = "camelCase")]
                 struct Report<'a> {
                     sessions: &'a [SessionUsage],
                     totals: &'a Counters,
+                    unpriced_models: &'a Unpriced,
                 }
                 out.json_pretty(&Report {
                     sessions: &sessions,
                     totals: &totals,
+                    unpriced_models: &unpriced,
                 })?;
             } else {
                 // Each session, then its agents under it (indented by
                 // depth) with their own counters and, for a spawner, the
-                // total of its subtree.
+                // total of its subtree; then what is outside its tree.
                 let rows = sessions.iter().flat_map(|session| {
                     let depth = depths(&session.agents);
                     let head = (format!("{} {}", session.provider, session.session_id), session.counters, None);
-                    std::iter::once(head).chain(session.agents.iter().map(move |agent| {
-                        let indent = "  ".repeat(1 + depth.get(agent.thread_id.as_str()).copied().unwrap_or(0));
-                        let spawner = session.agents.iter().any(|other| other.parent_thread_id.as_deref() == Some(agent.thread_id.as_str()));
-                        (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
-                    }))
+                    let outside = session
+                        .outside_tree
+                        .iter()
+                        .map(|row| (format!("  {} (outside the tree)", row.label), row.counters, None));
+                    std::iter::once(head)
+                        .chain(session.agents.iter().map(move |agent| {
+                            let indent = "  ".repeat(1 + depth.get(agent.thread_id.as_str()).copied().unwrap_or(0));
+                            let spawner = session.agents.iter().any(|other| other.parent_thread_id.as_deref() == Some(agent.thread_id.as_str()));
+                            (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
+                        }))
+                        .chain(outside)
                 });
                 counters_table(out, "SESSION / AGENT (own tokens)", rows, &totals, true)?;
             }
@@ -963,10 +1175,19 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 .iter()
                 .flat_map(|s| s.agents.iter().map(move |a| serde_json::json!({"sessionId": s.session_id, "provider": s.provider, "agent": a})))
                 .collect();
+            let outside: Vec<serde_json::Value> = sessions
+                .iter()
+                .flat_map(|s| s.outside_tree.iter().map(move |row| serde_json::json!({"sessionId": s.session_id, "provider": s.provider, "outside": row})))
+                .collect();
             if args.json {
-                out.json_pretty(&serde_json::json!({"agents": rows, "totals": totals}))?;
+                out.json_pretty(&serde_json::json!({"agents": rows, "outsideTree": outside, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
-                let rows = sessions.iter().flat_map(|s| s.agents.iter().map(|a| (format!("{} {}", a.label, a.thread_id), a.own)));
+                let rows = sessions.iter().flat_map(|s| {
+                    s.agents
+                        .iter()
+                        .map(|a| (format!("{} {}", a.label, a.thread_id), a.own))
+                        .chain(s.outside_tree.iter().map(|row| (format!("{} {}", row.label, s.session_id), row.counters)))
+                });
                 table(out, "AGENT", rows, &totals)?;
             }
         }
@@ -980,7 +1201,12 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                         .unwrap_or_else(|| "unknown".to_owned());
                     groups.entry(day).or_default().add(&session.counters);
                 } else {
-                    for (model, counters) in session.agents.iter().flat_map(|agent| &agent.by_model) {
+                    let parts = session
+                        .agents
+                        .iter()
+                        .flat_map(|agent| &agent.by_model)
+                        .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
+                    for (model, counters) in parts {
                         groups
                             .entry(model.clone().unwrap_or_else(|| "unknown".to_owned()))
                             .or_default()
@@ -990,12 +1216,13 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             }
             let key = if args.by == By::Day { "days" } else { "models" };
             if args.json {
-                out.json_pretty(&serde_json::json!({key: groups, "totals": totals}))?;
+                out.json_pretty(&serde_json::json!({key: groups, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
                 table(out, if args.by == By::Day { "DAY" } else { "MODEL" }, groups.into_iter(), &totals)?;
             }
         }
     }
+    unpriced.warn();
     Ok(())
 }
 
@@ -1038,6 +1265,16 @@ fn table(
     counters_table(out, title, rows.map(|(name, counters)| (name, counters, None)), totals, false)
 }
 
+/// A cost as a table shows it: `≥` before a floor, `?` when nothing
+/// could be priced.
+pub fn cost_cell(counters: &Counters) -> String {
+    match (counters.cost, counters.cost_status) {
+        (None, _) | (_, CostStatus::Unknown) => "?".to_owned(),
+        (Some(cost), CostStatus::Floor) => format!("≥{cost:.4}"),
+        (Some(cost), CostStatus::Exact) => format!("{cost:.4}"),
+    }
+}
+
 /// The rows, then the totals; with `subtree_column`, a last column holds
 /// the subtree total of a spawning agent.
 fn counters_table(
@@ -1058,14 +1295,14 @@ fn counters_table(
     let mut line = |name: &str, c: &Counters, subtree: Option<u64>| {
         out.line(
             format!(
-                "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10.4} {:>12}",
+                "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
                 indented(name, 60),
                 c.input_tokens,
                 c.cached_input_tokens,
                 c.cache_creation_tokens,
                 c.output_tokens,
                 c.total_tokens,
-                c.cost,
+                cost_cell(c),
                 subtree.map(|total| total.to_string()).unwrap_or_default()
             )
             .trim_end(),
@@ -1104,7 +1341,7 @@ mod tests {
             prices: None,
             runs: Vec::new(),
         };
-        let prices = Prices::load(None).unwrap_or_else(|e| panic!("{e}"));
+        let prices = load_prices(None).unwrap_or_else(|e| panic!("{e}"));
         let found = found_in_folders(&args)
             .and_then(Iterator::collect::<anyhow::Result<Vec<_>>>)
             .unwrap_or_else(|e| panic!("{e}"));
@@ -1113,7 +1350,11 @@ mod tests {
         for session in &sessions {
             totals.add(&session.counters);
         }
-        let whole = serde_json::json!({"sessions": sessions, "totals": totals});
+        let mut unpriced = Unpriced::default();
+        for session in &sessions {
+            unpriced.note(session);
+        }
+        let whole = serde_json::json!({"sessions": sessions, "totals": totals, "unpricedModels": unpriced});
         assert!(found.len() >= 6, "{}", found.len());
         for chunk in [1, 2, 4, STREAM_CHUNK] {
             let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));

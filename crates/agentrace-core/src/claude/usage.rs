@@ -26,6 +26,10 @@ pub struct UsageBook {
     /// every response made a long session quadratic.
     open_total: TokenUsage,
     covered: TokenUsage,
+    /// Open responses known only by their snapshot.
+    open_snapshots: usize,
+    /// The response recorded last.
+    last_key: Option<ResponseKey>,
 }
 
 impl UsageBook {
@@ -43,6 +47,7 @@ impl UsageBook {
                 if is_final && !*kept_final {
                     if self.open.contains(&key) {
                         self.open_total = self.open_total.minus(kept).add(&usage);
+                        self.open_snapshots = self.open_snapshots.saturating_sub(1);
                     }
                     *kept = usage;
                     *kept_final = true;
@@ -50,11 +55,33 @@ impl UsageBook {
             }
             None => {
                 self.responses.insert(key.clone(), (usage, is_final));
-                self.open.insert(key);
+                self.open.insert(key.clone());
                 self.open_total = self.open_total.add(&usage);
+                if !is_final {
+                    self.open_snapshots += 1;
+                }
+                self.last_key = Some(key);
             }
         }
         self.total() != before
+    }
+
+    /// Takes `usage` as the final value of the response recorded last when
+    /// only its snapshot is known (a subagent's hand-back carries the final
+    /// usage of its last response). Returns true when the total moved.
+    pub fn finish_last(&mut self, usage: TokenUsage) -> bool {
+        match self.last_key.clone() {
+            Some(key) if self.responses.get(&key).is_some_and(|(_, is_final)| !is_final) => {
+                self.record(key, usage, true)
+            }
+            _ => false,
+        }
+    }
+
+    /// True when a response not covered by a `result` is known only by its
+    /// snapshot: the total then misses its final output.
+    pub fn missing_finals(&self) -> bool {
+        self.open_snapshots > 0
     }
 
     /// A `result` line's usage covers every response seen so far.
@@ -62,6 +89,7 @@ impl UsageBook {
         self.covered = self.covered.add(&usage);
         self.open.clear();
         self.open_total = TokenUsage::default();
+        self.open_snapshots = 0;
     }
 }
 
