@@ -160,7 +160,8 @@ pub enum CostStatus {
 /// A cost figure and how complete it is: `None` when nothing could be
 /// priced (never a silent zero).
 pub fn cost_figure(parts: &[ModelTokens], incomplete: bool) -> (Option<f64>, CostStatus) {
-    let priced: f64 = parts.iter().map(|part| part.cost).sum();
+    // A fold from +0.0: `Sum` of no f64 is -0.0, which prints as `-0.0`.
+    let priced = parts.iter().fold(0.0, |sum, part| sum + part.cost);
     let priced_any = parts
         .iter()
         .any(|part| part.tokens.total_tokens > part.unpriced_tokens);
@@ -708,12 +709,17 @@ impl RunState {
 
     /// Why a thread's tokens miss some: what its last usage said, an
     /// inherited live total, or a helper that worked with no usage at all.
+    /// A reason of the thread's own; the run adds its unreadable lines.
     fn thread_incomplete(stats: &ThreadStats) -> Vec<IncompleteReason> {
         let mut reasons = stats.incomplete.clone();
         if stats.inherited {
             reasons.insert(IncompleteReason::InheritedHistory);
         }
-        if stats.actor.role == Role::Helper && stats.tokens.is_none() && stats.message_or_tool_count > 0 {
+        // It worked (said or did something, or completed: a background
+        // subagent in stream-json shows only its notifications) yet no
+        // source reports its usage.
+        let worked = stats.message_or_tool_count > 0 || stats.status == AgentStatus::Completed;
+        if stats.actor.role == Role::Helper && stats.tokens.is_none() && worked {
             reasons.insert(IncompleteReason::NoUsageReported);
         }
         reasons.into_iter().collect()

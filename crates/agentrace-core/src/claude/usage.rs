@@ -66,15 +66,25 @@ impl UsageBook {
         self.total() != before
     }
 
-    /// Takes `usage` as the final value of the response recorded last when
-    /// only its snapshot is known (a subagent's hand-back carries the final
-    /// usage of its last response). Returns true when the total moved.
+    /// Takes `usage` (the final usage of a subagent's last response, from
+    /// its hand-back) as the final value of the open response known only by
+    /// its snapshot that it is: the one with the same input, which the
+    /// snapshot already carries whole. The latest such response wins; none
+    /// (the response was not seen yet, sources merged out of order) leaves
+    /// the book as it is. Returns true when the total moved.
     pub fn finish_last(&mut self, usage: TokenUsage) -> bool {
-        match self.last_key.clone() {
-            Some(key) if self.responses.get(&key).is_some_and(|(_, is_final)| !is_final) => {
-                self.record(key, usage, true)
-            }
-            _ => false,
+        let matching = |key: &ResponseKey| {
+            self.responses
+                .get(key)
+                .is_some_and(|(kept, is_final)| !is_final && kept.input_tokens == usage.input_tokens)
+        };
+        let key = match self.last_key.clone() {
+            Some(last) if matching(&last) => Some(last),
+            _ => self.open.iter().find(|key| matching(key)).cloned(),
+        };
+        match key {
+            Some(key) => self.record(key, usage, true),
+            None => false,
         }
     }
 
