@@ -5,6 +5,7 @@ mod all {
     pub mod childwork;
     pub mod childwork_fixtures;
     pub mod claude;
+    pub mod costs;
     pub mod fixtures;
     pub mod properties;
     pub mod redact;

@@ -41,3 +41,16 @@ pub fn claude() -> PathBuf {
     );
     path
 }
+
+/// The real `ccusage` (`AGENTRACE_TEST_CCUSAGE`, else `.tools/agents`): the
+/// independent reading of the same files that usage totals are held to.
+/// Panics with a hint when it is missing: these tests never skip.
+pub fn ccusage() -> PathBuf {
+    let path = find("AGENTRACE_TEST_CCUSAGE", ".tools/agents/node_modules/.bin/ccusage");
+    assert!(
+        path.exists(),
+        "ccusage is not installed at {}; run scripts/install-agents (scripts/test does)",
+        path.display()
+    );
+    path
+}

@@ -98,6 +98,9 @@ enum Command {
     Import(crate::import::ImportArgs),
     /// Tokens and cost per run, per agent (own and subtree), per model, per day.
     Usage(crate::usage::UsageArgs),
+    /// The models in your runs with their price per million tokens, where it
+    /// came from, and the models that have none.
+    Prices(crate::prices::PricesArgs),
     /// Claude Code hook: append the hook input on stdin to its session's run.
     ///
     /// Always exits 0, quickly, so it never breaks a Claude Code session;
@@ -202,6 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
         Some(Command::Import(args)) => crate::import::run(&home, &args)?,
         Some(Command::Usage(args)) => crate::usage::run(&home, &args, &mut out)?,
+        Some(Command::Prices(args)) => crate::prices::run(&home, &args, &mut out)?,
         Some(Command::Run {
             target: RunTarget::Claude(args),
         }) => {

@@ -19,6 +19,7 @@ mod live;
 mod memory;
 mod output;
 mod parallel;
+mod prices;
 mod render;
 mod report;
 mod run_codex;

@@ -40,22 +40,22 @@ use crate::table::{self, Table};
 pub struct UsageArgs {
     /// Print JSON.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Group by run (session), agent, model or day.
     #[arg(long, value_enum, default_value_t = By::Run)]
-    by: By,
+    pub by: By,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
-    codex_home: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
     /// Read this Claude Code config dir straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
-    claude_dir: Option<PathBuf>,
+    pub claude_dir: Option<PathBuf>,
     /// Prices per million tokens by model, JSON (see the README); they
     /// override and extend the price database.
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
     /// Runs to count (default: every recorded run).
-    runs: Vec<String>,
+    pub runs: Vec<String>,
 }
 
 /// Grouping of `usage`.
@@ -1096,6 +1096,17 @@ impl Listed {
     }
 }
 
+/// Every session `args` names (recorded runs, or the folders straight),
+/// priced by `prices`.
+pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<Vec<SessionUsage>> {
+    if args.codex_home.is_some() || args.claude_dir.is_some() {
+        attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, prices)
+    } else {
+        let (runs, lines) = recorded_runs(home, args, prices)?;
+        runs.map(|run| run?.session(&lines)).collect()
+    }
+}
+
 /// Runs `agentrace usage`.
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = load_prices(args.prices.as_ref())?;
@@ -1119,12 +1130,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         report.unpriced.borrow().warn();
         return Ok(());
     }
-    let sessions = if straight {
-        attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, &prices)?
-    } else {
-        let (runs, lines) = recorded_runs(home, args, &prices)?;
-        runs.map(|run| run?.session(&lines)).collect::<anyhow::Result<_>>()?
-    };
+    let sessions = sessions(home, args, &prices)?;
     let mut totals = Counters::default();
     let mut unpriced = Unpriced::default();
     for session in &sessions {

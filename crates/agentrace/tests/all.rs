@@ -7,6 +7,7 @@ mod all {
     pub mod serve;
     pub mod claude_cli;
     pub mod contract;
+    pub mod costs;
     pub mod export;
     pub mod host;
     pub mod live_claude;

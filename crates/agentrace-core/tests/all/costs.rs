@@ -1,0 +1,265 @@
+//! Costs: each request priced on its own by the price database, at its own
+//! time, never a silent zero, tokens outside the tree counted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use agentrace_core::model::{Envelope, IncompleteReason, Provider, Timestamp, TokenUsage};
+use agentrace_core::prices::{FilePrice, PriceBook, PriceSource, Request, DATABASE_VERSION};
+use agentrace_core::state::{CostStatus, ModelTokens, OutsideUsage};
+use agentrace_core::RunState;
+use serde_json::{json, Value};
+
+/// 2026-11-30, when every fixture was captured.
+const AT: &str = "2026-11-30T00:00:00.000Z";
+
+fn at() -> Timestamp {
+    Timestamp::parse(AT).unwrap_or_else(|| panic!("bad time"))
+}
+
+fn tokens(input: u64, cached: u64, output: u64) -> TokenUsage {
+    TokenUsage {
+        input_tokens: input,
+        cached_input_tokens: cached,
+        cache_creation_input_tokens: 0,
+        output_tokens: output,
+        reasoning_output_tokens: 0,
+        total_tokens: input + output,
+    }
+}
+
+fn database_price(provider: &str, model: &str, usage: &TokenUsage) -> f64 {
+    let mut request = genai_prices::Usage::new();
+    request.insert("input_tokens", usage.input_tokens as f64);
+    request.insert("cache_read_tokens", usage.cached_input_tokens as f64);
+    request.insert("output_tokens", usage.output_tokens as f64);
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(at().millis() as u64);
+    genai_prices::calculate(
+        &genai_prices::PriceRequest::new(model, &request)
+            .with_provider_id(provider)
+            .with_timestamp(time),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+    .total_price
+}
+
+/// One log line of run `r`, as the store writes it.
+fn envelope(sequence: u64, thread: Option<&str>, role: &str, label: &str, event: Value) -> Envelope {
+    let actor = match thread {
+        Some(thread) => json!({"threadId": thread, "role": role, "label": label, "confidence": "provider",
+                               "parentThreadId": if role == "helper" { json!("root") } else { Value::Null }}),
+        None => json!({"threadId": null, "role": "unknown", "label": label, "confidence": "unknown",
+                       "reason": format!("{label} {sequence}")}),
+    };
+    serde_json::from_value(json!({"version": 2, "timestamp": AT, "sequence": sequence, "runId": "r",
+                                  "actor": actor, "event": event}))
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn usage_event(total: TokenUsage, last: Option<TokenUsage>) -> Value {
+    json!({"type": "usage", "turnId": null, "total": total, "last": last})
+}
+
+fn fold(provider: &str, events: Vec<Envelope>, book: Option<Arc<PriceBook>>) -> RunState {
+    let mut state = RunState::new("r".into());
+    if let Some(book) = book {
+        state = state.with_prices(book);
+    }
+    let mut all = vec![envelope(0, None, "unknown", "agentrace",
+                                json!({"type": "run_started", "provider": provider, "source": "codex-app-server"}))];
+    all.extend(events);
+    for envelope in &all {
+        state.apply(envelope);
+    }
+    state
+}
+
+#[test]
+fn the_compiled_in_database_is_the_version_cargo_lock_pins() {
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pinned = lock
+        .split("[[package]]")
+        .find(|package| package.contains("name = \"genai-prices\""))
+        .and_then(|package| package.lines().find(|line| line.starts_with("version = ")))
+        .map(|line| line.trim_start_matches("version = ").trim_matches('"').to_owned());
+    assert_eq!(pinned.as_deref(), Some(DATABASE_VERSION));
+    assert_eq!(PriceBook::database().id(), format!("genai-prices {DATABASE_VERSION}"));
+}
+
+#[test]
+fn a_request_is_priced_by_the_database_for_the_provider_that_served_it() {
+    let book = PriceBook::database();
+    let usage = tokens(10_000, 4_000, 500);
+    for (provider, name, model) in [(Provider::Claude, "anthropic", "claude-opus-5-5"), (Provider::Codex, "openai", "gpt-6.1-sol")] {
+        let priced = book.price(&Request { provider, model, at: at(), service_tier: None, tokens: &usage });
+        assert_eq!(priced, Some(database_price(name, model, &usage)), "{model}");
+    }
+}
+
+#[test]
+fn a_model_the_database_lacks_has_no_price_not_a_zero() {
+    let book = PriceBook::database();
+    let usage = tokens(1_000, 0, 10);
+    let priced = book.price(&Request { provider: Provider::Codex, model: "mock-model", at: at(), service_tier: None, tokens: &usage });
+    assert_eq!(priced, None);
+    assert_eq!(book.rates(Provider::Codex, "mock-model", at()), None);
+}
+
+#[test]
+fn a_file_price_overrides_and_extends_the_database() {
+    let file = BTreeMap::from([
+        ("mock".to_owned(), FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 0.0, output: 10.0 }),
+        ("claude-opus-5-5".to_owned(), FilePrice { input: 2.0, cached_input: 0.0, cache_creation: 0.0, output: 0.0 }),
+    ]);
+    let book = PriceBook::with_file(file, "abc");
+    assert_eq!(book.id(), format!("genai-prices {DATABASE_VERSION} + file abc"));
+    let usage = tokens(3_000_000, 1_000_000, 1_000_000);
+    let price = |model| book.price(&Request { provider: Provider::Claude, model, at: at(), service_tier: None, tokens: &usage });
+    // 2 M uncached at 1, 1 M cached at 0.5, 1 M output at 10.
+    assert_eq!(price("mock-model"), Some(12.5));
+    assert_eq!(price("claude-opus-5-5"), Some(4.0));
+    let rates = book.rates(Provider::Claude, "mock-model", at()).unwrap_or_else(|| panic!("no rates"));
+    assert_eq!((rates.input, rates.cached_input, rates.output, rates.source), (1.0, 0.5, 10.0, PriceSource::File));
+}
+
+#[test]
+fn rates_are_those_of_a_small_request_and_say_when_a_large_one_pays_more() {
+    let book = PriceBook::database();
+    let sol = book.rates(Provider::Codex, "gpt-6.1-sol", at()).unwrap_or_else(|| panic!("no rates"));
+    assert_eq!((sol.input, sol.cached_input, sol.cache_write, sol.output, sol.tiered), (2.0, 0.1, 2.5, 10.0, true));
+    let opus = book.rates(Provider::Claude, "claude-opus-5-5", at()).unwrap_or_else(|| panic!("no rates"));
+    assert_eq!((opus.input, opus.cached_input, opus.cache_write, opus.output, opus.tiered), (4.0, 0.2, 5.0, 20.0, false));
+    assert_eq!(opus.source, PriceSource::Database);
+}
+
+#[test]
+fn two_requests_are_priced_each_on_its_own_not_as_their_sum() {
+    // Each is under gpt-6.1-sol's 272 k tier; their sum is over it.
+    let first = tokens(200_000, 0, 1_000);
+    let second = tokens(200_000, 0, 1_000);
+    let total = first.add(&second);
+    let state = fold(
+        "codex",
+        vec![
+            envelope(1, Some("root"), "root", "Main", json!({"type": "model_selected", "model": "gpt-6.1-sol", "turnId": null})),
+            envelope(2, Some("root"), "root", "Main", usage_event(first, Some(first))),
+            envelope(3, Some("root"), "root", "Main", usage_event(total, Some(second))),
+        ],
+        None,
+    );
+    let each = database_price("openai", "gpt-6.1-sol", &first) + database_price("openai", "gpt-6.1-sol", &second);
+    let as_one = database_price("openai", "gpt-6.1-sol", &total);
+    assert!(as_one > each * 1.5, "the tier applies to the sum: {as_one} vs {each}");
+    let view = state.view();
+    let root = &view.agents[0];
+    assert_eq!((root.cost, root.cost_status, root.tokens), (Some(each), CostStatus::Exact, Some(total)));
+    assert_eq!((view.run.cost, view.run.cost_status), (Some(each), CostStatus::Exact));
+}
+
+#[test]
+fn tokens_of_a_model_without_a_price_leave_the_cost_unknown_or_a_floor() {
+    let usage = tokens(1_000, 0, 100);
+    let only_unpriced = fold(
+        "codex",
+        vec![
+            envelope(1, Some("root"), "root", "Main", json!({"type": "model_selected", "model": "mock-model", "turnId": null})),
+            envelope(2, Some("root"), "root", "Main", usage_event(usage, Some(usage))),
+        ],
+        None,
+    )
+    .view();
+    let root = &only_unpriced.agents[0];
+    assert_eq!((root.cost, root.cost_status, root.unpriced_tokens), (None, CostStatus::Unknown, 1_100));
+    assert_eq!((only_unpriced.run.cost, only_unpriced.run.cost_status), (None, CostStatus::Unknown));
+
+    let mixed = fold(
+        "codex",
+        vec![
+            envelope(1, Some("root"), "root", "Main", json!({"type": "model_selected", "model": "gpt-6.1-sol", "turnId": null})),
+            envelope(2, Some("root"), "root", "Main", usage_event(usage, Some(usage))),
+            envelope(3, Some("child"), "helper", "Helper", json!({"type": "model_selected", "model": "mock-model", "turnId": null})),
+            envelope(4, Some("child"), "helper", "Helper", usage_event(usage, Some(usage))),
+        ],
+        None,
+    )
+    .view();
+    let priced = database_price("openai", "gpt-6.1-sol", &usage);
+    assert_eq!((mixed.run.cost, mixed.run.cost_status), (Some(priced), CostStatus::Floor));
+    let helper = &mixed.agents[0].children[0];
+    assert_eq!((helper.cost, helper.cost_status), (None, CostStatus::Unknown));
+}
+
+#[test]
+fn a_live_child_whose_first_total_includes_its_parents_history_counts_only_its_own_requests() {
+    let inherited = tokens(50_000, 0, 0);
+    let own = tokens(3_000, 0, 100);
+    let next = tokens(4_000, 0, 200);
+    let state = fold(
+        "codex",
+        vec![
+            envelope(1, Some("root"), "root", "Main", json!({"type": "model_selected", "model": "gpt-6.1-sol", "turnId": null})),
+            envelope(2, Some("child"), "helper", "Helper", json!({"type": "model_selected", "model": "gpt-6.1-sol", "turnId": null})),
+            envelope(3, Some("child"), "helper", "Helper", usage_event(inherited.add(&own), Some(own))),
+            envelope(4, Some("child"), "helper", "Helper", usage_event(inherited.add(&own).add(&next), Some(next))),
+        ],
+        None,
+    );
+    let view = state.view();
+    let helper = &view.agents[0].children[0];
+    let cost = database_price("openai", "gpt-6.1-sol", &own) + database_price("openai", "gpt-6.1-sol", &next);
+    assert_eq!(helper.tokens, Some(own.add(&next)));
+    assert_eq!((helper.cost, helper.cost_status), (Some(cost), CostStatus::Floor));
+    assert_eq!(helper.incomplete, vec![IncompleteReason::InheritedHistory]);
+}
+
+#[test]
+fn usage_of_no_thread_counts_outside_the_tree_startup_for_warmup_agents() {
+    let warmup = tokens(26, 0, 8);
+    let stray = tokens(10, 0, 2);
+    let model_usage = |total: TokenUsage, model: &str| {
+        json!({"type": "usage", "turnId": null, "total": total, "last": total, "model": model})
+    };
+    let state = fold(
+        "claude",
+        vec![
+            envelope(1, None, "unknown", "Warmup agent", model_usage(warmup, "claude-haiku-4-5-20251001")),
+            envelope(2, None, "unknown", "Unknown actor", model_usage(stray, "claude-opus-5-5")),
+        ],
+        None,
+    );
+    let run = state.view().run;
+    let haiku = database_price("anthropic", "claude-haiku-4-5-20251001", &warmup);
+    let opus = database_price("anthropic", "claude-opus-5-5", &stray);
+    assert_eq!(
+        run.outside_tree,
+        vec![
+            OutsideUsage {
+                label: "startup".to_owned(),
+                tokens_by_model: vec![ModelTokens { model: Some("claude-haiku-4-5-20251001".to_owned()), tokens: warmup, cost: haiku, unpriced_tokens: 0 }],
+            },
+            OutsideUsage {
+                label: "unattributed".to_owned(),
+                tokens_by_model: vec![ModelTokens { model: Some("claude-opus-5-5".to_owned()), tokens: stray, cost: opus, unpriced_tokens: 0 }],
+            },
+        ]
+    );
+    assert_eq!(run.tokens, Some(warmup.add(&stray)));
+    assert_eq!((run.cost, run.cost_status), (Some(haiku + opus), CostStatus::Exact));
+}
+
+#[test]
+fn a_fold_priced_by_a_users_file_uses_it_where_the_database_has_nothing() {
+    let usage = tokens(1_000_000, 0, 0);
+    let file = BTreeMap::from([("mock-model".to_owned(), FilePrice { input: 3.0, cached_input: 0.0, cache_creation: 0.0, output: 0.0 })]);
+    let state = fold(
+        "codex",
+        vec![
+            envelope(1, Some("root"), "root", "Main", json!({"type": "model_selected", "model": "mock-model", "turnId": null})),
+            envelope(2, Some("root"), "root", "Main", usage_event(usage, Some(usage))),
+        ],
+        Some(Arc::new(PriceBook::with_file(file, "x"))),
+    );
+    let root = &state.view().agents[0];
+    assert_eq!((root.cost, root.cost_status), (Some(3.0), CostStatus::Exact));
+}

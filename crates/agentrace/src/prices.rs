@@ -1,0 +1,170 @@
+//! `agentrace prices`: the models found in the user's runs with the price
+//! per million tokens each is charged at, where that price came from, and
+//! the models that have none (their tokens are left out of every cost).
+//! Reads the runs as `usage` does; prices nothing itself.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use agentrace_core::model::{Provider, Timestamp};
+use agentrace_core::prices::{PriceSource, Rates};
+use agentrace_store::Home;
+use clap::Args;
+use serde::Serialize;
+
+use crate::output::Out;
+use crate::usage::{self, By, UsageArgs};
+
+/// Arguments of `agentrace prices`.
+#[derive(Debug, Args)]
+pub struct PricesArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Read this Codex home straight instead of the recorded runs.
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Read this Claude Code config dir straight instead of the recorded runs.
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
+    /// Prices per million tokens by model, JSON, as `usage --prices` takes.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+}
+
+/// A priced model of `prices --json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Priced {
+    /// `codex` or `claude`.
+    provider: String,
+    /// The model as the runs name it.
+    model: String,
+    /// The database's model it matched.
+    matched_model: String,
+    /// US dollars per million uncached input tokens.
+    input: f64,
+    /// Per million cache reads.
+    cached_input: f64,
+    /// Per million cache writes.
+    cache_write: f64,
+    /// Per million output tokens.
+    output: f64,
+    /// True when a large request pays other rates (these are a small one's).
+    tiered: bool,
+    /// `genai-prices <version>` or `file`.
+    source: String,
+    /// The runs' tokens of this model.
+    tokens: u64,
+}
+
+/// A model of `prices --json` that has no price.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Unpriced {
+    provider: String,
+    model: String,
+    tokens: u64,
+}
+
+/// Runs `agentrace prices`.
+pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> {
+    let book = usage::load_prices(args.prices.as_ref())?;
+    let usage_args = UsageArgs {
+        json: args.json,
+        by: By::Model,
+        codex_home: args.codex_home.clone(),
+        claude_dir: args.claude_dir.clone(),
+        prices: args.prices.clone(),
+        runs: Vec::new(),
+    };
+    let mut models: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for session in usage::sessions(home, &usage_args, &book)? {
+        let parts = session
+            .agents
+            .iter()
+            .flat_map(|agent| &agent.by_model)
+            .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
+        for (model, counters) in parts {
+            if counters.total_tokens == 0 {
+                continue;
+            }
+            let model = model.clone().unwrap_or_else(|| "unknown".to_owned());
+            *models.entry((session.provider.clone(), model)).or_default() += counters.total_tokens;
+        }
+    }
+    // The rates in force now: what the next request of each model pays.
+    let now: Timestamp = crate::ingest::now();
+    let database = format!("genai-prices {}", agentrace_core::prices::DATABASE_VERSION);
+    let mut priced = Vec::new();
+    let mut unpriced = Vec::new();
+    for ((provider, model), tokens) in models {
+        match book.rates(provider_of(&provider), &model, now) {
+            Some(rates) => priced.push(row(provider, model, rates, &database, tokens)),
+            None => unpriced.push(Unpriced { provider, model, tokens }),
+        }
+    }
+    if args.json {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Report<'a> {
+            models: &'a [Priced],
+            unpriced_models: &'a [Unpriced],
+        }
+        return out.json_pretty(&Report {
+            models: &priced,
+            unpriced_models: &unpriced,
+        });
+    }
+    out.line(format!(
+        "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10}  {:<20} {:>12}",
+        "MODEL", "PROVIDER", "INPUT $/M", "CACHED", "CACHE-WRITE", "OUTPUT", "SOURCE", "TOKENS"
+    ))?;
+    for model in &priced {
+        let name = if model.tiered { format!("{} (tiered)", model.model) } else { model.model.clone() };
+        out.line(format!(
+            "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4}  {:<20} {:>12}",
+            crate::render::one_line(&name, 36),
+            model.provider,
+            model.input,
+            model.cached_input,
+            model.cache_write,
+            model.output,
+            model.source,
+            model.tokens
+        ))?;
+    }
+    for model in &unpriced {
+        out.line(format!("no price: {} ({}, {} tokens)", model.model, model.provider, model.tokens))?;
+    }
+    if !unpriced.is_empty() {
+        eprintln!("hint: pass --prices FILE (see the README) to `usage` to price the models without one");
+    }
+    Ok(())
+}
+
+fn row(provider: String, model: String, rates: Rates, database: &str, tokens: u64) -> Priced {
+    Priced {
+        provider,
+        model,
+        matched_model: rates.matched_model,
+        input: rates.input,
+        cached_input: rates.cached_input,
+        cache_write: rates.cache_write,
+        output: rates.output,
+        tiered: rates.tiered,
+        source: match rates.source {
+            PriceSource::Database => database.to_owned(),
+            PriceSource::File => "file".to_owned(),
+        },
+        tokens,
+    }
+}
+
+fn provider_of(name: &str) -> Provider {
+    match name {
+        "codex" => Provider::Codex,
+        "claude" => Provider::Claude,
+        _ => Provider::Unknown,
+    }
+}
