@@ -69,8 +69,8 @@ use serde_json::Value;
 use crate::codex::summarize;
 use crate::decode::{decode_line_lean, raw_string, visit_members, visit_trailing_scalars, DecodedLine, Skip};
 use crate::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, IncompleteReason, ItemId, Role,
-    Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence,
+    IncompleteReason, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
 };
 use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry, ThreadKind};
@@ -153,6 +153,9 @@ struct HelperTrack {
     generation: u32,
     ended_generation: u32,
     turn: Option<TurnId>,
+    /// How the last ended run ended, and whether a final text came with it.
+    ended_status: Option<AgentStatus>,
+    ended_with_text: bool,
 }
 
 /// Who a frame belongs to.
@@ -485,12 +488,16 @@ impl ClaudeAttributor {
         ));
     }
 
-    /// A helper's run ended; the first ending of a run wins.
+    /// A helper's run ended; the first ending of a run wins. A report
+    /// (`confidence` derived) that comes after an ending without text is
+    /// still that run's final message: a second `agent_completed` of the
+    /// first ending's status says it, and nothing else is ended again.
     fn end_helper(
         &mut self,
         thread: &ThreadId,
         status: AgentStatus,
         result: Option<String>,
+        confidence: FinalMessageConfidence,
         derived: &mut Derived,
     ) {
         if self.is_root(thread) {
@@ -501,9 +508,34 @@ impl ClaudeAttributor {
             track.generation = 1;
         }
         if track.ended_generation == track.generation {
+            // Only the spawn's tool_result is taken late: a task
+            // notification after `task_updated` may carry the task's
+            // description instead of a report (2.1.197).
+            let late_report = confidence == FinalMessageConfidence::Derived
+                && status == AgentStatus::Completed
+                && !track.ended_with_text;
+            if let (true, Some(text), Some(ended)) = (late_report, result, track.ended_status) {
+                track.ended_with_text = true;
+                let parent = self
+                    .registry
+                    .get(thread)
+                    .and_then(|entry| entry.parent.clone());
+                derived.push((
+                    parent.clone().map_or(Who::Frame, Who::Thread),
+                    Event::AgentCompleted {
+                        thread_id: thread.clone(),
+                        parent_thread_id: parent,
+                        result: Some(summarize(&text)),
+                        status: ended,
+                        result_confidence: confidence,
+                    },
+                ));
+            }
             return;
         }
         track.ended_generation = track.generation;
+        track.ended_status = Some(status);
+        track.ended_with_text = result.is_some();
         track.running = false;
         let turn = track
             .turn
@@ -540,6 +572,7 @@ impl ClaudeAttributor {
                 parent_thread_id: parent,
                 result: result.map(|text| summarize(&text)),
                 status,
+                result_confidence: confidence,
             },
         ));
     }
@@ -997,13 +1030,25 @@ impl ClaudeAttributor {
                 let patch = record.patch.clone().unwrap_or_default();
                 if let Some(status) = patch.status.as_deref().and_then(task_status) {
                     let result = patch.error.clone();
-                    self.end_helper(&thread, status, result, derived);
+                    self.end_helper(
+                        &thread,
+                        status,
+                        result,
+                        FinalMessageConfidence::Stated,
+                        derived,
+                    );
                 }
                 message = patch.status;
             }
             "task_notification" => {
                 if let Some(status) = record.status.as_deref().and_then(task_status) {
-                    self.end_helper(&thread, status, record.summary.clone(), derived);
+                    self.end_helper(
+                        &thread,
+                        status,
+                        record.summary.clone(),
+                        FinalMessageConfidence::Stated,
+                        derived,
+                    );
                 }
                 message = record.summary.clone().map(|text| summarize(&text));
             }
@@ -1091,7 +1136,7 @@ impl ClaudeAttributor {
                         .unwrap_or_default();
                     let output = content_text(&content);
                     if self.spawns.contains_key(&tool_use_id) {
-                        self.spawn_result(&tool_use_id, is_error, &output, record, derived);
+                        self.spawn_result(&tool_use_id, is_error, &content, record, derived);
                     }
                     if self.recorded_tool_results.insert(tool_use_id.clone()) {
                         events.push(Event::ToolResult {
@@ -1284,7 +1329,7 @@ impl ClaudeAttributor {
         &mut self,
         tool_use_id: &str,
         is_error: bool,
-        output: &str,
+        content: &Value,
         record: &Record,
         derived: &mut Derived,
     ) {
@@ -1329,16 +1374,15 @@ impl ClaudeAttributor {
         } else {
             AgentStatus::Completed
         };
-        let report = structured
-            .and_then(|result| result.get("content"))
-            .and_then(Value::as_array)
-            .and_then(|blocks| blocks.last())
-            .and_then(|block| block.get("text"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| output.to_owned());
+        let report = hand_back_report(structured, content);
         self.hand_back_usage(&thread, structured, derived);
-        self.end_helper(&thread, status, Some(report), derived);
+        self.end_helper(
+            &thread,
+            status,
+            report,
+            FinalMessageConfidence::Derived,
+            derived,
+        );
     }
 
     /// A root user text holding a `<task-notification>` (transcripts of
@@ -1355,7 +1399,13 @@ impl ClaudeAttributor {
         };
         if let Some(status) = xml_value(text, "status").as_deref().and_then(task_status) {
             let summary = xml_value(text, "result").or_else(|| xml_value(text, "summary"));
-            self.end_helper(&thread, status, summary, derived);
+            self.end_helper(
+                &thread,
+                status,
+                summary,
+                FinalMessageConfidence::Stated,
+                derived,
+            );
         }
     }
 
@@ -1727,7 +1777,19 @@ impl ClaudeAttributor {
                                 } else {
                                     AgentStatus::Completed
                                 };
-                                self.end_helper(&thread, status, Some(output.clone()), derived);
+                                // The hook's tool_response is the stream's
+                                // tool_use_result: the report is in it.
+                                let report = hand_back_report(
+                                    hook.tool_response.as_ref(),
+                                    &Value::String(output.clone()),
+                                );
+                                self.end_helper(
+                                    &thread,
+                                    status,
+                                    report,
+                                    FinalMessageConfidence::Derived,
+                                    derived,
+                                );
                             }
                         }
                     }
@@ -1765,6 +1827,7 @@ impl ClaudeAttributor {
                             thread,
                             AgentStatus::Completed,
                             hook.last_assistant_message.clone(),
+                            FinalMessageConfidence::Stated,
                             derived,
                         );
                     }
@@ -2347,6 +2410,73 @@ fn content_text(content: &Value) -> String {
             .unwrap_or_else(|| content.to_string()),
         other => other.to_string(),
     }
+}
+
+/// The line that opens the report in a 2.1.x `Agent` tool_result; the
+/// harness indents every line of the report under it.
+const HAND_BACK_FRAME: &str = "[Subagent hand-back]";
+
+/// The note 2.1.x puts before a report (the tools the subagent used).
+const TOOLS_USED_NOTE: &str = "<tools-used-before-summary>";
+
+/// The report a subagent handed back, read from the root's `Agent`/`Task`
+/// tool_result (`structured` is its `tool_use_result`, `content` the
+/// tool_result's content): the text blocks of the structured `content`
+/// (2.0.77 on; 2.1.x puts a tools-used note first), else the report under
+/// a "[Subagent hand-back]" frame of the text, else the text without the
+/// `agentId: …` and `<usage>…</usage>` tail the CLI adds (1.0.128 gives
+/// the bare report; an error's text is kept as it is).
+fn hand_back_report(structured: Option<&Value>, content: &Value) -> Option<String> {
+    let blocks: Vec<&str> = structured
+        .and_then(|result| result.get("content"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .filter(|text| !text.trim_start().starts_with(TOOLS_USED_NOTE))
+        .collect();
+    if !blocks.is_empty() {
+        return Some(blocks.join("\n"));
+    }
+    let text = content_text(content);
+    let report = match framed_report(&text) {
+        Some(report) => report,
+        None => without_hand_back_tail(&text).to_owned(),
+    };
+    Some(report).filter(|report| !report.trim().is_empty())
+}
+
+/// The indented lines under a "[Subagent hand-back]" frame line (at column
+/// zero: an indented one is the report's own text), unindented; the first
+/// line at column zero after it (`agentId: …`) ends the report.
+fn framed_report(text: &str) -> Option<String> {
+    let mut lines = text
+        .lines()
+        .skip_while(|line| !line.starts_with(HAND_BACK_FRAME));
+    lines.next()?;
+    let mut report: Vec<&str> = lines
+        .take_while(|line| line.is_empty() || line.starts_with("  "))
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect();
+    while report.last().is_some_and(|line| line.trim().is_empty()) {
+        report.pop();
+    }
+    Some(report.join("\n"))
+}
+
+/// `text` without a trailing `<usage>…</usage>` part and `agentId: …` line.
+fn without_hand_back_tail(text: &str) -> &str {
+    let mut rest = text.trim_end();
+    if rest.ends_with("</usage>") {
+        if let Some(start) = rest.rfind("<usage>") {
+            rest = rest[..start].trim_end();
+        }
+    }
+    let last_line = rest.rfind('\n').map_or(0, |index| index + 1);
+    if rest[last_line..].starts_with("agentId: ") {
+        rest = rest[..last_line].trim_end();
+    }
+    rest
 }
 
 /// The text between `<tag>` and `</tag>`.

@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::decode::{decode_line, DecodedLine};
 use crate::model::{
-    Actor, AgentStatus, Direction, Event, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage,
-    TurnId, Warning,
+    Actor, AgentStatus, Direction, Event, FinalMessageConfidence, ItemId, Role, Severity, ThreadId,
+    Timestamp, TokenUsage, TurnId, Warning,
 };
 use crate::recorder::{Attributor, Emitted, InputLine};
 use crate::registry::{ChildDetails, LinkOutcome, Registry};
@@ -283,6 +283,7 @@ impl CodexAttributor {
                 parent_thread_id: parent,
                 result,
                 status,
+                result_confidence: FinalMessageConfidence::Stated,
             },
         ));
     }

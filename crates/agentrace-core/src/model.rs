@@ -499,6 +499,37 @@ pub struct Warning {
     pub thread_id: Option<ThreadId>,
 }
 
+/// How an agent's final message is known (`finalMessageConfidence` in the
+/// agent tree, `resultConfidence` on `agent_completed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FinalMessageConfidence {
+    /// The agent's own words: its last message, or the provider's statement
+    /// of it (a task notification, a `SubagentStop` hook, the run's result).
+    #[default]
+    Stated,
+    /// Taken from the report its spawner received (the root's tool_result
+    /// for a Claude `Agent`/`Task` call), because the source carries no text
+    /// of the agent itself (Claude stream-json in foreground mode).
+    Derived,
+}
+
+impl FinalMessageConfidence {
+    /// The name, as the JSON contract spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalMessageConfidence::Stated => "stated",
+            FinalMessageConfidence::Derived => "derived",
+        }
+    }
+
+    /// True for [`FinalMessageConfidence::Stated`] (the default, left out
+    /// of the log).
+    pub fn is_stated(&self) -> bool {
+        *self == FinalMessageConfidence::Stated
+    }
+}
+
 /// A normalized event, tagged by `type`. This list may expand over time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
@@ -673,7 +704,10 @@ pub enum Event {
         /// Children waited on (empty for a V2 mailbox wait).
         child_thread_ids: Vec<ThreadId>,
     },
-    /// A child's run ended.
+    /// A child's run ended. A Claude child whose ending carried no text
+    /// (2.1.x foreground: `task_updated` comes before the root's tool_result)
+    /// gets a second `agent_completed` of the same status when its report
+    /// arrives, with `resultConfidence: "derived"`.
     AgentCompleted {
         /// Child.
         thread_id: ThreadId,
@@ -683,6 +717,12 @@ pub enum Event {
         result: Option<String>,
         /// `completed`, `failed`, `interrupted`.
         status: AgentStatus,
+        /// How `result` is known: `derived` when it was taken from what the
+        /// spawner received (a Claude `Agent`/`Task` tool_result), not from
+        /// the child's own words. Absent means `stated` (also in logs
+        /// written before it existed).
+        #[serde(default, skip_serializing_if = "FinalMessageConfidence::is_stated")]
+        result_confidence: FinalMessageConfidence,
     },
     /// Correction: the final actor of every envelope of `thread_id`.
     ActorResolved {

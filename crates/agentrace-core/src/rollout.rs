@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::codex::summarize;
 use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine};
 use crate::model::{
-    Actor, AgentStatus, Envelope, Event, EventBody, ItemId, Role, Severity, ThreadId, Timestamp,
-    TokenUsage, TurnId, Warning,
+    Actor, AgentStatus, Envelope, Event, EventBody, FinalMessageConfidence, ItemId, Role, Severity,
+    ThreadId, Timestamp, TokenUsage, TurnId, Warning,
 };
 use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry};
@@ -512,6 +512,7 @@ impl RolloutAttributor {
                         .and_then(|entry| entry.parent.clone()),
                     result: answer.map(|(_, text)| text).or(last),
                     status: agent_status,
+                    result_confidence: FinalMessageConfidence::Stated,
                 },
             ));
         }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    Actor, AgentStatus, Envelope, Event, EventBody, IncompleteReason, ItemId, Provider, Role, RunId,
-    RunStatus, Source, ThreadId, Timestamp, TokenUsage, Warning, WARMUP_LABEL,
+    Actor, AgentStatus, Envelope, Event, EventBody, FinalMessageConfidence, IncompleteReason,
+    ItemId, Provider, Role, RunId, RunStatus, Source, ThreadId, Timestamp, TokenUsage, Warning,
+    WARMUP_LABEL,
 };
 use crate::prices::{PriceBook, Request};
 
@@ -22,8 +23,13 @@ struct ThreadStats {
     tool_count: u64,
     message_or_tool_count: u64,
     status: AgentStatus,
+    /// Stated by the provider: the run's result, a child's ending.
     final_message: Option<String>,
     last_message: Option<String>,
+    /// Taken from what the spawner received; used only when the thread has
+    /// no stated final message and no message of its own.
+    #[serde(default)]
+    reported_message: Option<String>,
     prompt: Option<String>,
     model: Option<String>,
     tokens: Option<TokenUsage>,
@@ -373,8 +379,16 @@ pub struct AgentNode {
     /// Why its tokens miss some, when they do.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub incomplete: Vec<IncompleteReason>,
-    /// Its final message.
+    /// Its final message: stated by the provider (the run's result, a
+    /// child's ending), else its last message, else (Claude stream-json,
+    /// whose foreground helpers forward no text) the report its spawner
+    /// received in the `Agent`/`Task` tool_result.
     pub final_message: Option<String>,
+    /// How `finalMessage` is known: `stated` (the agent's own words) or
+    /// `derived` (the spawner's tool_result); absent when there is no final
+    /// message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_message_confidence: Option<FinalMessageConfidence>,
     /// The agents it spawned.
     pub children: Vec<AgentNode>,
 }
@@ -587,12 +601,18 @@ impl RunState {
                 thread_id,
                 result,
                 status,
+                result_confidence,
                 ..
             } => {
                 let stats = self.stats(thread_id, &placeholder(thread_id), envelope.sequence);
                 stats.status = *status;
                 if result.is_some() {
-                    stats.final_message = result.clone();
+                    match result_confidence {
+                        FinalMessageConfidence::Stated => stats.final_message = result.clone(),
+                        FinalMessageConfidence::Derived => {
+                            stats.reported_message = result.clone();
+                        }
+                    }
                 }
             }
             Event::Done {
@@ -756,6 +776,7 @@ impl RunState {
                 status: AgentStatus::Pending,
                 final_message: None,
                 last_message: None,
+                reported_message: None,
                 prompt: None,
                 model: None,
                 tokens: None,
@@ -892,6 +913,19 @@ impl RunState {
         visiting.pop();
         let incomplete = Self::thread_incomplete(stats);
         let (cost, cost_status) = cost_figure(Self::parts(stats), !incomplete.is_empty());
+        // The agent's own words win over the report its spawner received,
+        // whichever source came first.
+        let final_message = stats
+            .final_message
+            .as_ref()
+            .or(stats.last_message.as_ref())
+            .map(|text| (text, FinalMessageConfidence::Stated))
+            .or_else(|| {
+                stats
+                    .reported_message
+                    .as_ref()
+                    .map(|text| (text, FinalMessageConfidence::Derived))
+            });
         AgentNode {
             thread_id: thread.clone(),
             role: stats.actor.role,
@@ -913,10 +947,8 @@ impl RunState {
             cost_status,
             unpriced_tokens: stats.tokens_by_model.iter().map(|part| part.unpriced_tokens).sum(),
             incomplete,
-            final_message: stats
-                .final_message
-                .clone()
-                .or_else(|| stats.last_message.clone()),
+            final_message: final_message.map(|(text, _)| text.clone()),
+            final_message_confidence: final_message.map(|(_, confidence)| confidence),
             children: kids,
         }
     }

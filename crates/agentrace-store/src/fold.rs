@@ -27,7 +27,7 @@ pub const INDEX_STRIDE: u64 = 1024;
 
 /// The snapshot format; bump it whenever the folded types change shape or
 /// meaning (the build's version is checked too).
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// How many bytes before the covered end of the log a snapshot
 /// fingerprints: enough to tell a rewritten log from the one folded.

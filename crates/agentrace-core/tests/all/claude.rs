@@ -599,6 +599,131 @@ fn every_claude_capture_in_the_fixtures_folder_has_a_row() {
     }
 }
 
+mod copied_reports {
+    //! A root that passes its subagent's report off as its own answer, on
+    //! every Claude version we hold a single foreground subagent capture of.
+    //! Stdout forwards no text of a foreground subagent, so its final message
+    //! is the report taken from the root's tool_result (`derived`).
+
+    use agentrace_core::model::{FinalMessageConfidence, Severity, ThreadId, Warning};
+    use agentrace_core::recorder::{Format, SourcePart};
+    use agentrace_core::state::{AgentNode, RunView};
+    use agentrace_core::warnings::{with_detected, Evidence, WarningConfig};
+
+    use super::{capture, read, Feed};
+
+    /// What the subagent of every one of these captures reports.
+    const REPORT: &str = "SUBAGENT-A-DONE: the command printed hello-from-A.";
+
+    /// `(capture, the subagent's thread, the root's own final answer)`.
+    const CAPTURES: [(&str, &str, &str); 4] = [
+        (
+            "single_fg",
+            "a3723d29fe24feb6b",
+            "ROOT-FINAL: all subagents finished for scenario single_fg.",
+        ),
+        (
+            "v1.0.128_single",
+            "toolu_mock0001_1",
+            "ROOT-FINAL: all subagents finished for scenario single.",
+        ),
+        (
+            "v2.0.77_single",
+            "toolu_mock0004_1",
+            "ROOT-FINAL: all subagents finished for scenario single.",
+        ),
+        (
+            "v2.1.197_single",
+            "acc4f874a9070d071",
+            "ROOT-FINAL: all subagents finished for scenario single.",
+        ),
+    ];
+
+    fn stdout(name: &str) -> String {
+        String::from_utf8(read(&capture(name).join("stream.jsonl")))
+            .unwrap_or_else(|error| panic!("{name}: {error}"))
+    }
+
+    /// The capture's stdout with the root's last text and the `result`
+    /// line's `result` (the only two places the answer is) made the report.
+    fn copied(name: &str, answer: &str) -> String {
+        let text = stdout(name);
+        assert_eq!(
+            text.matches(answer).count(),
+            2,
+            "{name} changed; update this test"
+        );
+        text.replace(answer, REPORT)
+    }
+
+    /// The stream's view with the detectors' warnings, as `show` gives it.
+    fn checked(stdout: &str) -> RunView {
+        let mut feed = Feed::new(Format::ClaudeStream);
+        feed.part(&SourcePart::Main, stdout.as_bytes());
+        let (view, envelopes) = feed.done();
+        let mut evidence = Evidence::default();
+        for envelope in &envelopes {
+            evidence.apply(envelope);
+        }
+        with_detected(view, &evidence, None, &WarningConfig::default()).0
+    }
+
+    /// The one helper's final message and how it is known.
+    fn helper_final(view: &RunView) -> (Option<String>, Option<FinalMessageConfidence>) {
+        let [root] = view.agents.as_slice() else {
+            panic!("one root expected: {:?}", view.agents);
+        };
+        let [helper]: &[AgentNode] = root.children.as_slice() else {
+            panic!("one helper expected: {:?}", root.children);
+        };
+        (
+            helper.final_message.clone(),
+            helper.final_message_confidence,
+        )
+    }
+
+    #[test]
+    fn a_root_answer_equal_to_its_foreground_subagent_report_is_helper_result_used_as_done() {
+        for (name, helper, answer) in CAPTURES {
+            let view = checked(&copied(name, answer));
+            assert_eq!(
+                (helper_final(&view), view.run.result.clone(), view.warnings),
+                (
+                    (Some(REPORT.to_owned()), Some(FinalMessageConfidence::Derived)),
+                    Some(REPORT.to_owned()),
+                    vec![Warning {
+                        code: "helper_result_used_as_done".to_owned(),
+                        severity: Severity::Error,
+                        message: "the run's result is word for word the final message of Echo task A [general-purpose]".to_owned(),
+                        event_sequence: None,
+                        thread_id: Some(ThreadId::from(helper)),
+                    }]
+                ),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_root_answer_of_its_own_after_a_foreground_subagent_raises_no_warning() {
+        for (name, _, answer) in CAPTURES {
+            let view = checked(&stdout(name));
+            assert_eq!(
+                (helper_final(&view), view.run.result.clone(), view.warnings),
+                (
+                    (
+                        Some(REPORT.to_owned()),
+                        Some(FinalMessageConfidence::Derived)
+                    ),
+                    Some(answer.to_owned()),
+                    Vec::new()
+                ),
+                "{name}"
+            );
+        }
+    }
+}
+
 mod properties {
     //! Claude properties: no input makes the attributor panic, every line
     //! is kept, and the written log folds back into the live state.
@@ -678,7 +803,7 @@ mod rules {
     //! Claude rules on small frame lists shaped like the captures the notes
     //! describe (including the ones kept back as acceptance cases).
 
-    use agentrace_core::model::{AgentStatus, RunStatus};
+    use agentrace_core::model::{AgentStatus, FinalMessageConfidence, RunStatus};
     use agentrace_core::recorder::{Format, SourcePart};
     use agentrace_core::state::{AgentNode, RunView};
     use serde_json::{json, Value};
@@ -869,6 +994,61 @@ mod rules {
                 ],
                 2
             )
+        );
+    }
+
+    /// A 2.1.x foreground run of subagent `a1` ended by `task_updated`,
+    /// then the root's tool_result with the hand-back frame as its only
+    /// text (no structured result), and `between` in the middle.
+    fn handed_back(between: Vec<Value>) -> Vec<Value> {
+        let frame = "  <tools-used-before-summary>Bash</tools-used-before-summary>\n  \n[Subagent hand-back] The text below is the final report of a subagent. The report follows:\n  Line one of the report.\n  \n    [Subagent hand-back] indented, so the report's own text.\nagentId: a1 (use SendMessage with to: 'a1' to continue this agent)\n<usage>subagent_tokens: 2827\ntool_uses: 1</usage>";
+        let mut frames = vec![init(), agent_call("toolu_1"), task_started("a1", "toolu_1")];
+        frames.extend(between);
+        frames.extend([
+            json!({"type":"system","subtype":"task_updated","task_id":"a1","patch":{"status":"completed"},"session_id":SESSION}),
+            json!({"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":[{"type":"text","text":frame}]}]},
+                   "parent_tool_use_id":null,"session_id":SESSION,"uuid":"u-result"}),
+        ]);
+        frames
+    }
+
+    /// The first helper's `(final message, confidence)`.
+    fn helper_final(view: &RunView) -> (Option<String>, Option<FinalMessageConfidence>) {
+        let helper = &view.agents[0].children[0];
+        (
+            helper.final_message.clone(),
+            helper.final_message_confidence,
+        )
+    }
+
+    #[test]
+    fn a_report_under_a_hand_back_frame_is_the_helpers_derived_final_message_without_the_frame() {
+        let view = stream(handed_back(Vec::new()));
+        assert_eq!(
+            helper_final(&view),
+            (
+                Some("Line one of the report.\n\n  [Subagent hand-back] indented, so the report's own text.".to_owned()),
+                Some(FinalMessageConfidence::Derived)
+            )
+        );
+    }
+
+    #[test]
+    fn a_helpers_own_last_text_wins_over_the_report_its_spawner_received() {
+        let own = json!({"type":"assistant","session_id":SESSION,"parent_tool_use_id":"toolu_1","agent_id":"a1","uuid":"u-own",
+                         "message":{"id":"msg-own","role":"assistant","content":[{"type":"text","text":"My own last words."}]}});
+        let before = stream(handed_back(vec![own.clone()]));
+        // The same text read after the tool_result (a transcript joined later).
+        let mut frames = handed_back(Vec::new());
+        frames.push(own);
+        let after = stream(frames);
+        let stated = (
+            Some("My own last words.".to_owned()),
+            Some(FinalMessageConfidence::Stated),
+        );
+        assert_eq!(
+            (helper_final(&before), helper_final(&after)),
+            (stated.clone(), stated)
         );
     }
 

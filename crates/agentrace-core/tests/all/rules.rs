@@ -2,7 +2,8 @@
 //! a small hand-made frame list shaped like the real captures.
 
 use agentrace_core::model::{
-    AgentStatus, Confidence, Envelope, Event, EventBody, Role, RunStatus, ThreadId,
+    AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence, Role, RunStatus,
+    ThreadId,
 };
 use serde_json::{json, Value};
 
@@ -398,6 +399,7 @@ fn spawn_wait_and_completion_become_lifecycle_events() {
                 parent_thread_id: Some(ThreadId::from(ROOT)),
                 result: Some("boom".to_owned()),
                 status: AgentStatus::Failed,
+                result_confidence: FinalMessageConfidence::Stated,
             },
         ]
     );

@@ -2,8 +2,8 @@
 //! not, built from envelopes and folded the way every reader folds a log.
 
 use agentrace_core::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, Role, RunId, Severity, ThreadId,
-    Timestamp, TurnId, Warning, LOG_VERSION,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence, Role,
+    RunId, Severity, ThreadId, Timestamp, TurnId, Warning, LOG_VERSION,
 };
 use agentrace_core::state::{FinalActors, RunState};
 use agentrace_core::warnings::{
@@ -141,6 +141,10 @@ impl Log {
     }
 
     fn helper_done(self, result: &str) -> Self {
+        self.helper_ended(result, FinalMessageConfidence::Stated)
+    }
+
+    fn helper_ended(self, result: &str, confidence: FinalMessageConfidence) -> Self {
         self.push(
             root(),
             Event::AgentCompleted {
@@ -148,6 +152,7 @@ impl Log {
                 parent_thread_id: Some(ThreadId::from(ROOT)),
                 result: Some(result.to_owned()),
                 status: AgentStatus::Completed,
+                result_confidence: confidence,
             },
         )
     }
@@ -263,6 +268,34 @@ fn a_result_from_a_helper_is_done_source_not_root_at_error_level() {
 #[test]
 fn a_root_answer_that_copies_a_helper_word_for_word_is_helper_result_used_as_done() {
     let log = Log::with_helper("CHILD DONE: three pages built")
+        .say(root(), "assistant", "CHILD DONE: three pages built")
+        .turn_end(root(), "t-root")
+        .done("CHILD DONE: three pages built", root());
+    assert_eq!(
+        log.check(helper_result_used_as_done, &WarningConfig::default(), None),
+        warn(
+            "helper_result_used_as_done",
+            Severity::Error,
+            "the run's result is word for word the final message of Ash [worker]",
+            None,
+            Some(HELPER)
+        )
+    );
+}
+
+#[test]
+fn a_root_answer_that_copies_a_report_only_its_spawner_received_is_helper_result_used_as_done() {
+    // Claude stream-json: the helper's own text never arrives, only the
+    // report in the root's tool_result (`derived`).
+    let log = Log::new()
+        .turn(root(), "t-root")
+        .spawn()
+        .turn(helper(), "t-helper")
+        .turn_end(helper(), "t-helper")
+        .helper_ended(
+            "CHILD DONE: three pages built",
+            FinalMessageConfidence::Derived,
+        )
         .say(root(), "assistant", "CHILD DONE: three pages built")
         .turn_end(root(), "t-root")
         .done("CHILD DONE: three pages built", root());

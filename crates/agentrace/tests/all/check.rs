@@ -1,6 +1,6 @@
 //! `agentrace check`: exit codes for CI, allow/deny flags and the config
-//! file, on real captures (one edited so the root passes off a helper's
-//! answer as its own).
+//! file, on real captures (edited so the root passes off a helper's answer
+//! as its own).
 
 use serde_json::{json, Value};
 
@@ -52,6 +52,51 @@ fn check_fails_a_run_whose_root_passed_off_a_helpers_answer() {
                     "severity": "error",
                     "message": "the run's result is word for word the final message of Dewey",
                     "threadId": "01a2298c-947a-75b0-8b49-6a2e1016272b"
+                }]
+            })
+        )
+    );
+}
+
+#[test]
+fn check_fails_a_claude_stream_whose_root_passed_off_its_foreground_subagents_report() {
+    // Stdout never forwards a foreground subagent's text: its final message
+    // is the report handed back in the root's tool_result.
+    let cli = Cli::new();
+    let capture = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/claude/single_fg/stream.jsonl");
+    let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{e}"));
+    let answer = "ROOT-FINAL: all subagents finished for scenario single_fg.";
+    assert_eq!(
+        text.matches(answer).count(),
+        2,
+        "the capture changed; update this test"
+    );
+    let path = cli.home.path().join("copied.jsonl");
+    std::fs::write(
+        &path,
+        text.replace(answer, "SUBAGENT-A-DONE: the command printed hello-from-A."),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    cli.ingest(&capture, &["--run-id", "own", "--quiet"]);
+    cli.ingest(&path, &["--run-id", "copied", "--quiet"]);
+    let own = cli.run(&["check", "own"]);
+    let copied = cli.run(&["check", "copied", "--json"]);
+    let report: Value = serde_json::from_slice(&copied.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (own.status.code(), copied.status.code(), report),
+        (
+            Some(0),
+            Some(1),
+            json!({
+                "run": "copied",
+                "status": "done",
+                "ok": false,
+                "warnings": [{
+                    "code": "helper_result_used_as_done",
+                    "severity": "error",
+                    "message": "the run's result is word for word the final message of Echo task A [general-purpose]",
+                    "threadId": "a3723d29fe24feb6b"
                 }]
             })
         )

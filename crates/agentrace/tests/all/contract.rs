@@ -75,6 +75,8 @@ struct AgentJson {
     tool_count: u64,
     tokens: Option<serde_json::Value>,
     final_message: Option<String>,
+    #[serde(default)]
+    final_message_confidence: Option<String>,
     children: Vec<AgentJson>,
 }
 
