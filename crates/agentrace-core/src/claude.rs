@@ -649,9 +649,7 @@ impl ClaudeAttributor {
         let usage = structured
             .and_then(|result| result.get("usage"))
             .and_then(|usage| agentrace_wire::claude::ApiUsage::deserialize(usage).ok());
-        let Some(book) = self.books.get_mut(thread) else {
-            return;
-        };
+        let book = self.books.entry(thread.clone()).or_default();
         let moved = usage.as_ref().is_some_and(|usage| book.finish_last(tokens(usage)));
         if moved || book.missing_finals() {
             let last = usage.as_ref().map(tokens).unwrap_or_default();

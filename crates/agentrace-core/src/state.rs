@@ -735,11 +735,10 @@ impl RunState {
         if stats.inherited {
             reasons.insert(IncompleteReason::InheritedHistory);
         }
-        // It worked (said or did something, or completed: a background
-        // subagent in stream-json shows only its notifications) yet no
-        // source reports its usage.
-        let worked = stats.message_or_tool_count > 0 || stats.status == AgentStatus::Completed;
-        if stats.actor.role == Role::Helper && stats.tokens.is_none() && worked {
+        // It completed (a background subagent in stream-json shows only its
+        // notifications) yet no source reports its usage. Its status, not
+        // its messages: a reader of usage alone passes messages over.
+        if stats.actor.role == Role::Helper && stats.tokens.is_none() && stats.status == AgentStatus::Completed {
             reasons.insert(IncompleteReason::NoUsageReported);
         }
         reasons.into_iter().collect()

@@ -1450,6 +1450,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     fs::create_dir_all(&tables.dir).with_context(|| format!("cannot create {}", tables.dir.display()))?;
     let _lock = import_lock(home, &tables.dir, args.quiet)?;
     tables.migrate(home)?;
+    crate::usage::reprice_kept_usage(home, args.quiet)?;
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import
     // did not keep) while Claude's sessions are imported.

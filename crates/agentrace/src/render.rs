@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
-use agentrace_core::state::{AgentNode, RunSummary, RunView};
+use agentrace_core::state::{AgentNode, CostStatus, RunSummary, RunView};
 use agentrace_store::SkippedLine;
 
 use crate::output::Out;
@@ -155,6 +155,14 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
     }
     if let Some(tokens) = &run.tokens {
         out.line(format!("tokens    {}", tokens_text(tokens)))?;
+        let why = run.incomplete.iter().map(|reason| reason.as_str()).collect::<Vec<_>>().join(", ");
+        let status = match (run.cost_status, why.is_empty()) {
+            (CostStatus::Exact, _) => String::new(),
+            (CostStatus::Floor, true) => " (a floor: some tokens have no price; see `agentrace prices`)".to_owned(),
+            (CostStatus::Floor, false) => format!(" (a floor: tokens missing: {why})"),
+            (CostStatus::Unknown, _) => " (no price for its models; see `agentrace prices`)".to_owned(),
+        };
+        out.line(format!("cost      {}{status}", cost_text(run.cost, run.cost_status)))?;
     }
     out.line("")?;
     out.line("agents")?;
@@ -195,10 +203,20 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
     Ok(())
 }
 
+/// A cost as people read it: `$0.1601`, `≥$0.1601` for a floor, `$?` when
+/// nothing could be priced.
+pub fn cost_text(cost: Option<f64>, status: CostStatus) -> String {
+    match (cost, status) {
+        (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
+        (Some(cost), CostStatus::Floor) => format!("≥${cost:.4}"),
+        (Some(cost), CostStatus::Exact) => format!("${cost:.4}"),
+    }
+}
+
 fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result<()> {
     let tokens = agent
         .tokens
-        .map(|tokens| format!(", {} tokens", tokens.total_tokens))
+        .map(|tokens| format!(", {} tokens, {}", tokens.total_tokens, cost_text(agent.cost, agent.cost_status)))
         .unwrap_or_default();
     out.line(format!(
         "{first}{} [{}] {}  {}, {} events, {} tool calls{tokens}",

@@ -477,6 +477,52 @@ fn migrate_index(home: &Home, table: &Table) -> anyhow::Result<()> {
     std::fs::remove_file(&old).with_context(|| format!("cannot remove {}", old.display()))
 }
 
+/// Where the usage index says which price book its costs come from.
+fn kept_prices_path(home: &Home) -> PathBuf {
+    home.root().join("import").join("usage.prices")
+}
+
+/// Rebuilds the entries of the usage index whose costs come from another
+/// price book than this binary's (a new database, or an index kept before
+/// costs were priced per request) from their runs' logs, each folded once,
+/// one at a time, so that `usage` after import reads costs it can trust
+/// without folding those logs on every call. A marker beside the index
+/// names the book it was last checked against, so the check runs once.
+pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
+    let table = usage_table(home);
+    migrate_index(home, &table)?;
+    let book = PriceBook::database();
+    let marker = kept_prices_path(home);
+    let current = std::fs::read_to_string(&marker).ok();
+    if current.as_deref() == Some(book.id()) {
+        return Ok(());
+    }
+    if table.exists() {
+        let mut ids = recorded_ids(home)?;
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        let mut kept = table.reader();
+        let mut writer = table.writer();
+        let mut repriced = 0;
+        for id in ids {
+            // Only entries priced by another book; the others stay as kept.
+            let stale = kept
+                .get_placed(id.as_str())
+                .is_some_and(|(tree, _): (UsageTree, _)| tree.prices != book.id());
+            let Some(log) = LogStamp::of(home, &id).filter(|_| stale) else {
+                continue;
+            };
+            if repriced == 0 && !quiet {
+                eprintln!("note: pricing the imported runs again with {} (once)", book.id());
+            }
+            let view = home.load_run(&id)?.view();
+            writer.put(id.as_str(), &UsageTree::of(&view, log, book.id()))?;
+            repriced += 1;
+        }
+        writer.finish()?;
+    }
+    std::fs::write(&marker, book.id()).with_context(|| format!("cannot write {}", marker.display()))
+}
+
 /// The usage index as an import rewrites it: the runs it rebuilds, put in
 /// the order of their ids.
 pub struct UsageIndex {

@@ -30,6 +30,10 @@ pub struct UsageBook {
     open_snapshots: usize,
     /// The response recorded last.
     last_key: Option<ResponseKey>,
+    /// Final usages a hand-back gave before the response it belongs to was
+    /// seen (a transcript read after its session's): taken when a snapshot
+    /// with the same input comes.
+    pending_finals: Vec<TokenUsage>,
 }
 
 impl UsageBook {
@@ -54,6 +58,14 @@ impl UsageBook {
                 }
             }
             None => {
+                let (usage, is_final) = match self
+                    .pending_finals
+                    .iter()
+                    .position(|pending| !is_final && pending.input_tokens == usage.input_tokens)
+                {
+                    Some(index) => (self.pending_finals.swap_remove(index), true),
+                    None => (usage, is_final),
+                };
                 self.responses.insert(key.clone(), (usage, is_final));
                 self.open.insert(key.clone());
                 self.open_total = self.open_total.add(&usage);
@@ -69,9 +81,9 @@ impl UsageBook {
     /// Takes `usage` (the final usage of a subagent's last response, from
     /// its hand-back) as the final value of the open response known only by
     /// its snapshot that it is: the one with the same input, which the
-    /// snapshot already carries whole. The latest such response wins; none
-    /// (the response was not seen yet, sources merged out of order) leaves
-    /// the book as it is. Returns true when the total moved.
+    /// snapshot already carries whole. The latest such response wins; when
+    /// none is open yet (a subagent's transcript read after its session's),
+    /// the usage waits for it. Returns true when the total moved.
     pub fn finish_last(&mut self, usage: TokenUsage) -> bool {
         let matching = |key: &ResponseKey| {
             self.responses
@@ -84,7 +96,10 @@ impl UsageBook {
         };
         match key {
             Some(key) => self.record(key, usage, true),
-            None => false,
+            None => {
+                self.pending_finals.push(usage);
+                false
+            }
         }
     }
 

@@ -34,9 +34,53 @@ struct RunJson {
     ended_at: Option<String>,
     counts: CountsJson,
     tokens: Option<serde_json::Value>,
+    cost: Option<f64>,
+    cost_status: CostStatusJson,
+    #[serde(default)]
+    incomplete: Vec<IncompleteJson>,
+    #[serde(default)]
+    outside_tree: Vec<OutsideJson>,
     warning_count: usize,
     #[serde(default)]
     warning_codes: Vec<String>,
+}
+
+/// How complete a cost is.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum CostStatusJson {
+    Exact,
+    Floor,
+    Unknown,
+}
+
+/// Why tokens are missing.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum IncompleteJson {
+    MissingFinalUsage,
+    NoUsageReported,
+    UnreadableLine,
+    InheritedHistory,
+}
+
+#[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OutsideJson {
+    label: String,
+    tokens_by_model: Vec<ModelTokensJson>,
+}
+
+#[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ModelTokensJson {
+    model: Option<String>,
+    tokens: serde_json::Value,
+    cost: f64,
+    #[serde(default)]
+    unpriced_tokens: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +118,14 @@ struct AgentJson {
     event_count: u64,
     tool_count: u64,
     tokens: Option<serde_json::Value>,
+    #[serde(default)]
+    tokens_by_model: Vec<ModelTokensJson>,
+    cost: Option<f64>,
+    cost_status: CostStatusJson,
+    #[serde(default)]
+    unpriced_tokens: u64,
+    #[serde(default)]
+    incomplete: Vec<IncompleteJson>,
     final_message: Option<String>,
     #[serde(default)]
     final_message_confidence: Option<String>,

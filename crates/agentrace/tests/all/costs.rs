@@ -314,3 +314,137 @@ fn claude_and_codex_totals_equal_ccusages_on_every_session_both_read() {
     assert_eq!(claude_ours, claude_theirs);
     assert!(claude_ours.len() >= 15 && codex_checked >= 15, "{} Claude, {codex_checked} Codex", claude_ours.len());
 }
+
+/// A Claude config dir with `capture`'s transcripts, each line of a file
+/// whose name contains `file` passed through `edit`.
+fn edited_claude(capture: &str, file: &str, edit: impl Fn(&str) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude").join(capture).join("home_claude"), &dir.path().join("claude"));
+    for path in files(&dir.path().join("claude/projects")) {
+        if path.to_string_lossy().contains(file) {
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            let edited: String = text.lines().map(|line| edit(line) + "\n").collect();
+            std::fs::write(&path, edited).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    dir
+}
+
+/// The one session of `usage --json` over `dir`, straight and imported
+/// (which must agree).
+fn only_session(dir: &Path) -> Value {
+    let cli = Cli::new();
+    let claude = dir.join("claude").to_string_lossy().into_owned();
+    let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--claude-dir", &claude])).unwrap_or_else(|e| panic!("{e}"));
+    cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
+    let imported: Value = serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let mut session = straight["sessions"][0].clone();
+    let mut again = imported["sessions"][0].clone();
+    // Only the imported one has a run.
+    session["runId"] = Value::Null;
+    again["runId"] = Value::Null;
+    assert_eq!(session, again);
+    session
+}
+
+/// A subagent's response as stdout's `message_start` snapshot shows it: no
+/// stop reason, one output token.
+fn as_snapshot(line: &str, message: &str) -> String {
+    if !line.contains(message) || !line.contains("\"type\":\"assistant\"") {
+        return line.to_owned();
+    }
+    let mut record: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+    record["message"]["stop_reason"] = Value::Null;
+    record["message"]["usage"]["output_tokens"] = Value::from(1);
+    record.to_string()
+}
+
+#[test]
+fn a_subagent_transcript_without_its_last_final_usage_takes_it_from_the_hand_back() {
+    // claude-code #84223: the subagent's last response never got its final
+    // record; the root's tool_result carries that response's usage.
+    let dir = edited_claude("single_fg", "subagents", |line| as_snapshot(line, "msg_mock_2f825264_0003"));
+    let session = only_session(dir.path());
+    let helper = &session["agents"][1];
+    assert_eq!(helper["label"], "Echo task A [general-purpose]", "{session:#}");
+    assert_eq!((helper["own"]["inputTokens"].as_u64(), helper["own"]["outputTokens"].as_u64()), (Some(2164 + 2807), Some(53 + 20)));
+    assert_eq!(helper["own"]["costStatus"], "exact", "{helper:#}");
+}
+
+#[test]
+fn a_subagent_with_responses_known_only_by_their_snapshots_is_a_floor() {
+    let dir = edited_claude("single_fg", "subagents", |line| as_snapshot(&as_snapshot(line, "msg_mock_2f825264_0002"), "msg_mock_2f825264_0003"));
+    let session = only_session(dir.path());
+    let helper = &session["agents"][1];
+    // The first response keeps its snapshot's one output token; the
+    // hand-back gives the last one's 20.
+    assert_eq!((helper["own"]["inputTokens"].as_u64(), helper["own"]["outputTokens"].as_u64()), (Some(2164 + 2807), Some(1 + 20)));
+    assert_eq!((&helper["own"]["costStatus"], &helper["own"]["incomplete"]), (&Value::from("floor"), &serde_json::json!(["missingFinalUsage"])), "{helper:#}");
+    assert_eq!((&session["costStatus"], &session["incomplete"]), (&Value::from("floor"), &serde_json::json!(["missingFinalUsage"])));
+}
+
+#[test]
+fn a_torn_last_line_makes_the_sessions_cost_a_floor() {
+    let dir = edited_claude("single_fg", "8beed115-2652-4f2b-897f-f3849f761b78.jsonl", |line| line.to_owned());
+    let main = files(&dir.path().join("claude/projects"))
+        .into_iter()
+        .find(|path| path.to_string_lossy().ends_with("8beed115-2652-4f2b-897f-f3849f761b78.jsonl"))
+        .unwrap_or_else(|| panic!("no main transcript"));
+    let mut text = std::fs::read_to_string(&main).unwrap_or_else(|e| panic!("{e}"));
+    text.push_str("{\"type\":\"assistant\",\"sessionId\":\"8beed115-2652-4f2b-897f-f3849f761b78\",\"message\":{\"id\":\"msg_torn\"");
+    std::fs::write(&main, text).unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--claude-dir", &claude])).unwrap_or_else(|e| panic!("{e}"));
+    let session = &straight["sessions"][0];
+    assert_eq!((&session["costStatus"], &session["incomplete"]), (&Value::from("floor"), &serde_json::json!(["unreadableLine"])), "{session:#}");
+    assert!(session["cost"].as_f64().is_some_and(|cost| cost > 0.0));
+}
+
+#[test]
+fn an_import_reprices_kept_usage_that_another_price_book_priced() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/real_model_basic/rollouts"), &dir.path().join("codex/sessions"));
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
+    let fresh = cli.ok(&["usage", "--json"]);
+    // As an older version kept it: no price book named, no costs.
+    let index = cli.home.path().join("import/usage.jsonl");
+    let text = std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{e}"));
+    let stale: String = text
+        .lines()
+        .map(|line| {
+            let mut entry: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+            entry[1]["prices"] = Value::from("");
+            for agent in entry[1]["agents"].as_array_mut().into_iter().flatten() {
+                for part in agent["tokensByModel"].as_array_mut().into_iter().flatten() {
+                    part["cost"] = Value::from(0.0);
+                }
+            }
+            entry.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(&index, stale).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(cli.home.path().join("import/usage.prices")).unwrap_or_else(|e| panic!("{e}"));
+    // `usage` does not trust it: it folds the log.
+    assert_eq!(cli.ok(&["usage", "--json"]), fresh);
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("note: pricing the imported runs again with genai-prices"), "{stderr}");
+    let kept = std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{e}"));
+    assert!(kept.contains(&format!("\"prices\":\"genai-prices {}\"", genai_prices_version())), "{kept}");
+    assert_eq!(cli.ok(&["usage", "--json"]), fresh);
+    // Once: the next import says nothing of it.
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("pricing the imported runs again"));
+}
+
+fn genai_prices_version() -> String {
+    let lock = std::fs::read_to_string(agentrace_testkit::agents::repo_root().join("Cargo.lock")).unwrap_or_else(|e| panic!("{e}"));
+    lock.split("[[package]]")
+        .find(|package| package.contains("name = \"genai-prices\""))
+        .and_then(|package| package.lines().find(|line| line.starts_with("version = ")))
+        .map(|line| line.trim_start_matches("version = ").trim_matches('"').to_owned())
+        .unwrap_or_default()
+}

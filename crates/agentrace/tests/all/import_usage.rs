@@ -185,7 +185,7 @@ fn an_import_state_kept_by_an_older_version_is_taken_over_and_nothing_is_read_ag
     // And the usage index, one of whose counts is changed to show that
     // `usage` reads the kept copy, not the log.
     let run = "codex-01a2298d-6dff-7082-9198-f4918efc4e4a";
-    runs[run]["agents"][0]["tokens"]["outputTokens"] = Value::from(7);
+    runs[run]["agents"][0]["tokensByModel"][0]["tokens"]["outputTokens"] = Value::from(7);
     let old_index = cli.home.path().join("usage-index.json");
     std::fs::write(&old_index, serde_json::json!({ "runs": runs }).to_string()).unwrap_or_else(|e| panic!("{e}"));
 
