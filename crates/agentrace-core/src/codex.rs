@@ -478,6 +478,7 @@ impl CodexAttributor {
                     self.thread_object(&thread_object, true, "threadStarted", pending);
                     Event::ThreadStarted {
                         thread_id: ThreadId::from(thread_object.id.as_str()),
+                        cwd: thread_object.cwd.clone(),
                     }
                 }
                 _ => unknown_shape(method, line_number),

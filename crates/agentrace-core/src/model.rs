@@ -544,6 +544,10 @@ pub enum Event {
         provider: Provider,
         /// Source.
         source: Source,
+        /// The session's working folder, when the reader of its files
+        /// found one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
     },
     /// A user or assistant message.
     Message {
@@ -681,6 +685,9 @@ pub enum Event {
     ThreadStarted {
         /// The thread.
         thread_id: ThreadId,
+        /// Its working folder, when the provider names it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
     },
     /// An agent spawned a child.
     AgentSpawned {

@@ -276,6 +276,12 @@ impl Recorder {
 
     /// The first envelope of a new log (`run_started`), stamped `at`.
     pub fn start(&mut self, at: Timestamp) -> Vec<Envelope> {
+        self.start_in(at, None)
+    }
+
+    /// The first envelope of a new log, naming the session's working
+    /// folder when the shell found one in its files.
+    pub fn start_in(&mut self, at: Timestamp, cwd: Option<String>) -> Vec<Envelope> {
         self.number(vec![Emitted {
             timestamp: at,
             direction: None,
@@ -283,6 +289,7 @@ impl Recorder {
             event: Event::RunStarted {
                 provider: self.format.provider(),
                 source: self.source.unwrap_or(self.format.source()),
+                cwd,
             },
             raw: None,
         }])

@@ -379,7 +379,8 @@ impl RolloutAttributor {
                 self.registry.mark_root(&id);
             }
         }
-        (Some(id.clone()), Event::ThreadStarted { thread_id: id })
+        let cwd = payload.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        (Some(id.clone()), Event::ThreadStarted { thread_id: id, cwd })
     }
 
     fn task_started(&mut self, thread: &ThreadId, payload: &Value) -> Event {
@@ -804,7 +805,7 @@ fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
     match record_type {
         "session_meta" => !matches!(
             member,
-            "type" | "id" | "source" | "parent_thread_id" | "agent_nickname"
+            "type" | "id" | "source" | "parent_thread_id" | "agent_nickname" | "cwd"
         ),
         "world_state"
         | "token_usage_record"

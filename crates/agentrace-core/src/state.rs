@@ -117,6 +117,7 @@ fn add_request(
                 tokens: TokenUsage::default(),
                 cost: 0.0,
                 unpriced_tokens: 0,
+                hours: Vec::new(),
             });
             let last = parts.len() - 1;
             &mut parts[last]
@@ -126,6 +127,83 @@ fn add_request(
     match priced {
         Some(cost) => part.cost += cost,
         None => part.unpriced_tokens += added.total_tokens,
+    }
+    let hour = part.hour_of(pricing.at);
+    hour.tokens = hour.tokens.add(added);
+    match priced {
+        Some(cost) => hour.cost += cost,
+        None => hour.unpriced_tokens += added.total_tokens,
+    }
+}
+
+/// Milliseconds in an hour.
+const HOUR_MS: i64 = 3_600_000;
+
+/// The start of the UTC hour `at` falls in.
+pub fn hour_start(at: Timestamp) -> Timestamp {
+    Timestamp(at.0.div_euclid(HOUR_MS) * HOUR_MS)
+}
+
+impl ModelTokens {
+    /// The bucket of the hour `at` falls in, made when new. Requests come
+    /// mostly in time order, so the last bucket is tried first; the list
+    /// stays sorted, and grows with hours, not requests.
+    fn hour_of(&mut self, at: Timestamp) -> &mut HourTokens {
+        let hour = hour_start(at);
+        let index = match self.hours.last() {
+            Some(last) if last.hour == hour => self.hours.len() - 1,
+            Some(last) if last.hour < hour => {
+                self.hours.push(HourTokens::empty(hour));
+                self.hours.len() - 1
+            }
+            _ => match self.hours.binary_search_by_key(&hour, |bucket| bucket.hour) {
+                Ok(index) => index,
+                Err(index) => {
+                    self.hours.insert(index, HourTokens::empty(hour));
+                    index
+                }
+            },
+        };
+        &mut self.hours[index]
+    }
+
+    /// The same part without its hours (what `show` presents).
+    fn without_hours(&self) -> Self {
+        Self {
+            model: self.model.clone(),
+            tokens: self.tokens,
+            cost: self.cost,
+            unpriced_tokens: self.unpriced_tokens,
+            hours: Vec::new(),
+        }
+    }
+}
+
+/// The tokens and cost of one part's requests in one UTC hour: what
+/// `usage` groups by day, week, month and 5-hour block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HourTokens {
+    /// The start of the hour (UTC).
+    pub hour: Timestamp,
+    /// Tokens of the requests in it.
+    pub tokens: TokenUsage,
+    /// The cost of its priced requests, US dollars.
+    #[serde(default)]
+    pub cost: f64,
+    /// Tokens of its requests no price was found for.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_tokens: u64,
+}
+
+impl HourTokens {
+    fn empty(hour: Timestamp) -> Self {
+        Self {
+            hour,
+            tokens: TokenUsage::default(),
+            cost: 0.0,
+            unpriced_tokens: 0,
+        }
     }
 }
 
@@ -143,6 +221,10 @@ pub struct ModelTokens {
     /// Tokens of requests no price was found for.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unpriced_tokens: u64,
+    /// The same by UTC hour of the request, in time order (kept by the
+    /// fold and the usage index; `show` leaves them out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hours: Vec<HourTokens>,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -245,6 +327,10 @@ pub struct RunState {
     /// Usage of no thread, by its actor's reason.
     #[serde(default)]
     outside: BTreeMap<String, OutsideStats>,
+    /// The session's working folder, as its start or its root thread named
+    /// it.
+    #[serde(default)]
+    cwd: Option<String>,
     #[serde(skip)]
     book: Book,
 }
@@ -391,6 +477,10 @@ pub struct AgentNode {
     pub final_message_confidence: Option<FinalMessageConfidence>,
     /// The agents it spawned.
     pub children: Vec<AgentNode>,
+    /// Its own tokens by model, each part with its hours (for `usage`;
+    /// not part of the output).
+    #[serde(skip)]
+    pub usage_parts: Vec<ModelTokens>,
 }
 
 /// `show --json`: `{run, agents, warnings}`.
@@ -403,6 +493,18 @@ pub struct RunView {
     pub agents: Vec<AgentNode>,
     /// Warnings.
     pub warnings: Vec<Warning>,
+    /// What `usage` reads beside the tree (not part of the output).
+    #[serde(skip)]
+    pub usage: UsageFacts,
+}
+
+/// What `usage` needs of a run that `show` does not present.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageFacts {
+    /// The session's working folder, when known.
+    pub cwd: Option<String>,
+    /// Tokens outside the tree, each part with its hours.
+    pub outside_tree: Vec<OutsideUsage>,
 }
 
 impl RunState {
@@ -429,6 +531,7 @@ impl RunState {
             threads: BTreeMap::new(),
             warnings: Vec::new(),
             outside: BTreeMap::new(),
+            cwd: None,
             book: Book::default(),
         }
     }
@@ -506,9 +609,23 @@ impl RunState {
             }
         }
         match event {
-            Event::RunStarted { provider, source } => {
+            Event::RunStarted {
+                provider,
+                source,
+                cwd,
+            } => {
                 self.provider = *provider;
                 self.source = *source;
+                if cwd.is_some() {
+                    self.cwd = cwd.clone();
+                }
+            }
+            // The root's folder is the session's; a helper's counts only
+            // until the root names one (a helper can work elsewhere).
+            Event::ThreadStarted {
+                cwd: Some(cwd), ..
+            } if self.cwd.is_none() || envelope.actor.role == Role::Root => {
+                self.cwd = Some(cwd.clone());
             }
             Event::ToolUse { .. } => {
                 if let Some(thread) = &thread {
@@ -712,6 +829,12 @@ impl RunState {
                         kept.tokens = kept.tokens.add(&part.tokens);
                         kept.cost += part.cost;
                         kept.unpriced_tokens += part.unpriced_tokens;
+                        for hour in &part.hours {
+                            let bucket = kept.hour_of(hour.hour);
+                            bucket.tokens = bucket.tokens.add(&hour.tokens);
+                            bucket.cost += hour.cost;
+                            bucket.unpriced_tokens += hour.unpriced_tokens;
+                        }
                     }
                     None => parts.push(part.clone()),
                 }
@@ -855,7 +978,17 @@ impl RunState {
             cost,
             cost_status,
             incomplete: incomplete.into_iter().collect(),
-            outside_tree,
+            outside_tree: outside_tree
+                .iter()
+                .map(|usage| OutsideUsage {
+                    label: usage.label.clone(),
+                    tokens_by_model: usage
+                        .tokens_by_model
+                        .iter()
+                        .map(ModelTokens::without_hours)
+                        .collect(),
+                })
+                .collect(),
             warning_count: self.warnings.len(),
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
         }
@@ -938,7 +1071,11 @@ impl RunState {
             tool_count: stats.tool_count,
             tokens: stats.tokens,
             tokens_by_model: if stats.tokens_by_model.len() > 1 {
-                stats.tokens_by_model.clone()
+                stats
+                    .tokens_by_model
+                    .iter()
+                    .map(ModelTokens::without_hours)
+                    .collect()
             } else {
                 Vec::new()
             },
@@ -949,6 +1086,7 @@ impl RunState {
             final_message: final_message.map(|(text, _)| text.clone()),
             final_message_confidence: final_message.map(|(_, confidence)| confidence),
             children: kids,
+            usage_parts: stats.tokens_by_model.clone(),
         }
     }
 
@@ -958,6 +1096,10 @@ impl RunState {
             run: self.summary(),
             agents: self.agents(),
             warnings: self.warnings.clone(),
+            usage: UsageFacts {
+                cwd: self.cwd.clone(),
+                outside_tree: self.outside_tree(),
+            },
         }
     }
 }

@@ -909,6 +909,35 @@ pub fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
         .unwrap_or_else(now)
 }
 
+/// A Claude session's working folder: the first `cwd` its main file's
+/// lines name (each transcript line carries it; the first few are
+/// enough, and a file without one is not read to its end).
+pub fn claude_cwd(session: &crate::claude_ingest::SessionFiles) -> Option<String> {
+    let (_, path) = session.parts.first()?;
+    let mut reader = BufReader::new(fs::File::open(path).ok()?);
+    let mut line = Vec::new();
+    for _ in 0..CWD_LINES {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+        let mut found = None;
+        decode::visit_members(&line, &mut |key, raw| {
+            if key == "cwd" {
+                found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// How many lines of a transcript [`claude_cwd`] looks at.
+const CWD_LINES: usize = 64;
+
 /// What `feed` gives `recorder`, appended to `writer` batch by batch.
 fn feed_into(
     writer: &mut agentrace_store::RunWriter,
@@ -1133,13 +1162,13 @@ impl Importer<'_> {
         id: &RunId,
         files: RunFiles,
         format: Format,
-        start: Timestamp,
+        (start, cwd): (Timestamp, Option<String>),
         feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
     ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
         self.remove_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
-        writer.append(&recorder.start(start))?;
+        writer.append(&recorder.start_in(start, cwd))?;
         let marks = feed_into(&mut writer, &mut recorder, feed)?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
@@ -1288,7 +1317,7 @@ impl Importer<'_> {
                     return Ok((view, all));
                 }
                 let (view, read) =
-                    self.rebuild(&job.id, job.files, Format::CodexRollout, codex_start(files), |recorder, sink| feed_rollouts(recorder, files, sink))?;
+                    self.rebuild(&job.id, job.files, Format::CodexRollout, (codex_start(files), None), |recorder, sink| feed_rollouts(recorder, files, sink))?;
                 let marks = files.iter().map(|head| head.path.to_string_lossy().into_owned()).zip(read).collect();
                 Ok((view, marks))
             }
@@ -1317,7 +1346,7 @@ impl Importer<'_> {
                         return Ok((view, all));
                     }
                 }
-                let (view, read) = self.rebuild(&job.id, job.files, Format::ClaudeTranscript, claude_start(session), |recorder, sink| {
+                let (view, read) = self.rebuild(&job.id, job.files, Format::ClaudeTranscript, (claude_start(session), claude_cwd(session)), |recorder, sink| {
                     feed_claude(recorder, session, sink)
                 })?;
                 let marks = session.parts.iter().map(|(_, path)| path.to_string_lossy().into_owned()).zip(read).collect();

@@ -73,6 +73,8 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     let usage_args = UsageArgs {
         json: args.json,
         by: By::Model,
+        since: None,
+        until: None,
         codex_home: args.codex_home.clone(),
         claude_dir: args.claude_dir.clone(),
         prices: args.prices.clone(),

@@ -274,7 +274,7 @@ fn describe(event: &EventBody) -> String {
         );
     };
     let text = match event {
-        Event::RunStarted { provider, source } => {
+        Event::RunStarted { provider, source, .. } => {
             format!(
                 "run started ({}, {})",
                 json_word(provider),
@@ -331,7 +331,7 @@ fn describe(event: &EventBody) -> String {
                 ""
             }
         ),
-        Event::ThreadStarted { thread_id } => format!("thread {thread_id} started"),
+        Event::ThreadStarted { thread_id, .. } => format!("thread {thread_id} started"),
         Event::AgentSpawned {
             child_thread_id,
             via,

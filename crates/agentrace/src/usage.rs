@@ -1,5 +1,7 @@
 //! `agentrace usage`: tokens and cost per run (session), per agent (its own
-//! and its subtree's), per model and per day. Reads the recorded runs, or
+//! and its subtree's), per model, per day, ISO week and month of the
+//! requests, per project (the session's working folder) and per 5-hour
+//! billing block. Reads the recorded runs, or
 //! the provider folders straight (`--codex-home`, `--claude-dir`) without
 //! writing anything. Replayed history is never counted: the attribution
 //! already left it out.
@@ -21,7 +23,7 @@ use std::sync::Arc;
 use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
 use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{AgentNode, CostStatus, ModelTokens, OutsideUsage, RunView};
+use agentrace_core::state::{hour_start, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
 use agentrace_core::Recorder;
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -31,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
 use crate::codex_sessions::CodexSessions;
 use crate::external_sort::{self, ExternalSort};
-use crate::import::{claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
+use crate::import::{claude_cwd, claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
 use crate::table::{self, Table};
 
@@ -41,9 +43,18 @@ pub struct UsageArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// Group by run (session), agent, model or day.
+    /// Group by run (session), agent, model, day, week, month, project
+    /// or block (5-hour billing window).
     #[arg(long, value_enum, default_value_t = By::Run)]
     pub by: By,
+    /// Count from this day (UTC, included): requests by their time for
+    /// the groupings by model, day, week, month, project and block;
+    /// sessions by their start for `--by run` and `--by agent`.
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_day)]
+    pub since: Option<Timestamp>,
+    /// Count up to this day (UTC, included), as `--since`.
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_day)]
+    pub until: Option<Timestamp>,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
@@ -67,8 +78,56 @@ pub enum By {
     Agent,
     /// One row per model.
     Model,
-    /// One row per day (UTC) a run started.
+    /// One row per day (UTC) of the requests.
     Day,
+    /// One row per ISO week (UTC, `YYYY-Www`) of the requests.
+    Week,
+    /// One row per month (UTC, `YYYY-MM`) of the requests.
+    Month,
+    /// One row per project: the session's working folder.
+    Project,
+    /// One row per 5-hour billing block, as ccusage's `blocks` makes them.
+    Block,
+}
+
+/// The start (UTC midnight) of a `YYYY-MM-DD` day.
+fn parse_day(text: &str) -> Result<Timestamp, String> {
+    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|error| format!("expected YYYY-MM-DD: {error}"))?;
+    Ok(Timestamp(day.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_millis()))
+}
+
+/// Milliseconds in a day and in a billing block.
+const DAY_MS: i64 = 86_400_000;
+const BLOCK_MS: i64 = 5 * 3_600_000;
+
+/// The days `--since` and `--until` leave in, as times: from `since`
+/// (included) to the end of `until`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    since: Option<Timestamp>,
+    until: Option<Timestamp>,
+}
+
+impl Window {
+    fn of(args: &UsageArgs) -> Self {
+        Self {
+            since: args.since,
+            until: args.until.map(|day| Timestamp(day.0 + DAY_MS)),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.since.is_none() && self.until.is_none()
+    }
+
+    /// Whether a time falls in it; an unknown time only when it is open.
+    /// An hour's bucket is in when its start is: days begin on hours.
+    fn holds(&self, at: Option<Timestamp>) -> bool {
+        match at {
+            None => self.is_open(),
+            Some(at) => self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until),
+        }
+    }
 }
 
 /// Why figures miss tokens, as a set small enough to copy.
@@ -148,7 +207,14 @@ fn is_zero(value: &u64) -> bool {
 
 impl Counters {
     fn of(part: &ModelTokens) -> Self {
-        let usage = &part.tokens;
+        Self::of_figures(&part.tokens, part.cost, part.unpriced_tokens)
+    }
+
+    fn of_hour(hour: &HourTokens) -> Self {
+        Self::of_figures(&hour.tokens, hour.cost, hour.unpriced_tokens)
+    }
+
+    fn of_figures(usage: &TokenUsage, cost: f64, unpriced_tokens: u64) -> Self {
         let input_tokens = usage
             .input_tokens
             .saturating_sub(usage.cached_input_tokens)
@@ -160,9 +226,9 @@ impl Counters {
             output_tokens: usage.output_tokens,
             reasoning_tokens: usage.reasoning_output_tokens,
             total_tokens: usage.total_tokens,
-            cost: Some(part.cost),
+            cost: Some(cost),
             cost_status: CostStatus::Exact,
-            unpriced_tokens: part.unpriced_tokens,
+            unpriced_tokens,
             incomplete: Reasons::default(),
         };
         counters.settle();
@@ -271,6 +337,8 @@ pub struct SessionUsage {
     pub run_id: Option<String>,
     /// When it started.
     pub started_at: Option<Timestamp>,
+    /// Its working folder (the project of `--by project`), when known.
+    pub cwd: Option<String>,
     /// Counters of all its agents and of what is outside the tree.
     #[serde(flatten)]
     pub counters: Counters,
@@ -280,6 +348,23 @@ pub struct SessionUsage {
     /// `unattributed`, each with its counters.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outside_tree: Vec<OutsideRow>,
+    /// Its tokens by agent, model and UTC hour of the requests, for the
+    /// groupings by time, project and model.
+    #[serde(skip)]
+    pub hours: Vec<HourRow>,
+}
+
+/// One agent's (or the outside rows') tokens with one model in one UTC
+/// hour.
+#[derive(Debug, Clone)]
+pub struct HourRow {
+    /// The model.
+    pub model: Option<String>,
+    /// The hour's start; `None` when unknown (figures that say only that
+    /// tokens are missing, of a session of unknown start).
+    pub hour: Option<Timestamp>,
+    /// Its counters (with the reasons its agent and session miss tokens).
+    pub counters: Counters,
 }
 
 /// Tokens outside the agent tree, as `usage` reports them.
@@ -312,6 +397,13 @@ pub struct UsageTree {
     pub session_id: String,
     /// When the run started.
     pub started_at: Option<Timestamp>,
+    /// The session's working folder, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The shape it was written in ([`TREE_FORMAT`]); a tree of another
+    /// (older ones kept no hours) is folded again.
+    #[serde(default)]
+    pub format: u32,
     /// The agent tree.
     pub agents: Vec<UsageNode>,
     /// Tokens outside the tree.
@@ -326,6 +418,10 @@ pub struct UsageTree {
     #[serde(default)]
     pub prices: String,
 }
+
+/// The shape of [`UsageTree`] `usage` reads: 1 added the hours of each
+/// part and the working folder.
+const TREE_FORMAT: u32 = 1;
 
 /// One agent of a [`UsageTree`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -364,15 +460,18 @@ impl UsageNode {
     }
 
     fn of(node: &AgentNode) -> Self {
-        // One model: the node's own figures are its one part.
-        let tokens_by_model = match (&node.tokens_by_model[..], node.tokens) {
-            ([], Some(tokens)) => vec![ModelTokens {
+        // The fold's parts, hours included; a view read back has none, and
+        // with one model its own figures are its one part.
+        let tokens_by_model = match (&node.usage_parts[..], &node.tokens_by_model[..], node.tokens) {
+            ([_, ..], _, _) => node.usage_parts.clone(),
+            ([], [], Some(tokens)) => vec![ModelTokens {
                 model: node.model.clone(),
                 tokens,
                 cost: node.cost.unwrap_or(0.0),
                 unpriced_tokens: node.unpriced_tokens,
+                hours: Vec::new(),
             }],
-            (parts, _) => parts.to_vec(),
+            ([], parts, _) => parts.to_vec(),
         };
         Self {
             thread_id: node.thread_id.to_string(),
@@ -412,8 +511,16 @@ impl UsageTree {
             provider: view.run.provider,
             session_id,
             started_at: view.run.started_at,
+            cwd: view.usage.cwd.clone(),
+            format: TREE_FORMAT,
             agents: view.agents.iter().map(UsageNode::of).collect(),
-            outside_tree: view.run.outside_tree.clone(),
+            // The fold's, hours included (a view read back has only the
+            // summary's).
+            outside_tree: if view.usage.outside_tree.is_empty() {
+                view.run.outside_tree.clone()
+            } else {
+                view.usage.outside_tree.clone()
+            },
             incomplete,
             prices: prices.to_owned(),
         }
@@ -493,8 +600,10 @@ pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
     migrate_index(home, &table)?;
     let book = PriceBook::database();
     let marker = kept_prices_path(home);
+    // The marker names the book and the tree's shape it was checked for.
+    let checked = format!("{} format {TREE_FORMAT}", book.id());
     let current = std::fs::read_to_string(&marker).ok();
-    if current.as_deref() == Some(book.id()) {
+    if current.as_deref() == Some(checked.as_str()) {
         return Ok(());
     }
     if table.exists() {
@@ -507,7 +616,7 @@ pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
             // Only entries priced by another book; the others stay as kept.
             let stale = kept
                 .get_placed(id.as_str())
-                .is_some_and(|(tree, _): (UsageTree, _)| tree.prices != book.id());
+                .is_some_and(|(tree, _): (UsageTree, _)| tree.prices != book.id() || tree.format != TREE_FORMAT);
             let Some(log) = LogStamp::of(home, &id).filter(|_| stale) else {
                 continue;
             };
@@ -520,7 +629,7 @@ pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
         }
         writer.finish()?;
     }
-    std::fs::write(&marker, book.id()).with_context(|| format!("cannot write {}", marker.display()))
+    std::fs::write(&marker, checked).with_context(|| format!("cannot write {}", marker.display()))
 }
 
 /// The usage index as an import rewrites it: the runs it rebuilds, put in
@@ -576,7 +685,7 @@ impl KeptUsage {
     /// place in the index; ids must be asked for in increasing order.
     fn take(&mut self, home: &Home, id: &RunId, prices: &str) -> Option<(UsageTree, table::Position)> {
         let (tree, at) = self.reader.get_placed(id.as_str())?;
-        (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices).then_some((tree, at))
+        (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices && tree.format == TREE_FORMAT).then_some((tree, at))
     }
 }
 
@@ -605,7 +714,33 @@ fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
     Ok(ids)
 }
 
-fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>) -> Counters {
+/// The hour rows of parts, each with `reasons`; a part kept without
+/// hours, or an agent without parts (whose figures only say tokens are
+/// missing), counts at `start`'s hour.
+fn hour_rows(parts: &[ModelTokens], model: Option<&String>, reasons: Reasons, start: Option<Timestamp>, rows: &mut Vec<HourRow>) {
+    let start = start.map(hour_start);
+    let mut row = |model: Option<&String>, hour: Option<Timestamp>, mut counters: Counters| {
+        counters.missing(reasons);
+        rows.push(HourRow { model: model.cloned(), hour, counters });
+    };
+    if parts.is_empty() {
+        if !reasons.is_empty() {
+            row(model, start, Counters::default());
+        }
+        return;
+    }
+    for part in parts {
+        if part.hours.is_empty() {
+            row(part.model.as_ref(), start, Counters::of(part));
+        }
+        for hour in &part.hours {
+            row(part.model.as_ref(), Some(hour.hour), Counters::of_hour(hour));
+        }
+    }
+}
+
+fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>, hours: &mut Vec<HourRow>, start: Option<Timestamp>) -> Counters {
+    hour_rows(&node.tokens_by_model, node.model.as_ref(), Reasons::of(&node.incomplete), start, hours);
     let by_model = by_model(node);
     let mut own = Counters::default();
     for (_, counters) in &by_model {
@@ -624,7 +759,7 @@ fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>) -> Counters {
     });
     let mut subtree = own;
     for child in &node.children {
-        subtree.add(&walk(child, out));
+        subtree.add(&walk(child, out, hours, start));
     }
     out[index].subtree = subtree;
     subtree
@@ -653,9 +788,22 @@ fn by_model(node: &UsageNode) -> Vec<(Option<String>, Counters)> {
 
 fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
     let mut agents = Vec::new();
+    let mut hours = Vec::new();
     let mut counters = Counters::default();
     for node in &tree.agents {
-        counters.add(&walk(node, &mut agents));
+        counters.add(&walk(node, &mut agents, &mut hours, tree.started_at));
+    }
+    for outside in &tree.outside_tree {
+        hour_rows(&outside.tokens_by_model, None, Reasons::default(), tree.started_at, &mut hours);
+    }
+    let session_reasons = Reasons::of(&tree.incomplete);
+    if !session_reasons.is_empty() {
+        for row in &mut hours {
+            row.counters.missing(session_reasons);
+        }
+        if hours.is_empty() {
+            hour_rows(&[], None, session_reasons, tree.started_at, &mut hours);
+        }
     }
     let outside_tree: Vec<OutsideRow> = tree
         .outside_tree
@@ -686,9 +834,11 @@ fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
         session_id: tree.session_id.clone(),
         run_id: run_id.map(|id| id.to_string()),
         started_at: tree.started_at,
+        cwd: tree.cwd.clone(),
         counters,
         agents,
         outside_tree,
+        hours,
     }
 }
 
@@ -762,7 +912,7 @@ fn attribute_one(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Resul
                 Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
                     .for_usage()
                     .with_prices(Arc::clone(prices));
-            let _ = recorder.start(claude_start(files));
+            let _ = recorder.start_in(claude_start(files), claude_cwd(files));
             feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
             let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default(), prices.id());
             tree.session_id = files.session_id.clone();
@@ -798,6 +948,12 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> StreamedReport<I> {
 struct Unpriced(BTreeMap<String, u64>);
 
 impl Unpriced {
+    fn note_row(&mut self, row: &HourRow) {
+        if row.counters.unpriced_tokens > 0 {
+            *self.0.entry(row.model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() += row.counters.unpriced_tokens;
+        }
+    }
+
     fn note(&mut self, session: &SessionUsage) {
         let parts = session
             .agents
@@ -1160,15 +1316,21 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     if !straight {
         crate::memory::prefer_small_pages();
     }
+    let window = Window::of(args);
+    // Sessions by their start, for the groupings of whole sessions.
+    let started_in = move |session: &anyhow::Result<SessionUsage>| match session {
+        Ok(session) => window.holds(session.started_at),
+        Err(_) => true,
+    };
     if args.json && args.by == By::Run {
         let report = if straight {
-            let report = StreamedReport::of(Box::new(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK))
+            let report = StreamedReport::of(Box::new(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK).filter(started_in))
                 as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
             out.json_pretty(&report)?;
             report
         } else {
             let (runs, lines) = recorded_runs(home, args, &prices)?;
-            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&lines)))
+            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&lines)).filter(started_in))
                 as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
             out.json_pretty(&report)?;
             report
@@ -1176,7 +1338,10 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         report.unpriced.borrow().warn();
         return Ok(());
     }
-    let sessions = sessions(home, args, &prices)?;
+    let mut sessions = sessions(home, args, &prices)?;
+    if matches!(args.by, By::Run | By::Agent) {
+        sessions.retain(|session| window.holds(session.started_at));
+    }
     let mut totals = Counters::default();
     let mut unpriced = Unpriced::default();
     for session in &sessions {
@@ -1243,39 +1408,135 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 table(out, "AGENT", rows, &totals)?;
             }
         }
-        By::Model | By::Day => {
+        By::Model | By::Day | By::Week | By::Month | By::Project => {
+            // From the hours of the requests, so that `--since`/`--until`
+            // cut by request time and each cost is the sum of its
+            // requests' own.
+            let key = |session: &SessionUsage, row: &HourRow| -> String {
+                let unknown = || "unknown".to_owned();
+                match args.by {
+                    By::Model => row.model.clone().unwrap_or_else(unknown),
+                    By::Project => session.cwd.clone().unwrap_or_else(unknown),
+                    By::Day => row.hour.map_or_else(unknown, day_of),
+                    By::Week => row.hour.map_or_else(unknown, week_of),
+                    By::Month => row.hour.map_or_else(unknown, month_of),
+                    By::Run | By::Agent | By::Block => unknown(),
+                }
+            };
             let mut groups: BTreeMap<String, Counters> = BTreeMap::new();
+            let (mut totals, mut unpriced) = (Counters::default(), Unpriced::default());
             for session in &sessions {
-                if args.by == By::Day {
-                    let day = session
-                        .started_at
-                        .map(|at| at.to_string().chars().take(10).collect())
-                        .unwrap_or_else(|| "unknown".to_owned());
-                    groups.entry(day).or_default().add(&session.counters);
-                } else {
-                    let parts = session
-                        .agents
-                        .iter()
-                        .flat_map(|agent| &agent.by_model)
-                        .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
-                    for (model, counters) in parts {
-                        groups
-                            .entry(model.clone().unwrap_or_else(|| "unknown".to_owned()))
-                            .or_default()
-                            .add(counters);
-                    }
+                for row in session.hours.iter().filter(|row| window.holds(row.hour)) {
+                    groups.entry(key(session, row)).or_default().add(&row.counters);
+                    totals.add(&row.counters);
+                    unpriced.note_row(row);
                 }
             }
-            let key = if args.by == By::Day { "days" } else { "models" };
+            let (json_key, title) = match args.by {
+                By::Model => ("models", "MODEL"),
+                By::Day => ("days", "DAY"),
+                By::Week => ("weeks", "WEEK"),
+                By::Month => ("months", "MONTH"),
+                By::Project | By::Run | By::Agent | By::Block => ("projects", "PROJECT"),
+            };
             if args.json {
-                out.json_pretty(&serde_json::json!({key: groups, "totals": totals, "unpricedModels": unpriced}))?;
+                out.json_pretty(&serde_json::json!({json_key: groups, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
-                table(out, if args.by == By::Day { "DAY" } else { "MODEL" }, groups.into_iter(), &totals)?;
+                table(out, title, groups.into_iter(), &totals)?;
             }
+            unpriced.warn();
+            return Ok(());
+        }
+        By::Block => {
+            let (mut hours, mut unpriced) = (BTreeMap::<Timestamp, Counters>::new(), Unpriced::default());
+            for row in sessions.iter().flat_map(|session| &session.hours) {
+                if let Some(hour) = row.hour.filter(|hour| window.holds(Some(*hour))) {
+                    hours.entry(hour).or_default().add(&row.counters);
+                    unpriced.note_row(row);
+                }
+            }
+            let blocks = blocks(hours);
+            let mut totals = Counters::default();
+            for block in &blocks {
+                totals.add(&block.counters);
+            }
+            if args.json {
+                out.json_pretty(&serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}))?;
+            } else {
+                let rows = blocks.iter().map(|block| (format!("{} .. {}", minute_of(block.start_at), minute_of(block.end_at)), block.counters));
+                table(out, "BLOCK (UTC)", rows, &totals)?;
+            }
+            unpriced.warn();
+            return Ok(());
         }
     }
     unpriced.warn();
     Ok(())
+}
+
+/// One 5-hour billing block.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Block {
+    /// Its start: its first request's time, floored to the hour (UTC).
+    pub start_at: Timestamp,
+    /// Five hours after its start.
+    pub end_at: Timestamp,
+    /// Its requests' counters.
+    #[serde(flatten)]
+    pub counters: Counters,
+}
+
+/// The billing blocks of hours in time order, as ccusage's `blocks` makes
+/// them: a block starts at its first request's hour and lasts five hours;
+/// a request at or after its end starts the next. (ccusage also starts one
+/// after a gap of over five hours since the last request, which a block
+/// that starts at its first request's hour has always ended by then.)
+fn blocks(hours: BTreeMap<Timestamp, Counters>) -> Vec<Block> {
+    let mut blocks: Vec<Block> = Vec::new();
+    for (hour, counters) in hours {
+        match blocks.last_mut() {
+            Some(block) if hour < block.end_at => block.counters.add(&counters),
+            _ => blocks.push(Block {
+                start_at: hour,
+                end_at: Timestamp(hour.0 + BLOCK_MS),
+                counters,
+            }),
+        }
+    }
+    blocks
+}
+
+/// A time's UTC date and time.
+fn utc(at: Timestamp) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp_millis(at.0)
+}
+
+/// `YYYY-MM-DD` (UTC).
+fn day_of(at: Timestamp) -> String {
+    at.to_string().chars().take(10).collect()
+}
+
+/// `YYYY-MM` (UTC).
+fn month_of(at: Timestamp) -> String {
+    at.to_string().chars().take(7).collect()
+}
+
+/// The ISO week, `YYYY-Www` (UTC).
+fn week_of(at: Timestamp) -> String {
+    use chrono::Datelike as _;
+    match utc(at) {
+        Some(time) => {
+            let week = time.iso_week();
+            format!("{:04}-W{:02}", week.year(), week.week())
+        }
+        None => "unknown".to_owned(),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC).
+fn minute_of(at: Timestamp) -> String {
+    at.to_string().chars().take(16).collect::<String>().replace('T', " ")
 }
 
 /// Each agent's depth under its session's root(s).
@@ -1388,6 +1649,8 @@ mod tests {
         let args = UsageArgs {
             json: true,
             by: By::Run,
+            since: None,
+            until: None,
             codex_home: Some(home.path().join("codex")),
             claude_dir: Some(home.path().join("claude")),
             prices: None,

@@ -78,6 +78,7 @@ fn event() -> impl Strategy<Value = EventBody> {
             })),
         any::<String>().prop_map(|thread| EventBody::Known(Event::ThreadStarted {
             thread_id: ThreadId::from(thread),
+            cwd: None,
         })),
         (json_value(), any::<String>()).prop_map(|(request_id, method)| EventBody::Known(
             Event::ClientRequest { request_id, method }
@@ -164,6 +165,7 @@ fn known_envelope() -> Envelope {
         actor: Actor::unknown("no thread id"),
         event: EventBody::Known(Event::ThreadStarted {
             thread_id: ThreadId::from("t"),
+            cwd: None,
         }),
         raw: RawValue::from_string(String::from("{\"method\":\"x\"}")).ok(),
     }

@@ -61,6 +61,7 @@ struct SessionJson {
     session_id: String,
     run_id: Option<String>,
     started_at: Option<String>,
+    cwd: Option<String>,
     input_tokens: u64,
     cached_input_tokens: u64,
     cache_creation_tokens: u64,
@@ -736,4 +737,200 @@ fn a_second_import_of_one_home_waits_for_the_first() {
         (true, true, Some(true), Some(1)),
         "{stderr}"
     );
+}
+
+/// Moves every `timestamp` of the `.jsonl` files under `dir` by `hours`,
+/// as if the session had run that much later.
+fn shift_times(dir: &Path, hours: i64) {
+    for file in jsonl_files(dir) {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
+        let shifted: String = text
+            .lines()
+            .map(|line| {
+                let mut value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+                if let Some(at) = value.get_mut("timestamp") {
+                    let time = at.as_str().and_then(|text| chrono::DateTime::parse_from_rfc3339(text).ok());
+                    if let Some(time) = time {
+                        let moved = time.to_utc() + chrono::Duration::hours(hours);
+                        *at = Value::from(moved.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string());
+                    }
+                }
+                format!("{value}\n")
+            })
+            .collect();
+        std::fs::write(&file, shifted).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// `usage --json` with `args`, as a value.
+fn usage_value(cli: &Cli, args: &[&str]) -> Value {
+    let mut all = vec!["usage", "--json"];
+    all.extend_from_slice(args);
+    let stdout = cli.ok(&all);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}\n{stdout}"))
+}
+
+/// The report of `args` read straight from `dir`'s folders.
+fn straight(cli: &Cli, dir: &Path, args: &[&str]) -> Value {
+    let codex = dir.join("codex").to_string_lossy().into_owned();
+    let claude = dir.join("claude").to_string_lossy().into_owned();
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--codex-home", &codex, "--claude-dir", &claude]);
+    usage_value(cli, &all)
+}
+
+fn import_all(cli: &Cli, dir: &Path) {
+    let codex = dir.join("codex").to_string_lossy().into_owned();
+    let claude = dir.join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+}
+
+/// `value` with every cost rounded to 1e-9 dollars: one group's cost is
+/// the sum of its requests' in another order than another group's, and
+/// floating-point sums differ in their last bits with the order.
+fn rounded(mut value: Value) -> Value {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                for (name, member) in object.iter_mut() {
+                    match member.as_f64() {
+                        Some(cost) if name == "cost" => *member = Value::from((cost * 1e9).round() / 1e9),
+                        _ => walk(member),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut value);
+    value
+}
+
+/// A session's own counters: its members but for what names it.
+fn counters_of(session: &Value) -> Value {
+    let naming = ["provider", "sessionId", "runId", "startedAt", "cwd", "agents", "outsideTree"];
+    let counters: serde_json::Map<String, Value> = session
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| !naming.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    Value::Object(counters)
+}
+
+/// The members of a JSON object, in order.
+fn keys(value: &Value) -> Vec<String> {
+    value.as_object().map(|object| object.keys().cloned().collect()).unwrap_or_default()
+}
+
+#[test]
+fn every_new_grouping_gives_the_same_numbers_straight_from_folders_and_after_import() {
+    let dir = homes(&["v1_basic", "real_model_nested"], &["nested_fg", "v2.0.77_single"]);
+    let cli = Cli::new();
+    let groupings = [("day", "days"), ("week", "weeks"), ("month", "months"), ("project", "projects"), ("block", "blocks"), ("model", "models")];
+    let before: Vec<Value> = groupings.iter().map(|(by, _)| straight(&cli, dir.path(), &["--by", by])).collect();
+    let by_run = straight(&cli, dir.path(), &[]);
+    import_all(&cli, dir.path());
+    for ((by, key), straight) in groupings.iter().zip(&before) {
+        let recorded = usage_value(&cli, &["--by", by]);
+        assert_eq!(&recorded, straight, "--by {by}");
+        assert_eq!(keys(&recorded), [(*key).to_owned(), "totals".to_owned(), "unpricedModels".to_owned()], "--by {by}");
+        // Every token of the sessions is in one group.
+        assert_eq!(recorded["totals"]["totalTokens"], by_run["totals"]["totalTokens"], "--by {by}");
+    }
+    // Every request of this corpus ran on 2026-11-29 (UTC), in one block.
+    let totals = &by_run["totals"];
+    assert_eq!(rounded(before[0]["days"].clone()), rounded(serde_json::json!({"2026-11-29": totals})));
+    assert_eq!(rounded(before[1]["weeks"].clone()), rounded(serde_json::json!({"2026-W48": totals})));
+    assert_eq!(rounded(before[2]["months"].clone()), rounded(serde_json::json!({"2026-11": totals})));
+    let mut block = totals.clone();
+    block["startAt"] = Value::from("2026-11-29T22:00:00.000Z");
+    block["endAt"] = Value::from("2026-11-30T03:00:00.000Z");
+    assert_eq!(rounded(before[4]["blocks"].clone()), rounded(serde_json::json!([block])));
+    // A project is its sessions' working folder; each Claude capture has
+    // its own, both Codex captures share one.
+    let projects = &before[3]["projects"];
+    assert_eq!(
+        keys(projects),
+        ["/home/dev/agents/work/nested_fg", "/home/dev/agents/work/v2.0.77_single", "/home/dev/codexcap/work"]
+    );
+    let sessions = by_run["sessions"].as_array().cloned().unwrap_or_default();
+    for session in &sessions {
+        assert!(session["cwd"].is_string(), "{session}");
+    }
+    for project in ["/home/dev/agents/work/nested_fg", "/home/dev/agents/work/v2.0.77_single"] {
+        let session = sessions.iter().find(|session| session["cwd"] == project).cloned().unwrap_or_default();
+        assert_eq!(rounded(projects[project].clone()), rounded(counters_of(&session)), "{project}");
+    }
+}
+
+#[test]
+fn since_and_until_count_requests_by_their_day_and_sessions_by_their_start() {
+    let dir = homes(&[], &["nested_fg", "v2.0.77_single"]);
+    // nested_fg runs two days later: 2026-12-01.
+    let nested = dir.path().join("claude/projects/-home-dev-agents-work-nested-fg");
+    assert!(nested.is_dir());
+    shift_times(&nested, 48);
+    let cli = Cli::new();
+    let all = straight(&cli, dir.path(), &[]);
+    let session = |cwd: &str| {
+        all["sessions"].as_array().into_iter().flatten().find(|session| session["cwd"] == cwd).cloned().unwrap_or_default()
+    };
+    let (early, late) = (session("/home/dev/agents/work/v2.0.77_single"), session("/home/dev/agents/work/nested_fg"));
+    assert_eq!(late["startedAt"].as_str().map(|at| &at[..10]), Some("2026-12-01"));
+    let days = |args: &[&str]| {
+        let mut all = vec!["--by", "day"];
+        all.extend_from_slice(args);
+        straight(&cli, dir.path(), &all)
+    };
+    let counters = counters_of;
+    // Both ends are included, whole UTC days.
+    let only_late = days(&["--since", "2026-12-01", "--until", "2026-12-01"]);
+    assert_eq!(rounded(only_late["days"].clone()), rounded(serde_json::json!({"2026-12-01": counters(&late)})));
+    assert_eq!(rounded(only_late["totals"].clone()), rounded(counters(&late)));
+    let only_early = days(&["--until", "2026-11-30"]);
+    let early_days = keys(&only_early["days"]);
+    assert!(early_days.iter().all(|day| day.as_str() < "2026-12-01"), "{early_days:?}");
+    assert_eq!(rounded(only_early["totals"].clone()), rounded(counters(&early)));
+    assert_eq!(days(&["--since", "2026-12-02"])["days"], serde_json::json!({}));
+    // Sessions by their start for --by run.
+    let runs = straight(&cli, dir.path(), &["--since", "2026-12-01"]);
+    let ids: Vec<&Value> = runs["sessions"].as_array().into_iter().flatten().map(|session| &session["sessionId"]).collect();
+    assert_eq!(ids, [&late["sessionId"]]);
+    assert_eq!(rounded(runs["totals"].clone()), rounded(counters(&late)));
+    // The same after an import.
+    import_all(&cli, dir.path());
+    assert_eq!(usage_value(&cli, &["--by", "day", "--since", "2026-12-01", "--until", "2026-12-01"]), only_late);
+}
+
+#[test]
+fn a_gap_of_more_than_five_hours_starts_a_new_billing_block() {
+    let dir = homes(&[], &["single_fg"]);
+    // The helper's transcript runs six hours after the main one.
+    let session = dir.path().join("claude/projects/-home-dev-agents-work-single-fg/8beed115-2652-4f2b-897f-f3849f761b78/subagents");
+    assert!(session.is_dir());
+    shift_times(&session, 6);
+    let cli = Cli::new();
+    let runs = straight(&cli, dir.path(), &[]);
+    let agents = runs["sessions"][0]["agents"].as_array().cloned().unwrap_or_default();
+    assert_eq!(agents.len(), 2, "{runs}");
+    let block = |start: &str, end: &str, agent: &Value| {
+        let mut block = agent["own"].clone();
+        block["startAt"] = Value::from(start);
+        block["endAt"] = Value::from(end);
+        block
+    };
+    let expected = serde_json::json!([
+        block("2026-11-29T22:00:00.000Z", "2026-11-30T03:00:00.000Z", &agents[0]),
+        block("2026-11-30T04:00:00.000Z", "2026-11-30T09:00:00.000Z", &agents[1]),
+    ]);
+    let blocks = straight(&cli, dir.path(), &["--by", "block"]);
+    assert_eq!(rounded(blocks["blocks"].clone()), rounded(expected));
+    assert_eq!(blocks["totals"]["totalTokens"], runs["totals"]["totalTokens"]);
+    // The two days the requests fall on, not the one the session started.
+    assert_eq!(keys(&straight(&cli, dir.path(), &["--by", "day"])["days"]), ["2026-11-29", "2026-11-30"]);
+    import_all(&cli, dir.path());
+    assert_eq!(usage_value(&cli, &["--by", "block"]), blocks);
 }
