@@ -1,6 +1,6 @@
-//! `agentrace check`: exit codes for CI, allow/deny flags and the config
-//! file, on real captures (one edited so the root passes off a helper's
-//! answer as its own).
+//! `agentrace check`: exit codes for CI, allow/deny flags, the config file
+//! and budgets, on real captures (one edited so the root passes off a
+//! helper's answer as its own).
 
 use serde_json::{json, Value};
 
