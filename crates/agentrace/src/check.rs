@@ -93,7 +93,9 @@ fn dollars(text: &str) -> Result<f64, String> {
     let number = text.strip_prefix('$').unwrap_or(text);
     match number.parse::<f64>() {
         Ok(limit) if limit.is_finite() && limit >= 0.0 => Ok(limit),
-        _ => Err(format!("`{text}` is not an amount of US dollars (e.g. 0.25)")),
+        _ => Err(format!(
+            "`{text}` is not an amount of US dollars (e.g. 0.25)"
+        )),
     }
 }
 

@@ -61,17 +61,25 @@ struct Verdict {
 /// `budget_exceeded`: the run's (or an agent's own, with `budgetPer:
 /// agent`) cost or tokens passed `maxCost` / `maxTokens`.
 pub fn budget_exceeded(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
-    judged(facts, config, "budget_exceeded", Severity::Error, |verdict| {
-        &verdict.exceeded
-    })
+    judged(
+        facts,
+        config,
+        "budget_exceeded",
+        Severity::Error,
+        |verdict| &verdict.exceeded,
+    )
 }
 
 /// `budget_unchecked`: a configured limit that the figures cannot settle
 /// (an unknown cost, or a floor under the limit).
 pub fn budget_unchecked(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
-    judged(facts, config, "budget_unchecked", Severity::Warning, |verdict| {
-        &verdict.unchecked
-    })
+    judged(
+        facts,
+        config,
+        "budget_unchecked",
+        Severity::Warning,
+        |verdict| &verdict.unchecked,
+    )
 }
 
 fn judged(
