@@ -416,8 +416,9 @@ pub struct RunSummary {
     /// runs can hide the codes a configuration allows without reading the
     /// logs. A record lists what `show` lists, but for the detectors that
     /// need a clock or the user's rules (`silent_agent`, `empty_result`,
-    /// `helper_policy_violation`). Absent when there are none (and in
-    /// records written before it existed).
+    /// `helper_policy_violation`, `budget_exceeded`, `budget_unchecked`).
+    /// Absent when there are none (and in records written before it
+    /// existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warning_codes: Vec<String>,
 }

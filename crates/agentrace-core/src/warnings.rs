@@ -6,7 +6,8 @@
 //!
 //! Codes may be allowed (hidden) or denied (raised to error level) by the
 //! CLI (`-A code`, `-W code`) and by a config file ([`WarningConfig`]);
-//! `empty_result` and `helper_policy_violation` fire only on user rules.
+//! `empty_result`, `helper_policy_violation` and the budget codes
+//! (`budget_exceeded`, `budget_unchecked`) fire only on user rules.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +20,10 @@ use crate::model::{
     Warning,
 };
 use crate::state::{AgentNode, RunSummary, RunView};
+
+mod budget;
+
+pub use budget::{budget_exceeded, budget_unchecked, BudgetPer};
 
 /// The result of a detector takes at most this many message hashes per
 /// thread into account: a replay repeats the parent's history from its start,
@@ -35,7 +40,7 @@ const REPLAY_MIN_CHARS: usize = 16;
 pub const DEFAULT_SILENT_AFTER_SECS: u64 = 300;
 
 /// Every detector code of §8, in the order they are evaluated.
-pub const DETECTOR_CODES: [&str; 10] = [
+pub const DETECTOR_CODES: [&str; 12] = [
     "done_source_not_root",
     "helper_result_used_as_done",
     "unattributed_done",
@@ -46,6 +51,8 @@ pub const DETECTOR_CODES: [&str; 10] = [
     "orphan_child",
     "lost_turn",
     "replayed_history",
+    "budget_exceeded",
+    "budget_unchecked",
 ];
 
 /// What one detector says about a run.
@@ -206,7 +213,7 @@ pub struct ArtifactRule {
 
 /// Detector configuration: the config file's shape (JSON) and what the CLI
 /// flags add to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WarningConfig {
     /// Codes to hide.
@@ -224,6 +231,17 @@ pub struct WarningConfig {
     /// Expectations for `empty_result`.
     #[serde(default)]
     pub expect_artifacts: Vec<ArtifactRule>,
+    /// The most a run (or each agent, see `budgetPer`) may cost, US dollars
+    /// (`budget_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// The most tokens a run (or each agent) may use (`budget_exceeded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// What `maxCost` and `maxTokens` hold: the run's totals (default) or
+    /// each agent's own figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_per: Option<BudgetPer>,
 }
 
 impl WarningConfig {
@@ -292,7 +310,7 @@ pub struct Report {
 pub type Detector = fn(&RunFacts<'_>, &WarningConfig) -> Check;
 
 /// Every detector with its code, in [`DETECTOR_CODES`] order.
-pub fn detectors() -> [(&'static str, Detector); 10] {
+pub fn detectors() -> [(&'static str, Detector); 12] {
     [
         ("done_source_not_root", done_source_not_root),
         ("helper_result_used_as_done", helper_result_used_as_done),
@@ -304,6 +322,8 @@ pub fn detectors() -> [(&'static str, Detector); 10] {
         ("orphan_child", orphan_child),
         ("lost_turn", lost_turn),
         ("replayed_history", replayed_history),
+        ("budget_exceeded", budget_exceeded),
+        ("budget_unchecked", budget_unchecked),
     ]
 }
 

@@ -8,9 +8,10 @@ use std::process::ExitCode;
 
 use agentrace_core::model::{RunId, Severity, Timestamp};
 use agentrace_core::state::{RunSummary, RunView};
-use agentrace_core::warnings::WarningConfig;
+use agentrace_core::warnings::{BudgetPer, WarningConfig};
 use agentrace_store::Home;
 use anyhow::Context as _;
+use clap::builder::TypedValueParser as _;
 use clap::Args;
 
 use crate::output::Out;
@@ -29,7 +30,8 @@ pub struct WarningArgs {
     #[arg(short = 'A', long = "allow", value_name = "CODE")]
     pub allow: Vec<String>,
     /// The warning config (JSON: allow, deny, silentAfterSecs, helperRules,
-    /// expectArtifacts); default `$AGENTRACE_HOME/warnings.json` when present.
+    /// expectArtifacts, maxCost, maxTokens, budgetPer); default
+    /// `$AGENTRACE_HOME/warnings.json` when present.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
@@ -44,6 +46,57 @@ pub struct CheckArgs {
     json: bool,
     #[command(flatten)]
     warnings: WarningArgs,
+    #[command(flatten)]
+    budget: BudgetArgs,
+}
+
+/// Budgets `check` holds a run to (over the config file's `maxCost`,
+/// `maxTokens` and `budgetPer`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct BudgetArgs {
+    /// Fail (`budget_exceeded`) when the run, or an agent with `--per
+    /// agent`, cost more than this many US dollars.
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    pub max_cost: Option<f64>,
+    /// Fail (`budget_exceeded`) when the run, or an agent with `--per
+    /// agent`, used more than this many tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// What the budgets hold: the run's totals (default) or each agent's own
+    /// figures (its children's not included).
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_parser = clap::builder::PossibleValuesParser::new(["run", "agent"])
+            .try_map(|text| text.parse::<BudgetPer>())
+    )]
+    pub per: Option<BudgetPer>,
+}
+
+impl BudgetArgs {
+    /// `config` with these flags over its file's budget.
+    fn apply(&self, config: &mut WarningConfig) {
+        if let Some(limit) = self.max_cost {
+            config.max_cost = Some(limit);
+        }
+        if let Some(limit) = self.max_tokens {
+            config.max_tokens = Some(limit);
+        }
+        if let Some(per) = self.per {
+            config.budget_per = Some(per);
+        }
+    }
+}
+
+/// A dollar limit: a number, at least 0 (`$` in front allowed).
+fn dollars(text: &str) -> Result<f64, String> {
+    let number = text.strip_prefix('$').unwrap_or(text);
+    match number.parse::<f64>() {
+        Ok(limit) if limit.is_finite() && limit >= 0.0 => Ok(limit),
+        _ => Err(format!(
+            "`{text}` is not an amount of US dollars (e.g. 0.25)"
+        )),
+    }
 }
 
 /// The configuration: the file (given, or the home's when it exists), then
@@ -54,6 +107,14 @@ pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> 
         None => (home.root().join(CONFIG_FILE), false),
     };
     let mut config = read_config(&path, required)?;
+    if let Some(limit) = config.max_cost {
+        if !(limit.is_finite() && limit >= 0.0) {
+            anyhow::bail!(
+                "{}: maxCost {limit} is not an amount of US dollars\nhint: write a number of at least 0, e.g. \"maxCost\": 0.25",
+                path.display()
+            );
+        }
+    }
     for code in &args.allow {
         config.deny.remove(code);
         config.allow.insert(code.clone());
@@ -105,7 +166,8 @@ pub fn listed_runs(home: &Home) -> anyhow::Result<Vec<RunSummary>> {
 
 /// Runs `agentrace check`.
 pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
-    let config = config(home, &args.warnings)?;
+    let mut config = config(home, &args.warnings)?;
+    args.budget.apply(&mut config);
     let id = home.resolve(&args.run)?;
     let loaded = home.load_run(&id)?;
     let view = loaded.checked_view(&config, Some(now()));

@@ -114,7 +114,8 @@ enum Command {
     /// Check a run for suspicious signs (§8 warnings), for CI pipelines.
     ///
     /// Exits 1 when an error-level warning fires (by default:
-    /// done_source_not_root, helper_result_used_as_done, unattributed_done).
+    /// done_source_not_root, helper_result_used_as_done, unattributed_done,
+    /// and budget_exceeded when a budget is set).
     Check(crate::check::CheckArgs),
     /// Serve the web viewer and the HTTP API (loopback unless told otherwise).
     ///

@@ -2,15 +2,17 @@
 //! not, built from envelopes and folded the way every reader folds a log.
 
 use agentrace_core::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence, Role,
-    RunId, Severity, ThreadId, Timestamp, TurnId, Warning, LOG_VERSION,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence,
+    IncompleteReason, Role, RunId, Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
+    LOG_VERSION,
 };
 use agentrace_core::state::{FinalActors, RunState};
+use agentrace_core::state::{CostStatus, RunView};
 use agentrace_core::warnings::{
-    detect, done_source_not_root, empty_result, helper_policy_violation,
+    budget_exceeded, budget_unchecked, detect, done_source_not_root, empty_result, helper_policy_violation,
     helper_result_used_as_done, lost_turn, orphan_child, replayed_history, silent_agent,
     unattributed_done, unknown_actor_events, with_detected, ArtifactRule, Check, Evidence,
-    HelperRule, RunFacts, WarningConfig,
+    BudgetPer, HelperRule, RunFacts, WarningConfig,
 };
 
 const ROOT: &str = "root-thread";
@@ -672,7 +674,8 @@ fn detected_warnings_join_the_views_warnings_and_its_count() {
 fn the_config_file_shape_reads_back() {
     let text = r#"{"allow":["orphan_child"],"deny":["lost_turn"],"silentAfterSecs":60,
         "helperRules":[{"toolKind":"mcp","description":"helpers must not call MCP tools"}],
-        "expectArtifacts":[{"whenPromptContains":"build","atLeast":2}]}"#;
+        "expectArtifacts":[{"whenPromptContains":"build","atLeast":2}],
+        "maxCost":0.25,"maxTokens":100000,"budgetPer":"agent"}"#;
     let config: WarningConfig = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         config,
@@ -690,6 +693,321 @@ fn the_config_file_shape_reads_back() {
                 at_least: Some(2),
                 ..ArtifactRule::default()
             }],
+            max_cost: Some(0.25),
+            max_tokens: Some(100_000),
+            budget_per: Some(BudgetPer::Agent),
         }
     );
+}
+
+
+// Budgets: the figures are set on the folded view (the fold's pricing has
+// tests of its own), so each test reads as the numbers it judges.
+
+/// `total` tokens, all of them input.
+fn tokens(total: u64) -> Option<TokenUsage> {
+    Some(TokenUsage {
+        input_tokens: total,
+        total_tokens: total,
+        ..TokenUsage::default()
+    })
+}
+
+/// A finished run of $0.4210 and 9,000 tokens: the root's own $0.3000 and
+/// 6,000 tokens, its helper's $0.1210 and 3,000; none known to be missing
+/// (the log reports no usage, so the fold marks its agents `noUsageReported`).
+fn priced_run() -> (RunView, Evidence) {
+    let (mut view, evidence) = finished_by_root().facts();
+    view.run.tokens = tokens(9000);
+    view.run.cost = Some(0.4210);
+    view.run.cost_status = CostStatus::Exact;
+    view.run.incomplete = Vec::new();
+    let root = &mut view.agents[0];
+    root.tokens = tokens(6000);
+    root.cost = Some(0.3);
+    root.cost_status = CostStatus::Exact;
+    root.incomplete = Vec::new();
+    let helper = &mut root.children[0];
+    helper.tokens = tokens(3000);
+    helper.cost = Some(0.1210);
+    helper.cost_status = CostStatus::Exact;
+    helper.incomplete = Vec::new();
+    (view, evidence)
+}
+
+fn judge(
+    (view, evidence): &(RunView, Evidence),
+    detector: agentrace_core::warnings::Detector,
+    config: &WarningConfig,
+) -> Check {
+    detector(
+        &RunFacts {
+            view,
+            evidence,
+            now: None,
+        },
+        config,
+    )
+}
+
+fn budget(max_cost: Option<f64>, max_tokens: Option<u64>, per: Option<BudgetPer>) -> WarningConfig {
+    WarningConfig {
+        max_cost,
+        max_tokens,
+        budget_per: per,
+        ..WarningConfig::default()
+    }
+}
+
+fn warnings(found: &[(&str, Severity, &str, Option<&str>)]) -> Check {
+    Check::Warn(
+        found
+            .iter()
+            .map(|(code, severity, message, thread)| Warning {
+                code: (*code).to_owned(),
+                severity: *severity,
+                message: (*message).to_owned(),
+                event_sequence: None,
+                thread_id: thread.map(ThreadId::from),
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn a_run_that_cost_more_than_its_budget_is_budget_exceeded() {
+    assert_eq!(
+        judge(&priced_run(), budget_exceeded, &budget(Some(0.25), None, None)),
+        warn(
+            "budget_exceeded",
+            Severity::Error,
+            "run run-test cost $0.4210 is over the budget of $0.25",
+            None,
+            None
+        )
+    );
+}
+
+#[test]
+fn a_run_within_both_budgets_raises_no_budget_warning() {
+    let run = priced_run();
+    let config = budget(Some(1.0), Some(9000), None);
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &config),
+            judge(&run, budget_unchecked, &config)
+        ),
+        (Check::Ok, Check::Ok)
+    );
+}
+
+#[test]
+fn a_run_over_both_budgets_gets_one_warning_that_names_both() {
+    assert_eq!(
+        judge(&priced_run(), budget_exceeded, &budget(Some(0.25), Some(5000), Some(BudgetPer::Run))),
+        warn(
+            "budget_exceeded",
+            Severity::Error,
+            "run run-test cost $0.4210 is over the budget of $0.25, and used 9000 tokens, over the budget of 5000 tokens",
+            None,
+            None
+        )
+    );
+}
+
+#[test]
+fn per_agent_budgets_judge_each_agent_by_its_own_cost_not_its_subtrees() {
+    let run = priced_run();
+    // The root's subtree cost $0.4210, but its own requests $0.3000: a
+    // limit of $0.35 holds for every agent and fails the run.
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &budget(Some(0.25), None, Some(BudgetPer::Agent))),
+            judge(&run, budget_exceeded, &budget(Some(0.35), None, Some(BudgetPer::Agent))),
+            judge(&run, budget_exceeded, &budget(Some(0.35), None, Some(BudgetPer::Run))),
+        ),
+        (
+            warn(
+                "budget_exceeded",
+                Severity::Error,
+                "agent Main (thread root-thread) cost $0.3000 is over the budget of $0.25",
+                None,
+                Some(ROOT)
+            ),
+            Check::Ok,
+            warn(
+                "budget_exceeded",
+                Severity::Error,
+                "run run-test cost $0.4210 is over the budget of $0.35",
+                None,
+                None
+            ),
+        )
+    );
+}
+
+#[test]
+fn per_agent_token_budgets_name_every_agent_over_them() {
+    assert_eq!(
+        judge(&priced_run(), budget_exceeded, &budget(None, Some(2000), Some(BudgetPer::Agent))),
+        warnings(&[
+            (
+                "budget_exceeded",
+                Severity::Error,
+                "agent Main (thread root-thread) used 6000 tokens, over the budget of 2000 tokens",
+                Some(ROOT)
+            ),
+            (
+                "budget_exceeded",
+                Severity::Error,
+                "agent Ash [worker] (thread helper-thread) used 3000 tokens, over the budget of 2000 tokens",
+                Some(HELPER)
+            ),
+        ])
+    );
+}
+
+#[test]
+fn a_floor_over_the_budget_is_exceeded_at_least() {
+    let mut run = priced_run();
+    run.0.run.cost_status = CostStatus::Floor;
+    run.0.run.incomplete = vec![IncompleteReason::MissingFinalUsage];
+    assert_eq!(
+        judge(&run, budget_exceeded, &budget(Some(0.25), Some(5000), None)),
+        warn(
+            "budget_exceeded",
+            Severity::Error,
+            "run run-test cost at least $0.4210 is over the budget of $0.25, and used at least 9000 tokens, over the budget of 5000 tokens",
+            None,
+            None
+        )
+    );
+}
+
+#[test]
+fn a_floor_under_the_budget_cannot_confirm_it() {
+    let mut run = priced_run();
+    run.0.run.cost_status = CostStatus::Floor;
+    run.0.run.incomplete = vec![IncompleteReason::MissingFinalUsage];
+    let config = budget(Some(1.0), Some(10_000), None);
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &config),
+            judge(&run, budget_unchecked, &config)
+        ),
+        (
+            Check::Ok,
+            warn(
+                "budget_unchecked",
+                Severity::Warning,
+                "run run-test cost at least $0.4210 is under the budget of $1.00, but some of its tokens have no price or are missing, so it cannot be confirmed, and used at least 9000 tokens, under the budget of 10000 tokens, but some of its tokens are missing, so it cannot be confirmed",
+                None,
+                None
+            )
+        )
+    );
+}
+
+#[test]
+fn an_unknown_cost_is_a_budget_that_cannot_be_checked_never_a_pass_or_a_zero() {
+    let mut run = priced_run();
+    run.0.run.cost = None;
+    run.0.run.cost_status = CostStatus::Unknown;
+    let config = budget(Some(0.25), None, None);
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &config),
+            judge(&run, budget_unchecked, &config)
+        ),
+        (
+            Check::Ok,
+            warn(
+                "budget_unchecked",
+                Severity::Warning,
+                "run run-test cost is unknown (nothing could be priced), so the budget of $0.25 cannot be checked",
+                None,
+                None
+            )
+        )
+    );
+}
+
+#[test]
+fn an_unknown_cost_still_fails_a_token_budget_it_passed() {
+    let mut run = priced_run();
+    run.0.run.cost = None;
+    run.0.run.cost_status = CostStatus::Unknown;
+    let config = budget(Some(0.25), Some(5000), None);
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &config),
+            judge(&run, budget_unchecked, &config)
+        ),
+        (
+            warn(
+                "budget_exceeded",
+                Severity::Error,
+                "run run-test used 9000 tokens, over the budget of 5000 tokens",
+                None,
+                None
+            ),
+            warn(
+                "budget_unchecked",
+                Severity::Warning,
+                "run run-test cost is unknown (nothing could be priced), so the budget of $0.25 cannot be checked",
+                None,
+                None
+            )
+        )
+    );
+}
+
+#[test]
+fn without_limits_no_budget_is_judged_even_on_an_unknown_cost() {
+    let mut run = priced_run();
+    run.0.run.cost = None;
+    run.0.run.cost_status = CostStatus::Unknown;
+    let config = WarningConfig::default();
+    assert_eq!(
+        (
+            judge(&run, budget_exceeded, &config),
+            judge(&run, budget_unchecked, &config)
+        ),
+        (Check::Ok, Check::Ok)
+    );
+}
+
+#[test]
+fn an_agent_that_made_no_requests_is_within_any_budget() {
+    let (mut view, evidence) = priced_run();
+    view.agents[0].children[0].tokens = None;
+    view.agents[0].children[0].cost = Some(0.0);
+    let config = budget(Some(0.0), Some(0), Some(BudgetPer::Agent));
+    let found = judge(&(view, evidence), budget_exceeded, &config);
+    let threads = match &found {
+        Check::Warn(found) => found.iter().map(|w| w.thread_id.clone()).collect(),
+        _ => Vec::new(),
+    };
+    assert_eq!(threads, vec![Some(ThreadId::from(ROOT))]);
+}
+
+#[test]
+fn an_allowed_budget_code_is_not_raised_and_the_other_still_is() {
+    let mut run = priced_run();
+    run.0.run.cost = None;
+    run.0.run.cost_status = CostStatus::Unknown;
+    let config = WarningConfig {
+        allow: ["budget_exceeded".to_owned()].into(),
+        ..budget(Some(0.25), Some(5000), None)
+    };
+    let report = detect(
+        &RunFacts {
+            view: &run.0,
+            evidence: &run.1,
+            now: None,
+        },
+        &config,
+    );
+    let codes: Vec<&str> = report.warnings.iter().map(|w| w.code.as_str()).collect();
+    assert_eq!(codes, vec!["budget_unchecked"]);
 }

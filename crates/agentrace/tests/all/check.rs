@@ -1,6 +1,6 @@
-//! `agentrace check`: exit codes for CI, allow/deny flags and the config
-//! file, on real captures (edited so the root passes off a helper's answer
-//! as its own).
+//! `agentrace check`: exit codes for CI, allow/deny flags, the config file
+//! and budgets, on real captures (one edited so the root passes off a
+//! helper's answer as its own).
 
 use serde_json::{json, Value};
 
@@ -234,4 +234,194 @@ fn show_takes_the_warning_flags_check_takes() {
 fn check_without_a_run_is_a_usage_error() {
     let cli = Cli::new();
     assert_eq!(cli.run(&["check"]).status.code(), Some(2));
+}
+
+// Budgets, on a Claude capture of a model the price database knows
+// (claude-opus-5-5): the run cost $0.0364 for 8,635 tokens, of which the
+// root's own requests $0.0248 (5,808 tokens) and its helper's $0.0116
+// (2,827 tokens).
+
+const PRICED_ROOT: &str = "8beed115-2652-4f2b-897f-f3849f761b78";
+
+fn priced_run(cli: &Cli) -> String {
+    let stream = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/claude/single_fg/stream.jsonl");
+    cli.ingest(&stream, &["--run-id", "priced", "--quiet"])
+}
+
+/// `(exit code, stdout)` of `agentrace check` with `args`.
+fn checked(cli: &Cli, args: &[&str]) -> (Option<i32>, String) {
+    let output = cli.run(&[&["check"], args].concat());
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn check_max_cost_fails_a_run_that_cost_more_and_names_its_cost_and_the_limit() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    let output = cli.run(&["check", &id, "--max-cost", "0.03", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (
+            checked(&cli, &[&id, "--max-cost", "0.03"]),
+            output.status.code(),
+            report
+        ),
+        (
+            (
+                Some(1),
+                "error   budget_exceeded: run priced cost $0.0364 is over the budget of $0.03\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
+            ),
+            Some(1),
+            json!({
+                "run": "priced",
+                "status": "done",
+                "ok": false,
+                "warnings": [{
+                    "code": "budget_exceeded",
+                    "severity": "error",
+                    "message": "run priced cost $0.0364 is over the budget of $0.03"
+                }]
+            })
+        )
+    );
+}
+
+#[test]
+fn check_passes_a_run_within_its_budgets() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    assert_eq!(
+        checked(&cli, &[&id, "--max-cost", "0.04", "--max-tokens", "8635"]),
+        (Some(0), "priced: 0 warning(s), 0 error(s): ok\n".to_owned())
+    );
+}
+
+#[test]
+fn per_agent_budgets_judge_each_agent_by_its_own_cost_and_tokens_not_its_subtrees() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    assert_eq!(
+        (
+            // The root's subtree cost $0.0364, its own requests $0.0248.
+            checked(&cli, &[&id, "--max-cost", "0.03", "--per", "agent"]),
+            checked(&cli, &[&id, "--max-cost", "0.03", "--per", "run"]).0,
+            checked(&cli, &[&id, "--max-cost", "0.02", "--max-tokens", "2000", "--per", "agent"]),
+        ),
+        (
+            (Some(0), "priced: 0 warning(s), 0 error(s): ok\n".to_owned()),
+            Some(1),
+            (
+                Some(1),
+                format!(
+                    "error   budget_exceeded: agent Main (thread {PRICED_ROOT}) cost $0.0248 is over the budget of $0.02, and used 5808 tokens, over the budget of 2000 tokens [thread {PRICED_ROOT}]\n\
+                     error   budget_exceeded: agent Echo task A [general-purpose] (thread a3723d29fe24feb6b) used 2827 tokens, over the budget of 2000 tokens [thread a3723d29fe24feb6b]\n\
+                     priced: 2 warning(s), 2 error(s): FAILED\n"
+                )
+            ),
+        )
+    );
+}
+
+#[test]
+fn the_config_files_budget_fails_check_and_the_flags_override_it() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"maxCost":0.03,"maxTokens":3000,"budgetPer":"agent"}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (
+            checked(&cli, &[&id]),
+            checked(&cli, &[&id, "--max-tokens", "6000"]).0,
+            checked(&cli, &[&id, "--max-tokens", "6000", "--per", "run"]),
+        ),
+        (
+            (
+                Some(1),
+                format!(
+                    "error   budget_exceeded: agent Main (thread {PRICED_ROOT}) used 5808 tokens, over the budget of 3000 tokens [thread {PRICED_ROOT}]\npriced: 1 warning(s), 1 error(s): FAILED\n"
+                )
+            ),
+            Some(0),
+            (
+                Some(1),
+                "error   budget_exceeded: run priced cost $0.0364 is over the budget of $0.03, and used 8635 tokens, over the budget of 6000 tokens\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
+            ),
+        )
+    );
+}
+
+#[test]
+fn an_allowed_budget_exceeded_no_longer_fails_check() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    assert_eq!(
+        checked(&cli, &[&id, "--max-cost", "0.01", "-A", "budget_exceeded"]),
+        (Some(0), "priced: 0 warning(s), 0 error(s): ok\n".to_owned())
+    );
+}
+
+#[test]
+fn a_cost_budget_on_a_run_nothing_could_price_is_a_warning_that_it_cannot_be_checked() {
+    let cli = Cli::new();
+    // v1_basic ran `mock-model`, which no price database knows.
+    cli.ingest(&capture("v1_basic"), &["--run-id", "unpriced", "--quiet"]);
+    assert_eq!(
+        checked(&cli, &["unpriced", "--max-cost", "0.25"]),
+        (
+            Some(0),
+            "warning budget_unchecked: run unpriced cost is unknown (nothing could be priced), so the budget of $0.25 cannot be checked\nunpriced: 1 warning(s), 0 error(s): ok\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_budget_in_the_config_file_shows_in_show_but_never_in_the_runs_record() {
+    let cli = Cli::new();
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxCost":0.01}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let id = priced_run(&cli);
+    let view: Value =
+        serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.json")))
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (
+            &view["warnings"][0]["code"],
+            listed(&cli, &id),
+            record.get("warningCodes")
+        ),
+        (&json!("budget_exceeded"), (json!(0), Value::Null), None)
+    );
+}
+
+#[test]
+fn a_negative_max_cost_in_the_config_file_is_refused() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxCost":-1}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["check", &id]);
+    assert_eq!(
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned()
+        ),
+        (
+            Some(1),
+            format!(
+                "error: {}: maxCost -1 is not an amount of US dollars\nhint: write a number of at least 0, e.g. \"maxCost\": 0.25\n",
+                cli.home.path().join("warnings.json").display()
+            )
+        )
+    );
 }
