@@ -236,11 +236,11 @@ fn usage_of_no_thread_counts_outside_the_tree_startup_for_warmup_agents() {
         vec![
             OutsideUsage {
                 label: "startup".to_owned(),
-                tokens_by_model: vec![ModelTokens { model: Some("claude-haiku-4-5-20251001".to_owned()), tokens: warmup, cost: haiku, unpriced_tokens: 0 }],
+                tokens_by_model: vec![ModelTokens { model: Some("claude-haiku-4-5-20251001".to_owned()), tokens: warmup, cost: haiku, unpriced_tokens: 0, hours: Vec::new() }],
             },
             OutsideUsage {
                 label: "unattributed".to_owned(),
-                tokens_by_model: vec![ModelTokens { model: Some("claude-opus-5-5".to_owned()), tokens: stray, cost: opus, unpriced_tokens: 0 }],
+                tokens_by_model: vec![ModelTokens { model: Some("claude-opus-5-5".to_owned()), tokens: stray, cost: opus, unpriced_tokens: 0, hours: Vec::new() }],
             },
         ]
     );
