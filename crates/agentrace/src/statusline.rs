@@ -55,7 +55,7 @@ pub struct StatuslineArgs {
 }
 
 /// The state format; a state of another version is dropped (read again).
-const STATE_VERSION: u32 = 1;
+const STATE_VERSION: u32 = 2;
 
 /// The most of stdin read: Claude Code's input is a few hundred bytes.
 const MAX_INPUT: u64 = 1024 * 1024;
@@ -218,6 +218,7 @@ struct Book {
     /// Responses known only by a snapshot.
     snapshots: usize,
     total: TokenUsage,
+    #[serde(with = "exact_float")]
     cost: f64,
     unpriced_tokens: u64,
     /// The latest line time seen (a line without one is priced at it).
@@ -231,10 +232,29 @@ struct Book {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Rates {
+    #[serde(with = "exact_float")]
     input: f64,
+    #[serde(with = "exact_float")]
     cached_input: f64,
+    #[serde(with = "exact_float")]
     cache_write: f64,
+    #[serde(with = "exact_float")]
     output: f64,
+}
+
+/// A float kept as its bits: serde_json's default float parsing may be off
+/// by an ulp, and a call that resumes from the state must give the very
+/// figures a cold call gives.
+mod exact_float {
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(value.to_bits())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        u64::deserialize(deserializer).map(f64::from_bits)
+    }
 }
 
 impl Rates {
@@ -706,13 +726,14 @@ fn agent_files(transcript: &Path, session_id: &str, state: &mut State) -> Vec<(P
                 if state.foreign.contains(&path) {
                     continue;
                 }
-                if !first_line_names(&path, session_id) {
-                    // A file not yet written names no session: look again
-                    // next time.
-                    if fs::metadata(&path).is_ok_and(|metadata| metadata.len() > 0) {
+                match first_line_session(&path) {
+                    Some(Some(id)) if id == session_id => {}
+                    Some(_) => {
                         state.foreign.insert(path);
+                        continue;
                     }
-                    continue;
+                    // Its first line is not written yet: look again next time.
+                    None => continue,
                 }
             }
             found.push((path, agent));
@@ -721,22 +742,14 @@ fn agent_files(transcript: &Path, session_id: &str, state: &mut State) -> Vec<(P
     found
 }
 
-/// True when the file's first line names `session_id`.
-fn first_line_names(path: &Path, session_id: &str) -> bool {
-    let Ok(mut file) = File::open(path) else {
-        return false;
-    };
+/// The session its first line names: `None` while that line is not
+/// whole yet, `Some(None)` when it names none.
+fn first_line_session(path: &Path) -> Option<Option<String>> {
+    let mut file = File::open(path).ok()?;
     let mut buffer = vec![0; 64 * 1024];
-    let Ok(read) = file.read(&mut buffer) else {
-        return false;
-    };
-    let Some(end) = memchr::memchr(b'\n', &buffer[..read]) else {
-        return false;
-    };
-    serde_json::from_slice::<Line<'_>>(&buffer[..end])
-        .ok()
-        .and_then(|line| line.session_id)
-        .is_some_and(|id| id == session_id)
+    let read = file.read(&mut buffer).ok()?;
+    let end = memchr::memchr(b'\n', &buffer[..read])?;
+    Some(serde_json::from_slice::<Line<'_>>(&buffer[..end]).ok().and_then(|line| line.session_id))
 }
 
 fn fresh_state(transcript: &Path, prices: &str) -> State {
