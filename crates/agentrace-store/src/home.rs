@@ -125,6 +125,15 @@ impl Home {
         self.runs_dir().join(format!("{id}.snapshot"))
     }
 
+    /// `<root>/statusline/<session>.json`, the state `agentrace statusline`
+    /// keeps between its calls for one Claude Code session (a cache: any
+    /// doubt means reading the transcripts again). Refuses a session id that
+    /// is not a plain file name, so a hostile id never names another path.
+    pub fn statusline_state_path(&self, session_id: &str) -> Result<PathBuf, StoreError> {
+        validate_run_id(session_id)?;
+        Ok(self.root.join("statusline").join(format!("{session_id}.json")))
+    }
+
     /// True when the run's log exists.
     pub fn exists(&self, id: &RunId) -> bool {
         validate_run_id(id.as_str()).is_ok() && self.log_path(id).is_file()

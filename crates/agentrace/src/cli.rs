@@ -106,6 +106,14 @@ enum Command {
     /// Always exits 0, quickly, so it never breaks a Claude Code session;
     /// problems are printed on stderr as warnings.
     Hook(crate::hook::HookArgs),
+    /// Claude Code `statusLine` command: the session JSON on stdin, one
+    /// line out (`Main 12k · Explore 53k · $0.42`).
+    ///
+    /// Shows the root's tokens, each live subagent's tokens and the
+    /// session's cost (`≥$` a floor, `$?` unknown). Reads only what the
+    /// transcripts grew by since its last call. Always exits 0; on bad
+    /// input it prints nothing.
+    Statusline(crate::statusline::StatuslineArgs),
     /// Read a Codex App Server's threads: agent, turns, the subagent a step
     /// spawned, tokens; interrupt a turn; parse a step marker.
     ///
@@ -193,6 +201,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         crate::hook::run(args);
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(Command::Statusline(args)) = &cli.command {
+        // Before anything that can fail: a status line never fails.
+        crate::statusline::run(args);
+        return Ok(ExitCode::SUCCESS);
+    }
     let home = Home::from_env().context("cannot find where runs live")?;
     let mut out = Out::new();
     match cli.command {
@@ -214,7 +227,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out.flush()?;
             return Ok(code);
         }
-        Some(Command::Hook(_)) => {}
+        Some(Command::Hook(_) | Command::Statusline(_)) => {}
         Some(Command::Host(args)) => return crate::host::run(args, &mut out),
         Some(Command::Check(args)) => return crate::check::run(&home, &args, &mut out),
         Some(Command::Serve(args)) => return crate::serve::run(home, &args, &mut out),

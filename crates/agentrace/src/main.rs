@@ -27,6 +27,7 @@ mod samples;
 mod secrets;
 mod serve;
 mod status;
+mod statusline;
 mod table;
 mod tap;
 mod usage;

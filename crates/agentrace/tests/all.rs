@@ -15,5 +15,6 @@ mod all {
     pub mod live_codex;
     pub mod phoenix;
     pub mod status_attach;
+    pub mod statusline;
     pub mod support;
 }
