@@ -622,6 +622,19 @@ impl ClaudeAttributor {
     /// back while some response is known only by its snapshot is marked
     /// incomplete.
     fn push_usage(&self, thread: &ThreadId, last: TokenUsage, service_tier: Option<String>, derived: &mut Derived) {
+        self.push_usage_of(thread, last, service_tier, None, derived);
+    }
+
+    /// [`Self::push_usage`], naming the response's model when the thread's
+    /// replies have not named one yet (a hand-back's `resolvedModel`).
+    fn push_usage_of(
+        &self,
+        thread: &ThreadId,
+        last: TokenUsage,
+        service_tier: Option<String>,
+        model: Option<String>,
+        derived: &mut Derived,
+    ) {
         let Some(book) = self.books.get(thread) else {
             return;
         };
@@ -633,7 +646,7 @@ impl ClaudeAttributor {
                 turn_id: self.turn_of(thread),
                 total: book.total(),
                 last: Some(last),
-                model: None,
+                model: model.filter(|_| !self.models.contains_key(thread)),
                 service_tier,
                 incomplete,
             },
@@ -654,7 +667,12 @@ impl ClaudeAttributor {
         if moved || book.missing_finals() {
             let last = usage.as_ref().map(tokens).unwrap_or_default();
             let tier = usage.and_then(|usage| usage.service_tier);
-            self.push_usage(thread, last, tier, derived);
+            let model = structured
+                .and_then(|result| result.get("resolvedModel"))
+                .and_then(Value::as_str)
+                .filter(|model| !model.is_empty() && *model != "<synthetic>")
+                .map(str::to_owned);
+            self.push_usage_of(thread, last, tier, model, derived);
         }
     }
 

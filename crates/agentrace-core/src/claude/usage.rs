@@ -30,10 +30,13 @@ pub struct UsageBook {
     open_snapshots: usize,
     /// The response recorded last.
     last_key: Option<ResponseKey>,
-    /// Final usages a hand-back gave before the response it belongs to was
-    /// seen (a transcript read after its session's): taken when a snapshot
-    /// with the same input comes.
-    pending_finals: Vec<TokenUsage>,
+    /// Responses counted from a hand-back alone (stream-json never shows a
+    /// subagent's last response; a transcript can be read after its
+    /// session's), by their stand-in key: the response itself replaces its
+    /// stand-in when it comes (same input).
+    stand_ins: Vec<(ResponseKey, TokenUsage)>,
+    /// How many stand-ins were made (each gets a key of its own).
+    stand_ins_made: usize,
 }
 
 impl UsageBook {
@@ -58,12 +61,20 @@ impl UsageBook {
                 }
             }
             None => {
-                let (usage, is_final) = match self
-                    .pending_finals
+                let stand_in = self
+                    .stand_ins
                     .iter()
-                    .position(|pending| !is_final && pending.input_tokens == usage.input_tokens)
-                {
-                    Some(index) => (self.pending_finals.swap_remove(index), true),
+                    .position(|(_, counted)| counted.input_tokens == usage.input_tokens);
+                let (usage, is_final) = match stand_in {
+                    Some(index) => {
+                        let (stand_in, counted) = self.stand_ins.swap_remove(index);
+                        self.responses.remove(&stand_in);
+                        if self.open.remove(&stand_in) {
+                            self.open_total = self.open_total.minus(&counted);
+                        }
+                        // The hand-back's values are final; a snapshot's are not.
+                        if is_final { (usage, true) } else { (counted, true) }
+                    }
                     None => (usage, is_final),
                 };
                 self.responses.insert(key.clone(), (usage, is_final));
@@ -82,8 +93,10 @@ impl UsageBook {
     /// its hand-back) as the final value of the open response known only by
     /// its snapshot that it is: the one with the same input, which the
     /// snapshot already carries whole. The latest such response wins; when
-    /// none is open yet (a subagent's transcript read after its session's),
-    /// the usage waits for it. Returns true when the total moved.
+    /// none is open (stream-json never forwards a subagent's last response;
+    /// its transcript may be read after its session's), it counts under a
+    /// stand-in key until that response comes. Returns true when the total
+    /// moved.
     pub fn finish_last(&mut self, usage: TokenUsage) -> bool {
         let matching = |key: &ResponseKey| {
             self.responses
@@ -97,8 +110,12 @@ impl UsageBook {
         match key {
             Some(key) => self.record(key, usage, true),
             None => {
-                self.pending_finals.push(usage);
-                false
+                // Never a message id: those start with `msg_`.
+                let stand_in = (format!("hand-back {}", self.stand_ins_made), String::new());
+                self.stand_ins_made += 1;
+                let moved = self.record(stand_in.clone(), usage, true);
+                self.stand_ins.push((stand_in, usage));
+                moved
             }
         }
     }

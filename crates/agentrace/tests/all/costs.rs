@@ -242,6 +242,30 @@ fn a_model_without_a_price_is_flagged_and_never_shown_as_zero() {
     assert!(total.starts_with("TOTAL") && total.contains('≥'), "{table}");
 }
 
+/// Each Codex rollout's own last running total (`total_token_usage`), by
+/// thread.
+fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {
+    let mut totals = HashMap::new();
+    for file in files(sessions) {
+        let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
+        let (mut thread, mut total) = (None::<String>, 0);
+        for line in text.lines() {
+            let Ok(record) = serde_json::from_str::<Value>(line) else { continue };
+            let payload = &record["payload"];
+            if record["type"] == "session_meta" && thread.is_none() {
+                thread = payload["id"].as_str().map(str::to_owned);
+            }
+            if payload["type"] == "token_count" {
+                total = payload["info"]["total_token_usage"]["total_tokens"].as_u64().unwrap_or(total);
+            }
+        }
+        if let Some(thread) = thread {
+            totals.insert(thread, total);
+        }
+    }
+    totals
+}
+
 /// ccusage's `session --json` of a Codex home and a Claude config dir.
 fn ccusage_sessions(dir: &Path) -> Vec<Value> {
     let output = std::process::Command::new(agentrace_testkit::agents::ccusage())
@@ -281,6 +305,8 @@ fn claude_and_codex_totals_equal_ccusages_on_every_session_both_read() {
     }
     let mut claude_theirs: HashMap<String, u64> = HashMap::new();
     let mut codex_checked = 0;
+    let stated_totals = codex_stated_totals(&dir.path().join("codex/sessions"));
+    let mut ccusage_misread = Vec::new();
     for theirs in ccusage_sessions(dir.path()) {
         let period = theirs["period"].as_str().unwrap_or_default();
         let tokens = theirs["totalTokens"].as_u64().unwrap_or_default();
@@ -298,8 +324,17 @@ fn claude_and_codex_totals_equal_ccusages_on_every_session_both_read() {
                     .flat_map(|session| session["agents"].as_array().cloned().unwrap_or_default())
                     .find(|agent| agent["threadId"] == thread)
                     .unwrap_or_else(|| panic!("no agent of thread {thread}"));
-                assert_eq!(agent["own"]["totalTokens"].as_u64(), Some(tokens), "codex thread {thread}");
-                codex_checked += 1;
+                let own = agent["own"]["totalTokens"].as_u64();
+                // Where ccusage's sum is not the rollout's own running total,
+                // ccusage misread it: ours must be the rollout's total then.
+                let stated = stated_totals.get(thread).copied();
+                if stated == Some(tokens) {
+                    assert_eq!(own, Some(tokens), "codex thread {thread}");
+                    codex_checked += 1;
+                } else {
+                    assert_eq!(own, stated, "codex thread {thread}");
+                    ccusage_misread.push(thread.to_owned());
+                }
             }
             other => panic!("{other:?}"),
         }
@@ -312,6 +347,10 @@ fn claude_and_codex_totals_equal_ccusages_on_every_session_both_read() {
         })
         .collect();
     assert_eq!(claude_ours, claude_theirs);
+    // ccusage 20.0.24 counts only the last two of the four requests of
+    // v1_background_exec's child (its rollout's running total says 22188,
+    // ccusage 11337): the one Codex thread of the captures it misreads.
+    assert_eq!(ccusage_misread, ["01a2299d-d783-7f73-8d25-01d5020aff44"]);
     assert!(claude_ours.len() >= 15 && codex_checked >= 15, "{} Claude, {codex_checked} Codex", claude_ours.len());
 }
 
@@ -447,4 +486,42 @@ fn genai_prices_version() -> String {
         .and_then(|package| package.lines().find(|line| line.starts_with("version = ")))
         .map(|line| line.trim_start_matches("version = ").trim_matches('"').to_owned())
         .unwrap_or_default()
+}
+
+#[test]
+fn prices_lists_the_models_of_the_runs_with_their_rates_and_those_without_one() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &dir.path().join("codex/sessions"));
+    copy_dir(&fixtures().join("claude/single_fg/home_claude"), &dir.path().join("claude"));
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+    let listed: Value = serde_json::from_str(&cli.ok(&["prices", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let tokens_of = |provider: &str, model: &str| -> u64 {
+        let usage: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--by", "model"])).unwrap_or_else(|e| panic!("{e}"));
+        let _ = provider;
+        usage["models"][model]["totalTokens"].as_u64().unwrap_or_default()
+    };
+    let source = format!("genai-prices {}", genai_prices_version());
+    assert_eq!(
+        listed,
+        serde_json::json!({
+            "models": [{"provider": "claude", "model": "claude-opus-5-5", "matchedModel": "claude-opus-5-5",
+                        "input": 4.0, "cachedInput": 0.2, "cacheWrite": 5.0, "output": 20.0, "tiered": false,
+                        "source": source, "tokens": tokens_of("claude", "claude-opus-5-5")}],
+            "unpricedModels": [{"provider": "codex", "model": "mock-model", "tokens": tokens_of("codex", "mock-model")}],
+        })
+    );
+    // A price file prices the rest, and says so.
+    let file = dir.path().join("prices.json");
+    std::fs::write(&file, r#"{"mock-model": {"input": 1.5, "cachedInput": 0.5, "output": 6}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let with_file: Value =
+        serde_json::from_str(&cli.ok(&["prices", "--json", "--prices", &file.to_string_lossy()])).unwrap_or_else(|e| panic!("{e}"));
+    let mock = &with_file["models"][1];
+    assert_eq!((&mock["model"], &mock["source"], &mock["input"], &mock["cacheWrite"]), (&Value::from("mock-model"), &Value::from("file"), &Value::from(1.5), &Value::from(0.0)));
+    assert_eq!(with_file["unpricedModels"], serde_json::json!([]));
+    let table = cli.ok(&["prices"]);
+    assert!(table.lines().next().is_some_and(|line| line.starts_with("MODEL")), "{table}");
+    assert!(table.contains("no price: mock-model (codex, "), "{table}");
 }
