@@ -221,6 +221,9 @@ pub struct ClaudeAttributor {
     outside_books: HashMap<String, UsageBook>,
     /// Helpers whose hand-back the root got.
     handed_back: HashSet<ThreadId>,
+    /// The line being read is a transcript's (its subagents' files hold
+    /// their own responses), not stdout's.
+    reading_transcript: bool,
     /// Subagents a hook said started and none said stopped.
     hook_live: HashSet<String>,
     /// The last actor written for each thread, to know when to correct.
@@ -663,7 +666,11 @@ impl ClaudeAttributor {
             .and_then(|result| result.get("usage"))
             .and_then(|usage| agentrace_wire::claude::ApiUsage::deserialize(usage).ok());
         let book = self.books.entry(thread.clone()).or_default();
-        let moved = usage.as_ref().is_some_and(|usage| book.finish_last(tokens(usage)));
+        // Stdout never shows a subagent's last response: the hand-back's
+        // usage counts for it until it comes. A transcript's subagent has
+        // its own file, which alone counts (ccusage reads the same).
+        let count = !self.reading_transcript;
+        let moved = usage.as_ref().is_some_and(|usage| book.finish_last(tokens(usage), count));
         if moved || book.missing_finals() {
             let last = usage.as_ref().map(tokens).unwrap_or_default();
             let tier = usage.and_then(|usage| usage.service_tier);
@@ -758,6 +765,7 @@ impl ClaudeAttributor {
         // Taken by value: the message and tool result move into the record
         // rather than being copied out of the line's tree.
         let record = Record::deserialize(value).unwrap_or_default();
+        self.reading_transcript = transcript;
         if transcript {
             let agent = match part {
                 SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),

@@ -30,11 +30,12 @@ pub struct UsageBook {
     open_snapshots: usize,
     /// The response recorded last.
     last_key: Option<ResponseKey>,
-    /// Responses counted from a hand-back alone (stream-json never shows a
-    /// subagent's last response; a transcript can be read after its
-    /// session's), by their stand-in key: the response itself replaces its
-    /// stand-in when it comes (same input).
-    stand_ins: Vec<(ResponseKey, TokenUsage)>,
+    /// Responses known from a hand-back alone, by their stand-in key when
+    /// counted (stream-json never shows a subagent's last response) and
+    /// without one when not (a transcript read before its subagent's file):
+    /// the response itself replaces its stand-in when it comes (same
+    /// input), with the hand-back's final values when it is a snapshot.
+    stand_ins: Vec<(Option<ResponseKey>, TokenUsage)>,
     /// How many stand-ins were made (each gets a key of its own).
     stand_ins_made: usize,
 }
@@ -68,9 +69,11 @@ impl UsageBook {
                 let (usage, is_final) = match stand_in {
                     Some(index) => {
                         let (stand_in, counted) = self.stand_ins.swap_remove(index);
-                        self.responses.remove(&stand_in);
-                        if self.open.remove(&stand_in) {
-                            self.open_total = self.open_total.minus(&counted);
+                        if let Some(stand_in) = stand_in {
+                            self.responses.remove(&stand_in);
+                            if self.open.remove(&stand_in) {
+                                self.open_total = self.open_total.minus(&counted);
+                            }
                         }
                         // The hand-back's values are final; a snapshot's are not.
                         if is_final { (usage, true) } else { (counted, true) }
@@ -93,11 +96,10 @@ impl UsageBook {
     /// its hand-back) as the final value of the open response known only by
     /// its snapshot that it is: the one with the same input, which the
     /// snapshot already carries whole. The latest such response wins; when
-    /// none is open (stream-json never forwards a subagent's last response;
-    /// its transcript may be read after its session's), it counts under a
-    /// stand-in key until that response comes. Returns true when the total
-    /// moved.
-    pub fn finish_last(&mut self, usage: TokenUsage) -> bool {
+    /// none is open, it waits for that response, counted meanwhile under a
+    /// stand-in key when `count` (stream-json never forwards a subagent's
+    /// last response). Returns true when the total moved.
+    pub fn finish_last(&mut self, usage: TokenUsage, count: bool) -> bool {
         let matching = |key: &ResponseKey| {
             self.responses
                 .get(key)
@@ -109,13 +111,18 @@ impl UsageBook {
         };
         match key {
             Some(key) => self.record(key, usage, true),
-            None => {
+            None if count => {
                 // Never a message id: those start with `msg_`.
                 let stand_in = (format!("hand-back {}", self.stand_ins_made), String::new());
                 self.stand_ins_made += 1;
                 let moved = self.record(stand_in.clone(), usage, true);
-                self.stand_ins.push((stand_in, usage));
+                self.stand_ins.push((Some(stand_in), usage));
                 moved
+            }
+            // Not counted: only the final values of a snapshot to come.
+            None => {
+                self.stand_ins.push((None, usage));
+                false
             }
         }
     }
