@@ -1996,6 +1996,7 @@ impl ClaudeAttributor {
             SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
             _ => None,
         };
+        self.reading_transcript = true;
         let (owner, event) = self.transcript(&record, agent, line.line_number, derived);
         Some((owner, event, None, timestamp))
     }

@@ -236,17 +236,18 @@ fn check_without_a_run_is_a_usage_error() {
     assert_eq!(cli.run(&["check"]).status.code(), Some(2));
 }
 
-// Budgets, on a Claude capture of a model the price database knows
-// (claude-opus-5-5): the run cost $0.0364 for 8,635 tokens, of which the
-// root's own requests $0.0248 (5,808 tokens) and its helper's $0.0116
-// (2,827 tokens).
+// Budgets, on the transcripts of a Claude capture of a model the price
+// database knows (claude-opus-5-5), every request priced (stdout would
+// give floors: it never carries a subagent's last response): the run cost
+// $0.0462 for 10,852 tokens, of which the root's own requests $0.0248
+// (5,808 tokens) and its helper's $0.0213 (5,044 tokens).
 
 const PRICED_ROOT: &str = "8beed115-2652-4f2b-897f-f3849f761b78";
 
 fn priced_run(cli: &Cli) -> String {
-    let stream = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/claude/single_fg/stream.jsonl");
-    cli.ingest(&stream, &["--run-id", "priced", "--quiet"])
+    let projects = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/claude/single_fg/home_claude/projects");
+    cli.ingest(&projects, &["--format", "claude-transcript", "--run-id", "priced", "--quiet"])
 }
 
 /// `(exit code, stdout)` of `agentrace check` with `args`.
@@ -273,7 +274,7 @@ fn check_max_cost_fails_a_run_that_cost_more_and_names_its_cost_and_the_limit() 
         (
             (
                 Some(1),
-                "error   budget_exceeded: run priced cost $0.0364 is over the budget of $0.03\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
+                "error   budget_exceeded: run priced cost $0.0462 is over the budget of $0.03\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
             ),
             Some(1),
             json!({
@@ -283,7 +284,7 @@ fn check_max_cost_fails_a_run_that_cost_more_and_names_its_cost_and_the_limit() 
                 "warnings": [{
                     "code": "budget_exceeded",
                     "severity": "error",
-                    "message": "run priced cost $0.0364 is over the budget of $0.03"
+                    "message": "run priced cost $0.0462 is over the budget of $0.03"
                 }]
             })
         )
@@ -295,7 +296,7 @@ fn check_passes_a_run_within_its_budgets() {
     let cli = Cli::new();
     let id = priced_run(&cli);
     assert_eq!(
-        checked(&cli, &[&id, "--max-cost", "0.04", "--max-tokens", "8635"]),
+        checked(&cli, &[&id, "--max-cost", "0.05", "--max-tokens", "10852"]),
         (Some(0), "priced: 0 warning(s), 0 error(s): ok\n".to_owned())
     );
 }
@@ -306,7 +307,7 @@ fn per_agent_budgets_judge_each_agent_by_its_own_cost_and_tokens_not_its_subtree
     let id = priced_run(&cli);
     assert_eq!(
         (
-            // The root's subtree cost $0.0364, its own requests $0.0248.
+            // The root's subtree cost $0.0462, its own requests $0.0248.
             checked(&cli, &[&id, "--max-cost", "0.03", "--per", "agent"]),
             checked(&cli, &[&id, "--max-cost", "0.03", "--per", "run"]).0,
             checked(&cli, &[&id, "--max-cost", "0.02", "--max-tokens", "2000", "--per", "agent"]),
@@ -318,7 +319,7 @@ fn per_agent_budgets_judge_each_agent_by_its_own_cost_and_tokens_not_its_subtree
                 Some(1),
                 format!(
                     "error   budget_exceeded: agent Main (thread {PRICED_ROOT}) cost $0.0248 is over the budget of $0.02, and used 5808 tokens, over the budget of 2000 tokens [thread {PRICED_ROOT}]\n\
-                     error   budget_exceeded: agent Echo task A [general-purpose] (thread a3723d29fe24feb6b) used 2827 tokens, over the budget of 2000 tokens [thread a3723d29fe24feb6b]\n\
+                     error   budget_exceeded: agent Echo task A [general-purpose] (thread a3723d29fe24feb6b) cost $0.0213 is over the budget of $0.02, and used 5044 tokens, over the budget of 2000 tokens [thread a3723d29fe24feb6b]\n\
                      priced: 2 warning(s), 2 error(s): FAILED\n"
                 )
             ),
@@ -345,13 +346,15 @@ fn the_config_files_budget_fails_check_and_the_flags_override_it() {
             (
                 Some(1),
                 format!(
-                    "error   budget_exceeded: agent Main (thread {PRICED_ROOT}) used 5808 tokens, over the budget of 3000 tokens [thread {PRICED_ROOT}]\npriced: 1 warning(s), 1 error(s): FAILED\n"
+                    "error   budget_exceeded: agent Main (thread {PRICED_ROOT}) used 5808 tokens, over the budget of 3000 tokens [thread {PRICED_ROOT}]\n\
+                     error   budget_exceeded: agent Echo task A [general-purpose] (thread a3723d29fe24feb6b) used 5044 tokens, over the budget of 3000 tokens [thread a3723d29fe24feb6b]\n\
+                     priced: 2 warning(s), 2 error(s): FAILED\n"
                 )
             ),
             Some(0),
             (
                 Some(1),
-                "error   budget_exceeded: run priced cost $0.0364 is over the budget of $0.03, and used 8635 tokens, over the budget of 6000 tokens\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
+                "error   budget_exceeded: run priced cost $0.0462 is over the budget of $0.03, and used 10852 tokens, over the budget of 6000 tokens\npriced: 1 warning(s), 1 error(s): FAILED\n".to_owned()
             ),
         )
     );
