@@ -82,12 +82,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     };
     let mut models: BTreeMap<(String, String), u64> = BTreeMap::new();
     for session in usage::sessions(home, &usage_args, &book)? {
-        let parts = session
-            .agents
-            .iter()
-            .flat_map(|agent| &agent.by_model)
-            .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
-        for (model, counters) in parts {
+        for (model, counters) in session.model_parts() {
             if counters.total_tokens == 0 {
                 continue;
             }

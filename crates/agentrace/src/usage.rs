@@ -354,6 +354,16 @@ pub struct SessionUsage {
     pub hours: Vec<HourRow>,
 }
 
+impl SessionUsage {
+    /// Each model's part of each agent, then of the rows outside the tree.
+    pub fn model_parts(&self) -> impl Iterator<Item = &(Option<String>, Counters)> {
+        self.agents
+            .iter()
+            .flat_map(|agent| &agent.by_model)
+            .chain(self.outside_tree.iter().flat_map(|row| &row.by_model))
+    }
+}
+
 /// One agent's (or the outside rows') tokens with one model in one UTC
 /// hour.
 #[derive(Debug, Clone)]
@@ -955,12 +965,7 @@ impl Unpriced {
     }
 
     fn note(&mut self, session: &SessionUsage) {
-        let parts = session
-            .agents
-            .iter()
-            .flat_map(|agent| &agent.by_model)
-            .chain(session.outside_tree.iter().flat_map(|row| &row.by_model));
-        for (model, counters) in parts {
+        for (model, counters) in session.model_parts() {
             if counters.unpriced_tokens > 0 {
                 *self.0.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() +=
                     counters.unpriced_tokens;

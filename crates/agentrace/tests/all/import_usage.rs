@@ -95,6 +95,7 @@ struct UnpricedJson {
 }
 
 #[derive(Debug, Deserialize)]
+#[expect(dead_code, reason = "a strict mirror names every member, read or not")]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct UsageJson {
     sessions: Vec<SessionJson>,
