@@ -25,6 +25,7 @@ mod run_codex;
 mod samples;
 mod secrets;
 mod serve;
+mod session_feed;
 mod status;
 mod table;
 mod tap;
