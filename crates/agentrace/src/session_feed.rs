@@ -124,6 +124,9 @@ struct Lines {
     queued: VecDeque<Queued>,
     /// The key of the last line queued.
     key: Key,
+    /// Lines' times are read: not when the file is its session's only one,
+    /// whose order is its own.
+    keyed: bool,
     /// The reading met the file's end (or its limit) in this pass.
     ended: bool,
     /// What was fed: the end of the last whole line, lines, torn.
@@ -145,6 +148,12 @@ struct Queued {
 /// session, so smaller than a single file's).
 const CHUNK: usize = 64 * 1024;
 
+thread_local! {
+    /// The buffer files are read through, one per thread (a fresh one per
+    /// read was allocated and zeroed for every file of every session).
+    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; CHUNK]);
+}
+
 /// How many envelopes are handed to the sink at once.
 const BATCH: usize = 512;
 
@@ -154,6 +163,7 @@ impl SessionFeed {
     /// just before its file); lines that name no time get `clock` until
     /// one does.
     pub fn new(parts: &[(SourcePart, PathBuf)], clock: Timestamp) -> Self {
+        let files = parts.iter().filter(|(part, _)| !matches!(part, SourcePart::AgentMeta { .. })).count();
         let mut streams: Vec<Stream> = Vec::with_capacity(parts.len());
         let mut pending: Option<Document> = None;
         for (part, path) in parts {
@@ -169,7 +179,7 @@ impl SessionFeed {
             // its file's first line.
             let document = if belongs { pending.take() } else { None };
             pending = None;
-            streams.push(Stream { part: part.clone(), lines: Lines::new(path), document });
+            streams.push(Stream { part: part.clone(), lines: Lines::new(path, files > 1), document });
         }
         Self { streams, last: None, clock }
     }
@@ -282,7 +292,7 @@ fn feed_line(
 }
 
 impl Lines {
-    fn new(path: &Path) -> Self {
+    fn new(path: &Path, keyed: bool) -> Self {
         Self {
             path: path.to_path_buf(),
             file: None,
@@ -290,6 +300,7 @@ impl Lines {
             assembler: LineAssembler::default(),
             queued: VecDeque::new(),
             key: None,
+            keyed,
             ended: false,
             fed: ReadMark::default(),
         }
@@ -312,26 +323,39 @@ impl Lines {
             self.ended = true;
             return Ok(());
         }
-        let file = match &mut self.file {
+        let mut file = match self.file.take() {
             Some(file) => file,
             None => {
                 let mut file = File::open(&self.path).with_context(|| format!("cannot open {}", self.path.display()))?;
                 if self.read > 0 {
                     file.seek(SeekFrom::Start(self.read)).with_context(|| format!("cannot read {}", self.path.display()))?;
                 }
-                self.file.insert(file)
+                file
             }
         };
-        let mut chunk = vec![0u8; usize::try_from(room).unwrap_or(CHUNK)];
-        let read = file.read(&mut chunk).with_context(|| format!("cannot read {}", self.path.display()))?;
-        let start = self.read;
-        self.read += read as u64;
-        self.queue(&chunk[..read], start);
+        let asked = usize::try_from(room).unwrap_or(CHUNK);
+        let read = CHUNK_BUFFER.with(|buffer| -> anyhow::Result<usize> {
+            let mut owned;
+            let mut borrowed = buffer.try_borrow_mut();
+            let chunk: &mut [u8] = match &mut borrowed {
+                Ok(buffer) => &mut buffer[..asked],
+                Err(_) => {
+                    owned = vec![0u8; asked];
+                    &mut owned
+                }
+            };
+            let read = file.read(chunk).with_context(|| format!("cannot read {}", self.path.display()))?;
+            let start = self.read;
+            self.read += read as u64;
+            self.queue(&chunk[..read], start);
+            Ok(read)
+        })?;
+        self.file = Some(file);
         // A short read is the end as the file is now: what the agent
         // appends later is read by the next pass. A last line with no
         // newline is fed as it is (its file is then marked torn, and read
         // again whole when it grows).
-        if read < chunk.len() {
+        if read < asked {
             self.ended = true;
             if limit.is_none() && self.assembler.pending() > 0 {
                 let end = self.read - self.assembler.pending();
@@ -363,7 +387,8 @@ impl Lines {
     }
 
     fn push(&mut self, bytes: Vec<u8>, line_number: u64, truncated_from: Option<u64>, end: u64, torn: bool) {
-        let key = self.key.max(line_time(&bytes));
+        let time = if self.keyed { line_time(&bytes) } else { None };
+        let key = self.key.max(time);
         self.key = key;
         self.queued.push_back(Queued { bytes, line_number, truncated_from, end, key, torn });
     }
