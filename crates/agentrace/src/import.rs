@@ -134,6 +134,12 @@ struct Imported {
     /// marks would append lines it already has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     log: Option<u64>,
+    /// The run's lines were fed merged in time order, as every import now
+    /// feeds them ([`crate::session_feed`]): the run of an older import,
+    /// fed file after file, is rebuilt when its session grows, not read
+    /// on (its log would not begin as the replay of its files does).
+    #[serde(default)]
+    merged: bool,
 }
 
 /// One file of an imported session: its stamp then, and where its reading
@@ -360,6 +366,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     // Reading on is right only when every file known before is still there
     // and was read to its end, on a line's end, and has only grown since.
     let grew = shrank.is_empty()
+        && previous.merged
         && previous.files.iter().all(|(path, old)| {
             let (Some(stamp), Some(mark)) = (now.get(path), old.read) else {
                 return false;
@@ -1243,6 +1250,7 @@ impl Importer<'_> {
                 })
                 .collect(),
             log,
+            merged: true,
         };
         if claude {
             self.claude_done.put(key, &entry)?;

@@ -859,6 +859,28 @@ fn a_session_read_in_two_goes_numbers_its_events_as_one_reading_of_the_whole() {
     });
 }
 
+/// A run an older import made fed its files one after another: its log
+/// does not begin as a replay of its files in time order does, so when its
+/// session grows it is rebuilt whole, not read on (its state, as that
+/// import kept it, has no `merged`).
+#[test]
+fn a_run_an_older_import_fed_file_after_file_is_rebuilt_when_its_session_grows() {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let whole = Whole::of(&growth);
+    let homes = Homes::new();
+    let cut = growth.order.len() / 2;
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    homes.import(&cli);
+    let state = cli.home.path().join("import/codex.jsonl");
+    let kept = std::fs::read_to_string(&state).unwrap_or_else(|e| panic!("{e}"));
+    assert!(kept.contains(r#","merged":true"#), "{kept}");
+    std::fs::write(&state, kept.replace(r#","merged":true"#, "")).unwrap_or_else(|e| panic!("{e}"));
+    growth.write(&homes, cut..growth.order.len(), true);
+    assert_eq!(homes.import(&cli), (0, 1, 0));
+    assert_same_runs(&cli, &whole.cli, "older import");
+}
+
 /// Files that grew out of time order (each cut to its first half, so a
 /// root's lines come after lines its child wrote later): reading on would
 /// give an order no import of the whole files gives, so the session is
