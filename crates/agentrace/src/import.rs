@@ -35,7 +35,7 @@ use crate::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession,
 use crate::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::external_sort::{self, ExternalSort, Sorted};
 use crate::ingest::now;
-use crate::session_feed::{Reach, SessionFeed};
+use crate::session_feed::{Reach, SessionFeed, TornLines};
 use crate::table::{self, Table};
 use crate::usage::{LogStamp, UsageIndex};
 
@@ -61,6 +61,24 @@ pub struct ImportArgs {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`, `/v1/traces` is appended).
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
+}
+
+impl ImportArgs {
+    /// The arguments of an import of these homes (each, when not given,
+    /// found as `import` finds it), with nothing said on stderr.
+    pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
+        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None }
+    }
+
+    /// The Codex home this import reads, if any.
+    pub(crate) fn codex_home(&self) -> Option<PathBuf> {
+        codex_home(self)
+    }
+
+    /// The Claude config dir this import reads, if any.
+    pub(crate) fn claude_dir(&self) -> Option<PathBuf> {
+        self.claude_dir.clone().or_else(claude_config_dir)
+    }
 }
 
 /// Size and modification time of one file, as last imported.
@@ -677,7 +695,7 @@ pub(crate) fn rollout_parts(files: &[RolloutHead]) -> Vec<(SourcePart, PathBuf)>
 /// (see [`crate::session_feed`]); `sink` gets each batch. Returns where the
 /// reading of each file stopped, by path.
 pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    feed_whole(recorder, &rollout_parts(files), codex_start(files), sink)
+    feed_whole(recorder, &rollout_parts(files), codex_start(files), TornLines::Feed, sink)
 }
 
 /// Feeds one Claude session's files to `recorder`, merged in time order (a
@@ -689,13 +707,19 @@ pub fn feed_claude(
     session: &crate::claude_ingest::SessionFiles,
     sink: Sink<'_>,
 ) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    feed_whole(recorder, &session.parts, claude_start(session), sink)
+    feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
 }
 
 /// Feeds `parts` whole from their start (lines that name no time get
 /// `start` until one does).
-fn feed_whole(recorder: &mut Recorder, parts: &[(SourcePart, PathBuf)], start: Timestamp, sink: Sink<'_>) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    let mut feed = SessionFeed::new(parts, start);
+fn feed_whole(
+    recorder: &mut Recorder,
+    parts: &[(SourcePart, PathBuf)],
+    start: Timestamp,
+    torn_lines: TornLines,
+    sink: Sink<'_>,
+) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    let mut feed = SessionFeed::new(parts, start, torn_lines);
     match feed.feed(recorder, Reach::Ends, sink)? {
         Ok(()) => Ok(feed.marks()),
         // Nothing was fed before this pass, so nothing can come too late.
@@ -994,6 +1018,10 @@ struct Importer<'a> {
     /// The runs folder when the import started (one listing, not a stat
     /// per session).
     runs: RunsListing,
+    /// What becomes of a last line with no newline yet.
+    torn_lines: TornLines,
+    /// The runs recorded or changed, in the order they were noted.
+    changed: Vec<RunId>,
 }
 
 impl Importer<'_> {
@@ -1051,7 +1079,7 @@ impl Importer<'_> {
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start(start))?;
-        let marks = feed_into(&mut writer, &mut recorder, |recorder, sink| feed_whole(recorder, parts, start, sink))?;
+        let marks = feed_into(&mut writer, &mut recorder, |recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
@@ -1091,7 +1119,7 @@ impl Importer<'_> {
         };
         let mut recorder = Recorder::new(id.clone(), format);
         let _ = recorder.start(start);
-        let mut feed = SessionFeed::new(parts, start);
+        let mut feed = SessionFeed::new(parts, start, self.torn_lines);
         if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
             return Ok(None);
         }
@@ -1240,13 +1268,21 @@ impl Importer<'_> {
             self.bar
                 .suspend(|| crate::export::export_after_run(home, id, endpoint));
         }
+        self.changed.push(id.clone());
         let entry = Imported {
             run_id: id.to_string(),
             files: files
                 .into_iter()
                 .map(|(path, stamp)| {
                     let read = read.get(&path).copied();
-                    (path, FileRecord { size: stamp.size, modified_ns: stamp.modified_ns, read })
+                    // A reading that stopped before a last line still being
+                    // written counts the file only as far as it read: the
+                    // next import then finds it grown, and reads on.
+                    let size = match read {
+                        Some(mark) if !mark.torn && mark.offset < stamp.size => mark.offset,
+                        _ => stamp.size,
+                    };
+                    (path, FileRecord { size, modified_ns: stamp.modified_ns, read })
                 })
                 .collect(),
             log,
@@ -1334,6 +1370,13 @@ fn import_lock(home: &Home, dir: &Path, quiet: bool) -> anyhow::Result<Flock<Fil
 
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+    import(home, args, TornLines::Feed).map(|_| ())
+}
+
+/// Imports what changed since the last import (see the module's
+/// documentation); a last line with no newline yet is fed or waited for as
+/// `torn_lines` says. Returns the runs it recorded or changed.
+pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> anyhow::Result<Vec<RunId>> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
@@ -1363,7 +1406,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 .join()
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
-        import_sessions(home, args, since, claude_dir.as_deref(), &tables, codex)
+        import_sessions(home, args, since, claude_dir.as_deref(), &tables, torn_lines, codex)
     })
 }
 
@@ -1375,8 +1418,9 @@ fn import_sessions(
     since: Option<Timestamp>,
     claude_dir: Option<&Path>,
     tables: &StateTables,
+    torn_lines: TornLines,
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<RunId>> {
     let runs = RunsListing::of(home, &tables.dir)?;
     // In the order of their table, which is read in step.
     let (found, claude) = claude_found(claude_dir, &tables.dir)?;
@@ -1393,6 +1437,8 @@ fn import_sessions(
         unsaved: false,
         usage: None,
         runs,
+        torn_lines,
+        changed: Vec::new(),
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1528,7 +1574,7 @@ fn import_sessions(
                 .unwrap_or_else(|| "nowhere".to_owned()),
         );
     }
-    Ok(())
+    Ok(importer.changed)
 }
 
 #[cfg(test)]

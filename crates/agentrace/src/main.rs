@@ -30,6 +30,7 @@ mod status;
 mod table;
 mod tap;
 mod usage;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -96,6 +96,19 @@ pub struct SessionFeed {
     last: Option<(usize, Key)>,
     /// The time given to a line that names none: the last envelope's.
     clock: Timestamp,
+    /// What becomes of a last line with no newline yet.
+    torn_lines: TornLines,
+}
+
+/// What to do with a file's last line when it has no newline yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TornLines {
+    /// Fed as it is (a finished file's): the file is marked torn, and read
+    /// again whole when it grows.
+    Feed,
+    /// Left unread until its newline comes (a file still being written:
+    /// `watch`); the reading stops before it.
+    Wait,
 }
 
 /// One file and the document fed before its first line.
@@ -162,7 +175,7 @@ impl SessionFeed {
     /// as `File`s, a Claude session's files with each subagent's metadata
     /// just before its file); lines that name no time get `clock` until
     /// one does.
-    pub fn new(parts: &[(SourcePart, PathBuf)], clock: Timestamp) -> Self {
+    pub fn new(parts: &[(SourcePart, PathBuf)], clock: Timestamp, torn_lines: TornLines) -> Self {
         let files = parts.iter().filter(|(part, _)| !matches!(part, SourcePart::AgentMeta { .. })).count();
         let mut streams: Vec<Stream> = Vec::with_capacity(parts.len());
         let mut pending: Option<Document> = None;
@@ -181,7 +194,7 @@ impl SessionFeed {
             pending = None;
             streams.push(Stream { part: part.clone(), lines: Lines::new(path, files > 1), document });
         }
-        Self { streams, last: None, clock }
+        Self { streams, last: None, clock, torn_lines }
     }
 
     /// Feeds `recorder` what the files hold up to `reach`, merged, handing
@@ -191,7 +204,7 @@ impl SessionFeed {
         let mut heads = BinaryHeap::new();
         for (index, stream) in self.streams.iter_mut().enumerate() {
             stream.lines.ended = false;
-            let Some(key) = stream.lines.head(reach.limit(&stream.lines.path))? else {
+            let Some(key) = stream.lines.head(reach.limit(&stream.lines.path), self.torn_lines)? else {
                 continue;
             };
             if let Some((last, last_key)) = self.last {
@@ -232,7 +245,7 @@ impl SessionFeed {
             if batch.len() >= BATCH {
                 sink(std::mem::take(&mut batch))?;
             }
-            if let Some(key) = stream.lines.head(reach.limit(&stream.lines.path))? {
+            if let Some(key) = stream.lines.head(reach.limit(&stream.lines.path), self.torn_lines)? {
                 heads.push(Reverse((key, index)));
             }
         }
@@ -309,15 +322,15 @@ impl Lines {
     /// The key of the next line to feed, reading up to `limit` bytes of the
     /// file (none: to its end) as needed; `None` when there is none in this
     /// pass.
-    fn head(&mut self, limit: Option<u64>) -> anyhow::Result<Option<Key>> {
+    fn head(&mut self, limit: Option<u64>, torn_lines: TornLines) -> anyhow::Result<Option<Key>> {
         while self.queued.is_empty() && !self.ended {
-            self.read_more(limit)?;
+            self.read_more(limit, torn_lines)?;
         }
         Ok(self.queued.front().map(|line| line.key))
     }
 
     /// Reads one chunk (or notes the end) and queues the lines it completes.
-    fn read_more(&mut self, limit: Option<u64>) -> anyhow::Result<()> {
+    fn read_more(&mut self, limit: Option<u64>, torn_lines: TornLines) -> anyhow::Result<()> {
         let room = limit.map_or(CHUNK as u64, |limit| limit.saturating_sub(self.read).min(CHUNK as u64));
         if room == 0 {
             self.ended = true;
@@ -352,12 +365,10 @@ impl Lines {
         })?;
         self.file = Some(file);
         // A short read is the end as the file is now: what the agent
-        // appends later is read by the next pass. A last line with no
-        // newline is fed as it is (its file is then marked torn, and read
-        // again whole when it grows).
+        // appends later is read by the next pass.
         if read < asked {
             self.ended = true;
-            if limit.is_none() && self.assembler.pending() > 0 {
+            if limit.is_none() && torn_lines == TornLines::Feed && self.assembler.pending() > 0 {
                 let end = self.read - self.assembler.pending();
                 let mut torn = Vec::new();
                 self.assembler.finish_each(&mut |line| torn.push(line.to_owned()));

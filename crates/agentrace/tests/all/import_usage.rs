@@ -653,8 +653,15 @@ struct Whole {
 
 impl Whole {
     fn of(growth: &Growth) -> Self {
+        Self::of_all(&[growth])
+    }
+
+    /// The captures of `growths` imported together.
+    fn of_all(growths: &[&Growth]) -> Self {
         let homes = Homes::new();
-        growth.write(&homes, 0..growth.order.len(), true);
+        for growth in growths {
+            growth.write(&homes, 0..growth.order.len(), true);
+        }
         let cli = Cli::new();
         homes.import(&cli);
         Whole { cli }
@@ -1099,4 +1106,173 @@ fn a_second_import_of_one_home_waits_for_the_first() {
         (true, true, Some(true), Some(1)),
         "{stderr}"
     );
+}
+
+/// `agentrace watch` of `homes` into `cli`'s home, as a child process;
+/// stopped (Ctrl-C, then killed) when dropped, also when a test fails.
+struct Watch {
+    child: Option<std::process::Child>,
+    /// Its stderr, line by line, as it comes.
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+/// How long a watch gets to start, to catch up, and to stop.
+const WATCH_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Watch {
+    fn start(cli: &Cli, homes: &Homes, extra: &[&str]) -> Self {
+        use std::io::BufRead as _;
+        use std::process::Stdio;
+
+        let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+        let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+        let mut args = vec!["watch", "--codex-home", &codex, "--claude-dir", &claude];
+        args.extend_from_slice(extra);
+        let mut child = cli.command(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+        let (lines, stderr) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        Watch { child: Some(child), stderr }
+    }
+
+    /// The next stderr line, within the deadline.
+    fn said(&self) -> String {
+        self.stderr.recv_timeout(WATCH_WITHIN).unwrap_or_else(|e| panic!("watch said nothing: {e}"))
+    }
+
+    /// Ctrl-C, then its exit status and stdout (within the deadline).
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        use std::io::Read as _;
+
+        let mut child = self.child.take().unwrap_or_else(|| panic!("stopped twice"));
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or_else(|e| panic!("{e}")));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap_or_else(|e| panic!("{e}"));
+        let deadline = std::time::Instant::now() + WATCH_WITHIN;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{e}")) {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("watch did not stop on Ctrl-C");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        child.stdout.take().map(|mut out| out.read_to_string(&mut stdout));
+        (status, stdout)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits (within the deadline) until `cli`'s runs have the events of
+/// `whole`'s.
+fn wait_for_the_whole(cli: &Cli, whole: &Cli) {
+    let deadline = std::time::Instant::now() + WATCH_WITHIN;
+    let ids = run_ids(whole);
+    loop {
+        if run_ids(cli) == ids && ids.iter().all(|id| events(cli, id) == events(whole, id)) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the watched runs never became the whole's");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `watch` follows a nested Codex session and a Claude session with
+/// subagents as they are written, a few lines at a time, one line in two
+/// writes (a pass in between must wait for its newline), and its runs end
+/// exactly as one import of the finished files makes them; it says it
+/// watches with inotify, prints each run it changed, and ends on Ctrl-C.
+#[test]
+fn watch_follows_growing_sessions_to_the_runs_an_import_of_the_finished_files_makes() {
+    use std::io::Write as _;
+
+    let codex = Growth::of(Provider::Codex, "real_model_nested");
+    let claude = Growth::of(Provider::Claude, "nested_fg");
+    let whole = Whole::of_all(&[&codex, &claude]);
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &[]);
+    let said = watch.said();
+    assert!(said.starts_with("watching ") && said.contains("with inotify"), "{said}");
+    let mut written = [0usize, 0];
+    let mut torn = [false, false];
+    let mut sizes = [3usize, 1, 4, 2, 5].into_iter().cycle();
+    // Each run's log as it was after the torn line's pass: a log only
+    // appended to starts with it at the end (a line fed torn would have
+    // had the run rebuilt, that line's event rewritten).
+    let mut logs_then: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    while written[0] < codex.order.len() || written[1] < claude.order.len() {
+        for ((growth, written), torn) in [&codex, &claude].into_iter().zip(written.iter_mut()).zip(torn.iter_mut()) {
+            let end = (*written + sizes.next().unwrap_or(1)).min(growth.order.len());
+            if !*torn && *written >= growth.order.len() / 2 {
+                *torn = true;
+                // One line in two writes, a pass between them.
+                let (index, line) = growth.order[*written];
+                let file = &growth.files[index];
+                let path = homes.of(growth.provider).join(&file.path);
+                let bytes = &file.lines[line];
+                let mut out = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+                out.write_all(&bytes[..bytes.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+                std::thread::sleep(std::time::Duration::from_millis(400));
+                for id in run_ids(&cli) {
+                    let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+                    logs_then.push((log.clone(), std::fs::read(&log).unwrap_or_else(|e| panic!("{e}"))));
+                }
+                out.write_all(&bytes[bytes.len() / 2..]).unwrap_or_else(|e| panic!("{e}"));
+                *written += 1;
+                continue;
+            }
+            growth.write(&homes, *written..end, true);
+            *written = end;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    wait_for_the_whole(&cli, &whole.cli);
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    assert_same_runs(&cli, &whole.cli, "watched");
+    assert!(logs_then.len() >= 2);
+    for (log, then) in &logs_then {
+        assert!(std::fs::read(log).unwrap_or_else(|e| panic!("{e}")).starts_with(then), "{} was rewritten", log.display());
+    }
+    // Each run's last line is its end.
+    for id in run_ids(&whole.cli) {
+        let last = stdout.lines().rfind(|line| line.starts_with(&format!("{id} ")));
+        assert_eq!(last, Some(format!("{id} done").as_str()), "{stdout}");
+    }
+}
+
+/// Where inotify cannot be used, `watch` polls (here asked for), says so,
+/// and still follows a session to the run an import of it makes.
+#[test]
+fn watch_by_polling_says_so_and_still_follows_a_session() {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let whole = Whole::of(&growth);
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--poll"]);
+    let said = watch.said();
+    assert!(said.contains("by polling every 1 s"), "{said}");
+    let half = growth.order.len() / 2;
+    growth.write(&homes, 0..half, true);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    growth.write(&homes, half..growth.order.len(), true);
+    wait_for_the_whole(&cli, &whole.cli);
+    let (status, _) = watch.stop();
+    assert!(status.success(), "{status}");
+    assert_same_runs(&cli, &whole.cli, "polled");
 }
