@@ -305,6 +305,13 @@ impl Recorder {
         &self.state
     }
 
+    /// The sequence the next envelope gets (1 before any): a recorder that
+    /// replayed a run's sources continues its log only when this is the
+    /// log's next one.
+    pub fn next_sequence(&self) -> u64 {
+        self.next_sequence
+    }
+
     /// Handles one line; returns the envelopes to append, in order.
     pub fn push(&mut self, line: &InputLine<'_>) -> Vec<Envelope> {
         let emitted = self.attributor.push(line);

@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::codex::summarize;
 use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine};
 use crate::model::{
-    Actor, AgentStatus, Envelope, Event, EventBody, FinalMessageConfidence, ItemId, Role, Severity,
-    ThreadId, Timestamp, TokenUsage, TurnId, Warning,
+    Actor, AgentStatus, Event, FinalMessageConfidence, ItemId, Role, Severity, ThreadId,
+    Timestamp, TokenUsage, TurnId, Warning,
 };
 use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry};
@@ -61,8 +61,6 @@ pub struct RolloutAttributor {
     /// Lines without tokens, models or links are passed over (see
     /// [`Attributor::usage_only`]).
     usage_only: bool,
-    /// Files relearned so far (see [`Attributor::prime`]).
-    primed_files: u32,
 }
 
 impl RolloutAttributor {
@@ -613,23 +611,6 @@ impl Attributor for RolloutAttributor {
 
     fn usage_only(&mut self) {
         self.usage_only = true;
-    }
-
-    /// Relearns a recorded line. Envelopes carry no file number, but each
-    /// file was fed whole in turn and its first line, a `session_meta`,
-    /// is its only `thread_started`: the n-th of those begins file n.
-    fn prime(&mut self, envelope: &Envelope) {
-        let Some(line) = InputLine::recorded(envelope) else {
-            return;
-        };
-        if matches!(
-            envelope.event,
-            EventBody::Known(Event::ThreadStarted { .. })
-        ) {
-            self.primed_files += 1;
-        }
-        let number = self.primed_files.saturating_sub(1);
-        let _ = self.push_part(&SourcePart::File { number }, &line);
     }
 }
 

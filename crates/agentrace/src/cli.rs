@@ -96,6 +96,14 @@ enum Command {
     /// $CLAUDE_CONFIG_DIR (default ~/.claude: projects/). Incremental: an
     /// unchanged session is not read again.
     Import(crate::import::ImportArgs),
+    /// Follow the Codex and Claude Code sessions on disk as they are written, until Ctrl-C.
+    ///
+    /// Watches $CODEX_HOME/sessions and $CLAUDE_CONFIG_DIR/projects (inotify,
+    /// else polling, said on stderr) and imports what each session's files
+    /// gain, as `import` would: a watched session ends as an import of its
+    /// finished files makes it. Prints `<run id> <status>` for each run it
+    /// records or changes.
+    Watch(crate::watch::WatchArgs),
     /// Tokens and cost per run, per agent (own and subtree), per model, per day.
     Usage(crate::usage::UsageArgs),
     /// The models in your runs with their price per million tokens, where it
@@ -218,6 +226,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
         Some(Command::Import(args)) => crate::import::run(&home, &args)?,
+        Some(Command::Watch(args)) => return crate::watch::run(&home, &args, &mut out),
         Some(Command::Usage(args)) => crate::usage::run(&home, &args, &mut out)?,
         Some(Command::Prices(args)) => crate::prices::run(&home, &args, &mut out)?,
         Some(Command::Run {

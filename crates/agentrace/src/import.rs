@@ -3,25 +3,26 @@
 //! `session_meta…thread_spawn.parent_thread_id`) and Claude Code transcripts
 //! (a session and its subagents' files). Incremental: a session whose files
 //! did not change (size and modification time) is not read again; one whose
-//! files only grew is read on from where the last import stopped; any other
-//! change reads it again whole (a file that shrank is said so). What an
+//! files only grew is read on from where the last import stopped, in the one
+//! order every reading of a session uses ([`crate::session_feed`]), so it
+//! ends as an import of the finished files would make it; any other change
+//! reads it again whole (a file that shrank is said so). What an
 //! import keeps between runs is in sorted tables ([`crate::table`]) read in
 //! step with the sessions.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
-use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _, Seek as _, SeekFrom};
+use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use agentrace_core::decode;
-use agentrace_core::lines::{LineAssembler, LineRef};
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
-use agentrace_core::{Envelope, InputLine, Recorder};
+use agentrace_core::{Envelope, Recorder};
 use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::Args;
@@ -34,6 +35,7 @@ use crate::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession,
 use crate::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::external_sort::{self, ExternalSort, Sorted};
 use crate::ingest::now;
+use crate::session_feed::{Reach, SessionFeed, TornLines};
 use crate::table::{self, Table};
 use crate::usage::{LogStamp, UsageIndex};
 
@@ -59,6 +61,24 @@ pub struct ImportArgs {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`, `/v1/traces` is appended).
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
+}
+
+impl ImportArgs {
+    /// The arguments of an import of these homes (each, when not given,
+    /// found as `import` finds it), with nothing said on stderr.
+    pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
+        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None }
+    }
+
+    /// The Codex home this import reads, if any.
+    pub(crate) fn codex_home(&self) -> Option<PathBuf> {
+        codex_home(self)
+    }
+
+    /// The Claude config dir this import reads, if any.
+    pub(crate) fn claude_dir(&self) -> Option<PathBuf> {
+        self.claude_dir.clone().or_else(claude_config_dir)
+    }
 }
 
 /// Size and modification time of one file, as last imported.
@@ -132,6 +152,12 @@ struct Imported {
     /// marks would append lines it already has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     log: Option<u64>,
+    /// The run's lines were fed merged in time order, as every import now
+    /// feeds them ([`crate::session_feed`]): the run of an older import,
+    /// fed file after file, is rebuilt when its session grows, not read
+    /// on (its log would not begin as the replay of its files does).
+    #[serde(default)]
+    merged: bool,
 }
 
 /// One file of an imported session: its stamp then, and where its reading
@@ -331,17 +357,6 @@ struct ReadOn {
     unchanged: std::collections::BTreeSet<String>,
 }
 
-impl ReadOn {
-    /// Where to start reading `file`: `None` when it is unchanged, its mark
-    /// when it grew, its start when it is new.
-    fn start(&self, file: &str) -> Option<ReadMark> {
-        if self.unchanged.contains(file) {
-            return None;
-        }
-        Some(self.marks.get(file).copied().unwrap_or_default())
-    }
-}
-
 /// What changed in a session's files since the last import.
 enum Change {
     Same,
@@ -369,6 +384,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Ch
     // Reading on is right only when every file known before is still there
     // and was read to its end, on a line's end, and has only grown since.
     let grew = shrank.is_empty()
+        && previous.merged
         && previous.files.iter().all(|(path, old)| {
             let (Some(stamp), Some(mark)) = (now.get(path), old.read) else {
                 return false;
@@ -612,69 +628,7 @@ pub struct ReadMark {
     pub number: u32,
 }
 
-/// A sink of envelopes, given each batch as it is made.
-pub type Sink<'a> = &'a mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>;
-
-/// Feeds `path` from `from` on to `recorder` as `part` (lines with no
-/// time of their own get `clock`, which follows the last line's), handing
-/// `sink` each chunk's envelopes; returns where reading stopped.
-fn feed_file(
-    recorder: &mut Recorder,
-    part: &SourcePart,
-    path: &Path,
-    from: ReadMark,
-    clock: &mut Timestamp,
-    sink: Sink<'_>,
-) -> anyhow::Result<ReadMark> {
-    let mut feed = |line: LineRef<'_>, batch: &mut Vec<Envelope>| {
-        if decode::is_blank(line.bytes) && line.truncated_from.is_none() {
-            return;
-        }
-        batch.extend(feed_line(recorder, part, line, clock));
-    };
-    let mut batch = Vec::new();
-    if matches!(part, SourcePart::AgentMeta { .. }) {
-        // A metadata document is one line, whatever its newlines.
-        let bytes = read_small(path)?;
-        feed(LineRef { bytes: &bytes, line_number: 1, truncated_from: None }, &mut batch);
-        sink(batch)?;
-        return Ok(ReadMark { offset: bytes.len() as u64, lines: 1, torn: false, number: from.number });
-    }
-    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    if from.offset > 0 {
-        file.seek(SeekFrom::Start(from.offset))
-            .with_context(|| format!("cannot read {}", path.display()))?;
-    }
-    let mut assembler = LineAssembler::default().numbered_from(from.lines);
-    let read_total = read_chunks(&mut file, path, |chunk| {
-        assembler.push_each(chunk, &mut |line| feed(line, &mut batch));
-        sink(std::mem::take(&mut batch))
-    })?;
-    let offset = from.offset + read_total - assembler.pending();
-    let torn = assembler.pending() > 0;
-    assembler.finish_each(&mut |line| feed(line, &mut batch));
-    sink(batch)?;
-    Ok(ReadMark { offset, lines: assembler.lines(), torn, number: from.number })
-}
-
-/// One line to `recorder` as `part`, at `clock` when it has no time of its
-/// own; `clock` then follows the line's time.
-fn feed_line(recorder: &mut Recorder, part: &SourcePart, line: LineRef<'_>, clock: &mut Timestamp) -> Vec<Envelope> {
-    let produced = recorder.push_part(
-        part,
-        &InputLine {
-            bytes: line.bytes,
-            line_number: line.line_number,
-            observed_at: *clock,
-            direction: None,
-            truncated_from: line.truncated_from,
-        },
-    );
-    if let Some(last) = produced.last() {
-        *clock = last.timestamp;
-    }
-    produced
-}
+pub use crate::session_feed::Sink;
 
 /// How much of a file one read asks for.
 const READ_SIZE: usize = 256 * 1024;
@@ -688,7 +642,7 @@ thread_local! {
 
 /// A small file whole (`fs::read` asks for the size first and reads once
 /// more to see the end: two system calls more per subagent's metadata).
-fn read_small(path: &Path) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn read_small(path: &Path) -> anyhow::Result<Vec<u8>> {
     let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut bytes = Vec::new();
     read_chunks(&mut file, path, |chunk| {
@@ -727,67 +681,50 @@ fn read_chunks(
     })
 }
 
-/// Feeds one session's rollout files to `recorder`; `sink` gets each batch.
-/// Returns where the reading of each file stopped.
-pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<Vec<ReadMark>> {
-    feed_rollouts_from(recorder, &whole(files), sink)
-}
-
-/// Every file read from its start, numbered in order.
-fn whole(files: &[RolloutHead]) -> Vec<(&RolloutHead, ReadMark)> {
+/// A Codex session's rollouts as the parts of one source: each a `File`
+/// numbered in the listed order (parents before children).
+pub(crate) fn rollout_parts(files: &[RolloutHead]) -> Vec<(SourcePart, PathBuf)> {
     files
         .iter()
         .enumerate()
-        .map(|(number, head)| {
-            (head, ReadMark { number: u32::try_from(number).unwrap_or(u32::MAX), ..ReadMark::default() })
-        })
+        .map(|(number, head)| (SourcePart::File { number: u32::try_from(number).unwrap_or(u32::MAX) }, head.path.clone()))
         .collect()
 }
 
-/// [`feed_rollouts`] of the given files, each from its mark on.
-fn feed_rollouts_from(
-    recorder: &mut Recorder,
-    plan: &[(&RolloutHead, ReadMark)],
-    sink: Sink<'_>,
-) -> anyhow::Result<Vec<ReadMark>> {
-    let mut marks = Vec::with_capacity(plan.len());
-    for (head, from) in plan {
-        let mut clock = head.started.unwrap_or_else(now);
-        let part = SourcePart::File { number: from.number };
-        marks.push(feed_file(recorder, &part, &head.path, *from, &mut clock, sink)?);
-    }
-    let last = recorder.finish();
-    sink(last)?;
-    Ok(marks)
+/// Feeds one session's rollout files to `recorder`, merged in time order
+/// (see [`crate::session_feed`]); `sink` gets each batch. Returns where the
+/// reading of each file stopped, by path.
+pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    feed_whole(recorder, &rollout_parts(files), codex_start(files), TornLines::Feed, sink)
 }
 
-/// Feeds one Claude session's files to `recorder` (a metadata document is
-/// one line); `sink` gets each batch. Returns where the reading of each
-/// file stopped.
+/// Feeds one Claude session's files to `recorder`, merged in time order (a
+/// metadata document is one line, just before its subagent's first line);
+/// `sink` gets each batch. Returns where the reading of each file stopped,
+/// by path.
 pub fn feed_claude(
     recorder: &mut Recorder,
     session: &crate::claude_ingest::SessionFiles,
     sink: Sink<'_>,
-) -> anyhow::Result<Vec<ReadMark>> {
-    let plan: Vec<(&SourcePart, &Path, ReadMark)> =
-        session.parts.iter().map(|(part, path)| (part, path.as_path(), ReadMark::default())).collect();
-    feed_claude_from(recorder, &plan, sink)
+) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
 }
 
-/// [`feed_claude`] of the given files, each from its mark on.
-fn feed_claude_from(
+/// Feeds `parts` whole from their start (lines that name no time get
+/// `start` until one does).
+fn feed_whole(
     recorder: &mut Recorder,
-    plan: &[(&SourcePart, &Path, ReadMark)],
+    parts: &[(SourcePart, PathBuf)],
+    start: Timestamp,
+    torn_lines: TornLines,
     sink: Sink<'_>,
-) -> anyhow::Result<Vec<ReadMark>> {
-    let mut clock = now();
-    let mut marks = Vec::with_capacity(plan.len());
-    for (part, path, from) in plan {
-        marks.push(feed_file(recorder, part, path, *from, &mut clock, sink)?);
+) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    let mut feed = SessionFeed::new(parts, start, torn_lines);
+    match feed.feed(recorder, Reach::Ends, sink)? {
+        Ok(()) => Ok(feed.marks()),
+        // Nothing was fed before this pass, so nothing can come too late.
+        Err(diverged) => anyhow::bail!("{} could not be read in order", diverged.path.display()),
     }
-    let last = recorder.finish();
-    sink(last)?;
-    Ok(marks)
 }
 
 /// The first `timestamp` of a transcript (read line by line until one is
@@ -939,11 +876,11 @@ pub fn claude_cwd(session: &crate::claude_ingest::SessionFiles) -> Option<String
 const CWD_LINES: usize = 64;
 
 /// What `feed` gives `recorder`, appended to `writer` batch by batch.
-fn feed_into(
+fn feed_into<T>(
     writer: &mut agentrace_store::RunWriter,
     recorder: &mut Recorder,
-    feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
-) -> anyhow::Result<Vec<ReadMark>> {
+    feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     feed(recorder, &mut |batch: Vec<Envelope>| {
         if !batch.is_empty() {
             writer.append(&batch)?;
@@ -1110,6 +1047,10 @@ struct Importer<'a> {
     /// The runs folder when the import started (one listing, not a stat
     /// per session).
     runs: RunsListing,
+    /// What becomes of a last line with no newline yet.
+    torn_lines: TornLines,
+    /// The runs recorded or changed, in the order they were noted.
+    changed: Vec<RunId>,
 }
 
 impl Importer<'_> {
@@ -1138,10 +1079,8 @@ impl Importer<'_> {
                 self.tally.unchanged += 1;
                 return false;
             }
-            Change::Grew(_) => {
-                self.tally.updated += 1;
-                self.tally.read_on += 1;
-            }
+            // Counted as read on once it was (see `run_jobs`).
+            Change::Grew(_) => self.tally.updated += 1,
             Change::Changed { shrank } => {
                 for path in shrank {
                     self.bar.suspend(|| {
@@ -1155,21 +1094,21 @@ impl Importer<'_> {
         true
     }
 
-    /// Writes run `id` anew from what `feed` gives the recorder; returns
-    /// the run's view.
+    /// Writes run `id` anew from its session's `parts`, fed whole; returns
+    /// the run's view and where the reading of each file stopped.
     fn rebuild(
         &self,
         id: &RunId,
         files: RunFiles,
         format: Format,
         (start, cwd): (Timestamp, Option<String>),
-        feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
-    ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
+        parts: &[(SourcePart, PathBuf)],
+    ) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
         self.remove_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start_in(start, cwd))?;
-        let marks = feed_into(&mut writer, &mut recorder, feed)?;
+        let marks = feed_into(&mut writer, &mut recorder, |recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
@@ -1178,24 +1117,54 @@ impl Importer<'_> {
         Ok((recorder.state().view(), marks))
     }
 
-    /// Continues run `id` with what `feed` gives a recorder that relearned
-    /// the run's log (the sources are read only from where the last import
-    /// stopped; the log is appended to, never rewritten).
+    /// Continues run `id` with what its session's `parts` gained since the
+    /// last import stopped at `marks`, appending to the log (never
+    /// rewriting it); `None` when it cannot be continued and must be
+    /// rebuilt.
+    ///
+    /// The recorder is brought to where the last import left it by feeding
+    /// it the sources again up to the marks, in the one order every reading
+    /// uses (see [`crate::session_feed`]), its envelopes dropped: relearning
+    /// from the log could not tell which file each line came from once the
+    /// files' lines are interleaved, and a recorder that misplaced one
+    /// attributed the rest differently (a root's answer lost, a child's end
+    /// missed). The log is continued only when the replay numbers its
+    /// envelopes exactly up to the log's end, and only when the lines the
+    /// files gained sort after the last one fed.
     fn continue_run(
         &self,
         id: &RunId,
         format: Format,
-        feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<Vec<ReadMark>>,
-    ) -> anyhow::Result<(RunView, Vec<ReadMark>)> {
-        let mut writer = self.home.append_run(id)?;
+        parts: &[(SourcePart, PathBuf)],
+        marks: &BTreeMap<String, ReadMark>,
+    ) -> anyhow::Result<Option<(RunView, BTreeMap<String, ReadMark>)>> {
+        // The run's own start, as its log has it.
+        let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
+        // The run's start and working folder, as its log has them.
+        let Some((start, cwd)) = first.and_then(|envelope| match envelope.event {
+            agentrace_core::model::EventBody::Known(agentrace_core::model::Event::RunStarted { cwd, .. }) => {
+                Some((envelope.timestamp, cwd))
+            }
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
         let mut recorder = Recorder::new(id.clone(), format);
-        for envelope in agentrace_store::LogReader::open(&self.home.log_path(id))? {
-            recorder.relearn(&envelope?);
+        let _ = recorder.start_in(start, cwd);
+        let mut feed = SessionFeed::new(parts, start, self.torn_lines);
+        if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
+            return Ok(None);
         }
-        let marks = feed_into(&mut writer, &mut recorder, feed)?;
+        let mut writer = self.home.append_run(id)?;
+        if writer.next_sequence() != recorder.next_sequence() {
+            return Ok(None);
+        }
+        if feed_into(&mut writer, &mut recorder, |recorder, sink| feed.feed(recorder, Reach::Ends, sink))?.is_err() {
+            return Ok(None);
+        }
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok((recorder.state().view(), marks))
+        Ok(Some((recorder.state().view(), feed.marks())))
     }
 
     /// The Claude runs recorded live (not by an import), by session: of the
@@ -1261,11 +1230,12 @@ impl Importer<'_> {
         }
         let mut logs = Vec::with_capacity(jobs.len());
         if let Some(usage) = self.usage.as_mut() {
-            for (job, (view, _)) in jobs.iter().zip(&results) {
+            for (job, (view, _, _)) in jobs.iter().zip(&results) {
                 logs.push(usage.insert(home, &job.id, view)?);
             }
         }
-        for ((job, (_, marks)), log) in jobs.drain(..).zip(results).zip(logs) {
+        self.tally.read_on += results.iter().filter(|(_, _, read_on)| *read_on).count() as u64;
+        for ((job, (_, marks, _)), log) in jobs.drain(..).zip(results).zip(logs) {
             let claude = matches!(job.source, JobSource::Claude(_));
             self.imported(claude, &job.key, &job.id, job.stamps, marks, log)?;
         }
@@ -1289,70 +1259,34 @@ impl Importer<'_> {
         Ok(())
     }
 
-    /// Rebuilds or continues one job's run; returns its view and the marks
-    /// of all its files.
-    fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
-        match &job.source {
-            JobSource::Codex(files) => {
-                if let Some(read_on) = &job.read_on {
-                    // A new file is numbered after every file fed before.
-                    let mut next = read_on.marks.values().map(|mark| mark.number + 1).max().unwrap_or(0);
-                    let mut all = read_on.marks.clone();
-                    let mut plan = Vec::new();
-                    for head in files {
-                        let key = head.path.to_string_lossy().into_owned();
-                        let Some(mut from) = read_on.start(&key) else { continue };
-                        if !read_on.marks.contains_key(&key) {
-                            from.number = next;
-                            next += 1;
-                        }
-                        plan.push((head, from));
-                    }
-                    let (view, read) = self.continue_run(&job.id, Format::CodexRollout, |recorder, sink| {
-                        feed_rollouts_from(recorder, &plan, sink)
-                    })?;
-                    for ((head, _), mark) in plan.iter().zip(read) {
-                        all.insert(head.path.to_string_lossy().into_owned(), mark);
-                    }
-                    return Ok((view, all));
-                }
-                let (view, read) =
-                    self.rebuild(&job.id, job.files, Format::CodexRollout, (codex_start(files), None), |recorder, sink| feed_rollouts(recorder, files, sink))?;
-                let marks = files.iter().map(|head| head.path.to_string_lossy().into_owned()).zip(read).collect();
-                Ok((view, marks))
-            }
+    /// Rebuilds or continues one job's run; returns its view, the marks of
+    /// all its files, and whether it was read on (not rebuilt).
+    fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>, bool)> {
+        // A Codex session's folder comes with its rollout's `session_meta`;
+        // a Claude session's from its transcript's lines.
+        let (format, parts, start) = match &job.source {
+            JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
             JobSource::Claude(session) => {
-                if let Some(read_on) = &job.read_on {
-                    let mut all = read_on.marks.clone();
-                    let mut plan = Vec::new();
-                    let mut whole_document_changed = false;
-                    for (part, path) in &session.parts {
-                        let key = path.to_string_lossy().into_owned();
-                        let Some(from) = read_on.start(&key) else { continue };
-                        // A metadata document is one line: it cannot be read on.
-                        if matches!(part, SourcePart::AgentMeta { .. }) && read_on.marks.contains_key(&key) {
-                            whole_document_changed = true;
-                            break;
-                        }
-                        plan.push((part, path.as_path(), from));
-                    }
-                    if !whole_document_changed {
-                        let (view, read) = self.continue_run(&job.id, Format::ClaudeTranscript, |recorder, sink| {
-                            feed_claude_from(recorder, &plan, sink)
-                        })?;
-                        for ((_, path, _), mark) in plan.iter().zip(read) {
-                            all.insert(path.to_string_lossy().into_owned(), mark);
-                        }
-                        return Ok((view, all));
-                    }
+                (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), claude_cwd(session)))
+            }
+        };
+        if let Some(read_on) = &job.read_on {
+            // A metadata document is one line: one that changed cannot be
+            // read on.
+            let document_changed = parts.iter().any(|(part, path)| {
+                let key = path.to_string_lossy();
+                matches!(part, SourcePart::AgentMeta { .. })
+                    && read_on.marks.contains_key(key.as_ref())
+                    && !read_on.unchanged.contains(key.as_ref())
+            });
+            if !document_changed {
+                if let Some((view, marks)) = self.continue_run(&job.id, format, &parts, &read_on.marks)? {
+                    return Ok((view, marks, true));
                 }
-                let (view, read) = self.rebuild(&job.id, job.files, Format::ClaudeTranscript, (claude_start(session), claude_cwd(session)), |recorder, sink| {
-                    feed_claude(recorder, session, sink)
-                })?;
-                let marks = session.parts.iter().map(|(_, path)| path.to_string_lossy().into_owned()).zip(read).collect();
-                Ok((view, marks))
             }
         }
+        let (view, marks) = self.rebuild(&job.id, job.files, format, start, &parts)?;
+        Ok((view, marks, false))
     }
 
     /// Notes a session as imported (and exports it when asked).
@@ -1370,16 +1304,25 @@ impl Importer<'_> {
             self.bar
                 .suspend(|| crate::export::export_after_run(home, id, endpoint));
         }
+        self.changed.push(id.clone());
         let entry = Imported {
             run_id: id.to_string(),
             files: files
                 .into_iter()
                 .map(|(path, stamp)| {
                     let read = read.get(&path).copied();
-                    (path, FileRecord { size: stamp.size, modified_ns: stamp.modified_ns, read })
+                    // A reading that stopped before a last line still being
+                    // written counts the file only as far as it read: the
+                    // next import then finds it grown, and reads on.
+                    let size = match read {
+                        Some(mark) if !mark.torn && mark.offset < stamp.size => mark.offset,
+                        _ => stamp.size,
+                    };
+                    (path, FileRecord { size, modified_ns: stamp.modified_ns, read })
                 })
                 .collect(),
             log,
+            merged: true,
         };
         if claude {
             self.claude_done.put(key, &entry)?;
@@ -1463,6 +1406,13 @@ fn import_lock(home: &Home, dir: &Path, quiet: bool) -> anyhow::Result<Flock<Fil
 
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+    import(home, args, TornLines::Feed).map(|_| ())
+}
+
+/// Imports what changed since the last import (see the module's
+/// documentation); a last line with no newline yet is fed or waited for as
+/// `torn_lines` says. Returns the runs it recorded or changed.
+pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> anyhow::Result<Vec<RunId>> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
@@ -1493,7 +1443,7 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
                 .join()
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
-        import_sessions(home, args, since, claude_dir.as_deref(), &tables, codex)
+        import_sessions(home, args, since, claude_dir.as_deref(), &tables, torn_lines, codex)
     })
 }
 
@@ -1505,8 +1455,9 @@ fn import_sessions(
     since: Option<Timestamp>,
     claude_dir: Option<&Path>,
     tables: &StateTables,
+    torn_lines: TornLines,
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<RunId>> {
     let runs = RunsListing::of(home, &tables.dir)?;
     // In the order of their table, which is read in step.
     let (found, claude) = claude_found(claude_dir, &tables.dir)?;
@@ -1523,6 +1474,8 @@ fn import_sessions(
         unsaved: false,
         usage: None,
         runs,
+        torn_lines,
+        changed: Vec::new(),
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1658,7 +1611,7 @@ fn import_sessions(
                 .unwrap_or_else(|| "nowhere".to_owned()),
         );
     }
-    Ok(())
+    Ok(importer.changed)
 }
 
 #[cfg(test)]

@@ -26,11 +26,13 @@ mod run_codex;
 mod samples;
 mod secrets;
 mod serve;
+mod session_feed;
 mod status;
 mod statusline;
 mod table;
 mod tap;
 mod usage;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -492,3 +492,9 @@ fn help_lists_the_commands() {
     let cli = Cli::new();
     insta::assert_snapshot!(cli.ok(&["--help"]));
 }
+
+#[test]
+fn watch_help_says_what_it_follows_and_prints() {
+    let cli = Cli::new();
+    insta::assert_snapshot!(cli.ok(&["watch", "--help"]));
+}

@@ -1,0 +1,419 @@
+//! One session's files fed to one recorder as one input: the lines of a
+//! Codex root's rollout and its children's, or of a Claude session's
+//! transcript and its subagents' files, merged in the order of their times.
+//! Owns how those files are read and in what order; never what a line means
+//! (the recorder's) nor where the envelopes go (the sink's).
+//!
+//! # One order for every reading
+//!
+//! A session that grows is read again and again (`import` from where the
+//! last one stopped, `watch` as lines come), each reading appending to the
+//! run what the files gained. For the run to end as one reading of the
+//! finished files makes it, every reading must feed the lines in one order
+//! that a reading of any earlier state of the files begins with. Files one
+//! after another is not such an order (a root's later lines would come
+//! before its child's first); the time the agent wrote them is.
+//!
+//! A line's key is the latest time its file has named up to it (a line with
+//! no time, or one earlier than a line before it, keeps its file's last
+//! one); keys tie in the listed order of the files. Each file's keys only
+//! grow, so the merge is a stable sort of all lines by key, and what an
+//! earlier reading fed is a prefix of it exactly when no line it did not
+//! feed sorts before the last one it fed. That is checked before reading on
+//! ([`Diverged`]): a file written late (a child's line flushed after its
+//! parent's later one) is met by reading the session again whole, never by
+//! an order no whole reading would give.
+//!
+//! A subagent's metadata document (Claude) is fed as one line just before
+//! its file's first line, so it waits for that line.
+
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::cmp::Reverse;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use agentrace_core::decode;
+use agentrace_core::lines::LineAssembler;
+use agentrace_core::model::Timestamp;
+use agentrace_core::recorder::SourcePart;
+use agentrace_core::{Envelope, InputLine, Recorder};
+use anyhow::Context as _;
+
+use crate::import::ReadMark;
+
+/// A sink of envelopes, given each batch as it is made.
+pub type Sink<'a> = &'a mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>;
+
+/// Where a line sorts: the latest time its file named up to it (none
+/// before the file named one).
+type Key = Option<Timestamp>;
+
+/// Lines the session's files gained sort before the last line already fed
+/// (or a metadata document came after its file's first line): reading on
+/// would give an order no reading of the whole files gives, so the run must
+/// be rebuilt whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diverged {
+    /// The file whose line came too late.
+    pub path: PathBuf,
+}
+
+/// How far a reading goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Reach<'a> {
+    /// To the end of every file as it is now.
+    Ends,
+    /// Up to where an earlier reading stopped in each file (by path); a
+    /// file it did not read is not read, a document it did not feed is
+    /// not fed.
+    Marks(&'a BTreeMap<String, ReadMark>),
+}
+
+impl Reach<'_> {
+    /// How far `path` may be read, in bytes; `None` for no limit.
+    fn limit(&self, path: &Path) -> Option<u64> {
+        match self {
+            Reach::Ends => None,
+            Reach::Marks(marks) => Some(marks.get(path.to_string_lossy().as_ref()).map_or(0, |mark| mark.offset)),
+        }
+    }
+
+    /// Whether the document at `path` may be fed.
+    fn allows(&self, path: &Path) -> bool {
+        match self {
+            Reach::Ends => true,
+            Reach::Marks(marks) => marks.contains_key(path.to_string_lossy().as_ref()),
+        }
+    }
+}
+
+/// One session's files being fed (see the module's documentation).
+pub struct SessionFeed {
+    /// In the listed order (their ties go to the first).
+    streams: Vec<Stream>,
+    /// The stream the last fed line came from, and its key.
+    last: Option<(usize, Key)>,
+    /// The time given to a line that names none: the last envelope's.
+    clock: Timestamp,
+    /// What becomes of a last line with no newline yet.
+    torn_lines: TornLines,
+}
+
+/// What to do with a file's last line when it has no newline yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TornLines {
+    /// Fed as it is (a finished file's): the file is marked torn, and read
+    /// again whole when it grows.
+    Feed,
+    /// Left unread until its newline comes (a file still being written:
+    /// `watch`); the reading stops before it.
+    Wait,
+}
+
+/// One file and the document fed before its first line.
+struct Stream {
+    part: SourcePart,
+    lines: Lines,
+    document: Option<Document>,
+}
+
+/// A metadata document, fed whole as one line.
+struct Document {
+    part: SourcePart,
+    path: PathBuf,
+    /// Its length when fed.
+    fed: Option<u64>,
+}
+
+/// The lines of one file, read ahead of the merge.
+struct Lines {
+    path: PathBuf,
+    file: Option<File>,
+    /// Bytes taken from the file.
+    read: u64,
+    assembler: LineAssembler,
+    /// Lines read and not yet fed, with where each ends and its key.
+    queued: VecDeque<Queued>,
+    /// The key of the last line queued.
+    key: Key,
+    /// Lines' times are read: not when the file is its session's only one,
+    /// whose order is its own.
+    keyed: bool,
+    /// The reading met the file's end (or its limit) in this pass.
+    ended: bool,
+    /// What was fed: the end of the last whole line, lines, torn.
+    fed: ReadMark,
+}
+
+/// A line read and not yet fed.
+struct Queued {
+    bytes: Vec<u8>,
+    line_number: u64,
+    truncated_from: Option<u64>,
+    /// Where it ends in the file (after its newline; a torn line's start).
+    end: u64,
+    key: Key,
+    torn: bool,
+}
+
+/// How much of a file one read asks for (a read buffer per file of a
+/// session, so smaller than a single file's).
+const CHUNK: usize = 64 * 1024;
+
+thread_local! {
+    /// The buffer files are read through, one per thread (a fresh one per
+    /// read was allocated and zeroed for every file of every session).
+    static CHUNK_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; CHUNK]);
+}
+
+/// How many envelopes are handed to the sink at once.
+const BATCH: usize = 512;
+
+impl SessionFeed {
+    /// A feed of `parts` in their listed order (a Codex session's rollouts
+    /// as `File`s, a Claude session's files with each subagent's metadata
+    /// just before its file); lines that name no time get `clock` until
+    /// one does.
+    pub fn new(parts: &[(SourcePart, PathBuf)], clock: Timestamp, torn_lines: TornLines) -> Self {
+        let files = parts.iter().filter(|(part, _)| !matches!(part, SourcePart::AgentMeta { .. })).count();
+        let mut streams: Vec<Stream> = Vec::with_capacity(parts.len());
+        let mut pending: Option<Document> = None;
+        for (part, path) in parts {
+            if let SourcePart::AgentMeta { .. } = part {
+                pending = Some(Document { part: part.clone(), path: path.clone(), fed: None });
+                continue;
+            }
+            let belongs = matches!(
+                (&pending, part),
+                (Some(Document { part: SourcePart::AgentMeta { agent_id: meta }, .. }), SourcePart::AgentFile { agent_id }) if meta == agent_id
+            );
+            // A document with no file of its own is never fed: it waits for
+            // its file's first line.
+            let document = if belongs { pending.take() } else { None };
+            pending = None;
+            streams.push(Stream { part: part.clone(), lines: Lines::new(path, files > 1), document });
+        }
+        Self { streams, last: None, clock, torn_lines }
+    }
+
+    /// Feeds `recorder` what the files hold up to `reach`, merged, handing
+    /// `sink` the envelopes; `Err(Diverged)` (before anything is fed) when
+    /// what they gained since the last pass cannot follow it.
+    pub fn feed(&mut self, recorder: &mut Recorder, reach: Reach<'_>, sink: Sink<'_>) -> anyhow::Result<Result<(), Diverged>> {
+        let mut heads = BinaryHeap::new();
+        for (index, stream) in self.streams.iter_mut().enumerate() {
+            stream.lines.ended = false;
+            let Some(key) = stream.lines.head(reach.limit(&stream.lines.path), self.torn_lines)? else {
+                continue;
+            };
+            if let Some((last, last_key)) = self.last {
+                if (key, index) < (last_key, last) {
+                    return Ok(Err(Diverged { path: stream.lines.path.clone() }));
+                }
+            }
+            if let Some(document) = &stream.document {
+                if document.fed.is_none() && stream.lines.fed.lines > 0 {
+                    return Ok(Err(Diverged { path: document.path.clone() }));
+                }
+            }
+            heads.push(Reverse((key, index)));
+        }
+        let mut batch = Vec::new();
+        while let Some(Reverse((key, index))) = heads.pop() {
+            let clock = &mut self.clock;
+            let stream = &mut self.streams[index];
+            if let Some(document) = stream.document.as_mut().filter(|document| document.fed.is_none()) {
+                if !reach.allows(&document.path) {
+                    return Ok(Err(Diverged { path: document.path.clone() }));
+                }
+                let bytes = crate::import::read_small(&document.path)?;
+                batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, clock));
+                document.fed = Some(bytes.len() as u64);
+            }
+            if let Some(line) = stream.lines.queued.pop_front() {
+                if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
+                    batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, clock));
+                }
+                if !line.torn {
+                    stream.lines.fed.offset = line.end;
+                }
+                stream.lines.fed.lines = line.line_number;
+                stream.lines.fed.torn = line.torn;
+            }
+            self.last = Some((index, key));
+            if batch.len() >= BATCH {
+                sink(std::mem::take(&mut batch))?;
+            }
+            if let Some(key) = stream.lines.head(reach.limit(&stream.lines.path), self.torn_lines)? {
+                heads.push(Reverse((key, index)));
+            }
+        }
+        sink(batch)?;
+        Ok(Ok(()))
+    }
+
+    /// Where the reading of each file stopped (by path), and of each
+    /// document fed; `number` is the one a Codex rollout was fed as.
+    pub fn marks(&self) -> BTreeMap<String, ReadMark> {
+        let mut marks = BTreeMap::new();
+        for stream in &self.streams {
+            let number = match stream.part {
+                SourcePart::File { number } => number,
+                SourcePart::Main | SourcePart::AgentFile { .. } | SourcePart::AgentMeta { .. } => 0,
+            };
+            if let Some(Document { path, fed: Some(length), .. }) = &stream.document {
+                marks.insert(path.to_string_lossy().into_owned(), ReadMark { offset: *length, lines: 1, torn: false, number });
+            }
+            marks.insert(stream.lines.path.to_string_lossy().into_owned(), ReadMark { number, ..stream.lines.fed });
+        }
+        marks
+    }
+
+    /// True when every file was read exactly to `marks` (a pass with
+    /// [`Reach::Marks`] of files that only grew since does).
+    pub fn stopped_at(&self, marks: &BTreeMap<String, ReadMark>) -> bool {
+        self.streams.iter().all(|stream| {
+            let fed = &stream.lines.fed;
+            let mark = marks.get(stream.lines.path.to_string_lossy().as_ref()).copied().unwrap_or_default();
+            let document_fed = stream.document.as_ref().is_none_or(|document| {
+                document.fed.is_some() == marks.contains_key(document.path.to_string_lossy().as_ref())
+            });
+            fed.offset == mark.offset && fed.lines == mark.lines && !fed.torn && document_fed
+        })
+    }
+}
+
+/// One line to `recorder` as `part`, at `clock` when it names no time;
+/// `clock` then follows the last envelope's time.
+fn feed_line(
+    recorder: &mut Recorder,
+    part: &SourcePart,
+    bytes: &[u8],
+    line_number: u64,
+    truncated_from: Option<u64>,
+    clock: &mut Timestamp,
+) -> Vec<Envelope> {
+    let produced = recorder.push_part(
+        part,
+        &InputLine { bytes, line_number, observed_at: *clock, direction: None, truncated_from },
+    );
+    if let Some(last) = produced.last() {
+        *clock = last.timestamp;
+    }
+    produced
+}
+
+impl Lines {
+    fn new(path: &Path, keyed: bool) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file: None,
+            read: 0,
+            assembler: LineAssembler::default(),
+            queued: VecDeque::new(),
+            key: None,
+            keyed,
+            ended: false,
+            fed: ReadMark::default(),
+        }
+    }
+
+    /// The key of the next line to feed, reading up to `limit` bytes of the
+    /// file (none: to its end) as needed; `None` when there is none in this
+    /// pass.
+    fn head(&mut self, limit: Option<u64>, torn_lines: TornLines) -> anyhow::Result<Option<Key>> {
+        while self.queued.is_empty() && !self.ended {
+            self.read_more(limit, torn_lines)?;
+        }
+        Ok(self.queued.front().map(|line| line.key))
+    }
+
+    /// Reads one chunk (or notes the end) and queues the lines it completes.
+    fn read_more(&mut self, limit: Option<u64>, torn_lines: TornLines) -> anyhow::Result<()> {
+        let room = limit.map_or(CHUNK as u64, |limit| limit.saturating_sub(self.read).min(CHUNK as u64));
+        if room == 0 {
+            self.ended = true;
+            return Ok(());
+        }
+        let mut file = match self.file.take() {
+            Some(file) => file,
+            None => {
+                let mut file = File::open(&self.path).with_context(|| format!("cannot open {}", self.path.display()))?;
+                if self.read > 0 {
+                    file.seek(SeekFrom::Start(self.read)).with_context(|| format!("cannot read {}", self.path.display()))?;
+                }
+                file
+            }
+        };
+        let asked = usize::try_from(room).unwrap_or(CHUNK);
+        let read = CHUNK_BUFFER.with(|buffer| -> anyhow::Result<usize> {
+            let mut owned;
+            let mut borrowed = buffer.try_borrow_mut();
+            let chunk: &mut [u8] = match &mut borrowed {
+                Ok(buffer) => &mut buffer[..asked],
+                Err(_) => {
+                    owned = vec![0u8; asked];
+                    &mut owned
+                }
+            };
+            let read = file.read(chunk).with_context(|| format!("cannot read {}", self.path.display()))?;
+            let start = self.read;
+            self.read += read as u64;
+            self.queue(&chunk[..read], start);
+            Ok(read)
+        })?;
+        self.file = Some(file);
+        // A short read is the end as the file is now: what the agent
+        // appends later is read by the next pass.
+        if read < asked {
+            self.ended = true;
+            if limit.is_none() && torn_lines == TornLines::Feed && self.assembler.pending() > 0 {
+                let end = self.read - self.assembler.pending();
+                let mut torn = Vec::new();
+                self.assembler.finish_each(&mut |line| torn.push(line.to_owned()));
+                for line in torn {
+                    self.push(line.bytes, line.line_number, line.truncated_from, end, true);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues the lines `chunk` (read from `start` on) completes.
+    fn queue(&mut self, chunk: &[u8], start: u64) {
+        let mut done: Vec<(Vec<u8>, u64, Option<u64>, u64)> = Vec::new();
+        let mut at = 0;
+        for newline in memchr::memchr_iter(b'\n', chunk) {
+            let end = start + newline as u64 + 1;
+            self.assembler.push_each(&chunk[at..=newline], &mut |line| {
+                done.push((line.bytes.to_vec(), line.line_number, line.truncated_from, end));
+            });
+            at = newline + 1;
+        }
+        self.assembler.push_each(&chunk[at..], &mut |_| {});
+        for (bytes, line_number, truncated_from, end) in done {
+            self.push(bytes, line_number, truncated_from, end, false);
+        }
+    }
+
+    fn push(&mut self, bytes: Vec<u8>, line_number: u64, truncated_from: Option<u64>, end: u64, torn: bool) {
+        let time = if self.keyed { line_time(&bytes) } else { None };
+        let key = self.key.max(time);
+        self.key = key;
+        self.queued.push_back(Queued { bytes, line_number, truncated_from, end, key, torn });
+    }
+}
+
+/// The time a line names (its top-level `timestamp`), if any.
+fn line_time(bytes: &[u8]) -> Option<Timestamp> {
+    let mut found = None;
+    decode::visit_members(bytes, &mut |key, raw| {
+        if key == "timestamp" {
+            found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
+            return false;
+        }
+        true
+    });
+    found
+}

@@ -1,0 +1,191 @@
+//! `agentrace watch`: follows the sessions Codex and Claude Code write as
+//! they write them (`$CODEX_HOME/sessions`, `$CLAUDE_CONFIG_DIR/projects`)
+//! and imports what their files gain, through the same incremental import
+//! as `import` (so a watched session ends exactly as an import of its
+//! finished files makes it). Owns the watching (`notify`: inotify, else its
+//! polling watcher) and when to import; never how a session is read (the
+//! import's).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agentrace_store::Home;
+use anyhow::Context as _;
+use clap::Args;
+
+use crate::import::ImportArgs;
+use crate::output::Out;
+use crate::session_feed::TornLines;
+
+/// Arguments of `agentrace watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Codex home to follow (`sessions/`; default: `$CODEX_HOME`, else
+    /// `~/.codex`).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Claude Code config dir to follow (`projects/`; default:
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
+    /// Nothing on stderr but warnings and errors.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Watch by polling, as where inotify cannot be used (for tests).
+    #[arg(long, hide = true)]
+    poll: bool,
+}
+
+/// Why the loop woke up.
+enum Wake {
+    /// Something under a followed folder changed.
+    Changed,
+    /// Ctrl-C.
+    Interrupt,
+}
+
+/// How long changes are gathered before an import (an agent writes a few
+/// lines, in a few files, at once), and at most how long a stream of
+/// changes holds the import back.
+const GATHER: Duration = Duration::from_millis(50);
+const GATHER_AT_MOST: Duration = Duration::from_millis(250);
+
+/// How often the polling watcher looks, where inotify cannot be used.
+const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// The watcher in use: it watches while it lives.
+#[expect(dead_code, reason = "held, never read: dropping it ends the watching")]
+enum Watching {
+    Native(notify::RecommendedWatcher),
+    Polling(notify::PollWatcher),
+}
+
+/// Runs `agentrace watch` until Ctrl-C.
+pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
+    let folders = followed(&import);
+    if folders.is_empty() {
+        anyhow::bail!(
+            "no Codex home or Claude config dir to follow\nhint: pass --codex-home DIR or --claude-dir DIR, or set CODEX_HOME / CLAUDE_CONFIG_DIR"
+        );
+    }
+    let (sender, wakes) = mpsc::channel();
+    let interrupt = sender.clone();
+    // Ctrl-C ends the watch; a second handler cannot be set, which only
+    // matters when a process sets two (tests).
+    let _ = ctrlc::set_handler(move || {
+        let _ = interrupt.send(Wake::Interrupt);
+    });
+    let _watching = watch(&folders, &sender, args)?;
+    // What the files hold already, then what they gain.
+    pass(home, &import, out)?;
+    loop {
+        match wakes.recv() {
+            Ok(Wake::Changed) => {}
+            Ok(Wake::Interrupt) | Err(_) => return Ok(ExitCode::SUCCESS),
+        }
+        let first = Instant::now();
+        loop {
+            match wakes.recv_timeout(GATHER) {
+                Ok(Wake::Changed) if first.elapsed() < GATHER_AT_MOST => {}
+                Ok(Wake::Changed) | Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(ExitCode::SUCCESS),
+            }
+        }
+        pass(home, &import, out)?;
+    }
+}
+
+/// The folders to follow: each home's sessions folder, or the home itself
+/// while that folder is not there yet (so it is seen when it comes).
+fn followed(import: &ImportArgs) -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    for (home, inner) in [(import.codex_home(), "sessions"), (import.claude_dir(), "projects")] {
+        let Some(home) = home else { continue };
+        let inside = home.join(inner);
+        if inside.is_dir() {
+            folders.push(inside);
+        } else if home.is_dir() {
+            folders.push(home);
+        }
+    }
+    folders
+}
+
+/// Starts watching `folders` (recursively), each change sent on `sender`:
+/// with inotify, or by polling where inotify cannot be used (not there, or
+/// out of watches), which is said on stderr.
+fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, args: &WatchArgs) -> anyhow::Result<Watching> {
+    let handler = {
+        let sender = sender.clone();
+        move |event: notify::Result<notify::Event>| {
+            // Opening and reading a file (the import itself does) is no
+            // change; an error of the backend may hide one, so it counts.
+            if let Ok(notify::Event { kind: notify::EventKind::Access(_), .. }) = event {
+                return;
+            }
+            let _ = sender.send(Wake::Changed);
+        }
+    };
+    let shown = folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", ");
+    let native = if args.poll {
+        Err(anyhow::anyhow!("polling was asked for"))
+    } else {
+        notify::recommended_watcher(handler.clone())
+            .map_err(anyhow::Error::from)
+            .and_then(|mut watcher| {
+                watch_all(&mut watcher, folders)?;
+                Ok(watcher)
+            })
+    };
+    match native {
+        Ok(watcher) => {
+            if !args.quiet {
+                eprintln!("watching {shown} with inotify; Ctrl-C ends");
+            }
+            Ok(Watching::Native(watcher))
+        }
+        Err(error) => {
+            let config = notify::Config::default().with_poll_interval(POLL_EVERY);
+            let mut watcher = notify::PollWatcher::new(handler, config).context("starting the polling watcher")?;
+            watch_all(&mut watcher, folders)?;
+            if args.poll {
+                if !args.quiet {
+                    eprintln!("watching {shown} by polling every {} s; Ctrl-C ends", POLL_EVERY.as_secs());
+                }
+            } else {
+                eprintln!(
+                    "warning: cannot watch with inotify ({error:#}); polling every {} s instead\nhint: raise fs.inotify.max_user_watches if it ran out of watches",
+                    POLL_EVERY.as_secs()
+                );
+            }
+            Ok(Watching::Polling(watcher))
+        }
+    }
+}
+
+fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::Result<()> {
+    for folder in folders {
+        watcher
+            .watch(folder, notify::RecursiveMode::Recursive)
+            .with_context(|| format!("watching {}", folder.display()))?;
+    }
+    Ok(())
+}
+
+/// One import of what changed; prints each run it recorded or changed
+/// (`<run id> <status>`). A last line still being written is left for the
+/// next pass.
+fn pass(home: &Home, import: &ImportArgs, out: &mut Out) -> anyhow::Result<()> {
+    let changed = crate::import::import(home, import, TornLines::Wait)?;
+    if changed.is_empty() {
+        return Ok(());
+    }
+    for run in home.list_these_runs(changed)? {
+        out.line(format!("{} {}", run.id, run.status.as_str()))?;
+    }
+    out.flush()?;
+    Ok(())
+}
