@@ -1343,6 +1343,8 @@ fn a_gap_of_more_than_five_hours_starts_a_new_billing_block() {
     assert_eq!(keys(&straight(&cli, dir.path(), &["--by", "day"])["days"]), ["2026-11-29", "2026-11-30"]);
     import_all(&cli, dir.path());
     assert_eq!(usage_value(&cli, &["--by", "block"]), blocks);
+}
+
 /// `agentrace watch` of `homes` into `cli`'s home, as a child process;
 /// stopped (Ctrl-C, then killed) when dropped, also when a test fails.
 struct Watch {
