@@ -1220,7 +1220,12 @@ impl Importer<'_> {
     /// imported in order; `jobs` is left empty.
     fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
         let this = &*self;
-        let results = crate::parallel::map(jobs, |job| this.run_job(job))?;
+        let mut results = crate::parallel::map(jobs, |job| this.run_job(job))?;
+        for (job, (view, _, _)) in jobs.iter().zip(results.iter_mut()) {
+            if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
+                view.usage.cwd = claude_cwd(session);
+            }
+        }
         if jobs.is_empty() {
             return Ok(());
         }
@@ -1262,13 +1267,14 @@ impl Importer<'_> {
     /// Rebuilds or continues one job's run; returns its view, the marks of
     /// all its files, and whether it was read on (not rebuilt).
     fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>, bool)> {
-        // A Codex session's folder comes with its rollout's `session_meta`;
-        // a Claude session's from its transcript's lines.
+        // A Codex session's folder comes with its rollout's `session_meta`.
+        // A Claude session's is looked up in its transcript for the usage
+        // index alone (`run_jobs`): put in the log, it would depend on how
+        // much of the transcript the first import saw, and a session read
+        // in pieces would not end as one read whole.
         let (format, parts, start) = match &job.source {
             JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
-            JobSource::Claude(session) => {
-                (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), claude_cwd(session)))
-            }
+            JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
         };
         if let Some(read_on) = &job.read_on {
             // A metadata document is one line: one that changed cannot be

@@ -624,9 +624,8 @@ pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
         let mut repriced = 0;
         for id in ids {
             // Only entries priced by another book; the others stay as kept.
-            let stale = kept
-                .get_placed(id.as_str())
-                .is_some_and(|(tree, _): (UsageTree, _)| tree.prices != book.id() || tree.format != TREE_FORMAT);
+            let old: Option<UsageTree> = kept.get_placed(id.as_str()).map(|(tree, _)| tree);
+            let stale = old.as_ref().is_some_and(|tree| tree.prices != book.id() || tree.format != TREE_FORMAT);
             let Some(log) = LogStamp::of(home, &id).filter(|_| stale) else {
                 continue;
             };
@@ -634,7 +633,12 @@ pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
                 eprintln!("note: pricing the imported runs again with {} (once)", book.id());
             }
             let view = home.load_run(&id)?.view();
-            writer.put(id.as_str(), &UsageTree::of(&view, log, book.id()))?;
+            let mut tree = UsageTree::of(&view, log, book.id());
+            // A Claude session's folder is kept in the index alone.
+            if tree.cwd.is_none() {
+                tree.cwd = old.and_then(|old| old.cwd);
+            }
+            writer.put(id.as_str(), &tree)?;
             repriced += 1;
         }
         writer.finish()?;

@@ -507,7 +507,11 @@ fn assert_same_runs(cli: &Cli, whole: &Cli, context: &str) {
     let ids = run_ids(whole);
     assert_eq!(run_ids(cli), ids, "{context}");
     for id in &ids {
-        assert_eq!(events(cli, id), events(whole, id), "{context}: events of {id}");
+        let (ours, theirs) = (events(cli, id), events(whole, id));
+        if let Some(at) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
+            panic!("{context}: events of {id} differ at {at}:\n{}\n{}", ours[at], theirs[at]);
+        }
+        assert_eq!(ours, theirs, "{context}: events of {id}");
         let shown_both = loop {
             let (before, read, after) = (shown(whole, id), shown(cli, id), shown(whole, id));
             if before == after {
