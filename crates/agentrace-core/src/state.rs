@@ -254,15 +254,18 @@ pub fn cost_figure(parts: &[ModelTokens], incomplete: bool) -> (Option<f64>, Cos
         .iter()
         .any(|part| part.tokens.total_tokens > part.unpriced_tokens);
     let unpriced = parts.iter().any(|part| part.unpriced_tokens > 0);
-    if !priced_any && (unpriced || incomplete) {
-        return (None, CostStatus::Unknown);
+    judge_cost(priced, priced_any, unpriced || incomplete)
+}
+
+/// The one rule for how complete a cost is: nothing priced while tokens
+/// are unpriced or missing is `unknown` (no figure at all); some priced
+/// is a `floor` when anything is short, else `exact`.
+pub fn judge_cost(priced: f64, priced_any: bool, short: bool) -> (Option<f64>, CostStatus) {
+    match (priced_any, short) {
+        (false, true) => (None, CostStatus::Unknown),
+        (true, true) => (Some(priced), CostStatus::Floor),
+        (_, false) => (Some(priced), CostStatus::Exact),
     }
-    let status = if unpriced || incomplete {
-        CostStatus::Floor
-    } else {
-        CostStatus::Exact
-    };
-    (Some(priced), status)
 }
 
 /// Tokens that belong to no agent of the tree.
@@ -868,11 +871,6 @@ impl RunState {
         reasons.into_iter().collect()
     }
 
-    /// A thread's own tokens by model, one part when it used one model.
-    fn parts(stats: &ThreadStats) -> &[ModelTokens] {
-        &stats.tokens_by_model
-    }
-
     fn note_root(&mut self, actor: &Actor) {
         if self.root_thread_id.is_none() && actor.role == Role::Root {
             self.root_thread_id = actor.thread_id.clone();
@@ -958,7 +956,7 @@ impl RunState {
         let parts: Vec<ModelTokens> = self
             .threads
             .values()
-            .flat_map(|stats| Self::parts(stats).iter().cloned())
+            .flat_map(|stats| stats.tokens_by_model.iter().cloned())
             .chain(outside_tree.iter().flat_map(|usage| usage.tokens_by_model.iter().cloned()))
             .collect();
         let (cost, cost_status) = cost_figure(&parts, !incomplete.is_empty());
@@ -1045,7 +1043,7 @@ impl RunState {
         }
         visiting.pop();
         let incomplete = Self::thread_incomplete(stats);
-        let (cost, cost_status) = cost_figure(Self::parts(stats), !incomplete.is_empty());
+        let (cost, cost_status) = cost_figure(&stats.tokens_by_model, !incomplete.is_empty());
         // The agent's own words win over the report its spawner received,
         // whichever source came first.
         let final_message = stats

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
 use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{hour_start, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
+use agentrace_core::state::{hour_start, judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
 use agentrace_core::Recorder;
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -245,13 +245,7 @@ impl Counters {
     fn settle(&mut self) {
         let priced_any = self.total_tokens > self.unpriced_tokens;
         let short = self.unpriced_tokens > 0 || !self.incomplete.is_empty();
-        if !priced_any && short {
-            self.cost = None;
-            self.cost_status = CostStatus::Unknown;
-        } else {
-            self.cost = Some(self.cost.unwrap_or(0.0));
-            self.cost_status = if short { CostStatus::Floor } else { CostStatus::Exact };
-        }
+        (self.cost, self.cost_status) = judge_cost(self.cost.unwrap_or(0.0), priced_any, short);
     }
 
     fn add(&mut self, other: &Counters) {
@@ -267,16 +261,10 @@ impl Counters {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
         };
-        let priced_any = self.total_tokens > self.unpriced_tokens;
-        let short = self.unpriced_tokens > 0 || !self.incomplete.is_empty();
-        self.cost_status = match (self.cost, short) {
-            (None, _) => CostStatus::Unknown,
-            (Some(_), true) if !priced_any => CostStatus::Unknown,
-            (Some(_), true) => CostStatus::Floor,
-            (Some(_), false) => CostStatus::Exact,
-        };
-        if self.cost_status == CostStatus::Unknown {
-            self.cost = None;
+        // Two figures of which neither priced anything price nothing.
+        match self.cost {
+            None => self.cost_status = CostStatus::Unknown,
+            Some(_) => self.settle(),
         }
     }
 }
