@@ -211,7 +211,9 @@ impl PriceBook {
     }
 }
 
-fn database_label() -> String {
+/// The database's name as every figure priced by it says it:
+/// `genai-prices <version>`.
+pub fn database_label() -> String {
     format!("genai-prices {DATABASE_VERSION}")
 }
 

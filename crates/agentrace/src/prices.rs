@@ -92,7 +92,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     }
     // The rates in force now: what the next request of each model pays.
     let now: Timestamp = crate::ingest::now();
-    let database = format!("genai-prices {}", agentrace_core::prices::DATABASE_VERSION);
+    let database = agentrace_core::prices::database_label();
     let mut priced = Vec::new();
     let mut unpriced = Vec::new();
     for ((provider, model), tokens) in models {
