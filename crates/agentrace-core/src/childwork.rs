@@ -155,6 +155,9 @@ pub struct Operation {
     pub input: String,
     /// Why it is shown.
     pub basis: OperationBasis,
+    /// When the call started (its envelope's time), so a live view can say
+    /// how long it has run.
+    pub started_at: Timestamp,
 }
 
 /// One earlier run of a child.
@@ -876,6 +879,7 @@ impl ChildWork {
                         tool_name,
                         input: cut(input, TEXT_CHARS),
                         basis: OperationBasis::Open,
+                        started_at: at,
                     },
                 ));
                 self.touch(thread);

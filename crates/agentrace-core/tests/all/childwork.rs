@@ -808,7 +808,7 @@ fn a_record_serializes_as_the_documented_json() {
             "state": "working",
             "generation": 1,
             "runId": "ct1",
-            "operation": {"toolName": "Bash", "input": "npm test", "basis": "open"},
+            "operation": {"toolName": "Bash", "input": "npm test", "basis": "open", "startedAt": "2026-11-29T23:03:28.050Z"},
             "startedAt": "2026-11-29T23:03:28.040Z",
             "updatedAt": "2026-11-29T23:03:28.050Z",
             "previousInvocations": []

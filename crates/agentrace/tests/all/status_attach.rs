@@ -55,6 +55,7 @@ struct OperationJson {
     tool_name: String,
     input: String,
     basis: String,
+    started_at: String,
 }
 
 #[derive(Debug, Deserialize, PartialEq, Clone)]
