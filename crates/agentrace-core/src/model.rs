@@ -185,6 +185,17 @@ pub enum Provider {
     Unknown,
 }
 
+impl Provider {
+    /// Its name in the log: `codex`, `claude`, `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Codex => "codex",
+            Self::Claude => "claude",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// Where a run was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -104,6 +104,14 @@ enum Command {
     /// finished files makes it. Prints `<run id> <status>` for each run it
     /// records or changes.
     Watch(crate::watch::WatchArgs),
+    /// A terminal view of every live and recent session and its agents, following them as `watch` does.
+    ///
+    /// One row per session with its agent tree under it: state (working,
+    /// waiting on approval, ended and how), the tool running now and for how
+    /// long, tokens, cost, silent-for. Keys: ↑↓/jk move, enter shows the
+    /// session's events, p/s filter by provider/state, q quits. When stdout
+    /// is not a terminal it prints the same rows once, as text.
+    Top(crate::top::TopArgs),
     /// Tokens and cost per run, per agent (own and subtree), per model, per day.
     Usage(crate::usage::UsageArgs),
     /// The models in your runs with their price per million tokens, where it
@@ -227,6 +235,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Tap(args)) => return crate::tap::run(&home, args),
         Some(Command::Import(args)) => crate::import::run(&home, &args)?,
         Some(Command::Watch(args)) => return crate::watch::run(&home, &args, &mut out),
+        Some(Command::Top(args)) => return crate::top::run(&home, &args, &mut out),
         Some(Command::Usage(args)) => crate::usage::run(&home, &args, &mut out)?,
         Some(Command::Prices(args)) => crate::prices::run(&home, &args, &mut out)?,
         Some(Command::Run {

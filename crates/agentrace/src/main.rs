@@ -31,6 +31,7 @@ mod status;
 mod statusline;
 mod table;
 mod tap;
+mod top;
 mod usage;
 mod watch;
 

@@ -255,15 +255,20 @@ fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result
 
 /// One event of `agentrace events`.
 pub fn event_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
+    out.line(event_text(envelope))
+}
+
+/// The text of [`event_line`]: `sequence  clock  actor  what happened`.
+pub fn event_text(envelope: &Envelope) -> String {
     let time = envelope.timestamp.to_string();
     let clock = time.get(11..23).unwrap_or(&time);
-    out.line(format!(
+    format!(
         "{:>6}  {}  {:<20}  {}",
         envelope.sequence,
         clock,
         one_line(&envelope.actor.label, 20),
         describe(&envelope.event)
-    ))
+    )
 }
 
 fn describe(event: &EventBody) -> String {

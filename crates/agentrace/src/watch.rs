@@ -39,7 +39,7 @@ pub struct WatchArgs {
 }
 
 /// Why the loop woke up.
-enum Wake {
+pub enum Wake {
     /// Something under a followed folder changed.
     Changed,
     /// Ctrl-C.
@@ -65,36 +65,115 @@ enum Watching {
 /// Runs `agentrace watch` until Ctrl-C.
 pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
-    let folders = followed(&import);
-    if folders.is_empty() {
-        anyhow::bail!(
-            "no Codex home or Claude config dir to follow\nhint: pass --codex-home DIR or --claude-dir DIR, or set CODEX_HOME / CLAUDE_CONFIG_DIR"
-        );
+    let follower = Follower::start(&import, args.poll)?;
+    if let Some(warning) = follower.fallback() {
+        eprintln!("{warning}");
+    } else if !args.quiet {
+        let how = if follower.polling() { "by" } else { "with" };
+        eprintln!("watching {} {how} {}; Ctrl-C ends", follower.folders(), follower.mode());
     }
-    let (sender, wakes) = mpsc::channel();
-    let interrupt = sender.clone();
+    let stopper = follower.stopper();
     // Ctrl-C ends the watch; a second handler cannot be set, which only
     // matters when a process sets two (tests).
-    let _ = ctrlc::set_handler(move || {
-        let _ = interrupt.send(Wake::Interrupt);
-    });
-    let _watching = watch(&folders, &sender, args)?;
+    let _ = ctrlc::set_handler(move || stopper.stop());
     // What the files hold already, then what they gain.
     pass(home, &import, out)?;
-    loop {
-        match wakes.recv() {
+    while follower.next() {
+        pass(home, &import, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Follows the provider folders: each [`Follower::next`] returns once
+/// something under them changed (changes gathered a moment, as an agent
+/// writes a few lines in a few files at once). Shared by `watch` and `top`,
+/// so both see a session the same way.
+pub struct Follower {
+    watching: Watching,
+    wakes: mpsc::Receiver<Wake>,
+    sender: mpsc::Sender<Wake>,
+    folders: String,
+    mode: String,
+    fallback: Option<String>,
+}
+
+/// Ends a [`Follower`]'s wait, from another thread or a signal handler.
+#[derive(Clone)]
+pub struct Stopper(mpsc::Sender<Wake>);
+
+impl Stopper {
+    /// The follower's next [`Follower::next`] returns false.
+    pub fn stop(&self) {
+        let _ = self.0.send(Wake::Interrupt);
+    }
+}
+
+impl Follower {
+    /// Starts watching the folders `import` reads: with inotify, or by
+    /// polling where inotify cannot be used (or `poll` asks for it).
+    pub fn start(import: &ImportArgs, poll: bool) -> anyhow::Result<Self> {
+        let folders = followed(import);
+        if folders.is_empty() {
+            anyhow::bail!(
+                "no Codex home or Claude config dir to follow\nhint: pass --codex-home DIR or --claude-dir DIR, or set CODEX_HOME / CLAUDE_CONFIG_DIR"
+            );
+        }
+        let (sender, wakes) = mpsc::channel();
+        let (watching, fallback) = watch(&folders, &sender, poll)?;
+        let mode = match &watching {
+            Watching::Native(_) => "inotify".to_owned(),
+            Watching::Polling(_) => format!("polling every {} s", POLL_EVERY.as_secs()),
+        };
+        Ok(Self {
+            watching: watching,
+            wakes,
+            sender,
+            folders: folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", "),
+            mode,
+            fallback,
+        })
+    }
+
+    /// The folders followed, for a message.
+    pub fn folders(&self) -> &str {
+        &self.folders
+    }
+
+    /// `inotify` or `polling every 1 s`.
+    pub fn mode(&self) -> &str {
+        &self.mode
+    }
+
+    /// Why inotify could not be used, as a warning to print, when it was
+    /// not asked away.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// True when it polls (inotify could not be used, or was asked away).
+    pub fn polling(&self) -> bool {
+        matches!(self.watching, Watching::Polling(_))
+    }
+
+    /// What ends the following.
+    pub fn stopper(&self) -> Stopper {
+        Stopper(self.sender.clone())
+    }
+
+    /// Waits for the next change (gathered); false once stopped.
+    pub fn next(&self) -> bool {
+        match self.wakes.recv() {
             Ok(Wake::Changed) => {}
-            Ok(Wake::Interrupt) | Err(_) => return Ok(ExitCode::SUCCESS),
+            Ok(Wake::Interrupt) | Err(_) => return false,
         }
         let first = Instant::now();
         loop {
-            match wakes.recv_timeout(GATHER) {
+            match self.wakes.recv_timeout(GATHER) {
                 Ok(Wake::Changed) if first.elapsed() < GATHER_AT_MOST => {}
-                Ok(Wake::Changed) | Err(mpsc::RecvTimeoutError::Timeout) => break,
-                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(ExitCode::SUCCESS),
+                Ok(Wake::Changed) | Err(mpsc::RecvTimeoutError::Timeout) => return true,
+                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return false,
             }
         }
-        pass(home, &import, out)?;
     }
 }
 
@@ -116,8 +195,8 @@ fn followed(import: &ImportArgs) -> Vec<PathBuf> {
 
 /// Starts watching `folders` (recursively), each change sent on `sender`:
 /// with inotify, or by polling where inotify cannot be used (not there, or
-/// out of watches), which is said on stderr.
-fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, args: &WatchArgs) -> anyhow::Result<Watching> {
+/// out of watches); then with the warning to print.
+fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, poll: bool) -> anyhow::Result<(Watching, Option<String>)> {
     let handler = {
         let sender = sender.clone();
         move |event: notify::Result<notify::Event>| {
@@ -129,8 +208,7 @@ fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, args: &WatchArgs) -> 
             let _ = sender.send(Wake::Changed);
         }
     };
-    let shown = folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", ");
-    let native = if args.poll {
+    let native = if poll {
         Err(anyhow::anyhow!("polling was asked for"))
     } else {
         notify::recommended_watcher(handler.clone())
@@ -141,27 +219,18 @@ fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, args: &WatchArgs) -> 
             })
     };
     match native {
-        Ok(watcher) => {
-            if !args.quiet {
-                eprintln!("watching {shown} with inotify; Ctrl-C ends");
-            }
-            Ok(Watching::Native(watcher))
-        }
+        Ok(watcher) => Ok((Watching::Native(watcher), None)),
         Err(error) => {
             let config = notify::Config::default().with_poll_interval(POLL_EVERY);
             let mut watcher = notify::PollWatcher::new(handler, config).context("starting the polling watcher")?;
             watch_all(&mut watcher, folders)?;
-            if args.poll {
-                if !args.quiet {
-                    eprintln!("watching {shown} by polling every {} s; Ctrl-C ends", POLL_EVERY.as_secs());
-                }
-            } else {
-                eprintln!(
+            let warning = (!poll).then(|| {
+                format!(
                     "warning: cannot watch with inotify ({error:#}); polling every {} s instead\nhint: raise fs.inotify.max_user_watches if it ran out of watches",
                     POLL_EVERY.as_secs()
-                );
-            }
-            Ok(Watching::Polling(watcher))
+                )
+            });
+            Ok((Watching::Polling(watcher), warning))
         }
     }
 }

@@ -1,0 +1,940 @@
+//! `agentrace top`: a terminal view of every live and recent session, each
+//! with its agent tree: who is working, waiting or ended, the tool running
+//! now and for how long, tokens, cost, and how long each has been silent.
+//! It follows the provider folders as `watch` does (the same follower, the
+//! same import), and reads what it shows from the runs those passes write,
+//! so it shows what `status` and `show` would. The screen is a pure function
+//! of [`Top`] (tested on ratatui's test backend); this module's shell owns
+//! the terminal, the keys and the follower thread.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use agentrace_core::childwork::{ChildWorkKind, ChildWorkRecord, ChildWorkState, Outcome, WaitingOn};
+use agentrace_core::model::{AgentStatus, Provider, RunId, RunStatus, Timestamp};
+use agentrace_core::state::{AgentNode, CostStatus, RunSummary};
+use agentrace_store::{Home, LogReader};
+use anyhow::Context as _;
+use clap::Args;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use crate::import::ImportArgs;
+use crate::ingest::now;
+use crate::output::Out;
+use crate::render::{event_text, one_line};
+use crate::status::duration;
+use crate::watch::Follower;
+
+/// `agentrace top` arguments.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Codex home to follow (`sessions/`; default: `$CODEX_HOME`, else
+    /// `~/.codex`).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<PathBuf>,
+    /// Claude Code config dir to follow (`projects/`; default:
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    #[arg(long, value_name = "DIR")]
+    claude_dir: Option<PathBuf>,
+    /// How many ended sessions to show beside the live ones (newest first).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    recent: usize,
+    /// Watch by polling, as where inotify cannot be used (for tests).
+    #[arg(long, hide = true)]
+    poll: bool,
+}
+
+/// One session as the screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The run's record.
+    pub run: RunSummary,
+    /// Its agents and background commands, in tree order.
+    pub agents: Vec<AgentRow>,
+}
+
+/// One agent (or background command) line under its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRow {
+    /// Nesting under the root (root 0).
+    pub depth: usize,
+    /// Its label (a command: its first line).
+    pub label: String,
+    /// working / waiting on approval / ended succeeded …
+    pub state: String,
+    /// True while it is working or waiting.
+    pub live: bool,
+    /// The tool it is running now, and since when.
+    pub tool: Option<(String, Timestamp)>,
+    /// Its tokens (its own; a record's running total while live).
+    pub tokens: Option<u64>,
+    /// Its cost, as `usage` prints it (`$0.12`, `≥$0.12`, `$?`); empty for
+    /// a command.
+    pub cost: String,
+    /// The last time it was heard from, while live.
+    pub heard_at: Option<Timestamp>,
+    /// A background command, not an agent.
+    pub command: bool,
+}
+
+/// Which sessions the list shows, by provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderFilter {
+    /// Every provider.
+    All,
+    /// One provider.
+    Only(Provider),
+}
+
+/// Which sessions the list shows, by state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    /// Live and ended.
+    All,
+    /// Running only.
+    Live,
+    /// Ended only.
+    Ended,
+}
+
+/// What the screen shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// The sessions and their trees.
+    List,
+    /// One session's events, as `attach` prints them.
+    Events {
+        /// The session.
+        run: RunId,
+        /// Its event lines.
+        lines: Vec<String>,
+        /// The first line shown; `None` follows the end.
+        top: Option<usize>,
+    },
+}
+
+/// What a key asks of the shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// Nothing beyond a redraw.
+    Nothing,
+    /// Open this session's events.
+    Events(RunId),
+    /// Leave.
+    Quit,
+}
+
+/// A key, as the screen understands it (the shell maps the terminal's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// ↑ or `k`.
+    Up,
+    /// ↓ or `j`.
+    Down,
+    /// Page up.
+    PageUp,
+    /// Page down.
+    PageDown,
+    /// Home or `g`.
+    First,
+    /// End or `G`.
+    Last,
+    /// Enter.
+    Open,
+    /// Esc or Backspace.
+    Back,
+    /// `p`: the next provider filter.
+    Provider,
+    /// `s`: the next state filter.
+    State,
+    /// `q` or Ctrl-C.
+    Quit,
+}
+
+/// The whole screen's state: a pure value the shell updates and draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Top {
+    /// Every session known, newest first.
+    pub sessions: Vec<Session>,
+    /// The selected session's id.
+    pub selected: Option<RunId>,
+    /// By provider.
+    pub provider: ProviderFilter,
+    /// By state.
+    pub state: StateFilter,
+    /// List or events.
+    pub mode: Mode,
+    /// How the folders are followed (`inotify`, `polling every 1 s`).
+    pub watching: String,
+    /// Colours allowed (`NO_COLOR` unset).
+    pub color: bool,
+}
+
+impl Top {
+    /// An empty screen.
+    pub fn new(watching: String, color: bool) -> Self {
+        Self {
+            sessions: Vec::new(),
+            selected: None,
+            provider: ProviderFilter::All,
+            state: StateFilter::All,
+            mode: Mode::List,
+            watching,
+            color,
+        }
+    }
+
+    /// Puts `session` in (replacing its older self), newest first.
+    pub fn upsert(&mut self, session: Session) {
+        self.sessions.retain(|known| known.run.id != session.run.id);
+        self.sessions.push(session);
+        self.sessions.sort_by(|a, b| {
+            let live = |s: &Session| s.run.status == RunStatus::Running;
+            live(b)
+                .cmp(&live(a))
+                .then(b.run.started_at.cmp(&a.run.started_at))
+                .then(a.run.id.as_str().cmp(b.run.id.as_str()))
+        });
+        if self.selected.is_none() {
+            self.selected = self.visible().first().map(|s| s.run.id.clone());
+        }
+    }
+
+    /// The sessions the filters let through, in order.
+    pub fn visible(&self) -> Vec<&Session> {
+        self.sessions
+            .iter()
+            .filter(|session| match self.provider {
+                ProviderFilter::All => true,
+                ProviderFilter::Only(provider) => session.run.provider == provider,
+            })
+            .filter(|session| {
+                let live = session.run.status == RunStatus::Running;
+                match self.state {
+                    StateFilter::All => true,
+                    StateFilter::Live => live,
+                    StateFilter::Ended => !live,
+                }
+            })
+            .collect()
+    }
+
+    fn selected_index(&self) -> Option<usize> {
+        let visible = self.visible();
+        let id = self.selected.as_ref()?;
+        visible.iter().position(|session| &session.run.id == id)
+    }
+
+    fn select(&mut self, index: usize) {
+        let visible = self.visible();
+        self.selected = visible
+            .get(index.min(visible.len().saturating_sub(1)))
+            .map(|session| session.run.id.clone());
+    }
+
+    /// Handles one key; `page` is how many lines a page moves.
+    pub fn key(&mut self, key: Key, page: usize) -> Asked {
+        if let Mode::Events { lines, top, .. } = &mut self.mode {
+            let last = lines.len().saturating_sub(page.max(1));
+            let at = top.unwrap_or(last);
+            let moved = match key {
+                Key::Back => {
+                    self.mode = Mode::List;
+                    return Asked::Nothing;
+                }
+                Key::Quit => return Asked::Quit,
+                Key::Up => at.saturating_sub(1),
+                Key::Down => at + 1,
+                Key::PageUp => at.saturating_sub(page),
+                Key::PageDown => at + page,
+                Key::First => 0,
+                Key::Last | Key::Open | Key::Provider | Key::State => last,
+            };
+            *top = (moved < last).then_some(moved);
+            return Asked::Nothing;
+        }
+        let index = self.selected_index();
+        match key {
+            Key::Quit => return Asked::Quit,
+            Key::Back => {}
+            Key::Up => self.select(index.map_or(0, |i| i.saturating_sub(1))),
+            Key::Down => self.select(index.map_or(0, |i| i + 1)),
+            Key::PageUp => self.select(index.map_or(0, |i| i.saturating_sub(page / 4 + 1))),
+            Key::PageDown => self.select(index.map_or(0, |i| i + page / 4 + 1)),
+            Key::First => self.select(0),
+            Key::Last => self.select(usize::MAX),
+            Key::Open => {
+                if let Some(id) = index.and(self.selected.clone()) {
+                    return Asked::Events(id);
+                }
+            }
+            Key::Provider => {
+                self.provider = match self.provider {
+                    ProviderFilter::All => ProviderFilter::Only(Provider::Codex),
+                    ProviderFilter::Only(Provider::Codex) => ProviderFilter::Only(Provider::Claude),
+                    ProviderFilter::Only(Provider::Claude | Provider::Unknown) => ProviderFilter::All,
+                };
+                self.keep_a_selection();
+            }
+            Key::State => {
+                self.state = match self.state {
+                    StateFilter::All => StateFilter::Live,
+                    StateFilter::Live => StateFilter::Ended,
+                    StateFilter::Ended => StateFilter::All,
+                };
+                self.keep_a_selection();
+            }
+        }
+        Asked::Nothing
+    }
+
+    fn keep_a_selection(&mut self) {
+        if self.selected_index().is_none() {
+            self.select(0);
+        }
+    }
+
+    /// Draws the screen as of `now`.
+    pub fn draw(&self, frame: &mut Frame<'_>, now: Timestamp) {
+        let [head, body, foot] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Min(0),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
+        let width = usize::from(frame.area().width);
+        match &self.mode {
+            Mode::List => {
+                let visible = self.visible();
+                let live = visible.iter().filter(|s| s.run.status == RunStatus::Running).count();
+                frame.render_widget(
+                    Paragraph::new(fit(
+                        &format!(
+                            "agentrace top — {} session{}, {live} live · provider {} · state {} · {}",
+                            visible.len(),
+                            if visible.len() == 1 { "" } else { "s" },
+                            provider_word(self.provider),
+                            state_word(self.state),
+                            self.watching
+                        ),
+                        width,
+                    ))
+                    .style(Style::new().add_modifier(Modifier::BOLD)),
+                    head,
+                );
+                self.draw_list(frame, body, now);
+                frame.render_widget(
+                    Paragraph::new(fit(
+                        "↑↓/jk move  enter events  p provider  s state  q quit",
+                        width,
+                    )),
+                    foot,
+                );
+            }
+            Mode::Events { run, lines, top } => {
+                frame.render_widget(
+                    Paragraph::new(fit(&format!("agentrace top — events of {run}"), width))
+                        .style(Style::new().add_modifier(Modifier::BOLD)),
+                    head,
+                );
+                let height = usize::from(body.height);
+                let first = top.unwrap_or(lines.len().saturating_sub(height));
+                let shown: Vec<Line<'_>> = lines
+                    .iter()
+                    .skip(first)
+                    .take(height)
+                    .map(|line| Line::from(fit(line, width)))
+                    .collect();
+                frame.render_widget(Paragraph::new(shown), body);
+                frame.render_widget(
+                    Paragraph::new(fit("↑↓/jk scroll  g/G first/last  esc back  q quit", width)),
+                    foot,
+                );
+            }
+        }
+    }
+
+    fn draw_list(&self, frame: &mut Frame<'_>, area: Rect, now: Timestamp) {
+        let width = usize::from(area.width);
+        let mut lines: Vec<Line<'_>> = Vec::new();
+        let mut selected_at = 0;
+        let visible = self.visible();
+        if visible.is_empty() {
+            lines.push(Line::from("no sessions yet: start codex or claude, or change the filters"));
+        }
+        for session in visible {
+            let chosen = self.selected.as_ref() == Some(&session.run.id);
+            if chosen {
+                selected_at = lines.len();
+            }
+            let style = if chosen {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new().add_modifier(Modifier::BOLD)
+            };
+            lines.push(Line::from(Span::styled(fit(&session_line(session, now), width), style)));
+            if !session.agents.is_empty() {
+                lines.push(Line::from(Span::styled(fit(&agent_header(), width), Style::new().add_modifier(Modifier::DIM))));
+            }
+            for agent in &session.agents {
+                let text = fit(&agent_line(agent, width, now), width);
+                let style = if self.color { agent_style(agent) } else { Style::new() };
+                lines.push(Line::from(Span::styled(text, style)));
+            }
+        }
+        // Keep the selected session's line in sight.
+        let height = usize::from(area.height);
+        let scroll = selected_at.saturating_sub(height.saturating_sub(1) / 2);
+        let scroll = scroll.min(lines.len().saturating_sub(height));
+        frame.render_widget(
+            Paragraph::new(lines).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)),
+            area,
+        );
+    }
+}
+
+fn provider_word(filter: ProviderFilter) -> &'static str {
+    match filter {
+        ProviderFilter::All => "all",
+        ProviderFilter::Only(provider) => provider.as_str(),
+    }
+}
+
+fn state_word(filter: StateFilter) -> &'static str {
+    match filter {
+        StateFilter::All => "all",
+        StateFilter::Live => "live",
+        StateFilter::Ended => "ended",
+    }
+}
+
+fn agent_style(agent: &AgentRow) -> Style {
+    if agent.state.starts_with("waiting") {
+        Style::new().fg(Color::Yellow)
+    } else if agent.live {
+        Style::new().fg(Color::Green)
+    } else if agent.state.contains("failed") || agent.state.contains("unknown") {
+        Style::new().fg(Color::Red)
+    } else {
+        Style::new()
+    }
+}
+
+/// `<provider> <id> <status> · started 12m ago · 3 agents · 41k tokens · $0.42`.
+fn session_line(session: &Session, now: Timestamp) -> String {
+    let run = &session.run;
+    let mut parts = vec![format!("{} {} {}", run.provider.as_str(), run.id, run.status.as_str())];
+    if let Some(started) = run.started_at {
+        parts.push(format!("started {} ago", duration(now.millis() - started.millis())));
+    }
+    let agents = session.agents.iter().filter(|agent| !agent.command).count();
+    parts.push(format!("{agents} agents"));
+    if let Some(tokens) = &run.tokens {
+        parts.push(format!("{} tokens", short_count(tokens.total_tokens)));
+    }
+    parts.push(short_cost(run.cost, run.cost_status));
+    if run.warning_count > 0 {
+        parts.push(format!("{} warnings", run.warning_count));
+    }
+    parts.join(" · ")
+}
+
+/// The columns of [`agent_line`], as a header.
+fn agent_header() -> String {
+    format!("{:<22} {:<17} {:<16} {:>6} {:>7} {:>6}", "agent", "state", "tool now", "tokens", "cost", "silent")
+}
+
+/// One agent under its session, in columns that fit 80: label (indented by
+/// depth), state, the tool running now and for how long, tokens, cost, and
+/// how long it has been silent while live.
+fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
+    // one_line trims, so the tree's indent goes on after it.
+    let indent = match agent.depth {
+        0 => String::new(),
+        depth => format!("{}└ ", "  ".repeat(depth - 1)),
+    };
+    let label = fit(&format!("{indent}{}", one_line(&agent.label, 22)), 22);
+    let tool = agent
+        .tool
+        .as_ref()
+        .map(|(name, since)| format!("{} {}", one_line(name, 9), duration(now.millis() - since.millis())))
+        .unwrap_or_default();
+    let tokens = agent.tokens.map(short_count).unwrap_or_default();
+    let silent = match (agent.live, agent.heard_at) {
+        (true, Some(heard)) => duration(now.millis() - heard.millis()),
+        _ => String::new(),
+    };
+    let line = format!(
+        "{label:<22} {:<17} {tool:<16} {tokens:>6} {:>7} {silent:>6}",
+        one_line(&agent.state, 17),
+        agent.cost
+    );
+    fit(line.trim_end(), width)
+}
+
+/// A cost in a narrow column: `$1.23`, `<$0.01`, `≥$0.40` (a floor), `$?`
+/// (nothing priced), as `usage` marks them.
+fn short_cost(cost: Option<f64>, status: CostStatus) -> String {
+    let Some(cost) = cost else {
+        return "$?".to_owned();
+    };
+    let floor = if status == CostStatus::Exact { "" } else { "≥" };
+    if cost == 0.0 {
+        format!("{floor}$0")
+    } else if cost < 0.01 {
+        format!("{floor}<$0.01")
+    } else {
+        format!("{floor}${cost:.2}")
+    }
+}
+
+/// `950`, `12.3k`, `4.1M`.
+fn short_count(count: u64) -> String {
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
+
+/// `text` cut to `width` characters.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else {
+        let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// A session's rows: its agent tree (from the run's view) with each
+/// child's live facts from its child-work record, and each background
+/// command under the agent that launched it.
+pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRecord]) -> Session {
+    let mut rows = Vec::new();
+    let live_run = run.status == RunStatus::Running;
+    for agent in agents {
+        push_agent(&mut rows, agent, 0, records, live_run, &run);
+    }
+    // Records of threads the tree does not hold (a child seen only by its
+    // record) still show, at the top level.
+    for record in records {
+        let placed = record.kind == ChildWorkKind::Command
+            || rows.iter().any(|row: &(String, AgentRow)| row.0 == record.provider_id);
+        if !placed {
+            rows.push((record.provider_id.clone(), record_row(record, 1, None)));
+        }
+    }
+    Session {
+        run,
+        agents: rows.into_iter().map(|(_, row)| row).collect(),
+    }
+}
+
+fn push_agent(
+    rows: &mut Vec<(String, AgentRow)>,
+    agent: &AgentNode,
+    depth: usize,
+    records: &[ChildWorkRecord],
+    live_run: bool,
+    run: &RunSummary,
+) {
+    let cost = short_cost(agent.cost, agent.cost_status);
+    let record = records
+        .iter()
+        .find(|record| record.kind == ChildWorkKind::Agent && record.provider_id == agent.thread_id.0);
+    let row = match record {
+        Some(record) => record_row(record, depth, Some(cost)),
+        None => {
+            // The root (no record: §6 keeps records for children) or a
+            // child never admitted: its state from the tree.
+            let live = live_run && agent.status == AgentStatus::Running;
+            AgentRow {
+                depth,
+                label: agent.label.clone(),
+                state: match (depth, live, agent.status) {
+                    (_, true, _) => "working".to_owned(),
+                    (0, false, _) if !live_run => format!("ended {}", run.status.as_str()),
+                    (_, false, status) => status_word(status).to_owned(),
+                },
+                live,
+                tool: None,
+                tokens: agent.tokens.as_ref().map(|tokens| tokens.total_tokens),
+                cost,
+                heard_at: live.then_some(run.updated_at).flatten(),
+                command: false,
+            }
+        }
+    };
+    rows.push((agent.thread_id.0.clone(), row));
+    // Its background commands, then its children.
+    for command in records.iter().filter(|record| {
+        record.kind == ChildWorkKind::Command
+            && record
+                .parent_child_work_id
+                .as_ref()
+                .is_some_and(|parent| parent.0.ends_with(&format!(":{}", agent.thread_id.0)))
+    }) {
+        rows.push((command.provider_id.clone(), record_row(command, depth + 1, Some(String::new()))));
+    }
+    for child in &agent.children {
+        push_agent(rows, child, depth + 1, records, live_run, run);
+    }
+}
+
+fn record_row(record: &ChildWorkRecord, depth: usize, cost: Option<String>) -> AgentRow {
+    let live = record.state != ChildWorkState::Ended;
+    let label = match record.kind {
+        ChildWorkKind::Agent => record.label.clone(),
+        ChildWorkKind::Command => format!("$ {}", record.label),
+    };
+    AgentRow {
+        depth,
+        label,
+        state: record_state(record),
+        live,
+        tool: record
+            .operation
+            .as_ref()
+            .filter(|_| live)
+            .map(|operation| (operation.tool_name.clone(), operation.started_at)),
+        tokens: record.total_tokens,
+        cost: cost.unwrap_or_default(),
+        heard_at: live.then_some(record.updated_at),
+        command: record.kind == ChildWorkKind::Command,
+    }
+}
+
+/// working / waiting on approval / ended succeeded …, as `status` says it.
+fn record_state(record: &ChildWorkRecord) -> String {
+    match (record.state, record.waiting_on, record.outcome) {
+        (ChildWorkState::Working, _, _) => "working".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::Approval), _) => "waiting on approval".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::UserInput), _) => "waiting on input".to_owned(),
+        (ChildWorkState::Waiting, None, _) => "waiting".to_owned(),
+        (ChildWorkState::Ended, _, Some(outcome)) => format!("ended {}", outcome_word(outcome)),
+        (ChildWorkState::Ended, _, None) => "ended".to_owned(),
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded => "succeeded",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+fn status_word(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::Pending => "pending",
+        AgentStatus::Running => "ended unknown",
+        AgentStatus::Completed => "ended succeeded",
+        AgentStatus::Failed => "ended failed",
+        AgentStatus::Interrupted => "ended cancelled",
+    }
+}
+
+/// Reads one run as the screen shows it.
+fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
+    let loaded = home.load_run(id)?;
+    let view = loaded.view();
+    let folded = crate::status::fold_log(&home.log_path(id), id)?;
+    Ok(session_of(view.run, &view.agents, &folded.reducer.records()))
+}
+
+/// A run's events as `attach` prints them.
+fn event_lines(home: &Home, id: &RunId) -> anyhow::Result<Vec<String>> {
+    let path = home.log_path(id);
+    let mut reader = LogReader::open(&path)?.with_run_id(id.clone());
+    let mut lines = Vec::new();
+    for envelope in &mut reader {
+        lines.push(event_text(&envelope?));
+    }
+    Ok(lines)
+}
+
+/// The runs to show at start: every live one, and the `recent` newest of
+/// the others.
+fn shown_at_start(home: &Home, recent: usize) -> anyhow::Result<Vec<RunId>> {
+    let mut runs = home.list_runs()?;
+    runs.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+    let mut ended = 0;
+    Ok(runs
+        .into_iter()
+        .filter(|run| {
+            run.status == RunStatus::Running || {
+                ended += 1;
+                ended <= recent
+            }
+        })
+        .map(|run| run.id)
+        .collect())
+}
+
+/// Runs `agentrace top`.
+pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
+    if !std::io::stdout().is_terminal() {
+        return plain(home, &import, args, out);
+    }
+    let follower = Follower::start(&import, args.poll)?;
+    let watching = follower.mode().to_owned();
+    let stopper = follower.stopper();
+    let (sender, passes) = mpsc::channel::<anyhow::Result<Vec<RunId>>>();
+    let follow_home = home.clone();
+    let thread = std::thread::spawn(move || {
+        let mut first = true;
+        while first || follower.next() {
+            first = false;
+            let changed = crate::import::import(&follow_home, &import, crate::session_feed::TornLines::Wait);
+            if sender.send(changed).is_err() {
+                return;
+            }
+        }
+    });
+    let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
+    let mut top = Top::new(watching, color);
+    for id in shown_at_start(home, args.recent)? {
+        if let Ok(session) = load(home, &id) {
+            top.upsert(session);
+        }
+    }
+    let result = screen(home, &mut top, &passes);
+    stopper.stop();
+    let _ = thread.join();
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `top` when stdout is not a terminal: one pass, then each live and
+/// recent session with its records as `status` prints them.
+fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    crate::import::import(home, import, crate::session_feed::TornLines::Wait)?;
+    let now = now();
+    let mut top = Top::new(String::new(), false);
+    for id in shown_at_start(home, args.recent)? {
+        top.upsert(load(home, &id)?);
+    }
+    for session in top.visible() {
+        out.line(session_line(session, now))?;
+        if !session.agents.is_empty() {
+            out.line(agent_header().trim_end())?;
+        }
+        for agent in &session.agents {
+            out.line(agent_line(agent, usize::MAX, now))?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Restores the terminal however the screen ends.
+struct TerminalGuard {
+    stderr: Option<std::os::fd::OwnedFd>,
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::LeaveAlternateScreen,
+            crossterm::cursor::Show
+        );
+        if let Some(saved) = self.stderr.take() {
+            let _ = nix::unistd::dup2_stderr(saved);
+        }
+    }
+}
+
+/// The terminal loop: keys, passes of the follower, a redraw each second
+/// (times move) and after each change.
+fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>) -> anyhow::Result<()> {
+    use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+
+    // What the import writes on stderr (a skipped line, a shrunk file)
+    // would tear the screen: it goes to a file while the screen is up.
+    let log_path = home.root().join("top.log");
+    let saved = match std::fs::File::create(&log_path) {
+        Ok(file) => {
+            let saved = nix::unistd::dup(std::io::stderr()).ok();
+            if saved.is_some() {
+                let _ = nix::unistd::dup2_stderr(&file);
+            }
+            saved
+        }
+        Err(_) => None,
+    };
+    let _guard = TerminalGuard { stderr: saved };
+    crossterm::terminal::enable_raw_mode().context("cannot put the terminal in raw mode")?;
+    crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen, crossterm::cursor::Hide)?;
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))?;
+    loop {
+        let now = now();
+        terminal.draw(|frame| top.draw(frame, now))?;
+        // Everything the follower finished since, at once.
+        while let Ok(pass) = passes.try_recv() {
+            for id in pass? {
+                if let Ok(session) = load(home, &id) {
+                    top.upsert(session);
+                }
+                if let Mode::Events { run, lines, .. } = &mut top.mode {
+                    if run == &id {
+                        *lines = event_lines(home, &id)?;
+                    }
+                }
+            }
+        }
+        if !event::poll(Duration::from_millis(250))? {
+            continue;
+        }
+        let page = usize::from(terminal.size()?.height.saturating_sub(2));
+        let key = match event::read()? {
+            Event::Key(key) if key.kind != KeyEventKind::Release => match key.code {
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
+                KeyCode::Char('q') => Key::Quit,
+                KeyCode::Up | KeyCode::Char('k') => Key::Up,
+                KeyCode::Down | KeyCode::Char('j') => Key::Down,
+                KeyCode::PageUp => Key::PageUp,
+                KeyCode::PageDown | KeyCode::Char(' ') => Key::PageDown,
+                KeyCode::Home | KeyCode::Char('g') => Key::First,
+                KeyCode::End | KeyCode::Char('G') => Key::Last,
+                KeyCode::Enter => Key::Open,
+                KeyCode::Esc | KeyCode::Backspace => Key::Back,
+                KeyCode::Char('p') => Key::Provider,
+                KeyCode::Char('s') => Key::State,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        match top.key(key, page) {
+            Asked::Nothing => {}
+            Asked::Quit => return Ok(()),
+            Asked::Events(id) => {
+                top.mode = Mode::Events {
+                    lines: event_lines(home, &id)?,
+                    run: id,
+                    top: None,
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentrace_core::childwork::ChildWork;
+    use agentrace_core::recorder::Format;
+    use agentrace_core::{InputLine, Recorder};
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+
+    /// The Codex V1 capture fed up to `lines` of its server's stdout: the
+    /// session as `top` shows it then.
+    fn v1_basic(lines: usize) -> Session {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/server.jsonl");
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let at = Timestamp::parse("2026-11-29T23:03:28.000Z").unwrap_or_else(|| panic!("time"));
+        let mut recorder = Recorder::new(RunId::from("run-top"), Format::CodexAppServer);
+        let mut work = ChildWork::new();
+        let mut envelopes = recorder.start(at);
+        for (number, line) in bytes.split(|byte| *byte == b'\n').take(lines).enumerate() {
+            envelopes.extend(recorder.push(&InputLine {
+                bytes: line,
+                line_number: number as u64 + 1,
+                observed_at: at,
+                direction: None,
+                truncated_from: None,
+            }));
+        }
+        for envelope in &envelopes {
+            work.apply(envelope);
+        }
+        let view = recorder.state().view();
+        session_of(view.run, &view.agents, &work.records())
+    }
+
+    /// The line of the child's tool call: the capture cut there has the
+    /// helper working, its command open.
+    fn while_the_helper_runs_its_command() -> usize {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/server.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let started = text
+            .lines()
+            .position(|line| line.contains("\"item/started\"") && line.contains("commandExecution"))
+            .unwrap_or_else(|| panic!("no command in the capture"));
+        started + 1
+    }
+
+    fn screen(top: &Top, now: Timestamp) -> String {
+        let mut terminal = ratatui::Terminal::new(TestBackend::new(80, 24)).unwrap_or_else(|e| panic!("{e}"));
+        terminal.draw(|frame| top.draw(frame, now)).unwrap_or_else(|e| panic!("{e}"));
+        let buffer = terminal.backend().buffer();
+        (0..buffer.area.height)
+            .map(|y| {
+                let row: String = (0..buffer.area.width).map(|x| buffer[(x, y)].symbol().to_owned()).collect();
+                row.trim_end().to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_live_session_shows_its_helper_working_with_the_tool_it_runs_and_for_how_long() {
+        let session = v1_basic(while_the_helper_runs_its_command());
+        let helper = session.agents.iter().find(|agent| agent.depth == 1).unwrap_or_else(|| panic!("{session:#?}"));
+        assert_eq!((helper.state.as_str(), helper.live), ("working", true));
+        assert!(helper.tool.is_some(), "{helper:#?}");
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(session);
+        let now = Timestamp::parse("2026-11-29T23:03:40.000Z").unwrap_or_else(|| panic!("time"));
+        insta::assert_snapshot!(screen(&top, now));
+    }
+
+    #[test]
+    fn an_ended_session_shows_how_each_agent_ended() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(v1_basic(usize::MAX));
+        let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
+        insta::assert_snapshot!(screen(&top, now));
+    }
+
+    #[test]
+    fn keys_move_between_sessions_filter_them_open_events_and_quit() {
+        let mut top = Top::new(String::new(), false);
+        let mut older = v1_basic(usize::MAX);
+        older.run.id = RunId::from("run-older");
+        older.run.started_at = Timestamp::parse("2026-11-28T10:00:00.000Z");
+        top.upsert(v1_basic(usize::MAX));
+        top.upsert(older);
+        assert_eq!(top.selected, Some(RunId::from("run-top")));
+        assert_eq!(top.key(Key::Down, 20), Asked::Nothing);
+        assert_eq!(top.selected, Some(RunId::from("run-older")));
+        assert_eq!(top.key(Key::Down, 20), Asked::Nothing);
+        assert_eq!(top.selected, Some(RunId::from("run-older")), "the last stays selected");
+        assert_eq!(top.key(Key::Open, 20), Asked::Events(RunId::from("run-older")));
+        top.mode = Mode::Events { run: RunId::from("run-older"), lines: vec!["a".into(), "b".into()], top: None };
+        assert_eq!(top.key(Key::Back, 20), Asked::Nothing);
+        assert_eq!(top.mode, Mode::List);
+        assert_eq!(top.key(Key::Provider, 20), Asked::Nothing);
+        assert_eq!(top.provider, ProviderFilter::Only(Provider::Codex));
+        assert_eq!(top.visible().len(), 2);
+        assert_eq!(top.key(Key::Provider, 20), Asked::Nothing);
+        assert_eq!(top.visible().len(), 0, "no Claude session");
+        assert_eq!(top.key(Key::Provider, 20), Asked::Nothing);
+        assert_eq!(top.key(Key::State, 20), Asked::Nothing);
+        assert_eq!((top.state, top.visible().len()), (StateFilter::Live, 0));
+        assert_eq!(top.key(Key::Quit, 20), Asked::Quit);
+    }
+}
