@@ -448,7 +448,7 @@ fn session_line(session: &Session, now: Timestamp) -> String {
 
 /// The columns of [`agent_line`], as a header.
 fn agent_header() -> String {
-    format!("{:<22} {:<17} {:<16} {:>6} {:>7} {:>6}", "agent", "state", "tool now", "tokens", "cost", "silent")
+    format!("{:<18} {:<19} {:<19} {:>6} {:>7} {:>6}", "agent", "state", "tool now", "tokens", "cost", "silent")
 }
 
 /// One agent under its session, in columns that fit 80: label (indented by
@@ -460,11 +460,11 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
         0 => String::new(),
         depth => format!("{}└ ", "  ".repeat(depth - 1)),
     };
-    let label = fit(&format!("{indent}{}", one_line(&agent.label, 22)), 22);
+    let label = fit(&format!("{indent}{}", one_line(&agent.label, 18)), 18);
     let tool = agent
         .tool
         .as_ref()
-        .map(|(name, since)| format!("{} {}", one_line(name, 9), duration(now.millis() - since.millis())))
+        .map(|(name, since)| format!("{} {}", one_line(name, 12), duration(now.millis() - since.millis())))
         .unwrap_or_default();
     let tokens = agent.tokens.map(short_count).unwrap_or_default();
     let silent = match (agent.live, agent.heard_at) {
@@ -472,8 +472,8 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
         _ => String::new(),
     };
     let line = format!(
-        "{label:<22} {:<17} {tool:<16} {tokens:>6} {:>7} {silent:>6}",
-        one_line(&agent.state, 17),
+        "{label:<18} {:<19} {tool:<19} {tokens:>6} {:>7} {silent:>6}",
+        one_line(&agent.state, 19),
         agent.cost
     );
     fit(line.trim_end(), width)

@@ -524,17 +524,17 @@ fn assert_same_runs(cli: &Cli, whole: &Cli, context: &str) {
 
 /// Whose home a capture's session files go into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Provider {
+pub(super) enum Provider {
     Codex,
     Claude,
 }
 
 /// One file of a session that grows.
-struct GrowingFile {
+pub(super) struct GrowingFile {
     /// Its path under the provider's home.
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// Its lines, each with its newline.
-    lines: Vec<Vec<u8>>,
+    pub(super) lines: Vec<Vec<u8>>,
     /// A subagent's metadata document (its path under the home and bytes),
     /// written just before its file's first line.
     document: Option<(PathBuf, Vec<u8>)>,
@@ -547,16 +547,16 @@ struct GrowingFile {
 /// parents before children, then by path; Claude: the session's file, its
 /// subagents' folder, then the files beside it); a file appears with its
 /// first line.
-struct Growth {
+pub(super) struct Growth {
     provider: Provider,
     capture: String,
-    files: Vec<GrowingFile>,
+    pub(super) files: Vec<GrowingFile>,
     /// Each line in writing order: its file and its index there.
-    order: Vec<(usize, usize)>,
+    pub(super) order: Vec<(usize, usize)>,
 }
 
 impl Growth {
-    fn of(provider: Provider, capture: &str) -> Self {
+    pub(super) fn of(provider: Provider, capture: &str) -> Self {
         let (source, under) = match provider {
             Provider::Codex => (fixtures().join("codex").join(capture).join("rollouts"), PathBuf::from("sessions")),
             Provider::Claude => (fixtures().join("claude").join(capture).join("home_claude"), PathBuf::new()),
@@ -627,7 +627,7 @@ impl Growth {
     /// Appends the lines `range` of the writing order to the provider's
     /// home in `homes`, a file's document with its first line unless
     /// `documents` is false.
-    fn write(&self, homes: &Homes, range: std::ops::Range<usize>, documents: bool) {
+    pub(super) fn write(&self, homes: &Homes, range: std::ops::Range<usize>, documents: bool) {
         use std::io::Write as _;
         let home = homes.of(self.provider);
         for &(index, line) in &self.order[range] {
@@ -654,12 +654,12 @@ impl Growth {
 }
 
 /// An empty Codex home and Claude config dir.
-struct Homes {
+pub(super) struct Homes {
     dir: tempfile::TempDir,
 }
 
 impl Homes {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         for folder in ["codex/sessions", "claude/projects"] {
             std::fs::create_dir_all(dir.path().join(folder)).unwrap_or_else(|e| panic!("{e}"));
@@ -667,7 +667,7 @@ impl Homes {
         Homes { dir }
     }
 
-    fn of(&self, provider: Provider) -> PathBuf {
+    pub(super) fn of(&self, provider: Provider) -> PathBuf {
         self.dir.path().join(match provider {
             Provider::Codex => "codex",
             Provider::Claude => "claude",

@@ -1,0 +1,166 @@
+//! `agentrace top` in a real terminal: tmux runs it at 80 columns while a
+//! Codex session grows on disk; `send-keys` presses its keys and
+//! `capture-pane` reads the screen.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::import_usage::{Growth, Homes, Provider};
+use super::support::Cli;
+
+/// A tmux server of its own (its own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `command` in an 80×24 window.
+    fn start(command: &str) -> Self {
+        let socket = format!("agentrace-top-{}", std::process::id());
+        let tmux = Tmux { socket };
+        let status = tmux
+            .command(&["new-session", "-d", "-s", "top", "-x", "80", "-y", "24", command])
+            .status()
+            .unwrap_or_else(|e| panic!("tmux: {e}"));
+        assert!(status.success(), "tmux new-session: {status}");
+        tmux
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-L").arg(&self.socket).args(args);
+        command
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "top"];
+        args.extend_from_slice(keys);
+        let status = self.command(&args).status().unwrap_or_else(|e| panic!("tmux: {e}"));
+        assert!(status.success(), "tmux send-keys: {status}");
+    }
+
+    fn screen(&self) -> String {
+        let output = self.command(&["capture-pane", "-p", "-t", "top"]).output().unwrap_or_else(|e| panic!("tmux: {e}"));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Waits (at most 20 s) for the screen to satisfy `wanted`.
+    fn wait_for(&self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if wanted(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "never saw {what}; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command(&["kill-server"]).status();
+    }
+}
+
+/// The screen line of the root's helper (the tree's first child).
+fn helper_row(screen: &str) -> Option<&str> {
+    screen.lines().find(|line| line.starts_with("└ "))
+}
+
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display())
+}
+
+/// `top` follows a Codex session as it is written: while the helper runs
+/// its command, its row reads `working` with that tool; once the session
+/// is over it reads `ended succeeded`, under a `done` session. Enter shows
+/// the session's events, Esc comes back, `p` filters by provider, `q`
+/// quits; nothing is wider than 80 columns.
+#[test]
+fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        panic!("tmux is needed (scripts/test installs it)");
+    }
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    // Up to the helper's command (its function_call) and no further.
+    let helper_file = growth
+        .files
+        .iter()
+        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no helper file"));
+    let call = growth.files[helper_file]
+        .lines
+        .iter()
+        .position(|line| {
+            let text = String::from_utf8_lossy(line);
+            text.contains("\"function_call\"") && text.contains("exec_command")
+        })
+        .unwrap_or_else(|| panic!("no command in the helper's file"));
+    let cut = growth.order.iter().position(|at| *at == (helper_file, call)).unwrap_or_else(|| panic!("order")) + 1;
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    let command = format!(
+        "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
+        quoted(cli.home.path()),
+        quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
+        quoted(&homes.of(Provider::Codex)),
+        quoted(&homes.of(Provider::Claude)),
+    );
+    let tmux = Tmux::start(&command);
+    let live = tmux.wait_for("the helper working", |screen| {
+        screen.contains("1 live") && helper_row(screen).is_some_and(|row| row.contains("working"))
+    });
+    let helper = helper_row(&live).unwrap_or_default();
+    let status = cli.run(&["status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
+    let tool = status
+        .lines()
+        .find_map(|line| line.split("  ").find(|column| column.contains(':')).map(|column| column.split(':').next().unwrap_or("").trim().to_owned()))
+        .unwrap_or_else(|| panic!("status names no tool:\n{status}"));
+    let shown: String = tool.chars().take(11).collect();
+    assert!(helper.contains(&shown), "the helper's row names its tool {tool}: {helper}\n{live}");
+    assert!(live.lines().all(|line| line.chars().count() <= 80), "{live}");
+
+    growth.write(&homes, cut..growth.order.len(), true);
+    let ended = tmux.wait_for("the session ended", |screen| {
+        screen.contains("0 live") && screen.lines().any(|line| line.contains("ended succeeded"))
+    });
+    assert!(ended.lines().any(|line| line.starts_with("codex ") && line.contains(" done ")), "{ended}");
+
+    tmux.keys(&["Enter"]);
+    let events = tmux.wait_for("the events", |screen| screen.contains("events of"));
+    assert!(events.contains("turn_started") || events.contains("turn started") || events.lines().count() > 5, "{events}");
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the list again", |screen| screen.contains("provider all"));
+    tmux.keys(&["p"]);
+    tmux.wait_for("the provider filter", |screen| screen.contains("provider codex") && screen.contains("1 session"));
+    tmux.keys(&["p"]);
+    tmux.wait_for("no Claude session", |screen| screen.contains("provider claude") && screen.contains("0 sessions"));
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
+}
+
+/// Not on a terminal, `top` prints each session and its agents once, as
+/// rows of text.
+#[test]
+fn top_without_a_terminal_prints_its_rows_once() {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    growth.write(&homes, 0..growth.order.len(), true);
+    let cli = Cli::new();
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let output = cli.run(&["top", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{stdout}");
+    assert!(lines[0].starts_with("codex ") && lines[0].contains(" done · "), "{stdout}");
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["agent", "state", "tool", "now", "tokens", "cost", "silent"]);
+    assert!(lines[2].starts_with("Main ") && lines[2].contains("ended done"), "{stdout}");
+    assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
+}
