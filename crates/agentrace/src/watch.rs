@@ -6,12 +6,19 @@
 //! polling watcher) and when to import; never how a session is read (the
 //! import's).
 
+use std::collections::HashSet;
+use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use agentrace_core::childwork::ChildWorkState;
+use agentrace_core::model::{RunId, RunStatus, Severity, Warning};
+use agentrace_core::state::RunSummary;
+use agentrace_core::warnings::WarningConfig;
 use agentrace_store::Home;
+use serde::Serialize;
 use anyhow::Context as _;
 use clap::Args;
 
@@ -36,6 +43,17 @@ pub struct WatchArgs {
     /// Watch by polling, as where inotify cannot be used (for tests).
     #[arg(long, hide = true)]
     poll: bool,
+    /// Run CMD (with `sh -c`) when a session ends: its root is done and no
+    /// child is still working. The run id and a summary are in its
+    /// environment (`AGENTRACE_RUN_ID`, `AGENTRACE_STATUS`,
+    /// `AGENTRACE_SUMMARY`, …) and `{"event": "end", "run": {…}}` on its stdin.
+    #[arg(long, value_name = "CMD")]
+    on_end: Option<String>,
+    /// Run CMD (with `sh -c`) once per error-level warning of a watched
+    /// session (`AGENTRACE_WARNING_CODE`, `AGENTRACE_WARNING_MESSAGE` beside
+    /// the run's; `{"event": "warning", "run": {…}, "warning": {…}}` on stdin).
+    #[arg(long, value_name = "CMD")]
+    on_warning: Option<String>,
 }
 
 /// Why the loop woke up.
@@ -76,12 +94,162 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // Ctrl-C ends the watch; a second handler cannot be set, which only
     // matters when a process sets two (tests).
     let _ = ctrlc::set_handler(move || stopper.stop());
-    // What the files hold already, then what they gain.
-    pass(home, &import, out)?;
+    let mut notifier = Notifier::new(home, args)?;
+    // What the files hold already (what has ended by now is no news), then
+    // what they gain.
+    let changed = pass(home, &import, out)?;
+    notifier.baseline(home, &changed);
     while follower.next() {
-        pass(home, &import, out)?;
+        let changed = pass(home, &import, out)?;
+        notifier.notify(home, &changed);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--on-end` / `--on-warning`: what has fired, so each fires once.
+struct Notifier {
+    on_end: Option<String>,
+    on_warning: Option<String>,
+    config: WarningConfig,
+    /// Sessions whose end has fired (or had come before the watch began).
+    ended: HashSet<RunId>,
+    /// Error warnings that have fired (or were there before), by run, code
+    /// and thread.
+    warned: HashSet<(RunId, String, Option<String>)>,
+}
+
+/// What a session's files say of it now, for the notifications.
+struct Seen {
+    run: RunSummary,
+    /// Its root is done and no child works on.
+    over: bool,
+    errors: Vec<Warning>,
+}
+
+impl Notifier {
+    fn new(home: &Home, args: &WatchArgs) -> anyhow::Result<Self> {
+        let config = if args.on_warning.is_some() {
+            crate::check::config(home, &crate::check::WarningArgs::default())?
+        } else {
+            WarningConfig::default()
+        };
+        Ok(Self {
+            on_end: args.on_end.clone(),
+            on_warning: args.on_warning.clone(),
+            config,
+            ended: HashSet::new(),
+            warned: HashSet::new(),
+        })
+    }
+
+    fn wanted(&self) -> bool {
+        self.on_end.is_some() || self.on_warning.is_some()
+    }
+
+    /// Reads a run as the notifications judge it.
+    fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
+        let loaded = home.load_run(id).ok()?;
+        let view = loaded.checked_view(&self.config, Some(crate::check::now()));
+        let records = crate::status::fold_log(&home.log_path(id), id).ok()?.reducer.records();
+        let child_works = records.iter().any(|record| record.state != ChildWorkState::Ended);
+        let over = view.run.status != RunStatus::Running && !child_works;
+        let errors = view.warnings.into_iter().filter(|warning| warning.severity == Severity::Error).collect();
+        Some(Seen { run: view.run, over, errors })
+    }
+
+    /// The first pass: sessions already over, and warnings already there,
+    /// are not news.
+    fn baseline(&mut self, home: &Home, changed: &[RunId]) {
+        if !self.wanted() {
+            return;
+        }
+        for id in changed {
+            let Some(seen) = self.see(home, id) else { continue };
+            if seen.over {
+                self.ended.insert(id.clone());
+            }
+            for warning in seen.errors {
+                self.warned.insert((id.clone(), warning.code, warning.thread_id.map(|thread| thread.0)));
+            }
+        }
+    }
+
+    /// Fires what `changed` brought: an end once per session, a warning
+    /// once per error.
+    fn notify(&mut self, home: &Home, changed: &[RunId]) {
+        if !self.wanted() {
+            return;
+        }
+        for id in changed {
+            let Some(seen) = self.see(home, id) else { continue };
+            if let Some(command) = &self.on_warning {
+                for warning in &seen.errors {
+                    let key = (id.clone(), warning.code.clone(), warning.thread_id.clone().map(|thread| thread.0));
+                    if self.warned.insert(key) {
+                        fire(command, "warning", &seen.run, Some(warning));
+                    }
+                }
+            }
+            if let Some(command) = &self.on_end {
+                if seen.over && self.ended.insert(id.clone()) {
+                    fire(command, "end", &seen.run, None);
+                }
+            }
+        }
+    }
+}
+
+/// `{"event", "run", "warning"?}` on a notification command's stdin.
+#[derive(Serialize)]
+struct Notice<'a> {
+    event: &'a str,
+    run: &'a RunSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<&'a Warning>,
+}
+
+/// Runs a notification command without waiting for it (a slow one must
+/// not hold the watch back); a command that cannot start is a warning.
+fn fire(command: &str, event: &str, run: &RunSummary, warning: Option<&Warning>) {
+    let notice = Notice { event, run, warning };
+    let json = serde_json::to_vec(&notice).unwrap_or_default();
+    let summary = match warning {
+        Some(warning) => format!("{}: {} ({})", run.id, warning.message, warning.code),
+        None => format!(
+            "{} {}{}",
+            run.id,
+            run.status.as_str(),
+            run.result.as_deref().map(|result| format!(": {}", crate::render::one_line(result, 120))).unwrap_or_default()
+        ),
+    };
+    let mut child = Command::new("sh");
+    child
+        .arg("-c")
+        .arg(command)
+        .env("AGENTRACE_EVENT", event)
+        .env("AGENTRACE_RUN_ID", run.id.as_str())
+        .env("AGENTRACE_PROVIDER", run.provider.as_str())
+        .env("AGENTRACE_STATUS", run.status.as_str())
+        .env("AGENTRACE_SUMMARY", summary)
+        .stdin(Stdio::piped());
+    if let Some(warning) = warning {
+        child
+            .env("AGENTRACE_WARNING_CODE", &warning.code)
+            .env("AGENTRACE_WARNING_MESSAGE", &warning.message);
+    }
+    match child.spawn() {
+        Ok(mut child) => {
+            let stdin = child.stdin.take();
+            // Fed and reaped on a thread of its own.
+            std::thread::spawn(move || {
+                if let Some(mut stdin) = stdin {
+                    let _ = stdin.write_all(&json);
+                }
+                let _ = child.wait();
+            });
+        }
+        Err(error) => eprintln!("warning: cannot run the --on-{event} command `{command}`: {error}"),
+    }
 }
 
 /// Follows the provider folders: each [`Follower::next`] returns once
@@ -245,16 +413,16 @@ fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::
 }
 
 /// One import of what changed; prints each run it recorded or changed
-/// (`<run id> <status>`). A last line still being written is left for the
-/// next pass.
-fn pass(home: &Home, import: &ImportArgs, out: &mut Out) -> anyhow::Result<()> {
+/// (`<run id> <status>`) and returns their ids. A last line still being
+/// written is left for the next pass.
+fn pass(home: &Home, import: &ImportArgs, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
     let changed = crate::import::import(home, import, TornLines::Wait)?;
     if changed.is_empty() {
-        return Ok(());
+        return Ok(changed);
     }
-    for run in home.list_these_runs(changed)? {
+    for run in home.list_these_runs(changed.iter().cloned())? {
         out.line(format!("{} {}", run.id, run.status.as_str()))?;
     }
     out.flush()?;
-    Ok(())
+    Ok(changed)
 }

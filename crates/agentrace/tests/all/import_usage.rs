@@ -1351,7 +1351,7 @@ fn a_gap_of_more_than_five_hours_starts_a_new_billing_block() {
 
 /// `agentrace watch` of `homes` into `cli`'s home, as a child process;
 /// stopped (Ctrl-C, then killed) when dropped, also when a test fails.
-struct Watch {
+pub(super) struct Watch {
     child: Option<std::process::Child>,
     /// Its stderr, line by line, as it comes.
     stderr: std::sync::mpsc::Receiver<String>,
@@ -1361,7 +1361,7 @@ struct Watch {
 const WATCH_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Watch {
-    fn start(cli: &Cli, homes: &Homes, extra: &[&str]) -> Self {
+    pub(super) fn start(cli: &Cli, homes: &Homes, extra: &[&str]) -> Self {
         use std::io::BufRead as _;
         use std::process::Stdio;
 
@@ -1381,12 +1381,12 @@ impl Watch {
     }
 
     /// The next stderr line, within the deadline.
-    fn said(&self) -> String {
+    pub(super) fn said(&self) -> String {
         self.stderr.recv_timeout(WATCH_WITHIN).unwrap_or_else(|e| panic!("watch said nothing: {e}"))
     }
 
     /// Ctrl-C, then its exit status and stdout (within the deadline).
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
+    pub(super) fn stop(mut self) -> (std::process::ExitStatus, String) {
         use std::io::Read as _;
 
         let mut child = self.child.take().unwrap_or_else(|| panic!("stopped twice"));

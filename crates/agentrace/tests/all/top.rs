@@ -164,3 +164,92 @@ fn top_without_a_terminal_prints_its_rows_once() {
     assert!(lines[2].starts_with("Main ") && lines[2].contains("ended done"), "{stdout}");
     assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
 }
+
+/// `watch --on-end` fires once when a session is over (its root done, no
+/// child working), not while its helper still works, and not for a session
+/// that had ended before the watch began; `--on-warning` fires once per
+/// error-level warning, however many passes see it. Each command gets the
+/// run id and a summary in its environment and the notice as JSON on stdin.
+#[test]
+fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    // A rule the helper breaks: an error once its command is seen.
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}]}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // A session over before the watch begins.
+    let before = Growth::of(Provider::Codex, "v2_basic");
+    before.write(&homes, 0..before.order.len(), true);
+    let notes = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let on_end = format!("cat > '{}'/end-$AGENTRACE_RUN_ID-$AGENTRACE_STATUS.json", notes.path().display());
+    let on_warning = format!(
+        "cat > '{}'/warning-$AGENTRACE_RUN_ID-$AGENTRACE_WARNING_CODE-$(date +%s%N).json",
+        notes.path().display()
+    );
+    let watch = Watch::start(&cli, &homes, &["--on-end", &on_end, "--on-warning", &on_warning]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    // The first pass (what was there before) is done once its run is
+    // listed, and a moment after, its judging.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli.ok(&["runs"]).contains(" done") {
+        assert!(Instant::now() < deadline, "the first pass never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let noted = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(notes.path())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // Up to the root's answer, the helper's turn still open.
+    let helper_file = growth
+        .files
+        .iter()
+        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no helper file"));
+    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    growth.write(&homes, 0..helper_last, true);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !noted().iter().any(|name| name.starts_with("warning-")) {
+        assert!(Instant::now() < deadline, "no warning noted: {:?}", noted());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let runs = cli.ok(&["runs", "--json"]);
+    assert!(!noted().iter().any(|name| name.starts_with("end-")), "an end fired while the helper worked: {:?}\n{runs}", noted());
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !noted().iter().any(|name| name.starts_with("end-")) {
+        assert!(Instant::now() < deadline, "no end noted: {:?}", noted());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = stdout.lines().last().and_then(|line| line.split(' ').next()).unwrap_or_else(|| panic!("{stdout}")).to_owned();
+    let names = noted();
+    let ends: Vec<&String> = names.iter().filter(|name| name.starts_with("end-")).collect();
+    assert_eq!(ends, [&format!("end-{id}-done.json")], "{names:?}");
+    let warnings: Vec<&String> = names.iter().filter(|name| name.starts_with("warning-")).collect();
+    assert_eq!(warnings.len(), 1, "{names:?}");
+    assert!(warnings[0].starts_with(&format!("warning-{id}-helper_policy_violation-")), "{names:?}");
+    let end: serde_json::Value = serde_json::from_slice(&std::fs::read(notes.path().join(ends[0])).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((end["event"].as_str(), end["run"]["id"].as_str(), end["run"]["status"].as_str()), (Some("end"), Some(id.as_str()), Some("done")));
+    let warning: serde_json::Value = serde_json::from_slice(&std::fs::read(notes.path().join(warnings[0])).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
+        (Some("warning"), Some("helper_policy_violation"), Some("error"))
+    );
+}
