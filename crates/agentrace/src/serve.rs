@@ -28,6 +28,19 @@ pub struct ServeArgs {
     /// Open the viewer in a browser (`xdg-open`, or `open` on macOS).
     #[arg(long)]
     open: bool,
+    /// Follow the Codex and Claude Code sessions on disk as `watch` does,
+    /// so the viewer shows them live (over its event stream) as they are
+    /// written.
+    #[arg(long)]
+    watch: bool,
+    /// With `--watch`: the Codex home to follow (default: `$CODEX_HOME`,
+    /// else `~/.codex`).
+    #[arg(long, value_name = "DIR", requires = "watch")]
+    codex_home: Option<PathBuf>,
+    /// With `--watch`: the Claude Code config dir to follow (default:
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`).
+    #[arg(long, value_name = "DIR", requires = "watch")]
+    claude_dir: Option<PathBuf>,
     #[command(flatten)]
     warnings: WarningArgs,
 }
@@ -47,6 +60,9 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         return Ok(ExitCode::from(2));
     }
     let config = crate::check::config(&home, &args.warnings)?;
+    if args.watch {
+        follow(&home, args)?;
+    }
     let options = Options {
         token: token.clone(),
         config,
@@ -73,6 +89,30 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         server.await.context("the server stopped")?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `--watch`: the follower and its imports on a thread of their own, for
+/// as long as the server runs; what they write, the server serves (its
+/// streams follow the run logs as they grow).
+fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
+    let import = crate::import::ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
+    let follower = crate::watch::Follower::start(&import, false)?;
+    if let Some(warning) = follower.fallback() {
+        eprintln!("{warning}");
+    } else {
+        eprintln!("watching {} with {}", follower.folders(), follower.mode());
+    }
+    let home = home.clone();
+    std::thread::spawn(move || {
+        let mut first = true;
+        while first || follower.next() {
+            first = false;
+            if let Err(error) = crate::import::import(&home, &import, crate::session_feed::TornLines::Wait) {
+                eprintln!("warning: following the sessions: {error:#}");
+            }
+        }
+    });
+    Ok(())
 }
 
 fn read_token(path: &PathBuf) -> anyhow::Result<String> {

@@ -16,6 +16,6 @@ mod all {
     pub mod phoenix;
     pub mod status_attach;
     pub mod statusline;
-    pub mod top;
+    pub mod following;
     pub mod support;
 }

@@ -1,6 +1,7 @@
-//! `agentrace top` in a real terminal: tmux runs it at 80 columns while a
-//! Codex session grows on disk; `send-keys` presses its keys and
-//! `capture-pane` reads the screen.
+//! Following the sessions already on disk as they are written: `agentrace
+//! top` in a real terminal (tmux runs it at 80 columns; `send-keys` presses
+//! its keys and `capture-pane` reads the screen), `watch`'s notifications,
+//! and `serve --watch`'s live stream.
 
 use std::path::Path;
 use std::process::Command;
@@ -252,4 +253,99 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
         (Some("warning"), Some("helper_policy_violation"), Some("error"))
     );
+}
+
+/// `serve --watch` follows a session as it is written: the run is listed
+/// while it runs, and its event stream carries the helper's record as it
+/// works and as it ends, then the run done.
+#[test]
+fn serve_watch_streams_a_session_as_it_is_written() {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::process::Stdio;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let helper_file = growth
+        .files
+        .iter()
+        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no helper file"));
+    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    growth.write(&homes, 0..helper_last, true);
+    let cli = Cli::new();
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let mut server = cli
+        .command(&["serve", "--bind", "127.0.0.1:0", "--watch", "--codex-home", &codex, "--claude-dir", &claude])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = server.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let _server = Killed(server);
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let address = first.trim_end().strip_prefix("listening on http://").unwrap_or_else(|| panic!("{first:?}")).to_owned();
+    let get = |path: &str| -> String {
+        let mut stream = TcpStream::connect(&address).unwrap_or_else(|e| panic!("{e}"));
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap_or_else(|e| panic!("{e}"));
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap_or_else(|e| panic!("{e}"));
+        response
+    };
+    // Listed while it runs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        let runs = get("/api/runs");
+        let body = runs.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let found = body
+            .split("\"id\":\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .find(|id| id.starts_with("codex-"))
+            .map(str::to_owned);
+        if let (Some(id), true) = (found, body.contains("\"status\":\"running\"")) {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the session was never listed running: {runs}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Its stream, read on a thread, line by line.
+    let mut stream = TcpStream::connect(&address).unwrap_or_else(|e| panic!("{e}"));
+    write!(stream, "GET /api/runs/{id}/stream HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
+    let (lines, said) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str, wanted: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if seen.iter().any(|line: &String| wanted(line)) {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match said.recv_timeout(left) {
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("the stream never carried {what}:\n{}", seen.join("\n")),
+            }
+        }
+    };
+    wait_for("the helper working", &|line| line.starts_with("data:") && line.contains("\"childWorkId\"") && line.contains("\"state\":\"working\""));
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    wait_for("the helper ended", &|line| line.starts_with("data:") && line.contains("\"childWorkId\"") && line.contains("\"outcome\":\"succeeded\""));
+    wait_for("the run done", &|line| line.starts_with("data:") && line.contains("\"status\":\"done\""));
 }
