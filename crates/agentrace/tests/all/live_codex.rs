@@ -631,3 +631,97 @@ fn tap_with_otlp_exports_the_run_when_the_session_ends() {
     assert_eq!(output.stdout, frames.as_bytes());
     assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 1, "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// A user's own `codex exec`, started without agentrace, followed by
+/// `agentrace watch` through the rollouts Codex writes: while the helper
+/// runs its command, its record reads `working` with that tool; once it is
+/// over, `ended succeeded`; and the watched run is exactly what an import
+/// of the finished files makes.
+#[test]
+fn watch_follows_a_codex_session_started_without_agentrace() {
+    let script = Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![spawn_v1("A", "Run `sleep 4` and report.")]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![shell("sleep 4"), Step::Message("CHILD A DONE: it slept.".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let claude = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let codex_home = codex.home.path().to_string_lossy().into_owned();
+    let claude_dir = claude.path().to_string_lossy().into_owned();
+    struct Killed(Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let watch = Killed(
+        codex
+            .cli
+            .command(&["watch", "--codex-home", &codex_home, "--claude-dir", &claude_dir, "--quiet"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut exec = Command::new(agentrace_testkit::agents::codex());
+    codex.env(&mut exec);
+    let exec = exec
+        .args(["exec", "--skip-git-repo-check", "--json", "[[ROOT]] Delegate the work to a sub-agent, wait for it, then answer."])
+        .current_dir(codex.work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start codex exec: {e}"));
+    let records = |cli: &Cli| -> Vec<Value> {
+        let output = cli.run(&["status", "--json"]);
+        serde_json::from_slice::<Value>(&output.stdout)
+            .ok()
+            .and_then(|value| value["records"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + SCENARIO_LIMIT;
+    let working = loop {
+        let found = records(&codex.cli)
+            .into_iter()
+            .find(|record| record["kind"] == "agent" && record["state"] == "working" && record["operation"].is_object());
+        if let Some(record) = found {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "the helper was never seen working with a tool");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(working["operation"]["basis"], "open");
+    assert!(working["operation"]["input"].as_str().unwrap_or_default().contains("sleep 4"), "{working}");
+    let output = wait_bounded(exec);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ended = loop {
+        let found = records(&codex.cli).into_iter().find(|record| record["childWorkId"] == working["childWorkId"] && record["state"] == "ended");
+        let done = codex.cli.run(&["show", "latest", "--json"]);
+        let done = serde_json::from_slice::<Value>(&done.stdout).map(|view| view["run"]["status"] == "done").unwrap_or(false);
+        if let (Some(record), true) = (found, done) {
+            break record;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the helper never read ended with the run done:\n{}\n{}",
+            codex.cli.ok(&["status"]),
+            codex.cli.ok(&["show", "latest"])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ended["outcome"], "succeeded");
+    drop(watch);
+    let whole = Cli::new();
+    let import = whole.run(&["import", "--codex-home", &codex_home, "--claude-dir", &claude_dir]);
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    assert_eq!(codex.cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
+    assert_eq!(codex.cli.ok(&["status", "--json"]), whole.ok(&["status", "--json"]));
+}
