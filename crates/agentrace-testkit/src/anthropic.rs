@@ -244,7 +244,7 @@ fn plan(request: &Value) -> Vec<Block> {
         .unwrap_or("Agent")
         .to_owned();
     if let Some(id) = marker(&first, "sub") {
-        return subagent(&id, first.contains("[[nest]]"), replies, &spawn_tool);
+        return subagent(&id, first.contains("[[nest]]"), first.contains("[[sleep]]"), replies, &spawn_tool);
     }
     let scenario = users
         .iter()
@@ -276,13 +276,15 @@ fn agent_call(spawn_tool: &str, id: &str, extra: &str, background: bool) -> Bloc
     }
 }
 
-fn subagent(id: &str, nest: bool, replies: usize, spawn_tool: &str) -> Vec<Block> {
+/// A subagent's replies; `sleepy` (its prompt says `[[sleep]]`) makes its
+/// command take 4 s, so a watcher sees it running.
+fn subagent(id: &str, nest: bool, sleepy: bool, replies: usize, spawn_tool: &str) -> Vec<Block> {
     match (replies, nest) {
         (0, false) => vec![
             Block::Text(format!("Subagent {id}: running a command.")),
             Block::Tool {
                 name: "Bash".to_owned(),
-                input: json!({"command": format!("echo hello-from-{id}"),
+                input: json!({"command": if sleepy { format!("sleep 4 && echo hello-from-{id}") } else { format!("echo hello-from-{id}") },
                               "description": format!("Echo greeting from subagent {id}")}),
             },
         ],
@@ -309,6 +311,7 @@ fn root(scenario: &str, replies: usize, last: &str, spawn_tool: &str) -> Vec<Blo
             agent_call(spawn_tool, "A", "", false),
         ],
         ("slow_fg", 0) => vec![agent_call(spawn_tool, "S", " [[slow:8]]", false)],
+        ("sleepy_fg", 0) => vec![agent_call(spawn_tool, "Z", " [[sleep]]", false)],
         ("nested_fg", 0) => vec![
             Block::Text("I will delegate to a subagent that delegates again.".to_owned()),
             agent_call(spawn_tool, "N", " [[nest]]", false),

@@ -470,3 +470,101 @@ fn hooks_the_user_installed_land_in_the_live_run_once_it_ends() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A user's own `claude -p`, started without agentrace, followed by
+/// `agentrace watch` through the transcripts Claude Code writes: while the
+/// subagent runs its (slow) Bash command, its record reads `working` with
+/// that tool; once it is over, `ended succeeded`; and the watched run is
+/// exactly what an import of the finished files makes.
+#[test]
+fn watch_follows_a_claude_session_started_without_agentrace() {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let (work, tmp, config) = (home.path().join("work"), home.path().join("tmp"), home.path().join(".claude"));
+    for dir in [&work, &tmp, &config.join("projects")] {
+        std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{error}"));
+    }
+    let codex = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let codex_home = codex.path().to_string_lossy().into_owned();
+    let claude_dir = config.to_string_lossy().into_owned();
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let watch = Killed(
+        cli.command(&["watch", "--codex-home", &codex_home, "--claude-dir", &claude_dir, "--quiet"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("{error}")),
+    );
+    let mut claude = Command::new(agents::claude());
+    claude
+        .args(["-p", "[[scenario:sleepy_fg]] Please do the scripted task.", "--permission-mode", "bypassPermissions"])
+        .current_dir(&work)
+        .env("HOME", home.path())
+        .env("CLAUDE_CONFIG_DIR", &config)
+        .env("CLAUDE_CODE_TMPDIR", &tmp)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-mock")
+        .env("IS_SANDBOX", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let running = claude.spawn().unwrap_or_else(|error| panic!("cannot start claude: {error}"));
+    let pid = running.id();
+    let waited = std::thread::spawn(move || running.wait_with_output());
+    let records = || -> Vec<Value> {
+        let output = cli.run(&["status", "--json"]);
+        serde_json::from_slice::<Value>(&output.stdout)
+            .ok()
+            .and_then(|value| value["records"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + RUN_BOUND;
+    let working = loop {
+        let found = records()
+            .into_iter()
+            .find(|record| record["kind"] == "agent" && record["state"] == "working" && record["operation"].is_object());
+        if let Some(record) = found {
+            break record;
+        }
+        if Instant::now() > deadline {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(0)), nix::sys::signal::Signal::SIGKILL);
+            panic!("the subagent was never seen working with a tool:\n{}", cli.ok(&["status"]));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(working["operation"]["toolName"], "Bash", "{working}");
+    assert!(working["operation"]["input"].as_str().unwrap_or_default().contains("sleep 4"), "{working}");
+    let output = waited.join().unwrap_or_else(|_| panic!("waiting for claude")).unwrap_or_else(|error| panic!("{error}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ended = loop {
+        let found = records().into_iter().find(|record| record["childWorkId"] == working["childWorkId"] && record["state"] == "ended");
+        if let Some(record) = found {
+            break record;
+        }
+        assert!(Instant::now() < deadline, "the subagent never read ended:\n{}", cli.ok(&["status"]));
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ended["outcome"], "succeeded", "{ended}");
+    // The last lines may land after the subagent's end: let the watch take them.
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(watch);
+    drop(mock);
+    let whole = Cli::new();
+    let import = whole.run(&["import", "--codex-home", &codex_home, "--claude-dir", &claude_dir]);
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
+    assert_eq!(cli.ok(&["status", "--json"]), whole.ok(&["status", "--json"]));
+}
