@@ -49,6 +49,10 @@ pub struct TopArgs {
     /// Watch by polling, as where inotify cannot be used (for tests).
     #[arg(long, hide = true)]
     poll: bool,
+    /// Benchmark (scripts/bench-watch): draw a 50-agent screen this many
+    /// times into a terminal backend that writes nowhere, print the times.
+    #[arg(long, hide = true, value_name = "DRAWS")]
+    measure_redraw: Option<usize>,
 }
 
 /// One session as the screen shows it.
@@ -683,6 +687,9 @@ fn shown_at_start(home: &Home, recent: usize) -> anyhow::Result<Vec<RunId>> {
 
 /// Runs `agentrace top`.
 pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+    if let Some(draws) = args.measure_redraw {
+        return measure_redraw(draws, out);
+    }
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
     if !std::io::stdout().is_terminal() {
         return plain(home, &import, args, out);
@@ -735,6 +742,55 @@ fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> any
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--measure-redraw`: a session of 50 live agents (each with a tool
+/// running), drawn `draws` times on an 80×60 crossterm backend that writes
+/// nowhere, the clock moving each time so every row's durations change.
+fn measure_redraw(draws: usize, out: &mut Out) -> anyhow::Result<ExitCode> {
+    let at = now();
+    let agents = (0..50)
+        .map(|index| AgentRow {
+            depth: usize::from(index > 0) + usize::from(index % 7 == 3),
+            label: format!("helper {index}"),
+            state: if index % 5 == 0 { "waiting on approval".to_owned() } else { "working".to_owned() },
+            live: true,
+            tool: Some(("exec_command".to_owned(), at)),
+            tokens: Some(1_000 * index),
+            cost: "$0.12".to_owned(),
+            heard_at: Some(at),
+            command: false,
+        })
+        .collect();
+    let run: RunSummary = serde_json::from_value(serde_json::json!({
+        "id": "run-bench", "provider": "codex", "source": "codex-rollout", "status": "running",
+        "rootThreadId": null, "result": null, "resultSource": null, "error": null,
+        "startedAt": at, "updatedAt": at, "endedAt": null,
+        "counts": {"events": 0, "unknownActor": 0, "undecodedLines": 0, "unknownFrames": 0, "skippedLogLines": 0, "droppedBytes": 0},
+        "tokens": null, "warningCount": 0
+    }))?;
+    let mut top = Top::new("inotify".to_owned(), true);
+    top.upsert(Session { run, agents });
+    let backend = ratatui::backend::CrosstermBackend::new(std::io::sink());
+    let mut terminal = ratatui::Terminal::with_options(
+        backend,
+        ratatui::TerminalOptions { viewport: ratatui::Viewport::Fixed(Rect::new(0, 0, 80, 60)) },
+    )?;
+    let mut times = Vec::with_capacity(draws);
+    for draw in 0..draws {
+        let moved = Timestamp::from_millis(at.millis() + 1_000 * i64::try_from(draw).unwrap_or(0));
+        let started = std::time::Instant::now();
+        terminal.draw(|frame| top.draw(frame, moved))?;
+        times.push(started.elapsed());
+    }
+    times.sort();
+    let at_rank = |rank: f64| times.get(((times.len() as f64 - 1.0) * rank).round() as usize).copied().unwrap_or_default();
+    out.line(format!(
+        "redraw of a 50-agent screen (80x60), {draws} draws: median {:.3} ms, p99 {:.3} ms (target 16 ms)",
+        at_rank(0.5).as_secs_f64() * 1e3,
+        at_rank(0.99).as_secs_f64() * 1e3
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
