@@ -164,6 +164,9 @@ pub struct Recorder {
     /// The changes of the envelopes emitted since the last
     /// [`Recorder::take_changes`] (none kept unless asked for).
     changes: Option<Changes>,
+    /// An envelope other than `session_ended` came after the last
+    /// `session_ended` (or there was none): a session is open to end.
+    session_open: bool,
     format: Format,
     source: Option<Source>,
     /// Secrets in stored frames are redacted unless the user opted out.
@@ -188,6 +191,7 @@ impl Recorder {
             // the book is kept once changes are asked for.
             book: RunBook::state_only(run_id.clone()),
             changes: None,
+            session_open: false,
             run_id,
             next_sequence: 1,
             attributor,
@@ -230,8 +234,12 @@ impl Recorder {
 
     /// The session ended (for `reason`), at `at`: the `session_ended`
     /// envelope, on which live child-work records settle (see
-    /// [`crate::book`]).
+    /// [`crate::book`]). None when no envelope came since the last one (a
+    /// resumed run that gained nothing) or none at all.
     pub fn end_session(&mut self, at: Timestamp, reason: SessionEndReason) -> Vec<Envelope> {
+        if !self.session_open {
+            return Vec::new();
+        }
         self.number(vec![Emitted {
             timestamp: at,
             direction: None,
@@ -386,6 +394,7 @@ impl Recorder {
     /// in order, through this continues it.
     pub fn relearn(&mut self, envelope: &Envelope) {
         self.book.apply(envelope);
+        self.note_session(envelope);
         self.attributor.prime(envelope);
         self.next_sequence = self.next_sequence.max(envelope.sequence + 1);
     }
@@ -394,6 +403,13 @@ impl Recorder {
     pub fn finish(&mut self) -> Vec<Envelope> {
         let emitted = self.attributor.finish();
         self.number(emitted)
+    }
+
+    fn note_session(&mut self, envelope: &Envelope) {
+        self.session_open = !matches!(
+            envelope.event,
+            EventBody::Known(Event::SessionEnded { .. })
+        );
     }
 
     fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
@@ -421,6 +437,7 @@ impl Recorder {
                 };
                 self.next_sequence += 1;
                 let changes = self.book.apply(&envelope);
+                self.note_session(&envelope);
                 if let Some(kept) = &mut self.changes {
                     kept.extend(changes);
                 }

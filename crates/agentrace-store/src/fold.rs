@@ -148,6 +148,33 @@ impl RunFold {
     /// moment applied) to `each`. A log shorter than what was folded is
     /// another log: the fold starts over.
     pub fn follow(&mut self, log: &Path, mut each: impl FnMut(&Envelope)) -> io::Result<Followed> {
+        let mut records = Vec::new();
+        let mut status = None;
+        let mut warnings = Vec::new();
+        let mut followed = self.follow_each(log, |envelope, changes, finals| {
+            records.extend(changes.records);
+            if changes.status.is_some() {
+                status = changes.status;
+            }
+            warnings.extend(changes.warnings);
+            finals.apply(envelope);
+            each(envelope);
+        })?;
+        followed.changes = records;
+        followed.status = status;
+        followed.warnings = warnings;
+        Ok(followed)
+    }
+
+    /// [`RunFold::follow`], handing `each` every new envelope as written,
+    /// the changes it made, and the final actors of the moment (to apply
+    /// or not); the [`Followed`] returned counts envelopes and skipped
+    /// lines only.
+    pub fn follow_each(
+        &mut self,
+        log: &Path,
+        mut each: impl FnMut(&mut Envelope, Changes, &FinalActors),
+    ) -> io::Result<Followed> {
         let mut file = File::open(log)?;
         let length = file.metadata()?.len();
         if length < self.offset {
@@ -174,14 +201,8 @@ impl RunFold {
             // could place): the next line starts here.
             let line_end = base + position.get();
             let changes = self.apply(&envelope, line_start, line_end);
-            followed.changes.extend(changes.records);
-            if changes.status.is_some() {
-                followed.status = changes.status;
-            }
-            followed.warnings.extend(changes.warnings);
             line_start = line_end;
-            self.book.finals().apply(&mut envelope);
-            each(&envelope);
+            each(&mut envelope, changes, self.book.finals());
             followed.envelopes += 1;
         }
         self.skipped += reader.skipped().len() as u64;

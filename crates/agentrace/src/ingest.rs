@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
-use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp};
+use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
 use agentrace_core::recorder::Format;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
@@ -190,6 +190,7 @@ pub fn ingest_reader(
     }
     let last = session.recorder.finish();
     session.write(&last)?;
+    session.end_of_input()?;
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
@@ -225,6 +226,22 @@ pub fn ingest_reader(
         );
     }
     Ok(id)
+}
+
+/// When a session that ended for `reason` ended: an input's or a
+/// finished session's files end at their last envelope (so the log of the
+/// same input is the same whenever it is read in); a live session ends
+/// now.
+pub fn session_end_time(reason: SessionEndReason, state: &agentrace_core::RunState) -> Timestamp {
+    match reason {
+        SessionEndReason::EndOfInput | SessionEndReason::ImportFinished => {
+            state.summary().updated_at.unwrap_or_else(now)
+        }
+        SessionEndReason::Exit
+        | SessionEndReason::Closed
+        | SessionEndReason::TapClosed
+        | SessionEndReason::Other => now(),
+    }
 }
 
 fn status_word(status: RunStatus) -> &'static str {
@@ -296,6 +313,14 @@ impl Session {
                 }
             }
         }
+        self.write(&envelopes)
+    }
+
+    /// The input ended, and with it the session: `session_ended`.
+    fn end_of_input(&mut self) -> anyhow::Result<()> {
+        let reason = SessionEndReason::EndOfInput;
+        let at = session_end_time(reason, self.recorder.state());
+        let envelopes = self.recorder.end_session(at, reason);
         self.write(&envelopes)
     }
 
@@ -391,6 +416,7 @@ fn replay<R: Read>(
     }
     let last = session.recorder.finish();
     session.write(&last)?;
+    session.end_of_input()?;
     session.writer.sync()?;
     session
         .writer
