@@ -50,7 +50,7 @@ async fn the_run_endpoint_gives_the_stores_view_with_detected_warnings() {
         .unwrap_or_else(|e| panic!("{e}"));
     let (expected, _) = agentrace_core::warnings::with_detected(
         loaded.view(),
-        &loaded.evidence,
+        loaded.book.evidence(),
         None,
         &WarningConfig::default(),
     );
