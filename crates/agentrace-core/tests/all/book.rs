@@ -160,6 +160,9 @@ fn a_log_without_session_ended_shows_its_records_settled_while_its_run_is_not_ru
     }
 }
 
+/// id, change, state, outcome, end.
+type Settled = (String, ChangeKind, ChildWorkState, Option<Outcome>, Option<Timestamp>);
+
 #[test]
 fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change() {
     let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
@@ -178,7 +181,7 @@ fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change
     let end = session_end(&envelopes);
     let changes = book.apply(&end).records;
     envelopes.push(end.clone());
-    let settled: Vec<(String, ChangeKind, ChildWorkState, Option<Outcome>, Option<Timestamp>)> = changes
+    let settled: Vec<Settled> = changes
         .iter()
         .map(|change| {
             (
