@@ -9,8 +9,10 @@
 //! # When the session is over (one rule, every reader)
 //!
 //! - A `session_ended` envelope ends the session: every live child-work
-//!   record settles `unknown` at its time (rule 9). A later envelope (a
-//!   resumed session) opens it again; records that settled stay settled.
+//!   record settles `unknown` at its time (rule 9). A later `turn_started`
+//!   (a resumed session) opens it again; records that settled stay
+//!   settled. Other lines after it (a hook input, a late notification)
+//!   leave it ended.
 //! - A log that never had a `session_ended` (written before the event
 //!   existed, or by a recorder that was killed) is read as before it
 //!   existed: its session is over while the run's status is not `running`
@@ -63,7 +65,7 @@ impl Changes {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Session {
-    /// A `session_ended` was the last envelope that spoke of the session.
+    /// A `session_ended` came and no `turn_started` since.
     ended: bool,
     /// The log has had a `session_ended`: the fallback rule no longer
     /// applies.
@@ -150,7 +152,12 @@ impl RunBook {
             self.session.ever_ended = true;
             self.child_work.end_session(envelope.timestamp)
         } else {
-            self.session.ended = false;
+            // Only a new turn is a resumed session: a line that trails the
+            // end (a hook input written after it, a late notification) is
+            // still the ended session's.
+            if matches!(envelope.event, EventBody::Known(Event::TurnStarted { .. })) {
+                self.session.ended = false;
+            }
             self.child_work.apply(envelope)
         };
         changes

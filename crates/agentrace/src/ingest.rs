@@ -320,6 +320,11 @@ impl Session {
     fn end_of_input(&mut self) -> anyhow::Result<()> {
         let reason = SessionEndReason::EndOfInput;
         let at = session_end_time(reason, self.recorder.state());
+        self.end_as(reason, at)
+    }
+
+    /// The session ended for `reason` at `at`.
+    fn end_as(&mut self, reason: SessionEndReason, at: Timestamp) -> anyhow::Result<()> {
         let envelopes = self.recorder.end_session(at, reason);
         self.write(&envelopes)
     }
@@ -387,6 +392,9 @@ fn replay<R: Read>(
     session.write(&first)?;
     let mut frames = 0u64;
     let mut skipped = 0u64;
+    // How the replayed log's session ended, if it said: the replay ends the
+    // same way (a live run's exit, not the end of this input).
+    let mut ended = None;
     let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
@@ -395,6 +403,9 @@ fn replay<R: Read>(
             skipped += 1;
             return Ok(());
         };
+        if let EventBody::Known(Event::SessionEnded { reason }) = &envelope.event {
+            ended = Some((*reason, envelope.timestamp));
+        }
         let Some(raw) = &envelope.raw else {
             return Ok(());
         };
@@ -416,7 +427,10 @@ fn replay<R: Read>(
     }
     let last = session.recorder.finish();
     session.write(&last)?;
-    session.end_of_input()?;
+    match ended {
+        Some((reason, at)) => session.end_as(reason, at)?,
+        None => session.end_of_input()?,
+    }
     session.writer.sync()?;
     session
         .writer

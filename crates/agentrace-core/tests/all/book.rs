@@ -198,13 +198,36 @@ fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change
         .map(|id| (id.clone(), ChangeKind::Settled, ChildWorkState::Ended, Some(Outcome::Unknown), Some(end.timestamp)))
         .collect();
     assert_eq!((settled, book.session_over()), (expected, true));
-    // Another line after it opens the session again; nothing settles twice.
-    let mut again = end.clone();
-    again.sequence += 1;
-    again.event = EventBody::Known(Event::Dropped {
+    // A line trailing the end leaves the session ended; nothing settles
+    // twice.
+    let mut trailing = end.clone();
+    trailing.sequence += 1;
+    trailing.event = EventBody::Known(Event::Dropped {
         direction: None,
         bytes: 0,
     });
-    let changes = book.apply(&again);
-    assert_eq!((changes.records, book.session_over()), (vec![], false));
+    let changes = book.apply(&trailing);
+    assert_eq!((changes.records, book.session_over()), (vec![], true));
+}
+
+#[test]
+fn a_turn_after_session_ended_opens_the_session_again() {
+    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_followup/server.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, envelopes) = record(&bytes);
+    let second_turn = envelopes
+        .iter()
+        .rposition(|envelope| {
+            matches!(envelope.event, EventBody::Known(Event::TurnStarted { .. }))
+                && envelope.actor.role == agentrace_core::model::Role::Root
+        })
+        .unwrap_or_else(|| panic!("no root turn"));
+    let mut book = RunBook::new(RunId::from("run-test"));
+    for envelope in &envelopes[..second_turn] {
+        book.apply(envelope);
+    }
+    book.apply(&session_end(&envelopes[..second_turn]));
+    let over_at_end = book.session_over();
+    book.apply(&envelopes[second_turn]);
+    assert_eq!((over_at_end, book.session_over()), (true, false));
 }
