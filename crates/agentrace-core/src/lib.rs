@@ -3,6 +3,7 @@
 //! files: the shell stamps time on each input line and owns all I/O. The
 //! dependency graph enforces it (no tokio, no filesystem crates here).
 
+pub mod book;
 pub mod childwork;
 pub mod claude;
 pub mod codex;
@@ -19,5 +20,6 @@ pub mod state;
 pub mod warnings;
 
 pub use model::*;
+pub use book::{Changes, RunBook};
 pub use recorder::{InputLine, Recorder};
 pub use state::RunState;

@@ -222,6 +222,40 @@ pub enum Source {
     Legacy,
 }
 
+/// Why a session ended (`session_ended.reason`). The list may expand
+/// over time; a reader of an unknown reason reads `other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionEndReason {
+    /// The provider process agentrace ran exited (`run codex`, `run claude`).
+    Exit,
+    /// agentrace closed the session itself (Ctrl-C, a timeout, an error).
+    Closed,
+    /// The connection `agentrace tap` sat on closed.
+    TapClosed,
+    /// The end of an ingested input (`ingest`).
+    EndOfInput,
+    /// An import read a finished session's files to their end.
+    ImportFinished,
+    /// A reason this build does not know (a newer writer).
+    #[serde(other)]
+    Other,
+}
+
+impl SessionEndReason {
+    /// The name, as the log spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionEndReason::Exit => "exit",
+            SessionEndReason::Closed => "closed",
+            SessionEndReason::TapClosed => "tapClosed",
+            SessionEndReason::EndOfInput => "endOfInput",
+            SessionEndReason::ImportFinished => "importFinished",
+            SessionEndReason::Other => "other",
+        }
+    }
+}
+
 /// Which way a frame went on a connection we sit on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -853,6 +887,14 @@ pub enum Event {
         /// How many bytes were not recorded.
         bytes: u64,
     },
+    /// The session being recorded ended: the provider exited, the
+    /// connection closed, an ingested input or a finished session's files
+    /// ended. Child-work records still live settle `unknown` on it (§6 rule
+    /// 9). A log may go on after it (a resumed session).
+    SessionEnded {
+        /// Why the session ended.
+        reason: SessionEndReason,
+    },
     /// A frame agentrace could not decode, or an unknown method / item type;
     /// kept raw and counted.
     Unknown {
@@ -918,6 +960,7 @@ impl Event {
             Event::Failed { .. } => "failed",
             Event::Interrupted { .. } => "interrupted",
             Event::Dropped { .. } => "dropped",
+            Event::SessionEnded { .. } => "session_ended",
             Event::Replayed { .. } => "replayed",
             Event::ModelSelected { .. } => "model_selected",
             Event::Unknown { .. } => "unknown",

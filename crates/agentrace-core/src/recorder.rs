@@ -1,7 +1,9 @@
-//! The recorder: input lines in, numbered envelopes out, run state kept. One
-//! recorder serves live input and replay alike; the state it keeps is exactly
-//! the fold of the envelopes it returned ([`RunState::apply`]), so reading the
-//! written log back rebuilds it.
+//! The recorder: input lines in, numbered envelopes out, the run book kept.
+//! One recorder serves live input and replay alike; the book it keeps is
+//! exactly the fold of the envelopes it returned ([`RunBook::apply`]), so
+//! reading the written log back rebuilds it, and the changes each envelope
+//! made go to the shell's sinks with the envelopes
+//! ([`Recorder::take_changes`]).
 
 use serde_json::value::RawValue;
 
@@ -10,6 +12,8 @@ use crate::codex::CodexAttributor;
 use crate::model::{
     Actor, Direction, Envelope, Event, EventBody, Provider, RunId, Source, Timestamp, LOG_VERSION,
 };
+use crate::book::{Changes, RunBook};
+use crate::model::SessionEndReason;
 use crate::state::RunState;
 
 /// One line of input, stamped by the shell.
@@ -156,7 +160,13 @@ pub struct Recorder {
     run_id: RunId,
     next_sequence: u64,
     attributor: Box<dyn Attributor>,
-    state: RunState,
+    book: RunBook,
+    /// The changes of the envelopes emitted since the last
+    /// [`Recorder::take_changes`] (none kept unless asked for).
+    changes: Option<Changes>,
+    /// An envelope other than `session_ended` came after the last
+    /// `session_ended` (or there was none): a session is open to end.
+    session_open: bool,
     format: Format,
     source: Option<Source>,
     /// Secrets in stored frames are redacted unless the user opted out.
@@ -176,7 +186,12 @@ impl Recorder {
             }
         };
         Self {
-            state: RunState::new(run_id.clone()),
+            // A caller that reads no changes needs only the run state (the
+            // store's writer folds the rest for the snapshot): the rest of
+            // the book is kept once changes are asked for.
+            book: RunBook::state_only(run_id.clone()),
+            changes: None,
+            session_open: false,
             run_id,
             next_sequence: 1,
             attributor,
@@ -197,8 +212,41 @@ impl Recorder {
     /// The same recorder pricing with `book` (a user's price file) instead
     /// of the database alone.
     pub fn with_prices(mut self, book: std::sync::Arc<crate::prices::PriceBook>) -> Self {
-        self.state = self.state.with_prices(book);
+        self.book = self.book.with_prices(book);
         self
+    }
+
+    /// Keeps the whole run book (records, evidence, final actors) and the
+    /// changes each emitted envelope made, for a shell with sinks to hand
+    /// them to ([`Recorder::take_changes`]). Call before anything is
+    /// recorded.
+    pub fn with_changes(mut self) -> Self {
+        self.book = self.book.keep_all();
+        self.changes = Some(Changes::default());
+        self
+    }
+
+    /// The changes the envelopes returned since the last call made, in
+    /// order (empty unless [`Recorder::with_changes`]).
+    pub fn take_changes(&mut self) -> Changes {
+        self.changes.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The session ended (for `reason`), at `at`: the `session_ended`
+    /// envelope, on which live child-work records settle (see
+    /// [`crate::book`]). None when no envelope came since the last one (a
+    /// resumed run that gained nothing) or none at all.
+    pub fn end_session(&mut self, at: Timestamp, reason: SessionEndReason) -> Vec<Envelope> {
+        if !self.session_open {
+            return Vec::new();
+        }
+        self.number(vec![Emitted {
+            timestamp: at,
+            direction: None,
+            actor: Actor::unknown("agentrace"),
+            event: Event::SessionEnded { reason },
+            raw: None,
+        }])
     }
 
     /// A recorder whose caller reads only the tokens, models, agent tree and
@@ -220,15 +268,15 @@ impl Recorder {
     /// run ends `failed`, or `interrupted` when `interrupted` is set, with
     /// `error`. Does nothing when the run already ended.
     pub fn abort(&mut self, at: Timestamp, error: String, interrupted: bool) -> Vec<Envelope> {
-        if self.state.status() != crate::model::RunStatus::Running {
+        let state = self.book.state();
+        if state.status() != crate::model::RunStatus::Running {
             return Vec::new();
         }
-        let actor = self
-            .state
+        let actor = state
             .root_actor()
             .cloned()
             .unwrap_or_else(|| Actor::unknown("no root thread seen"));
-        let source_thread_id = self.state.root_thread_id().cloned();
+        let source_thread_id = state.root_thread_id().cloned();
         self.number(vec![Emitted {
             timestamp: at,
             direction: None,
@@ -302,7 +350,12 @@ impl Recorder {
 
     /// The run state so far.
     pub fn state(&self) -> &RunState {
-        &self.state
+        self.book.state()
+    }
+
+    /// The run book so far (only its state unless [`Recorder::with_changes`]).
+    pub fn book(&self) -> &RunBook {
+        &self.book
     }
 
     /// The sequence the next envelope gets (1 before any): a recorder that
@@ -340,7 +393,8 @@ impl Recorder {
     /// hold: a recorder made by [`Recorder::new`] and given the whole log,
     /// in order, through this continues it.
     pub fn relearn(&mut self, envelope: &Envelope) {
-        self.state.apply(envelope);
+        self.book.apply(envelope);
+        self.note_session(envelope);
         self.attributor.prime(envelope);
         self.next_sequence = self.next_sequence.max(envelope.sequence + 1);
     }
@@ -349,6 +403,13 @@ impl Recorder {
     pub fn finish(&mut self) -> Vec<Envelope> {
         let emitted = self.attributor.finish();
         self.number(emitted)
+    }
+
+    fn note_session(&mut self, envelope: &Envelope) {
+        self.session_open = !matches!(
+            envelope.event,
+            EventBody::Known(Event::SessionEnded { .. })
+        );
     }
 
     fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
@@ -375,7 +436,11 @@ impl Recorder {
                     raw: emitted.raw,
                 };
                 self.next_sequence += 1;
-                self.state.apply(&envelope);
+                let changes = self.book.apply(&envelope);
+                self.note_session(&envelope);
+                if let Some(kept) = &mut self.changes {
+                    kept.extend(changes);
+                }
                 envelope
             })
             .collect()

@@ -2,6 +2,7 @@
 //! rules, and the properties (live equals replay, any split, no panics).
 
 mod all {
+    pub mod book;
     pub mod childwork;
     pub mod childwork_fixtures;
     pub mod claude;

@@ -237,7 +237,7 @@ async fn show_run(
     let view = blocking(move || {
         let id = state.inner.home.resolve(&id)?;
         let run = state.inner.cache.get(&state.inner.home, &id)?;
-        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        let run = run.lock()?;
         Ok(run.view(&state.inner.options.config, state.now()).0)
     })
     .await?;
@@ -265,7 +265,7 @@ async fn events(
     let page = blocking(move || {
         let id = state.inner.home.resolve(&id)?;
         let run = state.inner.cache.get(&state.inner.home, &id)?;
-        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        let run = run.lock()?;
         let page_query = PageQuery {
             after: query.after.unwrap_or(0),
             limit: query.limit.unwrap_or(DEFAULT_PAGE),
@@ -286,7 +286,7 @@ async fn records(
     let records = blocking(move || {
         let id = state.inner.home.resolve(&id)?;
         let run = state.inner.cache.get(&state.inner.home, &id)?;
-        let run = run.lock().map_err(|_| ApiError::Poisoned)?;
+        let run = run.lock()?;
         Ok(run.records())
     })
     .await?;

@@ -7,19 +7,27 @@
 //! start instead of from the top of the file. Memory per run grows with its
 //! agents and with one index entry per [`INDEX_STRIDE`] envelopes, never
 //! with its events. It must not hold envelopes.
+//!
+//! Each run is folded once, however many clients watch it: a [`SharedRun`]
+//! holds the one fold, and every read of new lines (a request bringing it
+//! up to date, or the stream's poller) hands what it read to every stream
+//! client through one broadcast ([`Update`]). `/records` and the stream
+//! read the same book, so they give the same records.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use agentrace_core::childwork::ChildWorkRecord;
+use agentrace_core::childwork::{ChildWorkChange, ChildWorkRecord};
 use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, LogReader, RunFold, SnapshotMiss, SNAPSHOT_MIN_BYTES};
 use serde::Serialize;
+use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 
@@ -104,17 +112,10 @@ impl LiveRun {
         self.fold.checked_view(config, Some(now))
     }
 
-    /// The child-work records; a run that ended has its live records
-    /// settled, as at a session end (§6 rule 9).
+    /// The child-work records as every reader shows them (the run book's
+    /// session rule, [`agentrace_core::book`]).
     pub fn records(&self) -> Vec<ChildWorkRecord> {
-        let state = self.fold.state();
-        if state.status() == RunStatus::Running {
-            return self.fold.child_work().records();
-        }
-        let mut settled = self.fold.child_work().clone();
-        let at = state.summary().updated_at.unwrap_or_default();
-        settled.end_session(at);
-        settled.records()
+        self.fold.records()
     }
 
     /// The run status.
@@ -231,16 +232,127 @@ pub struct Page {
     pub last_sequence: u64,
 }
 
+/// Updates queued per run for its stream clients before a slow one is
+/// told it fell behind.
+pub const UPDATES_QUEUED: usize = 1024;
+
+/// What one read of a run's new lines gave, sent to every stream client.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// The new envelopes, final actor of the moment applied.
+    pub envelopes: Vec<Envelope>,
+    /// The record changes they made, in order.
+    pub changes: Vec<ChildWorkChange>,
+    /// The read failed: why.
+    pub error: Option<String>,
+    /// `{run, agents, warnings}` and its warnings as JSON, when the poller
+    /// judged the run (each tick: a time-based detector may fire with no
+    /// new line); clients send them when they changed.
+    pub view: Option<(String, String)>,
+}
+
+/// One run's fold, shared by every request and stream client, and the
+/// broadcast its new lines go out on.
+#[derive(Debug)]
+pub struct SharedRun {
+    run: Mutex<LiveRun>,
+    updates: broadcast::Sender<Arc<Update>>,
+    /// A poller follows the log for the stream clients.
+    polled: AtomicBool,
+}
+
+impl SharedRun {
+    fn new(run: LiveRun) -> Self {
+        Self {
+            run: Mutex::new(run),
+            updates: broadcast::channel(UPDATES_QUEUED).0,
+            polled: AtomicBool::new(false),
+        }
+    }
+
+    /// The fold, locked.
+    pub fn lock(&self) -> Result<std::sync::MutexGuard<'_, LiveRun>, ApiError> {
+        self.run.lock().map_err(|_| ApiError::Poisoned)
+    }
+
+    /// Reads the lines appended since the last read, folds them, and sends
+    /// what they changed to the stream clients (when there are any), with
+    /// the run judged by `judge` (the configuration and the time) when
+    /// given. Blocking.
+    pub fn refresh(&self, judge: Option<(&WarningConfig, Timestamp)>) -> io::Result<()> {
+        let mut run = self.run.lock().map_err(|_| io::Error::other("a poisoned lock"))?;
+        let watched = self.updates.receiver_count() > 0;
+        let mut envelopes = Vec::new();
+        let followed = run.follow(|envelope| {
+            if watched {
+                envelopes.push(envelope.clone());
+            }
+        });
+        match followed {
+            Ok(followed) => {
+                let view = judge.map(|(config, now)| view_texts(&run.view(config, now).0));
+                if watched && (followed.envelopes > 0 || !followed.changes.is_empty() || view.is_some()) {
+                    let _ = self.updates.send(Arc::new(Update {
+                        envelopes,
+                        changes: followed.changes,
+                        error: None,
+                        view,
+                    }));
+                }
+                Ok(())
+            }
+            Err(error) => {
+                if watched {
+                    let _ = self.updates.send(Arc::new(Update {
+                        error: Some(error.to_string()),
+                        ..Update::default()
+                    }));
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// A new stream client: its receiver, and what `start` makes of the
+    /// fold as it stands (its catch-up, records and view), taken together
+    /// so no update falls between them. Blocking.
+    pub fn subscribe<T>(
+        &self,
+        start: impl FnOnce(&LiveRun) -> T,
+    ) -> Result<(broadcast::Receiver<Arc<Update>>, T), ApiError> {
+        let run = self.lock()?;
+        let receiver = self.updates.subscribe();
+        Ok((receiver, start(&run)))
+    }
+
+    /// How many stream clients listen.
+    pub fn clients(&self) -> usize {
+        self.updates.receiver_count()
+    }
+
+    /// Claims the poller's job; false when a poller already has it.
+    pub fn claim_poller(&self) -> bool {
+        self.polled
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The poller stops (no clients left).
+    pub fn release_poller(&self) {
+        self.polled.store(false, Ordering::Release);
+    }
+}
+
 /// Every run the server has looked at, followed.
 #[derive(Debug, Default)]
 pub struct RunCache {
-    runs: Mutex<HashMap<RunId, Arc<Mutex<LiveRun>>>>,
+    runs: Mutex<HashMap<RunId, Arc<SharedRun>>>,
 }
 
 impl RunCache {
     /// The run, brought up to date with its log. Blocking: call from a
     /// blocking task.
-    pub fn get(&self, home: &Home, id: &RunId) -> Result<Arc<Mutex<LiveRun>>, ApiError> {
+    pub fn get(&self, home: &Home, id: &RunId) -> Result<Arc<SharedRun>, ApiError> {
         let entry = {
             let mut runs = self.runs.lock().map_err(|_| ApiError::Poisoned)?;
             runs.entry(id.clone())
@@ -248,17 +360,23 @@ impl RunCache {
                     // A miss only costs time: the run is folded from its start.
                     let (run, _miss) =
                         LiveRun::resume(id.clone(), home.log_path(id), &home.snapshot_path(id));
-                    Arc::new(Mutex::new(run))
+                    Arc::new(SharedRun::new(run))
                 })
                 .clone()
         };
-        {
-            let mut run = entry.lock().map_err(|_| ApiError::Poisoned)?;
-            run.follow(|_| {})
-                .map_err(|error| read_error(&home.log_path(id), error))?;
-        }
+        entry
+            .refresh(None)
+            .map_err(|error| read_error(&home.log_path(id), error))?;
         Ok(entry)
     }
+}
+
+/// `{run, agents, warnings}` and its warnings, as JSON.
+pub fn view_texts(view: &RunView) -> (String, String) {
+    (
+        serde_json::to_string(view).unwrap_or_default(),
+        serde_json::to_string(&view.warnings).unwrap_or_default(),
+    )
 }
 
 /// An I/O error of a log: a missing file is a missing run.

@@ -1,29 +1,34 @@
 //! `GET /api/runs/:id/stream?after=`: server-sent events for a live run.
-//! Each connection follows the log from where the cache stood (catching up
-//! from `after` first), and sends `envelope` (each new envelope, final actor
-//! of the moment), `record` (each child-work change), `run` (the whole
-//! `{run, agents, warnings}` when it changed) and `warnings` (when they
-//! changed, including on a timer for time-based detectors). It must not
-//! buffer the log: it reads only what was appended.
+//! Every connection listens to its run's one fold ([`SharedRun`]): a poller
+//! per watched run reads what was appended and broadcasts it, so a run is
+//! folded once however many clients watch. A connection first catches up
+//! from `after`, gets the records as they stand (`records`, `{"records":
+//! [...]}`) and the view, then sends `envelope` (each new envelope, final
+//! actor of the moment), `record` (each child-work change), `run` (the
+//! whole `{run, agents, warnings}` when it changed) and `warnings` (when
+//! they changed, including on a timer for time-based detectors). A client
+//! too slow for the broadcast gets an `error` and the records again. It
+//! must not buffer the log: it reads only what was appended.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::runs::{LiveRun, PageQuery, MAX_PAGE};
+use crate::runs::{view_texts, LiveRun, PageQuery, SharedRun, Update, MAX_PAGE};
 use crate::{blocking, ApiError, AppState};
 
 /// Catch-up from `after` sends at most this many envelopes; a client that
 /// is further behind pages through `/events` instead.
 const CATCH_UP_LIMIT: usize = 10 * MAX_PAGE;
 
-/// Events queued per connection before the follower waits for the client.
+/// Events queued per connection before its sender waits for the client.
 const QUEUE: usize = 256;
 
 /// `?after=`.
@@ -33,115 +38,178 @@ pub(crate) struct StreamQuery {
     after: Option<u64>,
 }
 
+/// What a new connection sends before the updates.
+struct Start {
+    catch_up: Vec<agentrace_core::Envelope>,
+    records: serde_json::Value,
+    view: (String, String),
+}
+
 pub(crate) async fn stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
 ) -> Result<Response, ApiError> {
     let start = state.clone();
-    let (run, catch_up) = blocking(move || {
+    let (run, receiver, first) = blocking(move || {
         let id = start.inner.home.resolve(&id)?;
         let run = start.inner.cache.get(&start.inner.home, &id)?;
-        let run = run.lock().map_err(|_| ApiError::Poisoned)?.clone();
-        let mut catch_up = Vec::new();
-        if let Some(after) = query.after {
-            let mut page_query = PageQuery {
-                after,
-                limit: MAX_PAGE,
-                ..PageQuery::default()
+        let config = start.inner.options.config.clone();
+        let now = start.now();
+        let (receiver, first) = run.subscribe(|live| {
+            let catch_up = match query.after {
+                Some(after) => catch_up(live, after),
+                None => Ok(Vec::new()),
             };
-            while catch_up.len() < CATCH_UP_LIMIT {
-                let page = run.page(&page_query).map_err(|error| {
-                    crate::runs::read_error(&start.inner.home.log_path(&id), error)
-                })?;
-                catch_up.extend(page.events);
-                match page.next {
-                    Some(next) => page_query.after = next,
-                    None => break,
-                }
-            }
-        }
-        Ok((run, catch_up))
+            catch_up.map(|catch_up| Start {
+                catch_up,
+                records: serde_json::json!({ "records": live.records() }),
+                view: view_texts(&live.view(&config, now).0),
+            })
+        })?;
+        let first = first
+            .map_err(|error| crate::runs::read_error(&start.inner.home.log_path(&id), error))?;
+        Ok((run, receiver, first))
     })
     .await?;
-    let (sender, receiver) = mpsc::channel::<Result<SseEvent, Infallible>>(QUEUE);
-    tokio::spawn(follow(state, run, catch_up, sender));
-    Ok(Sse::new(ReceiverStream::new(receiver))
+    let (sender, events) = mpsc::channel::<Result<SseEvent, Infallible>>(QUEUE);
+    if run.claim_poller() {
+        tokio::spawn(poll(state.clone(), Arc::clone(&run)));
+    }
+    tokio::spawn(follow(run, first, receiver, sender));
+    Ok(Sse::new(ReceiverStream::new(events))
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
         .into_response())
+}
+
+/// The envelopes after `after` the fold has read, at most
+/// [`CATCH_UP_LIMIT`].
+fn catch_up(run: &LiveRun, after: u64) -> std::io::Result<Vec<agentrace_core::Envelope>> {
+    let mut catch_up = Vec::new();
+    let mut page_query = PageQuery {
+        after,
+        limit: MAX_PAGE,
+        ..PageQuery::default()
+    };
+    while catch_up.len() < CATCH_UP_LIMIT {
+        let page = run.page(&page_query)?;
+        catch_up.extend(page.events);
+        match page.next {
+            Some(next) => page_query.after = next,
+            None => break,
+        }
+    }
+    Ok(catch_up)
 }
 
 fn json_event(name: &str, value: &impl serde::Serialize) -> Option<SseEvent> {
     SseEvent::default().event(name).json_data(value).ok()
 }
 
+/// Follows the run's log while anyone listens, broadcasting each read
+/// (with the run judged at the time of the tick).
+async fn poll(state: AppState, run: Arc<SharedRun>) {
+    loop {
+        tokio::time::sleep(state.inner.options.poll).await;
+        if run.clients() == 0 {
+            run.release_poller();
+            // A client may have come between the count and the release.
+            if run.clients() == 0 || !run.claim_poller() {
+                return;
+            }
+        }
+        let config = state.inner.options.config.clone();
+        let now = state.now();
+        let shared = Arc::clone(&run);
+        // A failed read is broadcast as an `error`; the poller goes on.
+        let _ = tokio::task::spawn_blocking(move || shared.refresh(Some((&config, now)))).await;
+    }
+}
+
 /// Sends until the client goes away.
 async fn follow(
-    state: AppState,
-    run: LiveRun,
-    catch_up: Vec<agentrace_core::Envelope>,
+    run: Arc<SharedRun>,
+    first: Start,
+    mut updates: broadcast::Receiver<Arc<Update>>,
     sender: mpsc::Sender<Result<SseEvent, Infallible>>,
 ) {
-    for envelope in &catch_up {
-        if let Some(event) = json_event("envelope", envelope) {
-            if sender.send(Ok(event)).await.is_err() {
-                return;
-            }
-        }
-    }
-    let mut run = run;
+    let mut events: Vec<SseEvent> = first
+        .catch_up
+        .iter()
+        .filter_map(|envelope| json_event("envelope", envelope))
+        .collect();
+    events.extend(json_event("records", &first.records));
     let mut last_view = String::new();
     let mut last_warnings = String::new();
+    push_view(&mut events, first.view, &mut last_view, &mut last_warnings);
+    if !send(&sender, events).await {
+        return;
+    }
     loop {
-        let now = state.now();
-        let config = state.inner.options.config.clone();
-        let outcome = tokio::task::spawn_blocking(move || {
-            let mut envelopes = Vec::new();
-            let followed = run.follow(|envelope| envelopes.push(envelope.clone()));
-            let view = run.view(&config, now).0;
-            (run, followed, envelopes, view)
-        })
-        .await;
-        let Ok((returned, followed, envelopes, view)) = outcome else {
-            return;
+        let received = tokio::select! {
+            received = updates.recv() => received,
+            () = sender.closed() => return,
         };
-        run = returned;
         let mut events = Vec::new();
-        match followed {
-            Ok(followed) => {
-                events.extend(envelopes.iter().filter_map(|e| json_event("envelope", e)));
-                events.extend(
-                    followed
-                        .changes
-                        .iter()
-                        .filter_map(|c| json_event("record", c)),
-                );
+        match received {
+            Ok(update) => {
+                events.extend(update.envelopes.iter().filter_map(|e| json_event("envelope", e)));
+                events.extend(update.changes.iter().filter_map(|c| json_event("record", c)));
+                if let Some(error) = &update.error {
+                    events.extend(json_event("error", &serde_json::json!({ "error": error })));
+                }
+                if let Some(view) = &update.view {
+                    push_view(&mut events, view.clone(), &mut last_view, &mut last_warnings);
+                }
             }
-            Err(error) => {
+            Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                // Too slow for the broadcast: say so, and send the records
+                // as they stand so the client's set is right again.
                 events.extend(json_event(
                     "error",
-                    &serde_json::json!({ "error": error.to_string() }),
+                    &serde_json::json!({ "error": format!("the stream fell behind: {skipped} updates skipped; page /events for the envelopes") }),
                 ));
+                let shared = Arc::clone(&run);
+                let records = tokio::task::spawn_blocking(move || {
+                    shared.lock().map(|live| serde_json::json!({ "records": live.records() }))
+                })
+                .await;
+                if let Ok(Ok(records)) = records {
+                    events.extend(json_event("records", &records));
+                }
             }
+            Err(broadcast::error::RecvError::Closed) => return,
         }
-        let view_text = serde_json::to_string(&view).unwrap_or_default();
-        if view_text != last_view {
-            let warnings_text = serde_json::to_string(&view.warnings).unwrap_or_default();
-            if warnings_text != last_warnings {
-                events.extend(json_event("warnings", &view.warnings));
-                last_warnings = warnings_text;
-            }
-            events.extend(json_event("run", &view));
-            last_view = view_text;
-        }
-        for event in events {
-            if sender.send(Ok(event)).await.is_err() {
-                return;
-            }
-        }
-        if sender.is_closed() {
+        if !send(&sender, events).await {
             return;
         }
-        tokio::time::sleep(state.inner.options.poll).await;
     }
+}
+
+/// Adds `warnings` and `run` events when they changed since the last sent.
+fn push_view(
+    events: &mut Vec<SseEvent>,
+    (view, warnings): (String, String),
+    last_view: &mut String,
+    last_warnings: &mut String,
+) {
+    if view == *last_view {
+        return;
+    }
+    if warnings != *last_warnings {
+        events.push(SseEvent::default().event("warnings").data(warnings.clone()));
+        *last_warnings = warnings;
+    }
+    events.push(SseEvent::default().event("run").data(view.clone()));
+    *last_view = view;
+}
+
+/// Sends `events` in order; false once the client is gone.
+async fn send(sender: &mpsc::Sender<Result<SseEvent, Infallible>>, events: Vec<SseEvent>) -> bool {
+    for event in events {
+        if sender.send(Ok(event)).await.is_err() {
+            return false;
+        }
+    }
+    true
 }

@@ -1,21 +1,23 @@
-//! The fold of a run log as readers need it (run state, final actors,
-//! warning evidence, child-work reducer, a sparse index of byte offsets),
-//! and its snapshot beside the log: `<id>.snapshot`, written by the
+//! The file side of a run log's fold: the core's run book
+//! ([`agentrace_core::book`], which holds everything folded and decides
+//! everything) plus the bytes folded, the lines skipped and a sparse index
+//! of byte offsets; and its snapshot beside the log: `<id>.snapshot`, written by the
 //! recorder's writer, so a reader of a long run folds only the bytes
 //! appended after it instead of the whole log. A snapshot is a cache, never
 //! a source of truth: any doubt (missing, unreadable, another build, a log
 //! that no longer ends the same way) means folding the log from its start.
-//! This module composes the core's reducers; it must not decide anything
-//! they decide.
+//! This module only reads files around the book; it must not decide
+//! anything the book decides.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use agentrace_core::childwork::{ChildWork, ChildWorkChange};
+use agentrace_core::book::{Changes, RunBook};
+use agentrace_core::childwork::{ChildWorkChange, ChildWorkRecord};
 use agentrace_core::model::{Envelope, RunId, Timestamp};
 use agentrace_core::state::{FinalActors, RunState, RunView};
-use agentrace_core::warnings::{checked, Evidence, WarningConfig};
+use agentrace_core::warnings::WarningConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
@@ -27,7 +29,7 @@ pub const INDEX_STRIDE: u64 = 1024;
 
 /// The snapshot format; bump it whenever the folded types change shape or
 /// meaning (the build's version is checked too).
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// How many bytes before the covered end of the log a snapshot
 /// fingerprints: enough to tell a rewritten log from the one folded.
@@ -39,10 +41,7 @@ const FINGERPRINT_BYTES: u64 = 256;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunFold {
-    state: RunState,
-    finals: FinalActors,
-    evidence: Evidence,
-    child_work: ChildWork,
+    book: RunBook,
     /// Bytes folded so far.
     offset: u64,
     /// Lines the reader skipped so far.
@@ -55,14 +54,20 @@ pub struct RunFold {
 }
 
 /// What one [`RunFold::follow`] read: the new envelopes' count and the
-/// record changes they made (the envelopes themselves go to the caller's
-/// closure, never kept).
-#[derive(Debug, Default, PartialEq, Eq)]
+/// changes they made (the envelopes themselves go to the caller's closure,
+/// never kept).
+#[derive(Debug, Default, PartialEq)]
 pub struct Followed {
     /// Envelopes read.
     pub envelopes: u64,
     /// Child-work record changes, in order.
     pub changes: Vec<ChildWorkChange>,
+    /// The run's status, when it changed.
+    pub status: Option<agentrace_core::model::RunStatus>,
+    /// Warnings the envelopes raised (see [`Changes::warnings`]).
+    pub warnings: Vec<agentrace_core::model::Warning>,
+    /// Lines skipped in what was read (numbered from the first line read).
+    pub skipped: Vec<crate::reader::SkippedLine>,
 }
 
 /// Why a snapshot was not used (the reader then folds the whole log).
@@ -102,11 +107,14 @@ struct SnapshotFile {
 impl RunFold {
     /// The fold of an empty log.
     pub fn new(id: RunId) -> Self {
+        Self::of(RunBook::new(id))
+    }
+
+    /// The fold of an empty log into `book` (one pricing with a user's
+    /// price file, say).
+    pub fn of(book: RunBook) -> Self {
         Self {
-            state: RunState::new(id),
-            finals: FinalActors::default(),
-            evidence: Evidence::default(),
-            child_work: ChildWork::new(),
+            book,
             offset: 0,
             skipped: 0,
             index: Vec::new(),
@@ -116,23 +124,15 @@ impl RunFold {
     }
 
     /// Folds one envelope whose line starts at byte `line_start` and ends
-    /// (after its `\n`) at `line_end`; returns the record changes it made.
-    pub fn apply(
-        &mut self,
-        envelope: &Envelope,
-        line_start: u64,
-        line_end: u64,
-    ) -> Vec<ChildWorkChange> {
+    /// (after its `\n`) at `line_end`; returns the changes it made.
+    pub fn apply(&mut self, envelope: &Envelope, line_start: u64, line_end: u64) -> Changes {
         if self.envelopes.checked_rem(INDEX_STRIDE) == Some(0) {
             self.index.push((envelope.sequence, line_start));
         }
         self.envelopes += 1;
         self.highest_sequence = self.highest_sequence.max(envelope.sequence);
-        self.finals.observe(envelope);
-        self.state.apply(envelope);
-        self.evidence.apply(envelope);
         self.offset = self.offset.max(line_end);
-        self.child_work.apply(envelope)
+        self.book.apply(envelope)
     }
 
     /// `{run, agents, warnings}` as `show --json` prints it: the recorded
@@ -140,9 +140,7 @@ impl RunFold {
     /// the time-based ones wait for a reader with a clock), with `config`
     /// applied.
     pub fn checked_view(&self, config: &WarningConfig, now: Option<Timestamp>) -> (RunView, Option<u64>) {
-        let mut view = self.state.view();
-        view.run.counts.skipped_log_lines = self.skipped;
-        checked(view, self.child_work.warnings(), &self.evidence, now, config)
+        self.book.checked_view(config, now, self.skipped)
     }
 
     /// Reads the whole lines of `log` appended since the bytes folded so
@@ -150,10 +148,37 @@ impl RunFold {
     /// moment applied) to `each`. A log shorter than what was folded is
     /// another log: the fold starts over.
     pub fn follow(&mut self, log: &Path, mut each: impl FnMut(&Envelope)) -> io::Result<Followed> {
+        let mut records = Vec::new();
+        let mut status = None;
+        let mut warnings = Vec::new();
+        let mut followed = self.follow_each(log, |envelope, changes, finals| {
+            records.extend(changes.records);
+            if changes.status.is_some() {
+                status = changes.status;
+            }
+            warnings.extend(changes.warnings);
+            finals.apply(envelope);
+            each(envelope);
+        })?;
+        followed.changes = records;
+        followed.status = status;
+        followed.warnings = warnings;
+        Ok(followed)
+    }
+
+    /// [`RunFold::follow`], handing `each` every new envelope as written,
+    /// the changes it made, and the final actors of the moment (to apply
+    /// or not); the [`Followed`] returned counts envelopes and skipped
+    /// lines only.
+    pub fn follow_each(
+        &mut self,
+        log: &Path,
+        mut each: impl FnMut(&mut Envelope, Changes, &FinalActors),
+    ) -> io::Result<Followed> {
         let mut file = File::open(log)?;
         let length = file.metadata()?.len();
         if length < self.offset {
-            *self = RunFold::new(self.state.summary().id);
+            *self = RunFold::of(RunBook::new(self.book.state().summary().id));
         }
         let end = last_line_end(&mut file, self.offset, length)?;
         let mut followed = Followed::default();
@@ -167,7 +192,7 @@ impl RunFold {
         ));
         let position = counter.position.clone();
         let base = self.offset;
-        let mut reader = LogReader::new(counter).with_run_id(self.state.summary().id);
+        let mut reader = LogReader::new(counter).with_run_id(self.book.state().summary().id);
         let mut line_start = base;
         for envelope in reader.by_ref() {
             let mut envelope = envelope.map_err(io::Error::other)?;
@@ -175,37 +200,36 @@ impl RunFold {
             // skipped lines before it, which only a fold from the start
             // could place): the next line starts here.
             let line_end = base + position.get();
-            followed
-                .changes
-                .extend(self.apply(&envelope, line_start, line_end));
+            let changes = self.apply(&envelope, line_start, line_end);
             line_start = line_end;
-            self.finals.apply(&mut envelope);
-            each(&envelope);
+            each(&mut envelope, changes, self.book.finals());
             followed.envelopes += 1;
         }
         self.skipped += reader.skipped().len() as u64;
+        followed.skipped = reader.into_skipped();
         self.offset = end;
         Ok(followed)
     }
 
+    /// The run book: everything folded.
+    pub fn book(&self) -> &RunBook {
+        &self.book
+    }
+
     /// The run state.
     pub fn state(&self) -> &RunState {
-        &self.state
+        self.book.state()
     }
 
     /// The final actor of each corrected thread.
     pub fn finals(&self) -> &FinalActors {
-        &self.finals
+        self.book.finals()
     }
 
-    /// The warning detectors' evidence.
-    pub fn evidence(&self) -> &Evidence {
-        &self.evidence
-    }
-
-    /// The child-work reducer.
-    pub fn child_work(&self) -> &ChildWork {
-        &self.child_work
+    /// The child-work records as every reader shows them (the book's
+    /// session rule applied).
+    pub fn records(&self) -> Vec<ChildWorkRecord> {
+        self.book.records()
     }
 
     /// Bytes of the log folded (the end of a whole line).
@@ -252,7 +276,7 @@ impl RunFold {
         if file.version != SNAPSHOT_VERSION || file.build != env!("CARGO_PKG_VERSION") {
             return Err(SnapshotMiss::OtherBuild);
         }
-        if file.fold.state.summary().id != *id {
+        if file.fold.book.state().summary().id != *id {
             return Err(SnapshotMiss::OtherRun);
         }
         let mut log_file = File::open(log).map_err(|error| {

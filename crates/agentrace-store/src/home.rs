@@ -8,11 +8,12 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use agentrace_core::book::RunBook;
+use agentrace_core::childwork::ChildWorkRecord;
 use agentrace_core::state::{FinalActors, RunSummary, RunView};
-use agentrace_core::childwork::ChildWork;
 use agentrace_core::model::Timestamp;
 use agentrace_core::prices::PriceBook;
-use agentrace_core::warnings::{checked, Evidence, WarningConfig};
+use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
@@ -33,20 +34,14 @@ pub struct Home {
     root: PathBuf,
 }
 
-/// A run read back from its log: the folded state, the lines skipped and
-/// the final actors (corrections to apply when showing envelopes).
+/// A run read back from its log: its book (the one fold, see
+/// [`agentrace_core::book`]) and the lines skipped.
 #[derive(Debug, Clone)]
 pub struct LoadedRun {
-    /// Every envelope of the log folded with [`RunState::apply`].
-    pub state: RunState,
+    /// Every envelope of the log folded with [`RunBook::apply`].
+    pub book: RunBook,
     /// Log lines the reader could not read, in file order.
     pub skipped: Vec<SkippedLine>,
-    /// The last `actor_resolved` of each corrected thread.
-    pub final_actors: FinalActors,
-    /// What the warning detectors read beside the view (§8).
-    pub evidence: Evidence,
-    /// The child-work records and the reducer's warnings (§6).
-    pub child_work: ChildWork,
 }
 
 impl LoadedRun {
@@ -54,19 +49,34 @@ impl LoadedRun {
     /// the child-work reducer's and the detectors' at `now` (none: the
     /// time-based ones wait for a reader with a clock), `config` applied.
     pub fn checked_view(&self, config: &WarningConfig, now: Option<Timestamp>) -> RunView {
-        checked(self.view(), self.child_work.warnings(), &self.evidence, now, config).0
+        self.book.checked_view(config, now, self.skipped_count()).0
+    }
+
+    /// The run state.
+    pub fn state(&self) -> &RunState {
+        self.book.state()
+    }
+
+    /// The last `actor_resolved` of each corrected thread.
+    pub fn final_actors(&self) -> &FinalActors {
+        self.book.finals()
+    }
+
+    /// The child-work records as every reader shows them.
+    pub fn records(&self) -> Vec<ChildWorkRecord> {
+        self.book.records()
     }
 
     /// `{run, agents, warnings}`, with the skipped log lines counted.
     pub fn view(&self) -> RunView {
-        let mut view = self.state.view();
+        let mut view = self.book.state().view();
         view.run.counts.skipped_log_lines = self.skipped_count();
         view
     }
 
     /// The run summary, with the skipped log lines counted.
     pub fn summary(&self) -> RunSummary {
-        let mut summary = self.state.summary();
+        let mut summary = self.book.state().summary();
         summary.counts.skipped_log_lines = self.skipped_count();
         summary
     }
@@ -317,24 +327,31 @@ impl Home {
             }
             Err(error) => return Err(error),
         };
-        let mut state = RunState::new(id).with_prices(prices);
-        let mut final_actors = FinalActors::default();
-        let mut evidence = Evidence::default();
-        let mut child_work = ChildWork::new();
+        let mut book = RunBook::new(id).with_prices(prices);
         for envelope in reader.by_ref() {
-            let envelope = envelope?;
-            final_actors.observe(&envelope);
-            state.apply(&envelope);
-            evidence.apply(&envelope);
-            child_work.apply(&envelope);
+            book.apply(&envelope?);
         }
         Ok(LoadedRun {
-            state,
+            book,
             skipped: reader.into_skipped(),
-            final_actors,
-            evidence,
-            child_work,
         })
+    }
+
+    /// The fold of run `id`'s log up to its last whole line: resumed from
+    /// its snapshot when one matches (only the lines after it are read),
+    /// else folded from the start. For readers that need the book but not
+    /// each skipped line (the events' final actors, the records).
+    pub fn fold_run(&self, id: &RunId) -> Result<RunFold, StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        let log_path = self.log_path(&id);
+        if !log_path.is_file() {
+            return Err(self.not_found(id.as_str()));
+        }
+        let mut fold = RunFold::load_snapshot(&self.snapshot_path(&id), &log_path, &id)
+            .unwrap_or_else(|_| RunFold::new(id.clone()));
+        fold.follow(&log_path, |_| {})
+            .map_err(|source| StoreError::io("read run log", &log_path, source))?;
+        Ok(fold)
     }
 
     /// The newest run (as [`Home::list_runs`] orders them), if any.

@@ -2,22 +2,22 @@
 //! child-work record changes (§6) and warnings as they land, until the run's
 //! session is over or Ctrl-C; on a finished run it prints the whole story and
 //! exits. It waits on file notifications (`notify`), never by busy polling;
-//! the records come from the same core reducer `status` replays with, the
+//! the records and the session's end come from the same run book `status`
+//! and the server fold with (`session_ended`, see
+//! [`agentrace_core::book`]), the
 //! warnings from the same detectors `show` and `check` run (§8), judged again
 //! after each read and when a time-based one asks to be.
 
-use std::fs::File;
-use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agentrace_core::childwork::{ChangeKind, ChildWork, ChildWorkChange};
-use agentrace_core::model::{Envelope, RunId, ThreadId, Timestamp, Warning};
-use agentrace_core::state::RunState;
-use agentrace_core::warnings::{checked, Evidence, WarningConfig};
-use agentrace_store::{Home, LogReader};
+use agentrace_core::book::Changes;
+use agentrace_core::childwork::{ChangeKind, ChildWorkChange};
+use agentrace_core::model::{Envelope, RunId, ThreadId, Warning};
+use agentrace_core::warnings::WarningConfig;
+use agentrace_store::{Home, RunFold};
 use anyhow::Context as _;
 use clap::Args;
 use notify::Watcher as _;
@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::check::WarningArgs;
 use crate::output::Out;
 use crate::render;
-use crate::status::{line, session_over};
+use crate::status::line;
 
 /// How long to wait for a notification before looking at the file anyway
 /// (a safety net for file systems that drop notifications, not a poll loop).
@@ -108,11 +108,11 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
     loop {
         follower.read_new(out)?;
         let recheck = follower.detect(out)?;
-        if session_over(&follower.state) {
+        if follower.fold.book().session_over() {
             // A line still being written when the run ended (the rest of
             // the write that ended it) is waited for, a little, not lost.
             let settle = std::time::Instant::now();
-            while !follower.partial.is_empty() && settle.elapsed() < SETTLE {
+            while follower.partial() && settle.elapsed() < SETTLE {
                 if let Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) = wakes.recv_timeout(SETTLE / 10) {
                     break;
                 }
@@ -134,83 +134,63 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
     }
 }
 
-/// The reading side: bytes of the log past `offset`, whole lines only.
+/// The reading side: the log's fold (the core's run book, through the
+/// store's [`RunFold`]), read on from the last whole line folded.
 struct Follower {
-    id: RunId,
     path: PathBuf,
     json: bool,
-    offset: u64,
-    partial: Vec<u8>,
-    state: RunState,
-    reducer: ChildWork,
-    warnings_shown: usize,
-    /// What the detectors read beside the state.
-    evidence: Evidence,
+    fold: RunFold,
     config: WarningConfig,
     /// Every warning printed, by code and thread: each is printed once.
     printed: Vec<(String, Option<ThreadId>)>,
-    last: Option<Timestamp>,
 }
 
 impl Follower {
     fn new(id: RunId, path: PathBuf, json: bool, config: WarningConfig) -> Self {
         Self {
-            state: RunState::new(id.clone()),
-            id,
             path,
             json,
-            offset: 0,
-            partial: Vec::new(),
-            reducer: ChildWork::new(),
-            warnings_shown: 0,
-            evidence: Evidence::default(),
+            fold: RunFold::new(id),
             config,
             printed: Vec::new(),
-            last: None,
         }
+    }
+
+    /// True when the log has bytes past the last whole line folded (a line
+    /// still being written).
+    fn partial(&self) -> bool {
+        std::fs::metadata(&self.path).is_ok_and(|meta| meta.len() > self.fold.offset())
     }
 
     /// Reads what was appended since the last call and prints it.
     fn read_new(&mut self, out: &mut Out) -> anyhow::Result<()> {
-        let mut file =
-            File::open(&self.path).with_context(|| format!("opening {}", self.path.display()))?;
-        let length = file.metadata()?.len();
-        if length < self.offset {
+        let before = self.fold.offset();
+        if std::fs::metadata(&self.path).is_ok_and(|meta| meta.len() < before) {
             anyhow::bail!("{} shrank while attached", self.path.display());
         }
-        file.seek(SeekFrom::Start(self.offset))?;
-        let mut bytes = Vec::new();
-        file.take(length - self.offset).read_to_end(&mut bytes)?;
-        self.offset = length;
-        self.partial.extend(bytes);
-        // A line still being written waits for its newline.
-        let Some(end) = self.partial.iter().rposition(|byte| *byte == b'\n') else {
-            return Ok(());
-        };
-        let whole: Vec<u8> = self.partial.drain(..=end).collect();
-        let mut reader = LogReader::new(whole.as_slice()).with_run_id(self.id.clone());
-        for envelope in &mut reader {
-            let envelope = envelope?;
-            self.state.apply(&envelope);
-            self.evidence.apply(&envelope);
-            let changes = self.reducer.apply(&envelope);
-            self.last = Some(envelope.timestamp);
-            self.print_envelope(out, &envelope)?;
-            self.print_changes(out, &changes)?;
-        }
-        if !reader.skipped().is_empty() {
-            render::skipped_warning(&self.path, reader.skipped());
+        let mut failed = Ok(());
+        let json = self.json;
+        let config = &self.config;
+        let printed = &mut self.printed;
+        let followed = self
+            .fold
+            .follow_each(&self.path, |envelope, changes, _| {
+                if failed.is_ok() {
+                    failed = print_envelope(out, json, envelope)
+                        .and_then(|()| print_changes(out, json, config, printed, changes));
+                }
+            })
+            .with_context(|| format!("reading {}", self.path.display()))?;
+        failed?;
+        if !followed.skipped.is_empty() {
+            render::skipped_warning(&self.path, &followed.skipped);
         }
         Ok(())
     }
 
-    /// The session is over: live records settle, the detectors judge the
-    /// run as it ended, then the follow ends.
+    /// The session is over: the detectors judge the run as it ended, then
+    /// the follow ends (the book settled the live records already).
     fn end(&mut self, out: &mut Out) -> anyhow::Result<()> {
-        if let Some(at) = self.last {
-            let changes = self.reducer.end_session(at);
-            self.print_changes(out, &changes)?;
-        }
         self.detect(out)?;
         out.flush()?;
         Ok(())
@@ -220,71 +200,77 @@ impl Follower {
     /// says in how many milliseconds a time-based detector wants to judge
     /// again.
     fn detect(&mut self, out: &mut Out) -> anyhow::Result<Option<u64>> {
-        if self.last.is_none() {
+        if self.fold.state().last_sequence() == 0 {
             return Ok(None);
         }
-        let (view, recheck) = checked(
-            self.state.view(),
-            self.reducer.warnings(),
-            &self.evidence,
-            Some(crate::check::now()),
-            &self.config,
-        );
+        let (view, recheck) = self
+            .fold
+            .checked_view(&self.config, Some(crate::check::now()));
         for warning in &view.warnings {
-            self.print_warning(out, warning)?;
+            print_warning(out, self.json, &mut self.printed, warning)?;
         }
         Ok(recheck)
     }
+}
 
-    /// Prints `warning` unless one of its code and thread was printed.
-    fn print_warning(&mut self, out: &mut Out, warning: &Warning) -> anyhow::Result<()> {
-        let key = (warning.code.clone(), warning.thread_id.clone());
-        if self.printed.contains(&key) {
-            return Ok(());
-        }
-        self.printed.push(key);
-        if self.json {
-            out.json(&Item::Warning { warning })?;
+/// Prints `warning` unless one of its code and thread was printed.
+fn print_warning(
+    out: &mut Out,
+    json: bool,
+    printed: &mut Vec<(String, Option<ThreadId>)>,
+    warning: &Warning,
+) -> anyhow::Result<()> {
+    let key = (warning.code.clone(), warning.thread_id.clone());
+    if printed.contains(&key) {
+        return Ok(());
+    }
+    printed.push(key);
+    if json {
+        out.json(&Item::Warning { warning })?;
+    } else {
+        out.line(format!("  {:<8} {}: {}", crate::check::severity_word(warning.severity), warning.code, warning.message))?;
+    }
+    Ok(())
+}
+
+fn print_envelope(out: &mut Out, json: bool, envelope: &Envelope) -> anyhow::Result<()> {
+    if json {
+        let mut shown = envelope.clone();
+        shown.raw = None;
+        out.json(&Item::Envelope { envelope: &shown })?;
+    } else {
+        render::event_line(out, envelope)?;
+    }
+    Ok(())
+}
+
+/// Prints an envelope's record changes, then the warnings it raised as
+/// they happen (allowed codes left out); the detectors' come with
+/// [`Follower::detect`].
+fn print_changes(
+    out: &mut Out,
+    json: bool,
+    config: &WarningConfig,
+    printed: &mut Vec<(String, Option<ThreadId>)>,
+    changes: Changes,
+) -> anyhow::Result<()> {
+    for change in &changes.records {
+        if json {
+            out.json(&Item::Change(change))?;
         } else {
-            out.line(format!("  {:<8} {}: {}", crate::check::severity_word(warning.severity), warning.code, warning.message))?;
+            let word = match change.change {
+                ChangeKind::Admitted => "admitted",
+                ChangeKind::Updated => "updated",
+                ChangeKind::Ended => "ended",
+                ChangeKind::Settled => "settled",
+            };
+            // The age as it was when the change happened, not as of today.
+            let at = change.record.updated_at;
+            out.line(format!("  {word:<8} {}", line(&change.record, "", 0, at)))?;
         }
-        Ok(())
     }
-
-    fn print_envelope(&mut self, out: &mut Out, envelope: &Envelope) -> anyhow::Result<()> {
-        if self.json {
-            let mut shown = envelope.clone();
-            shown.raw = None;
-            out.json(&Item::Envelope { envelope: &shown })?;
-        } else {
-            render::event_line(out, envelope)?;
-        }
-        Ok(())
+    for warning in config.filter(changes.warnings) {
+        print_warning(out, json, printed, &warning)?;
     }
-
-    fn print_changes(&mut self, out: &mut Out, changes: &[ChildWorkChange]) -> anyhow::Result<()> {
-        for change in changes {
-            if self.json {
-                out.json(&Item::Change(change))?;
-            } else {
-                let word = match change.change {
-                    ChangeKind::Admitted => "admitted",
-                    ChangeKind::Updated => "updated",
-                    ChangeKind::Ended => "ended",
-                    ChangeKind::Settled => "settled",
-                };
-                // The age as it was when the change happened, not as of today.
-                let at = change.record.updated_at;
-                out.line(format!("  {word:<8} {}", line(&change.record, "", 0, at)))?;
-            }
-        }
-        // The reducer's own warnings as they happen, beside the change
-        // that raised them (allowed codes left out).
-        let fresh: Vec<Warning> = self.reducer.warnings()[self.warnings_shown..].to_vec();
-        self.warnings_shown += fresh.len();
-        for warning in self.config.filter(fresh) {
-            self.print_warning(out, &warning)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }

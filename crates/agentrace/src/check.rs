@@ -151,11 +151,18 @@ pub fn now() -> Timestamp {
     Timestamp::from_millis(millis)
 }
 
-/// Run `id` as `show` gives it with the home's config file (no flags):
-/// for what is made of a run elsewhere (its exports).
-pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
+/// Run `id` as `show` gives it with the home's config file (no flags),
+/// and the final actors of the same fold: for what is made of a run
+/// elsewhere (its exports), which goes on to show its envelopes
+/// (corrections applied).
+pub fn shown_run(
+    home: &Home,
+    id: &RunId,
+) -> anyhow::Result<(RunView, agentrace_core::state::FinalActors)> {
     let config = config(home, &WarningArgs::default())?;
-    Ok(home.load_run(id)?.checked_view(&config, Some(now())))
+    let loaded = home.load_run(id)?;
+    let view = loaded.checked_view(&config, Some(now()));
+    Ok((view, loaded.final_actors().clone()))
 }
 
 /// Every run as `agentrace runs` lists it: its warnings counted as `show`

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::{Provider, RunId, Timestamp};
+use agentrace_core::model::{Provider, RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunSummary;
 use agentrace_core::{InputLine, Recorder};
@@ -426,7 +426,7 @@ pub fn ingest_transcripts(
                 fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
             recording.feed(part, &bytes)?;
         }
-        let summary = recording.close()?;
+        let summary = recording.close(Some(SessionEndReason::EndOfInput))?;
         if !options.quiet {
             eprintln!(
                 "{} {id}: claude session {}, {} events, result {}",
@@ -601,10 +601,16 @@ impl Recording {
         Ok(())
     }
 
-    /// Finishes: last envelopes, sync, the record.
-    pub fn close(mut self) -> anyhow::Result<RunSummary> {
+    /// Finishes: last envelopes, the session's end when it ended (for
+    /// `ended`), sync, the record.
+    pub fn close(mut self, ended: Option<SessionEndReason>) -> anyhow::Result<RunSummary> {
         let last = self.recorder.finish();
         self.write(&last)?;
+        if let Some(reason) = ended {
+            let at = crate::ingest::session_end_time(reason, self.recorder.state());
+            let envelopes = self.recorder.end_session(at, reason);
+            self.write(&envelopes)?;
+        }
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
         self.writer.write_record(&summary)?;

@@ -145,7 +145,12 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
         };
         recording.abort(error, interrupted)?;
     }
-    let summary = recording.close()?;
+    let reason = if interrupted {
+        agentrace_core::model::SessionEndReason::Closed
+    } else {
+        agentrace_core::model::SessionEndReason::Exit
+    };
+    let summary = recording.close(Some(reason))?;
     drop(lock);
     match summary.status {
         RunStatus::Done => {

@@ -5,7 +5,6 @@
 use std::process::ExitCode;
 
 use agentrace_core::model::Role;
-use agentrace_core::state::FinalActors;
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -333,11 +332,10 @@ impl ActorFilter {
 fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
     let id = home.resolve(&args.run)?;
     let path = home.log_path(&id);
-    // Two passes keep memory bounded: corrections first, then the events.
-    let mut finals = FinalActors::default();
-    for envelope in LogReader::open(&path)? {
-        finals.observe(&envelope?);
-    }
+    // Two passes keep memory bounded: the run book first (from its
+    // snapshot when one matches) for the corrections, then the events.
+    let fold = home.fold_run(&id)?;
+    let finals = fold.finals();
     let filter = ActorFilter::parse(args.actor.as_deref());
     let mut reader = LogReader::open(&path)?;
     for envelope in &mut reader {

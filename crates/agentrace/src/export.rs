@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use agentrace_core::model::RunId;
-use agentrace_core::state::FinalActors;
 use agentrace_otel::proto::encode_requests;
 use agentrace_otel::{ExportConfig, Exporter, RetryPolicy, TraceBuilder, TraceId};
 use agentrace_store::{Home, LogReader};
@@ -98,7 +97,8 @@ pub fn exporter(endpoint: Option<&str>, headers: &[String]) -> anyhow::Result<Ex
 }
 
 /// Sends one recorded run as one trace; returns its trace id and span count.
-/// Reads the log twice (corrections first) so memory grows with agents and
+/// Reads the log twice (folded by the run book first, for its view and
+/// corrections) so memory grows with agents and
 /// tool calls, not with events.
 pub fn export_run(
     home: &Home,
@@ -108,12 +108,8 @@ pub fn export_run(
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too), as the config
     // file in the home sets them.
-    let view = crate::check::shown_view(home, id)?;
+    let (view, finals) = crate::check::shown_run(home, id)?;
     let mut builder = TraceBuilder::new(id.as_str());
-    let mut finals = FinalActors::default();
-    for envelope in LogReader::open(&path)? {
-        finals.observe(&envelope?);
-    }
     for envelope in LogReader::open(&path)? {
         let mut envelope = envelope?;
         finals.apply(&mut envelope);

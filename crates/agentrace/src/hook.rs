@@ -77,7 +77,7 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     if let Some(_lock) = RunLock::acquire(&home, &id, wait)? {
         let mut recording = Recording::open(&home, &id, Format::ClaudeHook, now)?;
         drain_spool(&home, &id, &mut recording)?;
-        recording.close()?;
+        recording.close(None)?;
     }
     Ok(())
 }

@@ -1549,7 +1549,7 @@ fn import_sessions(
                     fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
                 recording.feed(part, &bytes)?;
             }
-            recording.close()?;
+            recording.close(None)?;
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), None)?;
         }
     }

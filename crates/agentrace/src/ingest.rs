@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
-use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp};
+use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
 use agentrace_core::recorder::Format;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
@@ -190,6 +190,7 @@ pub fn ingest_reader(
     }
     let last = session.recorder.finish();
     session.write(&last)?;
+    session.end_of_input()?;
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
@@ -225,6 +226,22 @@ pub fn ingest_reader(
         );
     }
     Ok(id)
+}
+
+/// When a session that ended for `reason` ended: an input's or a
+/// finished session's files end at their last envelope (so the log of the
+/// same input is the same whenever it is read in); a live session ends
+/// now.
+pub fn session_end_time(reason: SessionEndReason, state: &agentrace_core::RunState) -> Timestamp {
+    match reason {
+        SessionEndReason::EndOfInput | SessionEndReason::ImportFinished => {
+            state.summary().updated_at.unwrap_or_else(now)
+        }
+        SessionEndReason::Exit
+        | SessionEndReason::Closed
+        | SessionEndReason::TapClosed
+        | SessionEndReason::Other => now(),
+    }
 }
 
 fn status_word(status: RunStatus) -> &'static str {
@@ -299,6 +316,19 @@ impl Session {
         self.write(&envelopes)
     }
 
+    /// The input ended, and with it the session: `session_ended`.
+    fn end_of_input(&mut self) -> anyhow::Result<()> {
+        let reason = SessionEndReason::EndOfInput;
+        let at = session_end_time(reason, self.recorder.state());
+        self.end_as(reason, at)
+    }
+
+    /// The session ended for `reason` at `at`.
+    fn end_as(&mut self, reason: SessionEndReason, at: Timestamp) -> anyhow::Result<()> {
+        let envelopes = self.recorder.end_session(at, reason);
+        self.write(&envelopes)
+    }
+
     fn write(&mut self, envelopes: &[agentrace_core::Envelope]) -> anyhow::Result<()> {
         if envelopes.is_empty() {
             return Ok(());
@@ -362,6 +392,9 @@ fn replay<R: Read>(
     session.write(&first)?;
     let mut frames = 0u64;
     let mut skipped = 0u64;
+    // How the replayed log's session ended, if it said: the replay ends the
+    // same way (a live run's exit, not the end of this input).
+    let mut ended = None;
     let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
@@ -370,6 +403,9 @@ fn replay<R: Read>(
             skipped += 1;
             return Ok(());
         };
+        if let EventBody::Known(Event::SessionEnded { reason }) = &envelope.event {
+            ended = Some((*reason, envelope.timestamp));
+        }
         let Some(raw) = &envelope.raw else {
             return Ok(());
         };
@@ -391,6 +427,10 @@ fn replay<R: Read>(
     }
     let last = session.recorder.finish();
     session.write(&last)?;
+    match ended {
+        Some((reason, at)) => session.end_as(reason, at)?,
+        None => session.end_of_input()?,
+    }
     session.writer.sync()?;
     session
         .writer

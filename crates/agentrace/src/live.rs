@@ -2,13 +2,20 @@
 //! directions in, attributed envelopes appended to the store as each line
 //! completes, and a compact live view on stderr. The attribution itself is
 //! the same recorder `ingest` uses, so a live run and an ingested copy of
-//! the same stream agree.
+//! the same stream agree. The recorder's run book hands back what each
+//! envelope changed ([`agentrace_core::book::Changes`]); the shell gives the
+//! envelopes and their changes to its sinks: the writer (the log, and the
+//! record at each status change) and the live view.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 
 use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::{Direction, Envelope, Event, EventBody, RunId, RunStatus, Source};
+use agentrace_core::book::Changes;
+use agentrace_core::childwork::ChangeKind;
+use agentrace_core::model::{
+    Direction, Envelope, Event, EventBody, RunId, SessionEndReason, Source,
+};
 use agentrace_core::recorder::Format;
 use agentrace_core::state::{RunState, RunSummary};
 use agentrace_core::{InputLine, Recorder};
@@ -23,7 +30,8 @@ pub struct LiveRun {
     writer: RunWriter,
     to_server: LineAssembler,
     from_server: LineAssembler,
-    status: Option<RunStatus>,
+    /// The first write of the record is due (then one at each status change).
+    record_due: bool,
     view: Option<LiveView>,
 }
 
@@ -32,14 +40,15 @@ impl LiveRun {
     pub fn create(home: &Home, id: &RunId, source: Source, view: bool) -> anyhow::Result<Self> {
         let recorder = Recorder::new(id.clone(), Format::CodexAppServer)
             .with_source(source)
-            .keep_secrets(crate::secrets::keep());
+            .keep_secrets(crate::secrets::keep())
+            .with_changes();
         let writer = home.create_run(id)?;
         let mut run = Self {
             recorder,
             writer,
             to_server: LineAssembler::default(),
             from_server: LineAssembler::default(),
-            status: None,
+            record_due: true,
             view: view.then(LiveView::new),
         };
         let first = run.recorder.start(now());
@@ -118,9 +127,10 @@ impl LiveRun {
         self.write(envelopes)
     }
 
-    /// Records what is left (partial last lines count as lines), makes the
-    /// log durable and writes the run record.
-    pub fn finish(mut self) -> anyhow::Result<RunSummary> {
+    /// Records what is left (partial last lines count as lines) and the
+    /// session's end (for `reason`), makes the log durable and writes the
+    /// run record.
+    pub fn finish(mut self, reason: SessionEndReason) -> anyhow::Result<RunSummary> {
         for direction in [Direction::ToServer, Direction::FromServer] {
             let last = match direction {
                 Direction::ToServer => self.to_server.finish(),
@@ -137,6 +147,8 @@ impl LiveRun {
         }
         let last = self.recorder.finish();
         self.write(last)?;
+        let ended = self.recorder.end_session(now(), reason);
+        self.write(ended)?;
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
         self.writer.write_record(&summary)?;
@@ -147,16 +159,17 @@ impl LiveRun {
         if envelopes.is_empty() {
             return Ok(());
         }
+        let changes = self.recorder.take_changes();
         self.writer.append(&envelopes)?;
         if let Some(view) = &mut self.view {
             for envelope in &envelopes {
                 view.show(envelope);
             }
+            view.changes(&changes);
         }
-        let status = self.recorder.state().status();
-        if self.status != Some(status) {
+        if changes.status.is_some() || self.record_due {
             // Status changes are the moments someone may look: make them durable.
-            self.status = Some(status);
+            self.record_due = false;
             self.writer.sync()?;
             self.writer.write_record(&self.recorder.state().summary())?;
         }
@@ -187,6 +200,32 @@ impl LiveView {
             .get(thread)
             .cloned()
             .unwrap_or_else(|| thread.to_owned())
+    }
+
+    /// Shows the records the session's end settled (the other changes
+    /// show as their envelopes).
+    pub fn changes(&mut self, changes: &Changes) {
+        for change in &changes.records {
+            match change.change {
+                ChangeKind::Settled => self.say(
+                    "agentrace",
+                    &format!("{} was still running when the session ended: outcome unknown", change.record.label),
+                ),
+                ChangeKind::Admitted | ChangeKind::Updated | ChangeKind::Ended => {}
+            }
+        }
+    }
+
+    fn say(&self, label: &str, text: &str) {
+        let label = one_line(label, 32);
+        let text = one_line(text, 140);
+        let line = if self.colour {
+            format!("\x1b[36m{label:>16}\x1b[0m  {text}\n")
+        } else {
+            format!("{label:>16}  {text}\n")
+        };
+        // The live view is best effort: a closed stderr must not stop recording.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 
     /// Shows one envelope, if it is worth a line.
@@ -261,14 +300,6 @@ impl LiveView {
             }
             _ => return,
         };
-        let label = one_line(&envelope.actor.label, 32);
-        let text = one_line(&text, 140);
-        let line = if self.colour {
-            format!("\x1b[36m{label:>16}\x1b[0m  {text}\n")
-        } else {
-            format!("{label:>16}  {text}\n")
-        };
-        // The live view is best effort: a closed stderr must not stop recording.
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        self.say(&envelope.actor.label, &text);
     }
 }

@@ -443,6 +443,7 @@ fn describe(event: &EventBody) -> String {
                 .unwrap_or_else(|| "another thread".to_owned())
         ),
         Event::ModelSelected { model, .. } => format!("model {model}"),
+        Event::SessionEnded { reason } => format!("session ended ({})", reason.as_str()),
         Event::Unknown { reason, .. } => format!("unknown: {reason}"),
     };
     one_line(&text, 160)

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
-use agentrace_core::state::{AgentNode, FinalActors, RunView};
+use agentrace_core::state::{AgentNode, RunView};
 use agentrace_store::{Home, LogReader};
 
 /// Longest agent text (a prompt, a message, a tool's output) in a report.
@@ -34,11 +34,7 @@ pub fn render_run(
 ) -> anyhow::Result<String> {
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too).
-    let view = crate::check::shown_view(home, id)?;
-    let mut finals = FinalActors::default();
-    for envelope in LogReader::open(&path)? {
-        finals.observe(&envelope?);
-    }
+    let (view, finals) = crate::check::shown_run(home, id)?;
     let mut envelopes = Vec::new();
     let mut reader = LogReader::open(&path)?;
     for envelope in &mut reader {
@@ -185,6 +181,7 @@ fn row(view: &RunView, envelope: &Envelope) -> Option<Row> {
         | Event::Response { .. }
         | Event::Notice { .. }
         | Event::Replayed { .. }
+        | Event::SessionEnded { .. }
         | Event::ModelSelected { .. } => return None,
     };
     let time = envelope.timestamp.to_string();

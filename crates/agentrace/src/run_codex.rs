@@ -382,7 +382,15 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
             )?;
         }
     }
-    let summary = driver.live.finish()?;
+    // The user giving up is agentrace closing the session; any other end
+    // is the server's exit (after the turn, or before it).
+    let reason = match outcome {
+        Outcome::Abandoned => agentrace_core::model::SessionEndReason::Closed,
+        Outcome::Ended | Outcome::ServerGone | Outcome::Refused => {
+            agentrace_core::model::SessionEndReason::Exit
+        }
+    };
+    let summary = driver.live.finish(reason)?;
     if let Some(endpoint) = &args.otlp {
         crate::export::export_after_run(home, &id, endpoint);
     }

@@ -1,15 +1,15 @@
 //! `agentrace status`: the child-work records of a run (§6), folded from its
-//! log by the core reducer, as a table, as `{"records": [...]}`, or as every
+//! log by the core's run book, as a table, as `{"records": [...]}`, or as every
 //! change in order (JSON Lines). It owns only reading and printing; the
 //! records are the core's, the same a live observer had.
 
 use std::path::Path;
 
+use agentrace_core::book::RunBook;
 use agentrace_core::childwork::{
-    ChildWork, ChildWorkChange, ChildWorkKind, ChildWorkRecord, ChildWorkState, WaitingOn,
+    ChildWorkChange, ChildWorkKind, ChildWorkRecord, ChildWorkState, WaitingOn,
 };
-use agentrace_core::model::{Envelope, RunStatus, Source, Timestamp};
-use agentrace_core::state::RunState;
+use agentrace_core::model::{Envelope, Timestamp};
 use agentrace_store::{Home, LogReader};
 use clap::Args;
 use serde::Serialize;
@@ -39,50 +39,29 @@ pub struct RecordsView<'a> {
     pub records: &'a [ChildWorkRecord],
 }
 
-/// A run's log folded by the reducer.
+/// A run's log folded by the run book.
 pub struct Folded {
-    /// The reducer after the whole log (and the session end, when over).
-    pub reducer: ChildWork,
-    /// Every change, in order.
+    /// The book after the whole log.
+    pub book: RunBook,
+    /// Every record change, in order (the book's session rule applied).
     pub changes: Vec<ChildWorkChange>,
 }
 
-/// True when the run's session is over, so live records settle `unknown`
-/// (§6 rule 9): a log written by `ingest` from a finished input is whole
-/// (its end is the end of the input); a live run's session ends with the
-/// run (the root's turn ended, or the recorder gave up on it).
-pub fn session_over(state: &RunState) -> bool {
-    let summary = state.summary();
-    let ingested = matches!(
-        summary.source,
-        Source::CodexAppServer | Source::ClaudeTranscript | Source::Legacy
-    );
-    ingested || summary.status != RunStatus::Running
-}
-
-/// Reads a run's log and folds it; the session ends at its last envelope
-/// when [`session_over`] says so.
+/// Reads a run's log and folds it through the run book, whose session rule
+/// (`session_ended`, or for a log without one the run's status) settles
+/// live records: the same records every other reader shows.
 pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId) -> anyhow::Result<Folded> {
     let mut reader = LogReader::open(path)?.with_run_id(run.clone());
-    let mut reducer = ChildWork::new();
-    let mut state = RunState::new(run.clone());
+    let mut book = RunBook::new(run.clone());
     let mut changes = Vec::new();
-    let mut last: Option<Timestamp> = None;
     for envelope in &mut reader {
         let envelope: Envelope = envelope?;
-        state.apply(&envelope);
-        changes.extend(reducer.apply(&envelope));
-        last = Some(envelope.timestamp);
+        changes.extend(book.apply(&envelope).records);
     }
     if !reader.skipped().is_empty() {
         skipped_warning(path, reader.skipped());
     }
-    if session_over(&state) {
-        if let Some(at) = last {
-            changes.extend(reducer.end_session(at));
-        }
-    }
-    Ok(Folded { reducer, changes })
+    Ok(Folded { book, changes })
 }
 
 /// Runs `agentrace status`.
@@ -95,7 +74,7 @@ pub fn run(home: &Home, args: &StatusArgs, out: &mut Out) -> anyhow::Result<()> 
         }
         return Ok(());
     }
-    let records = folded.reducer.records();
+    let records = folded.book.records();
     if args.json {
         return out.json_pretty(&RecordsView { records: &records });
     }

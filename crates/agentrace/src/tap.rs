@@ -205,7 +205,7 @@ fn finish(mut live: LiveRun, id: &RunId, status: std::process::ExitStatus) -> an
             false,
         )?;
     }
-    live.finish()?;
+    live.finish(agentrace_core::model::SessionEndReason::TapClosed)?;
     let _ = id;
     let code = match status.code() {
         Some(code) => code,

@@ -13,6 +13,7 @@ mod all {
     pub mod live_claude;
     pub mod import_usage;
     pub mod live_codex;
+    pub mod one_book;
     pub mod phoenix;
     pub mod status_attach;
     pub mod statusline;

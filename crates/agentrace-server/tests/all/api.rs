@@ -50,7 +50,7 @@ async fn the_run_endpoint_gives_the_stores_view_with_detected_warnings() {
         .unwrap_or_else(|e| panic!("{e}"));
     let (expected, _) = agentrace_core::warnings::with_detected(
         loaded.view(),
-        &loaded.evidence,
+        loaded.book.evidence(),
         None,
         &WarningConfig::default(),
     );
@@ -407,6 +407,83 @@ async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
     );
     assert!(text.contains("event: record"), "{text}");
     assert!(text.contains("event: run"), "{text}");
+}
+
+/// Reads an SSE body until a `run` event counts `events` envelopes; returns
+/// the records it holds then (its `records`, then each `record` change).
+async fn streamed_records(body: &mut Body, events: u64) -> Vec<Value> {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut records: Vec<Value> = Vec::new();
+        let mut done = false;
+        for event in text.split("\n\n").filter(|event| event.ends_with('}') || event.ends_with(']')) {
+            let Some((name, data)) = event.split_once("\ndata: ") else { continue };
+            let name = name.trim_start_matches("event: ");
+            let data: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+            match name {
+                "records" => records = data["records"].as_array().cloned().unwrap_or_default(),
+                "record" => match records
+                    .iter_mut()
+                    .find(|known| known["childWorkId"] == data["record"]["childWorkId"])
+                {
+                    Some(known) => *known = data["record"].clone(),
+                    None => records.push(data["record"].clone()),
+                },
+                "run" => done = data["run"]["counts"]["events"].as_u64() == Some(events),
+                _ => {}
+            }
+        }
+        if done {
+            return records;
+        }
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no view of {events} events within 10 s: {text}"));
+        let Some(Ok(frame)) = frame else { panic!("the stream ended: {text}") };
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+}
+
+#[tokio::test]
+async fn two_clients_of_a_live_run_get_the_one_folds_records_as_records_gives_them() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(super::support::capture("v1_parallel"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut writer, mut recorder) =
+        scratch.record("live", lines[..20].join("\n").as_bytes(), false);
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            poll: std::time::Duration::from_millis(20),
+            ..Options::default()
+        },
+    );
+    let mut bodies = Vec::new();
+    for _ in 0..2 {
+        let response = app(state.clone())
+            .oneshot(
+                Request::get("/api/runs/live/stream")
+                    .body(Body::empty())
+                    .unwrap_or_else(|e| panic!("{e}")),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        bodies.push(response.into_body());
+    }
+    super::support::push(&mut writer, &mut recorder, lines[20..].join("\n").as_bytes());
+    let events = recorder.state().summary().counts.events;
+    let (_, records) = get(&state, "/api/runs/live/records", None).await;
+    let mut streamed = Vec::new();
+    for body in &mut bodies {
+        streamed.push(streamed_records(body, events).await);
+    }
+    let records = records["records"].as_array().cloned().unwrap_or_default();
+    assert!(!records.is_empty());
+    assert_eq!(streamed, vec![records.clone(), records]);
 }
 
 /// Every answer of the API about run `id` that a snapshot could change.

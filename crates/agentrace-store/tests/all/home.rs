@@ -225,7 +225,7 @@ fn every_capture_written_and_loaded_back_rebuilds_the_live_state() -> TestResult
 
         let loaded = home.load_run(&run_id(&name))?;
 
-        assert_eq!(&loaded.state, recorder.state(), "{name}");
+        assert_eq!(loaded.state(), recorder.state(), "{name}");
         assert_eq!(loaded.skipped, vec![], "{name}");
     }
     Ok(())

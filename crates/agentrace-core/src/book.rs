@@ -1,0 +1,314 @@
+//! The run book: the one fold of a run log (SPEC §13). It holds the run
+//! state, the final actors, the warning detectors' evidence and the
+//! child-work reducer (§6), and decides when the session is over; every
+//! reader of a log (the CLI's commands, the store's snapshots, the server)
+//! and the recorder fold through it, so they cannot disagree. Pure:
+//! [`RunBook::apply`] returns what changed as data ([`Changes`]) and never
+//! reads the clock.
+//!
+//! # When the session is over (one rule, every reader)
+//!
+//! - A `session_ended` envelope ends the session: every live child-work
+//!   record settles `unknown` at its time (rule 9). A later `turn_started`
+//!   (a resumed session) opens it again; records that settled stay
+//!   settled. Other lines after it (a hook input, a late notification)
+//!   leave it ended.
+//! - A log that never had a `session_ended` (written before the event
+//!   existed, or by a recorder that was killed) is read as before it
+//!   existed: its session is over while the run's status is not `running`
+//!   (the root's last turn ended). The live records then *show* settled at
+//!   the time the run ended; if the root starts another turn they show
+//!   live again (an `updated` change each). The reducer itself is not
+//!   touched, so whether a reader folds the log at once or line by line,
+//!   it sees the same records and the same changes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::childwork::{ChangeKind, ChildWork, ChildWorkChange, ChildWorkRecord, ChildWorkState};
+use crate::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp, Warning};
+use crate::prices::PriceBook;
+use crate::state::{FinalActors, RunState, RunView};
+use crate::warnings::{checked, Evidence, WarningConfig};
+
+/// What one envelope changed in the book.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    /// Child-work record changes, in order (§6), as readers show them (the
+    /// session rule applied).
+    pub records: Vec<ChildWorkChange>,
+    /// The run's new status, when it changed.
+    pub status: Option<RunStatus>,
+    /// Warnings raised by this envelope: recorded `warning` events new to
+    /// the run and the child-work reducer's (`lost_turn`). The detectors'
+    /// warnings need a clock and a configuration: see
+    /// [`RunBook::checked_view`].
+    pub warnings: Vec<Warning>,
+}
+
+impl Changes {
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.status.is_none() && self.warnings.is_empty()
+    }
+
+    /// Appends `more`, keeping order (the last status wins).
+    pub fn extend(&mut self, more: Changes) {
+        self.records.extend(more.records);
+        if more.status.is_some() {
+            self.status = more.status;
+        }
+        self.warnings.extend(more.warnings);
+    }
+}
+
+/// Where the session stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Session {
+    /// A `session_ended` came and no `turn_started` since.
+    ended: bool,
+    /// The log has had a `session_ended`: the fallback rule no longer
+    /// applies.
+    ever_ended: bool,
+    /// The fallback rule shows the live records settled, at this time.
+    shown_settled_at: Option<Timestamp>,
+}
+
+/// The fold of one run log. Serializable so the store can snapshot a long
+/// run's fold (an internal cache, not a contract).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunBook {
+    state: RunState,
+    finals: FinalActors,
+    evidence: Evidence,
+    child_work: ChildWork,
+    session: Session,
+    /// Only the run state is kept (a recorder whose caller reads nothing
+    /// else, such as `usage` or an import whose writer folds the rest).
+    state_only: bool,
+}
+
+impl RunBook {
+    /// The book of an empty log.
+    pub fn new(id: RunId) -> Self {
+        Self {
+            state: RunState::new(id),
+            finals: FinalActors::default(),
+            evidence: Evidence::default(),
+            child_work: ChildWork::new(),
+            session: Session::default(),
+            state_only: false,
+        }
+    }
+
+    /// A book that keeps only the run state: [`RunBook::apply`] returns
+    /// status changes and recorded warnings, never record changes, and the
+    /// records, evidence and final actors stay empty.
+    pub fn state_only(id: RunId) -> Self {
+        Self {
+            state_only: true,
+            ..Self::new(id)
+        }
+    }
+
+    /// The same book keeping everything from now on (made by
+    /// [`RunBook::state_only`], before anything was folded).
+    pub fn keep_all(mut self) -> Self {
+        self.state_only = false;
+        self
+    }
+
+    /// The same book pricing with `prices` (a user's price file).
+    pub fn with_prices(mut self, prices: std::sync::Arc<PriceBook>) -> Self {
+        self.state = self.state.with_prices(prices);
+        self
+    }
+
+    /// Folds one envelope in; returns what it changed.
+    pub fn apply(&mut self, envelope: &Envelope) -> Changes {
+        let status_before = self.state.status();
+        let recorded_before = self.state.warnings().len();
+        let reducer_warnings_before = self.child_work.warnings().len();
+        self.state.apply(envelope);
+        let status = self.state.status();
+        let mut changes = Changes {
+            records: Vec::new(),
+            status: (status != status_before).then_some(status),
+            warnings: self.state.warnings()[recorded_before..].to_vec(),
+        };
+        if self.state_only {
+            return changes;
+        }
+        self.finals.observe(envelope);
+        self.evidence.apply(envelope);
+        let shown_before = self.session.shown_settled_at;
+        let ending = matches!(
+            envelope.event,
+            EventBody::Known(Event::SessionEnded { .. })
+        );
+        let mut raw = if ending {
+            self.session.ended = true;
+            self.session.ever_ended = true;
+            self.child_work.end_session(envelope.timestamp)
+        } else {
+            // Only a new turn is a resumed session: a line that trails the
+            // end (a hook input written after it, a late notification) is
+            // still the ended session's.
+            if matches!(envelope.event, EventBody::Known(Event::TurnStarted { .. })) {
+                self.session.ended = false;
+            }
+            self.child_work.apply(envelope)
+        };
+        changes
+            .warnings
+            .extend_from_slice(&self.child_work.warnings()[reducer_warnings_before..]);
+        let fallback = !self.session.ever_ended && status != RunStatus::Running;
+        self.session.shown_settled_at = match (shown_before, fallback) {
+            (Some(at), true) => Some(at),
+            (None, true) => Some(self.state.summary().ended_at.unwrap_or(envelope.timestamp)),
+            (_, false) => None,
+        };
+        changes.records = match (shown_before, self.session.shown_settled_at) {
+            (None, None) => raw,
+            // The records start to show settled: those the reducer changed
+            // now, then every other live one.
+            (None, Some(at)) => {
+                let settled = self.settled_copy(at);
+                let mut shown = shown_through(&raw, &settled, ChangeKind::Settled);
+                let live: Vec<_> = self
+                    .child_work
+                    .records()
+                    .into_iter()
+                    .filter(|record| record.state != ChildWorkState::Ended)
+                    .map(|record| record.child_work_id)
+                    .collect();
+                for record in settled.records() {
+                    if live.contains(&record.child_work_id)
+                        && !raw.iter().any(|change| change.record.child_work_id == record.child_work_id)
+                    {
+                        shown.push(ChildWorkChange {
+                            change: ChangeKind::Settled,
+                            record,
+                        });
+                    }
+                }
+                shown
+            }
+            (Some(at), Some(_)) => {
+                if raw.is_empty() {
+                    raw
+                } else {
+                    let settled = self.settled_copy(at);
+                    shown_through(&raw, &settled, ChangeKind::Updated)
+                }
+            }
+            // They show live again: every live record that showed settled,
+            // then what the reducer changed.
+            (Some(_), None) => {
+                let mut shown: Vec<ChildWorkChange> = self
+                    .child_work
+                    .records()
+                    .into_iter()
+                    .filter(|record| {
+                        record.state != ChildWorkState::Ended
+                            && !raw
+                                .iter()
+                                .any(|change| change.record.child_work_id == record.child_work_id)
+                    })
+                    .map(|record| ChildWorkChange {
+                        change: ChangeKind::Updated,
+                        record,
+                    })
+                    .collect();
+                shown.append(&mut raw);
+                shown
+            }
+        };
+        changes
+    }
+
+    /// The run state.
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// The final actor of each corrected thread.
+    pub fn finals(&self) -> &FinalActors {
+        &self.finals
+    }
+
+    /// The warning detectors' evidence.
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
+    /// The child-work reducer as folded (without the session rule's
+    /// settling: see [`RunBook::records`]).
+    pub fn child_work(&self) -> &ChildWork {
+        &self.child_work
+    }
+
+    /// True when the session is over by the rule of this module: a
+    /// `session_ended` was the last word, or a log that never had one
+    /// shows its run ended.
+    pub fn session_over(&self) -> bool {
+        self.session.ended || self.session.shown_settled_at.is_some()
+    }
+
+    /// The child-work records as every reader shows them, in admission
+    /// order: the session rule applied.
+    pub fn records(&self) -> Vec<ChildWorkRecord> {
+        match self.session.shown_settled_at {
+            Some(at) => self.settled_copy(at).records(),
+            None => self.child_work.records(),
+        }
+    }
+
+    /// `{run, agents, warnings}` as `show --json` prints it: the recorded
+    /// warnings, the child-work reducer's and the detectors' at `now` (none:
+    /// the time-based ones wait for a reader with a clock), `config`
+    /// applied, and `skipped` log lines counted; with the milliseconds
+    /// after which a time-based detector wants to judge again.
+    pub fn checked_view(
+        &self,
+        config: &WarningConfig,
+        now: Option<Timestamp>,
+        skipped: u64,
+    ) -> (RunView, Option<u64>) {
+        let mut view = self.state.view();
+        view.run.counts.skipped_log_lines = skipped;
+        checked(view, self.child_work.warnings(), &self.evidence, now, config)
+    }
+
+    fn settled_copy(&self, at: Timestamp) -> ChildWork {
+        let mut settled = self.child_work.clone();
+        settled.end_session(at);
+        settled
+    }
+}
+
+/// The reducer's changes as they show through the settled copy: each
+/// record as the copy has it, a live one now shown ended taking `kind`.
+fn shown_through(raw: &[ChildWorkChange], settled: &ChildWork, kind: ChangeKind) -> Vec<ChildWorkChange> {
+    let records = settled.records();
+    raw.iter()
+        .map(|change| {
+            match records
+                .iter()
+                .find(|record| record.child_work_id == change.record.child_work_id)
+            {
+                Some(record) if record.state == ChildWorkState::Ended && change.record.state != ChildWorkState::Ended => {
+                    ChildWorkChange {
+                        change: match change.change {
+                            ChangeKind::Admitted => ChangeKind::Admitted,
+                            ChangeKind::Updated | ChangeKind::Ended | ChangeKind::Settled => kind,
+                        },
+                        record: record.clone(),
+                    }
+                }
+                Some(_) | None => change.clone(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,233 @@
+//! The run book (issue 18): the one fold every reader shares. For every
+//! capture and every cut of its envelopes, the records a reader gets by
+//! keeping the last change of each equal the book's records, whether the
+//! log ends with `session_ended` or not (the fallback rule); and a
+//! `session_ended` settles what is live, once, by one rule.
+
+use std::path::{Path, PathBuf};
+
+use agentrace_core::book::RunBook;
+use agentrace_core::childwork::{fold, ChangeKind, ChildWorkChange, ChildWorkRecord, ChildWorkState, Outcome};
+use agentrace_core::model::{
+    Actor, Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp, LOG_VERSION,
+};
+use agentrace_core::recorder::Format;
+use agentrace_core::{InputLine, Recorder};
+
+use super::support::{record, T0};
+
+fn fixtures() -> Vec<(String, Vec<Envelope>)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut all = Vec::new();
+    for folder in ["codex", "codex-0.171"] {
+        for dir in dirs(&root.join(folder)) {
+            let input = dir.join("server.jsonl");
+            if input.is_file() {
+                let bytes = std::fs::read(&input).unwrap_or_else(|e| panic!("{e}"));
+                all.push((input.display().to_string(), record(&bytes).1));
+            }
+        }
+    }
+    for dir in dirs(&root.join("claude")) {
+        let input = dir.join("stream.jsonl");
+        if input.is_file() {
+            all.push((input.display().to_string(), claude(&input)));
+        }
+    }
+    all
+}
+
+fn dirs(folder: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map(|entries| entries.filter_map(Result::ok).map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+fn claude(input: &Path) -> Vec<Envelope> {
+    let bytes = std::fs::read(input).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = Recorder::new(RunId::from("run-test"), Format::ClaudeStream);
+    let mut envelopes = recorder.start(Timestamp::from_millis(T0));
+    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
+        if agentrace_core::decode::is_blank(line) {
+            continue;
+        }
+        envelopes.extend(recorder.push(&InputLine {
+            bytes: line,
+            line_number: u64::try_from(index + 1).unwrap_or(0),
+            observed_at: Timestamp::from_millis(T0),
+            direction: None,
+            truncated_from: None,
+        }));
+    }
+    envelopes.extend(recorder.finish());
+    envelopes
+}
+
+/// The `session_ended` envelope after `envelopes`.
+fn session_end(envelopes: &[Envelope]) -> Envelope {
+    let last = envelopes.last().unwrap_or_else(|| panic!("no envelopes"));
+    Envelope {
+        version: LOG_VERSION,
+        timestamp: last.timestamp,
+        sequence: last.sequence + 1,
+        run_id: last.run_id.clone(),
+        direction: None,
+        actor: Actor::unknown("agentrace"),
+        event: EventBody::Known(Event::SessionEnded {
+            reason: SessionEndReason::EndOfInput,
+        }),
+        raw: None,
+    }
+}
+
+/// The last change of each record, in admission order: what a reader of
+/// the changes (attach, the stream) holds.
+fn last_of_each(changes: &[ChildWorkChange]) -> Vec<ChildWorkRecord> {
+    let mut records: Vec<ChildWorkRecord> = Vec::new();
+    for change in changes {
+        match records
+            .iter_mut()
+            .find(|record| record.child_work_id == change.record.child_work_id)
+        {
+            Some(record) => *record = change.record.clone(),
+            None => records.push(change.record.clone()),
+        }
+    }
+    records
+}
+
+fn book_of(envelopes: &[Envelope]) -> (RunBook, Vec<ChildWorkChange>) {
+    let mut book = RunBook::new(RunId::from("run-test"));
+    let mut changes = Vec::new();
+    for envelope in envelopes {
+        changes.extend(book.apply(envelope).records);
+    }
+    (book, changes)
+}
+
+#[test]
+fn the_changes_of_every_cut_of_every_capture_end_at_the_records_the_book_shows() {
+    for (name, envelopes) in fixtures() {
+        for cut in 1..=envelopes.len() {
+            let mut log = envelopes[..cut].to_vec();
+            let (book, changes) = book_of(&log);
+            assert_eq!(last_of_each(&changes), book.records(), "{name} cut at {cut}");
+            log.push(session_end(&log));
+            let (book, changes) = book_of(&log);
+            assert_eq!(
+                (last_of_each(&changes), book.session_over()),
+                (book.records(), true),
+                "{name} cut at {cut}, session ended"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_session_ended_settles_what_is_live_as_the_reducer_would_at_the_session_end() {
+    for (name, envelopes) in fixtures() {
+        for cut in 1..=envelopes.len() {
+            let mut log = envelopes[..cut].to_vec();
+            log.push(session_end(&log));
+            let (book, _) = book_of(&log);
+            let (reducer, _) = fold(&envelopes[..cut], true);
+            assert_eq!(book.records(), reducer.records(), "{name} cut at {cut}");
+        }
+    }
+}
+
+#[test]
+fn a_log_without_session_ended_shows_its_records_settled_while_its_run_is_not_running() {
+    for (name, envelopes) in fixtures() {
+        for cut in 1..=envelopes.len() {
+            let (book, _) = book_of(&envelopes[..cut]);
+            let over = book.state().status() != RunStatus::Running;
+            let expected = if over {
+                let mut settled = book.child_work().clone();
+                settled.end_session(book.state().summary().ended_at.unwrap_or_default());
+                settled.records()
+            } else {
+                book.child_work().records()
+            };
+            assert_eq!(
+                (book.records(), book.session_over()),
+                (expected, over),
+                "{name} cut at {cut}"
+            );
+        }
+    }
+}
+
+/// id, change, state, outcome, end.
+type Settled = (String, ChangeKind, ChildWorkState, Option<Outcome>, Option<Timestamp>);
+
+#[test]
+fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change() {
+    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&bytes);
+    let cut: String = text.lines().take(20).map(|line| format!("{line}\n")).collect();
+    let (_, mut envelopes) = record(cut.as_bytes());
+    let (mut book, _) = book_of(&envelopes);
+    let live: Vec<String> = book
+        .records()
+        .iter()
+        .filter(|record| record.state == ChildWorkState::Working)
+        .map(|record| record.child_work_id.to_string())
+        .collect();
+    assert!(!live.is_empty(), "a child is mid-turn at line 20");
+    let end = session_end(&envelopes);
+    let changes = book.apply(&end).records;
+    envelopes.push(end.clone());
+    let settled: Vec<Settled> = changes
+        .iter()
+        .map(|change| {
+            (
+                change.record.child_work_id.to_string(),
+                change.change,
+                change.record.state,
+                change.record.outcome,
+                change.record.ended_at,
+            )
+        })
+        .collect();
+    let expected: Vec<_> = live
+        .iter()
+        .map(|id| (id.clone(), ChangeKind::Settled, ChildWorkState::Ended, Some(Outcome::Unknown), Some(end.timestamp)))
+        .collect();
+    assert_eq!((settled, book.session_over()), (expected, true));
+    // A line trailing the end leaves the session ended; nothing settles
+    // twice.
+    let mut trailing = end.clone();
+    trailing.sequence += 1;
+    trailing.event = EventBody::Known(Event::Dropped {
+        direction: None,
+        bytes: 0,
+    });
+    let changes = book.apply(&trailing);
+    assert_eq!((changes.records, book.session_over()), (vec![], true));
+}
+
+#[test]
+fn a_turn_after_session_ended_opens_the_session_again() {
+    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_followup/server.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, envelopes) = record(&bytes);
+    let second_turn = envelopes
+        .iter()
+        .rposition(|envelope| {
+            matches!(envelope.event, EventBody::Known(Event::TurnStarted { .. }))
+                && envelope.actor.role == agentrace_core::model::Role::Root
+        })
+        .unwrap_or_else(|| panic!("no root turn"));
+    let mut book = RunBook::new(RunId::from("run-test"));
+    for envelope in &envelopes[..second_turn] {
+        book.apply(envelope);
+    }
+    book.apply(&session_end(&envelopes[..second_turn]));
+    let over_at_end = book.session_over();
+    book.apply(&envelopes[second_turn]);
+    assert_eq!((over_at_end, book.session_over()), (true, false));
+}
