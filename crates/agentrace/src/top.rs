@@ -652,8 +652,7 @@ fn status_word(status: AgentStatus) -> &'static str {
 fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
     let loaded = home.load_run(id)?;
     let view = loaded.view();
-    let folded = crate::status::fold_log(&home.log_path(id), id)?;
-    Ok(session_of(view.run, &view.agents, &folded.reducer.records()))
+    Ok(session_of(view.run, &view.agents, &loaded.records()))
 }
 
 /// A run's events as `attach` prints them.
@@ -889,7 +888,7 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
 
 #[cfg(test)]
 mod tests {
-    use agentrace_core::childwork::ChildWork;
+    use agentrace_core::book::RunBook;
     use agentrace_core::recorder::Format;
     use agentrace_core::{InputLine, Recorder};
     use ratatui::backend::TestBackend;
@@ -903,7 +902,7 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let at = Timestamp::parse("2026-11-29T23:03:28.000Z").unwrap_or_else(|| panic!("time"));
         let mut recorder = Recorder::new(RunId::from("run-top"), Format::CodexAppServer);
-        let mut work = ChildWork::new();
+        let mut book = RunBook::new(RunId::from("run-top"));
         let mut envelopes = recorder.start(at);
         for (number, line) in bytes.split(|byte| *byte == b'\n').take(lines).enumerate() {
             envelopes.extend(recorder.push(&InputLine {
@@ -915,10 +914,10 @@ mod tests {
             }));
         }
         for envelope in &envelopes {
-            work.apply(envelope);
+            book.apply(envelope);
         }
-        let view = recorder.state().view();
-        session_of(view.run, &view.agents, &work.records())
+        let view = book.state().view();
+        session_of(view.run, &view.agents, &book.records())
     }
 
     /// The line of the child's tool call: the capture cut there has the

@@ -150,7 +150,7 @@ impl Notifier {
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
         let loaded = home.load_run(id).ok()?;
         let view = loaded.checked_view(&self.config, Some(crate::check::now()));
-        let records = crate::status::fold_log(&home.log_path(id), id).ok()?.reducer.records();
+        let records = loaded.records();
         let child_works = records.iter().any(|record| record.state != ChildWorkState::Ended);
         let over = view.run.status != RunStatus::Running && !child_works;
         let errors = view.warnings.into_iter().filter(|warning| warning.severity == Severity::Error).collect();
