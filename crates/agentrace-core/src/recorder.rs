@@ -373,6 +373,8 @@ impl Recorder {
                     actor: emitted.actor,
                     event: EventBody::Known(event),
                     raw: emitted.raw,
+                    raw_ref: None,
+                    raw_unavailable: None,
                 };
                 self.next_sequence += 1;
                 self.state.apply(&envelope);

@@ -98,6 +98,7 @@ async fn follow(
         let outcome = tokio::task::spawn_blocking(move || {
             let mut envelopes = Vec::new();
             let followed = run.follow(|envelope| envelopes.push(envelope.clone()));
+            run.show_frames(&mut envelopes);
             let view = run.view(&config, now).0;
             (run, followed, envelopes, view)
         })

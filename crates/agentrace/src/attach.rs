@@ -255,6 +255,7 @@ impl Follower {
         if self.json {
             let mut shown = envelope.clone();
             shown.raw = None;
+            shown.raw_ref = None;
             out.json(&Item::Envelope { envelope: &shown })?;
         } else {
             render::event_line(out, envelope)?;

@@ -362,14 +362,20 @@ fn replay<R: Read>(
     session.write(&first)?;
     let mut frames = 0u64;
     let mut skipped = 0u64;
+    // An imported run's frames are read from its sources (a frame whose
+    // source is gone is not replayed).
+    let mut sources = agentrace_store::raw_ref::Resolver::for_log(std::path::Path::new(name));
     let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
         }
-        let Some(envelope) = parse(line) else {
+        let Some(mut envelope) = parse(line) else {
             skipped += 1;
             return Ok(());
         };
+        if envelope.raw.is_none() {
+            envelope.raw = sources.frame(&envelope).ok().flatten();
+        }
         let Some(raw) = &envelope.raw else {
             return Ok(());
         };
