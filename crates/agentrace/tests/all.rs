@@ -14,6 +14,7 @@ mod all {
     pub mod import_usage;
     pub mod live_codex;
     pub mod phoenix;
+    pub mod raw_ref;
     pub mod status_attach;
     pub mod statusline;
     pub mod support;
