@@ -282,9 +282,12 @@ fn jsonl_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     found
 }
 
-/// What a fold says each agent cost: (thread, cost, unpriced tokens, cost
+/// What a fold says one agent cost: (thread, cost, unpriced tokens, cost
 /// of each model's part).
-fn agent_costs(state: &RunState) -> Vec<(Option<String>, Option<f64>, u64, Vec<f64>)> {
+type AgentCost = (Option<String>, Option<f64>, u64, Vec<f64>);
+
+/// What a fold says each agent cost.
+fn agent_costs(state: &RunState) -> Vec<AgentCost> {
     state
         .agents()
         .into_iter()
