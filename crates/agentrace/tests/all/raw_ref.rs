@@ -318,6 +318,49 @@ fn a_run_recorded_live_still_carries_each_frame_in_raw() {
     assert!(lines.iter().filter(|line| line.get("raw").is_some()).count() > 40);
 }
 
+/// Run `id`'s log as an import wrote it before references: each frame
+/// copied in as `raw` (read with `events --raw`), under run id `as_id`.
+fn frames_copied_in(cli: &Cli, id: &str, as_id: &str) -> String {
+    let frames: std::collections::HashMap<u64, String> = events(cli, id, &["--raw"])
+        .into_iter()
+        .filter(|(_, envelope)| envelope.get("rawRef").is_some())
+        .map(|(line, envelope)| (envelope["sequence"].as_u64().unwrap_or_default(), raw_text(&line)))
+        .collect();
+    log_lines(cli, id)
+        .into_iter()
+        .map(|mut line| {
+            let sequence = line["sequence"].as_u64().unwrap_or_default();
+            if let Some(members) = line.as_object_mut() {
+                if members.remove("rawRef").is_some() {
+                    let raw = serde_json::from_str(&frames[&sequence]).unwrap_or_else(|e| panic!("{e}"));
+                    members.insert("raw".to_owned(), raw);
+                }
+                members.insert("runId".to_owned(), json!(as_id));
+            }
+            format!("{line}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn a_claude_run_continued_after_import_relearns_its_frames_from_their_sources() {
+    let dir = homes(&[], &["single_bg"]);
+    let transcript = dir.path().join("claude/projects/-home-dev-agents-work-single-bg/a276f0f8-9a47-40c2-b57a-1ea38e691bc2.jsonl");
+    // One home as imported (references), one with the frames copied in.
+    let (referenced, copied) = (Cli::new(), Cli::new());
+    import(&referenced, dir.path(), &[]);
+    import(&copied, dir.path(), &[]);
+    let id = run_id(&referenced, "claude");
+    let log = frames_copied_in(&copied, &id, &id);
+    std::fs::write(copied.home.path().join("runs").join(format!("{id}.jsonl")), log).unwrap_or_else(|e| panic!("{e}"));
+    // `ingest` continues the run, its attributor primed from every frame.
+    for cli in [&referenced, &copied] {
+        cli.ingest(&transcript, &["--quiet"]);
+    }
+    let shown = |cli: &Cli| events(cli, &id, &[]).into_iter().map(|(_, envelope)| envelope).collect::<Vec<_>>();
+    assert_eq!(shown(&referenced), shown(&copied));
+}
+
 /// Needs the child-work reducer to read typed facts, not `raw` (helper
 /// WIRE): until then an imported run's records lack what only its frames
 /// held (process ids, receivers, statuses).
@@ -331,25 +374,7 @@ fn an_imported_runs_records_are_those_of_the_same_log_with_its_frames_copied() {
     assert_eq!(ids.len(), 4);
     for id in ids {
         // The same log with each frame copied in, as imports wrote it before.
-        let frames: std::collections::HashMap<u64, String> = events(&cli, &id, &["--raw"])
-            .into_iter()
-            .filter(|(_, envelope)| envelope.get("rawRef").is_some())
-            .map(|(line, envelope)| (envelope["sequence"].as_u64().unwrap_or_default(), raw_text(&line)))
-            .collect();
-        let copied: String = log_lines(&cli, &id)
-            .into_iter()
-            .map(|mut line| {
-                let sequence = line["sequence"].as_u64().unwrap_or_default();
-                if let Some(members) = line.as_object_mut() {
-                    if members.remove("rawRef").is_some() {
-                        let raw = serde_json::from_str(&frames[&sequence]).unwrap_or_else(|e| panic!("{e}"));
-                        members.insert("raw".to_owned(), raw);
-                    }
-                    members.insert("runId".to_owned(), json!(format!("copied-{id}")));
-                }
-                format!("{line}\n")
-            })
-            .collect();
+        let copied = frames_copied_in(&cli, &id, &format!("copied-{id}"));
         std::fs::write(cli.home.path().join("runs").join(format!("copied-{id}.jsonl")), copied).unwrap_or_else(|e| panic!("{e}"));
         let records = |run: &str| -> Value { serde_json::from_str(&cli.ok(&["status", run, "--json"])).unwrap_or_else(|e| panic!("{e}")) };
         assert_eq!(records(&id), records(&format!("copied-{id}")), "{id}");
