@@ -74,7 +74,8 @@ const OPEN_FILES: usize = 64;
 /// kept copies alongside when there are any: ask in sequence order (an
 /// envelope before the last one asked for reads them from the start).
 pub struct Resolver {
-    open: HashMap<String, Result<File, RawUnavailable>>,
+    /// The sources read so far, with their lengths when opened.
+    open: HashMap<String, Result<(File, u64), RawUnavailable>>,
     copies: Option<Copies>,
 }
 
@@ -126,8 +127,17 @@ impl Resolver {
         let file = self
             .open
             .entry(reference.path.clone())
-            .or_insert_with(|| File::open(&reference.path).map_err(|_| RawUnavailable::SourceMissing));
-        let file = file.as_ref().map_err(|why| *why)?;
+            .or_insert_with(|| {
+                let file = File::open(&reference.path).map_err(|_| RawUnavailable::SourceMissing)?;
+                let length = file.metadata().map_err(|_| RawUnavailable::SourceMissing)?.len();
+                Ok((file, length))
+            });
+        let (file, size) = file.as_ref().map_err(|why| *why)?;
+        // A range past the end is a file that shrank (checked before
+        // anything is allocated for it).
+        if reference.offset.checked_add(reference.length).is_none_or(|end| end > *size) {
+            return Err(RawUnavailable::SourceChanged);
+        }
         let length = usize::try_from(reference.length).map_err(|_| RawUnavailable::SourceChanged)?;
         let mut bytes = vec![0u8; length];
         file.read_exact_at(&mut bytes, reference.offset)
