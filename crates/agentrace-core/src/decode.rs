@@ -371,6 +371,15 @@ pub fn is_blank(bytes: &[u8]) -> bool {
     bytes.iter().all(u8::is_ascii_whitespace)
 }
 
+/// The frame [`decode_line`] keeps as `raw` for `bytes` (a line without its
+/// newline), before redaction; `None` when the line is not one JSON value
+/// (its `raw` is then a string copy). How an imported frame's reference is
+/// turned back into the frame.
+pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
+    let text = utf8(trim_line_end(bytes)).ok()?;
+    serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
+}
+
 fn trim_line_end(bytes: &[u8]) -> &[u8] {
     let mut end = bytes.len();
     while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {

@@ -16,7 +16,9 @@
 //! - Every input line is kept in exactly one envelope's `raw`, in input order
 //!   (an undecodable line as a JSON string). Derived envelopes (lifecycle
 //!   events, corrections, the terminal `done`/`failed`/`interrupted`) have no
-//!   `raw`.
+//!   `raw`. An imported run keeps no copy of its frames: each envelope that
+//!   would hold one names where it is in its source instead (`rawRef`, see
+//!   [`RawRef`]), and readers that show frames resolve it.
 //! - `direction` says which way a frame went on a driven or tapped connection
 //!   (`toServer` / `fromServer`); it is absent for one-way input.
 //!
@@ -1035,9 +1037,50 @@ pub struct Envelope {
     pub actor: Actor,
     /// What happened.
     pub event: EventBody,
-    /// The original frame, exactly as read (absent on derived events).
+    /// The original frame, exactly as read (absent on derived events, and
+    /// on an imported frame, which has `raw_ref` instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Box<RawValue>>,
+    /// Where an imported frame is in its source, in place of `raw`: the
+    /// source is the copy (see [`RawRef`]). Live-recorded runs never have it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_ref: Option<RawRef>,
+    /// Why a `raw_ref` could not be resolved when the envelope was shown
+    /// (`raw` is then `null`). Never written to a log: a reader that
+    /// resolves references sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_unavailable: Option<RawUnavailable>,
+}
+
+/// Where an imported frame lies in the file it was read from: `length`
+/// bytes from byte `offset` of `path` (absolute), the line without its line
+/// break (a subagent's metadata document: the whole file). `crc32` is the
+/// CRC-32 (IEEE) of those bytes, so a source edited in place is told from
+/// the one that was read. Resolving it reads those bytes, checks the CRC
+/// and decodes them as the recorder did, secrets redacted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRef {
+    /// The source file's absolute path.
+    pub path: String,
+    /// The line's first byte in the file.
+    pub offset: u64,
+    /// The line's length in bytes, without its line break.
+    pub length: u64,
+    /// CRC-32 (IEEE) of the line's bytes.
+    pub crc32: u32,
+}
+
+/// Why a frame's [`RawRef`] did not resolve. This list may expand over time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RawUnavailable {
+    /// The source is there but no longer holds that line (shorter, edited).
+    #[serde(rename = "source changed")]
+    SourceChanged,
+    /// The source file is gone (a Claude transcript cleaned up after 30
+    /// days, a deleted rollout).
+    #[serde(rename = "source missing")]
+    SourceMissing,
 }
 
 impl PartialEq for Envelope {
@@ -1050,6 +1093,8 @@ impl PartialEq for Envelope {
             && self.actor == other.actor
             && self.event == other.event
             && self.raw.as_ref().map(|raw| raw.get()) == other.raw.as_ref().map(|raw| raw.get())
+            && self.raw_ref == other.raw_ref
+            && self.raw_unavailable == other.raw_unavailable
     }
 }
 

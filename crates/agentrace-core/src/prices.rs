@@ -4,13 +4,27 @@
 //! it: tiered prices depend on a request's size, so a sum of requests is
 //! never priced as one. Pure: the database is data compiled into the
 //! binary, and every request names its time (the clock is never read).
+//!
+//! # The flat-rate cache
+//!
+//! Pricing a request through the database took about 4 µs, and `usage`
+//! prices hundreds of thousands. Most prices are flat: the cost is a sum of
+//! tokens times rates. A book therefore resolves, once per (provider,
+//! model, service tier, UTC day), whether the price is flat that whole day
+//! and at what rates, and prices each request of that key by those rates.
+//! A price is taken as flat only when probes agree with the rates at the
+//! day's start and end and at request sizes across every tier threshold in
+//! the database (up to ten million input tokens), and when an empty request
+//! costs nothing (no per-request fee). Anything else (a tiered price, one
+//! that changes within the day, a model the database lacks) is priced per
+//! request, as before. The database is decoded on the first miss only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use genai_prices::{Calculator, PriceRequest, Usage, UsageKey};
+use genai_prices::{Calculator, ErrorKind, PriceRequest, Usage, UsageKey};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Provider, Timestamp, TokenUsage};
@@ -90,6 +104,60 @@ pub struct PriceBook {
     /// What the book is, for a cache to tell whether its figures were
     /// priced by the same book.
     id: String,
+    /// Resolved database prices (see the module's documentation); `None`
+    /// prices every request through the database.
+    flat: Option<Mutex<FlatRates>>,
+}
+
+/// Resolved prices by model, then (provider, UTC day), then service tier
+/// (a few per day): looked up without building a key.
+type FlatRates = HashMap<String, HashMap<(Provider, i64), Vec<(Option<Box<str>>, Flat)>>>;
+
+/// What the database charges one (provider, model, tier) for a whole day.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Flat {
+    /// Tokens times these rates (US dollars per million tokens, as the
+    /// database has them).
+    Rates(FlatRate),
+    /// No price: the database has no such provider or model.
+    Unpriced,
+    /// Not flat (tiered by request size, a fee per request, a change within
+    /// the day): each request is priced through the database.
+    PerRequest,
+}
+
+/// A flat price's rates per million tokens. A cache rate the database may
+/// not have (it then bills those tokens as input) is `None` when it equals
+/// the input rate: a request with such tokens is priced per request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FlatRate {
+    input: f64,
+    cache_read: Option<f64>,
+    cache_write: Option<f64>,
+    output: f64,
+}
+
+impl FlatRate {
+    /// The cost of `tokens` as the database computes it, operation for
+    /// operation (each unit's `rate × count / 10⁶`, input units summed in
+    /// the database's unit order: cache reads, cache writes, input), so the
+    /// figure is the database's to the bit; `None` when it cannot be
+    /// (tokens of a cache unit whose rate is unknown).
+    fn cost(&self, tokens: &TokenUsage) -> Option<f64> {
+        const PER: f64 = 1_000_000.0;
+        let part = |rate: Option<f64>, count: u64| match (rate, count) {
+            (_, 0) => Some(0.0),
+            (Some(rate), count) => Some(rate * count as f64 / PER),
+            (None, _) => None,
+        };
+        let uncached = tokens.input_tokens - tokens.cached_input_tokens - tokens.cache_creation_input_tokens;
+        let input = 0.0
+            + part(self.cache_read, tokens.cached_input_tokens)?
+            + part(self.cache_write, tokens.cache_creation_input_tokens)?
+            + self.input * uncached as f64 / PER;
+        let output = self.output * tokens.output_tokens as f64 / PER;
+        Some(input + output)
+    }
 }
 
 impl fmt::Debug for PriceBook {
@@ -106,7 +174,15 @@ impl PriceBook {
         Self {
             file: BTreeMap::new(),
             id: database_label(),
+            flat: Some(Mutex::default()),
         }
+    }
+
+    /// The same book pricing every request through the database, with no
+    /// flat-rate cache: what the cache is checked against.
+    pub fn without_cache(mut self) -> Self {
+        self.flat = None;
+        self
     }
 
     /// The database alone, shared (what a fold uses unless told otherwise).
@@ -121,6 +197,7 @@ impl PriceBook {
         Self {
             id: format!("{} + file {digest}", database_label()),
             file,
+            flat: Some(Mutex::default()),
         }
     }
 
@@ -135,20 +212,136 @@ impl PriceBook {
         if let Some(price) = self.file_price(request.model) {
             return Some(file_cost(price, request.tokens));
         }
-        let usage = genai_usage(request.tokens);
-        let mut priced = PriceRequest::new(request.model, &usage).with_timestamp(system_time(request.at));
-        if let Some(provider) = provider_id(request.provider) {
-            priced = priced.with_provider_id(provider);
+        let tokens = request.tokens;
+        // A request whose cache reads and writes exceed its input is
+        // refused by the database (or priced oddly): never by the rates.
+        let consistent = tokens.cached_input_tokens.saturating_add(tokens.cache_creation_input_tokens) <= tokens.input_tokens;
+        match self.flat(request).filter(|_| consistent) {
+            Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| database_price(request)),
+            Some(Flat::Unpriced) => None,
+            Some(Flat::PerRequest) | None => database_price(request),
         }
-        if let Some(tier) = request.service_tier {
-            priced = priced.with_price_context("service_tier", tier);
-        }
-        Calculator::bundled()
-            .calculate(&priced)
-            .ok()
-            .map(|calculation| calculation.total_price)
     }
 
+    /// The flat rates of `request`'s key, resolved on first use; `None`
+    /// for a book without the cache.
+    fn flat(&self, request: &Request<'_>) -> Option<Flat> {
+        let mut cache = self.flat.as_ref()?.lock().ok()?;
+        let day = request.at.millis().div_euclid(DAY_MS);
+        if let Some(found) = cache
+            .get(request.model)
+            .and_then(|days| days.get(&(request.provider, day)))
+            .and_then(|tiers| tiers.iter().find(|(tier, _)| tier.as_deref() == request.service_tier))
+        {
+            return Some(found.1);
+        }
+        let flat = resolve_flat(request.provider, request.model, request.service_tier, day);
+        cache
+            .entry(request.model.to_owned())
+            .or_default()
+            .entry((request.provider, day))
+            .or_default()
+            .push((request.service_tier.map(Box::from), flat));
+        Some(flat)
+    }
+}
+
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
+
+/// The price of one request through the database.
+fn database_price(request: &Request<'_>) -> Option<f64> {
+    database_calculation(request.provider, request.model, request.service_tier, request.at, request.tokens)
+        .ok()
+        .map(|calculation| calculation.total_price)
+}
+
+/// One request through the database.
+fn database_calculation(
+    provider: Provider,
+    model: &str,
+    service_tier: Option<&str>,
+    at: Timestamp,
+    tokens: &TokenUsage,
+) -> Result<genai_prices::PriceCalculation, genai_prices::Error> {
+    let usage = genai_usage(tokens);
+    let mut priced = PriceRequest::new(model, &usage).with_timestamp(system_time(at));
+    if let Some(provider) = provider_id(provider) {
+        priced = priced.with_provider_id(provider);
+    }
+    if let Some(tier) = service_tier {
+        priced = priced.with_price_context("service_tier", tier);
+    }
+    Calculator::bundled().calculate(&priced)
+}
+
+/// Whether the database's price of (provider, model, tier) is flat for the
+/// whole UTC day `day`, and its rates (see the module's documentation).
+fn resolve_flat(provider: Provider, model: &str, service_tier: Option<&str>, day: i64) -> Flat {
+    let start = Timestamp(day.saturating_mul(DAY_MS));
+    let end = Timestamp(day.saturating_mul(DAY_MS).saturating_add(DAY_MS - 1));
+    let price = |at: Timestamp, tokens: TokenUsage| database_calculation(provider, model, service_tier, at, &tokens);
+    let rate = match (rate_at(&price, start), rate_at(&price, end)) {
+        (Ok(first), Ok(last)) if first == last => first,
+        (Ok(_), Ok(_)) => return Flat::PerRequest,
+        // No such provider or model, whatever the request: no price.
+        (Err(error), _) if matches!(error.kind(), ErrorKind::ProviderNotFound | ErrorKind::ModelNotFound) => {
+            return Flat::Unpriced;
+        }
+        _ => return Flat::PerRequest,
+    };
+    // No fee per request.
+    if price(start, TokenUsage::default()).map(|calculation| calculation.total_price).ok() != Some(0.0) {
+        return Flat::PerRequest;
+    }
+    // The same figure to the bit as the database's, at sizes across every
+    // tier threshold it has (100 k to 524 288 input tokens) and far beyond.
+    let shapes = [50_021u64, 150_001, 199_999, 200_001, 256_003, 272_001, 300_007, 524_289, 1_100_009, 10_000_019];
+    let agrees = shapes.into_iter().all(|total| {
+        let cache_write = if rate.cache_write.is_some() { total / 8 } else { 0 };
+        let cache_read = if rate.cache_read.is_some() { total / 4 } else { 0 };
+        [
+            TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() },
+            TokenUsage { input_tokens: total, output_tokens: 3, ..TokenUsage::default() },
+        ]
+        .iter()
+        .all(|tokens| {
+            let theirs = price(start, *tokens).map(|calculation| calculation.total_price).ok();
+            theirs.is_some() && rate.cost(tokens).map(f64::to_bits) == theirs.map(f64::to_bits)
+        })
+    });
+    if agrees {
+        Flat::Rates(rate)
+    } else {
+        Flat::PerRequest
+    }
+}
+
+/// The rates per million tokens `price` charges at `at`, read from
+/// requests of a million tokens of each kind.
+fn rate_at(
+    price: &dyn Fn(Timestamp, TokenUsage) -> Result<genai_prices::PriceCalculation, genai_prices::Error>,
+    at: Timestamp,
+) -> Result<FlatRate, genai_prices::Error> {
+    const MILLION: u64 = 1_000_000;
+    let input = price(at, TokenUsage { input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
+    let read = price(at, TokenUsage { input_tokens: MILLION, cached_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
+    let write = price(at, TokenUsage { input_tokens: MILLION, cache_creation_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
+    let output = price(at, TokenUsage { output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
+    let input = database_rate(input);
+    // Equal to the input rate: billed as input, or priced alike; unknown.
+    let cache = |figure: f64| Some(database_rate(figure)).filter(|rate| *rate != input);
+    Ok(FlatRate { input, cache_read: cache(read), cache_write: cache(write), output: database_rate(output) })
+}
+
+/// The database's rate (a short decimal, as its data writes it) from the
+/// figure of a million tokens at that rate (`rate × 10⁶ / 10⁶`, which may
+/// be a bit off): the figure to ten significant digits.
+fn database_rate(figure: f64) -> f64 {
+    format!("{figure:.9e}").parse().unwrap_or(figure)
+}
+
+impl PriceBook {
     /// A model's rates at `at`, per million tokens, or `None` when it has
     /// none.
     pub fn rates(&self, provider: Provider, model: &str, at: Timestamp) -> Option<Rates> {
@@ -259,5 +452,44 @@ fn system_time(at: Timestamp) -> SystemTime {
         Ok(millis) => UNIX_EPOCH + Duration::from_millis(millis),
         // Before 1970: no price in the database is that old either way.
         Err(_) => UNIX_EPOCH,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 2026-11-30, when the fixtures were captured.
+    const DAY: i64 = 20_785;
+
+    #[test]
+    fn the_flat_prices_of_the_fixtures_models_resolve_to_rates_and_a_tiered_one_does_not() {
+        let resolved = |provider, model| match resolve_flat(provider, model, None, DAY) {
+            Flat::Rates(_) => "rates",
+            Flat::Unpriced => "unpriced",
+            Flat::PerRequest => "per request",
+        };
+        let found: Vec<(&str, &str)> = [
+            (Provider::Claude, "claude-opus-4-5"),
+            (Provider::Claude, "claude-haiku-4-5-20251001"),
+            (Provider::Codex, "gpt-5"),
+            (Provider::Codex, "gpt-5.1-codex"),
+            (Provider::Claude, "claude-sonnet-4-5"),
+            (Provider::Codex, "mock-model"),
+        ]
+        .into_iter()
+        .map(|(provider, model)| (model, resolved(provider, model)))
+        .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("claude-opus-4-5", "rates"),
+                ("claude-haiku-4-5-20251001", "rates"),
+                ("gpt-5", "rates"),
+                ("gpt-5.1-codex", "rates"),
+                ("claude-sonnet-4-5", "per request"),
+                ("mock-model", "unpriced"),
+            ]
+        );
     }
 }

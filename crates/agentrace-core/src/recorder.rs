@@ -434,6 +434,8 @@ impl Recorder {
                     actor: emitted.actor,
                     event: EventBody::Known(event),
                     raw: emitted.raw,
+                    raw_ref: None,
+                    raw_unavailable: None,
                 };
                 self.next_sequence += 1;
                 let changes = self.book.apply(&envelope);

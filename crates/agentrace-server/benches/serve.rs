@@ -96,6 +96,8 @@ fn envelope(id: &RunId, sequence: u64) -> Envelope {
         actor: actor(index),
         event: EventBody::Known(event),
         raw: None,
+        raw_ref: None,
+        raw_unavailable: None,
     }
 }
 

@@ -25,6 +25,7 @@ use agentrace_core::childwork::{ChildWorkChange, ChildWorkRecord};
 use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::WarningConfig;
+use agentrace_store::raw_ref::Resolver;
 use agentrace_store::{Home, LogReader, RunFold, SnapshotMiss, SNAPSHOT_MIN_BYTES};
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -106,6 +107,15 @@ impl LiveRun {
         Ok(followed)
     }
 
+    /// `envelopes` (read from this run's log) with their imported frames
+    /// read from their sources, as [`LiveRun::page`] gives them.
+    pub fn show_frames(&self, envelopes: &mut [Envelope]) {
+        let mut frames = Resolver::for_log(&self.path);
+        for envelope in envelopes {
+            frames.show(envelope);
+        }
+    }
+
     /// `{run, agents, warnings}` as `show --json` prints it: recorded
     /// warnings, the child-work reducer's and the detectors' at `now`.
     pub fn view(&self, config: &WarningConfig, now: Timestamp) -> (RunView, Option<u64>) {
@@ -133,6 +143,9 @@ impl LiveRun {
         let reader = BufReader::with_capacity(64 * 1024, file.take(self.fold.offset() - start));
         let limit = query.limit.clamp(1, MAX_PAGE);
         let needle = query.q.as_ref().map(|q| q.to_lowercase());
+        // The viewer's raw view shows an imported frame read from its
+        // source (or `raw: null` and why not).
+        let mut frames = Resolver::for_log(&self.path);
         let mut events = Vec::new();
         let mut scanned = 0;
         let mut last_seen = query.after;
@@ -152,6 +165,8 @@ impl LiveRun {
             if !query.actor.keeps(&envelope.actor) {
                 continue;
             }
+            // A search looks in the frame too, as when frames were copied.
+            frames.show(&mut envelope);
             if let Some(needle) = &needle {
                 let text = serde_json::to_string(&envelope)
                     .unwrap_or_default()
@@ -288,6 +303,9 @@ impl SharedRun {
                 envelopes.push(envelope.clone());
             }
         });
+        // Imported envelopes go out with their frames, as the events page
+        // shows them.
+        run.show_frames(&mut envelopes);
         match followed {
             Ok(followed) => {
                 let view = judge.map(|(config, now)| view_texts(&run.view(config, now).0));

@@ -8,11 +8,13 @@
 //! `<home>/runs/<run-id>.json` (the record) and, for long logs,
 //! `<home>/runs/<run-id>.snapshot` (a cache of the log's fold), where
 //! `<home>` is `$AGENTRACE_HOME` or the platform data directory's
-//! `agentrace`.
+//! `agentrace`. An imported run may keep compressed copies of its frames
+//! in `<home>/runs/<run-id>.raw.gz` ([`raw_ref`]).
 
 mod error;
 pub mod fold;
 mod home;
+pub mod raw_ref;
 mod reader;
 mod run_id;
 mod writer;

@@ -364,6 +364,8 @@ fn decode_legacy(
         actor: Actor::unknown(LEGACY_ACTOR_REASON),
         event,
         raw: Some(raw),
+        raw_ref: None,
+        raw_unavailable: None,
     }))
 }
 

@@ -6,6 +6,7 @@ mod all {
     pub mod fold;
     pub mod home;
     pub mod properties;
+    pub mod raw_ref;
     pub mod reader;
     pub mod support;
     pub mod writer;

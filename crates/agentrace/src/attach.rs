@@ -237,6 +237,7 @@ fn print_envelope(out: &mut Out, json: bool, envelope: &Envelope) -> anyhow::Res
     if json {
         let mut shown = envelope.clone();
         shown.raw = None;
+        shown.raw_ref = None;
         out.json(&Item::Envelope { envelope: &shown })?;
     } else {
         render::event_line(out, envelope)?;

@@ -479,7 +479,18 @@ impl Recording {
         start: impl FnOnce() -> Timestamp,
     ) -> anyhow::Result<Self> {
         if home.exists(id) {
-            let (envelopes, _) = read_log(&home.log_path(id))?;
+            let (mut envelopes, _) = read_log(&home.log_path(id))?;
+            // The attributor relearns from each frame; an imported run's are
+            // in its sources. A frame whose source changed or is gone is not
+            // relearnt: the recorded events stay as they are, but a later
+            // line that depends on what it taught (a subagent's link to the
+            // call that started it) may be attributed to nobody.
+            let mut frames = agentrace_store::raw_ref::Resolver::for_log(&home.log_path(id));
+            for envelope in &mut envelopes {
+                if envelope.raw.is_none() && envelope.raw_ref.is_some() {
+                    envelope.raw = frames.frame(envelope).ok().flatten();
+                }
+            }
             let clock = envelopes.last().map_or_else(now, |last| last.timestamp);
             let recorder = Recorder::resume(id.clone(), format, &envelopes)
                 .keep_secrets(crate::secrets::keep());

@@ -338,14 +338,19 @@ fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
     let finals = fold.finals();
     let filter = ActorFilter::parse(args.actor.as_deref());
     let mut reader = LogReader::open(&path)?;
+    let mut frames = agentrace_store::raw_ref::Resolver::for_log(&path);
     for envelope in &mut reader {
         let mut envelope = envelope?;
         finals.apply(&mut envelope);
         if !filter.keeps(&envelope.actor) {
             continue;
         }
-        if !args.raw {
+        if args.raw {
+            // An imported frame is read from its source (or kept copy).
+            frames.show(&mut envelope);
+        } else {
             envelope.raw = None;
+            envelope.raw_ref = None;
         }
         if args.json {
             out.json(&envelope)?;

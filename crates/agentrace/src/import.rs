@@ -23,6 +23,7 @@ use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
 use agentrace_core::{Envelope, Recorder};
+use agentrace_store::raw_ref::CopyWriter;
 use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::Args;
@@ -61,13 +62,19 @@ pub struct ImportArgs {
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`, `/v1/traces` is appended).
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
+    /// Also keep a compressed copy of every line read (`<run>.raw.gz`
+    /// beside each run), so `events --raw` shows the frames after the
+    /// sources are gone. By default an imported run only references its
+    /// sources (`rawRef`).
+    #[arg(long)]
+    keep_raw: bool,
 }
 
 impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None }
+        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None, keep_raw: false }
     }
 
     /// The Codex home this import reads, if any.
@@ -719,7 +726,7 @@ fn feed_whole(
     torn_lines: TornLines,
     sink: Sink<'_>,
 ) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    let mut feed = SessionFeed::new(parts, start, torn_lines);
+    let mut feed = SessionFeed::new(parts, start, torn_lines).referencing();
     match feed.feed(recorder, Reach::Ends, sink)? {
         Ok(()) => Ok(feed.marks()),
         // Nothing was fed before this pass, so nothing can come too late.
@@ -875,13 +882,24 @@ pub fn claude_cwd(session: &crate::claude_ingest::SessionFiles) -> Option<String
 /// How many lines of a transcript [`claude_cwd`] looks at.
 const CWD_LINES: usize = 64;
 
-/// What `feed` gives `recorder`, appended to `writer` batch by batch.
+/// What `feed` gives `recorder`, appended to `writer` batch by batch. A
+/// frame that references its line is not copied into the log (its `raw`
+/// is dropped; kept in `copies` when asked, `--keep-raw`).
 fn feed_into<T>(
     writer: &mut agentrace_store::RunWriter,
     recorder: &mut Recorder,
+    mut copies: Option<&mut CopyWriter>,
     feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    feed(recorder, &mut |batch: Vec<Envelope>| {
+    feed(recorder, &mut |mut batch: Vec<Envelope>| {
+        if let Some(copies) = copies.as_deref_mut() {
+            copies.keep(&batch)?;
+        }
+        for envelope in &mut batch {
+            if envelope.raw_ref.is_some() {
+                envelope.raw = None;
+            }
+        }
         if !batch.is_empty() {
             writer.append(&batch)?;
         }
@@ -1108,7 +1126,9 @@ impl Importer<'_> {
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start_in(start, cwd))?;
-        let marks = feed_into(&mut writer, &mut recorder, |recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
+        let mut copies = self.copies(id, false)?;
+        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
+        copies.map(CopyWriter::finish).transpose()?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
@@ -1151,7 +1171,7 @@ impl Importer<'_> {
         };
         let mut recorder = Recorder::new(id.clone(), format);
         let _ = recorder.start_in(start, cwd);
-        let mut feed = SessionFeed::new(parts, start, self.torn_lines);
+        let mut feed = SessionFeed::new(parts, start, self.torn_lines).referencing();
         if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
             return Ok(None);
         }
@@ -1159,12 +1179,25 @@ impl Importer<'_> {
         if writer.next_sequence() != recorder.next_sequence() {
             return Ok(None);
         }
-        if feed_into(&mut writer, &mut recorder, |recorder, sink| feed.feed(recorder, Reach::Ends, sink))?.is_err() {
+        let mut copies = self.copies(id, true)?;
+        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| feed.feed(recorder, Reach::Ends, sink))?;
+        copies.map(CopyWriter::finish).transpose()?;
+        if fed.is_err() {
             return Ok(None);
         }
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
         Ok(Some((recorder.state().view(), feed.marks())))
+    }
+
+    /// The kept copies of run `id`'s frames when the import keeps them
+    /// (`--keep-raw`): added to when it is read on, else started anew.
+    fn copies(&self, id: &RunId, read_on: bool) -> anyhow::Result<Option<CopyWriter>> {
+        if !self.args.keep_raw {
+            return Ok(None);
+        }
+        let log = self.home.log_path(id);
+        Ok(Some(if read_on { CopyWriter::append(&log)? } else { CopyWriter::create(&log)? }))
     }
 
     /// The Claude runs recorded live (not by an import), by session: of the

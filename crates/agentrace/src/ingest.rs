@@ -395,16 +395,22 @@ fn replay<R: Read>(
     // How the replayed log's session ended, if it said: the replay ends the
     // same way (a live run's exit, not the end of this input).
     let mut ended = None;
+    // An imported run's frames are read from its sources (a frame whose
+    // source is gone is not replayed).
+    let mut sources = agentrace_store::raw_ref::Resolver::for_log(std::path::Path::new(name));
     let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
         }
-        let Some(envelope) = parse(line) else {
+        let Some(mut envelope) = parse(line) else {
             skipped += 1;
             return Ok(());
         };
         if let EventBody::Known(Event::SessionEnded { reason }) = &envelope.event {
             ended = Some((*reason, envelope.timestamp));
+        }
+        if envelope.raw.is_none() {
+            envelope.raw = sources.frame(&envelope).ok().flatten();
         }
         let Some(raw) = &envelope.raw else {
             return Ok(());

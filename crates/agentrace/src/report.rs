@@ -41,6 +41,8 @@ pub fn render_run(
         let mut envelope = envelope?;
         finals.apply(&mut envelope);
         envelope.raw = None;
+        // A shared report names no file of the user's machine.
+        envelope.raw_ref = None;
         envelopes.push(envelope);
     }
     Ok(render(&view, &envelopes, format, max_bytes))

@@ -98,6 +98,8 @@ pub struct SessionFeed {
     clock: Timestamp,
     /// What becomes of a last line with no newline yet.
     torn_lines: TornLines,
+    /// Each frame also names where its line is ([`SessionFeed::referencing`]).
+    references: bool,
 }
 
 /// What to do with a file's last line when it has no newline yet.
@@ -144,11 +146,15 @@ struct Lines {
     ended: bool,
     /// What was fed: the end of the last whole line, lines, torn.
     fed: ReadMark,
+    /// Where the next line queued starts.
+    next_start: u64,
 }
 
 /// A line read and not yet fed.
 struct Queued {
     bytes: Vec<u8>,
+    /// Where it starts in the file.
+    start: u64,
     line_number: u64,
     truncated_from: Option<u64>,
     /// Where it ends in the file (after its newline; a torn line's start).
@@ -194,7 +200,18 @@ impl SessionFeed {
             pending = None;
             streams.push(Stream { part: part.clone(), lines: Lines::new(path, files > 1), document });
         }
-        Self { streams, last: None, clock, torn_lines }
+        Self { streams, last: None, clock, torn_lines, references: false }
+    }
+
+    /// The same feed giving every envelope that holds a line's frame its
+    /// `raw_ref` too (where the line is: file, offset, length, CRC), for an
+    /// import, whose runs reference their sources instead of copying them
+    /// (the sink drops `raw`). A frame that is not the line's own text
+    /// (an undecodable or cut line kept as a string) gets none: it stays
+    /// in `raw`.
+    pub fn referencing(mut self) -> Self {
+        self.references = true;
+        self
     }
 
     /// Feeds `recorder` what the files hold up to `reach`, merged, handing
@@ -228,12 +245,20 @@ impl SessionFeed {
                     return Ok(Err(Diverged { path: document.path.clone() }));
                 }
                 let bytes = crate::import::read_small(&document.path)?;
-                batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, clock));
+                let mut produced = feed_line(recorder, &document.part, &bytes, 1, None, clock);
+                if self.references {
+                    reference(&mut produced, &document.path, 0, &bytes);
+                }
+                batch.extend(produced);
                 document.fed = Some(bytes.len() as u64);
             }
             if let Some(line) = stream.lines.queued.pop_front() {
                 if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
-                    batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, clock));
+                    let mut produced = feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, clock);
+                    if self.references && line.truncated_from.is_none() {
+                        reference(&mut produced, &stream.lines.path, line.start, &line.bytes);
+                    }
+                    batch.extend(produced);
                 }
                 if !line.torn {
                     stream.lines.fed.offset = line.end;
@@ -284,6 +309,21 @@ impl SessionFeed {
     }
 }
 
+/// Gives the envelopes made of one line (`bytes`, at `start` of `path`)
+/// whose frame is that line's the reference to it. The frame is the line's
+/// own text, or that text with secrets redacted (checked by redacting it
+/// again, only for a frame that differs: a few lines).
+fn reference(produced: &mut [Envelope], path: &Path, start: u64, bytes: &[u8]) {
+    for envelope in produced {
+        let Some(raw) = &envelope.raw else { continue };
+        let own = raw.get().as_bytes() == bytes
+            || agentrace_store::raw_ref::frame_of(bytes).is_some_and(|frame| frame.get() == raw.get());
+        if own {
+            envelope.raw_ref = Some(agentrace_store::raw_ref::reference(path, start, bytes));
+        }
+    }
+}
+
 /// One line to `recorder` as `part`, at `clock` when it names no time;
 /// `clock` then follows the last envelope's time.
 fn feed_line(
@@ -316,6 +356,7 @@ impl Lines {
             keyed,
             ended: false,
             fed: ReadMark::default(),
+            next_start: 0,
         }
     }
 
@@ -401,7 +442,13 @@ impl Lines {
         let time = if self.keyed { line_time(&bytes) } else { None };
         let key = self.key.max(time);
         self.key = key;
-        self.queued.push_back(Queued { bytes, line_number, truncated_from, end, key, torn });
+        // A torn line's `end` is its start; a whole line's is past its
+        // newline, where the next one starts.
+        let start = if torn { end } else { self.next_start };
+        if !torn {
+            self.next_start = end;
+        }
+        self.queued.push_back(Queued { bytes, start, line_number, truncated_from, end, key, torn });
     }
 }
 

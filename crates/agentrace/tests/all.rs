@@ -15,6 +15,7 @@ mod all {
     pub mod live_codex;
     pub mod one_book;
     pub mod phoenix;
+    pub mod raw_ref;
     pub mod status_attach;
     pub mod statusline;
     pub mod following;

@@ -263,3 +263,123 @@ fn a_fold_priced_by_a_users_file_uses_it_where_the_database_has_nothing() {
     let root = &state.view().agents[0];
     assert_eq!((root.cost, root.cost_status), (Some(3.0), CostStatus::Exact));
 }
+
+/// Every `.jsonl` under `dir`, sorted.
+fn jsonl_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|end| end == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What a fold says one agent cost: (thread, cost, unpriced tokens, cost
+/// of each model's part).
+type AgentCost = (Option<String>, Option<f64>, u64, Vec<f64>);
+
+/// What a fold says each agent cost.
+fn agent_costs(state: &RunState) -> Vec<AgentCost> {
+    state
+        .agents()
+        .into_iter()
+        .map(|agent| {
+            (
+                Some(agent.thread_id.as_str().to_owned()),
+                agent.cost,
+                agent.unpriced_tokens,
+                agent.tokens_by_model.iter().map(|part| part.cost).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The same figure to the bit.
+fn close(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
+#[test]
+fn the_flat_rate_cache_prices_every_fixture_request_as_the_database_does() {
+    use agentrace_core::recorder::Format;
+    use agentrace_core::InputLine;
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut priced = 0usize;
+    for path in jsonl_under(&fixtures) {
+        let text = path.to_string_lossy();
+        let format = if text.contains("/rollouts/") {
+            Format::CodexRollout
+        } else if text.contains("/home_claude/") {
+            Format::ClaudeTranscript
+        } else if text.ends_with("/stream.jsonl") {
+            Format::ClaudeStream
+        } else if text.ends_with("/server.jsonl") {
+            Format::CodexAppServer
+        } else {
+            continue;
+        };
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let mut recorder = agentrace_core::Recorder::new("r".into(), format);
+        let mut envelopes = recorder.start(at());
+        for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            envelopes.extend(recorder.push(&InputLine {
+                bytes: line,
+                line_number: index as u64 + 1,
+                observed_at: at(),
+                direction: None,
+                truncated_from: None,
+            }));
+        }
+        envelopes.extend(recorder.finish());
+        // Both folds in step: after each envelope (each request priced),
+        // the cached book's figures are the database's.
+        let mut cached = RunState::new("r".into()).with_prices(Arc::new(PriceBook::database()));
+        let mut uncached = RunState::new("r".into()).with_prices(Arc::new(PriceBook::database().without_cache()));
+        for envelope in &envelopes {
+            cached.apply(envelope);
+            uncached.apply(envelope);
+            let (ours, theirs) = (agent_costs(&cached), agent_costs(&uncached));
+            let same = ours.len() == theirs.len()
+                && ours.iter().zip(&theirs).all(|(a, b)| {
+                    a.0 == b.0
+                        && a.2 == b.2
+                        && match (a.1, b.1) {
+                            (Some(x), Some(y)) => close(x, y),
+                            (x, y) => x == y,
+                        }
+                        && a.3.len() == b.3.len()
+                        && a.3.iter().zip(&b.3).all(|(x, y)| close(*x, *y))
+                });
+            assert!(same, "{} at {}:\n{ours:?}\n{theirs:?}", path.display(), envelope.sequence);
+        }
+        priced += agent_costs(&uncached).iter().filter(|agent| agent.1.is_some_and(|cost| cost > 0.0)).count();
+    }
+    assert!(priced > 20, "only {priced} priced agents: the fixtures were not read");
+}
+
+#[test]
+fn a_price_tiered_by_request_size_is_still_priced_per_request() {
+    let book = PriceBook::database();
+    let uncached = PriceBook::database().without_cache();
+    // Claude Sonnet 4.5 costs more per token past 200 k input tokens.
+    for input in [1_000, 150_000, 199_999, 200_001, 450_000, 1_000_000] {
+        let tokens = TokenUsage { input_tokens: input, cached_input_tokens: input / 3, output_tokens: 2_000, ..TokenUsage::default() };
+        let request = Request { provider: Provider::Claude, model: "claude-sonnet-4-5", at: at(), service_tier: None, tokens: &tokens };
+        let (ours, theirs) = (book.price(&request), uncached.price(&request));
+        assert_eq!(ours.map(f64::to_bits), theirs.map(f64::to_bits), "{input}: {ours:?} {theirs:?}");
+    }
+    // The model's price is tiered indeed: the requests above crossed a tier.
+    let rates = book.rates(Provider::Claude, "claude-sonnet-4-5", at()).map(|rates| rates.tiered);
+    assert_eq!(rates, Some(true));
+}

@@ -75,6 +75,8 @@ impl Log {
             actor,
             event: EventBody::Known(event),
             raw: None,
+            raw_ref: None,
+            raw_unavailable: None,
         });
         self
     }

@@ -182,6 +182,8 @@ fn a_warning_is_an_event_and_a_code_on_the_agent_it_names() {
         }
         .into(),
         raw: None,
+        raw_ref: None,
+        raw_unavailable: None,
     });
     let view = view("run-x", &envelopes);
     let trace = run_trace("run-x", &envelopes, &view);

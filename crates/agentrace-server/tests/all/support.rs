@@ -158,6 +158,8 @@ pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Op
             actor: actor(index),
             event: EventBody::Known(event),
             raw: None,
+            raw_ref: None,
+            raw_unavailable: None,
         };
         state.apply(&envelope);
         batch.push(envelope);

@@ -125,6 +125,8 @@ fn envelopes() -> impl Strategy<Value = Vec<Envelope>> {
                 actor,
                 event,
                 raw: raw.and_then(|raw| serde_json::value::to_raw_value(&raw).ok()),
+                raw_ref: None,
+                raw_unavailable: None,
             })
             .collect()
     })
@@ -168,6 +170,8 @@ fn known_envelope() -> Envelope {
             cwd: None,
         }),
         raw: RawValue::from_string(String::from("{\"method\":\"x\"}")).ok(),
+        raw_ref: None,
+        raw_unavailable: None,
     }
 }
 

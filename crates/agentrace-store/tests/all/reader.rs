@@ -25,6 +25,8 @@ fn legacy(line: &str, sequence: u64, run_id: &str, millis: i64, event: EventBody
         actor: Actor::unknown(LEGACY_ACTOR_REASON),
         event,
         raw: RawValue::from_string(line.to_owned()).ok(),
+        raw_ref: None,
+        raw_unavailable: None,
     }
 }
 

@@ -1,0 +1,382 @@
+//! Imported runs reference their sources instead of copying them (`rawRef`):
+//! the shape of a reference, `events --raw` reading frames back, a source
+//! that changed or vanished (`raw: null` and `rawUnavailable`, never an
+//! error), `import --keep-raw`, and live runs keeping `raw`.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use agentrace_testkit::files::{copy_dir, fixtures};
+
+use super::support::{capture, Cli};
+
+/// A Codex home (`codex/`) with the rollouts of `codex` and a Claude config
+/// dir (`claude/`) with the transcripts of `claude`.
+fn homes(codex: &[&str], claude: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for capture in codex {
+        copy_dir(&fixtures().join("codex").join(capture).join("rollouts"), &dir.path().join("codex/sessions"));
+    }
+    std::fs::create_dir_all(dir.path().join("claude/projects")).unwrap_or_else(|e| panic!("{e}"));
+    for capture in claude {
+        copy_dir(&fixtures().join("claude").join(capture).join("home_claude"), &dir.path().join("claude"));
+    }
+    dir
+}
+
+fn import(cli: &Cli, dir: &Path, extra: &[&str]) {
+    let codex = dir.join("codex").to_string_lossy().into_owned();
+    let claude = dir.join("claude").to_string_lossy().into_owned();
+    let mut args = vec!["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"];
+    args.extend_from_slice(extra);
+    cli.ok(&args);
+}
+
+/// Every `.jsonl` under `dir`, sorted.
+fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|end| end == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The lines of run `id`'s log as written.
+fn log_lines(cli: &Cli, id: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.jsonl"))).unwrap_or_else(|e| panic!("{e}"));
+    text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}\n{line}"))).collect()
+}
+
+/// `events RUN --json` plus `extra`, each line as it was printed and as a value.
+fn events(cli: &Cli, id: &str, extra: &[&str]) -> Vec<(String, Value)> {
+    let mut args = vec!["events", id, "--json"];
+    args.extend_from_slice(extra);
+    cli.ok(&args)
+        .lines()
+        .map(|line| (line.to_owned(), serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}\n{line}"))))
+        .collect()
+}
+
+/// The exact text of a printed envelope's `raw`.
+fn raw_text(line: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(borrow)]
+        raw: &'a serde_json::value::RawValue,
+    }
+    serde_json::from_str::<Raw<'_>>(line).unwrap_or_else(|e| panic!("{e}\n{line}")).raw.get().to_owned()
+}
+
+/// The bytes a reference names.
+fn referenced(reference: &Value) -> Vec<u8> {
+    let bytes = std::fs::read(reference["path"].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    let offset = reference["offset"].as_u64().unwrap_or_default() as usize;
+    let length = reference["length"].as_u64().unwrap_or_default() as usize;
+    bytes[offset..offset + length].to_vec()
+}
+
+fn run_id(cli: &Cli, provider: &str) -> String {
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|run| run["provider"] == provider)
+        .and_then(|run| run["id"].as_str())
+        .unwrap_or_else(|| panic!("no {provider} run"))
+        .to_owned()
+}
+
+/// The first line of `path` (without its newline) and its reference.
+fn first_line_reference(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
+    let end = bytes.iter().position(|byte| *byte == b'\n').unwrap_or(bytes.len());
+    json!({
+        "path": path.to_string_lossy(),
+        "offset": 0,
+        "length": end,
+        "crc32": crc32fast::hash(&bytes[..end]),
+    })
+}
+
+#[test]
+fn an_imported_codex_and_claude_envelope_references_its_line_in_place_of_raw() {
+    let dir = homes(&["v1_basic"], &["single_bg"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let rollout = jsonl_under(&dir.path().join("codex")).remove(0);
+    let codex = log_lines(&cli, &run_id(&cli, "codex"));
+    // The rollout's first line (its `session_meta`) starts the thread.
+    assert_eq!(codex[1]["event"]["type"], "thread_started");
+    assert_eq!(codex[1]["rawRef"], first_line_reference(&rollout));
+    let transcript = dir.path().join("claude/projects/-home-dev-agents-work-single-bg/a276f0f8-9a47-40c2-b57a-1ea38e691bc2.jsonl");
+    let claude = log_lines(&cli, &run_id(&cli, "claude"));
+    let first = claude.iter().find(|line| line.get("rawRef").is_some()).unwrap_or_else(|| panic!("no reference"));
+    assert_eq!(first["rawRef"], first_line_reference(&transcript));
+    // No frame is copied into an imported log.
+    for line in codex.iter().chain(&claude) {
+        assert_eq!(line.get("raw"), None, "{line}");
+    }
+    assert!(codex.iter().filter(|line| line.get("rawRef").is_some()).count() > 40);
+    assert!(claude.iter().filter(|line| line.get("rawRef").is_some()).count() > 40);
+}
+
+#[test]
+fn events_raw_shows_each_imported_frame_exactly_as_its_source_line() {
+    let dir = homes(&["v1_parallel"], &["parallel_bg"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    for provider in ["codex", "claude"] {
+        let id = run_id(&cli, provider);
+        let shown = events(&cli, &id, &["--raw"]);
+        let mut frames = 0;
+        for (line, envelope) in &shown {
+            let Some(reference) = envelope.get("rawRef") else { continue };
+            let source = String::from_utf8(referenced(reference)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(raw_text(line), source, "{provider} {}", envelope["sequence"]);
+            frames += 1;
+        }
+        assert!(frames > 20, "{provider}: {frames} frames");
+        // Without `--raw`, as before: neither the frame nor where it is.
+        for (_, envelope) in events(&cli, &id, &[]) {
+            assert_eq!((envelope.get("raw"), envelope.get("rawRef")), (None, None));
+        }
+    }
+}
+
+#[test]
+fn a_source_edited_since_the_import_shows_raw_null_and_source_changed() {
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let id = run_id(&cli, "codex");
+    let rollout = jsonl_under(&dir.path().join("codex")).remove(0);
+    // One byte of the first line changed in place (same length), and the
+    // file cut short in its last line.
+    let mut bytes = std::fs::read(&rollout).unwrap_or_else(|e| panic!("{e}"));
+    let at = bytes.iter().position(|byte| *byte == b'0').unwrap_or_else(|| panic!("no digit"));
+    bytes[at] = b'1';
+    bytes.truncate(bytes.len() - 10);
+    std::fs::write(&rollout, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let shown = events(&cli, &id, &["--raw"]);
+    let unavailable: Vec<(u64, Value, Value)> = shown
+        .iter()
+        .filter(|(_, envelope)| envelope.get("rawUnavailable").is_some())
+        .map(|(_, envelope)| (envelope["sequence"].as_u64().unwrap_or_default(), envelope["raw"].clone(), envelope["rawUnavailable"].clone()))
+        .collect();
+    let last = shown.iter().rev().find(|(_, envelope)| envelope.get("rawRef").is_some()).map(|(_, envelope)| envelope["sequence"].as_u64().unwrap_or_default());
+    assert_eq!(
+        unavailable,
+        vec![(2, Value::Null, json!("source changed")), (last.unwrap_or_default(), Value::Null, json!("source changed"))]
+    );
+}
+
+/// Ends the server when the test ends, whatever happened.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `agentrace serve` on a free loopback port; its address.
+fn serve(cli: &Cli) -> (Killed, String) {
+    let mut server = Killed(
+        cli.command(&["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let address = first
+        .trim_end()
+        .strip_prefix("listening on http://127.0.0.1:")
+        .map(|port| format!("127.0.0.1:{port}"))
+        .unwrap_or_else(|| panic!("first line: {first:?}"));
+    (server, address)
+}
+
+/// The JSON body of `GET path`.
+fn get_json(address: &str, path: &str) -> Value {
+    let mut stream = TcpStream::connect(address).unwrap_or_else(|e| panic!("connect {address}: {e}"));
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap_or_else(|e| panic!("{e}"));
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap_or_else(|e| panic!("{e}"));
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}\n{response}"))
+}
+
+/// `value` without the members that say a frame and where it is.
+fn without_frames(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(members) => {
+            for key in ["raw", "rawRef", "rawUnavailable"] {
+                members.remove(key);
+            }
+            for member in members.values_mut() {
+                *member = without_frames(member.take());
+            }
+        }
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                *item = without_frames(item.take());
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+/// What a user reads of run `id`: `show`, `events`, `usage`, and the
+/// viewer's run, events and records.
+fn history(cli: &Cli, id: &str) -> (Value, Vec<Value>, Value, Vec<Value>, Value) {
+    let show: Value = serde_json::from_str(&cli.ok(&["show", id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let events = events(cli, id, &[]).into_iter().map(|(_, envelope)| envelope).collect();
+    let usage: Value = serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let (_server, address) = serve(cli);
+    let page = get_json(&address, &format!("/api/runs/{id}/events?limit=1000"));
+    let viewer = vec![get_json(&address, &format!("/api/runs/{id}")), page];
+    let records = get_json(&address, &format!("/api/runs/{id}/records"));
+    (show, events, usage, viewer, records)
+}
+
+#[test]
+fn a_claude_transcript_cleaned_up_after_import_loses_no_attributed_event() {
+    let dir = homes(&[], &["parallel_bg"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let id = run_id(&cli, "claude");
+    let before = history(&cli, &id);
+    let page = &before.3[1]["events"];
+    let frames = page.as_array().into_iter().flatten().filter(|envelope| envelope.get("rawRef").is_some()).count();
+    assert!(frames > 20 && page.as_array().into_iter().flatten().all(|envelope| envelope.get("rawUnavailable").is_none()));
+    // Claude Code's cleanup of transcripts older than 30 days.
+    std::fs::remove_dir_all(dir.path().join("claude/projects")).unwrap_or_else(|e| panic!("{e}"));
+    let after = history(&cli, &id);
+    assert_eq!(after.0, before.0, "show");
+    assert_eq!(after.1, before.1, "events");
+    assert_eq!(after.2, before.2, "usage");
+    assert_eq!(without_frames(Value::from(after.3.clone())), without_frames(Value::from(before.3.clone())), "viewer");
+    assert_eq!(after.4, before.4, "records");
+    // The frames themselves are gone, and said so, in both places.
+    let missing = |envelopes: Vec<Value>| {
+        envelopes
+            .into_iter()
+            .filter(|envelope| envelope.get("rawRef").is_some())
+            .map(|envelope| (envelope["raw"].clone(), envelope["rawUnavailable"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let shown = missing(events(&cli, &id, &["--raw"]).into_iter().map(|(_, envelope)| envelope).collect());
+    assert_eq!(shown, vec![(Value::Null, json!("source missing")); frames]);
+    let viewed = missing(after.3[1]["events"].as_array().cloned().unwrap_or_default());
+    assert_eq!(viewed, vec![(Value::Null, json!("source missing")); frames]);
+}
+
+#[test]
+fn import_keep_raw_shows_the_frames_after_the_sources_are_gone() {
+    let dir = homes(&["v1_parallel"], &["single_bg"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &["--keep-raw"]);
+    let ids = [run_id(&cli, "codex"), run_id(&cli, "claude")];
+    let before: Vec<Vec<(String, Value)>> = ids.iter().map(|id| events(&cli, id, &["--raw"])).collect();
+    for id in &ids {
+        assert!(cli.home.path().join("runs").join(format!("{id}.raw.gz")).exists());
+    }
+    std::fs::remove_dir_all(dir.path().join("codex")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir_all(dir.path().join("claude")).unwrap_or_else(|e| panic!("{e}"));
+    let after: Vec<Vec<(String, Value)>> = ids.iter().map(|id| events(&cli, id, &["--raw"])).collect();
+    assert_eq!(after, before);
+    assert!(after.iter().flatten().all(|(_, envelope)| envelope.get("rawUnavailable").is_none()));
+}
+
+#[test]
+fn a_run_recorded_live_still_carries_each_frame_in_raw() {
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v1_basic"), &["--quiet"]);
+    let lines = log_lines(&cli, &id);
+    assert!(lines.iter().all(|line| line.get("rawRef").is_none()));
+    assert!(lines.iter().filter(|line| line.get("raw").is_some()).count() > 40);
+}
+
+/// Run `id`'s log as an import wrote it before references: each frame
+/// copied in as `raw` (read with `events --raw`), under run id `as_id`.
+fn frames_copied_in(cli: &Cli, id: &str, as_id: &str) -> String {
+    let frames: std::collections::HashMap<u64, String> = events(cli, id, &["--raw"])
+        .into_iter()
+        .filter(|(_, envelope)| envelope.get("rawRef").is_some())
+        .map(|(line, envelope)| (envelope["sequence"].as_u64().unwrap_or_default(), raw_text(&line)))
+        .collect();
+    log_lines(cli, id)
+        .into_iter()
+        .map(|mut line| {
+            let sequence = line["sequence"].as_u64().unwrap_or_default();
+            if let Some(members) = line.as_object_mut() {
+                if members.remove("rawRef").is_some() {
+                    let raw = serde_json::from_str(&frames[&sequence]).unwrap_or_else(|e| panic!("{e}"));
+                    members.insert("raw".to_owned(), raw);
+                }
+                members.insert("runId".to_owned(), json!(as_id));
+            }
+            format!("{line}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn a_claude_run_continued_after_import_relearns_its_frames_from_their_sources() {
+    let dir = homes(&[], &["single_bg"]);
+    let transcript = dir.path().join("claude/projects/-home-dev-agents-work-single-bg/a276f0f8-9a47-40c2-b57a-1ea38e691bc2.jsonl");
+    // One home as imported (references), one with the frames copied in.
+    let (referenced, copied) = (Cli::new(), Cli::new());
+    import(&referenced, dir.path(), &[]);
+    import(&copied, dir.path(), &[]);
+    let id = run_id(&referenced, "claude");
+    let log = frames_copied_in(&copied, &id, &id);
+    std::fs::write(copied.home.path().join("runs").join(format!("{id}.jsonl")), log).unwrap_or_else(|e| panic!("{e}"));
+    // `ingest` continues the run, its attributor primed from every frame.
+    for cli in [&referenced, &copied] {
+        cli.ingest(&transcript, &["--quiet"]);
+    }
+    let shown = |cli: &Cli| events(cli, &id, &[]).into_iter().map(|(_, envelope)| envelope).collect::<Vec<_>>();
+    assert_eq!(shown(&referenced), shown(&copied));
+}
+
+/// Needs the child-work reducer to read typed facts, not `raw` (helper
+/// WIRE): until then an imported run's records lack what only its frames
+/// held (process ids, receivers, statuses).
+#[test]
+fn an_imported_runs_records_are_those_of_the_same_log_with_its_frames_copied() {
+    let dir = homes(&["v1_background_exec", "v1_parallel"], &["parallel_bg", "bg_shell_task"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = runs["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect();
+    assert_eq!(ids.len(), 4);
+    for id in ids {
+        // The same log with each frame copied in, as imports wrote it before.
+        let copied = frames_copied_in(&cli, &id, &format!("copied-{id}"));
+        std::fs::write(cli.home.path().join("runs").join(format!("copied-{id}.jsonl")), copied).unwrap_or_else(|e| panic!("{e}"));
+        let records = |run: &str| -> Value { serde_json::from_str(&cli.ok(&["status", run, "--json"])).unwrap_or_else(|e| panic!("{e}")) };
+        assert_eq!(records(&id), records(&format!("copied-{id}")), "{id}");
+    }
+}
