@@ -79,6 +79,8 @@ fn session_end(envelopes: &[Envelope]) -> Envelope {
             reason: SessionEndReason::EndOfInput,
         }),
         raw: None,
+        raw_ref: None,
+        raw_unavailable: None,
     }
 }
 
