@@ -386,6 +386,7 @@ fn describe(event: &EventBody) -> String {
             request_id,
             method,
             error,
+            ..
         } => format!(
             "response to {}{}",
             method
@@ -408,7 +409,9 @@ fn describe(event: &EventBody) -> String {
                 ""
             }
         ),
-        Event::Notice { method, message } => format!(
+        Event::Notice {
+            method, message, ..
+        } => format!(
             "{method}{}",
             message
                 .as_ref()
