@@ -1,4 +1,4 @@
-//! The reads against the real `codex app-server` (the pinned 0.169 CLI) over
+//! The reads against the real `codex app-server` (the pinned 0.171 CLI) over
 //! a `CODEX_HOME` holding a capture's rollouts, checked against the answers
 //! the capture recorded. No model request is made: the config points the
 //! provider at a dead loopback port.
