@@ -911,8 +911,8 @@ mod tests {
         .iter()
         .map(|line| line.as_bytes().to_vec())
         .collect();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
-        let mut folders = vec![root];
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let mut folders = vec![fixtures.join("codex"), fixtures.join("codex-0.171")];
         while let Some(folder) = folders.pop() {
             for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
                 let path = entry.unwrap_or_else(|e| panic!("{e}")).path();

@@ -11,13 +11,16 @@ use agentrace_testkit::files::{copy_dir, fixtures};
 
 use super::support::Cli;
 
-/// A Codex home and a Claude config dir holding every capture.
+/// A Codex home and a Claude config dir holding every capture (both Codex
+/// versions').
 fn every_capture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    for entry in std::fs::read_dir(fixtures().join("codex")).unwrap_or_else(|e| panic!("{e}")) {
-        let rollouts = entry.unwrap_or_else(|e| panic!("{e}")).path().join("rollouts");
-        if rollouts.is_dir() {
-            copy_dir(&rollouts, &dir.path().join("codex/sessions"));
+    for version in ["codex", "codex-0.171"] {
+        for entry in std::fs::read_dir(fixtures().join(version)).unwrap_or_else(|e| panic!("{e}")) {
+            let rollouts = entry.unwrap_or_else(|e| panic!("{e}")).path().join("rollouts");
+            if rollouts.is_dir() {
+                copy_dir(&rollouts, &dir.path().join("codex/sessions"));
+            }
         }
     }
     for entry in std::fs::read_dir(fixtures().join("claude")).unwrap_or_else(|e| panic!("{e}")) {
