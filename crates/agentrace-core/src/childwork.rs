@@ -853,19 +853,18 @@ impl ChildWork {
         at: Timestamp,
     ) {
         self.another_item(thread, item);
-        if tool_kind == "command" {
-            if has_process {
-                let key = (thread.cloned(), item.clone());
-                self.commands.entry(key).or_insert_with(|| CommandFacts {
-                    launcher: thread.cloned(),
-                    item: item.clone(),
-                    label: cut(first_line(input), LABEL_CHARS),
-                    description: cut(input, TEXT_CHARS),
-                    started_at: at,
-                    persistent: false,
-                    ended: None,
-                });
-            }
+        // A command with a process behind it may outlive its call.
+        if tool_kind == "command" && has_process {
+            let key = (thread.cloned(), item.clone());
+            self.commands.entry(key).or_insert_with(|| CommandFacts {
+                launcher: thread.cloned(),
+                item: item.clone(),
+                label: cut(first_line(input), LABEL_CHARS),
+                description: cut(input, TEXT_CHARS),
+                started_at: at,
+                persistent: false,
+                ended: None,
+            });
         }
         // Collaboration calls (spawn, wait, send) are not operations.
         if tool_kind == "agent" {
