@@ -1,4 +1,4 @@
-//! Codex app-server JSON-RPC as the real `codex app-server` 0.169 speaks it on
+//! Codex app-server JSON-RPC as the real `codex app-server` 0.169 and 0.171 speak it on
 //! stdio: one message per line, no `jsonrpc` member on server messages,
 //! `emittedAtMs` on notifications, server→client request ids in their own id
 //! space (tell requests from responses by the presence of `method`).
