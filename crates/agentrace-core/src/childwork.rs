@@ -23,11 +23,15 @@
 //! # How envelopes map onto records
 //!
 //! The reducer reads the normalized events both attributors write (Codex and
-//! Claude alike), and the envelope's `raw` frame only for provider detail no
-//! event carries (`processId`, `receiverThreadIds`, read-back turns, a
-//! background task's status). It reads envelopes as written, corrections
-//! (`actor_resolved`) included, so a replayed log gives the records a live
-//! observer had.
+//! Claude alike), provider detail included (`processId`,
+//! `receiverThreadIds`, read-back turns, a background task's status: see
+//! [`crate::model::EVENT_FACTS`]); it never reads `raw`, so an envelope that
+//! references its frame instead of carrying it folds the same. A log written
+//! before its events carried those facts says so (no
+//! `run_started.eventFacts`); for it alone they are taken from each
+//! envelope's frame, as that log's writer did. It reads envelopes as
+//! written, corrections (`actor_resolved`) included, so a replayed log gives
+//! the records a live observer had.
 //!
 //! - A thread becomes a child once a spawn link names it (`agent_spawned`, or
 //!   an actor of role `helper`); its record is admitted once it also has a
@@ -46,8 +50,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::model::{
     Actor, Envelope, Event, EventBody, ItemId, Provider, Role, Severity, ThreadId, Timestamp,
     TurnId, Warning,
@@ -349,6 +351,10 @@ pub struct ChildWork {
     ended_order: VecDeque<ChildWorkId>,
     dirty: BTreeSet<Key>,
     warnings: Vec<Warning>,
+    /// The log predates [`crate::model::EVENT_FACTS`]: facts come from `raw`.
+    /// No default: a snapshot from before it is a miss, and the log is
+    /// folded again.
+    legacy: bool,
 }
 
 impl Default for ChildWork {
@@ -376,6 +382,7 @@ impl ChildWork {
             ended_order: VecDeque::new(),
             dirty: BTreeSet::new(),
             warnings: Vec::new(),
+            legacy: false,
         }
     }
 
@@ -398,12 +405,23 @@ impl ChildWork {
         let EventBody::Known(event) = &envelope.event else {
             return Vec::new();
         };
+        let filled = if self.legacy {
+            crate::legacy_facts::fill(event, envelope.raw.as_deref())
+        } else {
+            None
+        };
+        let event = filled.as_ref().unwrap_or(event);
         let at = envelope.timestamp;
         self.note_actor(envelope.actor.thread_id.as_ref(), &envelope.actor);
         let thread = envelope.actor.thread_id.as_ref();
         match event {
-            Event::RunStarted { provider, .. } => {
+            Event::RunStarted {
+                provider,
+                event_facts,
+                ..
+            } => {
                 self.provider = *provider;
+                self.legacy = event_facts.is_none();
                 self.mark_all();
             }
             Event::ActorResolved { thread_id, actor } => {
@@ -424,6 +442,7 @@ impl ChildWork {
                 turn_id,
                 status,
                 usage,
+                last_message,
                 ..
             } => {
                 if let Some(thread) = thread {
@@ -432,7 +451,7 @@ impl ChildWork {
                         turn_id,
                         status,
                         usage.map(|u| u.total_tokens),
-                        envelope,
+                        last_message.as_deref(),
                         at,
                     );
                 }
@@ -446,7 +465,11 @@ impl ChildWork {
                     self.end_run(thread, turn_id.as_ref(), Outcome::Failed, at, false);
                 }
             }
-            Event::Notice { method, message } => match method.as_str() {
+            Event::Notice {
+                method,
+                message,
+                item_id,
+            } => match method.as_str() {
                 "thread/closed" => {
                     if let Some(thread) = thread {
                         self.end_run(thread, None, Outcome::Unknown, at, false);
@@ -468,10 +491,8 @@ impl ChildWork {
                     }
                 }
                 "item/commandExecution/terminalInteraction" => {
-                    if let Some(item) = raw(envelope)
-                        .and_then(|frame| frame["params"]["itemId"].as_str().map(ItemId::from))
-                    {
-                        self.promote(thread, &item);
+                    if let Some(item) = item_id {
+                        self.promote(thread, item);
                     }
                 }
                 _ => {}
@@ -482,6 +503,7 @@ impl ChildWork {
                 input,
                 item_id: Some(item),
                 turn_id,
+                process_id,
             } => {
                 self.tool_use(
                     thread,
@@ -490,7 +512,7 @@ impl ChildWork {
                     input,
                     item,
                     turn_id.as_ref(),
-                    envelope,
+                    process_id.is_some(),
                     at,
                 );
             }
@@ -499,6 +521,7 @@ impl ChildWork {
                 status,
                 exit_code,
                 item_id: Some(item),
+                receiver_thread_ids,
                 ..
             } => {
                 self.tool_result(
@@ -507,44 +530,39 @@ impl ChildWork {
                     status.as_deref(),
                     *exit_code,
                     item,
-                    envelope,
+                    receiver_thread_ids,
                     at,
                 );
             }
             Event::ItemStarted {
                 item_type,
                 item_id: Some(item),
+                description,
                 ..
             } => {
                 self.another_item(thread, item);
                 if item_type == "backgroundCommand" {
-                    self.background_task(thread, item, envelope, at);
+                    self.background_task(thread, item, description.as_deref(), at);
                 }
             }
             Event::ItemCompleted {
-                item_type, item_id, ..
+                item_type,
+                item_id,
+                status,
+                activity_kind,
+                agent_thread_id,
+                ..
             } => match item_type.as_str() {
                 "backgroundCommand" => {
                     if let Some(item) = item_id {
-                        let outcome = raw(envelope).map_or(Outcome::Unknown, |frame| {
-                            task_outcome(frame["status"].as_str())
-                        });
-                        self.end_command(thread, item, outcome, at);
+                        self.end_command(thread, item, task_outcome(status.as_deref()), at);
                     }
                 }
                 "subAgentActivity" => {
-                    let frame = raw(envelope).unwrap_or(Value::Null);
-                    let item = &frame["params"]["item"];
-                    if item["kind"] == "interrupted" {
-                        if let Some(child) = item["agentThreadId"].as_str() {
-                            self.end_run(
-                                &ThreadId::from(child),
-                                None,
-                                Outcome::Cancelled,
-                                at,
-                                false,
-                            );
-                        }
+                    if let (Some("interrupted"), Some(child)) =
+                        (activity_kind.as_deref(), agent_thread_id)
+                    {
+                        self.end_run(child, None, Outcome::Cancelled, at, false);
                     }
                 }
                 _ => {}
@@ -612,7 +630,11 @@ impl ChildWork {
             // Read-backs (`thread/read`, `thread/turns/list`,
             // `thread/resume`); server output alone does not name the
             // request, so any answer holding turns is looked at.
-            Event::Response { error: None, .. } => self.read_back(envelope, at),
+            Event::Response {
+                error: None,
+                unfinished_turn_ids,
+                ..
+            } => self.read_back(unfinished_turn_ids, envelope.sequence, at),
             _ => {}
         }
         self.publish(at)
@@ -793,7 +815,7 @@ impl ChildWork {
         turn: &TurnId,
         status: &str,
         usage: Option<u64>,
-        envelope: &Envelope,
+        summary: Option<&str>,
         at: Timestamp,
     ) {
         let facts = self.facts(thread);
@@ -801,22 +823,12 @@ impl ChildWork {
             // The capture began inside this turn: it ran, and now it ended.
             self.start_run(thread, turn, at);
         }
-        let summary = raw(envelope).and_then(|frame| {
-            frame["params"]["turn"]["items"]
-                .as_array()
-                .and_then(|items| {
-                    items.iter().rev().find(|item| {
-                        item["type"] == "agentMessage" && item["phase"] != "commentary"
-                    })
-                })
-                .and_then(|item| item["text"].as_str().map(str::to_owned))
-        });
         if let Some(run) = self.live_run(thread, Some(turn)) {
             if usage.is_some() {
                 run.total_tokens = usage;
             }
             if run.last_message.is_none() {
-                run.last_message = summary.map(|text| cut(&text, TEXT_CHARS));
+                run.last_message = summary.map(|text| cut(text, TEXT_CHARS));
             }
         }
         let outcome = match status {
@@ -840,28 +852,22 @@ impl ChildWork {
         input: &str,
         item: &ItemId,
         turn: Option<&TurnId>,
-        envelope: &Envelope,
+        has_process: bool,
         at: Timestamp,
     ) {
         self.another_item(thread, item);
-        if tool_kind == "command" {
-            let process = raw(envelope).and_then(|frame| {
-                frame["params"]["item"]["processId"]
-                    .as_str()
-                    .map(str::to_owned)
+        // A command with a process behind it may outlive its call.
+        if tool_kind == "command" && has_process {
+            let key = (thread.cloned(), item.clone());
+            self.commands.entry(key).or_insert_with(|| CommandFacts {
+                launcher: thread.cloned(),
+                item: item.clone(),
+                label: cut(first_line(input), LABEL_CHARS),
+                description: cut(input, TEXT_CHARS),
+                started_at: at,
+                persistent: false,
+                ended: None,
             });
-            if process.is_some() {
-                let key = (thread.cloned(), item.clone());
-                self.commands.entry(key).or_insert_with(|| CommandFacts {
-                    launcher: thread.cloned(),
-                    item: item.clone(),
-                    label: cut(first_line(input), LABEL_CHARS),
-                    description: cut(input, TEXT_CHARS),
-                    started_at: at,
-                    persistent: false,
-                    ended: None,
-                });
-            }
         }
         // Collaboration calls (spawn, wait, send) are not operations.
         if tool_kind == "agent" {
@@ -898,7 +904,7 @@ impl ChildWork {
         status: Option<&str>,
         exit_code: Option<i64>,
         item: &ItemId,
-        envelope: &Envelope,
+        receivers: &[ThreadId],
         at: Timestamp,
     ) {
         let key = (thread.cloned(), item.clone());
@@ -929,18 +935,8 @@ impl ChildWork {
             }
         }
         if name == "closeAgent" && status == Some("completed") {
-            let frame = raw(envelope).unwrap_or(Value::Null);
-            let receivers: Vec<ThreadId> = frame["params"]["item"]["receiverThreadIds"]
-                .as_array()
-                .map(|ids| {
-                    ids.iter()
-                        .filter_map(Value::as_str)
-                        .map(ThreadId::from)
-                        .collect()
-                })
-                .unwrap_or_default();
             for child in receivers {
-                self.end_run(&child, None, Outcome::Cancelled, at, false);
+                self.end_run(child, None, Outcome::Cancelled, at, false);
             }
         }
     }
@@ -989,15 +985,10 @@ impl ChildWork {
         &mut self,
         thread: Option<&ThreadId>,
         item: &ItemId,
-        envelope: &Envelope,
+        description: Option<&str>,
         at: Timestamp,
     ) {
-        let frame = raw(envelope).unwrap_or(Value::Null);
-        let description = frame["description"]
-            .as_str()
-            .or_else(|| frame["command"].as_str())
-            .unwrap_or(item.as_str())
-            .to_owned();
+        let description = description.unwrap_or(item.as_str()).to_owned();
         let key = (thread.cloned(), item.clone());
         self.commands
             .entry(key.clone())
@@ -1037,22 +1028,9 @@ impl ChildWork {
     /// naming a turn that is still running here as `interrupted` with no
     /// `completedAt`: the host lost it (a restart). Ended `unknown`, with a
     /// `lost_turn` warning.
-    fn read_back(&mut self, envelope: &Envelope, at: Timestamp) {
-        let frame = raw(envelope).unwrap_or(Value::Null);
-        let result = &frame["result"];
-        let turns = [
-            &result["thread"]["turns"],
-            &result["data"],
-            &result["turns"],
-        ];
-        let lost: Vec<String> = turns
-            .iter()
-            .filter_map(|list| list.as_array())
-            .flatten()
-            .filter(|turn| turn["status"] == "interrupted" && turn["completedAt"].is_null())
-            .filter_map(|turn| turn["id"].as_str().map(str::to_owned))
-            .collect();
-        for turn in lost {
+    fn read_back(&mut self, lost: &[TurnId], sequence: u64, at: Timestamp) {
+        for turn_id in lost {
+            let turn = turn_id.as_str();
             let owner = self
                 .agents
                 .iter()
@@ -1069,7 +1047,7 @@ impl ChildWork {
             let child = self.agents.get(&thread).is_some_and(|facts| !facts.root);
             self.end_run(
                 &thread,
-                Some(&TurnId::from(turn.as_str())),
+                Some(turn_id),
                 Outcome::Unknown,
                 at,
                 false,
@@ -1081,7 +1059,7 @@ impl ChildWork {
                     message: format!(
                         "turn {turn} of {thread} never ended: the host lost it (read back as interrupted with no completion time)"
                     ),
-                    event_sequence: Some(envelope.sequence),
+                    event_sequence: Some(sequence),
                     thread_id: Some(thread),
                 });
             }
@@ -1280,15 +1258,6 @@ pub fn fold<'a>(
         }
     }
     (reducer, changes)
-}
-
-/// The envelope's original frame, parsed (only where provider detail is
-/// needed).
-fn raw(envelope: &Envelope) -> Option<Value> {
-    envelope
-        .raw
-        .as_ref()
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
 }
 
 /// A Claude background task's status → outcome.

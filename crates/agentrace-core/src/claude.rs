@@ -553,6 +553,7 @@ impl ClaudeAttributor {
         derived.push((
             Who::Thread(thread.clone()),
             Event::TurnCompleted {
+                last_message: None,
                 turn_id: turn,
                 status: status_text.to_owned(),
                 error,
@@ -780,6 +781,7 @@ impl ClaudeAttributor {
             return (
                 self.owner_of_parent(&record, derived),
                 Event::Notice {
+                    item_id: None,
                     method: "sdk/message-marker".to_owned(),
                     message: record.kind.clone(),
                 },
@@ -865,6 +867,7 @@ impl ClaudeAttributor {
                 (
                     owner,
                     Event::Notice {
+                        item_id: None,
                         method: "tool_progress".to_owned(),
                         message,
                     },
@@ -936,6 +939,7 @@ impl ClaudeAttributor {
             known if SYSTEM_NOTICES.contains(&known) => (
                 self.root_owner(Confidence::Provider),
                 Event::Notice {
+                    item_id: None,
                     method: format!("system/{known}"),
                     message: record.summary.clone().or_else(|| record.status.clone()),
                 },
@@ -977,16 +981,21 @@ impl ClaudeAttributor {
             };
             let event = match subtype {
                 "task_started" => Event::ItemStarted {
+                    description: record.description.clone().or_else(|| record.command.clone()),
                     item_type: "backgroundCommand".to_owned(),
                     item_id: Some(ItemId::from(task_id.as_str())),
                     turn_id: None,
                 },
                 "task_notification" => Event::ItemCompleted {
+                    activity_kind: None,
+                    agent_thread_id: None,
+                    status: record.status.clone(),
                     item_type: "backgroundCommand".to_owned(),
                     item_id: Some(ItemId::from(task_id.as_str())),
                     turn_id: None,
                 },
                 _ => Event::Notice {
+                    item_id: None,
                     method,
                     message: record.patch.as_ref().and_then(|patch| patch.status.clone()),
                 },
@@ -1002,6 +1011,7 @@ impl ClaudeAttributor {
             return (
                 Owner::Nobody(Actor::unknown("task not announced by task_started")),
                 Event::Notice {
+                    item_id: None,
                     method,
                     message: record.summary.clone(),
                 },
@@ -1016,6 +1026,7 @@ impl ClaudeAttributor {
             return (
                 Owner::Nobody(Actor::unknown("no thread id")),
                 Event::Notice {
+                    item_id: None,
                     method,
                     message: None,
                 },
@@ -1080,7 +1091,8 @@ impl ClaudeAttributor {
         }
         (
             Owner::Thread(thread, Confidence::Provider),
-            Event::Notice { method, message },
+            Event::Notice {
+                item_id: None, method, message },
         )
     }
 
@@ -1140,6 +1152,7 @@ impl ClaudeAttributor {
                     }
                     if self.recorded_tool_uses.insert(id.clone()) {
                         events.push(Event::ToolUse {
+                            process_id: None,
                             tool_kind: tool_kind(&name).to_owned(),
                             name,
                             input: summarize(&input_summary(&input)),
@@ -1164,6 +1177,7 @@ impl ClaudeAttributor {
                     }
                     if self.recorded_tool_results.insert(tool_use_id.clone()) {
                         events.push(Event::ToolResult {
+                            receiver_thread_ids: Vec::new(),
                             tool_kind: tool_kind(&name).to_owned(),
                             name,
                             status: Some(if is_error { "failed" } else { "completed" }.to_owned()),
@@ -1192,6 +1206,7 @@ impl ClaudeAttributor {
         }
         if duplicate {
             let notice = Event::Notice {
+                item_id: None,
                 method: "claude/duplicate".to_owned(),
                 message: record
                     .uuid
@@ -1203,6 +1218,7 @@ impl ClaudeAttributor {
         let mut events = events.into_iter();
         let Some(first) = events.next() else {
             let notice = Event::Notice {
+                item_id: None,
                 method: format!("claude/{kind}"),
                 message: None,
             };
@@ -1242,6 +1258,7 @@ impl ClaudeAttributor {
                     derived.push((
                         Who::Frame,
                         Event::TurnCompleted {
+                            last_message: None,
                             turn_id: turn.clone(),
                             status: "interrupted".to_owned(),
                             error: Some(text.clone()),
@@ -1302,6 +1319,7 @@ impl ClaudeAttributor {
         derived.push((
             Who::Frame,
             Event::TurnCompleted {
+                last_message: None,
                 turn_id: turn,
                 status: "completed".to_owned(),
                 error: None,
@@ -1515,6 +1533,7 @@ impl ClaudeAttributor {
         (
             owner,
             Event::TurnCompleted {
+                last_message: None,
                 turn_id: turn,
                 status: status.to_owned(),
                 error: if status == "completed" { None } else { error },
@@ -1549,6 +1568,7 @@ impl ClaudeAttributor {
                 event
             }
             known if TRANSCRIPT_NOTICES.contains(&known) => Event::Notice {
+                item_id: None,
                 method: format!("transcript/{known}"),
                 message: record.subtype.clone().or_else(|| record.operation.clone()),
             },
@@ -1690,6 +1710,9 @@ impl ClaudeAttributor {
         (
             owner,
             Event::ItemCompleted {
+                activity_kind: None,
+                agent_thread_id: None,
+                status: None,
                 item_type: "subagentMeta".to_owned(),
                 item_id: Some(ItemId::from(agent)),
                 turn_id: None,
@@ -1747,6 +1770,7 @@ impl ClaudeAttributor {
         let turn = thread.as_ref().and_then(|thread| self.turn_of(thread));
         let tool = hook.tool_name.clone().unwrap_or_default();
         let notice = |message: Option<String>| Event::Notice {
+            item_id: None,
             method: format!("hook/{name}"),
             message,
         };
@@ -1766,6 +1790,7 @@ impl ClaudeAttributor {
                     .is_none_or(|id| self.recorded_tool_uses.insert(id.clone()));
                 if fresh {
                     Event::ToolUse {
+                        process_id: None,
                         tool_kind: tool_kind(&tool).to_owned(),
                         name: tool,
                         input: summarize(&input_summary(
@@ -1823,6 +1848,7 @@ impl ClaudeAttributor {
                     .is_none_or(|id| self.recorded_tool_results.insert(id.clone()));
                 if fresh {
                     Event::ToolResult {
+                        receiver_thread_ids: Vec::new(),
                         tool_kind: tool_kind(&tool).to_owned(),
                         name: tool,
                         status: Some(if failed { "failed" } else { "completed" }.to_owned()),
@@ -1907,6 +1933,7 @@ impl ClaudeAttributor {
                 derived.push((
                     Who::Frame,
                     Event::TurnCompleted {
+                        last_message: None,
                         turn_id: turn,
                         status: "completed".to_owned(),
                         error: None,
@@ -2379,6 +2406,7 @@ fn stream_event(record: &Record) -> Event {
             turn_id: None,
         },
         (other, _) => Event::Notice {
+            item_id: None,
             method: format!("stream_event/{other}"),
             message: None,
         },

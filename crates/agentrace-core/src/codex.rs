@@ -6,14 +6,15 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agentrace_wire::codex::{
-    AgentState, CollabAgentToolCall, DeltaParams, ErrorParams, Item, ItemParams, Message,
-    MessageKind, StatusChangedParams, Thread, TokenBreakdown, TokenUsageParams, TurnParams,
+    AgentState, CollabAgentToolCall, DeltaParams, Frame, Item, ItemParams, MessageKind,
+    NamesThread as _, NoticeParams, Notification, Phase, ResponseResult, ServerRequest, Thread,
+    ThreadRef, TokenBreakdown, TurnParams, TurnStatus,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::decode::{decode_line, DecodedLine};
+use crate::decode::{decode_raw, DecodedRaw};
 use crate::model::{
     Actor, AgentStatus, Direction, Event, FinalMessageConfidence, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
@@ -23,38 +24,6 @@ use crate::registry::{ChildDetails, LinkOutcome, Registry};
 
 /// Longest summary kept in `input` / `output` / `summary` fields.
 const SUMMARY_CHARS: usize = 2_000;
-
-/// Notifications we know and keep as `notice` (no attribution meaning).
-const NOTICE_METHODS: &[&str] = &[
-    "account/rateLimits/updated",
-    "account/updated",
-    "account/login/completed",
-    "authStatusChange",
-    "configWarning",
-    "deprecationNotice",
-    "fuzzyFileSearch/sessionUpdated",
-    "fuzzyFileSearch/sessionCompleted",
-    "item/commandExecution/terminalInteraction",
-    "loginChatGptComplete",
-    "mcpServer/oauthLogin/completed",
-    "mcpServer/startupStatus/updated",
-    "model/rerouted",
-    "remoteControl/status/changed",
-    "serverRequest/resolved",
-    "sessionConfigured",
-    "thread/archived",
-    "thread/closed",
-    "thread/compacted",
-    "thread/goal/cleared",
-    "thread/goal/updated",
-    "thread/name/updated",
-    "thread/readState/changed",
-    "thread/unarchived",
-    "turn/diff/updated",
-    "turn/plan/updated",
-    "warning",
-    "windowsSandbox/setupCompleted",
-];
 
 /// Per-thread facts the attributor needs to derive events.
 #[derive(Debug, Default)]
@@ -75,13 +44,13 @@ struct Candidates {
 }
 
 impl Candidates {
-    fn offer(&mut self, item: &ItemId, text: &str, phase: Option<&str>) {
+    fn offer(&mut self, item: &ItemId, text: &str, phase: Option<&Phase>) {
         self.seen = true;
         match phase {
-            Some("final_answer") => self.final_answer = Some((item.clone(), text.to_owned())),
+            Some(Phase::FinalAnswer) => self.final_answer = Some((item.clone(), text.to_owned())),
             None => self.null_phase = Some((item.clone(), text.to_owned())),
             // `commentary` (and any other phase) is never the answer.
-            Some(_) => {}
+            Some(Phase::Commentary | Phase::Other(_)) => {}
         }
     }
 
@@ -288,94 +257,93 @@ impl CodexAttributor {
         ));
     }
 
-    fn handle_json(
+    fn handle_frame(
         &mut self,
-        value: &Value,
+        frame: &Frame<'_>,
         direction: Option<Direction>,
         line_number: u64,
         pending: &mut Pending,
     ) -> (Option<ThreadId>, Event) {
-        let Ok(message) = Message::deserialize(value) else {
-            return (None, not_json_rpc(line_number));
-        };
-        if !value.is_object() {
-            return (None, not_json_rpc(line_number));
-        }
-        match message.kind() {
+        match frame.kind() {
             MessageKind::Notification => {
-                let method = message.method.clone().unwrap_or_default();
+                let method = frame.method.as_deref().unwrap_or_default();
                 if direction == Some(Direction::ToServer) {
                     return (
                         None,
                         Event::Notice {
-                            method,
+                            method: method.to_owned(),
                             message: None,
+                            item_id: None,
                         },
                     );
                 }
-                self.notification(&method, message.params.as_ref(), line_number, pending)
+                self.notification(method, frame.params, line_number, pending)
             }
             MessageKind::Request => {
-                let method = message.method.clone().unwrap_or_default();
-                let id = message.id.clone().unwrap_or(Value::Null);
-                let params = message.params.as_ref();
-                let thread = params.and_then(thread_id_of);
-                if let Some(thread) = &thread {
-                    self.observe(thread);
-                }
+                let method = frame.method.as_deref().unwrap_or_default().to_owned();
+                let id = frame.id.clone().unwrap_or(Value::Null);
                 if direction == Some(Direction::ToServer) {
+                    let thread = thread_of(ThreadRef::of(frame.params).thread_id());
+                    if let Some(thread) = &thread {
+                        self.observe(thread);
+                    }
                     self.client_requests.insert(id_key(&id), method.clone());
-                    (
+                    return (
                         thread,
                         Event::ClientRequest {
                             request_id: id,
                             method,
                         },
-                    )
-                } else {
-                    self.server_requests.insert(id_key(&id), method.clone());
-                    let item_id = params
-                        .and_then(|params| params.get("itemId"))
-                        .and_then(Value::as_str)
-                        .map(ItemId::from);
-                    let summary = params
-                        .and_then(|params| {
-                            params
-                                .get("command")
-                                .or_else(|| params.get("reason"))
-                                .and_then(Value::as_str)
-                        })
-                        .map(summarize)
-                        .unwrap_or_default();
-                    (
-                        thread,
-                        Event::ServerRequest {
-                            request_id: id,
-                            method,
-                            item_id,
-                            summary,
-                        },
-                    )
+                    );
                 }
+                // A server request's params are read leniently: a known
+                // method of another shape still names what it can.
+                let params = ServerRequest::decode(&method, frame.params)
+                    .ok()
+                    .and_then(|request| request.params())
+                    .unwrap_or_default();
+                let thread = thread_of(params.thread_id());
+                if let Some(thread) = &thread {
+                    self.observe(thread);
+                }
+                self.server_requests.insert(id_key(&id), method.clone());
+                (
+                    thread,
+                    Event::ServerRequest {
+                        request_id: id,
+                        method,
+                        item_id: params.item_id.as_deref().map(ItemId::from),
+                        summary: params.summary().map(summarize).unwrap_or_default(),
+                    },
+                )
             }
             MessageKind::Response => {
-                let id = message.id.clone().unwrap_or(Value::Null);
+                let id = frame.id.clone().unwrap_or(Value::Null);
                 let method = if direction == Some(Direction::ToServer) {
                     self.server_requests.get(&id_key(&id)).cloned()
                 } else {
                     self.client_requests.get(&id_key(&id)).cloned()
                 };
-                let error = message.error.as_ref().map(|error| {
-                    error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| error.to_string())
+                let error = frame.error.map(|error| {
+                    serde_json::from_str::<ErrorMessage>(error.get())
+                        .ok()
+                        .and_then(|error| error.message)
+                        .unwrap_or_else(|| compact(error))
                 });
                 let mut thread = None;
+                let mut unfinished_turn_ids = Vec::new();
                 if direction != Some(Direction::ToServer) {
-                    if let Some(result) = &message.result {
-                        thread = self.response_threads(result, method.as_deref(), pending);
+                    if let Some(result) = frame.result {
+                        let result = ResponseResult::of(result);
+                        thread = self.response_threads(&result, method.as_deref(), pending);
+                        if error.is_none() {
+                            unfinished_turn_ids = result
+                                .read_back_turns()
+                                .iter()
+                                .filter(|turn| turn.is_unfinished())
+                                .filter_map(|turn| turn.id().map(TurnId::from))
+                                .collect();
+                        }
                     }
                 }
                 (
@@ -384,6 +352,7 @@ impl CodexAttributor {
                         request_id: id,
                         method,
                         error,
+                        unfinished_turn_ids,
                     },
                 )
             }
@@ -395,34 +364,24 @@ impl CodexAttributor {
     /// thread the response is about, if one.
     fn response_threads(
         &mut self,
-        result: &Value,
+        result: &ResponseResult<'_>,
         method: Option<&str>,
         pending: &mut Pending,
     ) -> Option<ThreadId> {
         let mut about = None;
-        if let Some(thread_value) = result.get("thread") {
-            if let Ok(thread) = Thread::deserialize(thread_value) {
-                // thread/start, thread/resume and thread/fork answer with the
-                // thread *and* its settings (`model`); thread/read does not.
-                let started = matches!(
-                    method,
-                    Some("thread/start" | "thread/resume" | "thread/fork")
-                ) || (method.is_none() && result.get("model").is_some());
-                let id = ThreadId::from(thread.id.as_str());
-                self.thread_object(&thread, started, "threadRead", pending);
-                about = Some(id);
-            }
+        if let Some(thread) = result.thread() {
+            // thread/start, thread/resume and thread/fork answer with the
+            // thread *and* its settings (`model`); thread/read does not.
+            let started = matches!(
+                method,
+                Some("thread/start" | "thread/resume" | "thread/fork")
+            ) || (method.is_none() && result.model);
+            let id = ThreadId::from(thread.id.as_str());
+            self.thread_object(&thread, started, "threadRead", pending);
+            about = Some(id);
         }
-        if let Some(Value::Array(entries)) = result.get("data") {
-            for entry in entries {
-                if entry.get("id").is_some() && entry.get("turns").is_some()
-                    || entry.get("source").is_some()
-                {
-                    if let Ok(thread) = Thread::deserialize(entry) {
-                        self.thread_object(&thread, false, "threadList", pending);
-                    }
-                }
-            }
+        for thread in result.listed_threads() {
+            self.thread_object(&thread, false, "threadList", pending);
         }
         about
     }
@@ -462,126 +421,121 @@ impl CodexAttributor {
     fn notification(
         &mut self,
         method: &str,
-        params: Option<&Value>,
+        params: Option<&RawValue>,
         line_number: u64,
         pending: &mut Pending,
     ) -> (Option<ThreadId>, Event) {
-        let null = Value::Null;
-        let params = params.unwrap_or(&null);
-        let thread = thread_id_of(params);
+        let notification = match Notification::decode(method, params) {
+            Ok(notification) => notification,
+            Err(_) => {
+                // A known method whose params have another shape: still
+                // owned by the thread they name.
+                let thread = thread_of(ThreadRef::of(params).thread_id());
+                if let Some(thread) = &thread {
+                    self.observe(thread);
+                }
+                return (thread, unknown_shape(method, line_number));
+            }
+        };
+        let thread = thread_of(notification.thread_id().as_deref());
         if let Some(thread) = &thread {
             self.observe(thread);
         }
-        let event = match method {
-            "thread/started" => match params.get("thread").map(Thread::deserialize) {
-                Some(Ok(thread_object)) => {
-                    self.thread_object(&thread_object, true, "threadStarted", pending);
-                    Event::ThreadStarted {
-                        thread_id: ThreadId::from(thread_object.id.as_str()),
-                        cwd: thread_object.cwd.clone(),
-                    }
+        let event = match notification {
+            Notification::ThreadStarted(started) => {
+                self.thread_object(&started.thread, true, "threadStarted", pending);
+                Event::ThreadStarted {
+                    thread_id: ThreadId::from(started.thread.id.as_str()),
+                    cwd: started.thread.cwd.clone(),
                 }
-                _ => unknown_shape(method, line_number),
+            }
+            Notification::ThreadStatusChanged(changed) => Event::Status {
+                status: changed.status.status_type.unwrap_or_default(),
+                waiting_on_approval: changed
+                    .status
+                    .active_flags
+                    .iter()
+                    .any(|flag| flag == "waitingOnApproval"),
+                waiting_on_user_input: changed
+                    .status
+                    .active_flags
+                    .iter()
+                    .any(|flag| flag == "waitingOnUserInput"),
             },
-            "thread/status/changed" => match StatusChangedParams::deserialize(params) {
-                Ok(changed) => Event::Status {
-                    status: changed.status.status_type.unwrap_or_default(),
-                    waiting_on_approval: changed
-                        .status
-                        .active_flags
-                        .iter()
-                        .any(|flag| flag == "waitingOnApproval"),
-                    waiting_on_user_input: changed
-                        .status
-                        .active_flags
-                        .iter()
-                        .any(|flag| flag == "waitingOnUserInput"),
-                },
-                Err(_) => unknown_shape(method, line_number),
-            },
-            "turn/started" => match TurnParams::deserialize(params) {
-                Ok(turn) => {
-                    let turn_id = TurnId::from(turn.turn.id.as_str());
-                    if let Some(thread) = &thread {
-                        let frame_actor = self.registry.actor(thread);
-                        self.set_status(pending, &frame_actor, thread, AgentStatus::Running, None);
-                        let track = self.track(thread);
-                        track.current_turn = Some(turn_id.clone());
-                        track
-                            .candidates
-                            .insert(turn_id.clone(), Candidates::default());
-                    }
-                    Event::TurnStarted {
-                        turn_id,
-                        root_turn_id: turn.turn.root_turn_id.map(TurnId::from),
-                    }
+            Notification::TurnStarted(turn) => {
+                let turn_id = TurnId::from(turn.turn.id.as_str());
+                if let Some(thread) = &thread {
+                    let frame_actor = self.registry.actor(thread);
+                    self.set_status(pending, &frame_actor, thread, AgentStatus::Running, None);
+                    let track = self.track(thread);
+                    track.current_turn = Some(turn_id.clone());
+                    track
+                        .candidates
+                        .insert(turn_id.clone(), Candidates::default());
                 }
-                Err(_) => unknown_shape(method, line_number),
-            },
-            "turn/completed" => match TurnParams::deserialize(params) {
-                Ok(turn) => self.turn_completed(thread.as_ref(), &turn, pending),
-                Err(_) => unknown_shape(method, line_number),
-            },
-            "item/started" | "item/completed" => match ItemParams::deserialize(params) {
-                Ok(item) => self.item(
-                    method == "item/completed",
-                    thread.as_ref(),
-                    &item,
-                    line_number,
-                    method,
-                    pending,
-                ),
-                Err(_) => unknown_shape(method, line_number),
-            },
-            "thread/tokenUsage/updated" => match TokenUsageParams::deserialize(params) {
-                Ok(usage) => {
-                    let total = tokens(&usage.token_usage.total);
-                    if let Some(thread) = &thread {
-                        self.track(thread).usage = Some(total);
-                    }
-                    Event::Usage {
-                        turn_id: usage.turn_id.map(TurnId::from),
-                        total,
-                        last: Some(tokens(&usage.token_usage.last)),
-                        model: None,
-                        service_tier: None,
-                        incomplete: None,
-                    }
+                Event::TurnStarted {
+                    turn_id,
+                    root_turn_id: turn.turn.root_turn_id.map(TurnId::from),
                 }
-                Err(_) => unknown_shape(method, line_number),
+            }
+            Notification::TurnCompleted(turn) => {
+                self.turn_completed(thread.as_ref(), &turn, pending)
+            }
+            Notification::ItemStarted(item) => {
+                self.item(false, thread.as_ref(), item, line_number, method, pending)
+            }
+            Notification::ItemCompleted(item) => {
+                self.item(true, thread.as_ref(), item, line_number, method, pending)
+            }
+            Notification::ThreadTokenUsageUpdated(usage) => {
+                let total = tokens(&usage.token_usage.total);
+                if let Some(thread) = &thread {
+                    self.track(thread).usage = Some(total);
+                }
+                Event::Usage {
+                    turn_id: usage.turn_id.map(TurnId::from),
+                    total,
+                    last: Some(tokens(&usage.token_usage.last)),
+                    model: None,
+                    service_tier: None,
+                    incomplete: None,
+                }
+            }
+            Notification::Error(error) => Event::Error {
+                message: error.error.message.unwrap_or_default(),
+                will_retry: error.will_retry,
+                code: error.error.codex_error_info.as_ref().map(code_text),
+                turn_id: error.turn_id.map(TurnId::from),
             },
-            "error" => match ErrorParams::deserialize(params) {
-                Ok(error) => Event::Error {
-                    message: error.error.message.unwrap_or_default(),
-                    will_retry: error.will_retry,
-                    code: error.error.codex_error_info.as_ref().map(code_text),
-                    turn_id: error.turn_id.map(TurnId::from),
-                },
-                Err(_) => unknown_shape(method, line_number),
-            },
-            _ if is_delta(method) => match DeltaParams::deserialize(params) {
-                Ok(delta) => Event::Delta {
-                    kind: delta_kind(method),
-                    text: delta.delta.unwrap_or_default(),
-                    item_id: delta.item_id.map(ItemId::from),
-                    turn_id: delta.turn_id.map(TurnId::from),
-                },
-                Err(_) => unknown_shape(method, line_number),
-            },
-            _ if NOTICE_METHODS.contains(&method) => Event::Notice {
+            Notification::AgentMessageDelta(delta)
+            | Notification::CommandExecutionOutputDelta(delta)
+            | Notification::ReasoningSummaryTextDelta(delta)
+            | Notification::ReasoningTextDelta(delta)
+            | Notification::FileChangeOutputDelta(delta)
+            | Notification::PlanDelta(delta) => delta_event(method, delta),
+            Notification::CommandExecutionTerminalInteraction(interaction) => Event::Notice {
                 method: method.to_owned(),
-                message: params
-                    .get("message")
-                    .or_else(|| params.get("summary"))
-                    .and_then(Value::as_str)
-                    .map(summarize),
+                message: None,
+                item_id: interaction.item_id.map(ItemId::from),
             },
-            _ => Event::Unknown {
+            Notification::Unknown { params, .. } if is_delta(method) => {
+                // A delta of an item kind this build has no row for.
+                match serde_json::from_str::<DeltaParams>(params.as_ref().map_or("{}", |p| p.get())) {
+                    Ok(delta) => delta_event(method, delta),
+                    Err(_) => unknown_shape(method, line_number),
+                }
+            }
+            Notification::Unknown { .. } => Event::Unknown {
                 kind: "unknownMethod".to_owned(),
                 method: Some(method.to_owned()),
                 reason: format!("unknown method `{method}`"),
                 line_number: Some(line_number),
                 raw_base64: None,
+            },
+            notice => Event::Notice {
+                method: method.to_owned(),
+                message: notice.notice().and_then(NoticeParams::text).map(summarize),
+                item_id: None,
             },
         };
         (thread, event)
@@ -594,7 +548,22 @@ impl CodexAttributor {
         pending: &mut Pending,
     ) -> Event {
         let turn_id = TurnId::from(turn.turn.id.as_str());
-        let status_text = turn.turn.status.clone().unwrap_or_default();
+        let status_text = turn
+            .turn
+            .status
+            .as_ref()
+            .map_or("", TurnStatus::as_str)
+            .to_owned();
+        // What the child-work reducer reads as the turn's last word when no
+        // message item came: the last agentMessage of the summary view that
+        // is not commentary (its text, if it has one).
+        let last_message = turn
+            .turn
+            .items
+            .iter()
+            .rev()
+            .find(|item| item["type"] == "agentMessage" && item["phase"] != "commentary")
+            .and_then(|item| item["text"].as_str().map(str::to_owned));
         let error = turn
             .turn
             .error
@@ -611,7 +580,7 @@ impl CodexAttributor {
                 for item in &turn.turn.items {
                     if let Item::AgentMessage(message) = Item::from_value(item) {
                         let id = ItemId::from(message.id.as_str());
-                        candidates.offer(&id, &message.text, message.phase.as_deref());
+                        candidates.offer(&id, &message.text, message.phase.as_ref());
                         track.last_message = Some(message.text.clone());
                     }
                 }
@@ -657,6 +626,7 @@ impl CodexAttributor {
             }
         }
         Event::TurnCompleted {
+            last_message,
             turn_id,
             status: status_text,
             error,
@@ -669,15 +639,14 @@ impl CodexAttributor {
         &mut self,
         completed: bool,
         thread: Option<&ThreadId>,
-        params: &ItemParams,
+        params: ItemParams,
         line_number: u64,
         method: &str,
         pending: &mut Pending,
     ) -> Event {
-        let turn_id = params.turn_id.clone().map(TurnId::from);
+        let turn_id = params.turn_id.map(TurnId::from);
         let frame_actor = self.actor_of(thread);
-        let item = Item::from_value(&params.item);
-        match item {
+        match params.item {
             Item::UserMessage(message) => {
                 if completed {
                     Event::Message {
@@ -698,7 +667,7 @@ impl CodexAttributor {
                 let id = ItemId::from(message.id.as_str());
                 if let Some(thread) = thread {
                     let track = self.track(thread);
-                    if message.phase.as_deref() != Some("commentary") {
+                    if message.phase != Some(Phase::Commentary) {
                         track.last_message = Some(message.text.clone());
                     }
                     let turn = turn_id.clone().or_else(|| track.current_turn.clone());
@@ -706,13 +675,13 @@ impl CodexAttributor {
                         track.candidates.entry(turn).or_default().offer(
                             &id,
                             &message.text,
-                            message.phase.as_deref(),
+                            message.phase.as_ref(),
                         );
                     }
                 }
                 Event::Message {
                     role: "assistant".to_owned(),
-                    phase: message.phase,
+                    phase: message.phase.map(|phase| phase.as_str().to_owned()),
                     text: message.text,
                     item_id: Some(id),
                     turn_id,
@@ -738,18 +707,25 @@ impl CodexAttributor {
                     turn_id,
                 }
             }
-            Item::CommandExecution(command) => tool_event(
-                completed,
-                "command",
-                "shell",
-                &command.command,
-                command.status,
-                command.exit_code,
-                command.duration_ms,
-                command.aggregated_output.as_deref().unwrap_or(""),
-                &command.id,
-                turn_id,
-            ),
+            Item::CommandExecution(command) => {
+                let mut event = tool_event(
+                    completed,
+                    "command",
+                    "shell",
+                    &command.command,
+                    command.status,
+                    command.exit_code,
+                    command.duration_ms,
+                    command.aggregated_output.as_deref().unwrap_or(""),
+                    &command.id,
+                    turn_id,
+                );
+                // A process behind the call may outlive it (§6).
+                if let Event::ToolUse { process_id, .. } = &mut event {
+                    process_id.clone_from(&command.process_id);
+                }
+                event
+            }
             Item::FileChange(change) => {
                 let paths = change
                     .changes
@@ -852,6 +828,9 @@ impl CodexAttributor {
                 let id = activity.id.as_str();
                 if completed {
                     Event::ItemCompleted {
+                        activity_kind: Some(activity.kind.clone()).filter(|kind| !kind.is_empty()),
+                        agent_thread_id: activity.agent_thread_id.as_deref().map(ThreadId::from),
+                        status: None,
                         item_type: "subAgentActivity".to_owned(),
                         item_id: Some(ItemId::from(id)),
                         turn_id,
@@ -982,6 +961,7 @@ impl CodexAttributor {
                 .collect::<Vec<_>>()
                 .join("\n");
             Event::ToolResult {
+                receiver_thread_ids: receivers,
                 tool_kind: "agent".to_owned(),
                 name: call.tool.clone(),
                 status: call.status.clone(),
@@ -993,6 +973,7 @@ impl CodexAttributor {
             }
         } else {
             Event::ToolUse {
+                process_id: None,
                 tool_kind: "agent".to_owned(),
                 name: call.tool.clone(),
                 input,
@@ -1064,8 +1045,11 @@ impl Attributor for CodexAttributor {
         let mut pending = Pending {
             derived: Vec::new(),
         };
-        let (thread, event, raw, timestamp) = match decode_line(line.bytes, line.truncated_from) {
-            DecodedLine::Undecodable {
+        // Decode once: the line is checked and kept as written (`raw`), its
+        // envelope read with the payload borrowed from that text, and the
+        // payload typed by its method; no value tree is built.
+        let (thread, event, raw, timestamp) = match decode_raw(line.bytes, line.truncated_from) {
+            DecodedRaw::Undecodable {
                 reason,
                 raw,
                 raw_base64,
@@ -1075,16 +1059,24 @@ impl Attributor for CodexAttributor {
                 Some(raw),
                 line.observed_at,
             ),
-            DecodedLine::Json { raw, value } => {
-                let timestamp = value
-                    .get("emittedAtMs")
-                    .and_then(Value::as_i64)
-                    .map(Timestamp::from_millis)
-                    .unwrap_or(line.observed_at);
-                let (thread, event) =
-                    self.handle_json(&value, line.direction, line.line_number, &mut pending);
-                (thread, event, raw, timestamp)
-            }
+            DecodedRaw::Json(raw) => match serde_json::from_str::<Frame<'_>>(raw.get()) {
+                Ok(frame) => {
+                    let timestamp = frame
+                        .emitted_at_ms
+                        .map(Timestamp::from_millis)
+                        .unwrap_or(line.observed_at);
+                    let (thread, event) =
+                        self.handle_frame(&frame, line.direction, line.line_number, &mut pending);
+                    (thread, event, Some(raw), timestamp)
+                }
+                // Valid JSON, but not an object of JSON-RPC's members.
+                Err(_) => (
+                    None,
+                    not_json_rpc(line.line_number),
+                    Some(raw),
+                    line.observed_at,
+                ),
+            },
         };
         let actor = match &thread {
             Some(thread) => self.registry.actor(thread),
@@ -1105,18 +1097,31 @@ impl Attributor for CodexAttributor {
     }
 }
 
-fn thread_id_of(params: &Value) -> Option<ThreadId> {
-    params
-        .get("threadId")
-        .and_then(Value::as_str)
-        .or_else(|| {
-            params
-                .get("thread")
-                .and_then(|thread| thread.get("id"))
-                .and_then(Value::as_str)
-        })
-        .filter(|id| !id.is_empty())
-        .map(ThreadId::from)
+fn thread_of(id: Option<&str>) -> Option<ThreadId> {
+    id.filter(|id| !id.is_empty()).map(ThreadId::from)
+}
+
+/// The `message` of a JSON-RPC error object.
+#[derive(Deserialize)]
+struct ErrorMessage {
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// A member as written, compact: what an error of no known shape says.
+fn compact(raw: &RawValue) -> String {
+    serde_json::from_str::<Value>(raw.get())
+        .map(|value| value.to_string())
+        .unwrap_or_else(|_| raw.get().to_owned())
+}
+
+fn delta_event(method: &str, delta: DeltaParams) -> Event {
+    Event::Delta {
+        kind: delta_kind(method),
+        text: delta.delta.unwrap_or_default(),
+        item_id: delta.item_id.map(ItemId::from),
+        turn_id: delta.turn_id.map(TurnId::from),
+    }
 }
 
 fn id_key(id: &Value) -> String {
@@ -1187,6 +1192,7 @@ fn agent_status_of_turn(status: &str) -> AgentStatus {
 
 fn item_started(item_type: &str, id: &str, turn_id: Option<TurnId>) -> Event {
     Event::ItemStarted {
+        description: None,
         item_type: item_type.to_owned(),
         item_id: Some(ItemId::from(id)),
         turn_id,
@@ -1211,6 +1217,7 @@ fn tool_event(
 ) -> Event {
     if completed {
         Event::ToolResult {
+            receiver_thread_ids: Vec::new(),
             tool_kind: tool_kind.to_owned(),
             name: name.to_owned(),
             status,
@@ -1222,6 +1229,7 @@ fn tool_event(
         }
     } else {
         Event::ToolUse {
+            process_id: None,
             tool_kind: tool_kind.to_owned(),
             name: name.to_owned(),
             input: summarize(input),

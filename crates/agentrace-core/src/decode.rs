@@ -36,6 +36,74 @@ pub fn decode_line(bytes: &[u8], truncated_from: Option<u64>) -> DecodedLine {
     })
 }
 
+/// One input line checked and kept as written, for a reader that types it
+/// itself (one parse, no value tree).
+#[derive(Debug)]
+pub enum DecodedRaw {
+    /// Valid JSON: the exact text.
+    Json(Box<RawValue>),
+    /// Not decodable, as [`DecodedLine::Undecodable`].
+    Undecodable {
+        /// Why.
+        reason: String,
+        /// The line as a JSON string value.
+        raw: Box<RawValue>,
+        /// The exact bytes, base64, when they were not valid UTF-8.
+        raw_base64: Option<String>,
+    },
+}
+
+/// Checks one line (without its newline) as JSON and keeps it as written:
+/// decodable or not exactly as with [`decode_line`].
+pub fn decode_raw(bytes: &[u8], truncated_from: Option<u64>) -> DecodedRaw {
+    let text = match checked_text(bytes, truncated_from) {
+        Ok(text) => text,
+        Err((reason, raw, raw_base64)) => {
+            return DecodedRaw::Undecodable {
+                reason,
+                raw,
+                raw_base64,
+            }
+        }
+    };
+    match serde_json::from_str::<Box<RawValue>>(text.trim()) {
+        Ok(raw) => DecodedRaw::Json(raw),
+        Err(error) => DecodedRaw::Undecodable {
+            reason: format!("invalid JSON: {error}"),
+            raw: string_raw(text),
+            raw_base64: None,
+        },
+    }
+}
+
+/// Why a line is undecodable: the reason, the line as a JSON string, its
+/// bytes in base64 when they were not UTF-8.
+type Unreadable = (String, Box<RawValue>, Option<String>);
+
+/// The line as UTF-8 text, or why it is undecodable (cut short, not UTF-8).
+fn checked_text(bytes: &[u8], truncated_from: Option<u64>) -> Result<&str, Unreadable> {
+    let trimmed = trim_line_end(bytes);
+    if let Some(length) = truncated_from {
+        let text = String::from_utf8_lossy(trimmed);
+        return Err((
+            format!(
+                "line too long ({length} bytes); only the first {} bytes kept",
+                trimmed.len()
+            ),
+            string_raw(&text),
+            None,
+        ));
+    }
+    utf8(trimmed).map_err(|error| {
+        let lossy = String::from_utf8_lossy(trimmed);
+        (
+            format!("invalid UTF-8 at byte {}", error.valid_up_to()),
+            string_raw(&lossy),
+            Some(base64::engine::general_purpose::STANDARD.encode(trimmed)),
+        )
+    })
+}
+
 /// Which members of a line a reader never looks at: called with the line's
 /// `type` (when it came before the member), the top-level key and, for a
 /// member of a top-level object, its own key. A skipped member is checked
@@ -75,27 +143,14 @@ fn decode_with(
     keep_raw: bool,
     parse: impl FnOnce(&str) -> Result<Value, serde_json::Error>,
 ) -> DecodedLine {
-    let trimmed = trim_line_end(bytes);
-    if let Some(length) = truncated_from {
-        let text = String::from_utf8_lossy(trimmed);
-        return undecodable(
-            format!(
-                "line too long ({length} bytes); only the first {} bytes kept",
-                trimmed.len()
-            ),
-            &text,
-            None,
-        );
-    }
-    let text = match utf8(trimmed) {
+    let text = match checked_text(bytes, truncated_from) {
         Ok(text) => text,
-        Err(error) => {
-            let lossy = String::from_utf8_lossy(trimmed);
-            return undecodable(
-                format!("invalid UTF-8 at byte {}", error.valid_up_to()),
-                &lossy,
-                Some(base64::engine::general_purpose::STANDARD.encode(trimmed)),
-            );
+        Err((reason, raw, raw_base64)) => {
+            return DecodedLine::Undecodable {
+                reason,
+                raw,
+                raw_base64,
+            }
         }
     };
     if !keep_raw {

@@ -8,6 +8,7 @@ pub mod childwork;
 pub mod claude;
 pub mod codex;
 pub mod decode;
+mod legacy_facts;
 pub mod lines;
 pub mod model;
 pub mod prices;

@@ -56,6 +56,13 @@ use serde_json::Value;
 /// The log format version written by this build.
 pub const LOG_VERSION: u32 = 2;
 
+/// The facts this build's events carry (`run_started.eventFacts`): 1 since
+/// `tool_use.processId`, `tool_result.receiverThreadIds`,
+/// `turn_completed.lastMessage`, `response.unfinishedTurnIds`,
+/// `notice.itemId`, `item_started.description` and `item_completed`'s
+/// `status`, `activityKind` and `agentThreadId`.
+pub const EVENT_FACTS: u32 = 1;
+
 macro_rules! id_newtype {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
@@ -595,6 +602,12 @@ pub enum Event {
         /// found one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// Which facts the log's events carry for the readers that once
+        /// took them from `raw` ([`EVENT_FACTS`] when written by this
+        /// build). Absent in logs written before: their readers take those
+        /// facts from each envelope's `raw`, as the writer of the log did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event_facts: Option<u32>,
     },
     /// A user or assistant message.
     Message {
@@ -626,6 +639,10 @@ pub enum Event {
         item_id: Option<ItemId>,
         /// Turn id.
         turn_id: Option<TurnId>,
+        /// What the item is about, when the provider says it on its start
+        /// (a Claude background task's `description`, else its `command`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
     },
     /// A non-tool, non-message item completed (e.g. `subAgentActivity`).
     ItemCompleted {
@@ -635,6 +652,17 @@ pub enum Event {
         item_id: Option<ItemId>,
         /// Turn id.
         turn_id: Option<TurnId>,
+        /// The provider's status of the item (a Claude background task's:
+        /// `completed`, `failed`, `stopped`, …).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        /// What a `subAgentActivity` reports: `started`, `completed`,
+        /// `interacted`, `interrupted`, …
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        activity_kind: Option<String>,
+        /// The child a `subAgentActivity` is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_thread_id: Option<ThreadId>,
     },
     /// A piece of streamed text or output.
     Delta {
@@ -659,6 +687,10 @@ pub enum Event {
         item_id: Option<ItemId>,
         /// Turn id.
         turn_id: Option<TurnId>,
+        /// The process behind a command (Codex unified exec): such a command
+        /// may outlive its call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process_id: Option<String>,
     },
     /// A tool call ended.
     ToolResult {
@@ -678,6 +710,10 @@ pub enum Event {
         item_id: Option<ItemId>,
         /// Turn id.
         turn_id: Option<TurnId>,
+        /// The threads a collaboration call concerns (`receiverThreadIds`:
+        /// the agents a `closeAgent` closed, a spawn's children, …).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        receiver_thread_ids: Vec<ThreadId>,
     },
     /// A thread's turn began.
     TurnStarted {
@@ -698,6 +734,10 @@ pub enum Event {
         duration_ms: Option<i64>,
         /// The thread's running token total at the end of the turn.
         usage: Option<TokenUsage>,
+        /// The last assistant message (not commentary) among the items the
+        /// ending carries (Codex's `summary` view of the turn).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_message: Option<String>,
     },
     /// A thread's running token totals.
     Usage {
@@ -811,6 +851,10 @@ pub enum Event {
         method: Option<String>,
         /// The error message of an error response.
         error: Option<String>,
+        /// Turns the answer reads back as `interrupted` with no completion
+        /// time: turns the host lost (a restart cut them).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unfinished_turn_ids: Vec<TurnId>,
     },
     /// A provider error.
     Error {
@@ -830,6 +874,10 @@ pub enum Event {
         method: String,
         /// Message, when it has one.
         message: Option<String>,
+        /// The item the notice is about (the command a
+        /// `terminalInteraction` wrote to).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        item_id: Option<ItemId>,
     },
     /// A warning raised by agentrace (also kept in run state).
     Warning {

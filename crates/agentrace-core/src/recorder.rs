@@ -338,6 +338,7 @@ impl Recorder {
                 provider: self.format.provider(),
                 source: self.source.unwrap_or(self.format.source()),
                 cwd,
+                event_facts: Some(crate::model::EVENT_FACTS),
             },
             raw: None,
         }])

@@ -133,6 +133,9 @@ impl RolloutAttributor {
                 }
             }
             ("event_msg", "item_completed") => Event::ItemCompleted {
+                activity_kind: None,
+                agent_thread_id: None,
+                status: None,
                 item_type: payload
                     .pointer("/item/type")
                     .and_then(Value::as_str)
@@ -186,6 +189,7 @@ impl RolloutAttributor {
                     })
                     .unwrap_or_default();
                 Event::ToolUse {
+                    process_id: None,
                     tool_kind: tool_kind(&name).to_owned(),
                     name,
                     input: summarize(&input),
@@ -213,6 +217,7 @@ impl RolloutAttributor {
                     None => String::new(),
                 };
                 Event::ToolResult {
+                    receiver_thread_ids: Vec::new(),
                     tool_kind: tool_kind(&name).to_owned(),
                     name,
                     status: None,
@@ -516,6 +521,7 @@ impl RolloutAttributor {
             ));
         }
         Event::TurnCompleted {
+            last_message: None,
             turn_id: turn,
             status: status.to_owned(),
             error: None,
@@ -831,6 +837,7 @@ fn label_of(record_type: &str, payload_type: &str) -> String {
 
 fn notice(record_type: &str, payload_type: &str) -> Event {
     Event::Notice {
+        item_id: None,
         method: label_of(record_type, payload_type),
         message: None,
     }
@@ -904,8 +911,8 @@ mod tests {
         .iter()
         .map(|line| line.as_bytes().to_vec())
         .collect();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
-        let mut folders = vec![root];
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+        let mut folders = vec![fixtures.join("codex"), fixtures.join("codex-0.171")];
         while let Some(folder) = folders.pop() {
             for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
                 let path = entry.unwrap_or_else(|e| panic!("{e}")).path();

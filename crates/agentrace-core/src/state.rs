@@ -617,6 +617,7 @@ impl RunState {
                 provider,
                 source,
                 cwd,
+                ..
             } => {
                 self.provider = *provider;
                 self.source = *source;

@@ -2,7 +2,7 @@
 //! answered) and [`pick_message`] (the text to show for the turn). Both read
 //! the same message list, [`item_messages`]. Pure: no host, no I/O.
 
-use agentrace_wire::codex::{AgentMessage, Item, UserMessage};
+use agentrace_wire::codex::{AgentMessage, Item, Phase, UserMessage};
 use serde_json::Value;
 
 /// The phase Codex gives an agent's answer.
@@ -27,7 +27,7 @@ pub fn final_answer(messages: &[AgentMessage]) -> Option<&AgentMessage> {
         messages
             .iter()
             .rev()
-            .find(|message| message.phase.as_deref() == phase)
+            .find(|message| message.phase.as_ref().map(Phase::as_str) == phase)
     };
     last_of_phase(Some(FINAL_ANSWER_PHASE)).or_else(|| last_of_phase(None))
 }

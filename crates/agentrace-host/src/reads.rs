@@ -173,12 +173,18 @@ impl TurnView {
         });
         TurnView {
             root_turn_id: turn.root_turn_id,
-            status: turn.status.unwrap_or_default(),
+            status: turn
+                .status
+                .as_ref()
+                .map(|status| status.as_str().to_owned())
+                .unwrap_or_default(),
             items_view: turn.items_view.unwrap_or_default(),
             first_user_text: first_user.map(|message| message.text()),
             marker,
             final_text: picked.map(|message| message.text.clone()),
-            final_phase: picked.and_then(|message| message.phase.clone()),
+            final_phase: picked
+                .and_then(|message| message.phase.as_ref())
+                .map(|phase| phase.as_str().to_owned()),
             answered: final_answer(&messages).is_some(),
             error_info,
             updated_at: turn.completed_at.or(turn.started_at),

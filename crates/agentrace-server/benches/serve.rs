@@ -76,6 +76,7 @@ fn envelope(id: &RunId, sequence: u64) -> Envelope {
             name: "shell".to_owned(),
             input: format!("cargo test --package crate-{}", sequence % 97),
             item_id: None,
+            process_id: None,
             turn_id: Some(TurnId::from("turn")),
         }
     } else {

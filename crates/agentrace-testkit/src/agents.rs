@@ -15,13 +15,30 @@ fn find(variable: &str, relative: &str) -> PathBuf {
     repo_root().join(relative)
 }
 
-/// The real `codex` CLI (`AGENTRACE_TEST_CODEX`, else `.tools/agents`).
-/// Panics with a hint when it is missing: these tests never skip.
+/// The `@openai/codex` version the live tests are pinned to (the one
+/// `scripts/install-agents` installs).
+pub const CODEX_VERSION: &str = "0.171.0";
+
+/// The real `codex` CLI (`AGENTRACE_TEST_CODEX`, else `.tools/agents`), of
+/// the pinned [`CODEX_VERSION`]. Panics with a hint when it is missing or
+/// another version: these tests never skip, and a result on another
+/// version says nothing of this one.
 pub fn codex() -> PathBuf {
     let path = find("AGENTRACE_TEST_CODEX", ".tools/agents/node_modules/.bin/codex");
     assert!(
         path.exists(),
         "the real codex CLI is not installed at {}; run scripts/install-agents (scripts/test does)",
+        path.display()
+    );
+    let version = std::process::Command::new(&path)
+        .arg("--version")
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .unwrap_or_else(|e| panic!("{} --version: {e}", path.display()));
+    assert_eq!(
+        version,
+        format!("codex-cli {CODEX_VERSION}"),
+        "{} is not the pinned codex; run scripts/install-agents",
         path.display()
     );
     path

@@ -119,6 +119,9 @@ pub struct Record {
     /// `system/task_*`: the task description.
     #[serde(default, deserialize_with = "lenient")]
     pub description: Option<String>,
+    /// `system/task_started` of a background shell: its command line.
+    #[serde(default, deserialize_with = "lenient")]
+    pub command: Option<String>,
     /// `system/task_notification`: `completed`, `failed`, `stopped`.
     #[serde(default, deserialize_with = "lenient")]
     pub status: Option<String>,

@@ -1,13 +1,30 @@
-//! Codex app-server JSON-RPC as the real `codex app-server` 0.169 speaks it on
+//! Codex app-server JSON-RPC as the real `codex app-server` 0.169 and 0.171 speak it on
 //! stdio: one message per line, no `jsonrpc` member on server messages,
 //! `emittedAtMs` on notifications, server→client request ids in their own id
 //! space (tell requests from responses by the presence of `method`).
 //!
-//! Parse the envelope first ([`Message`]), the typed payload second (the
-//! `*Params` types): an unknown method or item type is never an error here.
+//! Parse the envelope first ([`Frame`], its members borrowed from the line;
+//! [`Message`] for a client that wants them owned), the typed payload second:
+//! [`Notification`] and [`ServerRequest`] have one row per method, and an
+//! unknown method or item type is never an error here.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
+
+mod items;
+mod methods;
+
+pub use items::{
+    AgentMessage, AgentState, CollabAgentToolCall, CommandExecution, FileChange, Item,
+    McpToolCall, Reasoning, SubAgentActivity, UserMessage, WebSearch,
+};
+pub use methods::{
+    Notification, ResponseResult, ServerRequest, ServerRequestParams, TurnHead,
+};
 
 /// One JSON-RPC line, before we know what it is.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -60,6 +77,297 @@ impl Message {
     }
 }
 
+/// One JSON-RPC line with its payload members borrowed from the line's text:
+/// nothing is built but the small members, so the typed payload
+/// ([`Notification::decode`], [`ServerRequest::decode`], [`ResponseResult`])
+/// is the only parse of it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Frame<'a> {
+    /// Request or response id (numbers and strings both occur).
+    #[serde(default)]
+    pub id: Option<Value>,
+    /// Present on requests and notifications.
+    #[serde(default, borrow)]
+    pub method: Option<Cow<'a, str>>,
+    /// Request or notification parameters, as written.
+    #[serde(default, borrow)]
+    pub params: Option<&'a RawValue>,
+    /// Successful response payload, as written.
+    #[serde(default, borrow)]
+    pub result: Option<&'a RawValue>,
+    /// Error response payload, as written.
+    #[serde(default, borrow)]
+    pub error: Option<&'a RawValue>,
+    /// Server emission time of a notification, Unix milliseconds (absent
+    /// when it is not an integer).
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub emitted_at_ms: Option<i64>,
+}
+
+impl Frame<'_> {
+    /// Classifies the frame by the members it has (as [`Message::kind`]).
+    pub fn kind(&self) -> MessageKind {
+        match (&self.method, &self.id) {
+            (Some(_), Some(id)) if !id.is_null() => MessageKind::Request,
+            (Some(_), _) => MessageKind::Notification,
+            (None, Some(_)) if self.result.is_some() || self.error.is_some() => {
+                MessageKind::Response
+            }
+            _ => MessageKind::Other,
+        }
+    }
+}
+
+/// Decodes `T` from a payload as written; an absent payload reads as `{}`.
+fn strict<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, serde_json::Error> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+}
+
+/// Decodes `T` from a payload, its default when the payload has another
+/// shape (for payloads read only for what they may say, like a notice's text).
+fn lenient<T: DeserializeOwned + Default>(
+    params: Option<&RawValue>,
+) -> Result<T, serde_json::Error> {
+    Ok(strict(params).unwrap_or_default())
+}
+
+/// A field that keeps its default when its value has another shape.
+fn lenient_field<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let raw = <&RawValue>::deserialize(deserializer)?;
+    Ok(serde_json::from_str(raw.get()).unwrap_or_default())
+}
+
+/// True for a member that is there at all (`null` included).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(deserializer).map(|_| true)
+}
+
+/// Enums of values upstream may add to: the known ones, else `Other` with
+/// the text as written. Reading never fails on a new value.
+macro_rules! known_or_other {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            /// A value this build does not know, as written.
+            Other(String),
+        }
+
+        impl $name {
+            /// Reads a value as written.
+            pub fn parse(text: &str) -> Self {
+                match text {
+                    $($text => $name::$variant,)*
+                    other => $name::Other(other.to_owned()),
+                }
+            }
+
+            /// The value as upstream spells it.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $text,)*
+                    $name::Other(text) => text,
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = Cow::<'de, str>::deserialize(deserializer)?;
+                Ok($name::parse(&text))
+            }
+        }
+    };
+}
+
+known_or_other! {
+    /// The phase of an `agentMessage` (null, i.e. `None`, when the provider
+    /// sets none).
+    Phase {
+        /// The turn's answer.
+        FinalAnswer = "final_answer",
+        /// Progress talk; never the answer.
+        Commentary = "commentary",
+    }
+}
+
+known_or_other! {
+    /// The status of a turn.
+    TurnStatus {
+        /// Still running.
+        InProgress = "inProgress",
+        /// Ended normally.
+        Completed = "completed",
+        /// Interrupted (by the user, a close, or a restart that cut it).
+        Interrupted = "interrupted",
+        /// Ended in an error.
+        Failed = "failed",
+    }
+}
+
+/// The one thread a payload names: `threadId`, else `thread.id` (an empty
+/// id names none).
+pub trait NamesThread {
+    /// The thread, if the payload names one.
+    fn thread_id(&self) -> Option<&str>;
+}
+
+fn non_empty(id: Option<&str>) -> Option<&str> {
+    id.filter(|id| !id.is_empty())
+}
+
+/// `{id}` of a nested thread object.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct IdOnly {
+    /// The id.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// What any payload says of its thread: for methods with no typed payload
+/// (client requests, unknown methods).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRef {
+    /// `threadId`.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_id: Option<String>,
+    /// `thread`, when it is an object with an id.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread: Option<IdOnly>,
+}
+
+impl ThreadRef {
+    /// What `params` says of its thread (nothing when it is not an object).
+    pub fn of(params: Option<&RawValue>) -> ThreadRef {
+        strict(params).unwrap_or_default()
+    }
+}
+
+impl NamesThread for ThreadRef {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(
+            self.thread_id
+                .as_deref()
+                .or_else(|| self.thread.as_ref().and_then(|thread| thread.id.as_deref())),
+        )
+    }
+}
+
+/// A text member that may hold another shape (then it says nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MaybeText(pub Option<String>);
+
+impl<'de> Deserialize<'de> for MaybeText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = <&RawValue>::deserialize(deserializer)?;
+        Ok(MaybeText(serde_json::from_str(raw.get()).ok()))
+    }
+}
+
+/// Params of the notices (notifications with no attribution meaning): what
+/// they may say, read leniently.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NoticeParams {
+    /// `threadId`.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_id: Option<String>,
+    /// `thread`, when it is an object with an id.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread: Option<IdOnly>,
+    /// `message`, when it is text.
+    #[serde(default)]
+    pub message: Option<MaybeText>,
+    /// `summary`, when it is text.
+    #[serde(default)]
+    pub summary: Option<MaybeText>,
+}
+
+impl NoticeParams {
+    /// The notice's text: `message`, else `summary` (a `message` that is not
+    /// text hides `summary`, as it always did).
+    pub fn text(&self) -> Option<&str> {
+        match (&self.message, &self.summary) {
+            (Some(message), _) => message.0.as_deref(),
+            (None, Some(summary)) => summary.0.as_deref(),
+            (None, None) => None,
+        }
+    }
+}
+
+impl NamesThread for NoticeParams {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(
+            self.thread_id
+                .as_deref()
+                .or_else(|| self.thread.as_ref().and_then(|thread| thread.id.as_deref())),
+        )
+    }
+}
+
+/// Params of `thread/started`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartedParams {
+    /// The thread.
+    pub thread: Thread,
+}
+
+impl NamesThread for ThreadStartedParams {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(Some(&self.thread.id))
+    }
+}
+
+/// Params of `item/commandExecution/terminalInteraction`: input written to
+/// a running command's terminal.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalInteractionParams {
+    /// The thread.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_id: Option<String>,
+    /// The turn.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub turn_id: Option<String>,
+    /// The command item written to.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub item_id: Option<String>,
+    /// Its process.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub process_id: Option<String>,
+}
+
+impl NamesThread for TerminalInteractionParams {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(self.thread_id.as_deref())
+    }
+}
+
+macro_rules! names_thread_by_id {
+    ($($ty:ty),*) => {
+        $(impl NamesThread for $ty {
+            fn thread_id(&self) -> Option<&str> {
+                non_empty(self.thread_id.as_deref())
+            }
+        })*
+    };
+}
+
+names_thread_by_id!(
+    TurnParams,
+    ItemParams,
+    DeltaParams,
+    StatusChangedParams,
+    TokenUsageParams,
+    ErrorParams
+);
+
 /// Params of `turn/started` and `turn/completed`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -85,7 +393,7 @@ pub struct Turn {
     pub items: Vec<Value>,
     /// `inProgress`, `completed`, `interrupted`, `failed`, …
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: Option<TurnStatus>,
     /// The provider's error when the turn failed.
     #[serde(default)]
     pub error: Option<TurnError>,
@@ -125,8 +433,8 @@ pub struct ItemParams {
     /// Turn that owns the item.
     #[serde(default)]
     pub turn_id: Option<String>,
-    /// The item, kept as a value: decode it with [`Item::from_value`].
-    pub item: Value,
+    /// The item.
+    pub item: Item,
 }
 
 /// Params of the streaming delta notifications
@@ -146,270 +454,6 @@ pub struct DeltaParams {
     /// The text added.
     #[serde(default)]
     pub delta: Option<String>,
-}
-
-/// A thread item, by its `type`. Unknown types are kept as [`Item::Unknown`].
-#[derive(Debug, Clone)]
-pub enum Item {
-    /// The user's (or, for V1 children, the spawner's) message.
-    UserMessage(UserMessage),
-    /// An assistant message.
-    AgentMessage(AgentMessage),
-    /// Model reasoning.
-    Reasoning(Reasoning),
-    /// A shell command.
-    CommandExecution(CommandExecution),
-    /// A patch applied to files.
-    FileChange(FileChange),
-    /// A call to an MCP server tool.
-    McpToolCall(McpToolCall),
-    /// A web search.
-    WebSearch(WebSearch),
-    /// A collaboration tool call: spawn, wait, close, send input, resume.
-    CollabAgentToolCall(CollabAgentToolCall),
-    /// V2 sub-agent lifecycle notice on the parent thread.
-    SubAgentActivity(SubAgentActivity),
-    /// Any other item type, kept with its type name.
-    Unknown {
-        /// The `type` member, when there was one.
-        item_type: Option<String>,
-        /// The `id` member, when there was one.
-        id: Option<String>,
-    },
-}
-
-impl Item {
-    /// Decodes an item value; anything that does not fit its type's shape
-    /// becomes [`Item::Unknown`] rather than an error.
-    pub fn from_value(value: &Value) -> Item {
-        let item_type = value.get("type").and_then(Value::as_str);
-        let parsed = match item_type {
-            Some("userMessage") => UserMessage::deserialize(value).map(Item::UserMessage),
-            Some("agentMessage") => AgentMessage::deserialize(value).map(Item::AgentMessage),
-            Some("reasoning") => Reasoning::deserialize(value).map(Item::Reasoning),
-            Some("commandExecution") => {
-                CommandExecution::deserialize(value).map(Item::CommandExecution)
-            }
-            Some("fileChange") => FileChange::deserialize(value).map(Item::FileChange),
-            Some("mcpToolCall") => McpToolCall::deserialize(value).map(Item::McpToolCall),
-            Some("webSearch") => WebSearch::deserialize(value).map(Item::WebSearch),
-            Some("collabAgentToolCall") => {
-                CollabAgentToolCall::deserialize(value).map(Item::CollabAgentToolCall)
-            }
-            Some("subAgentActivity") => {
-                SubAgentActivity::deserialize(value).map(Item::SubAgentActivity)
-            }
-            _ => return Item::unknown(value),
-        };
-        parsed.unwrap_or_else(|_| Item::unknown(value))
-    }
-
-    fn unknown(value: &Value) -> Item {
-        Item::Unknown {
-            item_type: value.get("type").and_then(Value::as_str).map(str::to_owned),
-            id: value.get("id").and_then(Value::as_str).map(str::to_owned),
-        }
-    }
-}
-
-/// `userMessage` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserMessage {
-    /// Item id.
-    pub id: String,
-    /// Content parts (`{type:"text", text}` and others).
-    #[serde(default)]
-    pub content: Vec<Value>,
-    /// Client-chosen id of the message, if any.
-    #[serde(default)]
-    pub client_id: Option<String>,
-}
-
-impl UserMessage {
-    /// The text parts joined by newlines.
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-/// `agentMessage` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentMessage {
-    /// Item id (the Responses API message id; unique only within a thread).
-    pub id: String,
-    /// Message text.
-    #[serde(default)]
-    pub text: String,
-    /// `final_answer`, `commentary`, or null when the provider sets none.
-    #[serde(default)]
-    pub phase: Option<String>,
-}
-
-/// `reasoning` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Reasoning {
-    /// Item id.
-    pub id: String,
-    /// Summary parts.
-    #[serde(default)]
-    pub summary: Vec<Value>,
-    /// Full content parts.
-    #[serde(default)]
-    pub content: Vec<Value>,
-}
-
-/// `commandExecution` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandExecution {
-    /// Item id (the model's call id).
-    pub id: String,
-    /// The command line.
-    #[serde(default)]
-    pub command: String,
-    /// `inProgress`, `completed`, `failed`, `declined`.
-    #[serde(default)]
-    pub status: Option<String>,
-    /// Exit code once ended.
-    #[serde(default)]
-    pub exit_code: Option<i64>,
-    /// Duration in milliseconds once ended.
-    #[serde(default)]
-    pub duration_ms: Option<i64>,
-    /// Output so far.
-    #[serde(default)]
-    pub aggregated_output: Option<String>,
-    /// Process id of a unified-exec process.
-    #[serde(default)]
-    pub process_id: Option<String>,
-}
-
-/// `fileChange` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileChange {
-    /// Item id.
-    pub id: String,
-    /// The changes (`{path, kind, diff}`).
-    #[serde(default)]
-    pub changes: Vec<Value>,
-    /// Item status.
-    #[serde(default)]
-    pub status: Option<String>,
-}
-
-/// `mcpToolCall` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct McpToolCall {
-    /// Item id.
-    pub id: String,
-    /// MCP server name.
-    #[serde(default)]
-    pub server: String,
-    /// Tool name.
-    #[serde(default)]
-    pub tool: String,
-    /// Call arguments.
-    #[serde(default)]
-    pub arguments: Option<Value>,
-    /// Item status.
-    #[serde(default)]
-    pub status: Option<String>,
-    /// Result, when ended.
-    #[serde(default)]
-    pub result: Option<Value>,
-    /// Error, when failed.
-    #[serde(default)]
-    pub error: Option<Value>,
-    /// Duration in milliseconds once ended.
-    #[serde(default)]
-    pub duration_ms: Option<i64>,
-}
-
-/// `webSearch` item.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WebSearch {
-    /// Item id.
-    pub id: String,
-    /// The query.
-    #[serde(default)]
-    pub query: String,
-}
-
-/// `collabAgentToolCall` item: spawn, wait, close, send input, resume.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CollabAgentToolCall {
-    /// Item id (the model's call id, or `exec-<uuid>` from code mode).
-    pub id: String,
-    /// `spawnAgent`, `wait`, `closeAgent`, `sendInput`, `resumeAgent`, …
-    #[serde(default)]
-    pub tool: String,
-    /// Item status.
-    #[serde(default)]
-    pub status: Option<String>,
-    /// The thread that called the tool.
-    #[serde(default)]
-    pub sender_thread_id: Option<String>,
-    /// Threads the call concerns (filled on a spawn's `item/completed` only).
-    #[serde(default)]
-    pub receiver_thread_ids: Vec<String>,
-    /// Spawn or input message.
-    #[serde(default)]
-    pub prompt: Option<String>,
-    /// Requested model.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Requested reasoning effort.
-    #[serde(default)]
-    pub reasoning_effort: Option<String>,
-    /// Per-receiver state: `{status, message}`.
-    #[serde(default)]
-    pub agents_states: serde_json::Map<String, Value>,
-}
-
-/// One entry of `agentsStates`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentState {
-    /// `pendingInit`, `running`, `completed`, `errored`, `shutdown`, …
-    #[serde(default)]
-    pub status: Option<String>,
-    /// The agent's final (or error) message.
-    #[serde(default)]
-    pub message: Option<String>,
-}
-
-/// `subAgentActivity` item (V2).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubAgentActivity {
-    /// Item id.
-    pub id: String,
-    /// `started`, `completed`, `interacted`, `interrupted`, …
-    #[serde(default)]
-    pub kind: String,
-    /// The child thread.
-    #[serde(default)]
-    pub agent_thread_id: Option<String>,
-    /// The child's task path, e.g. `/root/child_a`.
-    #[serde(default)]
-    pub agent_path: Option<String>,
-    /// The child's model.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The child's reasoning effort.
-    #[serde(default)]
-    pub reasoning_effort: Option<String>,
 }
 
 /// Params of `thread/status/changed`.

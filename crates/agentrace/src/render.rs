@@ -391,6 +391,7 @@ fn describe(event: &EventBody) -> String {
             request_id,
             method,
             error,
+            ..
         } => format!(
             "response to {}{}",
             method
@@ -413,7 +414,9 @@ fn describe(event: &EventBody) -> String {
                 ""
             }
         ),
-        Event::Notice { method, message } => format!(
+        Event::Notice {
+            method, message, ..
+        } => format!(
             "{method}{}",
             message
                 .as_ref()

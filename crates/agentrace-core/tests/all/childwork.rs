@@ -916,3 +916,16 @@ proptest! {
         prop_assert_eq!(whole, split);
     }
 }
+
+#[test]
+fn a_reducer_snapshot_from_before_legacy_logs_were_told_apart_is_not_read() {
+    // Without the flag a snapshot of a legacy log's fold would resume as if
+    // the log carried its facts on its events: refused, so the store folds
+    // the log again.
+    let mut value = serde_json::to_value(ChildWork::new()).unwrap_or_default();
+    let kept = serde_json::from_value::<ChildWork>(value.clone()).is_ok();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("legacy");
+    }
+    assert_eq!((kept, serde_json::from_value::<ChildWork>(value).is_ok()), (true, false));
+}

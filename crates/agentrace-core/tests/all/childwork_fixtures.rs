@@ -12,7 +12,7 @@ use agentrace_core::recorder::Format;
 use agentrace_core::{InputLine, Recorder};
 use serde_json::json;
 
-use super::support::{record, T0};
+use super::support::{as_legacy, record, without_raw, T0};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
@@ -68,6 +68,16 @@ fn check(name: &str, envelopes: &[Envelope]) {
     let (again, again_changes) = fold(&replayed, true);
     assert_eq!(again.records(), records, "{name}: replay differs");
     assert_eq!(again_changes, changes, "{name}: replayed changes differ");
+    // The reducer reads events only: the same log without its frames (an
+    // import that references its source) gives the same records.
+    let frameless: Vec<Envelope> = envelopes.iter().map(without_raw).collect();
+    let (_, frameless_changes) = fold(&frameless, true);
+    assert_eq!(frameless_changes, changes, "{name}: changes differ without raw");
+    // A log written before events carried those facts folds as it did: the
+    // facts come from its frames.
+    let legacy: Vec<Envelope> = envelopes.iter().map(as_legacy).collect();
+    let (_, legacy_changes) = fold(&legacy, true);
+    assert_eq!(legacy_changes, changes, "{name}: a legacy log's changes differ");
     // At the end of the input nothing is live any more.
     for record in &records {
         assert_eq!(record.state, ChildWorkState::Ended, "{name}: {record:?}");
@@ -91,6 +101,13 @@ fn codex(name: &str) {
     let input = read(&root().join("codex").join(name).join("server.jsonl"));
     let envelopes = record(&input).1;
     check(&format!("codex_{name}"), &envelopes);
+}
+
+/// The same scenario captured with Codex 0.171.0 (`fixtures/codex-0.171`).
+fn codex_0_171(name: &str) {
+    let input = read(&root().join("codex-0.171").join(name).join("server.jsonl"));
+    let envelopes = record(&input).1;
+    check(&format!("codex-0.171_{name}"), &envelopes);
 }
 
 fn claude(name: &str) {
@@ -126,6 +143,22 @@ rows! {
     codex_v2_basic => codex "v2_basic",
     codex_v2_child_error_http500 => codex "v2_child_error_http500",
     codex_v2_interrupt_agent => codex "v2_interrupt_agent",
+    codex_0_171_probe_unknown_thread_ids => codex_0_171 "probe_unknown_thread_ids",
+    codex_0_171_real_model_basic => codex_0_171 "real_model_basic",
+    codex_0_171_real_model_nested => codex_0_171 "real_model_nested",
+    codex_0_171_v1_approval => codex_0_171 "v1_approval",
+    codex_0_171_v1_approval_delayed => codex_0_171 "v1_approval_delayed",
+    codex_0_171_v1_background_exec => codex_0_171 "v1_background_exec",
+    codex_0_171_v1_basic => codex_0_171 "v1_basic",
+    codex_0_171_v1_child_error_http500 => codex_0_171 "v1_child_error_http500",
+    codex_0_171_v1_followup => codex_0_171 "v1_followup",
+    codex_0_171_v1_interrupt_child_driver => codex_0_171 "v1_interrupt_child_driver",
+    codex_0_171_v1_parallel => codex_0_171 "v1_parallel",
+    codex_0_171_v1_restart_mid_child => codex_0_171 "v1_restart_mid_child",
+    codex_0_171_v1_roles => codex_0_171 "v1_roles",
+    codex_0_171_v2_basic => codex_0_171 "v2_basic",
+    codex_0_171_v2_child_error_http500 => codex_0_171 "v2_child_error_http500",
+    codex_0_171_v2_interrupt_agent => codex_0_171 "v2_interrupt_agent",
     claude_bash_then_agent_fg => claude "bash_then_agent_fg",
     claude_bg_shell_task => claude "bg_shell_task",
     claude_followup_same_subagent => claude "followup_same_subagent",
@@ -149,8 +182,12 @@ rows! {
 #[test]
 fn every_capture_has_a_child_work_row() {
     let source = include_str!("childwork_fixtures.rs");
-    for (kind, marker) in [("codex", "server.jsonl"), ("claude", "")] {
-        for entry in std::fs::read_dir(root().join(kind)).unwrap_or_else(|e| panic!("{e}")) {
+    for (folder, kind, marker) in [
+        ("codex", "codex", "server.jsonl"),
+        ("codex-0.171", "codex_0_171", "server.jsonl"),
+        ("claude", "claude", ""),
+    ] {
+        for entry in std::fs::read_dir(root().join(folder)).unwrap_or_else(|e| panic!("{e}")) {
             let entry = entry.unwrap_or_else(|e| panic!("{e}"));
             let is_capture = if marker.is_empty() {
                 entry.path().join("stream.jsonl").exists()

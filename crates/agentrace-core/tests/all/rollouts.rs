@@ -12,8 +12,14 @@ use serde_json::Value;
 
 use super::support::record;
 
+/// A capture: `<scenario>` (Codex 0.169) or `codex-0.171/<scenario>`.
 fn capture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex").join(name)
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    if name.contains('/') {
+        fixtures.join(name)
+    } else {
+        fixtures.join("codex").join(name)
+    }
 }
 
 fn rollout_files(dir: &Path) -> Vec<PathBuf> {
@@ -126,7 +132,7 @@ fn check(name: &str) {
             assert_eq!(envelope.actor.thread_id, None, "{name}: {}", envelope.sequence);
         }
     }
-    insta::assert_json_snapshot!(format!("rollout_{name}"), view);
+    insta::assert_json_snapshot!(format!("rollout_{}", name.replace('/', "_")), view);
 }
 
 macro_rules! rollout_tests {
@@ -152,24 +158,38 @@ rollout_tests! {
     rollout_v2_basic => "v2_basic",
     rollout_v2_child_error_http500 => "v2_child_error_http500",
     rollout_v2_interrupt_agent => "v2_interrupt_agent",
+    rollout_0_171_real_model_basic => "codex-0.171/real_model_basic",
+    rollout_0_171_real_model_nested => "codex-0.171/real_model_nested",
+    rollout_0_171_v1_approval => "codex-0.171/v1_approval",
+    rollout_0_171_v1_basic => "codex-0.171/v1_basic",
+    rollout_0_171_v1_child_error_http500 => "codex-0.171/v1_child_error_http500",
+    rollout_0_171_v1_followup => "codex-0.171/v1_followup",
+    rollout_0_171_v1_parallel => "codex-0.171/v1_parallel",
+    rollout_0_171_v1_roles => "codex-0.171/v1_roles",
+    rollout_0_171_v2_basic => "codex-0.171/v2_basic",
+    rollout_0_171_v2_child_error_http500 => "codex-0.171/v2_child_error_http500",
+    rollout_0_171_v2_interrupt_agent => "codex-0.171/v2_interrupt_agent",
 }
 
 #[test]
 fn a_forked_childs_copied_prefix_is_replayed_not_its_own() {
-    let (recorder, envelopes) = record_rollouts("v2_basic");
-    let replayed = envelopes
-        .iter()
-        .filter(|e| matches!(e.event, EventBody::Known(Event::Replayed { .. })))
-        .count();
-    // v2_basic's child file: lines 2–15 copy the root's history.
-    assert_eq!(replayed, 14);
-    let warnings: Vec<&str> = recorder.state().warnings().iter().map(|w| w.code.as_str()).collect();
-    assert_eq!(warnings, vec!["replayed_history"]);
+    for name in ["v2_basic", "codex-0.171/v2_basic"] {
+        let (recorder, envelopes) = record_rollouts(name);
+        let replayed = envelopes
+            .iter()
+            .filter(|e| matches!(e.event, EventBody::Known(Event::Replayed { .. })))
+            .count();
+        // v2_basic's child file: lines 2–15 copy the root's history.
+        let warnings: Vec<&str> = recorder.state().warnings().iter().map(|w| w.code.as_str()).collect();
+        assert_eq!((replayed, warnings), (14, vec!["replayed_history"]), "{name}");
+    }
 }
 
 #[test]
 fn a_rollout_line_without_what_is_never_read_gives_the_same_events_and_run() {
-    for name in ["real_model_nested", "v1_basic", "v1_parallel", "v1_roles", "v2_basic", "v2_interrupt_agent"] {
+    for scenario in ["real_model_nested", "v1_basic", "v1_parallel", "v1_roles", "v2_basic", "v2_interrupt_agent"] {
+        for name in [scenario.to_owned(), format!("codex-0.171/{scenario}")] {
+        let name = name.as_str();
         let (full_recorder, full) = record_rollouts(name);
         let (lean_recorder, lean) = record_rollouts_as(name, &|line| {
             agentrace_core::rollout::lean_line(line).map(String::into_bytes).unwrap_or_else(|| line.to_vec())
@@ -192,5 +212,6 @@ fn a_rollout_line_without_what_is_never_read_gives_the_same_events_and_run() {
         let line = text.split(|byte| *byte == b'\n').next().unwrap_or_default();
         let lean = agentrace_core::rollout::lean_line(line).unwrap_or_default();
         assert!(lean.len() * 4 < line.len(), "{name}: {} of {}", lean.len(), line.len());
+        }
     }
 }

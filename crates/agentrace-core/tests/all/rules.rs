@@ -473,3 +473,120 @@ fn garbage_invalid_utf8_a_torn_last_line_and_a_huge_line_are_counted_and_the_res
     );
     assert!(reasons[3].starts_with("invalid JSON"), "{reasons:?}");
 }
+
+/// The events of every frame (derived ones left out), in order.
+fn frame_events(envelopes: &[Envelope]) -> Vec<Event> {
+    envelopes
+        .iter()
+        .filter(|envelope| envelope.raw.is_some())
+        .filter_map(|envelope| envelope.event.known().cloned())
+        .collect()
+}
+
+#[test]
+fn thread_search_partial_new_in_codex_0_171_is_a_notice_owned_by_nobody() {
+    let (_, envelopes) = run(&[json!({"method":"thread/search/partial","params":{"searchId":"s-1","threads":[{"id":ROOT}]},"emittedAtMs":1_795_993_408_000_i64})]);
+    let frame = envelopes
+        .iter()
+        .find(|envelope| envelope.raw.is_some())
+        .unwrap_or_else(|| panic!("no frame"));
+    assert_eq!(
+        (frame.event.known().cloned(), frame.actor.thread_id.clone()),
+        (
+            Some(Event::Notice {
+                method: "thread/search/partial".to_owned(),
+                message: None,
+                item_id: None,
+            }),
+            None
+        )
+    );
+}
+
+#[test]
+fn events_carry_the_facts_the_child_work_reducer_once_read_from_raw() {
+    let frames = vec![
+        thread_started(ROOT),
+        json!({"method":"item/started","params":{"threadId":ROOT,"turnId":"t1","item":{"type":"commandExecution","id":"call-1","command":"sleep 9","status":"inProgress","processId":"4242"}}}),
+        json!({"method":"item/commandExecution/terminalInteraction","params":{"threadId":ROOT,"turnId":"t1","itemId":"call-1","processId":"4242","stdin":""}}),
+        json!({"method":"item/completed","params":{"threadId":ROOT,"turnId":"t1","item":{"type":"collabAgentToolCall","id":"call-2","tool":"closeAgent","status":"completed","senderThreadId":ROOT,"receiverThreadIds":[CHILD],"agentsStates":{}}}}),
+        json!({"method":"item/completed","params":{"threadId":ROOT,"turnId":"t1","item":{"type":"subAgentActivity","id":"a-1","kind":"interrupted","agentThreadId":CHILD,"agentPath":"/root/c"}}}),
+        json!({"method":"turn/completed","params":{"threadId":ROOT,"turn":{"id":"t1","status":"completed","items":[
+            {"type":"agentMessage","id":"m1","text":"the answer","phase":"final_answer"},
+            {"type":"agentMessage","id":"m2","text":"aside","phase":"commentary"}]}}}),
+        json!({"id":9,"result":{"thread":{"id":CHILD,"turns":[{"id":"t-lost","status":"interrupted","completedAt":null},{"id":"t-done","status":"interrupted","completedAt":7}]}}}),
+    ];
+    let (_, envelopes) = run(&frames);
+    let events = frame_events(&envelopes);
+    assert_eq!(
+        events[1..],
+        [
+            Event::ToolUse {
+                tool_kind: "command".to_owned(),
+                name: "shell".to_owned(),
+                input: "sleep 9".to_owned(),
+                item_id: Some("call-1".into()),
+                turn_id: Some("t1".into()),
+                process_id: Some("4242".to_owned()),
+            },
+            Event::Notice {
+                method: "item/commandExecution/terminalInteraction".to_owned(),
+                message: None,
+                item_id: Some("call-1".into()),
+            },
+            Event::ToolResult {
+                tool_kind: "agent".to_owned(),
+                name: "closeAgent".to_owned(),
+                status: Some("completed".to_owned()),
+                exit_code: None,
+                duration_ms: None,
+                output: String::new(),
+                item_id: Some("call-2".into()),
+                turn_id: Some("t1".into()),
+                receiver_thread_ids: vec![ThreadId::from(CHILD)],
+            },
+            Event::ItemCompleted {
+                item_type: "subAgentActivity".to_owned(),
+                item_id: Some("a-1".into()),
+                turn_id: Some("t1".into()),
+                status: None,
+                activity_kind: Some("interrupted".to_owned()),
+                agent_thread_id: Some(ThreadId::from(CHILD)),
+            },
+            Event::TurnCompleted {
+                turn_id: "t1".into(),
+                status: "completed".to_owned(),
+                error: None,
+                duration_ms: None,
+                usage: None,
+                last_message: Some("the answer".to_owned()),
+            },
+            Event::Response {
+                request_id: json!(9),
+                method: None,
+                error: None,
+                unfinished_turn_ids: vec!["t-lost".into()],
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_notification_whose_time_is_not_an_integer_is_still_read_at_the_observed_time() {
+    let (_, envelopes) = run(&[json!({"method":"thread/status/changed","params":{"threadId":ROOT,"status":{"type":"idle"}},"emittedAtMs":1.5})]);
+    let frame = envelopes
+        .iter()
+        .find(|envelope| envelope.raw.is_some())
+        .unwrap_or_else(|| panic!("no frame"));
+    assert_eq!(
+        (frame.event.known().cloned(), frame.timestamp.millis()),
+        (
+            Some(Event::Status {
+                status: "idle".to_owned(),
+                waiting_on_approval: false,
+                waiting_on_user_input: false,
+            }),
+            super::support::T0
+        )
+    );
+}

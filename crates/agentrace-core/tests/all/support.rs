@@ -72,3 +72,46 @@ pub fn lines(frames: &[serde_json::Value]) -> Vec<u8> {
     }
     out
 }
+
+/// The envelope as a build before `run_started.eventFacts` wrote it: the
+/// same frame, without the facts events carry since (they were in `raw`
+/// only).
+pub fn as_legacy(envelope: &Envelope) -> Envelope {
+    let mut value = serde_json::to_value(envelope).unwrap_or_default();
+    if let Some(event) = value.get_mut("event").and_then(serde_json::Value::as_object_mut) {
+        for key in [
+            "eventFacts",
+            "processId",
+            "receiverThreadIds",
+            "lastMessage",
+            "unfinishedTurnIds",
+            "activityKind",
+            "agentThreadId",
+        ] {
+            event.remove(key);
+        }
+        let kind = event.get("type").and_then(serde_json::Value::as_str).unwrap_or_default().to_owned();
+        match kind.as_str() {
+            "notice" => {
+                event.remove("itemId");
+            }
+            "item_started" => {
+                event.remove("description");
+            }
+            "item_completed" => {
+                event.remove("status");
+            }
+            _ => {}
+        }
+    }
+    serde_json::from_value(value).unwrap_or_else(|e| panic!("legacy envelope: {e}"))
+}
+
+/// The envelope with its frame left out, as an envelope that references its
+/// source instead of carrying it.
+pub fn without_raw(envelope: &Envelope) -> Envelope {
+    Envelope {
+        raw: None,
+        ..envelope.clone()
+    }
+}

@@ -95,6 +95,7 @@ impl Log {
         self.push(
             actor,
             Event::TurnCompleted {
+                last_message: None,
                 turn_id: TurnId::from(turn),
                 status: "completed".to_owned(),
                 error: None,
@@ -121,6 +122,7 @@ impl Log {
         self.push(
             actor,
             Event::ToolUse {
+                process_id: None,
                 tool_kind: kind.to_owned(),
                 name: name.to_owned(),
                 input: String::new(),

@@ -1,4 +1,4 @@
-//! The reads against the real `codex app-server` (the pinned 0.169 CLI) over
+//! The reads against the real `codex app-server` (the pinned 0.171 CLI) over
 //! a `CODEX_HOME` holding a capture's rollouts, checked against the answers
 //! the capture recorded. No model request is made: the config points the
 //! provider at a dead loopback port.
@@ -20,10 +20,14 @@ use tempfile::TempDir;
 /// A thread id no capture has.
 const UNKNOWN_THREAD: &str = "01a2298c-dead-7000-8000-00000000beef";
 
+/// A capture: `<scenario>` (Codex 0.169) or `codex-0.171/<scenario>`.
 fn fixture(capture: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/codex")
-        .join(capture)
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    if capture.contains('/') {
+        fixtures.join(capture)
+    } else {
+        fixtures.join("codex").join(capture)
+    }
 }
 
 /// A private CODEX_HOME holding one capture's rollouts under
@@ -252,6 +256,19 @@ async fn reads_of_a_child_with_two_turns_agree_with_the_capture() {
 }
 
 #[tokio::test]
+async fn reads_of_the_0_171_captures_agree_with_them() {
+    for scenario in [
+        "v1_basic",
+        "v1_roles",
+        "real_model_nested",
+        "v1_child_error_http500",
+        "v1_followup",
+    ] {
+        reads_agree_with_the_capture(&format!("codex-0.171/{scenario}")).await;
+    }
+}
+
+#[tokio::test]
 async fn the_v1_basic_child_reads_as_recorded_field_by_field() {
     let home = CodexHome::new("v1_basic");
     let host = home.fresh_host().await;
@@ -317,8 +334,9 @@ async fn turns_cut_by_a_restart_read_interrupted_without_an_end() {
 
 #[tokio::test]
 async fn tokens_of_each_rollout_match_the_last_usage_the_server_sent() {
-    let home = CodexHome::new("v1_basic");
-    let server = fs::read_to_string(fixture("v1_basic").join("server.jsonl")).unwrap();
+    for capture in ["v1_basic", "codex-0.171/v1_basic"] {
+    let home = CodexHome::new(capture);
+    let server = fs::read_to_string(fixture(capture).join("server.jsonl")).unwrap();
     for thread in home.threads() {
         let last_total = server
             .lines()
@@ -345,8 +363,9 @@ async fn tokens_of_each_rollout_match_the_last_usage_the_server_sent() {
                 last_total["inputTokens"].clone(),
                 last_total["outputTokens"].clone()
             ),
-            "{thread}"
+            "{capture} {thread}"
         );
+    }
     }
 }
 

@@ -9,7 +9,7 @@ use agentrace_otel::spans::{run_trace, AttributeValue, SpanEvent};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message as _;
 
-use super::support::{fixture, outline, record, view};
+use super::support::{fixture, fixture_in, outline, record, view};
 
 const KEYS: &[&str] = &[
     "gen_ai.agent.name",
@@ -234,4 +234,46 @@ fn a_warning_is_an_event_and_a_code_on_the_agent_it_names() {
         .filter(|span| !span.events.is_empty())
         .count();
     assert_eq!(others_with_events, 1);
+}
+
+/// The outline of a capture's spans by name, with a V1 child's random
+/// nickname blanked (a V2 task path and `Main` are kept).
+fn span_shape(folder: &str, name: &str) -> String {
+    let envelopes = record("run-x", &fixture_in(folder, name));
+    let trace = run_trace("run-x", &envelopes, &view("run-x", &envelopes));
+    outline(&trace, &[])
+        .lines()
+        .map(|line| match line.trim_start().strip_prefix("invoke_agent ") {
+            Some(agent) if agent != "Main" && !agent.starts_with('/') => {
+                let indent = line.len() - line.trim_start().len();
+                let role = agent.split_once(" [").map(|(_, role)| format!(" [{role}")).unwrap_or_default();
+                format!("{}invoke_agent <nickname>{role}\n", " ".repeat(indent))
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn both_codex_versions_give_every_capture_the_same_spans() {
+    for name in [
+        "probe_unknown_thread_ids",
+        "real_model_basic",
+        "real_model_nested",
+        "v1_approval",
+        "v1_approval_delayed",
+        "v1_background_exec",
+        "v1_basic",
+        "v1_child_error_http500",
+        "v1_followup",
+        "v1_interrupt_child_driver",
+        "v1_parallel",
+        "v1_restart_mid_child",
+        "v1_roles",
+        "v2_basic",
+        "v2_child_error_http500",
+        "v2_interrupt_agent",
+    ] {
+        assert_eq!(span_shape("codex-0.171", name), span_shape("codex", name), "{name}");
+    }
 }

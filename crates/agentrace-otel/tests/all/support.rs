@@ -14,8 +14,14 @@ pub const T0: i64 = 1_795_993_400_000;
 
 /// The bytes of `fixtures/codex/<name>/server.jsonl`.
 pub fn fixture(name: &str) -> Vec<u8> {
+    fixture_in("codex", name)
+}
+
+/// The bytes of `fixtures/<folder>/<name>/server.jsonl` (`codex` holds the
+/// 0.169 captures, `codex-0.171` the same scenarios with 0.171).
+pub fn fixture_in(folder: &str, name: &str) -> Vec<u8> {
     let path = format!(
-        "{}/../../fixtures/codex/{name}/server.jsonl",
+        "{}/../../fixtures/{folder}/{name}/server.jsonl",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&path).unwrap_or_else(|error| panic!("{path}: {error}"))

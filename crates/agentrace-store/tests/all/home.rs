@@ -190,20 +190,23 @@ fn loading_a_missing_run_is_not_found() -> TestResult {
     Ok(())
 }
 
-/// Every Codex capture in the repository's `fixtures/`, by name.
+/// Every Codex capture in the repository's `fixtures/` (both versions'),
+/// by name (`0.171-<scenario>` for the 0.171 captures).
 pub fn codex_captures() -> Fallible<Vec<(String, Vec<u8>)>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
     let mut captures = Vec::new();
-    for entry in fs::read_dir(&root)? {
-        let directory = entry?.path();
-        let server = directory.join("server.jsonl");
-        if server.is_file() {
-            let name = directory
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            captures.push((name, fs::read(server)?));
+    for (folder, prefix) in [("codex", ""), ("codex-0.171", "0.171-")] {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(folder);
+        for entry in fs::read_dir(&root)? {
+            let directory = entry?.path();
+            let server = directory.join("server.jsonl");
+            if server.is_file() {
+                let name = directory
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                captures.push((format!("{prefix}{name}"), fs::read(server)?));
+            }
         }
     }
     captures.sort();

@@ -11,13 +11,16 @@ use agentrace_testkit::files::{copy_dir, fixtures};
 
 use super::support::Cli;
 
-/// A Codex home and a Claude config dir holding every capture.
+/// A Codex home and a Claude config dir holding every capture (both Codex
+/// versions').
 fn every_capture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    for entry in std::fs::read_dir(fixtures().join("codex")).unwrap_or_else(|e| panic!("{e}")) {
-        let rollouts = entry.unwrap_or_else(|e| panic!("{e}")).path().join("rollouts");
-        if rollouts.is_dir() {
-            copy_dir(&rollouts, &dir.path().join("codex/sessions"));
+    for version in ["codex", "codex-0.171"] {
+        for entry in std::fs::read_dir(fixtures().join(version)).unwrap_or_else(|e| panic!("{e}")) {
+            let rollouts = entry.unwrap_or_else(|e| panic!("{e}")).path().join("rollouts");
+            if rollouts.is_dir() {
+                copy_dir(&rollouts, &dir.path().join("codex/sessions"));
+            }
         }
     }
     for entry in std::fs::read_dir(fixtures().join("claude")).unwrap_or_else(|e| panic!("{e}")) {
@@ -349,8 +352,12 @@ fn claude_and_codex_totals_equal_ccusages_on_every_session_both_read() {
     assert_eq!(claude_ours, claude_theirs);
     // ccusage 20.0.24 counts only the last two of the four requests of
     // v1_background_exec's child (its rollout's running total says 22188,
-    // ccusage 11337): the one Codex thread of the captures it misreads.
-    assert_eq!(ccusage_misread, ["01a2299d-d783-7f73-8d25-01d5020aff44"]);
+    // ccusage 11337): the one Codex thread of the captures it misreads, in
+    // both versions' capture of the scenario (0.169's, then 0.171's).
+    assert_eq!(
+        ccusage_misread,
+        ["01a2299d-d783-7f73-8d25-01d5020aff44", "01a232dc-9c03-7671-b9e1-1a6091edebee"]
+    );
     assert!(claude_ours.len() >= 15 && codex_checked >= 15, "{} Claude, {codex_checked} Codex", claude_ours.len());
 }
 

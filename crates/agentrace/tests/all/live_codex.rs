@@ -1,4 +1,4 @@
-//! The real `codex app-server` (npm `@openai/codex@0.169.0`) driven by
+//! The real `codex app-server` (npm `@openai/codex@0.171.0`) driven by
 //! `agentrace run codex` and seen through `agentrace tap`, against a scripted
 //! Responses API on 127.0.0.1. Only the model is scripted.
 

@@ -1,0 +1,418 @@
+//! The typed payloads of Codex app-server methods: [`Notification`] and
+//! [`ServerRequest`], one row per method, and what agentrace reads of a
+//! response's `result` ([`ResponseResult`]).
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{
+    lenient, lenient_field, non_empty, present, strict, DeltaParams, ErrorParams, IdOnly,
+    ItemParams, MaybeText, NamesThread, NoticeParams, StatusChangedParams,
+    TerminalInteractionParams, Thread, ThreadRef, ThreadStartedParams, TokenUsageParams,
+    TurnParams,
+};
+use serde::de::IgnoredAny;
+
+/// One enum of methods: a row per method (`Variant(Params, decoder) =
+/// "method"`), plus `Unknown` for a method this build does not know.
+macro_rules! methods {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident($params:ty, $decode:ident) = $method:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant($params),)*
+            /// A method this build does not know, its params as written.
+            Unknown {
+                /// The method.
+                method: String,
+                /// Its params.
+                params: Option<Box<RawValue>>,
+            },
+        }
+
+        impl $name {
+            /// Every method with a row.
+            pub const METHODS: &'static [&'static str] = &[$($method),*];
+
+            /// The typed payload of `method`. An unknown method is
+            /// [`Self::Unknown`]; a known one whose params do not fit its
+            /// shape is an error (the caller says so).
+            pub fn decode(method: &str, params: Option<&RawValue>) -> Result<Self, serde_json::Error> {
+                Ok(match method {
+                    $($method => $name::$variant($decode(params)?),)*
+                    _ => $name::Unknown {
+                        method: method.to_owned(),
+                        params: params.map(RawValue::to_owned),
+                    },
+                })
+            }
+
+            /// The method, as written.
+            pub fn method(&self) -> &str {
+                match self {
+                    $($name::$variant(_) => $method,)*
+                    $name::Unknown { method, .. } => method,
+                }
+            }
+
+            /// The thread the payload names.
+            pub fn thread_id(&self) -> Option<String> {
+                match self {
+                    $($name::$variant(params) => params.thread_id().map(str::to_owned),)*
+                    $name::Unknown { params, .. } => ThreadRef::of(params.as_deref()).thread_id().map(str::to_owned),
+                }
+            }
+        }
+    };
+}
+
+methods! {
+    /// A notification the server sends, one row per method (the set the
+    /// captures of 0.169 and 0.171 hold, and the documented ones of the same
+    /// families).
+    Notification {
+        /// A thread was started or loaded.
+        ThreadStarted(ThreadStartedParams, strict) = "thread/started",
+        /// A thread's loaded status changed.
+        ThreadStatusChanged(StatusChangedParams, strict) = "thread/status/changed",
+        /// A turn began.
+        TurnStarted(TurnParams, strict) = "turn/started",
+        /// A turn ended.
+        TurnCompleted(TurnParams, strict) = "turn/completed",
+        /// An item began.
+        ItemStarted(ItemParams, strict) = "item/started",
+        /// An item ended.
+        ItemCompleted(ItemParams, strict) = "item/completed",
+        /// A thread's running token totals.
+        ThreadTokenUsageUpdated(TokenUsageParams, strict) = "thread/tokenUsage/updated",
+        /// A provider error (the turn may go on).
+        Error(ErrorParams, strict) = "error",
+        /// Streamed assistant text.
+        AgentMessageDelta(DeltaParams, strict) = "item/agentMessage/delta",
+        /// Streamed command output.
+        CommandExecutionOutputDelta(DeltaParams, strict) = "item/commandExecution/outputDelta",
+        /// Streamed reasoning summary.
+        ReasoningSummaryTextDelta(DeltaParams, strict) = "item/reasoning/summaryTextDelta",
+        /// Streamed reasoning text.
+        ReasoningTextDelta(DeltaParams, strict) = "item/reasoning/textDelta",
+        /// Streamed patch output.
+        FileChangeOutputDelta(DeltaParams, strict) = "item/fileChange/outputDelta",
+        /// Streamed plan text.
+        PlanDelta(DeltaParams, strict) = "item/plan/delta",
+        /// Input written to a running command's terminal.
+        CommandExecutionTerminalInteraction(TerminalInteractionParams, lenient) = "item/commandExecution/terminalInteraction",
+        /// Rate limits moved.
+        AccountRateLimitsUpdated(NoticeParams, lenient) = "account/rateLimits/updated",
+        /// The account changed.
+        AccountUpdated(NoticeParams, lenient) = "account/updated",
+        /// A login finished.
+        AccountLoginCompleted(NoticeParams, lenient) = "account/login/completed",
+        /// Auth status changed (legacy name).
+        AuthStatusChange(NoticeParams, lenient) = "authStatusChange",
+        /// A configuration warning.
+        ConfigWarning(NoticeParams, lenient) = "configWarning",
+        /// A deprecation notice.
+        DeprecationNotice(NoticeParams, lenient) = "deprecationNotice",
+        /// Fuzzy file search progress.
+        FuzzyFileSearchSessionUpdated(NoticeParams, lenient) = "fuzzyFileSearch/sessionUpdated",
+        /// Fuzzy file search done.
+        FuzzyFileSearchSessionCompleted(NoticeParams, lenient) = "fuzzyFileSearch/sessionCompleted",
+        /// ChatGPT login done (legacy name).
+        LoginChatGptComplete(NoticeParams, lenient) = "loginChatGptComplete",
+        /// An MCP OAuth login done.
+        McpServerOauthLoginCompleted(NoticeParams, lenient) = "mcpServer/oauthLogin/completed",
+        /// An MCP server's startup status.
+        McpServerStartupStatusUpdated(NoticeParams, lenient) = "mcpServer/startupStatus/updated",
+        /// The model was rerouted.
+        ModelRerouted(NoticeParams, lenient) = "model/rerouted",
+        /// Remote control status.
+        RemoteControlStatusChanged(NoticeParams, lenient) = "remoteControl/status/changed",
+        /// A server request was answered or withdrawn.
+        ServerRequestResolved(NoticeParams, lenient) = "serverRequest/resolved",
+        /// Session configured (legacy).
+        SessionConfigured(NoticeParams, lenient) = "sessionConfigured",
+        /// A thread was archived.
+        ThreadArchived(NoticeParams, lenient) = "thread/archived",
+        /// A thread was closed (unloaded).
+        ThreadClosed(NoticeParams, lenient) = "thread/closed",
+        /// A thread's history was compacted.
+        ThreadCompacted(NoticeParams, lenient) = "thread/compacted",
+        /// A thread's goal was cleared.
+        ThreadGoalCleared(NoticeParams, lenient) = "thread/goal/cleared",
+        /// A thread's goal was set.
+        ThreadGoalUpdated(NoticeParams, lenient) = "thread/goal/updated",
+        /// A thread was renamed.
+        ThreadNameUpdated(NoticeParams, lenient) = "thread/name/updated",
+        /// A thread's read state changed.
+        ThreadReadStateChanged(NoticeParams, lenient) = "thread/readState/changed",
+        /// Part of the answer to `thread/search/stream` (new in 0.171); it
+        /// names no thread.
+        ThreadSearchPartial(NoticeParams, lenient) = "thread/search/partial",
+        /// A thread was unarchived.
+        ThreadUnarchived(NoticeParams, lenient) = "thread/unarchived",
+        /// The turn's diff so far.
+        TurnDiffUpdated(NoticeParams, lenient) = "turn/diff/updated",
+        /// The turn's plan.
+        TurnPlanUpdated(NoticeParams, lenient) = "turn/plan/updated",
+        /// A provider warning.
+        Warning(NoticeParams, lenient) = "warning",
+        /// The Windows sandbox is set up.
+        WindowsSandboxSetupCompleted(NoticeParams, lenient) = "windowsSandbox/setupCompleted",
+    }
+}
+
+impl Notification {
+    /// True for a notice: a method known to carry no attribution meaning.
+    pub fn is_notice(&self) -> bool {
+        self.notice().is_some()
+    }
+
+    /// The params of a notice, when this is one.
+    pub fn notice(&self) -> Option<&NoticeParams> {
+        use Notification as N;
+        match self {
+            N::AccountRateLimitsUpdated(params)
+            | N::AccountUpdated(params)
+            | N::AccountLoginCompleted(params)
+            | N::AuthStatusChange(params)
+            | N::ConfigWarning(params)
+            | N::DeprecationNotice(params)
+            | N::FuzzyFileSearchSessionUpdated(params)
+            | N::FuzzyFileSearchSessionCompleted(params)
+            | N::LoginChatGptComplete(params)
+            | N::McpServerOauthLoginCompleted(params)
+            | N::McpServerStartupStatusUpdated(params)
+            | N::ModelRerouted(params)
+            | N::RemoteControlStatusChanged(params)
+            | N::ServerRequestResolved(params)
+            | N::SessionConfigured(params)
+            | N::ThreadArchived(params)
+            | N::ThreadClosed(params)
+            | N::ThreadCompacted(params)
+            | N::ThreadGoalCleared(params)
+            | N::ThreadGoalUpdated(params)
+            | N::ThreadNameUpdated(params)
+            | N::ThreadReadStateChanged(params)
+            | N::ThreadSearchPartial(params)
+            | N::ThreadUnarchived(params)
+            | N::TurnDiffUpdated(params)
+            | N::TurnPlanUpdated(params)
+            | N::Warning(params)
+            | N::WindowsSandboxSetupCompleted(params) => Some(params),
+            N::ThreadStarted(_)
+            | N::ThreadStatusChanged(_)
+            | N::TurnStarted(_)
+            | N::TurnCompleted(_)
+            | N::ItemStarted(_)
+            | N::ItemCompleted(_)
+            | N::ThreadTokenUsageUpdated(_)
+            | N::Error(_)
+            | N::AgentMessageDelta(_)
+            | N::CommandExecutionOutputDelta(_)
+            | N::ReasoningSummaryTextDelta(_)
+            | N::ReasoningTextDelta(_)
+            | N::FileChangeOutputDelta(_)
+            | N::PlanDelta(_)
+            | N::CommandExecutionTerminalInteraction(_)
+            | N::Unknown { .. } => None,
+        }
+    }
+}
+
+/// Params of a request the server sends the client (approvals, user
+/// input, tool calls), read leniently for what agentrace shows of them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRequestParams {
+    /// `threadId`.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_id: Option<String>,
+    /// `thread`, when it is an object with an id.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread: Option<IdOnly>,
+    /// The item the request concerns.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub item_id: Option<String>,
+    /// The command to approve, when it is text.
+    #[serde(default)]
+    pub command: Option<MaybeText>,
+    /// The reason given, when it is text.
+    #[serde(default)]
+    pub reason: Option<MaybeText>,
+}
+
+impl ServerRequestParams {
+    /// What the request asks about: `command`, else `reason` (a `command`
+    /// that is not text hides `reason`, as it always did).
+    pub fn summary(&self) -> Option<&str> {
+        match (&self.command, &self.reason) {
+            (Some(command), _) => command.0.as_deref(),
+            (None, Some(reason)) => reason.0.as_deref(),
+            (None, None) => None,
+        }
+    }
+}
+
+impl NamesThread for ServerRequestParams {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(
+            self.thread_id
+                .as_deref()
+                .or_else(|| self.thread.as_ref().and_then(|thread| thread.id.as_deref())),
+        )
+    }
+}
+
+methods! {
+    /// A request the server sends the client, one row per method.
+    ServerRequest {
+        /// Approve a command.
+        CommandExecutionRequestApproval(ServerRequestParams, lenient) = "item/commandExecution/requestApproval",
+        /// Approve a patch.
+        FileChangeRequestApproval(ServerRequestParams, lenient) = "item/fileChange/requestApproval",
+        /// Approve a permission.
+        PermissionsRequestApproval(ServerRequestParams, lenient) = "item/permissions/requestApproval",
+        /// Answer the model's questions.
+        ToolRequestUserInput(ServerRequestParams, lenient) = "item/tool/requestUserInput",
+        /// Run a client-side (dynamic) tool.
+        ToolCall(ServerRequestParams, lenient) = "item/tool/call",
+        /// An MCP server asks the user.
+        McpServerElicitationRequest(ServerRequestParams, lenient) = "mcpServer/elicitation/request",
+        /// Refresh ChatGPT tokens.
+        AccountChatgptAuthTokensRefresh(ServerRequestParams, lenient) = "account/chatgptAuthTokens/refresh",
+        /// Approve a patch (legacy name).
+        ApplyPatchApproval(ServerRequestParams, lenient) = "applyPatchApproval",
+        /// Approve a command (legacy name).
+        ExecCommandApproval(ServerRequestParams, lenient) = "execCommandApproval",
+    }
+}
+
+impl ServerRequest {
+    /// The params, as far as agentrace reads them (none for an unknown method).
+    pub fn params(&self) -> Option<ServerRequestParams> {
+        use ServerRequest as R;
+        match self {
+            R::CommandExecutionRequestApproval(params)
+            | R::FileChangeRequestApproval(params)
+            | R::PermissionsRequestApproval(params)
+            | R::ToolRequestUserInput(params)
+            | R::ToolCall(params)
+            | R::McpServerElicitationRequest(params)
+            | R::AccountChatgptAuthTokensRefresh(params)
+            | R::ApplyPatchApproval(params)
+            | R::ExecCommandApproval(params) => Some(params.clone()),
+            R::Unknown { params, .. } => Some(lenient(params.as_deref()).unwrap_or_default()),
+        }
+    }
+}
+
+/// A turn as a read-back lists it, read for its ending only (entries of
+/// `data` may be threads, turns or items: nothing here fails on those).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnHead {
+    /// Turn id, when it is text.
+    #[serde(default)]
+    pub id: Option<MaybeText>,
+    /// Status, when it is text (a thread's is an object).
+    #[serde(default)]
+    pub status: Option<MaybeText>,
+    /// End time; null or absent while running and for a turn a restart cut.
+    #[serde(default)]
+    pub completed_at: Option<IgnoredAny>,
+}
+
+impl TurnHead {
+    /// True for a turn read back as `interrupted` with no completion time.
+    pub fn is_unfinished(&self) -> bool {
+        self.status.as_ref().and_then(|status| status.0.as_deref()) == Some("interrupted")
+            && self.completed_at.is_none()
+    }
+
+    /// The turn id, when it is text.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_ref().and_then(|id| id.0.as_deref())
+    }
+}
+
+/// The members of a response's `result` agentrace reads (thread objects and
+/// read-back turns), whatever the request was; anything of another shape
+/// reads as absent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResponseResult<'a> {
+    /// `thread` (thread/start, thread/resume, thread/fork, thread/read).
+    #[serde(default, borrow)]
+    pub thread: Option<&'a RawValue>,
+    /// Whether `model` is there: thread/start, thread/resume and thread/fork
+    /// answer with the thread *and* its settings; thread/read does not.
+    #[serde(default, deserialize_with = "present")]
+    pub model: bool,
+    /// `data` (thread/list, thread/turns/list, thread/items/list, …).
+    #[serde(default, borrow)]
+    pub data: Option<&'a RawValue>,
+    /// `turns`.
+    #[serde(default, borrow)]
+    pub turns: Option<&'a RawValue>,
+}
+
+/// One entry of a `data` list, read for whether it is a thread.
+#[derive(Debug, Default, Deserialize)]
+struct ListEntryHead {
+    #[serde(default, deserialize_with = "present")]
+    id: bool,
+    #[serde(default, deserialize_with = "present")]
+    turns: bool,
+    #[serde(default, deserialize_with = "present")]
+    source: bool,
+}
+
+/// The entries of a list member, each as written (none when it is no list).
+fn entries(list: Option<&RawValue>) -> Vec<&RawValue> {
+    list.and_then(|list| serde_json::from_str::<Vec<&RawValue>>(list.get()).ok())
+        .unwrap_or_default()
+}
+
+impl<'a> ResponseResult<'a> {
+    /// Reads a `result` as written; one of another shape says nothing.
+    pub fn of(result: &'a RawValue) -> ResponseResult<'a> {
+        serde_json::from_str(result.get()).unwrap_or_default()
+    }
+
+    /// `result.thread`, when it is a thread object.
+    pub fn thread(&self) -> Option<Thread> {
+        self.thread
+            .and_then(|thread| serde_json::from_str(thread.get()).ok())
+    }
+
+    /// The thread objects of `result.data` (a `thread/list` answer, or a
+    /// list whose entries carry a thread's `source` or `turns`).
+    pub fn listed_threads(&self) -> Vec<Thread> {
+        entries(self.data)
+            .into_iter()
+            .filter(|entry| {
+                let head: ListEntryHead = serde_json::from_str(entry.get()).unwrap_or_default();
+                head.id && head.turns || head.source
+            })
+            .filter_map(|entry| serde_json::from_str(entry.get()).ok())
+            .collect()
+    }
+
+    /// The turns the answer reads back (`thread.turns`, `data`, `turns`).
+    pub fn read_back_turns(&self) -> Vec<TurnHead> {
+        #[derive(Default, Deserialize)]
+        struct Turns<'b> {
+            #[serde(default, borrow)]
+            turns: Option<&'b RawValue>,
+        }
+        let thread_turns = self
+            .thread
+            .and_then(|thread| serde_json::from_str::<Turns<'_>>(thread.get()).ok())
+            .and_then(|thread| thread.turns);
+        [thread_turns, self.data, self.turns]
+            .into_iter()
+            .flat_map(entries)
+            .filter_map(|turn| serde_json::from_str::<TurnHead>(turn.get()).ok())
+            .collect()
+    }
+}
