@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal as _, Write as _};
 
 use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::{Direction, Envelope, Event, EventBody, RunId, RunStatus, Source};
+use agentrace_core::model::{Direction, Envelope, Event, EventBody, RunId, Source};
 use agentrace_core::recorder::Format;
 use agentrace_core::state::{RunState, RunSummary};
 use agentrace_core::{InputLine, Recorder};
@@ -23,7 +23,6 @@ pub struct LiveRun {
     writer: RunWriter,
     to_server: LineAssembler,
     from_server: LineAssembler,
-    status: Option<RunStatus>,
     view: Option<LiveView>,
 }
 
@@ -39,11 +38,11 @@ impl LiveRun {
             writer,
             to_server: LineAssembler::default(),
             from_server: LineAssembler::default(),
-            status: None,
             view: view.then(LiveView::new),
         };
         let first = run.recorder.start(now());
         run.write(first)?;
+        run.settle()?;
         Ok(run)
     }
 
@@ -52,8 +51,19 @@ impl LiveRun {
         self.recorder.state()
     }
 
-    /// Bytes that went `direction`; records every line they complete.
+    /// Bytes that went `direction`; records every line they complete and
+    /// writes them at once ([`LiveRun::queue_bytes`], then
+    /// [`LiveRun::settle`]).
     pub fn bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
+        self.queue_bytes(direction, chunk)?;
+        self.settle()
+    }
+
+    /// Bytes that went `direction`; queues every line they complete for the
+    /// writer's next batch (see [`RunWriter::queue`]). A caller with more
+    /// input waiting calls this for each chunk and [`LiveRun::settle`] when
+    /// it runs dry.
+    pub fn queue_bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
         let lines = match direction {
             Direction::ToServer => self.to_server.push(chunk),
             Direction::FromServer => self.from_server.push(chunk),
@@ -115,7 +125,23 @@ impl LiveRun {
     /// interrupted).
     pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
         let envelopes = self.recorder.abort(now(), error, interrupted);
-        self.write(envelopes)
+        self.write(envelopes)?;
+        self.settle()
+    }
+
+    /// Input ran dry (or a timer fired while idle): writes what is queued
+    /// and lets the writer rewrite the record and sync when those are due
+    /// ([`RunWriter::tick`]).
+    pub fn settle(&mut self) -> anyhow::Result<()> {
+        self.writer.flush()?;
+        self.tick()
+    }
+
+    /// The writer's cadence after some work (cheap: see [`RunWriter::tick`]).
+    pub fn tick(&mut self) -> anyhow::Result<()> {
+        let state = self.recorder.state();
+        self.writer.tick(state.status(), || state.summary())?;
+        Ok(())
     }
 
     /// Records what is left (partial last lines count as lines), makes the
@@ -147,18 +173,13 @@ impl LiveRun {
         if envelopes.is_empty() {
             return Ok(());
         }
-        self.writer.append(&envelopes)?;
+        // Queued, not written: the writer writes batches (group commit),
+        // and records and syncs on its own cadence (see `tick`).
+        self.writer.queue(&envelopes)?;
         if let Some(view) = &mut self.view {
             for envelope in &envelopes {
                 view.show(envelope);
             }
-        }
-        let status = self.recorder.state().status();
-        if self.status != Some(status) {
-            // Status changes are the moments someone may look: make them durable.
-            self.status = Some(status);
-            self.writer.sync()?;
-            self.writer.write_record(&self.recorder.state().summary())?;
         }
         Ok(())
     }
