@@ -17,4 +17,5 @@ mod all {
     pub mod status_attach;
     pub mod statusline;
     pub mod support;
+    pub mod tap_burst;
 }
