@@ -158,6 +158,8 @@ pub struct RunWriter {
     /// The log length the last snapshot covered (a cell: records, and with
     /// them snapshots, are written through `&self`).
     snapshot_offset: Cell<u64>,
+    /// When the last snapshot was written.
+    snapshot_at: Cell<Option<Instant>>,
     /// Lines queued for the next write.
     batch: Batch,
     /// The highest sequence written to the log (0 for none).
@@ -203,6 +205,7 @@ impl RunWriter {
             fold: resumed.fold,
             tail: resumed.tail,
             snapshot_offset: Cell::new(resumed.snapshot_offset),
+            snapshot_at: Cell::new(None),
             batch: Batch::default(),
             acknowledged: next_sequence.saturating_sub(1),
             policy: BatchPolicy::default(),
@@ -385,7 +388,13 @@ impl RunWriter {
         bytes.clear();
         self.batch.bytes = bytes;
         if let Some(fold) = &self.fold {
-            if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES {
+            // Every 4 MiB, but no more often than the record: a snapshot is
+            // the whole fold, and written on every 4 MiB of a fast ingest it
+            // cost more than the log.
+            let since = self.snapshot_at.get();
+            if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES
+                && since.is_none_or(|at| self.clock.now().duration_since(at) >= self.policy.record_every)
+            {
                 self.save_snapshot_quietly();
             }
         }
@@ -425,7 +434,18 @@ impl RunWriter {
         {
             ticked.wrote |= !self.batch.bytes.is_empty();
             self.flush()?;
-            self.write_record_unsynced(&summary())?;
+            let bytes = self.record_bytes(&summary())?;
+            replace_unsynced(&self.record_path, &bytes, "write run record")?;
+            // The snapshot goes with it once the log has grown 4 MiB past
+            // the last (or first reaches 1 MiB): a snapshot is the whole
+            // fold, too big to rewrite four times a second.
+            let offset = self.fold.as_ref().map_or(0, RunFold::offset);
+            let covered = self.snapshot_offset.get();
+            if offset - covered.min(offset) >= SNAPSHOT_EVERY_BYTES
+                || (covered == 0 && offset >= SNAPSHOT_MIN_BYTES)
+            {
+                self.save_snapshot_quietly();
+            }
             self.cadence.recorded_status = Some(status);
             self.cadence.recorded_at = Some(now);
             self.cadence.record_stale = false;
@@ -475,6 +495,7 @@ impl RunWriter {
             })?;
         replace_unsynced(&self.snapshot_path, &bytes, "write run snapshot")?;
         self.snapshot_offset.set(fold.offset());
+        self.snapshot_at.set(Some(self.clock.now()));
         Ok(())
     }
 
