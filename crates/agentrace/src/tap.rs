@@ -64,6 +64,14 @@ struct Copy {
     gap: u64,
 }
 
+/// What [`Queue::offer`] did.
+struct Offered {
+    /// The copy was queued (else dropped, to be counted).
+    kept: bool,
+    /// The queue was empty: the recorder may be asleep.
+    wake: bool,
+}
+
 /// A copy waiting in the spill file.
 struct Spilled {
     direction: Direction,
@@ -122,15 +130,19 @@ impl Queue {
         self.queued.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Offers a copy of `bytes`; false when it was dropped (memory and spill
-    /// full, or the spill file unwritable). Never waits on the recorder:
-    /// the lock is only held to push, or to write to the page cache.
-    fn offer(&self, direction: Direction, bytes: &[u8], gap: u64) -> bool {
+    /// Offers a copy of `bytes`; `kept` is false when it was dropped
+    /// (memory and spill full, or the spill file unwritable). Never waits on
+    /// the recorder: the lock is only held to push, or to write to the page
+    /// cache. The recorder is woken by [`Queue::wake`] when `wake` says so,
+    /// after the chunk was forwarded: woken here, it would compete for the
+    /// CPU with the forwarding it must never slow.
+    fn offer(&self, direction: Direction, bytes: &[u8], gap: u64) -> Offered {
         let copy = (bytes.len() <= MEMORY_BYTES).then(|| bytes.to_vec());
         let mut queued = self.lock();
         if queued.ended {
-            return true;
+            return Offered { kept: true, wake: false };
         }
+        let was_empty = queued.memory.is_empty() && queued.spilled.is_empty();
         let in_memory = queued.spilled.is_empty()
             && (bytes.is_empty() || queued.memory_bytes + bytes.len() <= MEMORY_BYTES);
         let kept = match copy {
@@ -148,9 +160,16 @@ impl Queue {
         if kept {
             let waiting = queued.memory_bytes as u64 + queued.spill_bytes;
             queued.peak_bytes = queued.peak_bytes.max(waiting);
-            self.ready.notify_one();
         }
-        kept
+        Offered {
+            kept,
+            wake: kept && was_empty,
+        }
+    }
+
+    /// Wakes the recorder (see [`Queue::offer`]).
+    fn wake(&self) {
+        self.ready.notify_one();
     }
 
     fn spill(&self, queued: &mut Queued, direction: Direction, bytes: &[u8], gap: u64) -> bool {
@@ -266,12 +285,17 @@ fn pump(mut source: impl Read, mut sink: impl Write, direction: Direction, queue
         // answer can then never be queued before what it answers (recorded
         // after forwarding, a reply echoed at once was sometimes recorded
         // first, and a response would precede its request in the log).
-        if queue.offer(direction, &buffer[..read], gap) {
+        let offered = queue.offer(direction, &buffer[..read], gap);
+        if offered.kept {
             gap = 0;
         } else {
             gap += read as u64;
         }
-        if sink.write_all(&buffer[..read]).and_then(|()| sink.flush()).is_err() {
+        let forwarded = sink.write_all(&buffer[..read]).and_then(|()| sink.flush());
+        if offered.wake {
+            queue.wake();
+        }
+        if forwarded.is_err() {
             break;
         }
     }
@@ -279,6 +303,7 @@ fn pump(mut source: impl Read, mut sink: impl Write, direction: Direction, queue
         // Make the loss visible even when nothing followed it (an empty
         // copy is always kept).
         queue.offer(direction, &[], gap);
+        queue.wake();
     }
 }
 
