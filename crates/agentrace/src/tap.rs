@@ -106,6 +106,9 @@ struct Queue {
     ready: Condvar,
     /// Where the spill file is made (then unlinked).
     spill_dir: std::path::PathBuf,
+    /// [`MEMORY_BYTES`] and [`SPILL_BYTES`] (smaller in tests).
+    memory_limit: usize,
+    spill_limit: u64,
 }
 
 /// What the recorder took from the queue.
@@ -118,10 +121,16 @@ enum Taken {
 
 impl Queue {
     fn new(spill_dir: &Path) -> Self {
+        Self::with_limits(spill_dir, MEMORY_BYTES, SPILL_BYTES)
+    }
+
+    fn with_limits(spill_dir: &Path, memory_limit: usize, spill_limit: u64) -> Self {
         Self {
             queued: Mutex::new(Queued::default()),
             ready: Condvar::new(),
             spill_dir: spill_dir.to_path_buf(),
+            memory_limit,
+            spill_limit,
         }
     }
 
@@ -137,14 +146,14 @@ impl Queue {
     /// after the chunk was forwarded: woken here, it would compete for the
     /// CPU with the forwarding it must never slow.
     fn offer(&self, direction: Direction, bytes: &[u8], gap: u64) -> Offered {
-        let copy = (bytes.len() <= MEMORY_BYTES).then(|| bytes.to_vec());
+        let copy = (bytes.len() <= self.memory_limit).then(|| bytes.to_vec());
         let mut queued = self.lock();
         if queued.ended {
             return Offered { kept: true, wake: false };
         }
         let was_empty = queued.memory.is_empty() && queued.spilled.is_empty();
         let in_memory = queued.spilled.is_empty()
-            && (bytes.is_empty() || queued.memory_bytes + bytes.len() <= MEMORY_BYTES);
+            && (bytes.is_empty() || queued.memory_bytes + bytes.len() <= self.memory_limit);
         let kept = match copy {
             Some(copy) if in_memory => {
                 queued.memory_bytes += copy.len();
@@ -174,7 +183,7 @@ impl Queue {
 
     fn spill(&self, queued: &mut Queued, direction: Direction, bytes: &[u8], gap: u64) -> bool {
         let len = bytes.len() as u64;
-        if queued.spill_bytes + len > SPILL_BYTES {
+        if queued.spill_bytes + len > self.spill_limit {
             return false;
         }
         if queued.spill.is_none() {
@@ -441,4 +450,72 @@ fn finish(mut live: LiveRun, id: &RunId, status: std::process::ExitStatus) -> an
         }
     };
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Direction, Queue, Taken};
+
+    /// What the recorder takes next, as (direction, text) pairs.
+    fn take(queue: &Queue) -> Vec<(Direction, String)> {
+        match queue.take().unwrap_or_else(|e| panic!("{e}")) {
+            Taken::Copies(copies) => copies
+                .into_iter()
+                .map(|copy| (copy.direction, String::from_utf8_lossy(&copy.bytes).into_owned()))
+                .collect(),
+            Taken::End => panic!("the queue ended"),
+        }
+    }
+
+    #[test]
+    fn copies_past_the_memory_limit_spill_to_a_file_and_come_back_in_order() {
+        let directory = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let queue = Queue::with_limits(directory.path(), 8, 1024);
+        let offers = [
+            (Direction::FromServer, "aaaa"),
+            (Direction::FromServer, "bbbbbbbb"),
+            (Direction::ToServer, "cc"),
+        ];
+        let kept: Vec<bool> = offers
+            .iter()
+            .map(|(direction, text)| queue.offer(*direction, text.as_bytes(), 0).kept)
+            .collect();
+
+        let from_memory = take(&queue);
+        let from_the_file = take(&queue);
+        let after = queue.offer(Direction::FromServer, b"dd", 0).kept;
+        let from_memory_again = take(&queue);
+
+        assert_eq!(kept, vec![true, true, true]);
+        assert_eq!(from_memory, vec![(Direction::FromServer, "aaaa".to_owned())]);
+        assert_eq!(
+            from_the_file,
+            vec![
+                (Direction::FromServer, "bbbbbbbb".to_owned()),
+                (Direction::ToServer, "cc".to_owned()),
+            ]
+        );
+        assert!(after);
+        assert_eq!(from_memory_again, vec![(Direction::FromServer, "dd".to_owned())]);
+    }
+
+    #[test]
+    fn a_copy_past_the_spill_limit_is_dropped_and_the_end_is_taken_last() {
+        let directory = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let queue = Queue::with_limits(directory.path(), 4, 4);
+        let kept: Vec<bool> = ["aaaa", "bbbb", "cc"]
+            .iter()
+            .map(|text| queue.offer(Direction::FromServer, text.as_bytes(), 0).kept)
+            .collect();
+        queue.end();
+
+        let first = take(&queue);
+        let second = take(&queue);
+        let last = queue.take().unwrap_or_else(|e| panic!("{e}"));
+
+        assert_eq!(kept, vec![true, true, false]);
+        assert_eq!(first, vec![(Direction::FromServer, "aaaa".to_owned())]);
+        assert_eq!(second, vec![(Direction::FromServer, "bbbb".to_owned())]);
+        assert!(matches!(last, Taken::End));
+    }
 }
