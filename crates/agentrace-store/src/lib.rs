@@ -26,4 +26,6 @@ pub use reader::{
     read_log, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
-pub use writer::{RunWriter, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES};
+pub use writer::{
+    BatchPolicy, RunWriter, Ticked, WriterClock, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES,
+};

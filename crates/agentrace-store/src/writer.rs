@@ -3,12 +3,27 @@
 //! and the snapshot of the log's fold (see [`crate::fold`]) kept beside a
 //! long log. It decides how bytes reach the disk, never what an envelope
 //! says.
+//!
+//! Group commit: envelopes are queued ([`RunWriter::queue`]) and a batch
+//! goes out in one `write` when it reaches [`BatchPolicy::max_envelopes`] or
+//! [`BatchPolicy::max_bytes`], when it is older than
+//! [`BatchPolicy::max_delay`] or when the caller flushes (a live recorder
+//! does when its input runs dry). An envelope is acknowledged
+//! ([`RunWriter::acknowledged`]) once its batch is written. While a run is
+//! live the record is rewritten at most every [`BatchPolicy::record_every`]
+//! and the log synced at most every [`BatchPolicy::sync_every`]
+//! ([`RunWriter::tick`]); at the end both are synced ([`RunWriter::sync`],
+//! [`RunWriter::write_record`]).
 
 use std::cell::Cell;
+use std::fmt;
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use agentrace_core::model::RunStatus;
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{Envelope, RunId};
@@ -23,6 +38,102 @@ pub const SNAPSHOT_MIN_BYTES: u64 = 1024 * 1024;
 /// A snapshot is rewritten whenever this many bytes were appended since the
 /// last one, so a reader of a live run folds at most about this much.
 pub const SNAPSHOT_EVERY_BYTES: u64 = 4 * 1024 * 1024;
+
+/// When a writer writes, rewrites the record and syncs: the group-commit
+/// knobs. [`BatchPolicy::default`] is what every recording uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPolicy {
+    /// A batch closes at this many envelopes.
+    pub max_envelopes: usize,
+    /// A batch closes at this many encoded bytes.
+    pub max_bytes: usize,
+    /// A batch older than this closes at the next envelope queued (or the
+    /// next [`RunWriter::tick`]).
+    pub max_delay: Duration,
+    /// The live record (and the snapshot with it) is rewritten at most this
+    /// often, status changes included.
+    pub record_every: Duration,
+    /// The log is synced at most this often while live.
+    pub sync_every: Duration,
+}
+
+impl Default for BatchPolicy {
+    fn default() -> Self {
+        Self {
+            // 1 MiB or 4096 lines: big enough that a flood costs a system
+            // call per megabyte, small enough that a batch is copied once
+            // while hot in the cache.
+            max_envelopes: 4096,
+            max_bytes: 1024 * 1024,
+            max_delay: Duration::from_millis(5),
+            record_every: Duration::from_millis(250),
+            sync_every: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The writer's clock: monotonic time, injectable so tests can step it.
+#[derive(Clone)]
+pub struct WriterClock(Arc<dyn Fn() -> Instant + Send + Sync>);
+
+impl WriterClock {
+    /// The system's monotonic clock.
+    pub fn system() -> Self {
+        Self(Arc::new(Instant::now))
+    }
+
+    /// A clock that reads `now` (a test's stepped clock).
+    pub fn from_fn(now: impl Fn() -> Instant + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    fn now(&self) -> Instant {
+        (self.0)()
+    }
+}
+
+impl fmt::Debug for WriterClock {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("WriterClock")
+    }
+}
+
+/// The lines queued and not yet written.
+#[derive(Debug, Default)]
+struct Batch {
+    /// Encoded lines, each ending in `\n`.
+    bytes: Vec<u8>,
+    /// How many envelopes they are.
+    envelopes: usize,
+    /// When the first of them was queued.
+    since: Option<Instant>,
+}
+
+/// What [`RunWriter::tick`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ticked {
+    /// A batch was written.
+    pub wrote: bool,
+    /// The record was rewritten.
+    pub record: bool,
+    /// The log was synced.
+    pub synced: bool,
+}
+
+/// When the live record and the sync are next due.
+#[derive(Debug, Default)]
+struct Cadence {
+    /// The status the last record written had.
+    recorded_status: Option<RunStatus>,
+    /// When the record was last rewritten.
+    recorded_at: Option<Instant>,
+    /// Envelopes were queued since the record was last rewritten.
+    record_stale: bool,
+    /// When the log was last synced.
+    synced_at: Option<Instant>,
+    /// Bytes were written since the last sync.
+    unsynced: bool,
+}
 
 /// Appends envelopes to one run's log and rewrites its record.
 ///
@@ -47,6 +158,18 @@ pub struct RunWriter {
     /// The log length the last snapshot covered (a cell: records, and with
     /// them snapshots, are written through `&self`).
     snapshot_offset: Cell<u64>,
+    /// When the last snapshot was written.
+    snapshot_at: Cell<Option<Instant>>,
+    /// Lines queued for the next write.
+    batch: Batch,
+    /// The highest sequence written to the log (0 for none).
+    acknowledged: u64,
+    /// How often to write, record and sync.
+    policy: BatchPolicy,
+    clock: WriterClock,
+    cadence: Cadence,
+    /// Batches written (one `write` each), for tests and benchmarks.
+    writes: u64,
 }
 
 /// Where a writer's fold starts: the log's current fold and last bytes.
@@ -82,7 +205,43 @@ impl RunWriter {
             fold: resumed.fold,
             tail: resumed.tail,
             snapshot_offset: Cell::new(resumed.snapshot_offset),
+            snapshot_at: Cell::new(None),
+            batch: Batch::default(),
+            acknowledged: next_sequence.saturating_sub(1),
+            policy: BatchPolicy::default(),
+            clock: WriterClock::system(),
+            cadence: Cadence::default(),
+            writes: 0,
         }
+    }
+
+    /// This writer with other batch knobs.
+    pub fn with_policy(mut self, policy: BatchPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// This writer reading time from `clock` (tests step their own).
+    pub fn with_clock(mut self, clock: WriterClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The highest sequence whose line has been written to the log (given
+    /// to the kernel: durable after the next sync). Envelopes queued after
+    /// it are not yet acknowledged.
+    pub fn acknowledged(&self) -> u64 {
+        self.acknowledged
+    }
+
+    /// Envelopes queued and not yet written.
+    pub fn queued(&self) -> usize {
+        self.batch.envelopes
+    }
+
+    /// Batches written so far, one `write` each.
+    pub fn writes(&self) -> u64 {
+        self.writes
     }
 
     /// The run this writer writes.
@@ -105,62 +264,55 @@ impl RunWriter {
         self.next_sequence
     }
 
-    /// Appends envelopes, each as one JSON line.
+    /// Appends envelopes, each as one JSON line, and writes them (with
+    /// anything queued before) at once: [`RunWriter::queue`] then
+    /// [`RunWriter::flush`].
     ///
-    /// The whole batch is checked and encoded before anything is written, so
-    /// a refused batch (a sequence that is not exactly the next one, an
-    /// envelope of another run) leaves the log untouched. Each line then goes
-    /// out in a single `write_all`, so a crash can tear only the last line.
-    /// Nothing is durable before [`RunWriter::sync`].
+    /// The whole call is checked and encoded before anything is written, so
+    /// a refused call (a sequence that is not exactly the next one, an
+    /// envelope of another run) leaves the log untouched. Nothing is
+    /// durable before [`RunWriter::sync`].
     ///
     /// Line breaks between the tokens of a `raw` frame are written as
     /// spaces: the one change ever made to a raw frame, and the only way to
     /// keep a pretty-printed frame on one line without re-encoding it.
     pub fn append(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
-        // Encoded straight into the one buffer written below; `ends` marks
-        // where each line ends in it.
-        let mut batch = Vec::with_capacity(envelopes.len() * 512 + 1);
-        if self.needs_newline {
-            batch.push(b'\n');
+        self.queue(envelopes)?;
+        self.flush()
+    }
+
+    /// Queues envelopes for the next batch; the batch is written when it
+    /// is full or old (see [`BatchPolicy`]). A refused call (see
+    /// [`RunWriter::append`]) queues none of them.
+    pub fn queue(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
+        if envelopes.is_empty() {
+            return Ok(());
         }
-        let first_line = batch.len();
+        // Encoded straight onto the batch; `ends` marks where each line ends
+        // in it. A refused envelope cuts the batch back to where it was.
+        let before = self.batch.bytes.len();
+        if before == 0 {
+            self.batch.bytes.reserve(envelopes.len() * 512 + 1);
+            if self.needs_newline {
+                self.batch.bytes.push(b'\n');
+            }
+        }
+        let first_line = self.batch.bytes.len();
         let mut ends = Vec::with_capacity(envelopes.len());
         for (expected, envelope) in (self.next_sequence..).zip(envelopes) {
-            if envelope.run_id != self.run_id {
-                return Err(StoreError::WrongRun {
-                    path: self.log_path.clone(),
-                    expected: self.run_id.clone(),
-                    found: envelope.run_id.clone(),
-                });
+            if let Err(error) = self.encode(envelope, expected) {
+                self.batch.bytes.truncate(before);
+                return Err(error);
             }
-            if envelope.sequence != expected {
-                return Err(StoreError::SequenceGap {
-                    path: self.log_path.clone(),
-                    expected,
-                    found: envelope.sequence,
-                });
-            }
-            let start = batch.len();
-            serde_json::to_writer(&mut batch, envelope).map_err(|source| StoreError::Encode {
-                what: format!("envelope {}", envelope.sequence),
-                path: self.log_path.clone(),
-                source,
-            })?;
-            keep_on_one_line(&mut batch[start..]);
-            batch.push(b'\n');
-            ends.push(batch.len());
+            ends.push(self.batch.bytes.len());
         }
-        // One write for the batch: lines go out in order, so a crash can
-        // still tear only the last one, and a busy tap pays one system call
-        // per chunk instead of one per envelope.
-        if let Err(source) = self.file.write_all(&batch) {
-            self.needs_newline = true;
-            // The log may now hold part of a line the fold never saw.
-            self.fold = None;
-            return Err(StoreError::io("append to run log", &self.log_path, source));
-        }
-        self.needs_newline = false;
         self.next_sequence += ends.len() as u64;
+        self.batch.envelopes += ends.len();
+        self.cadence.record_stale = true;
+        let now = self.clock.now();
+        let since = *self.batch.since.get_or_insert(now);
+        // The fold follows the queue, at the offsets the lines will have:
+        // if their write fails, it is dropped (see `flush`).
         if let Some(fold) = &mut self.fold {
             let mut line_start = fold.offset();
             let mut previous_end = first_line;
@@ -170,12 +322,149 @@ impl RunWriter {
                 line_start = line_end;
                 previous_end = *end;
             }
-            keep_tail(&mut self.tail, &batch);
-            if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES {
+        }
+        if self.batch.envelopes >= self.policy.max_envelopes
+            || self.batch.bytes.len() >= self.policy.max_bytes
+            || now.duration_since(since) >= self.policy.max_delay
+        {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Encodes `envelope` onto the batch as one line, when it is the next
+    /// of this run.
+    fn encode(&mut self, envelope: &Envelope, expected: u64) -> Result<(), StoreError> {
+        if envelope.run_id != self.run_id {
+            return Err(StoreError::WrongRun {
+                path: self.log_path.clone(),
+                expected: self.run_id.clone(),
+                found: envelope.run_id.clone(),
+            });
+        }
+        if envelope.sequence != expected {
+            return Err(StoreError::SequenceGap {
+                path: self.log_path.clone(),
+                expected,
+                found: envelope.sequence,
+            });
+        }
+        let start = self.batch.bytes.len();
+        serde_json::to_writer(&mut self.batch.bytes, envelope).map_err(|source| {
+            StoreError::Encode {
+                what: format!("envelope {}", envelope.sequence),
+                path: self.log_path.clone(),
+                source,
+            }
+        })?;
+        keep_on_one_line(&mut self.batch.bytes[start..]);
+        self.batch.bytes.push(b'\n');
+        Ok(())
+    }
+
+    /// Writes the queued batch in one `write`: lines go out in order, so a
+    /// crash can tear only the last one. Its envelopes are then
+    /// acknowledged.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        if self.batch.bytes.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        if let Err(source) = self.file.write_all(&batch.bytes) {
+            self.needs_newline = true;
+            // The log may now hold part of a line, and lacks lines the fold
+            // saw: the fold no longer describes it.
+            self.fold = None;
+            return Err(StoreError::io("append to run log", &self.log_path, source));
+        }
+        self.writes += 1;
+        self.needs_newline = false;
+        self.cadence.unsynced = true;
+        self.acknowledged = self.next_sequence - 1;
+        keep_tail(&mut self.tail, &batch.bytes);
+        // The batch's buffer is kept for the next one (no new allocation per
+        // batch).
+        let mut bytes = batch.bytes;
+        bytes.clear();
+        self.batch.bytes = bytes;
+        if let Some(fold) = &self.fold {
+            // Every 4 MiB, but no more often than the record: a snapshot is
+            // the whole fold, and written on every 4 MiB of a fast ingest it
+            // cost more than the log.
+            let since = self.snapshot_at.get();
+            if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES
+                && since.is_none_or(|at| self.clock.now().duration_since(at) >= self.policy.record_every)
+            {
                 self.save_snapshot_quietly();
             }
         }
         Ok(())
+    }
+
+    /// The live cadence, cheap enough to call after every envelope queued,
+    /// with the run's status now and a way to get its summary: writes the
+    /// batch when it is older than [`BatchPolicy::max_delay`]; rewrites the
+    /// record (without `fsync`, the batch written first) when envelopes were
+    /// queued or the status changed since the last one and
+    /// [`BatchPolicy::record_every`] has passed since it (so a status change
+    /// inside the window is written by a later tick when it closes; the
+    /// first status a run gets is recorded at once); syncs the log when
+    /// bytes were written and [`BatchPolicy::sync_every`] has passed since
+    /// the last sync. A caller whose input runs dry calls
+    /// [`RunWriter::flush`] and then this, and ticks again within a window
+    /// while idle, so nothing waits on input that may never come.
+    pub fn tick(
+        &mut self,
+        status: RunStatus,
+        summary: impl FnOnce() -> RunSummary,
+    ) -> Result<Ticked, StoreError> {
+        let mut ticked = Ticked::default();
+        if self.batch_due() {
+            self.flush()?;
+            ticked.wrote = true;
+        }
+        let now = self.clock.now();
+        let due = |at: Option<Instant>, every: Duration| {
+            at.is_none_or(|at| now.duration_since(at) >= every)
+        };
+        let first = self.cadence.recorded_status.is_none();
+        let changed = self.cadence.recorded_status != Some(status);
+        if (changed || self.cadence.record_stale)
+            && (first || due(self.cadence.recorded_at, self.policy.record_every))
+        {
+            ticked.wrote |= !self.batch.bytes.is_empty();
+            self.flush()?;
+            let bytes = self.record_bytes(&summary())?;
+            replace_unsynced(&self.record_path, &bytes, "write run record")?;
+            // The snapshot goes with it once the log has grown 4 MiB past
+            // the last (or first reaches 1 MiB): a snapshot is the whole
+            // fold, too big to rewrite four times a second.
+            let offset = self.fold.as_ref().map_or(0, RunFold::offset);
+            let covered = self.snapshot_offset.get();
+            if offset - covered.min(offset) >= SNAPSHOT_EVERY_BYTES
+                || (covered == 0 && offset >= SNAPSHOT_MIN_BYTES)
+            {
+                self.save_snapshot_quietly();
+            }
+            self.cadence.recorded_status = Some(status);
+            self.cadence.recorded_at = Some(now);
+            self.cadence.record_stale = false;
+            ticked.record = true;
+        }
+        if self.cadence.unsynced && due(self.cadence.synced_at, self.policy.sync_every) {
+            ticked.wrote |= !self.batch.bytes.is_empty();
+            self.sync()?;
+            ticked.synced = true;
+        }
+        Ok(ticked)
+    }
+
+    /// The batch is due to be written by age alone (a caller idling on its
+    /// input asks, to write within [`BatchPolicy::max_delay`]).
+    pub fn batch_due(&self) -> bool {
+        self.batch
+            .since
+            .is_some_and(|since| self.clock.now().duration_since(since) >= self.policy.max_delay)
     }
 
     /// Writes the snapshot of the log's fold beside it (replaced by a
@@ -183,6 +472,13 @@ impl RunWriter {
     /// the log). Refused when this writer's fold no longer matches the log
     /// (after a failed write).
     pub fn save_snapshot(&self) -> Result<(), StoreError> {
+        if !self.batch.bytes.is_empty() {
+            return Err(StoreError::io(
+                "snapshot",
+                &self.snapshot_path,
+                std::io::Error::other("lines are queued: flush first"),
+            ));
+        }
         let Some(fold) = &self.fold else {
             return Err(StoreError::io(
                 "snapshot",
@@ -199,6 +495,7 @@ impl RunWriter {
             })?;
         replace_unsynced(&self.snapshot_path, &bytes, "write run snapshot")?;
         self.snapshot_offset.set(fold.offset());
+        self.snapshot_at.set(Some(self.clock.now()));
         Ok(())
     }
 
@@ -207,23 +504,29 @@ impl RunWriter {
     /// failing to write it must never fail the recording.
     fn save_snapshot_quietly(&self) {
         let offset = self.fold.as_ref().map_or(0, RunFold::offset);
-        if offset >= SNAPSHOT_MIN_BYTES && offset != self.snapshot_offset.get() {
+        if self.batch.bytes.is_empty()
+            && offset >= SNAPSHOT_MIN_BYTES && offset != self.snapshot_offset.get() {
             let _ = self.save_snapshot();
         }
     }
 
-    /// Makes every line appended so far durable (flush, then `fsync` of the
-    /// data).
+    /// Makes every line queued or appended so far durable (the batch
+    /// written, then `fsync` of the data).
     pub fn sync(&mut self) -> Result<(), StoreError> {
+        self.flush()?;
         self.file
             .flush()
             .and_then(|()| self.file.sync_data())
-            .map_err(|source| StoreError::io("sync run log", &self.log_path, source))
+            .map_err(|source| StoreError::io("sync run log", &self.log_path, source))?;
+        self.cadence.synced_at = Some(self.clock.now());
+        self.cadence.unsynced = false;
+        Ok(())
     }
 
     /// Replaces the run record with `summary`, atomically: readers see the
     /// old record or the new one, never a mix (write a temporary file beside
-    /// it, `fsync`, rename over).
+    /// it, `fsync`, rename over). Lines still queued are not written: call
+    /// [`RunWriter::flush`] or [`RunWriter::sync`] first.
     /// A long log's snapshot is brought up to date with it.
     pub fn write_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
         let bytes = self.record_bytes(summary)?;
@@ -293,6 +596,14 @@ impl RunWriter {
             })?;
         bytes.push(b'\n');
         Ok(bytes)
+    }
+}
+
+impl Drop for RunWriter {
+    /// Writes what is queued (best effort: an error has nowhere to go), so
+    /// a writer dropped on an error path loses no acknowledged-to-be line.
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 

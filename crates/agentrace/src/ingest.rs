@@ -169,7 +169,6 @@ pub fn ingest_reader(
     let mut session = Session {
         recorder: Recorder::new(id.clone(), format).keep_secrets(crate::secrets::keep()),
         writer: home.create_run(&id)?,
-        status: None,
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,
@@ -256,7 +255,6 @@ fn status_word(status: RunStatus) -> &'static str {
 struct Session {
     recorder: Recorder,
     writer: RunWriter,
-    status: Option<RunStatus>,
     bad_lines: Vec<(u64, String)>,
     bad_count: u64,
     clock: Timestamp,
@@ -333,14 +331,12 @@ impl Session {
         if envelopes.is_empty() {
             return Ok(());
         }
-        self.writer.append(envelopes)?;
-        let status = self.recorder.state().status();
-        if self.status != Some(status) {
-            // The run record follows status changes so `runs` is right even
-            // while a long ingest is still going.
-            self.status = Some(status);
-            self.writer.write_record(&self.recorder.state().summary())?;
-        }
+        // Queued for the writer's next batch; the record follows status
+        // changes (at most every 250 ms) so `runs` is right even while a
+        // long ingest is still going.
+        self.writer.queue(envelopes)?;
+        let state = self.recorder.state();
+        self.writer.tick(state.status(), || state.summary())?;
         Ok(())
     }
 }
@@ -383,7 +379,6 @@ fn replay<R: Read>(
             .with_source(source)
             .keep_secrets(crate::secrets::keep()),
         writer: home.create_run(&id)?,
-        status: None,
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,

@@ -30,8 +30,6 @@ pub struct LiveRun {
     writer: RunWriter,
     to_server: LineAssembler,
     from_server: LineAssembler,
-    /// The first write of the record is due (then one at each status change).
-    record_due: bool,
     view: Option<LiveView>,
 }
 
@@ -48,11 +46,11 @@ impl LiveRun {
             writer,
             to_server: LineAssembler::default(),
             from_server: LineAssembler::default(),
-            record_due: true,
             view: view.then(LiveView::new),
         };
         let first = run.recorder.start(now());
         run.write(first)?;
+        run.settle()?;
         Ok(run)
     }
 
@@ -61,8 +59,19 @@ impl LiveRun {
         self.recorder.state()
     }
 
-    /// Bytes that went `direction`; records every line they complete.
+    /// Bytes that went `direction`; records every line they complete and
+    /// writes them at once ([`LiveRun::queue_bytes`], then
+    /// [`LiveRun::settle`]).
     pub fn bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
+        self.queue_bytes(direction, chunk)?;
+        self.settle()
+    }
+
+    /// Bytes that went `direction`; queues every line they complete for the
+    /// writer's next batch (see [`RunWriter::queue`]). A caller with more
+    /// input waiting calls this for each chunk and [`LiveRun::settle`] when
+    /// it runs dry.
+    pub fn queue_bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
         let lines = match direction {
             Direction::ToServer => self.to_server.push(chunk),
             Direction::FromServer => self.from_server.push(chunk),
@@ -124,7 +133,23 @@ impl LiveRun {
     /// interrupted).
     pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
         let envelopes = self.recorder.abort(now(), error, interrupted);
-        self.write(envelopes)
+        self.write(envelopes)?;
+        self.settle()
+    }
+
+    /// Input ran dry (or a timer fired while idle): writes what is queued
+    /// and lets the writer rewrite the record and sync when those are due
+    /// ([`RunWriter::tick`]).
+    pub fn settle(&mut self) -> anyhow::Result<()> {
+        self.writer.flush()?;
+        self.tick()
+    }
+
+    /// The writer's cadence after some work (cheap: see [`RunWriter::tick`]).
+    pub fn tick(&mut self) -> anyhow::Result<()> {
+        let state = self.recorder.state();
+        self.writer.tick(state.status(), || state.summary())?;
+        Ok(())
     }
 
     /// Records what is left (partial last lines count as lines) and the
@@ -160,18 +185,14 @@ impl LiveRun {
             return Ok(());
         }
         let changes = self.recorder.take_changes();
-        self.writer.append(&envelopes)?;
+        // Queued, not written: the writer writes batches (group commit),
+        // and records and syncs on its own cadence (see `tick`).
+        self.writer.queue(&envelopes)?;
         if let Some(view) = &mut self.view {
             for envelope in &envelopes {
                 view.show(envelope);
             }
             view.changes(&changes);
-        }
-        if changes.status.is_some() || self.record_due {
-            // Status changes are the moments someone may look: make them durable.
-            self.record_due = false;
-            self.writer.sync()?;
-            self.writer.write_record(&self.recorder.state().summary())?;
         }
         Ok(())
     }

@@ -443,7 +443,9 @@ fn drive(
         }
         let timeout = interrupt_deadline
             .map(|deadline| deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_secs(3600));
+            // Idle wake-ups let the writer's timers run (a status change
+            // held back by the record's 250 ms window, the log's sync).
+            .unwrap_or(Duration::from_millis(250));
         match receiver.recv_timeout(timeout) {
             Ok(Message::Stdout(chunk)) => driver.stdout(&chunk, params)?,
             Ok(Message::StdoutClosed) | Err(RecvTimeoutError::Disconnected) => {
@@ -462,7 +464,8 @@ fn drive(
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
-                if interrupt_deadline.is_some() {
+                driver.live.settle()?;
+                if interrupt_deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     return Ok(Outcome::Abandoned);
                 }
             }

@@ -20,4 +20,5 @@ mod all {
     pub mod statusline;
     pub mod following;
     pub mod support;
+    pub mod tap_burst;
 }

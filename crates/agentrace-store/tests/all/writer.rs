@@ -288,3 +288,141 @@ fn a_record_of_another_run_is_refused() -> TestResult {
     assert!(!home.record_path(&run_id("run-a")).exists());
     Ok(())
 }
+
+/// A clock the test steps by hand.
+fn stepped_clock() -> (
+    std::sync::Arc<std::sync::Mutex<std::time::Instant>>,
+    agentrace_store::WriterClock,
+) {
+    let now = std::sync::Arc::new(std::sync::Mutex::new(std::time::Instant::now()));
+    let read = std::sync::Arc::clone(&now);
+    let clock = agentrace_store::WriterClock::from_fn(move || {
+        *read.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    });
+    (now, clock)
+}
+
+fn step(now: &std::sync::Mutex<std::time::Instant>, millis: u64) {
+    let mut now = now.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    *now += std::time::Duration::from_millis(millis);
+}
+
+#[test]
+fn many_queued_envelopes_go_out_in_one_write_and_are_acknowledged_only_then() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let lines: Vec<&str> = SESSION.iter().copied().cycle().take(600).collect();
+    let (_, envelopes) = record("run-a", &lines);
+    let (_now, clock) = stepped_clock();
+    let mut writer = home.create_run(&run_id("run-a"))?.with_clock(clock);
+
+    for envelope in &envelopes {
+        writer.queue(std::slice::from_ref(envelope))?;
+    }
+    let before = (writer.writes(), writer.acknowledged(), writer.queued());
+    let on_disk_before = fs::metadata(home.log_path(&run_id("run-a")))?.len();
+    writer.flush()?;
+    let after = (writer.writes(), writer.acknowledged(), writer.queued());
+
+    assert_eq!(before, (0, 0, envelopes.len()));
+    assert_eq!(on_disk_before, 0);
+    assert_eq!(after, (1, envelopes.len() as u64, 0));
+    let (read, skipped) = read_log(&home.log_path(&run_id("run-a")))?;
+    assert_eq!((read, skipped), (envelopes, vec![]));
+    Ok(())
+}
+
+#[test]
+fn a_full_batch_is_written_without_a_flush() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let lines: Vec<&str> = SESSION.iter().copied().cycle().take(30).collect();
+    let (_, envelopes) = record("run-a", &lines);
+    let (_now, clock) = stepped_clock();
+    let policy = agentrace_store::BatchPolicy {
+        max_envelopes: 10,
+        ..agentrace_store::BatchPolicy::default()
+    };
+    let mut writer = home
+        .create_run(&run_id("run-a"))?
+        .with_clock(clock)
+        .with_policy(policy);
+
+    for envelope in &envelopes[..25] {
+        writer.queue(std::slice::from_ref(envelope))?;
+    }
+
+    assert_eq!((writer.writes(), writer.acknowledged(), writer.queued()), (2, 20, 5));
+    Ok(())
+}
+
+#[test]
+fn a_batch_older_than_the_delay_is_written_by_the_next_tick() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let (recorder, envelopes) = record("run-a", SESSION);
+    let (now, clock) = stepped_clock();
+    let mut writer = home.create_run(&run_id("run-a"))?.with_clock(clock);
+    let status = recorder.state().status();
+    writer.queue(&envelopes[..1])?;
+    writer.tick(status, || recorder.state().summary())?;
+    writer.queue(&envelopes[1..])?;
+
+    let young = writer.tick(status, || recorder.state().summary())?;
+    let queued_young = writer.queued();
+    step(&now, 5);
+    let old = writer.tick(status, || recorder.state().summary())?;
+
+    assert_eq!((young.wrote, queued_young), (false, envelopes.len() - 1));
+    assert_eq!((old.wrote, writer.queued()), (true, 0));
+    Ok(())
+}
+
+#[test]
+fn the_live_record_is_rewritten_at_most_every_250_ms_and_the_log_synced_at_most_once_a_second(
+) -> TestResult {
+    use agentrace_core::model::RunStatus;
+    let (_directory, home) = temporary_home()?;
+    let lines: Vec<&str> = SESSION.iter().copied().cycle().take(60).collect();
+    let (recorder, envelopes) = record("run-a", &lines);
+    let summary = || recorder.state().summary();
+    let (now, clock) = stepped_clock();
+    let mut writer = home.create_run(&run_id("run-a"))?.with_clock(clock);
+    let mut ticks = Vec::new();
+    // (ms to step, status this tick): an envelope is queued before each.
+    let plan = [
+        (0, RunStatus::Running),
+        (100, RunStatus::Running),
+        (100, RunStatus::Done),
+        (49, RunStatus::Done),
+        (1, RunStatus::Done),
+        (100, RunStatus::Running),
+        (300, RunStatus::Running),
+        (100, RunStatus::Running),
+        (250, RunStatus::Running),
+        (100, RunStatus::Running),
+    ];
+    for (index, (millis, status)) in plan.into_iter().enumerate() {
+        step(&now, millis);
+        writer.queue(&envelopes[index..=index])?;
+        let ticked = writer.tick(status, summary)?;
+        ticks.push((ticked.record, ticked.synced));
+    }
+
+    // t=0 first status: record and sync; t=200 status change inside the
+    // window: held; t=250 it closes: written; t=350 change held, t=650
+    // written; t=1000 sync due again (last at 0); t=1000 record due.
+    assert_eq!(
+        ticks,
+        vec![
+            (true, true),
+            (false, false),
+            (false, false),
+            (false, false),
+            (true, false),
+            (false, false),
+            (true, false),
+            (false, false),
+            (true, true),
+            (false, false),
+        ]
+    );
+    Ok(())
+}
