@@ -635,7 +635,7 @@ impl ChildWork {
                 unfinished_turn_ids,
                 ..
             } => self.read_back(unfinished_turn_ids, envelope.sequence, at),
-            _ => {}
+            Event::Message { .. } | Event::Reasoning { .. } | Event::ItemStarted { .. } | Event::Delta { .. } | Event::ToolUse { .. } | Event::ToolResult { .. } | Event::Status { .. } | Event::ThreadStarted { .. } | Event::AgentWaitStarted { .. } | Event::AgentCompleted { .. } | Event::ServerRequest { .. } | Event::ClientRequest { .. } | Event::Response { .. } | Event::Error { .. } | Event::Warning { .. } | Event::Done { .. } | Event::Failed { .. } | Event::Interrupted { .. } | Event::Replayed { .. } | Event::ModelSelected { .. } | Event::Dropped { .. } | Event::SessionEnded { .. } | Event::Unknown { .. } => {}
         }
         self.publish(at)
     }

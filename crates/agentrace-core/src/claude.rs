@@ -548,7 +548,7 @@ impl ClaudeAttributor {
         let (status_text, error) = match status {
             AgentStatus::Completed => ("completed", None),
             AgentStatus::Interrupted => ("interrupted", result.clone()),
-            _ => ("failed", result.clone()),
+            AgentStatus::Pending | AgentStatus::Running | AgentStatus::Failed => ("failed", result.clone()),
         };
         derived.push((
             Who::Thread(thread.clone()),
@@ -770,7 +770,7 @@ impl ClaudeAttributor {
         if transcript {
             let agent = match part {
                 SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
-                _ => None,
+                SourcePart::Main | SourcePart::File { .. } | SourcePart::AgentMeta { .. } => None,
             };
             return self.transcript(&record, agent, line_number, derived);
         }
@@ -1245,7 +1245,7 @@ impl ClaudeAttributor {
             .into_iter()
             .filter_map(|block| match block {
                 ContentBlock::Text { text } => Some(text),
-                _ => None,
+                ContentBlock::Thinking { .. } | ContentBlock::ToolUse { .. } | ContentBlock::ToolResult { .. } | ContentBlock::Unknown { .. } => None,
             })
             .collect();
         let item = record.uuid.as_deref().map(ItemId::from);
@@ -1642,7 +1642,7 @@ impl ClaudeAttributor {
                     .into_iter()
                     .filter_map(|block| match block {
                         ContentBlock::Text { text } => Some(text),
-                        _ => None,
+                        ContentBlock::Thinking { .. } | ContentBlock::ToolUse { .. } | ContentBlock::ToolResult { .. } | ContentBlock::Unknown { .. } => None,
                     })
                     .collect::<Vec<_>>()
                     .join("\n")
@@ -2021,7 +2021,7 @@ impl ClaudeAttributor {
             .unwrap_or(line.observed_at);
         let agent = match part {
             SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
-            _ => None,
+            SourcePart::Main | SourcePart::File { .. } | SourcePart::AgentMeta { .. } => None,
         };
         self.reading_transcript = true;
         let (owner, event) = self.transcript(&record, agent, line.line_number, derived);
@@ -2192,7 +2192,7 @@ impl Attributor for ClaudeAttributor {
             }) if item_type == "subagentMeta" => SourcePart::AgentMeta {
                 agent_id: agent.as_str().to_owned(),
             },
-            _ => SourcePart::Main,
+            EventBody::Known(_) | EventBody::Foreign(_) => SourcePart::Main,
         };
         self.priming = true;
         self.process(&part, &line);
@@ -2215,7 +2215,7 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
     let in_agent_file = match part {
         SourcePart::AgentMeta { .. } => return Route::Decode,
         SourcePart::AgentFile { .. } => true,
-        _ => false,
+        SourcePart::Main | SourcePart::File { .. } => false,
     };
     if HOOK_KEY.find(bytes).is_some() {
         return Route::Decode;
@@ -2442,7 +2442,7 @@ fn input_summary(input: &Value) -> String {
     }
     match input {
         Value::Null => String::new(),
-        other => other.to_string(),
+        other @ Value::Bool(_) | other @ Value::Number(_) | other @ Value::String(_) | other @ Value::Array(_) | other @ Value::Object(_) => other.to_string(),
     }
 }
 
@@ -2461,7 +2461,7 @@ fn content_text(content: &Value) -> String {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| content.to_string()),
-        other => other.to_string(),
+        other @ Value::Bool(_) | other @ Value::Number(_) => other.to_string(),
     }
 }
 

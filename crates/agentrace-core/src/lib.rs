@@ -3,6 +3,11 @@
 //! files: the shell stamps time on each input line and owns all I/O. The
 //! dependency graph enforces it (no tokio, no filesystem crates here).
 
+// A match on one of our own enums names every variant, so a new variant is
+// a compile error at each place that must decide what it means (a `_` arm
+// would decide silently).
+#![deny(clippy::wildcard_enum_match_arm)]
+
 pub mod book;
 pub mod childwork;
 pub mod claude;

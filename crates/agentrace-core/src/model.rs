@@ -177,7 +177,7 @@ impl<'de> Deserialize<'de> for Timestamp {
                 .as_i64()
                 .map(Timestamp)
                 .ok_or_else(|| serde::de::Error::custom("timestamp out of range")),
-            _ => Err(serde::de::Error::custom("expected an RFC 3339 string")),
+            Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => Err(serde::de::Error::custom("expected an RFC 3339 string")),
         }
     }
 }

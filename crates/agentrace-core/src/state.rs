@@ -792,7 +792,7 @@ impl RunState {
                     self.unknown_frames += 1;
                 }
             }
-            _ => {}
+            Event::Message { .. } | Event::Reasoning { .. } | Event::ItemStarted { .. } | Event::ItemCompleted { .. } | Event::Delta { .. } | Event::ToolResult { .. } | Event::Status { .. } | Event::ThreadStarted { .. } | Event::AgentWaitStarted { .. } | Event::ActorResolved { .. } | Event::ServerRequest { .. } | Event::ClientRequest { .. } | Event::Response { .. } | Event::Error { .. } | Event::Notice { .. } | Event::Replayed { .. } | Event::SessionEnded { .. } => {}
         }
     }
 

@@ -114,7 +114,7 @@ impl Evidence {
                     .and_then(|parent| self.threads.get(parent))
                     .is_some_and(|evidence| evidence.message_hashes.contains(&hash))
             }
-            _ => false,
+            EventBody::Known(_) | EventBody::Foreign(_) => false,
         };
         let evidence = self.threads.entry(thread).or_default();
         evidence.last_activity = Some(envelope.timestamp);
@@ -148,7 +148,7 @@ impl Evidence {
                     evidence.message_hashes.push(hash);
                 }
             }
-            _ => {}
+            Event::RunStarted { .. } | Event::Reasoning { .. } | Event::ItemStarted { .. } | Event::ItemCompleted { .. } | Event::Delta { .. } | Event::ToolResult { .. } | Event::Usage { .. } | Event::Status { .. } | Event::ThreadStarted { .. } | Event::AgentSpawned { .. } | Event::AgentWaitStarted { .. } | Event::AgentCompleted { .. } | Event::ActorResolved { .. } | Event::ServerRequest { .. } | Event::ClientRequest { .. } | Event::Response { .. } | Event::Error { .. } | Event::Notice { .. } | Event::Warning { .. } | Event::Done { .. } | Event::Failed { .. } | Event::Interrupted { .. } | Event::Replayed { .. } | Event::ModelSelected { .. } | Event::Dropped { .. } | Event::SessionEnded { .. } | Event::Unknown { .. } => {}
         }
     }
 }
