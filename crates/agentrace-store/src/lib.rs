@@ -10,6 +10,7 @@
 //! `<home>` is `$AGENTRACE_HOME` or the platform data directory's
 //! `agentrace`.
 
+pub mod catalog;
 mod error;
 pub mod fold;
 mod home;
@@ -17,6 +18,7 @@ mod reader;
 mod run_id;
 mod writer;
 
+pub use catalog::Catalog;
 pub use error::StoreError;
 pub use fold::{Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use home::{Home, LoadedRun, HOME_ENV};

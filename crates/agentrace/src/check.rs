@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentrace_core::model::{RunId, Severity, Timestamp};
-use agentrace_core::state::{RunSummary, RunView};
+use agentrace_core::state::RunView;
 use agentrace_core::warnings::{BudgetPer, WarningConfig};
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -156,12 +156,6 @@ pub fn now() -> Timestamp {
 pub fn shown_view(home: &Home, id: &RunId) -> anyhow::Result<RunView> {
     let config = config(home, &WarningArgs::default())?;
     Ok(home.load_run(id)?.checked_view(&config, Some(now())))
-}
-
-/// Every run as `agentrace runs` lists it: its warnings counted as `show`
-/// counts them with the home's config file (the codes it allows left out).
-pub fn listed_runs(home: &Home) -> anyhow::Result<Vec<RunSummary>> {
-    Ok(home.listed_runs(&config(home, &WarningArgs::default())?)?)
 }
 
 /// Runs `agentrace check`.
