@@ -135,7 +135,7 @@ CREATE TABLE texts (
   text TEXT NOT NULL
 );
 CREATE INDEX texts_by_run ON texts (run_id);
-CREATE VIRTUAL TABLE texts_fts USING fts5 (text, content='texts', content_rowid='id', detail='column');
+CREATE VIRTUAL TABLE texts_fts USING fts5 (text, content='texts', content_rowid='id');
 "#;
 
 /// Why the catalog was made anew when it was opened.
