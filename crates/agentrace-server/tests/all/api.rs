@@ -578,7 +578,25 @@ async fn search_finds_a_tools_text_with_its_run_sequence_and_actor() {
             ]})
         )
     );
-    // The root wrote none of it.
+    // The root quoted it, in its prompt and its answers.
     let (_, root) = get(&served(&scratch), "/api/search?q=hello-from-child-A&actor=main", None).await;
-    assert_eq!(root, json!({"hits": []}));
+    let main = |sequence: u64, timestamp: &str, snippet: &str| {
+        json!({
+            "runId": "basic",
+            "sequence": sequence,
+            "threadId": "01a2298c-93ba-7001-9862-9fd03c21f5d4",
+            "label": "Main",
+            "role": "root",
+            "timestamp": timestamp,
+            "snippet": snippet,
+        })
+    };
+    assert_eq!(
+        root,
+        json!({"hits": [
+            main(49, "2026-11-29T23:03:29.240Z", "…the command printed [hello-from-child-A]."),
+            main(44, "2026-11-29T23:03:29.148Z", "…the command printed [hello-from-child-A]."),
+            main(12, "2026-11-29T23:03:28.634Z", "…Run the shell command `echo [hello-from-child-A]` and report its…"),
+        ]})
+    );
 }
