@@ -67,6 +67,7 @@ CREATE TABLE runs (
   usage_tree TEXT
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
+CREATE INDEX runs_by_status ON runs (status);
 CREATE TABLE agents (
   run_id TEXT NOT NULL,
   thread_id TEXT NOT NULL,
@@ -429,10 +430,12 @@ impl Catalog {
         Ok(())
     }
 
-    /// Every run's log stamp as the catalog has it, by id.
-    pub fn run_stamps(&self) -> Result<HashMap<String, (LogStampRow, u64, String)>, StoreError> {
+    /// Each run's log stamp, indexed text length and status as the catalog
+    /// has them, by id (only the running runs' when `running`).
+    pub fn run_stamps(&self, running: bool) -> Result<HashMap<String, (LogStampRow, u64, String)>, StoreError> {
         let err = sql(&self.path);
-        let mut statement = self.conn.prepare("SELECT id, log_bytes, log_modified_ns, texts_bytes, status FROM runs").map_err(&err)?;
+        let filter = if running { " WHERE status = 'running'" } else { "" };
+        let mut statement = self.conn.prepare(&format!("SELECT id, log_bytes, log_modified_ns, texts_bytes, status FROM runs{filter}")).map_err(&err)?;
         let rows = statement
             .query_map([], |row| {
                 Ok((
@@ -464,11 +467,17 @@ impl Catalog {
             Err(source) => return Err(StoreError::io("read runs directory", &runs_dir, source)),
         };
         let folder_text = format!("{} {}", folder.bytes, folder.modified_ns);
-        let known = self.run_stamps()?;
         let mut count = SyncCount::default();
         let unchanged_folder = self.meta("runs_folder")?.as_deref() == Some(folder_text.as_str());
+        // With the folder as it was, only running runs can have moved on
+        // (a log appended to does not change its folder): the others are
+        // not even read from the catalog.
+        let known = self.run_stamps(unchanged_folder)?;
         let ids: Vec<String> = if unchanged_folder {
-            known.iter().filter(|(_, (_, _, status))| status == "running").map(|(id, _)| id.clone()).collect()
+            if known.is_empty() {
+                return Ok(count);
+            }
+            known.keys().cloned().collect()
         } else {
             let mut ids = Vec::new();
             for entry in fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
