@@ -267,6 +267,8 @@ impl Iterator for CodexSessions {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn rollout(path: &str, thread: &str, parent: Option<&str>, depth: u64) -> RolloutHead {

@@ -1618,7 +1618,7 @@ mod tests {
     }
 
     #[test]
-    fn the_runs_folder_is_read_in_step_with_the_ids_asked_for() {
+    fn the_runs_folder_lists_each_runs_files_by_id() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let home = Home::at(dir.path());
         fs::create_dir_all(home.runs_dir()).unwrap_or_else(|e| panic!("{e}"));
@@ -1626,19 +1626,15 @@ mod tests {
         for name in names {
             fs::write(home.runs_dir().join(name), "").unwrap_or_else(|e| panic!("{e}"));
         }
-        let mut runs = RunsListing::of(&home, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut runs = RunsListing::of(&home).unwrap_or_else(|e| panic!("{e}"));
         let files = |log, record, snapshot| RunFiles { log, record, snapshot };
         let mut asked = |id: &str| runs.files_of(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
-        // `claude-a-b` sorts between `claude-a` and `claude-b` as an id,
-        // not as a file name (`-` before `.`).
-        assert_eq!(asked("claude-a"), files(true, true, true));
+        // `claude-a-b` is a run of its own, not a file of `claude-a`.
         assert_eq!(asked("claude-a"), files(true, true, true));
         assert_eq!(asked("claude-a-b"), files(true, false, false));
         assert_eq!(asked("claude-aa"), files(false, false, false));
         assert_eq!(asked("claude-b"), files(true, false, false));
         assert_eq!(asked("codex-x"), files(false, true, false));
-        // Out of order: stat'ed.
-        assert_eq!(asked("claude-a"), files(true, true, true));
         assert_eq!(asked("codex-z"), files(false, false, false));
         assert_eq!(asked("live1"), files(true, true, false));
         assert_eq!(runs.live_ids().collect::<Vec<_>>(), vec!["live1"]);
