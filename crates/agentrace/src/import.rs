@@ -858,6 +858,14 @@ fn feed_into<T>(
     })
 }
 
+/// A run written: its view, where the reading of each file stopped, and
+/// its searchable text.
+type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
+
+/// A job done: its run's view, marks, whether it was read on (not
+/// rebuilt), and its text.
+type JobDone = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
+
 /// The searchable text of the envelopes a run is written with (collected
 /// on the way to its log, not read back from it).
 #[derive(Default)]
@@ -1029,7 +1037,7 @@ impl Importer<'_> {
         format: Format,
         (start, cwd): (Timestamp, Option<String>),
         parts: &[(SourcePart, PathBuf)],
-    ) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>, Vec<TextRow>)> {
+    ) -> anyhow::Result<Written> {
         self.remove_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
@@ -1064,7 +1072,7 @@ impl Importer<'_> {
         format: Format,
         parts: &[(SourcePart, PathBuf)],
         marks: &BTreeMap<String, ReadMark>,
-    ) -> anyhow::Result<Option<(RunView, BTreeMap<String, ReadMark>, Vec<TextRow>)>> {
+    ) -> anyhow::Result<Option<Written>> {
         // The run's own start, as its log has it.
         let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
         // The run's start and working folder, as its log has them.
@@ -1210,7 +1218,7 @@ impl Importer<'_> {
 
     /// Rebuilds or continues one job's run; returns its view, the marks of
     /// all its files, and whether it was read on (not rebuilt).
-    fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>)> {
+    fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
         // A Codex session's folder comes with its rollout's `session_meta`.
         // A Claude session's is looked up in its transcript for the usage
         // index alone (`run_jobs`): put in the log, it would depend on how
