@@ -534,7 +534,7 @@ impl Catalog {
             None => home.load_run(id)?.checked_view(&Default::default(), None).run,
         };
         let texts = if summary.status == RunStatus::Running { None } else { Some(texts_of_log(&home.log_path(id))?) };
-        let agents = agents_of_log(home, id, &summary);
+        let agents = agents_of_log(home, id);
         self.put_run(&summary, None, None, &agents, log, texts.as_deref())
     }
 
@@ -884,8 +884,7 @@ pub fn log_stamp(path: &Path) -> Option<LogStampRow> {
 
 /// The agents of a run, flattened, from its log's fold (its record has no
 /// tree); none when it cannot be folded.
-fn agents_of_log(home: &Home, id: &RunId, summary: &RunSummary) -> Vec<AgentRow> {
-    let _ = summary;
+fn agents_of_log(home: &Home, id: &RunId) -> Vec<AgentRow> {
     match home.load_run(id) {
         Ok(loaded) => agent_rows(&loaded.view().agents),
         Err(_) => Vec::new(),

@@ -1172,12 +1172,9 @@ impl Importer<'_> {
             catalog.begin()?;
             for (job, (view, _, read_on, texts)) in jobs.iter().zip(&results) {
                 let log = agentrace_store::catalog::log_stamp(&home.log_path(&job.id)).unwrap_or_default();
-                let session = match &job.source {
-                    JobSource::Codex(_) => job.key.clone(),
-                    JobSource::Claude(_) => job.key.clone(),
-                };
+                // Its session: the root thread (Codex) or session id (Claude).
                 let agents = agentrace_store::catalog::agent_rows(&view.agents);
-                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&session), &agents, log, None)?;
+                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
                 catalog.add_texts(&job.id, texts, log.bytes, !*read_on)?;
                 logs.push(UsageIndex::insert(&catalog, home, &job.id, view)?);
             }
