@@ -55,9 +55,17 @@ function showError(error) {
 
 async function showRuns() {
   document.getElementById("runs-view").hidden = false;
-  const { runs } = await api("/api/runs");
   const body = document.querySelector("#runs tbody");
   clear(body);
+  await moreRuns(0);
+}
+
+// One page of the run list (the server pages it: `{runs, total}`).
+const RUNS_PAGE = 100;
+
+async function moreRuns(offset) {
+  const { runs, total } = await api("/api/runs?limit=" + RUNS_PAGE + "&offset=" + offset);
+  const body = document.querySelector("#runs tbody");
   for (const run of runs) {
     body.append(el("tr", { "data-run": run.id },
       el("td", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
@@ -66,6 +74,14 @@ async function showRuns() {
       el("td", {}, run.counts.events),
       el("td", {}, run.warningCount),
       el("td", {}, run.startedAt || "")));
+  }
+  const shown = offset + runs.length;
+  const more = document.getElementById("runs-more");
+  const count = document.getElementById("runs-total");
+  if (count) count.textContent = shown + " of " + total + " runs";
+  if (more) {
+    more.hidden = shown >= total;
+    more.onclick = () => moreRuns(shown).catch(showError);
   }
 }
 

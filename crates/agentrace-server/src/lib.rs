@@ -123,6 +123,7 @@ pub fn app(state: AppState) -> Router {
             get(|| async { asset("text/css; charset=utf-8", APP_CSS) }),
         )
         .route("/api/runs", get(list_runs))
+        .route("/api/search", get(search))
         .route("/api/runs/{id}", get(show_run))
         .route("/api/runs/{id}/events", get(events))
         .route("/api/runs/{id}/records", get(records))
@@ -224,10 +225,106 @@ async fn blocking<T: Send + 'static>(
         .map_err(|error| ApiError::Internal(format!("worker failed: {error}")))?
 }
 
-async fn list_runs(State(state): State<AppState>) -> Result<Response, ApiError> {
-    // Counted as `/api/runs/:id` counts them, the allowed codes left out.
-    let runs = blocking(move || Ok(state.inner.home.listed_runs(&state.inner.options.config)?)).await?;
-    Ok(Json(serde_json::json!({ "runs": runs })).into_response())
+/// `?provider=&project=&status=&since=&until=&limit=&offset=`, as
+/// `agentrace runs` takes them.
+#[derive(Debug, Deserialize)]
+struct RunsQuery {
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    project: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+/// The runs listed when no `limit` is asked for, and the most one page
+/// lists.
+const RUNS_PAGE: u64 = 100;
+const MAX_RUNS_PAGE: u64 = 1000;
+
+/// The start of a `YYYY-MM-DD` day (UTC), ms.
+fn day_start(name: &str, day: &str) -> Result<i64, ApiError> {
+    Timestamp::parse(&format!("{day}T00:00:00Z"))
+        .map(|at| at.0)
+        .ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected a day like 2026-11-30")))
+}
+
+/// Opens the home's catalog, brought up to the runs folder (a catalog made
+/// anew is said on stderr).
+fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
+    let catalog = agentrace_store::Catalog::open(home)?;
+    if let Some(note) = catalog.rebuilt().and_then(|reason| reason.note(catalog.path())) {
+        eprintln!("{note}");
+    }
+    catalog.sync(home)?;
+    Ok(catalog)
+}
+
+async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>) -> Result<Response, ApiError> {
+    let filter = agentrace_store::catalog::RunFilter {
+        provider: query.provider,
+        project: query.project,
+        status: query.status,
+        since: query.since.as_deref().map(|day| day_start("since", day)).transpose()?,
+        until: query.until.as_deref().map(|day| day_start("until", day).map(|start| start + 86_400_000)).transpose()?,
+        limit: Some(query.limit.unwrap_or(RUNS_PAGE).min(MAX_RUNS_PAGE)),
+        offset: query.offset.unwrap_or(0),
+    };
+    let (runs, total) = blocking(move || {
+        let catalog = synced_catalog(&state.inner.home)?;
+        let (runs, total) = catalog.list_runs(&filter)?;
+        // Counted as `/api/runs/:id` counts them, the allowed codes left out.
+        let config = &state.inner.options.config;
+        Ok((runs.into_iter().map(|run| config.listed(run)).collect::<Vec<_>>(), total))
+    })
+    .await?;
+    Ok(Json(serde_json::json!({ "runs": runs, "total": total })).into_response())
+}
+
+/// `?q=&limit=&run=&actor=`.
+#[derive(Debug, Deserialize)]
+struct SearchParams {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    actor: Option<String>,
+}
+
+async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Result<Response, ApiError> {
+    use agentrace_core::model::Role;
+    use agentrace_store::catalog::ActorQuery;
+    let actor = match params.actor.as_deref() {
+        None | Some("all") => None,
+        Some("main" | "root") => Some(ActorQuery::Role(Role::Root)),
+        Some("helpers" | "helper") => Some(ActorQuery::Role(Role::Helper)),
+        Some("unknown") => Some(ActorQuery::Role(Role::Unknown)),
+        Some(thread) => Some(ActorQuery::Thread(thread.to_owned())),
+    };
+    let hits = blocking(move || {
+        let catalog = synced_catalog(&state.inner.home)?;
+        let run = params.run.as_deref().map(|run| state.inner.home.resolve(run)).transpose()?;
+        let query = agentrace_store::catalog::SearchQuery {
+            text: params.q,
+            run: run.map(|id| id.to_string()),
+            actor,
+            limit: params.limit.unwrap_or(20).min(MAX_RUNS_PAGE),
+        };
+        Ok(catalog.search(&query)?)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({ "hits": hits })).into_response())
 }
 
 async fn show_run(

@@ -120,6 +120,25 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+
+    /// The catalog's database failed.
+    #[error("catalog {}: {source}", path.display())]
+    Catalog {
+        /// The catalog's file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// The catalog could not be made anew.
+    #[error("cannot make the catalog {}: {cause}", path.display())]
+    CatalogBroken {
+        /// The catalog's file.
+        path: PathBuf,
+        /// Why.
+        cause: String,
+    },
 }
 
 impl StoreError {

@@ -431,6 +431,12 @@ impl Home {
         (summary.id == *id).then_some(summary)
     }
 
+    /// The run record, when present, readable and about this run (for the
+    /// catalog, which lists runs by their records).
+    pub fn read_record_pub(&self, id: &RunId) -> Option<RunSummary> {
+        self.read_record(id)
+    }
+
     fn not_found(&self, query: &str) -> StoreError {
         StoreError::NotFound {
             query: query.to_owned(),

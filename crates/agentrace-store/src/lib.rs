@@ -11,6 +11,7 @@
 //! `agentrace`. An imported run may keep compressed copies of its frames
 //! in `<home>/runs/<run-id>.raw.gz` ([`raw_ref`]).
 
+pub mod catalog;
 mod error;
 pub mod fold;
 mod home;
@@ -19,6 +20,7 @@ mod reader;
 mod run_id;
 mod writer;
 
+pub use catalog::Catalog;
 pub use error::StoreError;
 pub use fold::{Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use home::{Home, LoadedRun, HOME_ENV};

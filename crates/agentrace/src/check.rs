@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentrace_core::model::{RunId, Severity, Timestamp};
-use agentrace_core::state::{RunSummary, RunView};
+use agentrace_core::state::RunView;
 use agentrace_core::warnings::{BudgetPer, WarningConfig};
 use agentrace_store::Home;
 use anyhow::Context as _;
@@ -163,12 +163,6 @@ pub fn shown_run(
     let loaded = home.load_run(id)?;
     let view = loaded.checked_view(&config, Some(now()));
     Ok((view, loaded.final_actors().clone()))
-}
-
-/// Every run as `agentrace runs` lists it: its warnings counted as `show`
-/// counts them with the home's config file (the codes it allows left out).
-pub fn listed_runs(home: &Home) -> anyhow::Result<Vec<RunSummary>> {
-    Ok(home.listed_runs(&config(home, &WarningArgs::default())?)?)
 }
 
 /// Runs `agentrace check`.

@@ -115,12 +115,6 @@ impl<'de> Deserialize<'de> for FoundSession {
 }
 
 impl FoundSession {
-    /// About how many bytes it holds.
-    pub fn size(&self) -> usize {
-        let path = |path: &PathBuf| std::mem::size_of::<PathBuf>() + path.as_os_str().len();
-        std::mem::size_of::<Self>() + self.main.as_os_str().len() + self.siblings.iter().map(path).sum::<usize>()
-    }
-
     /// The session id (the main file's name).
     pub fn session_id(&self) -> &str {
         session_id_of(&self.main)

@@ -22,8 +22,10 @@ use crate::samples;
 /// $AGENTRACE_HOME (default: the platform data dir, e.g.
 /// ~/.local/share/agentrace).
 ///
-/// With no command, agentrace lists your runs; when there are none yet it
-/// records the bundled sample runs so there is something to look at.
+/// With no command, agentrace imports what grew in your Codex and Claude
+/// Code folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR) and lists your newest
+/// runs; when there is no history at all it records the bundled sample
+/// runs so there is something to look at.
 #[derive(Debug, Parser)]
 #[command(name = "agentrace", version, propagate_version = true)]
 pub struct Cli {
@@ -37,12 +39,18 @@ enum Command {
     ///
     /// Prints the new run's id as the last line of stdout.
     Ingest(IngestArgs),
-    /// List recorded runs, newest first.
-    Runs {
-        /// Print `{"runs": [...]}` instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    /// List recorded runs, newest first (filtered and paged through the
+    /// catalog).
+    Runs(crate::runs::RunsArgs),
+    /// Find text in the messages, reasoning and tool calls of every run.
+    ///
+    /// Prints `RUN #SEQUENCE TIME [AGENT] SNIPPET` per hit (matches in
+    /// `[…]`), or with `--json` `{"hits": [{"runId", "sequence",
+    /// "threadId", "label", "role", "timestamp", "snippet"}]}`.
+    Search(crate::runs::SearchArgs),
+    /// Make the catalog ($AGENTRACE_HOME/catalog.sqlite) anew from the run
+    /// logs, then import the Codex and Claude folders again.
+    Reindex(crate::catalog::ReindexArgs),
     /// Show one run: summary, agent tree, the result and who produced it, counts.
     Show {
         /// Run id, a unique prefix of one, or `latest`.
@@ -248,7 +256,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Host(args)) => return crate::host::run(args, &mut out),
         Some(Command::Check(args)) => return crate::check::run(&home, &args, &mut out),
         Some(Command::Serve(args)) => return crate::serve::run(home, &args, &mut out),
-        None => samples::default_action(&home, &mut out)?,
+        None => crate::runs::first_command(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {
             args.secrets.apply();
@@ -271,14 +279,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(id.as_str())?;
             }
         }
-        Some(Command::Runs { json }) => {
-            let runs = crate::check::listed_runs(&home)?;
-            if json {
-                out.json_pretty(&serde_json::json!({ "runs": runs }))?;
-            } else {
-                render::runs(&mut out, &runs)?;
-            }
-        }
+        Some(Command::Runs(args)) => crate::runs::run(&home, &args, &mut out)?,
+        Some(Command::Search(args)) => crate::runs::search(&home, &args, &mut out)?,
+        Some(Command::Reindex(args)) => crate::catalog::reindex(&home, &args)?,
         Some(Command::Show { run, json, warnings }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;

@@ -1,34 +1,21 @@
 //! A Codex home's rollouts grouped into sessions (a child rollout with its
 //! root's, parents before children). Every rollout of a history is listed
 //! and grouped before any session is read (a child joins its root wherever
-//! its rollout lies), so what each costs to keep is what `import` and
-//! `usage` grow by: rollouts are kept packed, and past a budget
-//! ([`BUDGET`], some 12,000 rollouts or 2 GB of history) they are set aside
-//! in a temporary file and grouped by an external sort
-//! ([`crate::external_sort`]): each rollout climbs to its root a step at a
-//! time, joined on disk with the listed threads, so nothing is held per
-//! rollout. Heads come in, sessions go out; the only I/O is those
-//! temporary files.
+//! its rollout lies): rollouts are kept packed (their paths and ids in two
+//! shared buffers, a few dozen bytes of fixed fields each), so 50,000
+//! rollouts hold about 10 MB. Heads come in, sessions go out.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Seek as _};
-use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::Path;
 
 use agentrace_core::model::Timestamp;
-use anyhow::Context as _;
-use serde::{Deserialize, Serialize};
 
-use crate::external_sort::{self, read_record, rewound, temporary, write_record, ExternalSort, Sorted};
 use crate::import::{FileStamp, RolloutHead};
 
-/// How many bytes of packed rollouts are held before they are set aside
-/// (some 12,000 rollouts, 2 GB of history): below it a Codex home is
-/// grouped in memory, as fast as it can be; above it memory stays at
-/// about this much.
+/// How many bytes of packed rollouts are reserved at first (some 12,000
+/// rollouts).
 const BUDGET: usize = 4 << 20;
 
 /// Where a path or an id is in its [`Texts`] buffer.
@@ -110,48 +97,27 @@ impl Texts {
 pub struct Packer {
     texts: Texts,
     rollouts: Vec<Packed>,
-    budget: usize,
-    /// Where spilled files go (the system's temporary folder when `None`).
-    spill_dir: Option<PathBuf>,
-    /// The rollouts set aside, once they outgrew the budget.
-    spill: Option<Spill>,
 }
 
 impl Default for Packer {
     fn default() -> Self {
-        Self::with_budget(BUDGET, None)
+        // Room for a few thousand rollouts from the start: memory is taken
+        // only as it is written to, while growing by doubling left each
+        // old buffer to the allocator.
+        Self {
+            texts: Texts {
+                paths: Vec::with_capacity(BUDGET),
+                ids: String::with_capacity(BUDGET),
+            },
+            rollouts: Vec::with_capacity(BUDGET / std::mem::size_of::<Packed>()),
+        }
     }
 }
 
 impl Packer {
-    /// A packer that sets rollouts aside in `dir` (the system's temporary
-    /// folder when `None`) once they outgrow the budget.
-    pub fn spilling_in(dir: Option<PathBuf>) -> Self {
-        Self::with_budget(BUDGET, dir)
-    }
-
-    fn with_budget(budget: usize, spill_dir: Option<PathBuf>) -> Self {
-        // Room for the whole budget in each from the start: memory is
-        // taken only as it is written to, while growing by doubling left
-        // each old buffer to the allocator (several MB at the peak).
-        Self {
-            texts: Texts {
-                paths: Vec::with_capacity(budget),
-                ids: String::with_capacity(budget),
-            },
-            rollouts: Vec::with_capacity(budget / std::mem::size_of::<Packed>()),
-            budget,
-            spill_dir,
-            spill: None,
-        }
-    }
-
     /// Adds a rollout's head: its file, thread and parent, and `rest`
     /// (whose own path, thread and parent are not read).
     pub fn push(&mut self, path: &Path, thread: &str, parent: Option<&str>, rest: &Rest) -> anyhow::Result<()> {
-        if let Some(spill) = self.spill.as_mut() {
-            return spill.push(path, thread, parent, rest);
-        }
         let path = self.texts.keep_path(path);
         let thread = self.texts.keep_id(thread);
         let parent = parent.map(|parent| self.texts.keep_id(parent));
@@ -164,10 +130,6 @@ impl Packer {
             started: rest.started,
             stamp: rest.stamp,
         });
-        let held = self.texts.paths.len() + self.texts.ids.len() + self.rollouts.len() * std::mem::size_of::<Packed>();
-        if held > self.budget {
-            self.set_aside()?;
-        }
         Ok(())
     }
 
@@ -181,33 +143,12 @@ impl Packer {
         self.push(&head.path, &head.thread, head.parent.as_deref(), &rest)
     }
 
-    /// Moves the packed rollouts to a spill file, where every rollout
-    /// pushed from now on goes.
-    fn set_aside(&mut self) -> anyhow::Result<()> {
-        let mut spill = Spill::new(self.spill_dir.as_deref())?;
-        let texts = std::mem::take(&mut self.texts);
-        for packed in std::mem::take(&mut self.rollouts) {
-            let rest = Rest {
-                depth: packed.depth,
-                started: packed.started,
-                stamp: packed.stamp,
-            };
-            let parent = packed.parent.map(|parent| texts.id(parent));
-            spill.push(texts.path(packed.path), texts.id(packed.thread), parent, &rest)?;
-        }
-        self.spill = Some(spill);
-        Ok(())
-    }
-
     /// Groups the rollouts into sessions: each under its top-most known
     /// ancestor (a parent not listed ends the climb), the sessions in the
     /// order of their roots' ids, each session's rollouts by depth, then
     /// path. Of two rollouts of one thread, the last pushed stands for it.
     pub fn group(self) -> anyhow::Result<CodexSessions> {
-        match self.spill {
-            Some(spill) => spill.group(self.budget, self.spill_dir.as_deref()),
-            None => Ok(group_packed(self.texts, self.rollouts)),
-        }
+        Ok(group_packed(self.texts, self.rollouts))
     }
 }
 
@@ -267,206 +208,6 @@ fn climb(at: usize, parent: impl Fn(usize) -> Option<usize>) -> usize {
     top
 }
 
-/// A rollout's head as written to a spill file.
-#[derive(Debug, Serialize, Deserialize)]
-struct Record {
-    path: Vec<u8>,
-    thread: String,
-    parent: Option<String>,
-    depth: u64,
-    started: Option<i64>,
-    stamp: Option<FileStamp>,
-}
-
-impl Record {
-    fn head(self) -> RolloutHead {
-        RolloutHead {
-            path: PathBuf::from(std::ffi::OsString::from_vec(self.path)),
-            thread: self.thread,
-            parent: self.parent,
-            depth: self.depth,
-            started: self.started.map(Timestamp::from_millis),
-            stamp: self.stamp,
-        }
-    }
-
-    /// About what it holds in memory.
-    fn size(&self) -> usize {
-        std::mem::size_of::<Self>() + self.path.len() + self.thread.len() + self.parent.as_ref().map_or(0, String::len)
-    }
-}
-
-/// Rollouts set aside in push order: nothing of them is held in memory.
-#[derive(Debug)]
-struct Spill {
-    records: BufWriter<File>,
-}
-
-/// A rollout's thread and its parent, as the grouping on disk joins them.
-#[derive(Debug, Serialize, Deserialize)]
-struct Link {
-    thread: String,
-    parent: Option<String>,
-}
-
-/// A rollout on its way to its root: its place in push order, the root
-/// found so far, and the next ancestor to look for among the listed
-/// threads.
-#[derive(Debug, Serialize, Deserialize)]
-struct Climb {
-    at: u64,
-    root: String,
-    next: Option<String>,
-}
-
-impl Spill {
-    fn new(dir: Option<&Path>) -> anyhow::Result<Self> {
-        Ok(Self {
-            records: BufWriter::with_capacity(64 * 1024, temporary(dir)?),
-        })
-    }
-
-    fn push(&mut self, path: &Path, thread: &str, parent: Option<&str>, rest: &Rest) -> anyhow::Result<()> {
-        let record = Record {
-            path: path.as_os_str().as_bytes().to_vec(),
-            thread: thread.to_owned(),
-            parent: parent.map(str::to_owned),
-            depth: rest.depth,
-            started: rest.started.map(|started| started.0),
-            stamp: rest.stamp,
-        };
-        write_record(&mut self.records, &record)
-    }
-
-    /// The grouping of [`Packer::group`], as [`group_packed`] climbs but
-    /// on disk, a step up for every rollout at a time: the rollouts still
-    /// climbing, sorted by the ancestor they look for, are joined with the
-    /// listed threads (each the last rollout pushed of its thread, with its
-    /// parent), sorted by thread. Then the rollouts are read back with
-    /// their roots and sorted into sessions. Every sort holds at most
-    /// `budget` bytes; nothing is kept per rollout.
-    fn group(self, budget: usize, dir: Option<&Path>) -> anyhow::Result<CodexSessions> {
-        let sorter = |budget: usize| budget.min(external_sort::BUDGET);
-        let spill_dir = dir.map(Path::to_path_buf);
-        // Stable: a thread's rollouts stay in push order, the last standing
-        // for it.
-        let by_thread: external_sort::Order<Link> = |a, b| a.thread.cmp(&b.thread);
-        let by_next: external_sort::Order<Climb> = |a, b| a.next.cmp(&b.next);
-        let by_at: external_sort::Order<Climb> = |a, b| a.at.cmp(&b.at);
-        let climb_size = |climb: &Climb| 64 + climb.root.len() + climb.next.as_ref().map_or(0, String::len);
-        let mut links = ExternalSort::new(sorter(budget), spill_dir.clone(), by_thread, |link: &Link| 64 + link.thread.len() + link.parent.as_ref().map_or(0, String::len));
-        let mut climbing = ExternalSort::new(sorter(budget), spill_dir.clone(), by_next, climb_size);
-        let mut done = ExternalSort::new(sorter(budget), spill_dir.clone(), by_at, climb_size);
-        let mut buffer = Vec::new();
-        let mut count: u64 = 0;
-        let mut input = BufReader::with_capacity(64 * 1024, rewound(self.records)?);
-        while let Some(record) = read_record::<Record>(&mut input, &mut buffer)? {
-            links.push(Link { thread: record.thread.clone(), parent: record.parent.clone() })?;
-            let climb = Climb { at: count, root: record.thread, next: record.parent };
-            if climb.next.is_some() {
-                climbing.push(climb)?;
-            } else {
-                done.push(climb)?;
-            }
-            count += 1;
-        }
-        // The listed threads, each once (its last rollout's parent), in a
-        // file read once for every step.
-        let mut threads = BufWriter::with_capacity(64 * 1024, temporary(dir)?);
-        let mut last: Option<Link> = None;
-        for link in links.sorted()? {
-            let link = link?;
-            if let Some(previous) = last.take() {
-                if previous.thread != link.thread {
-                    write_record(&mut threads, &(previous.thread, previous.parent))?;
-                }
-            }
-            last = Some(link);
-        }
-        if let Some(previous) = last {
-            write_record(&mut threads, &(previous.thread, previous.parent))?;
-        }
-        let mut threads = rewound(threads)?;
-        for _ in 0..HOPS {
-            let mut still = ExternalSort::new(sorter(budget), spill_dir.clone(), by_next, climb_size);
-            let mut any = false;
-            threads.rewind().context("cannot read a spill file")?;
-            let mut listed = BufReader::with_capacity(64 * 1024, threads.try_clone().context("cannot read a spill file")?);
-            let mut ahead: Option<(String, Option<String>)> = read_record(&mut listed, &mut buffer)?;
-            for climb in climbing.sorted()? {
-                let mut climb = climb?;
-                let Some(next) = climb.next.take() else {
-                    done.push(climb)?;
-                    continue;
-                };
-                while ahead.as_ref().is_some_and(|(thread, _)| *thread < next) {
-                    ahead = read_record(&mut listed, &mut buffer)?;
-                }
-                match &ahead {
-                    Some((thread, parent)) if *thread == next => {
-                        climb.root = next;
-                        climb.next = parent.clone();
-                        if climb.next.is_some() {
-                            any = true;
-                            still.push(climb)?;
-                        } else {
-                            done.push(climb)?;
-                        }
-                    }
-                    // Its ancestor is not listed: the climb ends.
-                    _ => done.push(climb)?,
-                }
-            }
-            climbing = still;
-            if !any {
-                break;
-            }
-        }
-        // Past the bound: where the climb got to.
-        for climb in climbing.sorted()? {
-            done.push(climb?)?;
-        }
-        // The rollouts again, each with its root, into sessions; and their
-        // roots, to count the sessions.
-        let mut file = input.into_inner();
-        file.rewind().context("cannot read a spill file")?;
-        let mut input = BufReader::with_capacity(64 * 1024, file);
-        let mut sessions = ExternalSort::new(sorter(budget), spill_dir.clone(), session_order, |(root, record)| root.len() + record.size());
-        let by_text: external_sort::Order<String> = |a, b| a.cmp(b);
-        let mut roots = ExternalSort::new(sorter(budget), spill_dir, by_text, |root| 40 + root.len());
-        for climb in done.sorted()? {
-            let climb = climb?;
-            let record: Record = read_record(&mut input, &mut buffer)?.context("a spill file ended early")?;
-            roots.push(climb.root.clone())?;
-            sessions.push((climb.root, record))?;
-        }
-        let mut len = 0;
-        let mut previous: Option<String> = None;
-        for root in roots.sorted()? {
-            let root = root?;
-            if previous.as_ref() != Some(&root) {
-                len += 1;
-                previous = Some(root);
-            }
-        }
-        Ok(CodexSessions {
-            len,
-            held: Held::Merged {
-                sorted: sessions.sorted()?,
-                next: None,
-            },
-        })
-    }
-}
-
-/// The order of rollouts in sessions: by root, then depth, then path.
-fn session_order(a: &(String, Record), b: &(String, Record)) -> Ordering {
-    fn path(record: &Record) -> &Path {
-        Path::new(OsStr::from_bytes(&record.path))
-    }
-    (&a.0, a.1.depth, path(&a.1)).cmp(&(&b.0, b.1.depth, path(&b.1)))
-}
-
 /// Where grouped rollouts are.
 enum Held {
     /// All in memory: every rollout, each session's together, and each
@@ -476,12 +217,6 @@ enum Held {
         rollouts: Vec<Packed>,
         sessions: Vec<(Span, usize)>,
         next: usize,
-    },
-    /// Sorted by root (through runs on disk), with the first rollout of
-    /// the next session once read.
-    Merged {
-        sorted: Sorted<(String, Record)>,
-        next: Option<(String, Record)>,
     },
 }
 
@@ -518,20 +253,6 @@ impl CodexSessions {
                 let files = rollouts.get(start..end).unwrap_or_default().iter().map(|packed| texts.head(packed)).collect();
                 Ok(Some((texts.id(root).to_owned(), files)))
             }
-            Held::Merged { sorted, next } => {
-                let Some((root, first)) = next.take().map(Ok).or_else(|| sorted.next()).transpose()? else {
-                    return Ok(None);
-                };
-                let mut files = vec![first.head()];
-                while let Some((other, record)) = sorted.next().transpose()? {
-                    if other != root {
-                        *next = Some((other, record));
-                        break;
-                    }
-                    files.push(record.head());
-                }
-                Ok(Some((root, files)))
-            }
         }
     }
 }
@@ -546,7 +267,7 @@ impl Iterator for CodexSessions {
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
+    use std::path::PathBuf;
 
     use super::*;
 
@@ -561,14 +282,12 @@ mod tests {
         }
     }
 
-    /// The sessions of `heads` grouped by a packer of `budget` bytes, each
-    /// rollout as its `Debug` text.
-    fn sessions_within(heads: &[RolloutHead], budget: usize) -> Vec<(String, Vec<String>)> {
-        let mut packer = Packer::with_budget(budget, None);
+    /// The sessions of `heads` grouped, each rollout as its `Debug` text.
+    fn sessions_of(heads: &[RolloutHead]) -> Vec<(String, Vec<String>)> {
+        let mut packer = Packer::default();
         for head in heads {
             packer.push_head(head).unwrap_or_else(|e| panic!("{e}"));
         }
-        assert_eq!(packer.spill.is_some(), budget == 0 && !heads.is_empty());
         let sessions = packer.group().unwrap_or_else(|e| panic!("{e}"));
         let len = sessions.len();
         let all: Vec<(String, Vec<String>)> = sessions
@@ -581,11 +300,8 @@ mod tests {
         all
     }
 
-    /// [`sessions_within`] as paths and threads, the same whether the
-    /// rollouts were held or set aside.
+    /// The sessions of `heads` as paths and threads.
     fn grouped(heads: &[RolloutHead]) -> Vec<(String, Vec<(String, String)>)> {
-        let held = sessions_within(heads, BUDGET);
-        assert_eq!(sessions_within(heads, 0), held, "set aside");
         let mut packer = Packer::default();
         for head in heads {
             packer.push_head(head).unwrap_or_else(|e| panic!("{e}"));
@@ -627,21 +343,19 @@ mod tests {
     }
 
     #[test]
-    fn a_head_comes_back_as_it_went_in_held_or_set_aside() {
+    fn a_head_comes_back_as_it_went_in() {
         let mut head = rollout("sessions/x/rollout-1.jsonl", "t", Some("p"), 3);
         head.started = None;
         head.stamp = Some(FileStamp::of(&fs_metadata()));
         let mut other = rollout("sessions/x-y/rollout-0.jsonl", "0190a6c4-5e7b-7c2e-9d1a-3f4b5c6d7e8f", None, 0);
         other.started = Some(Timestamp::from_millis(-5));
-        for budget in [BUDGET, 0] {
-            assert_eq!(
-                sessions_within(&[other.clone(), head.clone()], budget),
-                vec![
-                    (other.thread.clone(), vec![format!("{other:?}")]),
-                    ("t".to_owned(), vec![format!("{head:?}")]),
-                ]
-            );
-        }
+        assert_eq!(
+            sessions_of(&[other.clone(), head.clone()]),
+            vec![
+                (other.thread.clone(), vec![format!("{other:?}")]),
+                ("t".to_owned(), vec![format!("{head:?}")]),
+            ]
+        );
     }
 
     fn fs_metadata() -> std::fs::Metadata {
@@ -656,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn a_chain_deeper_than_the_bound_is_cut_alike_held_or_set_aside() {
+    fn a_chain_deeper_than_the_bound_is_cut() {
         let threads: Vec<String> = (0..HOPS + 10).map(|at| format!("t{at:03}")).collect();
         let heads: Vec<RolloutHead> = threads
             .iter()
@@ -676,47 +390,5 @@ mod tests {
     fn no_rollouts_no_sessions() {
         assert_eq!(Packer::default().group().unwrap_or_else(|e| panic!("{e}")).len(), 0);
         assert_eq!(CodexSessions::default().count(), 0);
-    }
-
-    /// Threads to draw from: UUIDs (some sharing a prefix) and plain names.
-    const THREADS: [&str; 8] = [
-        "0190a6c4-5e7b-7c2e-9d1a-3f4b5c6d7e8f",
-        "0190a6c4-5e7b-7c2e-9d1a-3f4b5c6d7e80",
-        "ffffffff-0000-7000-8000-000000000000",
-        "00000000-0000-7000-8000-000000000001",
-        "root",
-        "0190A6C4-5E7B-7C2E-9D1A-3F4B5C6D7E8F",
-        "child-1",
-        "zz",
-    ];
-
-    proptest! {
-        /// Held or set aside in runs of any size, the same sessions in the
-        /// same order.
-        #[test]
-        fn setting_rollouts_aside_groups_them_as_holding_them_does(
-            links in proptest::collection::vec((0..THREADS.len(), proptest::option::of(0..THREADS.len()), 0u64..3), 0..24),
-            budget in 0usize..2000,
-        ) {
-            let heads: Vec<RolloutHead> = links
-                .iter()
-                .enumerate()
-                .map(|(at, (thread, parent, depth))| rollout(&format!("s/{}/r-{at}", at % 3), THREADS[*thread], parent.map(|parent| THREADS[parent]), *depth))
-                .collect();
-            let held = sessions_within(&heads, BUDGET);
-            let mut packer = Packer::with_budget(budget, None);
-            for head in &heads {
-                packer.push_head(head).unwrap_or_else(|e| panic!("{e}"));
-            }
-            let set_aside: Vec<(String, Vec<String>)> = packer
-                .group()
-                .unwrap_or_else(|e| panic!("{e}"))
-                .map(|session| {
-                    let (root, files) = session.unwrap_or_else(|e| panic!("{e}"));
-                    (root, files.iter().map(|head| format!("{head:?}")).collect())
-                })
-                .collect();
-            prop_assert_eq!(set_aside, held);
-        }
     }
 }

@@ -7,8 +7,9 @@
 //! order every reading of a session uses ([`crate::session_feed`]), so it
 //! ends as an import of the finished files would make it; any other change
 //! reads it again whole (a file that shrank is said so). What an
-//! import keeps between runs is in sorted tables ([`crate::table`]) read in
-//! step with the sessions.
+//! import keeps between runs (each session's files, stamps and offsets,
+//! each rollout's head, each run's usage and text) is in the catalog
+//! ([`agentrace_store::catalog`]), written in transactions.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
@@ -34,11 +35,11 @@ use serde_json::Value;
 
 use crate::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession, Recording};
 use crate::codex_sessions::{CodexSessions, Packer, Rest};
-use crate::external_sort::{self, ExternalSort, Sorted};
 use crate::ingest::now;
 use crate::session_feed::{Reach, SessionFeed, TornLines};
-use crate::table::{self, Table};
 use crate::usage::{LogStamp, UsageIndex};
+use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
+use agentrace_store::Catalog;
 
 /// Arguments of `agentrace import`.
 #[derive(Debug, Args)]
@@ -75,6 +76,11 @@ impl ImportArgs {
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
         Self { codex_home, claude_dir, since: None, quiet: true, otlp: None, keep_raw: false }
+    }
+
+    /// These arguments, with the progress bar and summary as `quiet` says.
+    pub(crate) fn with_quiet(self, quiet: bool) -> Self {
+        Self { quiet, ..self }
     }
 
     /// The Codex home this import reads, if any.
@@ -141,6 +147,7 @@ impl FileStamp {
     }
 }
 
+#[cfg(test)]
 /// A path's bytes as they sort in path order: component by component,
 /// which is byte by byte with the separator before any other byte.
 pub(crate) fn path_sort_bytes(path: &[u8]) -> impl Iterator<Item = u8> + '_ {
@@ -185,129 +192,86 @@ impl FileRecord {
     }
 }
 
-/// The head of a rollout as last read, with the stamp it was read at.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct KnownHead {
-    stamp: FileStamp,
-    thread: String,
-    parent: Option<String>,
-    depth: u64,
-    started: Option<Timestamp>,
-}
+impl Imported {
+    /// As the catalog keeps it.
+    fn to_row(&self) -> ImportedSession {
+        ImportedSession {
+            run_id: self.run_id.clone(),
+            log: self.log,
+            merged: self.merged,
+            files: self
+                .files
+                .iter()
+                .map(|(path, file)| {
+                    let read = file.read.map(|mark| ReadRow { offset: mark.offset, lines: mark.lines, torn: mark.torn, number: mark.number });
+                    (path.clone(), ImportedFile { size: file.size, modified_ns: file.modified_ns, read })
+                })
+                .collect(),
+        }
+    }
 
-/// What the last import saw, in three tables of `$AGENTRACE_HOME/import/`
-/// read and rewritten as streams (see [`crate::table`]): `codex.jsonl`
-/// (each Codex session by its root thread), `claude.jsonl` (each Claude
-/// session by its id) and `heads.jsonl` (each rollout's head by its path:
-/// an unchanged rollout is grouped into its session without reading its
-/// often 20 KB first line again). Sessions are visited in their tables'
-/// order, so the state never has to be held whole.
-struct StateTables {
-    /// Their folder (where the Codex grouping sets rollouts aside too).
-    dir: PathBuf,
-    codex: Table,
-    claude: Table,
-    heads: Table,
-}
-
-impl StateTables {
-    fn of(home: &Home) -> Self {
-        let dir = home.root().join("import");
+    /// As the catalog kept it.
+    fn of_row(row: ImportedSession) -> Self {
         Self {
-            codex: Table::new(&dir, "codex", table::by_bytes),
-            claude: Table::new(&dir, "claude", table::by_bytes),
-            heads: Table::new(&dir, "heads", path_order),
-            dir,
+            run_id: row.run_id,
+            log: row.log,
+            merged: row.merged,
+            files: row
+                .files
+                .into_iter()
+                .map(|(path, file)| {
+                    let read = file.read.map(|read| ReadMark { offset: read.offset, lines: read.lines, torn: read.torn, number: read.number });
+                    (path, FileRecord { size: file.size, modified_ns: file.modified_ns, read })
+                })
+                .collect(),
         }
-    }
-
-    /// Turns the single file older versions kept
-    /// (`$AGENTRACE_HOME/import-state.json`) into the tables, once.
-    fn migrate(&self, home: &Home) -> anyhow::Result<()> {
-        let old = home.root().join("import-state.json");
-        let Ok(bytes) = fs::read(&old) else {
-            return Ok(());
-        };
-        if !(self.codex.exists() || self.claude.exists() || self.heads.exists()) {
-            // An unreadable old state is dropped: every session is then
-            // imported again, as on a first import.
-            let state: LegacyState = sonic_rs::from_slice(&bytes).unwrap_or_default();
-            self.codex.write_all(state.codex.iter().map(|(key, value)| (key.as_str(), value)))?;
-            self.claude.write_all(state.claude.iter().map(|(key, value)| (key.as_str(), value)))?;
-            let mut heads: Vec<(&str, &KnownHead)> = state.heads.iter().map(|(key, value)| (key.as_str(), value)).collect();
-            heads.sort_by(|(a, _), (b, _)| path_order(a, b));
-            self.heads.write_all(heads)?;
-        }
-        fs::remove_file(&old).with_context(|| format!("cannot remove {}", old.display()))
     }
 }
 
-/// The import state as older versions kept it, in one JSON file.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LegacyState {
-    #[serde(default)]
-    codex: BTreeMap<String, Imported>,
-    #[serde(default)]
-    claude: BTreeMap<String, Imported>,
-    #[serde(default)]
-    heads: BTreeMap<String, KnownHead>,
-}
+/// The catalog's name for a provider's sessions.
+const CODEX: &str = "codex";
+const CLAUDE: &str = "claude";
 
+#[cfg(test)]
 /// Paths in the order [`RolloutWalk`] lists them: byte by byte, a
 /// separator before any other byte.
 fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
     path_sort_bytes(a.as_bytes()).cmp(path_sort_bytes(b.as_bytes()))
 }
 
-/// The rollouts `walk` lists (in path order), grouped as
-/// [`codex_sessions`] does, reading a rollout's head (on every core) only
-/// when its stamp differs from the one the `heads` table keeps. The table
-/// is updated as it is read, in step: a head read anew is put, one of a
-/// rollout no longer there removed (an import that found nothing changed
-/// writes nothing). Rollouts are set aside in `dir` past the packer's
-/// budget.
-fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, heads: &Table, dir: &Path) -> anyhow::Result<CodexSessions> {
-    /// A listed rollout, the head the table keeps for it (if any) and the
-    /// table's entries passed over before it (rollouts gone).
+/// The rollouts `walk` lists, grouped as [`codex_sessions`] does,
+/// reading a rollout's head (on every core) only when its stamp differs
+/// from the one the catalog keeps. The catalog is updated as the walk goes:
+/// a head read anew is put, one of a rollout no longer there removed (an
+/// import that found nothing changed writes nothing).
+fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, catalog: &std::sync::Mutex<Catalog>) -> anyhow::Result<CodexSessions> {
+    /// A listed rollout and the head the catalog keeps for it (if any).
     struct Listed {
         path: PathBuf,
         key: String,
         stamp: FileStamp,
-        known: Option<KnownHead>,
-        gone: Vec<String>,
+        known: Option<HeadRow>,
     }
     impl Listed {
         fn is_known(&self) -> bool {
-            self.known.as_ref().is_some_and(|head| head.stamp == self.stamp)
+            self.known.as_ref().is_some_and(|head| head.size == self.stamp.size && head.modified_ns == self.stamp.modified_ns)
         }
     }
-    let mut known = heads.reader::<KnownHead>();
-    let mut kept = heads.writer();
-    let mut packer = Packer::spilling_in(Some(dir.to_path_buf()));
+    let lock = || catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"));
+    let mut known = lock()?.rollout_heads()?;
+    let mut packer = Packer::default();
     // One that vanished since the listing (no stamp) is left out.
     let mut walk = walk.filter_map(|(path, stamp)| Some((path, stamp?)));
     let mut window: Vec<Listed> = Vec::new();
+    let mut new_heads: Vec<(String, HeadRow)> = Vec::new();
     loop {
-        // The heads to read are read together; the window is bounded
-        // either way, so it holds a few thousand rollouts at most.
+        // The heads to read are read together; the window is bounded.
         let mut unknown: Vec<PathBuf> = Vec::new();
         while unknown.len() < HEADS_CHUNK && window.len() < 4 * HEADS_CHUNK {
             let Some((path, stamp)) = walk.next() else { break };
             let key = path.to_string_lossy().into_owned();
-            let mut gone = Vec::new();
-            let head = known.get_noting(&key, |passed| {
-                gone.push(passed.to_owned());
-                Ok(())
-            })?;
-            let listed = Listed {
-                path,
-                key,
-                stamp,
-                known: head.map(|(head, _)| head),
-                gone,
-            };
+            let head = known.remove(&key);
+            let listed = Listed { path, key, stamp, known: head };
             if !listed.is_known() {
                 unknown.push(listed.path.clone());
             }
@@ -318,9 +282,6 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
         }
         let mut read = crate::parallel::map(&unknown, |path| Ok(rollout_head(path)))?.into_iter();
         for listed in window.drain(..) {
-            for gone in &listed.gone {
-                kept.remove(gone)?;
-            }
             if listed.is_known() {
                 let Some(head) = &listed.known else { continue };
                 let rest = Rest {
@@ -330,23 +291,36 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
                 };
                 packer.push(&listed.path, &head.thread, head.parent.as_deref(), &rest)?;
             } else if let Some(head) = read.next().flatten() {
-                let kept_head = KnownHead {
-                    stamp: listed.stamp,
-                    thread: head.thread.clone(),
-                    parent: head.parent.clone(),
-                    depth: head.depth,
-                    started: head.started,
-                };
-                kept.put(&listed.key, &kept_head)?;
+                new_heads.push((
+                    listed.key.clone(),
+                    HeadRow {
+                        size: listed.stamp.size,
+                        modified_ns: listed.stamp.modified_ns,
+                        thread: head.thread.clone(),
+                        parent: head.parent.clone(),
+                        depth: head.depth,
+                        started: head.started,
+                    },
+                ));
                 packer.push_head(&RolloutHead { stamp: Some(listed.stamp), ..head })?;
             } else if listed.known.is_some() {
                 // Known once, unreadable now.
-                kept.remove(&listed.key)?;
+                known.insert(listed.key, HeadRow { size: 0, modified_ns: 0, thread: String::new(), parent: None, depth: 0, started: None });
             }
         }
     }
-    known.rest(|gone| kept.remove(gone))?;
-    kept.finish()?;
+    if !new_heads.is_empty() || !known.is_empty() {
+        let catalog = lock()?;
+        catalog.begin()?;
+        for (path, head) in &new_heads {
+            catalog.put_rollout_head(path, head)?;
+        }
+        // What is left of the kept heads are rollouts gone.
+        for path in known.keys() {
+            catalog.remove_rollout_head(path)?;
+        }
+        catalog.commit()?;
+    }
     packer.group()
 }
 
@@ -423,11 +397,6 @@ pub struct RolloutHead {
     pub started: Option<Timestamp>,
     /// The file's stamp, when listed with one.
     pub(crate) stamp: Option<FileStamp>,
-}
-
-/// Every `rollout-*.jsonl` under `sessions/` and `archived_sessions/`.
-pub fn rollout_files(codex_home: &Path) -> Vec<PathBuf> {
-    RolloutWalk::new(codex_home, false).map(|(path, _)| path).collect()
 }
 
 /// The rollouts of a Codex home in path order (byte by byte, a separator
@@ -907,6 +876,41 @@ fn feed_into<T>(
     })
 }
 
+/// A run written: its view, where the reading of each file stopped, and
+/// its searchable text.
+type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
+
+/// A job done: its run's view, marks, whether it was read on (not
+/// rebuilt), and its text.
+type JobDone = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
+
+/// The searchable text of the envelopes a run is written with (collected
+/// on the way to its log, not read back from it).
+#[derive(Default)]
+struct Texts {
+    rows: Vec<TextRow>,
+    finals: agentrace_core::state::FinalActors,
+}
+
+impl Texts {
+    /// A sink that notes each batch's text, then hands it to `sink`.
+    fn tee<'s>(&'s mut self, sink: Sink<'s>) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
+        move |batch: Vec<Envelope>| {
+            for envelope in &batch {
+                self.finals.observe(envelope);
+                self.rows.extend(TextRow::of(envelope));
+            }
+            sink(batch)
+        }
+    }
+
+    /// The rows, each with its thread's final actor.
+    fn settled(mut self, id: &RunId) -> Vec<TextRow> {
+        agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
+        self.rows
+    }
+}
+
 /// Counts of one import.
 #[derive(Debug, Default)]
 struct Tally {
@@ -932,17 +936,6 @@ struct RunFiles {
 }
 
 impl RunFiles {
-    /// The files of run `id` that `has` finds (by name).
-    fn of(id: &str, has: impl Fn(&str) -> bool) -> Self {
-        let mut files = Self::default();
-        for (kind, end) in RUN_FILE_ENDS.iter().enumerate() {
-            if has(&format!("{id}{end}")) {
-                files.mark(kind);
-            }
-        }
-        files
-    }
-
     /// Notes the file of `kind` (its index in [`RUN_FILE_ENDS`]).
     fn mark(&mut self, kind: usize) {
         match kind {
@@ -953,93 +946,41 @@ impl RunFiles {
     }
 }
 
-/// The runs folder as the import found it, looked up in step. The runs an
-/// import makes (`claude-…`, `codex-…`) are asked for in the order of
-/// their ids (Claude's sessions, then Codex's, each sorted), so their files
-/// are sorted by run id (through files past a budget) and read as the ids
-/// come: the listing is never held whole. The files of other runs (recorded
-/// live, few) are kept by name.
+/// The runs folder as the import found it: the files of each run, by id
+/// (one listing, not a stat per session; a few dozen bytes per run).
 struct RunsListing {
-    runs_dir: PathBuf,
-    live: std::collections::HashSet<String>,
-    /// Each file of an import's run: its run id and which file (0 log,
-    /// 1 record, 2 snapshot), by id.
-    made: std::iter::Peekable<Sorted<(String, u8)>>,
-    /// The last id asked for and its files.
-    current: Option<(String, RunFiles)>,
+    runs: HashMap<String, RunFiles>,
 }
 
-/// The ends of the names of a run's files, as [`RunsListing`] numbers
+/// The ends of the names of a run's files, as [`RunFiles::mark`] numbers
 /// them.
 const RUN_FILE_ENDS: [&str; 3] = [".jsonl", ".json", ".snapshot"];
 
 impl RunsListing {
-    /// Lists `home`'s runs folder (empty when it is not there), sorting
-    /// through files in `spill`.
-    fn of(home: &Home, spill: &Path) -> anyhow::Result<Self> {
-        let by_run: external_sort::Order<(String, u8)> = |a, b| a.cmp(b);
-        let mut sort = ExternalSort::new(external_sort::BUDGET, Some(spill.to_path_buf()), by_run, |(id, _)| 40 + id.len());
-        let mut live = std::collections::HashSet::new();
+    /// Lists `home`'s runs folder (empty when it is not there).
+    fn of(home: &Home) -> anyhow::Result<Self> {
+        let mut runs: HashMap<String, RunFiles> = HashMap::new();
         for entry in fs::read_dir(home.runs_dir()).into_iter().flatten().flatten() {
             let Ok(name) = entry.file_name().into_string() else { continue };
             let file = RUN_FILE_ENDS
                 .iter()
                 .enumerate()
-                .find_map(|(kind, end)| Some((name.strip_suffix(end)?, kind as u8)));
-            match file {
-                Some((id, kind)) if made_by_import(id) => sort.push((id.to_owned(), kind))?,
-                _ => {
-                    live.insert(name);
-                }
+                .find_map(|(kind, end)| Some((name.strip_suffix(end)?, kind)));
+            if let Some((id, kind)) = file {
+                runs.entry(id.to_owned()).or_default().mark(kind);
             }
         }
-        Ok(Self {
-            runs_dir: home.runs_dir(),
-            live,
-            made: sort.sorted()?.peekable(),
-            current: None,
-        })
+        Ok(Self { runs })
     }
 
-    /// The files run `id` had. An import's run is read from the sorted
-    /// listing when asked for in order; asked for out of order (none
-    /// should be), its files are stat'ed.
+    /// The files run `id` had.
     fn files_of(&mut self, id: &RunId) -> anyhow::Result<RunFiles> {
-        let id = id.as_str();
-        if !made_by_import(id) {
-            return Ok(RunFiles::of(id, |name| self.live.contains(name)));
-        }
-        match &self.current {
-            Some((current, files)) if current == id => return Ok(*files),
-            Some((current, _)) if current.as_str() > id => {
-                return Ok(RunFiles::of(id, |name| self.runs_dir.join(name).exists()));
-            }
-            _ => {}
-        }
-        let mut files = RunFiles::default();
-        loop {
-            let ahead = match self.made.peek() {
-                None => break,
-                Some(Err(_)) => {
-                    // A sorting file that cannot be read: said as it is.
-                    return Err(self.made.next().and_then(Result::err).unwrap_or_else(|| anyhow::anyhow!("cannot read the runs listing")));
-                }
-                Some(Ok((ahead, kind))) => (ahead.as_str().cmp(id), *kind),
-            };
-            match ahead {
-                (std::cmp::Ordering::Greater, _) => break,
-                (std::cmp::Ordering::Equal, kind) => files.mark(usize::from(kind)),
-                (std::cmp::Ordering::Less, _) => {}
-            }
-            self.made.next();
-        }
-        self.current = Some((id.to_owned(), files));
-        Ok(files)
+        Ok(self.runs.get(id.as_str()).copied().unwrap_or_default())
     }
 
     /// The ids of the runs not made by an import that have a log.
     fn live_ids(&self) -> impl Iterator<Item = &str> {
-        self.live.iter().filter_map(|name| name.strip_suffix(RUN_FILE_ENDS[0]))
+        self.runs.iter().filter(|(id, files)| files.log && !made_by_import(id)).map(|(id, _)| id.as_str())
     }
 }
 
@@ -1047,21 +988,14 @@ impl RunsListing {
 struct Importer<'a> {
     home: &'a Home,
     args: &'a ImportArgs,
-    /// The last import's sessions, read in step with this one's.
-    codex_known: table::Reader<Imported>,
-    claude_known: table::Reader<Imported>,
-    /// This import's sessions, merged into the last import's.
-    codex_done: table::Writer,
-    claude_done: table::Writer,
+    /// The catalog: the last import's sessions, and where this one's go
+    /// (shared with the walk of the Codex home).
+    catalog: &'a std::sync::Mutex<Catalog>,
     tally: Tally,
     bar: indicatif::ProgressBar,
     /// When the state was last saved, and whether it changed since.
     last_save: std::time::Instant,
     unsaved: bool,
-    /// The usage index, opened when the first run is rebuilt (its entries
-    /// are put in the order of the run ids: Claude's sessions are imported
-    /// first, then Codex's).
-    usage: Option<UsageIndex>,
     /// The runs folder when the import started (one listing, not a stat
     /// per session).
     runs: RunsListing,
@@ -1121,20 +1055,23 @@ impl Importer<'_> {
         format: Format,
         (start, cwd): (Timestamp, Option<String>),
         parts: &[(SourcePart, PathBuf)],
-    ) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>)> {
+    ) -> anyhow::Result<Written> {
         self.remove_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start_in(start, cwd))?;
         let mut copies = self.copies(id, false)?;
-        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
+        let mut texts = Texts::default();
+        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
+            feed_whole(recorder, parts, start, self.torn_lines, &mut texts.tee(sink))
+        })?;
         copies.map(CopyWriter::finish).transpose()?;
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
         // `remove_run` above left no record: it is written in place.
         writer.write_new_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok((recorder.state().view(), marks))
+        Ok((recorder.state().view(), marks, texts.settled(id)))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1157,7 +1094,7 @@ impl Importer<'_> {
         format: Format,
         parts: &[(SourcePart, PathBuf)],
         marks: &BTreeMap<String, ReadMark>,
-    ) -> anyhow::Result<Option<(RunView, BTreeMap<String, ReadMark>)>> {
+    ) -> anyhow::Result<Option<Written>> {
         // The run's own start, as its log has it.
         let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
         // The run's start and working folder, as its log has them.
@@ -1180,14 +1117,17 @@ impl Importer<'_> {
             return Ok(None);
         }
         let mut copies = self.copies(id, true)?;
-        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| feed.feed(recorder, Reach::Ends, sink))?;
+        let mut texts = Texts::default();
+        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
+            feed.feed(recorder, Reach::Ends, &mut texts.tee(sink))
+        })?;
         copies.map(CopyWriter::finish).transpose()?;
         if fed.is_err() {
             return Ok(None);
         }
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok(Some((recorder.state().view(), feed.marks())))
+        Ok(Some((recorder.state().view(), feed.marks(), texts.settled(id))))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them
@@ -1254,7 +1194,7 @@ impl Importer<'_> {
     fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
         let this = &*self;
         let mut results = crate::parallel::map(jobs, |job| this.run_job(job))?;
-        for (job, (view, _, _)) in jobs.iter().zip(results.iter_mut()) {
+        for (job, (view, _, _, _)) in jobs.iter().zip(results.iter_mut()) {
             if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
                 view.usage.cwd = claude_cwd(session);
             }
@@ -1263,21 +1203,35 @@ impl Importer<'_> {
             return Ok(());
         }
         let home = self.home;
-        if self.usage.is_none() {
-            self.usage = Some(UsageIndex::open(home)?);
-        }
         let mut logs = Vec::with_capacity(jobs.len());
-        if let Some(usage) = self.usage.as_mut() {
-            for (job, (view, _, _)) in jobs.iter().zip(&results) {
-                logs.push(usage.insert(home, &job.id, view)?);
+        {
+            let catalog = self.catalog()?;
+            catalog.begin()?;
+            for (job, (view, _, read_on, texts)) in jobs.iter().zip(&results) {
+                let log = agentrace_store::catalog::log_stamp(&home.log_path(&job.id)).unwrap_or_default();
+                // Its session: the root thread (Codex) or session id (Claude).
+                let agents = agentrace_store::catalog::agent_rows(&view.agents);
+                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
+                catalog.add_texts(&job.id, texts, log.bytes, !*read_on)?;
+                logs.push(UsageIndex::insert(&catalog, home, &job.id, view)?);
             }
         }
-        self.tally.read_on += results.iter().filter(|(_, _, read_on)| *read_on).count() as u64;
-        for ((job, (_, marks, _)), log) in jobs.drain(..).zip(results).zip(logs) {
+        self.tally.read_on += results.iter().filter(|(_, _, read_on, _)| *read_on).count() as u64;
+        for ((job, (_, marks, _, _)), log) in jobs.drain(..).zip(results).zip(logs) {
             let claude = matches!(job.source, JobSource::Claude(_));
             self.imported(claude, &job.key, &job.id, job.stamps, marks, log)?;
         }
         Ok(())
+    }
+
+    /// The catalog, locked.
+    fn catalog(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Catalog>> {
+        self.catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))
+    }
+
+    /// What the last import kept of session `key`.
+    fn known(&self, provider: &str, key: &str) -> anyhow::Result<Option<Imported>> {
+        Ok(self.catalog()?.import_session(provider, key)?.map(Imported::of_row))
     }
 
     /// Saves the usage index and then the state (a run the state calls done
@@ -1287,11 +1241,10 @@ impl Importer<'_> {
         if !self.unsaved || !now && self.last_save.elapsed() < SAVE_INTERVAL {
             return Ok(());
         }
-        if let Some(usage) = self.usage.as_mut() {
-            usage.checkpoint()?;
-        }
-        self.codex_done.checkpoint()?;
-        self.claude_done.checkpoint()?;
+        let catalog = self.catalog()?;
+        catalog.commit()?;
+        catalog.begin()?;
+        drop(catalog);
         self.last_save = std::time::Instant::now();
         self.unsaved = false;
         Ok(())
@@ -1299,7 +1252,7 @@ impl Importer<'_> {
 
     /// Rebuilds or continues one job's run; returns its view, the marks of
     /// all its files, and whether it was read on (not rebuilt).
-    fn run_job(&self, job: &Job) -> anyhow::Result<(RunView, BTreeMap<String, ReadMark>, bool)> {
+    fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
         // A Codex session's folder comes with its rollout's `session_meta`.
         // A Claude session's is looked up in its transcript for the usage
         // index alone (`run_jobs`): put in the log, it would depend on how
@@ -1319,13 +1272,13 @@ impl Importer<'_> {
                     && !read_on.unchanged.contains(key.as_ref())
             });
             if !document_changed {
-                if let Some((view, marks)) = self.continue_run(&job.id, format, &parts, &read_on.marks)? {
-                    return Ok((view, marks, true));
+                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks)? {
+                    return Ok((view, marks, true, texts));
                 }
             }
         }
-        let (view, marks) = self.rebuild(&job.id, job.files, format, start, &parts)?;
-        Ok((view, marks, false))
+        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts)?;
+        Ok((view, marks, false, texts))
     }
 
     /// Notes a session as imported (and exports it when asked).
@@ -1363,10 +1316,10 @@ impl Importer<'_> {
             log,
             merged: true,
         };
-        if claude {
-            self.claude_done.put(key, &entry)?;
-        } else {
-            self.codex_done.put(key, &entry)?;
+        {
+            let catalog = self.catalog()?;
+            catalog.begin()?;
+            catalog.put_import_session(if claude { CLAUDE } else { CODEX }, key, &entry.to_row())?;
         }
         self.unsaved = true;
         self.save(false)
@@ -1374,24 +1327,21 @@ impl Importer<'_> {
 }
 
 /// The Claude sessions under `dir` (none when it holds no projects), not
-/// yet walked, sorted by session id (through files in `spill` past a
-/// budget), and how many.
-fn claude_found(dir: Option<&Path>, spill: &Path) -> anyhow::Result<(usize, Sorted<FoundSession>)> {
-    let by_id: external_sort::Order<FoundSession> = |a, b| a.session_id().cmp(b.session_id());
-    let mut sort = ExternalSort::new(external_sort::BUDGET, Some(spill.to_path_buf()), by_id, FoundSession::size);
-    let mut count = 0;
+/// yet walked, sorted by session id, and how many.
+fn claude_found(dir: Option<&Path>) -> anyhow::Result<(usize, impl Iterator<Item = anyhow::Result<FoundSession>>)> {
+    let mut found = Vec::new();
     match dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
             for project in sessions_by_project(dir)? {
-                for found in project? {
-                    sort.push(found)?;
-                    count += 1;
+                for session in project? {
+                    found.push(session);
                 }
             }
         }
         _ => {}
     }
-    Ok((count, sort.sorted()?))
+    found.sort_by(|a, b| a.session_id().cmp(b.session_id()));
+    Ok((found.len(), found.into_iter().map(Ok)))
 }
 
 /// How many Claude sessions are walked together.
@@ -1443,6 +1393,19 @@ fn import_lock(home: &Home, dir: &Path, quiet: bool) -> anyhow::Result<Flock<Fil
     Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| anyhow::anyhow!("cannot lock {}: {errno}", path.display()))
 }
 
+/// Removes the tables older versions kept in `dir` (and the usage index
+/// and state files before them): the catalog holds what they held.
+fn remove_old_tables(home: &Home, dir: &Path) {
+    let old = ["codex", "claude", "heads", "usage"]
+        .iter()
+        .flat_map(|name| [format!("{name}.jsonl"), format!("{name}.partial.jsonl")])
+        .map(|name| dir.join(name))
+        .chain([dir.join("usage.prices"), home.root().join("import-state.json"), home.root().join("usage-index.json")]);
+    for path in old {
+        let _ = fs::remove_file(path);
+    }
+}
+
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     import(home, args, TornLines::Feed).map(|_| ())
@@ -1462,27 +1425,29 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
             eprintln!("warning: {} is not a folder; nothing is imported from it", dir.display());
         }
     }
-    let tables = StateTables::of(home);
-    // Where the tables and the lock are, and where the listings are sorted
-    // when they outgrow memory.
-    fs::create_dir_all(&tables.dir).with_context(|| format!("cannot create {}", tables.dir.display()))?;
-    let _lock = import_lock(home, &tables.dir, args.quiet)?;
-    tables.migrate(home)?;
-    crate::usage::reprice_kept_usage(home, args.quiet)?;
+    // Where the lock is (and, from older versions, the tables the catalog
+    // replaced: removed, their sessions are imported again once).
+    let dir = home.root().join("import");
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let _lock = import_lock(home, &dir, args.quiet)?;
+    remove_old_tables(home, &dir);
+    let catalog = crate::catalog::synced(home)?;
+    crate::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
+    let catalog = std::sync::Mutex::new(catalog);
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import
     // did not keep) while Claude's sessions are imported.
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
             let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true));
-            codex_sessions_known(walk.into_iter().flatten(), &tables.heads, &tables.dir)
+            codex_sessions_known(walk.into_iter().flatten(), &catalog)
         });
         let codex = || {
             rollouts
                 .join()
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
-        import_sessions(home, args, since, claude_dir.as_deref(), &tables, torn_lines, codex)
+        import_sessions(home, args, since, claude_dir.as_deref(), &catalog, torn_lines, codex)
     })
 }
 
@@ -1493,25 +1458,21 @@ fn import_sessions(
     args: &ImportArgs,
     since: Option<Timestamp>,
     claude_dir: Option<&Path>,
-    tables: &StateTables,
+    catalog: &std::sync::Mutex<Catalog>,
     torn_lines: TornLines,
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
 ) -> anyhow::Result<Vec<RunId>> {
-    let runs = RunsListing::of(home, &tables.dir)?;
+    let runs = RunsListing::of(home)?;
     // In the order of their table, which is read in step.
-    let (found, claude) = claude_found(claude_dir, &tables.dir)?;
+    let (found, claude) = claude_found(claude_dir)?;
     let mut importer = Importer {
         home,
         args,
-        codex_known: tables.codex.reader(),
-        claude_known: tables.claude.reader(),
-        codex_done: tables.codex.writer(),
-        claude_done: tables.claude.writer(),
+        catalog,
         tally: Tally::default(),
         bar: progress(args, found as u64),
         last_save: std::time::Instant::now(),
         unsaved: false,
-        usage: None,
         runs,
         torn_lines,
         changed: Vec::new(),
@@ -1534,7 +1495,7 @@ fn import_sessions(
             importer.bar.inc(1);
             continue;
         }
-        let previous = importer.claude_known.get(&session.session_id);
+        let previous = importer.known(CLAUDE, &session.session_id)?;
         let change = compare(previous.as_ref(), &stamps);
         let log = previous.as_ref().and_then(|previous| previous.log);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));
@@ -1601,7 +1562,7 @@ fn import_sessions(
         }
         let stamps = stamps(files.iter().map(|head| (head.path.as_path(), head.stamp)))?;
         let id = RunId::from(format!("codex-{root}"));
-        let previous = importer.codex_known.get(&root);
+        let previous = importer.known(CODEX, &root)?;
         let change = compare(previous.as_ref(), &stamps);
         let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
         let run_files = importer.runs.files_of(&id)?;
@@ -1621,14 +1582,7 @@ fn import_sessions(
     importer.run_jobs(&mut pending)?;
     // A repeated import that found nothing changed writes nothing.
     importer.save(true)?;
-    // The usage index first: a run the state calls done always has its
-    // usage kept, or folds.
-    let Importer { codex_done, claude_done, usage, .. } = importer;
-    if let Some(usage) = usage {
-        usage.finish()?;
-    }
-    codex_done.finish()?;
-    claude_done.finish()?;
+    importer.catalog()?.commit()?;
     importer.bar.finish_and_clear();
     if !args.quiet {
         let tally = &importer.tally;
@@ -1706,7 +1660,7 @@ mod tests {
     }
 
     #[test]
-    fn the_runs_folder_is_read_in_step_with_the_ids_asked_for() {
+    fn the_runs_folder_lists_each_runs_files_by_id() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let home = Home::at(dir.path());
         fs::create_dir_all(home.runs_dir()).unwrap_or_else(|e| panic!("{e}"));
@@ -1714,19 +1668,15 @@ mod tests {
         for name in names {
             fs::write(home.runs_dir().join(name), "").unwrap_or_else(|e| panic!("{e}"));
         }
-        let mut runs = RunsListing::of(&home, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut runs = RunsListing::of(&home).unwrap_or_else(|e| panic!("{e}"));
         let files = |log, record, snapshot| RunFiles { log, record, snapshot };
         let mut asked = |id: &str| runs.files_of(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
-        // `claude-a-b` sorts between `claude-a` and `claude-b` as an id,
-        // not as a file name (`-` before `.`).
-        assert_eq!(asked("claude-a"), files(true, true, true));
+        // `claude-a-b` is a run of its own, not a file of `claude-a`.
         assert_eq!(asked("claude-a"), files(true, true, true));
         assert_eq!(asked("claude-a-b"), files(true, false, false));
         assert_eq!(asked("claude-aa"), files(false, false, false));
         assert_eq!(asked("claude-b"), files(true, false, false));
         assert_eq!(asked("codex-x"), files(false, true, false));
-        // Out of order: stat'ed.
-        assert_eq!(asked("claude-a"), files(true, true, true));
         assert_eq!(asked("codex-z"), files(false, false, false));
         assert_eq!(asked("live1"), files(true, true, false));
         assert_eq!(runs.live_ids().collect::<Vec<_>>(), vec!["live1"]);

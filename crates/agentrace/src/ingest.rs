@@ -193,6 +193,7 @@ pub fn ingest_reader(
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
+    crate::catalog::index_finished_log(session.writer.log_path());
     if session.bad_count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
@@ -436,6 +437,7 @@ fn replay<R: Read>(
     session
         .writer
         .write_record(&session.recorder.state().summary())?;
+    crate::catalog::index_finished_log(session.writer.log_path());
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }

@@ -177,6 +177,7 @@ impl LiveRun {
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
         self.writer.write_record(&summary)?;
+        crate::catalog::index_finished_log(self.writer.log_path());
         Ok(summary)
     }
 

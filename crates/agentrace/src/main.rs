@@ -3,6 +3,7 @@
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
 mod agent_process;
+mod catalog;
 mod check;
 mod attach;
 mod claude_ingest;
@@ -10,7 +11,6 @@ mod claude_run;
 mod codex_sessions;
 mod cli;
 mod export;
-mod external_sort;
 mod host;
 mod hook;
 mod import;
@@ -23,13 +23,13 @@ mod prices;
 mod render;
 mod report;
 mod run_codex;
+mod runs;
 mod samples;
 mod secrets;
 mod serve;
 mod session_feed;
 mod status;
 mod statusline;
-mod table;
 mod tap;
 mod top;
 mod usage;

@@ -6,7 +6,7 @@ use std::io;
 use std::path::Path;
 
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
-use agentrace_core::state::{AgentNode, CostStatus, RunSummary, RunView};
+use agentrace_core::state::{AgentNode, CostStatus, RunView};
 use agentrace_store::SkippedLine;
 
 use crate::output::Out;
@@ -42,41 +42,6 @@ fn json_word<T: serde::Serialize>(value: &T) -> String {
         .ok()
         .and_then(|value| value.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-/// `agentrace runs`.
-pub fn runs(out: &mut Out, runs: &[RunSummary]) -> io::Result<()> {
-    if runs.is_empty() {
-        out.line("no runs yet")?;
-        eprintln!("hint: `agentrace ingest FILE` records one; `agentrace samples` records the bundled samples");
-        return Ok(());
-    }
-    out.line(format!(
-        "{:<34} {:<8} {:<12} {:<24} {:>7} {:>5}  RESULT",
-        "RUN", "PROVIDER", "STATUS", "STARTED", "EVENTS", "WARN"
-    ))?;
-    for run in runs {
-        let started = run
-            .started_at
-            .map(|at| at.to_string())
-            .unwrap_or_else(|| "-".to_owned());
-        let result = match (&run.result, &run.error) {
-            (Some(result), _) => one_line(result, 60),
-            (None, Some(error)) => one_line(&format!("error: {error}"), 60),
-            (None, None) => "-".to_owned(),
-        };
-        out.line(format!(
-            "{:<34} {:<8} {:<12} {:<24} {:>7} {:>5}  {}",
-            run.id.as_str(),
-            json_word(&run.provider),
-            run.status.as_str(),
-            started,
-            run.counts.events,
-            run.warning_count,
-            result
-        ))?;
-    }
-    Ok(())
 }
 
 fn find<'a>(agents: &'a [AgentNode], thread: &str) -> Option<&'a AgentNode> {

@@ -25,17 +25,16 @@ use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
 use agentrace_core::state::{hour_start, judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
 use agentrace_core::Recorder;
-use agentrace_store::Home;
+use agentrace_store::catalog::UsageRow;
+use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
 use crate::codex_sessions::CodexSessions;
-use crate::external_sort::{self, ExternalSort};
 use crate::import::{claude_cwd, claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
-use crate::table::{self, Table};
 
 /// Arguments of `agentrace usage`.
 #[derive(Debug, Args)]
@@ -552,168 +551,116 @@ impl LogStamp {
     }
 }
 
-/// The usage of imported runs by run id, a table of JSON lines read and
-/// rewritten as a stream (`$AGENTRACE_HOME/import/usage.jsonl`, see
-/// [`crate::table`]): one file for all, rather than one beside each log,
-/// because creating a thousand small files cost an import more than
-/// writing them.
-fn usage_table(home: &Home) -> Table {
-    Table::new(&home.root().join("import"), "usage", table::by_bytes)
-}
-
-/// Turns the single file older versions kept
-/// (`$AGENTRACE_HOME/usage-index.json`) into the table, once.
-fn migrate_index(home: &Home, table: &Table) -> anyhow::Result<()> {
-    #[derive(Default, Deserialize)]
-    struct Legacy {
-        #[serde(default)]
-        runs: BTreeMap<String, UsageTree>,
-    }
-    let old = home.root().join("usage-index.json");
-    let Ok(bytes) = std::fs::read(&old) else {
-        return Ok(());
-    };
-    if !table.exists() {
-        // An unreadable old index is dropped: runs are then folded from
-        // their logs until an import rebuilds them.
-        let legacy: Legacy = sonic_rs::from_slice(&bytes).unwrap_or_default();
-        table.write_all(legacy.runs.iter().map(|(id, tree)| (id.as_str(), tree)))?;
-    }
-    std::fs::remove_file(&old).with_context(|| format!("cannot remove {}", old.display()))
-}
-
-/// Where the usage index says which price book its costs come from.
-fn kept_prices_path(home: &Home) -> PathBuf {
-    home.root().join("import").join("usage.prices")
-}
-
-/// Rebuilds the entries of the usage index whose costs come from another
-/// price book than this binary's (a new database, or an index kept before
-/// costs were priced per request) from their runs' logs, each folded once,
-/// one at a time, so that `usage` after import reads costs it can trust
-/// without folding those logs on every call. A marker beside the index
-/// names the book it was last checked against, so the check runs once.
-pub fn reprice_kept_usage(home: &Home, quiet: bool) -> anyhow::Result<()> {
-    let table = usage_table(home);
-    migrate_index(home, &table)?;
+/// Rebuilds the kept usage trees whose costs come from another price book
+/// than this binary's (a new database, or trees kept before costs were
+/// priced per request) from their runs' logs, each folded once, one at a
+/// time, so that `usage` after import reads costs it can trust without
+/// folding those logs on every call. The catalog's `meta` names the book it
+/// was last checked against, so the check runs once.
+pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
     let book = PriceBook::database();
-    let marker = kept_prices_path(home);
     // The marker names the book and the tree's shape it was checked for.
     let checked = format!("{} format {TREE_FORMAT}", book.id());
-    let current = std::fs::read_to_string(&marker).ok();
-    if current.as_deref() == Some(checked.as_str()) {
+    if catalog.meta("usage_prices")?.as_deref() == Some(checked.as_str()) {
         return Ok(());
     }
-    if table.exists() {
-        let mut ids = recorded_ids(home)?;
-        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        let mut kept = table.reader();
-        let mut writer = table.writer();
-        let mut repriced = 0;
-        for id in ids {
-            // Only entries priced by another book; the others stay as kept.
-            let old: Option<UsageTree> = kept.get_placed(id.as_str()).map(|(tree, _)| tree);
-            let stale = old.as_ref().is_some_and(|tree| tree.prices != book.id() || tree.format != TREE_FORMAT);
-            let Some(log) = LogStamp::of(home, &id).filter(|_| stale) else {
-                continue;
-            };
-            if repriced == 0 && !quiet {
-                eprintln!("note: pricing the imported runs again with {} (once)", book.id());
-            }
-            let view = home.load_run(&id)?.view();
-            let mut tree = UsageTree::of(&view, log, book.id());
-            // A Claude session's folder is kept in the index alone.
-            if tree.cwd.is_none() {
-                tree.cwd = old.and_then(|old| old.cwd);
-            }
-            writer.put(id.as_str(), &tree)?;
-            repriced += 1;
+    let mut repriced = 0;
+    catalog.begin()?;
+    for (id, _) in catalog.usage_listing()? {
+        let Some(old) = catalog.usage_tree(&id)?.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
+            continue;
+        };
+        if old.prices == book.id() && old.format == TREE_FORMAT {
+            continue;
         }
-        writer.finish()?;
+        let run = RunId::from(id.as_str());
+        let Some(log) = LogStamp::of(home, &run) else { continue };
+        if repriced == 0 && !quiet {
+            eprintln!("note: pricing the imported runs again with {} (once)", book.id());
+        }
+        let view = home.load_run(&run)?.view();
+        let mut tree = UsageTree::of(&view, log, book.id());
+        // A Claude session's folder is kept with its usage alone.
+        if tree.cwd.is_none() {
+            tree.cwd = old.cwd;
+        }
+        keep_tree(catalog, &run, &tree)?;
+        repriced += 1;
     }
-    std::fs::write(&marker, checked).with_context(|| format!("cannot write {}", marker.display()))
+    catalog.set_meta("usage_prices", &checked)?;
+    catalog.commit()?;
+    Ok(())
 }
 
-/// The usage index as an import rewrites it: the runs it rebuilds, put in
-/// the order of their ids.
-pub struct UsageIndex {
-    writer: table::Writer,
+/// Keeps run `id`'s usage tree in the catalog, with its usage rows (per
+/// agent, model and hour) for those who query the catalog themselves.
+pub fn keep_tree(catalog: &Catalog, id: &RunId, tree: &UsageTree) -> anyhow::Result<()> {
+    let json = serde_json::to_string(tree)?;
+    let mut rows = Vec::new();
+    fn parts_rows(thread: Option<&str>, label: &str, parts: &[ModelTokens], rows: &mut Vec<UsageRow>) {
+        for part in parts {
+            let hours: Vec<(Option<i64>, TokenUsage, f64, u64)> = if part.hours.is_empty() {
+                vec![(None, part.tokens, part.cost, part.unpriced_tokens)]
+            } else {
+                part.hours.iter().map(|hour| (Some(hour.hour.0), hour.tokens, hour.cost, hour.unpriced_tokens)).collect()
+            };
+            for (hour, tokens, cost, unpriced) in hours {
+                let counters = Counters::of_figures(&tokens, cost, unpriced);
+                rows.push(UsageRow {
+                    thread_id: thread.map(str::to_owned),
+                    label: label.to_owned(),
+                    model: part.model.clone(),
+                    hour,
+                    input_tokens: counters.input_tokens,
+                    cached_input_tokens: counters.cached_input_tokens,
+                    cache_creation_tokens: counters.cache_creation_tokens,
+                    output_tokens: counters.output_tokens,
+                    reasoning_tokens: counters.reasoning_tokens,
+                    total_tokens: counters.total_tokens,
+                    cost,
+                    unpriced_tokens: unpriced,
+                });
+            }
+        }
+    }
+    fn nodes(node: &UsageNode, rows: &mut Vec<UsageRow>) {
+        parts_rows(Some(&node.thread_id), &node.label, &node.tokens_by_model, rows);
+        for child in &node.children {
+            nodes(child, rows);
+        }
+    }
+    for node in &tree.agents {
+        nodes(node, &mut rows);
+    }
+    for outside in &tree.outside_tree {
+        parts_rows(None, &outside.label, &outside.tokens_by_model, &mut rows);
+    }
+    catalog.put_usage(id.as_str(), &json, tree.cwd.as_deref(), &rows)?;
+    Ok(())
 }
+
+/// The usage index as an import writes it: the usage trees of the runs it
+/// records, in the catalog.
+pub struct UsageIndex;
 
 impl UsageIndex {
-    /// Opens the index for rewriting.
-    pub fn open(home: &Home) -> anyhow::Result<Self> {
-        let table = usage_table(home);
-        migrate_index(home, &table)?;
-        Ok(Self { writer: table.writer() })
-    }
-
-    /// Keeps the usage of run `id` (its log as it is now); ids must come in
-    /// increasing order. A run whose log cannot be stat'ed keeps its old
-    /// entry, which no longer matches the log and is then not used.
-    /// Returns the log's length.
-    pub fn insert(&mut self, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<u64>> {
+    /// Keeps the usage of run `id` (its log as it is now). A run whose log
+    /// cannot be stat'ed keeps its old tree, which no longer matches the
+    /// log and is then not used. Returns the log's length.
+    pub fn insert(catalog: &Catalog, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<u64>> {
         let Some(log) = LogStamp::of(home, id) else {
             return Ok(None);
         };
-        self.writer.put(id.as_str(), &UsageTree::of(view, log, PriceBook::database().id()))?;
+        keep_tree(catalog, id, &UsageTree::of(view, log, PriceBook::database().id()))?;
         Ok(Some(log.bytes))
     }
-
-    /// Saves what was kept so far.
-    pub fn checkpoint(&mut self) -> anyhow::Result<()> {
-        self.writer.checkpoint()
-    }
-
-    /// Ends the rewrite.
-    pub fn finish(self) -> anyhow::Result<()> {
-        self.writer.finish()
-    }
 }
 
-/// The kept usage of runs, read in the order of their ids.
-struct KeptUsage {
-    reader: table::Reader<UsageTree>,
-}
-
-impl KeptUsage {
-    fn open(home: &Home) -> anyhow::Result<Self> {
-        let table = usage_table(home);
-        migrate_index(home, &table)?;
-        Ok(Self { reader: table.reader() })
-    }
-
-    /// The kept usage of run `id` when it still matches its log, with its
-    /// place in the index; ids must be asked for in increasing order.
-    fn take(&mut self, home: &Home, id: &RunId, prices: &str) -> Option<(UsageTree, table::Position)> {
-        let (tree, at) = self.reader.get_placed(id.as_str())?;
-        (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices && tree.format == TREE_FORMAT).then_some((tree, at))
-    }
-}
-
-/// The ids of every recorded run, as the directory lists their logs
-/// (reading each run's record, as `list_runs` does, is not needed here).
-fn recorded_ids(home: &Home) -> anyhow::Result<Vec<RunId>> {
-    let dir = home.runs_dir();
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(error).with_context(|| format!("cannot list {}", dir.display())),
-    };
-    let mut ids = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
-        let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) else {
-            continue;
-        };
-        if let Ok(id) = agentrace_store::validate_run_id(stem) {
-            if entry.file_type().is_ok_and(|kind| kind.is_file()) {
-                ids.push(id);
-            }
-        }
-    }
-    Ok(ids)
+/// The kept usage of run `id` when it still matches its log.
+fn kept_tree(catalog: &Catalog, home: &Home, id: &RunId, prices: &str) -> Option<UsageTree> {
+    let json = catalog.usage_tree(id.as_str()).ok()??;
+    let tree: UsageTree = sonic_rs::from_str(&json).ok()?;
+    (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices && tree.format == TREE_FORMAT).then_some(tree)
 }
 
 /// The hour rows of parts, each with `reasons`; a part kept without
@@ -1075,7 +1022,6 @@ struct Recorded {
 /// session in several runs is counted once, from the run with the most
 /// tokens).
 struct Place {
-    started_at: Option<Timestamp>,
     provider: &'static str,
     session_id: String,
     total_tokens: u64,
@@ -1084,7 +1030,6 @@ struct Place {
 impl Place {
     fn of(tree: &UsageTree) -> Self {
         Self {
-            started_at: tree.started_at,
             provider: provider_name(tree.provider),
             session_id: tree.session_id.clone(),
             total_tokens: tree.agents.iter().map(UsageNode::total_tokens).sum(),
@@ -1094,17 +1039,20 @@ impl Place {
 
 /// Where a recorded run's usage is.
 enum RecordedUsage {
-    /// In the usage index, at this place.
-    Kept(table::Position),
+    /// In the catalog.
+    Kept,
     /// Folded from its log (not kept, or kept for another state of it).
     Folded(Box<UsageTree>),
 }
 
 impl Recorded {
-    /// The run's session, its usage read through `lines` when kept.
-    fn session(self, lines: &table::Lines) -> anyhow::Result<SessionUsage> {
+    /// The run's session, its usage read from `catalog` when kept.
+    fn session(self, catalog: &Catalog) -> anyhow::Result<SessionUsage> {
         let tree = match self.usage {
-            RecordedUsage::Kept(at) => lines.read::<UsageTree>(at)?,
+            RecordedUsage::Kept => {
+                let json = catalog.usage_tree(self.id.as_str())?.with_context(|| format!("run {} lost its usage in the catalog", self.id))?;
+                sonic_rs::from_str::<UsageTree>(&json)?
+            }
             RecordedUsage::Folded(tree) => *tree,
         };
         Ok(session(&tree, Some(&self.id)))
@@ -1116,41 +1064,45 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 
 /// The recorded runs `usage` reports (those named, else every run: newest
 /// first, as `agentrace runs` lists them), one per session, as they are
-/// asked for; with the files of the usage index they were read from.
-fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, table::Lines)> {
-    let mut kept = KeptUsage::open(home)?;
+/// asked for; with the catalog their usage is read from.
+fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, Catalog)> {
+    let catalog = crate::catalog::synced(home)?;
     if args.runs.is_empty() {
-        let runs = every_run(home, &mut kept, prices)?;
-        return Ok((runs, kept.reader.lines()));
+        let runs = every_run(home, &catalog, prices)?;
+        return Ok((runs, catalog));
     }
-    let ids: Vec<RunId> = args.runs.iter().map(|run| home.resolve(run)).collect::<Result<_, _>>()?;
-    // The kept usage is read in the order of the run ids.
-    let mut order: Vec<(usize, RunId)> = ids.into_iter().enumerate().collect();
-    order.sort_by(|(_, a), (_, b)| a.as_str().cmp(b.as_str()));
-    let mut runs = Vec::with_capacity(order.len());
-    for (at, id) in order {
-        runs.push((at, recorded(home, &mut kept, id, prices)?));
+    let mut runs = Vec::with_capacity(args.runs.len());
+    for run in &args.runs {
+        runs.push(recorded(home, &catalog, home.resolve(run)?, prices)?);
     }
-    // Runs named on the command line come in their order.
-    runs.sort_by_key(|(at, _)| *at);
-    let runs = once_per_session(runs.into_iter().map(|(_, run)| run).collect());
-    Ok((Box::new(runs.into_iter().map(Ok)), kept.reader.lines()))
+    let runs = once_per_session(runs);
+    Ok((Box::new(runs.into_iter().map(Ok)), catalog))
 }
 
-/// Run `id` as `usage` lists it: its usage from the index when kept for
-/// its log as it is, else folded from its log.
-fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
-    Ok(match kept.take(home, &id, prices.id()) {
-        Some((tree, at)) => Recorded {
+/// Run `id` as `usage` lists it: its usage from the catalog when kept for
+/// its log as it is, else folded from its log (and kept, when priced by
+/// the database alone, so the next `usage` need not fold it again).
+fn recorded(home: &Home, catalog: &Catalog, id: RunId, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
+    Ok(match kept_tree(catalog, home, &id, prices.id()) {
+        Some(tree) => Recorded {
             id,
             place: Place::of(&tree),
-            usage: RecordedUsage::Kept(at),
+            usage: RecordedUsage::Kept,
         },
         None => {
-            let tree = UsageTree::of(&home.load_run_with(&id, Arc::clone(prices))?.view(), LogStamp::default(), prices.id());
+            let log = LogStamp::of(home, &id).unwrap_or_default();
+            let tree = UsageTree::of(&home.load_run_with(&id, Arc::clone(prices))?.view(), log, prices.id());
+            let place = Place::of(&tree);
+            if prices.id() == PriceBook::database().id() && log.bytes > 0 {
+                // Best effort: a catalog another process holds only means
+                // folding again next time.
+                if keep_tree(catalog, &id, &tree).is_ok() {
+                    return Ok(Recorded { id, place, usage: RecordedUsage::Kept });
+                }
+            }
             Recorded {
                 id,
-                place: Place::of(&tree),
+                place,
                 usage: RecordedUsage::Folded(Box::new(tree)),
             }
         }
@@ -1158,141 +1110,33 @@ fn recorded(home: &Home, kept: &mut KeptUsage, id: RunId, prices: &Arc<PriceBook
 }
 
 /// Every recorded run, newest first, one per session (as
-/// [`once_per_session`] chooses), given as they are asked for. The runs
-/// folder's ids, the runs by session and the runs by place go through
-/// [`ExternalSort`]s (in the system's temporary folder past a budget), so
-/// memory does not grow with the number of runs.
-fn every_run(home: &Home, kept: &mut KeptUsage, prices: &Arc<PriceBook>) -> anyhow::Result<RecordedRuns> {
-    let by_id: external_sort::Order<String> = |a, b| a.cmp(b);
-    let mut ids = ExternalSort::new(external_sort::BUDGET, None, by_id, |id| 40 + id.len());
-    let mut count = 0;
-    for id in recorded_ids(home)? {
-        ids.push(id.to_string())?;
-        count += 1;
-    }
-    if count == 0 {
+/// [`once_per_session`] chooses), listed from the catalog. What is held
+/// per run is its place (id, time, session, tokens), a few dozen bytes:
+/// 50,000 runs hold a few MB.
+fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow::Result<RecordedRuns> {
+    let listing = catalog.usage_listing()?;
+    if listing.is_empty() {
         eprintln!(
             "hint: no runs are recorded in {} yet: `agentrace import` records your Codex and Claude sessions, or read them straight with `agentrace usage --codex-home DIR --claude-dir DIR`",
             home.root().display()
         );
     }
-    // By session, each session's runs in their places (newest first).
-    let by_session: external_sort::Order<Listed> = |a, b| (&a.provider, &a.session_id).cmp(&(&b.provider, &b.session_id)).then_with(|| a.place_order(b));
-    let mut sessions = ExternalSort::new(external_sort::BUDGET, None, by_session, Listed::size);
-    for id in ids.sorted()? {
-        let id = RunId::from(id?);
-        match recorded(home, kept, id.clone(), prices) {
-            Ok(run) => sessions.push(Listed::of(run)?)?,
-            // Deleted since the directory was listed: no longer a run.
+    let mut runs = Vec::with_capacity(listing.len());
+    catalog.begin()?;
+    for (id, _) in listing {
+        let id = RunId::from(id);
+        match recorded(home, catalog, id.clone(), prices) {
+            Ok(run) => runs.push(run),
+            // Deleted since the catalog was synced: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
-            Err(error) => return Err(error),
-        }
-    }
-    // One run per session, in the place of the session's newest run.
-    let by_place: external_sort::Order<(Listed, Listed)> = |(a, _), (b, _)| a.place_order(b);
-    let mut places = ExternalSort::new(external_sort::BUDGET, None, by_place, |(place, counted)| place.size() + counted.size());
-    let mut session: Option<(Listed, Listed)> = None;
-    for run in sessions.sorted()? {
-        let run = run?;
-        match session.as_mut() {
-            Some((first, counted)) if (&first.provider, &first.session_id) == (&run.provider, &run.session_id) => {
-                count_once(counted, run, |run| (&run.provider, &run.session_id, &run.id, run.total_tokens));
-            }
-            _ => {
-                if let Some(done) = session.take() {
-                    places.push(done)?;
-                }
-                // The place is the newest run's; no usage of it is read
-                // (nor copied).
-                let place = Listed {
-                    id: run.id.clone(),
-                    started_at: run.started_at,
-                    provider: run.provider.clone(),
-                    session_id: run.session_id.clone(),
-                    total_tokens: run.total_tokens,
-                    usage: ListedUsage::Kept(None),
-                };
-                session = Some((place, run));
+            Err(error) => {
+                let _ = catalog.commit();
+                return Err(error);
             }
         }
     }
-    if let Some(done) = session {
-        places.push(done)?;
-    }
-    Ok(Box::new(places.sorted()?.map(|placed| placed.and_then(|(_, counted)| counted.recorded()))))
-}
-
-/// A recorded run as it goes through [`every_run`]'s sorts.
-#[derive(Debug, Serialize, Deserialize)]
-struct Listed {
-    id: String,
-    started_at: Option<i64>,
-    provider: String,
-    session_id: String,
-    total_tokens: u64,
-    usage: ListedUsage,
-}
-
-/// Where a listed run's usage is: its place in the index, or its tree (as
-/// JSON: a compact format cannot skip members).
-#[derive(Debug, Serialize, Deserialize)]
-enum ListedUsage {
-    Kept(Option<table::Position>),
-    Folded(Vec<u8>),
-}
-
-impl Listed {
-    fn of(run: Recorded) -> anyhow::Result<Self> {
-        let usage = match run.usage {
-            RecordedUsage::Kept(at) => ListedUsage::Kept(Some(at)),
-            RecordedUsage::Folded(tree) => ListedUsage::Folded(serde_json::to_vec(&tree)?),
-        };
-        Ok(Self {
-            id: run.id.to_string(),
-            started_at: run.place.started_at.map(|started| started.0),
-            provider: run.place.provider.to_owned(),
-            session_id: run.place.session_id,
-            total_tokens: run.place.total_tokens,
-            usage,
-        })
-    }
-
-    fn recorded(self) -> anyhow::Result<Recorded> {
-        let usage = match self.usage {
-            ListedUsage::Kept(Some(at)) => RecordedUsage::Kept(at),
-            ListedUsage::Kept(None) => anyhow::bail!("run {} was listed without its usage", self.id),
-            ListedUsage::Folded(json) => RecordedUsage::Folded(Box::new(serde_json::from_slice(&json)?)),
-        };
-        let provider = [Provider::Codex, Provider::Claude, Provider::Unknown]
-            .into_iter()
-            .map(provider_name)
-            .find(|name| *name == self.provider)
-            .unwrap_or("unknown");
-        Ok(Recorded {
-            id: RunId::from(self.id),
-            place: Place {
-                started_at: self.started_at.map(Timestamp),
-                provider,
-                session_id: self.session_id,
-                total_tokens: self.total_tokens,
-            },
-            usage,
-        })
-    }
-
-    /// Newest first, as `agentrace runs` lists them.
-    fn place_order(&self, other: &Self) -> std::cmp::Ordering {
-        (other.started_at, &other.id).cmp(&(self.started_at, &self.id))
-    }
-
-    /// About how many bytes it holds.
-    fn size(&self) -> usize {
-        let usage = match &self.usage {
-            ListedUsage::Kept(_) => 0,
-            ListedUsage::Folded(json) => json.len(),
-        };
-        std::mem::size_of::<Self>() + self.id.len() + self.provider.len() + self.session_id.len() + usage
-    }
+    catalog.commit()?;
+    Ok(Box::new(once_per_session(runs).into_iter().map(Ok)))
 }
 
 /// Every session `args` names (recorded runs, or the folders straight),
@@ -1301,8 +1145,8 @@ pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyho
     if args.codex_home.is_some() || args.claude_dir.is_some() {
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, prices)
     } else {
-        let (runs, lines) = recorded_runs(home, args, prices)?;
-        runs.map(|run| run?.session(&lines)).collect()
+        let (runs, catalog) = recorded_runs(home, args, prices)?;
+        runs.map(|run| run?.session(&catalog)).collect()
     }
 }
 
@@ -1326,8 +1170,8 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             out.json_pretty(&report)?;
             report
         } else {
-            let (runs, lines) = recorded_runs(home, args, &prices)?;
-            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&lines)).filter(started_in))
+            let (runs, catalog) = recorded_runs(home, args, &prices)?;
+            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&catalog)).filter(started_in))
                 as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
             out.json_pretty(&report)?;
             report

@@ -2,6 +2,7 @@
 //! end against real captures in a temporary `AGENTRACE_HOME`.
 
 mod all {
+    pub mod catalog;
     pub mod check;
     pub mod secrets;
     pub mod serve;

@@ -606,3 +606,74 @@ async fn a_long_run_folded_without_a_snapshot_leaves_one_that_gives_the_same_ans
     assert_eq!(folded[0].0, StatusCode::OK);
     assert_eq!((left, from_snapshot), (Ok(log_length), folded));
 }
+
+#[tokio::test]
+async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
+    let scratch = Scratch::new();
+    for id in ["a", "b", "c"] {
+        scratch.capture(id, "v1_basic");
+    }
+    let state = served(&scratch);
+    let ids = |body: &Value| -> Vec<Value> { body["runs"].as_array().map(|runs| runs.iter().map(|run| run["id"].clone()).collect()).unwrap_or_default() };
+    let (status, page) = get(&state, "/api/runs?limit=2&offset=1", None).await;
+    assert_eq!((status, ids(&page), page["total"].clone()), (StatusCode::OK, vec![json!("b"), json!("a")], json!(3)));
+    let (_, all) = get(&state, "/api/runs", None).await;
+    assert_eq!((ids(&all), all["total"].clone()), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
+    let (_, failed) = get(&state, "/api/runs?status=failed&provider=codex", None).await;
+    assert_eq!(failed, json!({"runs": [], "total": 0}));
+    let (_, claude) = get(&state, "/api/runs?provider=claude", None).await;
+    assert_eq!(claude, json!({"runs": [], "total": 0}));
+    let (_, later) = get(&state, "/api/runs?since=2100-01-01&limit=1", None).await;
+    assert_eq!(later, json!({"runs": [], "total": 0}));
+    let (status, _) = get(&state, "/api/runs?since=yesterday", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn search_finds_a_tools_text_with_its_run_sequence_and_actor() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (status, body) = get(&served(&scratch), "/api/search?q=hello-from-child-A&limit=2&actor=helpers", None).await;
+    let hit = |sequence: u64, timestamp: &str, snippet: &str| {
+        json!({
+            "runId": "basic",
+            "sequence": sequence,
+            "threadId": "01a2298c-947a-75b0-8b49-6a2e1016272b",
+            "label": "Dewey",
+            "role": "helper",
+            "timestamp": timestamp,
+            "snippet": snippet,
+        })
+    };
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"hits": [
+                hit(38, "2026-11-29T23:03:29.128Z", "CHILD A DONE: the command printed [hello-from-child-A]."),
+                hit(27, "2026-11-29T23:03:28.978Z", "shell [hello-from-child-A]\n"),
+            ]})
+        )
+    );
+    // The root quoted it, in its prompt and its answers.
+    let (_, root) = get(&served(&scratch), "/api/search?q=hello-from-child-A&actor=main", None).await;
+    let main = |sequence: u64, timestamp: &str, snippet: &str| {
+        json!({
+            "runId": "basic",
+            "sequence": sequence,
+            "threadId": "01a2298c-93ba-7001-9862-9fd03c21f5d4",
+            "label": "Main",
+            "role": "root",
+            "timestamp": timestamp,
+            "snippet": snippet,
+        })
+    };
+    assert_eq!(
+        root,
+        json!({"hits": [
+            main(49, "2026-11-29T23:03:29.240Z", "…the command printed [hello-from-child-A]."),
+            main(44, "2026-11-29T23:03:29.148Z", "…the command printed [hello-from-child-A]."),
+            main(12, "2026-11-29T23:03:28.634Z", "…Run the shell command `echo [hello-from-child-A]` and report its…"),
+        ]})
+    );
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use agentrace_testkit::files::{copy_dir, fixtures};
 
+use super::import_usage::{catalog_execute, catalog_rows};
 use super::support::Cli;
 
 /// A Codex home and a Claude config dir holding every capture (both Codex
@@ -456,30 +457,35 @@ fn an_import_reprices_kept_usage_that_another_price_book_priced() {
     cli.ok(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent", "--quiet"]);
     let fresh = cli.ok(&["usage", "--json"]);
     // As an older version kept it: no price book named, no costs.
-    let index = cli.home.path().join("import/usage.jsonl");
-    let text = std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{e}"));
-    let stale: String = text
-        .lines()
-        .map(|line| {
-            let mut entry: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
-            entry[1]["prices"] = Value::from("");
-            for agent in entry[1]["agents"].as_array_mut().into_iter().flatten() {
+    let stale = || {
+        for row in catalog_rows(&cli, "SELECT id, usage_tree FROM runs WHERE usage_tree IS NOT NULL") {
+            let mut tree: Value = serde_json::from_str(row[1].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+            tree["prices"] = Value::from("");
+            for agent in tree["agents"].as_array_mut().into_iter().flatten() {
                 for part in agent["tokensByModel"].as_array_mut().into_iter().flatten() {
                     part["cost"] = Value::from(0.0);
                 }
             }
-            entry.to_string() + "\n"
-        })
-        .collect();
-    std::fs::write(&index, stale).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::remove_file(cli.home.path().join("import/usage.prices")).unwrap_or_else(|e| panic!("{e}"));
-    // `usage` does not trust it: it folds the log.
+            catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1 WHERE id = ?2", &[&tree.to_string(), &row[0].as_str().unwrap_or_default()]);
+        }
+        catalog_execute(&cli, "DELETE FROM meta WHERE key = 'usage_prices'", &[]);
+    };
+    let books = || -> Vec<Value> {
+        catalog_rows(&cli, "SELECT usage_tree FROM runs")
+            .iter()
+            .map(|row| serde_json::from_str::<Value>(row[0].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"))["prices"].clone())
+            .collect()
+    };
+    let priced = Value::from(format!("genai-prices {}", genai_prices_version()));
+    stale();
+    // `usage` does not trust it: it folds the log, and keeps what it folded.
     assert_eq!(cli.ok(&["usage", "--json"]), fresh);
+    assert_eq!(books(), vec![priced.clone()]);
+    stale();
     let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("note: pricing the imported runs again with genai-prices"), "{stderr}");
-    let kept = std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{e}"));
-    assert!(kept.contains(&format!("\"prices\":\"genai-prices {}\"", genai_prices_version())), "{kept}");
+    assert_eq!(books(), vec![priced]);
     assert_eq!(cli.ok(&["usage", "--json"]), fresh);
     // Once: the next import says nothing of it.
     let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", "/nonexistent"]);

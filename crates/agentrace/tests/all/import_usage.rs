@@ -152,56 +152,75 @@ fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_chang
     assert!(stderr.contains("imported 0 new sessions, 1 changed, 2 unchanged"), "{stderr}");
 }
 
-/// The entries of one table of the import state, by key.
-fn table(cli: &Cli, name: &str) -> serde_json::Map<String, Value> {
-    let text = std::fs::read_to_string(cli.home.path().join("import").join(format!("{name}.jsonl"))).unwrap_or_else(|e| panic!("{name}: {e}"));
-    text.lines()
-        .map(|line| match serde_json::from_str::<(String, Value)>(line) {
-            Ok(entry) => entry,
-            Err(e) => panic!("{e}: {line}"),
+/// The rows `sql` selects from the home's catalog, each as its columns'
+/// values.
+pub fn catalog_rows(cli: &Cli, sql: &str) -> Vec<Vec<Value>> {
+    let conn = rusqlite::Connection::open(cli.home.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+    let mut statement = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = statement.column_count();
+    let rows = statement
+        .query_map([], |row| {
+            (0..columns)
+                .map(|at| {
+                    Ok(match row.get_ref(at)? {
+                        rusqlite::types::ValueRef::Null => Value::Null,
+                        rusqlite::types::ValueRef::Integer(number) => Value::from(number),
+                        rusqlite::types::ValueRef::Real(number) => Value::from(number),
+                        rusqlite::types::ValueRef::Text(text) => Value::from(String::from_utf8_lossy(text).into_owned()),
+                        rusqlite::types::ValueRef::Blob(_) => Value::from("<blob>"),
+                    })
+                })
+                .collect::<rusqlite::Result<Vec<Value>>>()
         })
-        .collect()
+        .unwrap_or_else(|e| panic!("{e}"));
+    rows.map(|row| row.unwrap_or_else(|e| panic!("{e}"))).collect()
+}
+
+/// Runs `sql` on the home's catalog.
+pub fn catalog_execute(cli: &Cli, sql: &str, values: &[&dyn rusqlite::ToSql]) {
+    let conn = rusqlite::Connection::open(cli.home.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+    conn.execute(sql, values).unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// The catalog's files (the database, its write-ahead log and index).
+fn catalog_files(home: &Path) -> Vec<PathBuf> {
+    ["catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"].iter().map(|name| home.join(name)).collect()
 }
 
 #[test]
-fn an_import_state_kept_by_an_older_version_is_taken_over_and_nothing_is_read_again() {
+fn the_catalog_keeps_each_session_its_files_and_heads_and_an_older_versions_tables_are_read_again_once() {
     let dir = homes(&["v1_basic", "v2_basic"], &["nested_fg"]);
     let cli = Cli::new();
     let codex = dir.path().join("codex").to_string_lossy().into_owned();
     let claude = dir.path().join("claude").to_string_lossy().into_owned();
     cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
-    let tables: serde_json::Map<String, Value> = ["codex", "claude", "heads"]
-        .into_iter()
-        .map(|name| (name.to_owned(), Value::Object(table(&cli, name))))
-        .collect();
-    assert_eq!(tables["codex"].as_object().map(serde_json::Map::len), Some(2));
-    assert_eq!(tables["claude"].as_object().map(serde_json::Map::len), Some(1));
-    assert_eq!(tables["heads"].as_object().map(serde_json::Map::len), Some(4), "{tables:?}");
-    let mut runs = table(&cli, "usage");
-    assert_eq!(runs.len(), 3);
-    // What an older version kept: the same entries in one file.
-    std::fs::remove_dir_all(cli.home.path().join("import")).unwrap_or_else(|e| panic!("{e}"));
-    let old = cli.home.path().join("import-state.json");
-    std::fs::write(&old, Value::Object(tables.clone()).to_string()).unwrap_or_else(|e| panic!("{e}"));
-
-    // And the usage index, one of whose counts is changed to show that
-    // `usage` reads the kept copy, not the log.
-    let run = "codex-01a2298d-6dff-7082-9198-f4918efc4e4a";
-    runs[run]["agents"][0]["tokensByModel"][0]["tokens"]["outputTokens"] = Value::from(7);
-    let old_index = cli.home.path().join("usage-index.json");
-    std::fs::write(&old_index, serde_json::json!({ "runs": runs }).to_string()).unwrap_or_else(|e| panic!("{e}"));
-
+    let count = |sql: &str| catalog_rows(&cli, sql)[0][0].clone();
+    assert_eq!(
+        [
+            count("SELECT count(*) FROM import_sessions WHERE provider = 'codex'"),
+            count("SELECT count(*) FROM import_sessions WHERE provider = 'claude'"),
+            count("SELECT count(*) FROM rollout_heads"),
+            count("SELECT count(*) FROM runs WHERE usage_tree IS NOT NULL"),
+            count("SELECT count(*) FROM import_files WHERE read_offset = size"),
+            count("SELECT count(*) FROM import_files"),
+        ],
+        [Value::from(2), Value::from(1), Value::from(4), Value::from(3), count("SELECT count(*) FROM import_files"), count("SELECT count(*) FROM import_files")]
+    );
+    // What an older version kept: tables of JSON lines, and no catalog.
+    for file in catalog_files(cli.home.path()) {
+        let _ = std::fs::remove_file(file);
+    }
+    let old: Vec<PathBuf> = ["import/codex.jsonl", "import/heads.partial.jsonl", "import/usage.jsonl", "import-state.json"].iter().map(|name| cli.home.path().join(name)).collect();
+    for file in &old {
+        std::fs::write(file, "[\"key\",{}]\n").unwrap_or_else(|e| panic!("{e}"));
+    }
     let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("imported 0 new sessions, 0 changed, 3 unchanged"), "{stderr}");
-    assert!(!old.exists());
-    for name in ["codex", "claude", "heads"] {
-        assert_eq!(Value::Object(table(&cli, name)), tables[name], "{name}");
-    }
-    let read = usage(&cli, &[run]);
-    assert_eq!(read.sessions[0].agents[0].own.output_tokens, 7);
-    assert!(!old_index.exists());
-    assert_eq!(table(&cli, "usage"), runs);
+    assert!(stderr.contains("note: no catalog in"), "{stderr}");
+    assert!(stderr.contains("imported 3 new sessions, 0 changed, 0 unchanged"), "{stderr}");
+    assert_eq!(old.iter().filter(|file| file.exists()).count(), 0);
+    let third = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&third.stderr).contains("imported 0 new sessions, 0 changed, 3 unchanged"));
 }
 
 #[test]
@@ -254,13 +273,13 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     let folded = usage(&cli, &[]);
     assert_eq!(folded.sessions.len(), 1);
     let run = folded.sessions[0].run_id.clone().unwrap_or_default();
-    let mut index = table(&cli, "usage");
-    assert_eq!(index.keys().collect::<Vec<_>>(), vec![&run]);
+    let kept = catalog_rows(&cli, "SELECT id, usage_tree FROM runs WHERE usage_tree IS NOT NULL");
+    assert_eq!(kept.iter().map(|row| row[0].clone()).collect::<Vec<_>>(), vec![Value::from(run.clone())]);
+    let mut tree: Value = serde_json::from_str(kept[0][1].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
     // A kept copy that says otherwise than the log is what `usage` reads
     // while the log keeps the length and time it was written for…
-    index[&run]["agents"][0]["tokensByModel"][0]["tokens"]["totalTokens"] = Value::from(7);
-    let line = Value::Array(vec![Value::from(run.clone()), index[&run].clone()]);
-    std::fs::write(cli.home.path().join("import/usage.jsonl"), format!("{line}\n")).unwrap_or_else(|e| panic!("{e}"));
+    tree["agents"][0]["tokensByModel"][0]["tokens"]["totalTokens"] = Value::from(7);
+    catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1 WHERE id = ?2", &[&tree.to_string(), &run]);
     assert_eq!(usage(&cli, &[]).sessions[0].agents[0].own.total_tokens, 7);
     assert_eq!(usage(&cli, &[&run]).sessions[0].agents[0].own.total_tokens, 7);
     // …and is ignored once the log grew.
@@ -805,9 +824,13 @@ fn read_on_equals_whole(growth: &Growth, cuts: &[usize], first: &dyn Fn(&Value, 
     let before: Vec<Vec<u8>> = logs.iter().map(|log| std::fs::read(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()))).collect();
 
     growth.write(&homes, written..growth.order.len(), true);
-    let state = cli.home.path().join("import");
+    // The import's state is the catalog's.
     let saved = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    copy_dir(&state, saved.path());
+    for file in catalog_files(cli.home.path()) {
+        if let Some(name) = file.file_name().filter(|_| file.exists()) {
+            std::fs::copy(&file, saved.path().join(name)).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
     assert_eq!(homes.import(&cli), (0, 1, 1), "{}: read on from line {written}", growth.capture);
     // Appended to, never rewritten.
     for (log, before) in logs.iter().zip(&before) {
@@ -826,8 +849,14 @@ fn read_on_equals_whole(growth: &Growth, cuts: &[usize], first: &dyn Fn(&Value, 
     assert_eq!(homes.import(&cli), (0, 0, 0));
 
     // The state as the second import found it, the run as it left it.
-    std::fs::remove_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
-    copy_dir(saved.path(), &state);
+    for file in catalog_files(cli.home.path()) {
+        let _ = std::fs::remove_file(&file);
+        if let Some(name) = file.file_name() {
+            if saved.path().join(name).exists() {
+                std::fs::copy(saved.path().join(name), &file).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
     assert_eq!(homes.import(&cli), (0, 1, 0));
     assert_same_runs(&cli, &whole.cli, &growth.capture);
 }
@@ -923,10 +952,8 @@ fn a_run_an_older_import_fed_file_after_file_is_rebuilt_when_its_session_grows()
     growth.write(&homes, 0..cut, true);
     let cli = Cli::new();
     homes.import(&cli);
-    let state = cli.home.path().join("import/codex.jsonl");
-    let kept = std::fs::read_to_string(&state).unwrap_or_else(|e| panic!("{e}"));
-    assert!(kept.contains(r#","merged":true"#), "{kept}");
-    std::fs::write(&state, kept.replace(r#","merged":true"#, "")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(catalog_rows(&cli, "SELECT merged FROM import_sessions"), vec![vec![Value::from(1)]]);
+    catalog_execute(&cli, "UPDATE import_sessions SET merged = 0", &[]);
     growth.write(&homes, cut..growth.order.len(), true);
     assert_eq!(homes.import(&cli), (0, 1, 0));
     assert_same_runs(&cli, &whole.cli, "older import");

@@ -20,6 +20,10 @@ impl Cli {
         command
             .args(args)
             .env("AGENTRACE_HOME", self.home.path())
+            // `agentrace` alone imports from these: never the machine's own
+            // history (a test that wants one sets them again).
+            .env("CODEX_HOME", self.home.path().join("no-codex-home"))
+            .env("CLAUDE_CONFIG_DIR", self.home.path().join("no-claude-dir"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         command

@@ -1,0 +1,1280 @@
+//! The catalog: an SQLite database at `$AGENTRACE_HOME/catalog.sqlite` that
+//! indexes what the run logs and the import sources hold (runs, agents,
+//! usage rows, the import's offsets and file stamps, the searchable text).
+//! It is derived data: the logs and the sources are the truth, and a
+//! catalog that is missing, unreadable or of an older schema is made anew
+//! (and refilled by [`Catalog::sync`] and the next import), never an error.
+//! WAL and a busy timeout let two processes use it at once. The schema is
+//! documented in the README: users may query it with `sqlite3`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentrace_core::model::{Event, EventBody, Role, RunStatus, Timestamp};
+use agentrace_core::state::{FinalActors, RunSummary};
+use agentrace_core::{Envelope, RunId};
+use rusqlite::{params, Connection, OptionalExtension as _};
+use serde::Serialize;
+
+use crate::{validate_run_id, Home, LogReader, StoreError};
+
+/// The schema this build writes; a catalog of another is made anew.
+pub const CATALOG_SCHEMA: i64 = 1;
+
+/// The catalog's file name in the home.
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+
+/// How long a writer waits for another process's transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much of one message, reasoning or tool text is kept for search (the
+/// log has all of it): long tool outputs would otherwise make the catalog
+/// as large as the history it indexes.
+pub const TEXT_LIMIT: usize = 2000;
+
+const SCHEMA: &str = r#"
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  provider TEXT NOT NULL,
+  source TEXT,
+  status TEXT NOT NULL,
+  session_id TEXT,
+  project TEXT,
+  root_thread_id TEXT,
+  started_at INTEGER,
+  updated_at INTEGER,
+  ended_at INTEGER,
+  duration_ms INTEGER,
+  agents INTEGER NOT NULL,
+  input_tokens INTEGER NOT NULL,
+  cached_input_tokens INTEGER NOT NULL,
+  cache_creation_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  reasoning_tokens INTEGER NOT NULL,
+  total_tokens INTEGER NOT NULL,
+  cost REAL,
+  cost_status TEXT NOT NULL,
+  warning_count INTEGER NOT NULL,
+  warning_codes TEXT NOT NULL,
+  result TEXT,
+  record TEXT NOT NULL,
+  log_bytes INTEGER NOT NULL,
+  log_modified_ns INTEGER NOT NULL,
+  texts_bytes INTEGER NOT NULL DEFAULT 0,
+  usage_tree TEXT
+);
+CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
+CREATE INDEX runs_by_status ON runs (status);
+CREATE TABLE agents (
+  run_id TEXT NOT NULL,
+  thread_id TEXT NOT NULL,
+  parent_thread_id TEXT,
+  label TEXT NOT NULL,
+  model TEXT,
+  depth INTEGER NOT NULL,
+  PRIMARY KEY (run_id, thread_id)
+) WITHOUT ROWID;
+CREATE TABLE usage (
+  run_id TEXT NOT NULL,
+  thread_id TEXT,
+  label TEXT NOT NULL,
+  model TEXT,
+  day TEXT,
+  hour INTEGER,
+  input_tokens INTEGER NOT NULL,
+  cached_input_tokens INTEGER NOT NULL,
+  cache_creation_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  reasoning_tokens INTEGER NOT NULL,
+  total_tokens INTEGER NOT NULL,
+  cost REAL NOT NULL,
+  unpriced_tokens INTEGER NOT NULL
+);
+CREATE INDEX usage_by_run ON usage (run_id);
+CREATE INDEX usage_by_day ON usage (day);
+CREATE TABLE import_sessions (
+  provider TEXT NOT NULL,
+  key TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  log_bytes INTEGER,
+  merged INTEGER NOT NULL,
+  PRIMARY KEY (provider, key)
+) WITHOUT ROWID;
+CREATE TABLE import_files (
+  provider TEXT NOT NULL,
+  key TEXT NOT NULL,
+  path TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  modified_ns INTEGER NOT NULL,
+  read_offset INTEGER,
+  read_lines INTEGER,
+  read_torn INTEGER,
+  read_number INTEGER,
+  PRIMARY KEY (provider, key, path)
+) WITHOUT ROWID;
+CREATE TABLE rollout_heads (
+  path TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  modified_ns INTEGER NOT NULL,
+  thread TEXT NOT NULL,
+  parent TEXT,
+  depth INTEGER NOT NULL,
+  started_at INTEGER
+) WITHOUT ROWID;
+CREATE TABLE texts (
+  id INTEGER PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  sequence INTEGER NOT NULL,
+  thread_id TEXT,
+  label TEXT NOT NULL,
+  role TEXT NOT NULL,
+  timestamp INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX texts_by_run ON texts (run_id);
+CREATE VIRTUAL TABLE texts_fts USING fts5 (text, content='texts', content_rowid='id');
+"#;
+
+/// Why the catalog was made anew when it was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rebuilt {
+    /// There was none.
+    Missing,
+    /// It could not be read (the cause).
+    Unreadable(String),
+    /// It was written by another schema.
+    OtherSchema(i64),
+}
+
+impl Rebuilt {
+    /// The note said on stderr, `None` for a catalog that simply was not
+    /// there yet.
+    pub fn note(&self, path: &Path) -> Option<String> {
+        match self {
+            Rebuilt::Missing => None,
+            Rebuilt::Unreadable(cause) => Some(format!("note: the catalog {} could not be read ({cause}); rebuilding it from the run logs", path.display())),
+            Rebuilt::OtherSchema(found) => Some(format!("note: the catalog {} has schema {found}, this agentrace writes {CATALOG_SCHEMA}; rebuilding it from the run logs", path.display())),
+        }
+    }
+}
+
+/// An open catalog.
+pub struct Catalog {
+    conn: Connection,
+    path: PathBuf,
+    rebuilt: Option<Rebuilt>,
+}
+
+/// An SQLite failure on the catalog at `path`.
+fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Catalog {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Catalog {
+    /// Opens the home's catalog, making it anew when it is missing,
+    /// unreadable or of another schema ([`Catalog::rebuilt`] says why).
+    pub fn open(home: &Home) -> Result<Catalog, StoreError> {
+        fs::create_dir_all(home.root()).map_err(|source| StoreError::io("create home", home.root(), source))?;
+        Self::open_at(&home.root().join(CATALOG_FILE))
+    }
+
+    /// [`Catalog::open`] of the file at `path`.
+    pub fn open_at(path: &Path) -> Result<Catalog, StoreError> {
+        let existed = path.exists();
+        match Self::try_open(path, existed) {
+            Ok(catalog) => Ok(catalog),
+            Err(reason) => {
+                for end in ["", "-wal", "-shm"] {
+                    let file = PathBuf::from(format!("{}{end}", path.display()));
+                    match fs::remove_file(&file) {
+                        Ok(()) => {}
+                        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(source) => return Err(StoreError::io("remove the old catalog", &file, source)),
+                    }
+                }
+                let mut catalog = Self::try_open(path, false).map_err(|reason| match reason {
+                    Rebuilt::Unreadable(cause) => StoreError::CatalogBroken { path: path.to_path_buf(), cause },
+                    other => StoreError::CatalogBroken { path: path.to_path_buf(), cause: format!("{other:?}") },
+                })?;
+                catalog.rebuilt = Some(reason);
+                Ok(catalog)
+            }
+        }
+    }
+
+    fn try_open(path: &Path, existed: bool) -> Result<Catalog, Rebuilt> {
+        let unreadable = |error: rusqlite::Error| Rebuilt::Unreadable(error.to_string());
+        let conn = Connection::open(path).map_err(unreadable)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;").map_err(unreadable)?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
+        let mut rebuilt = None;
+        if version == 0 {
+            // A new file (or one another process is making right now: the
+            // schema is made in one exclusive transaction, and checked again
+            // inside it).
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(unreadable)?;
+            let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
+            if version == 0 {
+                let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0)).map_err(unreadable)?;
+                if tables > 0 {
+                    let _ = conn.execute_batch("ROLLBACK");
+                    return Err(Rebuilt::OtherSchema(0));
+                }
+                conn.execute_batch(SCHEMA).map_err(unreadable)?;
+                conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_SCHEMA}")).map_err(unreadable)?;
+                if !existed {
+                    rebuilt = Some(Rebuilt::Missing);
+                }
+            } else if version != CATALOG_SCHEMA {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(Rebuilt::OtherSchema(version));
+            }
+            conn.execute_batch("COMMIT").map_err(unreadable)?;
+        } else if version != CATALOG_SCHEMA {
+            return Err(Rebuilt::OtherSchema(version));
+        } else {
+            // A quick look that the file is a database we can read.
+            conn.query_row("SELECT count(*) FROM meta", [], |row| row.get::<_, i64>(0)).map_err(unreadable)?;
+        }
+        Ok(Catalog {
+            conn,
+            path: path.to_path_buf(),
+            rebuilt,
+        })
+    }
+
+    /// Why the catalog was made anew when opened, if it was.
+    pub fn rebuilt(&self) -> Option<&Rebuilt> {
+        self.rebuilt.as_ref()
+    }
+
+    /// The catalog's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for a caller's own queries.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Starts a write transaction (writes between this and
+    /// [`Catalog::commit`] are one: an import commits every few seconds).
+    pub fn begin(&self) -> Result<(), StoreError> {
+        if self.conn.is_autocommit() {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql(&self.path))?;
+        }
+        Ok(())
+    }
+
+    /// Commits the transaction [`Catalog::begin`] started, if any.
+    pub fn commit(&self) -> Result<(), StoreError> {
+        if !self.conn.is_autocommit() {
+            self.conn.execute_batch("COMMIT").map_err(sql(&self.path))?;
+        }
+        Ok(())
+    }
+
+    /// A value of the `meta` table.
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .optional()
+            .map_err(sql(&self.path))
+    }
+
+    /// Sets a value of the `meta` table.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+            .map(|_| ())
+            .map_err(sql(&self.path))
+    }
+
+    // ----- runs -----
+
+    /// Puts (or replaces) run `summary`'s row, its log as stamped `log`.
+    /// `texts`, when given, replace the run's searchable text (up to
+    /// `log.bytes` of the log); `None` keeps them.
+    pub fn put_run(&self, summary: &RunSummary, project: Option<&str>, session_id: Option<&str>, agents: &[AgentRow], log: LogStampRow, texts: Option<&[TextRow]>) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        let tokens = summary.tokens.unwrap_or_default();
+        let duration = match (summary.started_at, summary.ended_at.or(summary.updated_at)) {
+            (Some(start), Some(end)) => Some(end.0 - start.0),
+            _ => None,
+        };
+        let record = serde_json::to_string(summary).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
+        let project = project.map(str::to_owned).or_else(|| self.project_of(summary.id.as_str()).ok().flatten());
+        let mut put = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO runs (id, provider, source, status, session_id, project, root_thread_id, started_at, updated_at, ended_at, duration_ms, agents, \
+                 input_tokens, cached_input_tokens, cache_creation_tokens, output_tokens, reasoning_tokens, total_tokens, cost, cost_status, warning_count, warning_codes, result, record, log_bytes, log_modified_ns) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) \
+                 ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, source = excluded.source, status = excluded.status, session_id = excluded.session_id, \
+                 project = excluded.project, root_thread_id = excluded.root_thread_id, started_at = excluded.started_at, updated_at = excluded.updated_at, \
+                 ended_at = excluded.ended_at, duration_ms = excluded.duration_ms, agents = excluded.agents, input_tokens = excluded.input_tokens, \
+                 cached_input_tokens = excluded.cached_input_tokens, cache_creation_tokens = excluded.cache_creation_tokens, output_tokens = excluded.output_tokens, \
+                 reasoning_tokens = excluded.reasoning_tokens, total_tokens = excluded.total_tokens, cost = excluded.cost, cost_status = excluded.cost_status, \
+                 warning_count = excluded.warning_count, warning_codes = excluded.warning_codes, result = excluded.result, record = excluded.record, \
+                 log_bytes = excluded.log_bytes, log_modified_ns = excluded.log_modified_ns",
+            )
+            .map_err(&err)?;
+        put.execute(params![
+            summary.id.as_str(),
+            word(&summary.provider),
+            word(&summary.source),
+            summary.status.as_str(),
+            session_id,
+            project,
+            summary.root_thread_id.as_ref().map(|id| id.as_str().to_owned()),
+            summary.started_at.map(|at| at.0),
+            summary.updated_at.map(|at| at.0),
+            summary.ended_at.map(|at| at.0),
+            duration,
+            agents.len() as i64,
+            tokens.input_tokens as i64,
+            tokens.cached_input_tokens as i64,
+            tokens.cache_creation_input_tokens as i64,
+            tokens.output_tokens as i64,
+            tokens.reasoning_output_tokens as i64,
+            tokens.total_tokens as i64,
+            summary.cost,
+            word(&summary.cost_status),
+            summary.warning_count as i64,
+            summary.warning_codes.join(" "),
+            summary.result.as_deref().or(summary.error.as_deref()),
+            record,
+            log.bytes as i64,
+            log.modified_ns as i64,
+        ])
+        .map_err(&err)?;
+        self.conn.prepare_cached("DELETE FROM agents WHERE run_id = ?1").map_err(&err)?.execute([summary.id.as_str()]).map_err(&err)?;
+        let mut agent = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO agents (run_id, thread_id, parent_thread_id, label, model, depth) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .map_err(&err)?;
+        for row in agents {
+            agent
+                .execute(params![summary.id.as_str(), row.thread_id, row.parent_thread_id, row.label, row.model, row.depth])
+                .map_err(&err)?;
+        }
+        if let Some(texts) = texts {
+            self.put_texts(&summary.id, texts, log.bytes)?;
+        }
+        Ok(())
+    }
+
+    fn project_of(&self, id: &str) -> rusqlite::Result<Option<String>> {
+        self.conn
+            .prepare_cached("SELECT project FROM runs WHERE id = ?1")?
+            .query_row([id], |row| row.get(0))
+            .optional()
+            .map(Option::flatten)
+    }
+
+    /// Replaces run `id`'s searchable text.
+    pub fn put_texts(&self, id: &RunId, texts: &[TextRow], log_bytes: u64) -> Result<(), StoreError> {
+        self.add_texts(id, texts, log_bytes, true)
+    }
+
+    /// Adds to run `id`'s searchable text (replacing what it had when
+    /// `replace`), the log indexed up to `log_bytes`.
+    pub fn add_texts(&self, id: &RunId, texts: &[TextRow], log_bytes: u64, replace: bool) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        if replace {
+        self.conn
+            .prepare_cached("INSERT INTO texts_fts (texts_fts, rowid, text) SELECT 'delete', id, text FROM texts WHERE run_id = ?1")
+            .map_err(&err)?
+            .execute([id.as_str()])
+            .map_err(&err)?;
+        self.conn.prepare_cached("DELETE FROM texts WHERE run_id = ?1").map_err(&err)?.execute([id.as_str()]).map_err(&err)?;
+        }
+        let mut text = self
+            .conn
+            .prepare_cached("INSERT INTO texts (run_id, sequence, thread_id, label, role, timestamp, kind, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            .map_err(&err)?;
+        let mut fts = self.conn.prepare_cached("INSERT INTO texts_fts (rowid, text) VALUES (?1, ?2)").map_err(&err)?;
+        for row in texts {
+            text.execute(params![id.as_str(), row.sequence as i64, row.thread_id, row.label, row.role, row.timestamp, row.kind, row.text])
+                .map_err(&err)?;
+            fts.execute(params![self.conn.last_insert_rowid(), row.text]).map_err(&err)?;
+        }
+        self.conn
+            .prepare_cached("UPDATE runs SET texts_bytes = ?2 WHERE id = ?1")
+            .map_err(&err)?
+            .execute(params![id.as_str(), log_bytes as i64])
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// Forgets run `id` (its row, agents, usage and text).
+    pub fn remove_run(&self, id: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("INSERT INTO texts_fts (texts_fts, rowid, text) SELECT 'delete', id, text FROM texts WHERE run_id = ?1")
+            .map_err(&err)?
+            .execute([id])
+            .map_err(&err)?;
+        for statement in ["DELETE FROM texts WHERE run_id = ?1", "DELETE FROM agents WHERE run_id = ?1", "DELETE FROM usage WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"] {
+            self.conn.prepare_cached(statement).map_err(&err)?.execute([id]).map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// Each run's log stamp, indexed text length and status as the catalog
+    /// has them, by id (only the running runs' when `running`).
+    pub fn run_stamps(&self, running: bool) -> Result<HashMap<String, (LogStampRow, u64, String)>, StoreError> {
+        let err = sql(&self.path);
+        let filter = if running { " WHERE status = 'running'" } else { "" };
+        let mut statement = self.conn.prepare(&format!("SELECT id, log_bytes, log_modified_ns, texts_bytes, status FROM runs{filter}")).map_err(&err)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    (
+                        LogStampRow {
+                            bytes: row.get::<_, i64>(1)? as u64,
+                            modified_ns: row.get::<_, i64>(2)? as u64,
+                        },
+                        row.get::<_, i64>(3)? as u64,
+                        row.get::<_, String>(4)?,
+                    ),
+                ))
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(&err)
+    }
+
+    /// Brings the runs table up to the runs folder: a run whose log is new
+    /// or changed is indexed again (its record, else its log's fold; its
+    /// text once it is not running), a run whose log is gone is forgotten.
+    /// Cheap when nothing changed: the runs folder's own stamp is kept, and
+    /// only running runs are looked at then.
+    pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
+        let runs_dir = home.runs_dir();
+        let folder = match fs::metadata(&runs_dir) {
+            Ok(metadata) => stamp_of(&metadata),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => LogStampRow::default(),
+            Err(source) => return Err(StoreError::io("read runs directory", &runs_dir, source)),
+        };
+        let folder_text = format!("{} {}", folder.bytes, folder.modified_ns);
+        let mut count = SyncCount::default();
+        let unchanged_folder = self.meta("runs_folder")?.as_deref() == Some(folder_text.as_str());
+        // With the folder as it was, only running runs can have moved on
+        // (a log appended to does not change its folder): the others are
+        // not even read from the catalog.
+        let known = self.run_stamps(unchanged_folder)?;
+        let ids: Vec<String> = if unchanged_folder {
+            if known.is_empty() {
+                return Ok(count);
+            }
+            known.keys().cloned().collect()
+        } else {
+            let mut ids = Vec::new();
+            for entry in fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
+                let name = entry.file_name();
+                if let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) {
+                    ids.push(stem.to_owned());
+                }
+            }
+            for id in known.keys() {
+                if !ids.contains(id) && !home.log_path(&RunId::from(id.as_str())).exists() {
+                    ids.push(id.clone());
+                }
+            }
+            ids
+        };
+        self.begin()?;
+        for id in ids {
+            let Ok(run_id) = validate_run_id(&id) else { continue };
+            let log = match fs::metadata(home.log_path(&run_id)) {
+                Ok(metadata) if metadata.is_file() => stamp_of(&metadata),
+                _ => {
+                    if known.contains_key(&id) {
+                        self.remove_run(&id)?;
+                        count.removed += 1;
+                    }
+                    continue;
+                }
+            };
+            let previous = known.get(&id);
+            if previous.is_some_and(|(stamp, texts, status)| *stamp == log && (status == "running" || *texts == log.bytes)) {
+                continue;
+            }
+            match self.index_run(home, &run_id, log) {
+                Ok(()) => count.indexed += 1,
+                // Gone (or unreadable) since it was listed: not a run now.
+                Err(StoreError::NotFound { .. }) => {}
+                Err(error) => {
+                    let _ = self.commit();
+                    return Err(error);
+                }
+            }
+        }
+        self.set_meta("runs_folder", &folder_text)?;
+        self.commit()?;
+        Ok(count)
+    }
+
+    /// Indexes run `id` from its files: the record (else the log's fold)
+    /// and, once it is not running, its text.
+    pub fn index_run(&self, home: &Home, id: &RunId, log: LogStampRow) -> Result<(), StoreError> {
+        let record = home.read_record_pub(id);
+        let summary = match record {
+            Some(summary) => summary,
+            None => home.load_run(id)?.checked_view(&Default::default(), None).run,
+        };
+        let texts = if summary.status == RunStatus::Running { None } else { Some(texts_of_log(&home.log_path(id))?) };
+        let agents = agents_of_log(home, id);
+        self.put_run(&summary, None, None, &agents, log, texts.as_deref())
+    }
+
+    /// Runs matching `filter`, newest first, a page of them, with how many
+    /// match in all.
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<(Vec<RunSummary>, u64), StoreError> {
+        let err = sql(&self.path);
+        let (clause, values) = filter.clause();
+        let total: i64 = self
+            .conn
+            .query_row(&format!("SELECT count(*) FROM runs{clause}"), rusqlite::params_from_iter(values.iter()), |row| row.get(0))
+            .map_err(&err)?;
+        let limit = filter.limit.map_or(-1, |limit| limit as i64);
+        let mut statement = self
+            .conn
+            .prepare(&format!("SELECT record FROM runs{clause} ORDER BY started_at DESC, id DESC LIMIT {limit} OFFSET {}", filter.offset))
+            .map_err(&err)?;
+        let rows = statement.query_map(rusqlite::params_from_iter(values.iter()), |row| row.get::<_, String>(0)).map_err(&err)?;
+        let mut runs = Vec::new();
+        for row in rows {
+            let record = row.map_err(&err)?;
+            if let Ok(summary) = serde_json::from_str::<RunSummary>(&record) {
+                runs.push(summary);
+            }
+        }
+        Ok((runs, total as u64))
+    }
+
+    /// The extra columns of the listed runs (project, agents), by id.
+    pub fn run_columns(&self, ids: &[&str]) -> Result<HashMap<String, RunColumns>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare_cached("SELECT project, agents FROM runs WHERE id = ?1").map_err(&err)?;
+        let mut found = HashMap::new();
+        for id in ids {
+            if let Some(columns) = statement
+                .query_row([id], |row| Ok(RunColumns { project: row.get(0)?, agents: row.get::<_, i64>(1)? as u64 }))
+                .optional()
+                .map_err(&err)?
+            {
+                found.insert((*id).to_owned(), columns);
+            }
+        }
+        Ok(found)
+    }
+
+    /// How many runs the catalog holds.
+    pub fn run_count(&self) -> Result<u64, StoreError> {
+        self.conn.query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))
+    }
+
+    // ----- usage -----
+
+    /// Run `id`'s kept usage tree (JSON, as the binary's `usage` keeps it).
+    pub fn usage_tree(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("SELECT usage_tree FROM runs WHERE id = ?1")
+            .map_err(&err)?
+            .query_row([id], |row| row.get::<_, Option<String>>(0))
+            .optional()
+            .map(Option::flatten)
+            .map_err(err)
+    }
+
+    /// Keeps run `id`'s usage tree and its usage rows (a run the catalog
+    /// does not list yet is left as it is).
+    pub fn put_usage(&self, id: &str, tree: &str, project: Option<&str>, rows: &[UsageRow]) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project) WHERE id = ?1")
+            .map_err(&err)?
+            .execute(params![id, tree, project])
+            .map_err(&err)?;
+        self.conn.prepare_cached("DELETE FROM usage WHERE run_id = ?1").map_err(&err)?.execute([id]).map_err(&err)?;
+        let mut put = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO usage (run_id, thread_id, label, model, day, hour, input_tokens, cached_input_tokens, cache_creation_tokens, output_tokens, reasoning_tokens, total_tokens, cost, unpriced_tokens) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            )
+            .map_err(&err)?;
+        for row in rows {
+            put.execute(params![
+                id,
+                row.thread_id,
+                row.label,
+                row.model,
+                row.hour.map(day_text),
+                row.hour,
+                row.input_tokens as i64,
+                row.cached_input_tokens as i64,
+                row.cache_creation_tokens as i64,
+                row.output_tokens as i64,
+                row.reasoning_tokens as i64,
+                row.total_tokens as i64,
+                row.cost,
+                row.unpriced_tokens as i64,
+            ])
+            .map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// Every run's id, provider, started time and kept usage tree (if any),
+    /// newest first: what `usage` lists before it dedupes sessions.
+    pub fn usage_listing(&self) -> Result<Vec<(String, Option<i64>)>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare("SELECT id, started_at FROM runs ORDER BY started_at DESC, id DESC").map_err(&err)?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    // ----- import state -----
+
+    /// What the last import kept of session `key` of `provider`.
+    pub fn import_session(&self, provider: &str, key: &str) -> Result<Option<ImportedSession>, StoreError> {
+        let err = sql(&self.path);
+        let head = self
+            .conn
+            .prepare_cached("SELECT run_id, log_bytes, merged FROM import_sessions WHERE provider = ?1 AND key = ?2")
+            .map_err(&err)?
+            .query_row([provider, key], |row| Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?, row.get::<_, i64>(2)?)))
+            .optional()
+            .map_err(&err)?;
+        let Some((run_id, log, merged)) = head else {
+            return Ok(None);
+        };
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT path, size, modified_ns, read_offset, read_lines, read_torn, read_number FROM import_files WHERE provider = ?1 AND key = ?2")
+            .map_err(&err)?;
+        let files = statement
+            .query_map([provider, key], |row| {
+                let offset: Option<i64> = row.get(3)?;
+                Ok((
+                    row.get::<_, String>(0)?,
+                    ImportedFile {
+                        size: row.get::<_, i64>(1)? as u64,
+                        modified_ns: row.get::<_, i64>(2)? as u64,
+                        read: match offset {
+                            Some(offset) => Some(ReadRow {
+                                offset: offset as u64,
+                                lines: row.get::<_, i64>(4)? as u64,
+                                torn: row.get::<_, i64>(5)? != 0,
+                                number: row.get::<_, i64>(6)? as u32,
+                            }),
+                            None => None,
+                        },
+                    },
+                ))
+            })
+            .map_err(&err)?
+            .collect::<Result<BTreeMap<_, _>, _>>()
+            .map_err(&err)?;
+        Ok(Some(ImportedSession {
+            run_id,
+            log: log.map(|bytes| bytes as u64),
+            merged: merged != 0,
+            files,
+        }))
+    }
+
+    /// Keeps what an import made of session `key` of `provider`.
+    pub fn put_import_session(&self, provider: &str, key: &str, session: &ImportedSession) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO import_sessions (provider, key, run_id, log_bytes, merged) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .map_err(&err)?
+            .execute(params![provider, key, session.run_id, session.log.map(|bytes| bytes as i64), i64::from(session.merged)])
+            .map_err(&err)?;
+        self.conn
+            .prepare_cached("DELETE FROM import_files WHERE provider = ?1 AND key = ?2")
+            .map_err(&err)?
+            .execute([provider, key])
+            .map_err(&err)?;
+        let mut put = self
+            .conn
+            .prepare_cached("INSERT INTO import_files (provider, key, path, size, modified_ns, read_offset, read_lines, read_torn, read_number) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+            .map_err(&err)?;
+        for (path, file) in &session.files {
+            put.execute(params![
+                provider,
+                key,
+                path,
+                file.size as i64,
+                file.modified_ns as i64,
+                file.read.map(|read| read.offset as i64),
+                file.read.map(|read| read.lines as i64),
+                file.read.map(|read| i64::from(read.torn)),
+                file.read.map(|read| i64::from(read.number)),
+            ])
+            .map_err(&err)?;
+        }
+        Ok(())
+    }
+
+    /// Every rollout head the last import kept, by path.
+    pub fn rollout_heads(&self) -> Result<HashMap<String, HeadRow>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare("SELECT path, size, modified_ns, thread, parent, depth, started_at FROM rollout_heads").map_err(&err)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    HeadRow {
+                        size: row.get::<_, i64>(1)? as u64,
+                        modified_ns: row.get::<_, i64>(2)? as u64,
+                        thread: row.get(3)?,
+                        parent: row.get(4)?,
+                        depth: row.get::<_, i64>(5)? as u64,
+                        started: row.get::<_, Option<i64>>(6)?.map(Timestamp),
+                    },
+                ))
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Keeps rollout `path`'s head.
+    pub fn put_rollout_head(&self, path: &str, head: &HeadRow) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO rollout_heads (path, size, modified_ns, thread, parent, depth, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            .map_err(&err)?
+            .execute(params![path, head.size as i64, head.modified_ns as i64, head.thread, head.parent, head.depth as i64, head.started.map(|at| at.0)])
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// Forgets rollout `path`'s head.
+    pub fn remove_rollout_head(&self, path: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn.prepare_cached("DELETE FROM rollout_heads WHERE path = ?1").map_err(&err)?.execute([path]).map_err(&err)?;
+        Ok(())
+    }
+
+    // ----- search -----
+
+    /// The texts that match `query` (words, each matched as a prefix-free
+    /// token; quotes are kept as a phrase), best first.
+    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
+        let err = sql(&self.path);
+        let Some(expression) = fts_expression(&query.text) else {
+            return Ok(Vec::new());
+        };
+        let mut sql_text = String::from(
+            "SELECT t.run_id, t.sequence, t.thread_id, t.label, t.role, t.timestamp, snippet(texts_fts, 0, '[', ']', '…', 12) \
+             FROM texts_fts JOIN texts t ON t.id = texts_fts.rowid WHERE texts_fts MATCH ?1",
+        );
+        let mut values: Vec<rusqlite::types::Value> = vec![expression.into()];
+        if let Some(run) = &query.run {
+            values.push(run.clone().into());
+            sql_text.push_str(&format!(" AND t.run_id = ?{}", values.len()));
+        }
+        match &query.actor {
+            None => {}
+            Some(ActorQuery::Role(role)) => {
+                values.push(role_word(*role).to_owned().into());
+                sql_text.push_str(&format!(" AND t.role = ?{}", values.len()));
+            }
+            Some(ActorQuery::Thread(thread)) => {
+                values.push(thread.clone().into());
+                sql_text.push_str(&format!(" AND t.thread_id = ?{}", values.len()));
+            }
+        }
+        sql_text.push_str(&format!(" ORDER BY t.timestamp DESC, t.run_id, t.sequence LIMIT {}", query.limit));
+        let mut statement = self.conn.prepare(&sql_text).map_err(&err)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                Ok(SearchHit {
+                    run_id: row.get(0)?,
+                    sequence: row.get::<_, i64>(1)? as u64,
+                    thread_id: row.get(2)?,
+                    label: row.get(3)?,
+                    role: row.get(4)?,
+                    timestamp: Timestamp(row.get(5)?),
+                    snippet: row.get(6)?,
+                })
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+}
+
+/// An FTS5 expression of a user's words: each word quoted (so `-`, `:` or
+/// `*` in it are text, not syntax), all required.
+fn fts_expression(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|word| format!("\"{}\"", word.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// The `YYYY-MM-DD` (UTC) of a time in milliseconds.
+fn day_text(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    // Civil from days (Howard Hinnant's algorithm): no clock, no crate.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A serde word (`"codex"` → `codex`).
+fn word<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A role as the catalog and `--actor` spell it.
+pub fn role_word(role: Role) -> &'static str {
+    match role {
+        Role::Root => "root",
+        Role::Helper => "helper",
+        Role::Unknown => "unknown",
+    }
+}
+
+fn stamp_of(metadata: &fs::Metadata) -> LogStampRow {
+    let modified_ns = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|elapsed| u64::try_from(elapsed.as_nanos()).ok())
+        .unwrap_or(0);
+    LogStampRow {
+        bytes: metadata.len(),
+        modified_ns,
+    }
+}
+
+/// The stamp of a log now (`None` when it is not there).
+pub fn log_stamp(path: &Path) -> Option<LogStampRow> {
+    fs::metadata(path).ok().map(|metadata| stamp_of(&metadata))
+}
+
+/// The agents of a run, flattened, from its log's fold (its record has no
+/// tree); none when it cannot be folded.
+fn agents_of_log(home: &Home, id: &RunId) -> Vec<AgentRow> {
+    match home.load_run(id) {
+        Ok(loaded) => agent_rows(&loaded.view().agents),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The agents of a view's tree, flattened, parents first.
+pub fn agent_rows(agents: &[agentrace_core::state::AgentNode]) -> Vec<AgentRow> {
+    fn walk(node: &agentrace_core::state::AgentNode, depth: u32, out: &mut Vec<AgentRow>) {
+        out.push(AgentRow {
+            thread_id: node.thread_id.to_string(),
+            parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
+            label: node.label.clone(),
+            model: node.model.clone(),
+            depth,
+        });
+        for child in &node.children {
+            walk(child, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    for agent in agents {
+        walk(agent, 0, &mut out);
+    }
+    out
+}
+
+/// The searchable text of a log: two passes (the final actors first).
+pub fn texts_of_log(path: &Path) -> Result<Vec<TextRow>, StoreError> {
+    let mut finals = FinalActors::default();
+    for envelope in LogReader::open(path)?.flatten() {
+        finals.observe(&envelope);
+    }
+    let mut rows = Vec::new();
+    for envelope in LogReader::open(path)?.flatten() {
+        let mut envelope = envelope;
+        finals.apply(&mut envelope);
+        rows.extend(TextRow::of(&envelope));
+    }
+    Ok(rows)
+}
+
+/// Applies the final actors to rows collected as a run was written.
+pub fn settle_texts(rows: &mut [TextRow], finals: &FinalActors, run_id: &RunId) {
+    for row in rows.iter_mut() {
+        let Some(thread) = &row.thread_id else { continue };
+        let mut probe = Envelope {
+            version: 0,
+            timestamp: Timestamp(row.timestamp),
+            sequence: row.sequence,
+            run_id: run_id.clone(),
+            direction: None,
+            actor: agentrace_core::model::Actor {
+                thread_id: Some(agentrace_core::model::ThreadId::from(thread.as_str())),
+                role: Role::Unknown,
+                parent_thread_id: None,
+                label: row.label.clone(),
+                depth: None,
+                confidence: agentrace_core::model::Confidence::Provider,
+                reason: None,
+            },
+            event: EventBody::Foreign(serde_json::Value::Null),
+            raw: None,
+            raw_ref: None,
+            raw_unavailable: None,
+        };
+        let before = probe.actor.clone();
+        finals.apply(&mut probe);
+        if probe.actor != before {
+            row.label = probe.actor.label;
+            row.role = role_word(probe.actor.role).to_owned();
+        }
+    }
+}
+
+/// One searchable text: a message, reasoning, a tool's input or output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextRow {
+    /// The envelope's sequence.
+    pub sequence: u64,
+    /// Its actor's thread.
+    pub thread_id: Option<String>,
+    /// Its actor's label.
+    pub label: String,
+    /// `root`, `helper` or `unknown`.
+    pub role: String,
+    /// Milliseconds since the epoch.
+    pub timestamp: i64,
+    /// `message`, `reasoning`, `tool_use` or `tool_result`.
+    pub kind: String,
+    /// The text, cut at [`TEXT_LIMIT`] bytes.
+    pub text: String,
+}
+
+impl TextRow {
+    /// The searchable text of an envelope, if it has any.
+    pub fn of(envelope: &Envelope) -> Option<TextRow> {
+        let (kind, text) = match &envelope.event {
+            EventBody::Known(Event::Message { text, .. }) => ("message", text.clone()),
+            EventBody::Known(Event::Reasoning { text, .. }) => ("reasoning", text.clone()),
+            EventBody::Known(Event::ToolUse { name, input, .. }) => ("tool_use", format!("{name} {input}")),
+            EventBody::Known(Event::ToolResult { name, output, .. }) => ("tool_result", format!("{name} {output}")),
+            _ => return None,
+        };
+        if text.trim().is_empty() {
+            return None;
+        }
+        let mut text = text;
+        if text.len() > TEXT_LIMIT {
+            let mut end = TEXT_LIMIT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        Some(TextRow {
+            sequence: envelope.sequence,
+            thread_id: envelope.actor.thread_id.as_ref().map(|id| id.to_string()),
+            label: envelope.actor.label.clone(),
+            role: role_word(envelope.actor.role).to_owned(),
+            timestamp: envelope.timestamp.0,
+            kind: kind.to_owned(),
+            text,
+        })
+    }
+}
+
+/// One agent of a run, as the `agents` table keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentRow {
+    /// Thread id.
+    pub thread_id: String,
+    /// Spawner.
+    pub parent_thread_id: Option<String>,
+    /// Label.
+    pub label: String,
+    /// Model, when known.
+    pub model: Option<String>,
+    /// Depth in the tree (root 0).
+    pub depth: u32,
+}
+
+/// One agent's (or the outside rows') tokens with one model in one UTC
+/// hour, as the `usage` table keeps them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UsageRow {
+    /// The agent's thread (none outside the tree).
+    pub thread_id: Option<String>,
+    /// Its label.
+    pub label: String,
+    /// The model.
+    pub model: Option<String>,
+    /// The hour's start, ms (none when unknown).
+    pub hour: Option<i64>,
+    /// ccusage's convention: input without cache reads and writes.
+    pub input_tokens: u64,
+    /// Cache reads.
+    pub cached_input_tokens: u64,
+    /// Cache writes.
+    pub cache_creation_tokens: u64,
+    /// Output.
+    pub output_tokens: u64,
+    /// Reasoning.
+    pub reasoning_tokens: u64,
+    /// Total.
+    pub total_tokens: u64,
+    /// Dollars.
+    pub cost: f64,
+    /// Tokens of requests no price was found for.
+    pub unpriced_tokens: u64,
+}
+
+/// A log's length and modification time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStampRow {
+    /// Bytes.
+    pub bytes: u64,
+    /// Nanoseconds since the epoch.
+    pub modified_ns: u64,
+}
+
+/// What [`Catalog::sync`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncCount {
+    /// Runs indexed (new or changed).
+    pub indexed: u64,
+    /// Runs forgotten (their logs gone).
+    pub removed: u64,
+}
+
+/// Columns of a listed run beyond its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunColumns {
+    /// The working folder.
+    pub project: Option<String>,
+    /// How many agents its tree has.
+    pub agents: u64,
+}
+
+/// Which runs a listing wants.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// `codex`, `claude` or `unknown`.
+    pub provider: Option<String>,
+    /// Text the project (working folder) contains.
+    pub project: Option<String>,
+    /// `running`, `done`, `failed`, `interrupted`.
+    pub status: Option<String>,
+    /// Started at or after (ms).
+    pub since: Option<i64>,
+    /// Started before (ms).
+    pub until: Option<i64>,
+    /// At most this many (all when none).
+    pub limit: Option<u64>,
+    /// After skipping this many.
+    pub offset: u64,
+}
+
+impl RunFilter {
+    fn clause(&self) -> (String, Vec<rusqlite::types::Value>) {
+        let mut parts = Vec::new();
+        let mut values: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(provider) = &self.provider {
+            values.push(provider.clone().into());
+            parts.push(format!("provider = ?{}", values.len()));
+        }
+        if let Some(project) = &self.project {
+            values.push(project.clone().into());
+            parts.push(format!("instr(project, ?{}) > 0", values.len()));
+        }
+        if let Some(status) = &self.status {
+            values.push(status.clone().into());
+            parts.push(format!("status = ?{}", values.len()));
+        }
+        if let Some(since) = self.since {
+            values.push(since.into());
+            parts.push(format!("started_at >= ?{}", values.len()));
+        }
+        if let Some(until) = self.until {
+            values.push(until.into());
+            parts.push(format!("started_at < ?{}", values.len()));
+        }
+        if parts.is_empty() {
+            (String::new(), values)
+        } else {
+            (format!(" WHERE {}", parts.join(" AND ")), values)
+        }
+    }
+}
+
+/// What a search looks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    /// The words.
+    pub text: String,
+    /// Only this run.
+    pub run: Option<String>,
+    /// Only this actor.
+    pub actor: Option<ActorQuery>,
+    /// At most this many hits.
+    pub limit: u64,
+}
+
+/// `--actor` of a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActorQuery {
+    /// Roots, helpers or unknown.
+    Role(Role),
+    /// One thread.
+    Thread(String),
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    /// The run.
+    pub run_id: String,
+    /// The envelope.
+    pub sequence: u64,
+    /// Its actor's thread.
+    pub thread_id: Option<String>,
+    /// Its actor's label.
+    pub label: String,
+    /// `root`, `helper` or `unknown`.
+    pub role: String,
+    /// When.
+    pub timestamp: Timestamp,
+    /// The matching words in their context, each match in `[…]`.
+    pub snippet: String,
+}
+
+/// What an import kept of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImportedSession {
+    /// Its run.
+    pub run_id: String,
+    /// The run log's length then.
+    pub log: Option<u64>,
+    /// Fed merged in time order.
+    pub merged: bool,
+    /// Its files by path.
+    pub files: BTreeMap<String, ImportedFile>,
+}
+
+/// One file of an imported session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportedFile {
+    /// Size when imported.
+    pub size: u64,
+    /// Modification time then (ns).
+    pub modified_ns: u64,
+    /// Where the reading stopped.
+    pub read: Option<ReadRow>,
+}
+
+/// Where the reading of one file stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadRow {
+    /// Bytes read.
+    pub offset: u64,
+    /// Lines read.
+    pub lines: u64,
+    /// Its last line had no newline.
+    pub torn: bool,
+    /// The file's number among its session's.
+    pub number: u32,
+}
+
+/// A rollout's head as kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadRow {
+    /// The file's size then.
+    pub size: u64,
+    /// Its modification time then.
+    pub modified_ns: u64,
+    /// Its thread.
+    pub thread: String,
+    /// Its parent.
+    pub parent: Option<String>,
+    /// Spawn depth.
+    pub depth: u64,
+    /// When it started.
+    pub started: Option<Timestamp>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_day_is_written_as_the_calendar_has_it() {
+        assert_eq!(day_text(0), "1970-01-01");
+        assert_eq!(day_text(1_764_547_200_000), "2025-12-01");
+        assert_eq!(day_text(951_782_400_000), "2000-02-29");
+    }
+
+    #[test]
+    fn words_are_searched_as_text_not_syntax() {
+        assert_eq!(fts_expression("rm -rf \"x\""), Some("\"rm\" \"-rf\" \"\"\"x\"\"\"".to_owned()));
+        assert_eq!(fts_expression("   "), None);
+    }
+
+    #[test]
+    fn an_unreadable_catalog_is_made_anew_and_says_why() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(CATALOG_FILE);
+        fs::write(&path, b"not a database, not at all, just bytes that are long enough to look like a header").unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(catalog.rebuilt(), Some(Rebuilt::Unreadable(_))), "{:?}", catalog.rebuilt());
+        assert_eq!(catalog.run_count().ok(), Some(0));
+        drop(catalog);
+        let again = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again.rebuilt(), None);
+    }
+
+    #[test]
+    fn a_catalog_of_another_schema_is_made_anew() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(CATALOG_FILE);
+        let conn = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch("CREATE TABLE old (x); PRAGMA user_version = 0;").unwrap_or_else(|e| panic!("{e}"));
+        drop(conn);
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.rebuilt(), Some(&Rebuilt::OtherSchema(0)));
+        drop(catalog);
+        let conn = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+        conn.execute_batch("PRAGMA user_version = 99;").unwrap_or_else(|e| panic!("{e}"));
+        drop(conn);
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.rebuilt(), Some(&Rebuilt::OtherSchema(99)));
+    }
+}

@@ -1,0 +1,95 @@
+//! The catalog as the commands use it: opened with its note on stderr when
+//! it had to be made anew, brought up to the runs folder before it is read
+//! (see [`agentrace_store::catalog`]), and `agentrace reindex`.
+
+use agentrace_store::catalog::Rebuilt;
+use agentrace_store::{Catalog, Home};
+use clap::Args;
+
+/// Opens the home's catalog; says on stderr when it was made anew over one
+/// that could not be used (or, with runs already recorded, when there was
+/// none).
+pub fn open(home: &Home) -> anyhow::Result<Catalog> {
+    let catalog = Catalog::open(home)?;
+    match catalog.rebuilt() {
+        Some(Rebuilt::Missing) => {
+            let has_runs = std::fs::read_dir(home.runs_dir()).is_ok_and(|mut entries| entries.next().is_some());
+            if has_runs {
+                eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
+            }
+        }
+        Some(reason) => {
+            if let Some(note) = reason.note(catalog.path()) {
+                eprintln!("{note}");
+            }
+        }
+        None => {}
+    }
+    Ok(catalog)
+}
+
+/// The catalog, brought up to the runs folder.
+pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
+    let catalog = open(home)?;
+    catalog.sync(home)?;
+    Ok(catalog)
+}
+
+/// Arguments of `agentrace reindex`.
+#[derive(Debug, Args)]
+pub struct ReindexArgs {
+    /// Do not import the sources again (only the run logs are read).
+    #[arg(long)]
+    no_import: bool,
+    /// No progress bar and no summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// `agentrace reindex`: the catalog made anew from the run logs, then the
+/// sources imported again (an import's offsets and stamps live only in the
+/// catalog, so every session is read once more).
+pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
+    let path = home.root().join(agentrace_store::catalog::CATALOG_FILE);
+    for end in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{end}", path.display()));
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot remove {}", file.display()))),
+        }
+    }
+    let catalog = Catalog::open(home)?;
+    let count = catalog.sync(home)?;
+    drop(catalog);
+    if !args.no_import {
+        let import = crate::import::ImportArgs::quiet_of(None, None).with_quiet(args.quiet);
+        crate::import::run(home, &import)?;
+    }
+    if !args.quiet {
+        eprintln!("reindexed {} runs into {}", count.indexed, path.display());
+    }
+    Ok(())
+}
+
+/// Indexes one run at the end of its live recording (its record, agents
+/// and text), the home found from its log's place
+/// (`<home>/runs/<id>.jsonl`); a failure is only said: the next reader
+/// syncs it anyway. The one hook the recorders call.
+pub fn index_finished_log(log: &std::path::Path) {
+    let (Some(runs_dir), Some(stem)) = (log.parent(), log.file_stem().and_then(|stem| stem.to_str())) else {
+        return;
+    };
+    let Some(root) = runs_dir.parent() else { return };
+    let home = Home::at(root);
+    let id = agentrace_core::model::RunId::from(stem);
+    let done = (|| -> anyhow::Result<()> {
+        let catalog = Catalog::open(&home)?;
+        let stamp = agentrace_store::catalog::log_stamp(log).unwrap_or_default();
+        catalog.index_run(&home, &id, stamp)?;
+        Ok(())
+    })();
+    if let Err(error) = done {
+        eprintln!("warning: run {id} is not in the catalog yet: {error:#}");
+    }
+}

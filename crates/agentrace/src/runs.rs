@@ -1,0 +1,278 @@
+//! `agentrace runs` (filtered, paged), `agentrace search` and `agentrace`
+//! with no command: each reads the catalog ([`crate::catalog`]), never the
+//! whole runs folder.
+
+use std::collections::HashMap;
+
+use agentrace_core::model::{Role, Timestamp};
+use agentrace_core::state::{CostStatus, RunSummary};
+use agentrace_store::catalog::{ActorQuery, RunColumns, RunFilter, SearchHit, SearchQuery};
+use agentrace_store::{Catalog, Home};
+use anyhow::Context as _;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::output::Out;
+use crate::render::one_line;
+
+/// Providers `--provider` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    /// OpenAI Codex.
+    Codex,
+    /// Claude Code.
+    Claude,
+}
+
+/// Arguments of `agentrace runs`.
+#[derive(Debug, Args, Default)]
+pub struct RunsArgs {
+    /// Print `{"runs": [...], "total": N}` instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only runs of this provider.
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Only runs whose project (working folder) contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub project: Option<String>,
+    /// Only runs of this status: running, done, failed, interrupted.
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    /// Only runs started on or after this day (`YYYY-MM-DD`, UTC).
+    #[arg(long, value_name = "D")]
+    pub since: Option<String>,
+    /// Only runs started on or before this day (`YYYY-MM-DD`, UTC).
+    #[arg(long, value_name = "D")]
+    pub until: Option<String>,
+    /// At most this many runs (all when not given).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Skip this many of the newest first.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u64,
+}
+
+/// The start of a `YYYY-MM-DD` day (UTC), ms.
+fn day_start(flag: &str, day: &str) -> anyhow::Result<i64> {
+    Timestamp::parse(&format!("{day}T00:00:00Z"))
+        .map(|at| at.0)
+        .with_context(|| format!("{flag} {day}: expected a day like 2026-11-30"))
+}
+
+/// The filter of `--provider`, `--project`, … as the catalog takes it.
+pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option<String>, since: Option<&str>, until: Option<&str>, limit: Option<u64>, offset: u64) -> anyhow::Result<RunFilter> {
+    if let Some(status) = &status {
+        anyhow::ensure!(
+            ["running", "done", "failed", "interrupted"].contains(&status.as_str()),
+            "--status {status}: expected running, done, failed or interrupted"
+        );
+    }
+    Ok(RunFilter {
+        provider: provider.map(str::to_owned),
+        project,
+        status,
+        since: since.map(|day| day_start("--since", day)).transpose()?,
+        until: until.map(|day| day_start("--until", day).map(|start| start + 86_400_000)).transpose()?,
+        limit,
+        offset,
+    })
+}
+
+/// The runs a filter keeps, newest first, with the listed warnings (the
+/// codes the home's configuration allows left out), and how many match.
+pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Result<(Vec<RunSummary>, u64)> {
+    let (runs, total) = catalog.list_runs(filter)?;
+    let config = crate::check::config(home, &crate::check::WarningArgs::default())?;
+    Ok((runs.into_iter().map(|run| config.listed(run)).collect(), total))
+}
+
+/// Runs `agentrace runs`.
+pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
+    let provider = args.provider.map(|provider| match provider {
+        ProviderArg::Codex => "codex",
+        ProviderArg::Claude => "claude",
+    });
+    let filter = filter_of(provider, args.project.clone(), args.status.clone(), args.since.as_deref(), args.until.as_deref(), args.limit, args.offset)?;
+    let catalog = crate::catalog::synced(home)?;
+    let (runs, total) = listed(home, &catalog, &filter)?;
+    if args.json {
+        out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
+    } else {
+        table(out, &catalog, &runs)?;
+        let shown = args.offset + runs.len() as u64;
+        if shown < total {
+            eprintln!("{} of {total} runs shown; `--offset {shown}` shows the next", runs.len());
+        }
+    }
+    Ok(())
+}
+
+/// A cost as a list shows it: `≥` before a floor, `$?` when nothing
+/// could be priced.
+fn cost_text(run: &RunSummary) -> String {
+    match (run.cost, run.cost_status) {
+        (Some(cost), CostStatus::Exact) => format!("${cost:.2}"),
+        (Some(cost), CostStatus::Floor) => format!("≥${cost:.2}"),
+        (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
+    }
+}
+
+/// Tokens in a few characters (`12k`, `3.4M`).
+fn tokens_text(tokens: u64) -> String {
+    match tokens {
+        0..1_000 => tokens.to_string(),
+        1_000..1_000_000 => format!("{}k", tokens / 1_000),
+        _ => format!("{:.1}M", tokens as f64 / 1e6),
+    }
+}
+
+/// A duration in a few characters (`42s`, `12m`, `3h05`).
+fn duration_text(run: &RunSummary) -> String {
+    let (Some(start), Some(end)) = (run.started_at, run.ended_at.or(run.updated_at)) else {
+        return "-".to_owned();
+    };
+    let seconds = (end.0 - start.0).max(0) / 1000;
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        _ => format!("{}h{:02}", seconds / 3600, seconds / 60 % 60),
+    }
+}
+
+/// The last two parts of a folder (`work/agentrace`).
+fn project_text(project: Option<&str>) -> String {
+    let Some(project) = project else { return "-".to_owned() };
+    let parts: Vec<&str> = project.trim_end_matches('/').rsplit('/').take(2).collect();
+    let short: Vec<&str> = parts.into_iter().rev().collect();
+    one_line(&short.join("/"), 24)
+}
+
+/// The runs as a table: id, provider, project, started, duration,
+/// agents, tokens, cost, warnings, result.
+pub fn table(out: &mut Out, catalog: &Catalog, runs: &[RunSummary]) -> anyhow::Result<()> {
+    if runs.is_empty() {
+        out.line("no runs")?;
+        return Ok(());
+    }
+    let ids: Vec<&str> = runs.iter().map(|run| run.id.as_str()).collect();
+    let columns: HashMap<String, RunColumns> = catalog.run_columns(&ids)?;
+    out.line(format!(
+        "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  RESULT",
+        "RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"
+    ))?;
+    for run in runs {
+        let column = columns.get(run.id.as_str());
+        let started = run.started_at.map(|at| at.to_string().chars().take(16).collect::<String>().replace('T', " ")).unwrap_or_else(|| "-".to_owned());
+        let result = match (&run.result, &run.error) {
+            (Some(result), _) => one_line(result, 50),
+            (None, Some(error)) => one_line(&format!("error: {error}"), 50),
+            (None, None) => run.status.as_str().to_owned(),
+        };
+        out.line(format!(
+            "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  {}",
+            one_line(run.id.as_str(), 44),
+            serde_json::to_value(run.provider).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default(),
+            project_text(column.and_then(|column| column.project.as_deref())),
+            started,
+            duration_text(run),
+            column.map_or(0, |column| column.agents),
+            tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
+            cost_text(run),
+            run.warning_count,
+            result
+        ))?;
+    }
+    Ok(())
+}
+
+/// Arguments of `agentrace search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The words to find (all of them, in message, reasoning and tool text).
+    pub text: String,
+    /// Only in this run (id, unique prefix, or `latest`).
+    #[arg(long)]
+    pub run: Option<String>,
+    /// Only what `main` (roots), `helpers`, `unknown`, or one thread wrote.
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// At most this many hits.
+    #[arg(long, default_value_t = 20)]
+    pub limit: u64,
+    /// Print `{"hits": [...]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The actor filter of a search's `--actor`.
+pub fn actor_of(text: Option<&str>) -> Option<ActorQuery> {
+    match text? {
+        "all" => None,
+        "main" | "root" => Some(ActorQuery::Role(Role::Root)),
+        "helpers" | "helper" => Some(ActorQuery::Role(Role::Helper)),
+        "unknown" => Some(ActorQuery::Role(Role::Unknown)),
+        thread => Some(ActorQuery::Thread(thread.to_owned())),
+    }
+}
+
+/// `{"hits": [...]}`, as `search --json` and `GET /api/search` print it.
+#[derive(Debug, Serialize)]
+pub struct Hits {
+    /// Best first.
+    pub hits: Vec<SearchHit>,
+}
+
+/// Runs `agentrace search`.
+pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> {
+    let catalog = crate::catalog::synced(home)?;
+    let run = args.run.as_deref().map(|run| home.resolve(run)).transpose()?;
+    let query = SearchQuery {
+        text: args.text.clone(),
+        run: run.map(|id| id.to_string()),
+        actor: actor_of(args.actor.as_deref()),
+        limit: args.limit,
+    };
+    let hits = catalog.search(&query)?;
+    if args.json {
+        out.json_pretty(&Hits { hits })?;
+        return Ok(());
+    }
+    if hits.is_empty() {
+        eprintln!("no text matches {:?}", args.text);
+    }
+    for hit in &hits {
+        out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, hit.timestamp, hit.label, one_line(&hit.snippet, 120)))?;
+    }
+    Ok(())
+}
+
+/// How many runs the first command lists.
+const FIRST_PAGE: u64 = 20;
+
+/// `agentrace` with no command: imports what grew in the Codex and Claude
+/// folders (a progress bar on a terminal), then lists the newest runs; the
+/// bundled samples only when there is no history at all.
+pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
+    let import = crate::import::ImportArgs::quiet_of(None, None).with_quiet(false);
+    crate::import::run(home, &import)?;
+    let catalog = crate::catalog::synced(home)?;
+    let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
+    let (mut runs, total) = listed(home, &catalog, &filter)?;
+    if total == 0 {
+        eprintln!("No Codex or Claude Code history found, and no runs in {} yet; recording the bundled sample runs.", home.root().display());
+        crate::samples::record(home)?;
+        catalog.sync(home)?;
+        filter.limit = Some(FIRST_PAGE);
+        (runs, _) = listed(home, &catalog, &filter)?;
+        table(out, &catalog, &runs)?;
+        eprintln!("hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered");
+        return Ok(());
+    }
+    table(out, &catalog, &runs)?;
+    if total > runs.len() as u64 {
+        eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
+    }
+    eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
+    Ok(())
+}

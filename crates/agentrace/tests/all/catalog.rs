@@ -1,0 +1,179 @@
+//! The catalog through the binary: made anew when missing, unreadable or
+//! of another schema (with a note, the same answers), shared by processes
+//! at once; `runs` filtered and paged; `search`; the first command.
+
+use std::process::Stdio;
+
+use agentrace_testkit::files::{copy_dir, fixtures};
+use serde_json::{json, Value};
+
+use super::import_usage::{catalog_execute, catalog_rows};
+use super::support::{capture, Cli};
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn ids(list: &Value) -> Vec<Value> {
+    list["runs"].as_array().map(|runs| runs.iter().map(|run| run["id"].clone()).collect()).unwrap_or_default()
+}
+
+#[test]
+fn a_catalog_unreadable_of_another_schema_or_missing_is_made_anew_with_a_note_and_the_same_answers() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a"]);
+    cli.ingest(&capture("v2_basic"), &["--run-id", "b"]);
+    let runs = cli.ok(&["runs", "--json"]);
+    let usage = cli.ok(&["usage", "--json"]);
+    let found = cli.ok(&["search", "hello-from-child-A", "--json"]);
+    assert_eq!(ids(&json_of(&runs)), vec![json!("b"), json!("a")]);
+    let catalog = cli.home.path().join("catalog.sqlite");
+    let again = |damage: &dyn Fn(), note: &str| {
+        damage();
+        let output = cli.run(&["runs", "--json"]);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success() && stderr.contains(note), "{note}: {stderr}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), runs, "{note}");
+        assert_eq!(cli.ok(&["usage", "--json"]), usage, "{note}");
+        assert_eq!(cli.ok(&["search", "hello-from-child-A", "--json"]), found, "{note}");
+    };
+    again(&|| std::fs::write(&catalog, vec![7u8; 8192]).unwrap_or_else(|e| panic!("{e}")), "could not be read");
+    again(&|| catalog_execute(&cli, "PRAGMA user_version = 99", &[]), "has schema 99, this agentrace writes 1");
+    again(
+        &|| {
+            for end in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{end}", catalog.display()));
+            }
+        },
+        "no catalog in",
+    );
+    // `reindex` makes it anew on purpose, quietly the same.
+    cli.ok(&["reindex", "--quiet"]);
+    assert_eq!(cli.ok(&["runs", "--json"]), runs);
+}
+
+#[test]
+fn two_processes_use_the_catalog_at_once() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "first"]);
+    let spawn = |args: &[&str]| cli.command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let v2 = capture("v2_basic").to_string_lossy().into_owned();
+    let nested = capture("real_model_nested").to_string_lossy().into_owned();
+    let children = vec![
+        spawn(&["ingest", "--run-id", "second", &v2]),
+        spawn(&["ingest", "--run-id", "third", &nested]),
+        spawn(&["runs", "--json"]),
+        spawn(&["usage", "--json"]),
+        spawn(&["search", "ROOT", "--json"]),
+        spawn(&["reindex", "--no-import", "--quiet"]),
+    ];
+    for child in children {
+        let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let mut listed = ids(&json_of(&cli.ok(&["runs", "--json"])));
+    listed.sort_by_key(Value::to_string);
+    assert_eq!(listed, vec![json!("first"), json!("second"), json!("third")]);
+}
+
+#[test]
+fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
+    let cli = Cli::new();
+    for (id, name) in [("a", "v1_basic"), ("b", "v2_basic"), ("c", "real_model_nested")] {
+        cli.ingest(&capture(name), &["--run-id", id]);
+    }
+    let list = |args: &[&str]| {
+        let mut all = vec!["runs", "--json"];
+        all.extend_from_slice(args);
+        let value = json_of(&cli.ok(&all));
+        (ids(&value), value["total"].clone())
+    };
+    assert_eq!(list(&[]), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
+    assert_eq!(list(&["--limit", "1", "--offset", "1"]), (vec![json!("b")], json!(3)));
+    assert_eq!(list(&["--provider", "codex", "--status", "done", "--limit", "2"]), (vec![json!("c"), json!("b")], json!(3)));
+    assert_eq!(list(&["--provider", "claude"]), (vec![], json!(0)));
+    assert_eq!(list(&["--status", "failed"]), (vec![], json!(0)));
+    assert_eq!(list(&["--project", "/nowhere"]), (vec![], json!(0)));
+    assert_eq!(list(&["--since", "2100-01-01"]), (vec![], json!(0)));
+    assert_eq!(list(&["--until", "2000-01-01"]), (vec![], json!(0)));
+    let bad = cli.run(&["runs", "--status", "finished"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed or interrupted"));
+}
+
+#[test]
+fn search_finds_a_helpers_tool_text_with_its_run_sequence_and_actor() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic"]);
+    let events: Vec<Value> = cli.ok(&["events", "basic", "--json"]).lines().map(json_of).collect();
+    let hit_of = |sequence: u64, label: &str, role: &str, snippet: &str| {
+        let envelope = events.iter().find(|envelope| envelope["sequence"] == json!(sequence)).unwrap_or_else(|| panic!("no {sequence}"));
+        json!({
+            "runId": "basic",
+            "sequence": sequence,
+            "threadId": envelope["actor"]["threadId"],
+            "label": label,
+            "role": role,
+            "timestamp": envelope["timestamp"],
+            "snippet": snippet,
+        })
+    };
+    let hit = |sequence: u64, snippet: &str| hit_of(sequence, "Dewey", "helper", snippet);
+    assert_eq!(
+        json_of(&cli.ok(&["search", "hello-from-child-A", "--actor", "helpers", "--limit", "2", "--json"])),
+        json!({"hits": [
+            hit(38, "CHILD A DONE: the command printed [hello-from-child-A]."),
+            hit(27, "shell [hello-from-child-A]\n"),
+        ]})
+    );
+    // The root quoted it too, in its prompt and its answers.
+    let root: Vec<(Value, Value)> = json_of(&cli.ok(&["search", "hello-from-child-A", "--actor", "main", "--json"]))["hits"]
+        .as_array()
+        .map(|hits| hits.iter().map(|hit| (hit["sequence"].clone(), hit["role"].clone())).collect())
+        .unwrap_or_default();
+    assert_eq!(root, vec![(json!(49), json!("root")), (json!(44), json!("root")), (json!(12), json!("root"))]);
+    assert_eq!(json_of(&cli.ok(&["search", "hello-from-child-A", "--run", "basic", "--limit", "1", "--json"]))["hits"][0], hit_of(49, "Main", "root", "…the command printed [hello-from-child-A]."));
+}
+
+#[test]
+fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let cli = Cli::new();
+    let first_command = || {
+        let output = cli
+            .command(&[])
+            .env("CODEX_HOME", sources.path().join("codex"))
+            .env("CLAUDE_CONFIG_DIR", sources.path().join("claude"))
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (listed, said) = first_command();
+    assert!(said.contains("imported 2 new sessions, 0 changed, 0 unchanged"), "{said}");
+    // The user's own runs, as `runs` lists them, and no samples.
+    assert_eq!(listed, cli.ok(&["runs", "--limit", "20"]));
+    let ids: Vec<Value> = ids(&json_of(&cli.ok(&["runs", "--json"])));
+    assert_eq!(ids.len(), 2);
+    assert!(ids.iter().all(|id| id.as_str().is_some_and(|id| id.starts_with("codex-") || id.starts_with("claude-"))), "{ids:?}");
+    assert!(!listed.contains("sample-"), "{listed}");
+    let header: Vec<&str> = listed.lines().next().unwrap_or_default().split_whitespace().collect();
+    assert_eq!(header, vec!["RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN", "RESULT"]);
+    // A second call reads nothing that did not grow.
+    let (again, said) = first_command();
+    assert!(said.contains("imported 0 new sessions, 0 changed, 2 unchanged"), "{said}");
+    assert_eq!(again, listed);
+    // What the catalog keeps of each file: read to its end.
+    let files = catalog_rows(&cli, "SELECT count(*), sum(read_offset = size) FROM import_files");
+    assert_eq!(files[0][0], files[0][1]);
+}
+
+#[test]
+fn the_first_command_records_the_samples_only_when_there_is_no_history_at_all() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "mine"]);
+    let listed = cli.ok(&[]);
+    assert!(listed.contains("mine") && !listed.contains("sample-"), "{listed}");
+    assert_eq!(ids(&json_of(&cli.ok(&["runs", "--json"]))), vec![json!("mine")]);
+}
