@@ -9,10 +9,10 @@ use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::ingest::{self, IngestOptions};
+use crate::commands::ingest::{self, IngestOptions};
 use crate::output::Out;
 use crate::render;
-use crate::samples;
+use crate::commands::samples;
 
 /// Which agent did what, when, at what cost, and how each one ended.
 ///
@@ -41,16 +41,16 @@ enum Command {
     Ingest(IngestArgs),
     /// List recorded runs, newest first (filtered and paged through the
     /// catalog).
-    Runs(crate::runs::RunsArgs),
+    Runs(crate::commands::runs::RunsArgs),
     /// Find text in the messages, reasoning and tool calls of every run.
     ///
     /// Prints `RUN #SEQUENCE TIME [AGENT] SNIPPET` per hit (matches in
     /// `[…]`), or with `--json` `{"hits": [{"runId", "sequence",
     /// "threadId", "label", "role", "timestamp", "snippet"}]}`.
-    Search(crate::runs::SearchArgs),
+    Search(crate::commands::runs::SearchArgs),
     /// Make the catalog ($AGENTRACE_HOME/catalog.sqlite) anew from the run
     /// logs, then import the Codex and Claude folders again.
-    Reindex(crate::catalog::ReindexArgs),
+    Reindex(crate::commands::catalog::ReindexArgs),
     /// Show one run: summary, agent tree, the result and who produced it, counts.
     Show {
         /// Run id, a unique prefix of one, or `latest`.
@@ -59,7 +59,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        warnings: crate::check::WarningArgs,
+        warnings: crate::commands::check::WarningArgs,
     },
     /// Print every event of a run in sequence order, final attribution applied.
     Events(EventsArgs),
@@ -68,12 +68,12 @@ enum Command {
     /// One line per child: label, state, current operation, run number,
     /// outcome, tokens, age, last message. The end of an ingested input, or
     /// the end of a live run, settles records still live as `unknown`.
-    Status(crate::status::StatusArgs),
+    Status(crate::commands::status::StatusArgs),
     /// Follow a run as it is recorded: events, child-work changes, warnings.
     ///
     /// Waits for the log to grow (file notifications) until the run ends or
     /// Ctrl-C; on a finished run, prints the whole story and exits.
-    Attach(crate::attach::AttachArgs),
+    Attach(crate::commands::attach::AttachArgs),
     /// Send runs to an OpenTelemetry backend (`--otlp`), or write one run as
     /// a shareable file (`--html`, `--markdown`).
     ///
@@ -81,7 +81,7 @@ enum Command {
     /// `invoke_agent` span per agent nested under its spawn, an
     /// `execute_tool` span per tool call; ids are derived from the run, so a
     /// second export does not duplicate. Prints `<run> <trace id>` per run.
-    Export(crate::export::ExportArgs),
+    Export(crate::commands::export::ExportArgs),
     /// Record the bundled sample runs (Codex V1, V2 and nested captures) and list them.
     Samples,
     /// Start an agent, record its run live, and print the root's final answer.
@@ -96,13 +96,13 @@ enum Command {
     ///
     /// A transparent stdio proxy: bytes pass through unchanged and in order,
     /// stderr passes through, and the exit code is the server's.
-    Tap(crate::tap::TapArgs),
+    Tap(crate::commands::tap::TapArgs),
     /// Turn the Codex and Claude Code sessions already on disk into runs.
     ///
     /// Reads $CODEX_HOME (default ~/.codex: sessions/, archived_sessions/) and
     /// $CLAUDE_CONFIG_DIR (default ~/.claude: projects/). Incremental: an
     /// unchanged session is not read again.
-    Import(crate::import::ImportArgs),
+    Import(crate::commands::import::ImportArgs),
     /// Follow the Codex and Claude Code sessions on disk as they are written, until Ctrl-C.
     ///
     /// Watches $CODEX_HOME/sessions and $CLAUDE_CONFIG_DIR/projects (inotify,
@@ -110,7 +110,7 @@ enum Command {
     /// gain, as `import` would: a watched session ends as an import of its
     /// finished files makes it. Prints `<run id> <status>` for each run it
     /// records or changes.
-    Watch(crate::watch::WatchArgs),
+    Watch(crate::commands::watch::WatchArgs),
     /// A terminal view of every live and recent session and its agents, following them as `watch` does.
     ///
     /// One row per session with its agent tree under it: state (working,
@@ -118,17 +118,17 @@ enum Command {
     /// long, tokens, cost, silent-for. Keys: ↑↓/jk move, enter shows the
     /// session's events, p/s filter by provider/state, q quits. When stdout
     /// is not a terminal it prints the same rows once, as text.
-    Top(crate::top::TopArgs),
+    Top(crate::commands::top::TopArgs),
     /// Tokens and cost per run, per agent (own and subtree), per model, per day.
-    Usage(crate::usage::UsageArgs),
+    Usage(crate::commands::usage::UsageArgs),
     /// The models in your runs with their price per million tokens, where it
     /// came from, and the models that have none.
-    Prices(crate::prices::PricesArgs),
+    Prices(crate::commands::prices::PricesArgs),
     /// Claude Code hook: append the hook input on stdin to its session's run.
     ///
     /// Always exits 0, quickly, so it never breaks a Claude Code session;
     /// problems are printed on stderr as warnings.
-    Hook(crate::hook::HookArgs),
+    Hook(crate::commands::hook::HookArgs),
     /// Claude Code `statusLine` command: the session JSON on stdin, one
     /// line out (`Main 12k · Explore 53k · $0.42`).
     ///
@@ -136,32 +136,32 @@ enum Command {
     /// session's cost (`≥$` a floor, `$?` unknown). Reads only what the
     /// transcripts grew by since its last call. Always exits 0; on bad
     /// input it prints nothing.
-    Statusline(crate::statusline::StatuslineArgs),
+    Statusline(crate::commands::statusline::StatuslineArgs),
     /// Read a Codex App Server's threads: agent, turns, the subagent a step
     /// spawned, tokens; interrupt a turn; parse a step marker.
     ///
     /// Exits 3 when the host says the thread is not there.
-    Host(crate::host::HostArgs),
+    Host(crate::commands::host::HostArgs),
     /// Check a run for suspicious signs (§8 warnings), for CI pipelines.
     ///
     /// Exits 1 when an error-level warning fires (by default:
     /// done_source_not_root, helper_result_used_as_done, unattributed_done,
     /// and budget_exceeded when a budget is set).
-    Check(crate::check::CheckArgs),
+    Check(crate::commands::check::CheckArgs),
     /// Serve the web viewer and the HTTP API (loopback unless told otherwise).
     ///
     /// The first stdout line is `listening on http://ADDR:PORT`; the page of
     /// one run is `/runs/<id>`.
-    Serve(crate::serve::ServeArgs),
+    Serve(crate::commands::serve::ServeArgs),
 }
 
 /// What `agentrace run` starts.
 #[derive(Debug, Subcommand)]
 enum RunTarget {
     /// Drive the real `codex app-server`: initialize, thread/start, turn/start.
-    Codex(crate::run_codex::RunCodexArgs),
+    Codex(crate::commands::run_codex::RunCodexArgs),
     /// Run the real `claude -p --output-format stream-json --verbose` and record its stdout live.
-    Claude(crate::claude_run::RunClaudeArgs),
+    Claude(crate::commands::claude_run::RunClaudeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -221,12 +221,12 @@ pub enum FormatArg {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(Command::Hook(args)) = &cli.command {
         // Before anything that can fail: a hook never fails.
-        crate::hook::run(args);
+        crate::commands::hook::run(args);
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Command::Statusline(args)) = &cli.command {
         // Before anything that can fail: a status line never fails.
-        crate::statusline::run(args);
+        crate::commands::statusline::run(args);
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::from_env().context("cannot find where runs live")?;
@@ -235,28 +235,28 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Run {
             target: RunTarget::Codex(args),
         }) => {
-            let code = crate::run_codex::run(&home, args, &mut out)?;
+            let code = crate::commands::run_codex::run(&home, args, &mut out)?;
             out.flush()?;
             return Ok(code);
         }
-        Some(Command::Tap(args)) => return crate::tap::run(&home, args),
-        Some(Command::Import(args)) => crate::import::run(&home, &args)?,
-        Some(Command::Watch(args)) => return crate::watch::run(&home, &args, &mut out),
-        Some(Command::Top(args)) => return crate::top::run(&home, &args, &mut out),
-        Some(Command::Usage(args)) => crate::usage::run(&home, &args, &mut out)?,
-        Some(Command::Prices(args)) => crate::prices::run(&home, &args, &mut out)?,
+        Some(Command::Tap(args)) => return crate::commands::tap::run(&home, args),
+        Some(Command::Import(args)) => crate::commands::import::run(&home, &args)?,
+        Some(Command::Watch(args)) => return crate::commands::watch::run(&home, &args, &mut out),
+        Some(Command::Top(args)) => return crate::commands::top::run(&home, &args, &mut out),
+        Some(Command::Usage(args)) => crate::commands::usage::run(&home, &args, &mut out)?,
+        Some(Command::Prices(args)) => crate::commands::prices::run(&home, &args, &mut out)?,
         Some(Command::Run {
             target: RunTarget::Claude(args),
         }) => {
-            let code = crate::claude_run::run(&home, args, &mut out)?;
+            let code = crate::commands::claude_run::run(&home, args, &mut out)?;
             out.flush()?;
             return Ok(code);
         }
         Some(Command::Hook(_) | Command::Statusline(_)) => {}
-        Some(Command::Host(args)) => return crate::host::run(args, &mut out),
-        Some(Command::Check(args)) => return crate::check::run(&home, &args, &mut out),
-        Some(Command::Serve(args)) => return crate::serve::run(home, &args, &mut out),
-        None => crate::runs::first_command(&home, &mut out)?,
+        Some(Command::Host(args)) => return crate::commands::host::run(args, &mut out),
+        Some(Command::Check(args)) => return crate::commands::check::run(&home, &args, &mut out),
+        Some(Command::Serve(args)) => return crate::commands::serve::run(home, &args, &mut out),
+        None => crate::commands::runs::first_command(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
         Some(Command::Ingest(args)) => {
             args.secrets.apply();
@@ -265,9 +265,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 run_id: args.run_id,
                 quiet: args.quiet,
             };
-            if crate::claude_ingest::wants_transcripts(args.input.as_deref(), args.format) {
+            if crate::sources::claude_ingest::wants_transcripts(args.input.as_deref(), args.format) {
                 let input = args.input.as_deref();
-                for id in crate::claude_ingest::ingest_transcripts(&home, input, &options)? {
+                for id in crate::sources::claude_ingest::ingest_transcripts(&home, input, &options)? {
                     out.line(id.as_str())?;
                 }
             } else {
@@ -279,14 +279,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(id.as_str())?;
             }
         }
-        Some(Command::Runs(args)) => crate::runs::run(&home, &args, &mut out)?,
-        Some(Command::Search(args)) => crate::runs::search(&home, &args, &mut out)?,
-        Some(Command::Reindex(args)) => crate::catalog::reindex(&home, &args)?,
+        Some(Command::Runs(args)) => crate::commands::runs::run(&home, &args, &mut out)?,
+        Some(Command::Search(args)) => crate::commands::runs::search(&home, &args, &mut out)?,
+        Some(Command::Reindex(args)) => crate::commands::catalog::reindex(&home, &args)?,
         Some(Command::Show { run, json, warnings }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
-            let config = crate::check::config(&home, &warnings)?;
-            let view = loaded.checked_view(&config, Some(crate::check::now()));
+            let config = crate::commands::check::config(&home, &warnings)?;
+            let view = loaded.checked_view(&config, Some(crate::clock::now()));
             if json {
                 out.json_pretty(&view)?;
             } else {
@@ -294,9 +294,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Some(Command::Events(args)) => events(&home, &mut out, &args)?,
-        Some(Command::Status(args)) => crate::status::run(&home, &args, &mut out)?,
-        Some(Command::Attach(args)) => return crate::attach::run(&home, &args, &mut out),
-        Some(Command::Export(args)) => crate::export::run(&home, args, &mut out)?,
+        Some(Command::Status(args)) => crate::commands::status::run(&home, &args, &mut out)?,
+        Some(Command::Attach(args)) => return crate::commands::attach::run(&home, &args, &mut out),
+        Some(Command::Export(args)) => crate::commands::export::run(&home, args, &mut out)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

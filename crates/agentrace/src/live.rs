@@ -21,7 +21,7 @@ use agentrace_core::state::{RunState, RunSummary};
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{Home, RunWriter};
 
-use crate::ingest::now;
+use crate::clock::now;
 use crate::render::one_line;
 
 /// One run being recorded live.
@@ -177,7 +177,7 @@ impl LiveRun {
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
         self.writer.write_record(&summary)?;
-        crate::catalog::index_finished_log(self.writer.log_path());
+        crate::commands::catalog::index_finished_log(self.writer.log_path());
         Ok(summary)
     }
 

@@ -3,37 +3,18 @@
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
 mod agent_process;
-mod catalog;
-mod check;
-mod attach;
-mod claude_ingest;
-mod claude_run;
-mod codex_sessions;
+mod clock;
+mod commands;
+mod run_ids;
+mod sources;
 mod cli;
-mod export;
-mod host;
-mod hook;
-mod import;
-mod ingest;
 mod live;
 mod memory;
 mod output;
 mod parallel;
-mod prices;
 mod render;
 mod report;
-mod run_codex;
-mod runs;
-mod samples;
 mod secrets;
-mod serve;
-mod session_feed;
-mod status;
-mod statusline;
-mod tap;
-mod top;
-mod usage;
-mod watch;
 
 use std::process::ExitCode;
 

@@ -34,7 +34,7 @@ pub fn render_run(
 ) -> anyhow::Result<String> {
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too).
-    let (view, finals) = crate::check::shown_run(home, id)?;
+    let (view, finals) = crate::commands::check::shown_run(home, id)?;
     let mut envelopes = Vec::new();
     let mut reader = LogReader::open(&path)?;
     for envelope in &mut reader {

@@ -199,7 +199,7 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     // The first pass (what was there before) is done once its run is
     // listed, and a moment after, its judging.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli.ok(&["runs"]).contains(" done") {
+    while !cli.ok(&["runs", "--json"]).contains("\"status\":\"done\"") {
         assert!(Instant::now() < deadline, "the first pass never ended");
         std::thread::sleep(Duration::from_millis(100));
     }

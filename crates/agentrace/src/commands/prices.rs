@@ -13,7 +13,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::output::Out;
-use crate::usage::{self, By, UsageArgs};
+use crate::commands::usage::{self, By, UsageArgs};
 
 /// Arguments of `agentrace prices`.
 #[derive(Debug, Args)]
@@ -91,7 +91,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         }
     }
     // The rates in force now: what the next request of each model pays.
-    let now: Timestamp = crate::ingest::now();
+    let now: Timestamp = crate::clock::now();
     let database = agentrace_core::prices::database_label();
     let mut priced = Vec::new();
     let mut unpriced = Vec::new();

@@ -23,10 +23,10 @@ use clap::Args;
 use notify::Watcher as _;
 use serde::Serialize;
 
-use crate::check::WarningArgs;
+use crate::commands::check::WarningArgs;
 use crate::output::Out;
 use crate::render;
-use crate::status::line;
+use crate::commands::status::line;
 
 /// How long to wait for a notification before looking at the file anyway
 /// (a safety net for file systems that drop notifications, not a poll loop).
@@ -103,7 +103,7 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
         .watch(&folder, notify::RecursiveMode::NonRecursive)
         .with_context(|| format!("watching {}", folder.display()))?;
 
-    let config = crate::check::config(home, &args.warnings)?;
+    let config = crate::commands::check::config(home, &args.warnings)?;
     let mut follower = Follower::new(id, path, args.json, config);
     loop {
         follower.read_new(out)?;
@@ -205,7 +205,7 @@ impl Follower {
         }
         let (view, recheck) = self
             .fold
-            .checked_view(&self.config, Some(crate::check::now()));
+            .checked_view(&self.config, Some(crate::clock::now()));
         for warning in &view.warnings {
             print_warning(out, self.json, &mut self.printed, warning)?;
         }
@@ -228,7 +228,7 @@ fn print_warning(
     if json {
         out.json(&Item::Warning { warning })?;
     } else {
-        out.line(format!("  {:<8} {}: {}", crate::check::severity_word(warning.severity), warning.code, warning.message))?;
+        out.line(format!("  {:<8} {}: {}", crate::commands::check::severity_word(warning.severity), warning.code, warning.message))?;
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use agentrace_core::model::RunId;
 use agentrace_store::Home;
 
 use crate::cli::FormatArg;
-use crate::ingest::{ingest_reader, IngestOptions};
+use crate::commands::ingest::{ingest_reader, IngestOptions};
 use crate::output::Out;
 
 /// (run id, what it shows, the captured app-server stdout).
@@ -14,17 +14,17 @@ const SAMPLES: &[(&str, &str, &[u8])] = &[
     (
         "sample-codex-v1-basic",
         "Codex V1: the root spawns one helper, waits, closes it, answers",
-        include_bytes!("../../../fixtures/codex/v1_basic/server.jsonl"),
+        include_bytes!("../../../../fixtures/codex/v1_basic/server.jsonl"),
     ),
     (
         "sample-codex-v2-basic",
         "Codex V2: a helper linked by subAgentActivity after it first spoke",
-        include_bytes!("../../../fixtures/codex/v2_basic/server.jsonl"),
+        include_bytes!("../../../../fixtures/codex/v2_basic/server.jsonl"),
     ),
     (
         "sample-codex-nested",
         "Codex with a real model slug: root → helper → grandchild",
-        include_bytes!("../../../fixtures/codex/real_model_nested/server.jsonl"),
+        include_bytes!("../../../../fixtures/codex/real_model_nested/server.jsonl"),
     ),
 ];
 

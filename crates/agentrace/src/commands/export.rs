@@ -108,7 +108,7 @@ pub fn export_run(
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too), as the config
     // file in the home sets them.
-    let (view, finals) = crate::check::shown_run(home, id)?;
+    let (view, finals) = crate::commands::check::shown_run(home, id)?;
     let mut builder = TraceBuilder::new(id.as_str());
     for envelope in LogReader::open(&path)? {
         let mut envelope = envelope?;

@@ -11,7 +11,7 @@ use agentrace_store::Home;
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::check::WarningArgs;
+use crate::commands::check::WarningArgs;
 use crate::output::Out;
 
 /// `agentrace serve`.
@@ -59,7 +59,7 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         );
         return Ok(ExitCode::from(2));
     }
-    let config = crate::check::config(&home, &args.warnings)?;
+    let config = crate::commands::check::config(&home, &args.warnings)?;
     if args.watch {
         follow(&home, args)?;
     }
@@ -95,8 +95,8 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
 /// as long as the server runs; what they write, the server serves (its
 /// streams follow the run logs as they grow).
 fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
-    let import = crate::import::ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
-    let follower = crate::watch::Follower::start(&import, false)?;
+    let import = crate::commands::import::ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
+    let follower = crate::commands::watch::Follower::start(&import, false)?;
     if let Some(warning) = follower.fallback() {
         eprintln!("{warning}");
     } else {
@@ -107,7 +107,7 @@ fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
         let mut first = true;
         while first || follower.next() {
             first = false;
-            if let Err(error) = crate::import::import(&home, &import, crate::session_feed::TornLines::Wait) {
+            if let Err(error) = crate::commands::import::import(&home, &import, crate::sources::session_feed::TornLines::Wait) {
                 eprintln!("warning: following the sessions: {error:#}");
             }
         }

@@ -14,7 +14,7 @@ use agentrace_store::{Home, LogReader};
 use clap::Args;
 use serde::Serialize;
 
-use crate::ingest::now;
+use crate::clock::now;
 use crate::output::Out;
 use crate::render::{one_line, skipped_warning};
 

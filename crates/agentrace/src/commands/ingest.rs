@@ -2,9 +2,10 @@
 //! Reads bytes, assembles bounded lines, stamps time, detects the format,
 //! and appends every envelope to the store as it is produced.
 
+use crate::run_ids::new_run_id;
+use crate::clock::now;
 use std::fs::File;
 use std::io::{self, Read};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
 use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
@@ -41,20 +42,6 @@ pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow:
     }
     let file = File::open(input).with_context(|| format!("cannot open {input}"))?;
     ingest_reader(home, input, file, options)
-}
-
-/// Unix milliseconds now.
-pub fn now() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_millis(millis)
-}
-
-/// A fresh run id: `run-<ulid>`.
-pub fn new_run_id() -> RunId {
-    RunId::from(format!("run-{}", ulid::Ulid::new()))
 }
 
 struct Chunks<R> {
@@ -193,7 +180,7 @@ pub fn ingest_reader(
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
-    crate::catalog::index_finished_log(session.writer.log_path());
+    crate::commands::catalog::index_finished_log(session.writer.log_path());
     if session.bad_count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
@@ -437,7 +424,7 @@ fn replay<R: Read>(
     session
         .writer
         .write_record(&session.recorder.state().summary())?;
-    crate::catalog::index_finished_log(session.writer.log_path());
+    crate::commands::catalog::index_finished_log(session.writer.log_path());
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }

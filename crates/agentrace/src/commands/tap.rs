@@ -19,7 +19,7 @@ use agentrace_store::{validate_run_id, Home};
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::ingest::new_run_id;
+use crate::run_ids::new_run_id;
 use crate::live::LiveRun;
 
 /// Bytes of copies held in memory before they spill to a file: a second of
@@ -418,7 +418,7 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
     };
     let code = finish(live, &id, status)?;
     if let Some(endpoint) = &args.otlp {
-        crate::export::export_after_run(home, &id, endpoint);
+        crate::commands::export::export_after_run(home, &id, endpoint);
     }
     Ok(code)
 }

@@ -63,8 +63,8 @@ pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
     let count = catalog.sync(home)?;
     drop(catalog);
     if !args.no_import {
-        let import = crate::import::ImportArgs::quiet_of(None, None).with_quiet(args.quiet);
-        crate::import::run(home, &import)?;
+        let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(args.quiet);
+        crate::commands::import::run(home, &import)?;
     }
     if !args.quiet {
         eprintln!("reindexed {} runs into {}", count.indexed, path.display());

@@ -21,8 +21,10 @@ use anyhow::{bail, Context as _};
 use serde_json::Value;
 
 use crate::cli::FormatArg;
-use crate::import::FileStamp;
-use crate::ingest::{new_run_id, now, IngestOptions};
+use crate::commands::import::FileStamp;
+use crate::commands::ingest::IngestOptions;
+use crate::clock::now;
+use crate::run_ids::new_run_id;
 use crate::live::LiveView;
 
 /// The Claude config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
@@ -412,7 +414,7 @@ pub fn ingest_transcripts(
         let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
             .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
         let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || {
-            crate::import::claude_start(&session)
+            crate::commands::import::claude_start(&session)
         })?;
         let resumed = recording.resumed;
         for (part, file) in &session.parts {
@@ -612,7 +614,7 @@ impl Recording {
         let last = self.recorder.finish();
         self.write(&last)?;
         if let Some(reason) = ended {
-            let at = crate::ingest::session_end_time(reason, self.recorder.state());
+            let at = crate::commands::ingest::session_end_time(reason, self.recorder.state());
             let envelopes = self.recorder.end_session(at, reason);
             self.write(&envelopes)?;
         }

@@ -19,9 +19,10 @@ use agentrace_store::{validate_run_id, Home};
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::claude_ingest::{Recording, RunLock};
-use crate::hook::{drain_spool, RUN_ID_ENV};
-use crate::ingest::{new_run_id, now};
+use crate::sources::claude_ingest::{Recording, RunLock};
+use crate::commands::hook::{drain_spool, RUN_ID_ENV};
+use crate::clock::now;
+use crate::run_ids::new_run_id;
 use crate::output::Out;
 
 /// How long the CLI gets to end its query after Ctrl-C.

@@ -3,10 +3,11 @@
 //! read command shares (`-W`/`-A` flags over a JSON config file). It must
 //! not decide anything itself: the detectors live in the core.
 
+use crate::clock::now;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agentrace_core::model::{RunId, Severity, Timestamp};
+use agentrace_core::model::{RunId, Severity};
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::{BudgetPer, WarningConfig};
 use agentrace_store::Home;
@@ -140,15 +141,6 @@ fn read_config(path: &Path, required: bool) -> anyhow::Result<WarningConfig> {
             path.display()
         )
     })
-}
-
-/// The wall clock, for time-based detectors of live runs.
-pub fn now() -> Timestamp {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    Timestamp::from_millis(millis)
 }
 
 /// Run `id` as `show` gives it with the home's config file (no flags),

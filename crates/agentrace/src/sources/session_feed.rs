@@ -40,7 +40,7 @@ use agentrace_core::recorder::SourcePart;
 use agentrace_core::{Envelope, InputLine, Recorder};
 use anyhow::Context as _;
 
-use crate::import::ReadMark;
+use crate::commands::import::ReadMark;
 
 /// A sink of envelopes, given each batch as it is made.
 pub type Sink<'a> = &'a mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>;
@@ -244,7 +244,7 @@ impl SessionFeed {
                 if !reach.allows(&document.path) {
                     return Ok(Err(Diverged { path: document.path.clone() }));
                 }
-                let bytes = crate::import::read_small(&document.path)?;
+                let bytes = crate::commands::import::read_small(&document.path)?;
                 let mut produced = feed_line(recorder, &document.part, &bytes, 1, None, clock);
                 if self.references {
                     reference(&mut produced, &document.path, 0, &bytes);

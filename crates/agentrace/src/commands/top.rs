@@ -25,12 +25,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::import::ImportArgs;
-use crate::ingest::now;
+use crate::commands::import::ImportArgs;
+use crate::clock::now;
 use crate::output::Out;
 use crate::render::{event_text, one_line};
-use crate::status::duration;
-use crate::watch::Follower;
+use crate::commands::status::duration;
+use crate::commands::watch::Follower;
 
 /// `agentrace top` arguments.
 #[derive(Debug, Args)]
@@ -670,7 +670,7 @@ fn event_lines(home: &Home, id: &RunId) -> anyhow::Result<Vec<String>> {
 /// the others.
 fn shown_at_start(home: &Home, recent: usize) -> anyhow::Result<Vec<RunId>> {
     let mut runs = home.list_runs()?;
-    runs.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+    runs.sort_by_key(|run| std::cmp::Reverse(run.started_at));
     let mut ended = 0;
     Ok(runs
         .into_iter()
@@ -702,7 +702,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         let mut first = true;
         while first || follower.next() {
             first = false;
-            let changed = crate::import::import(&follow_home, &import, crate::session_feed::TornLines::Wait);
+            let changed = crate::commands::import::import(&follow_home, &import, crate::sources::session_feed::TornLines::Wait);
             if sender.send(changed).is_err() {
                 return;
             }
@@ -725,7 +725,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
 /// `top` when stdout is not a terminal: one pass, then each live and
 /// recent session with its records as `status` prints them.
 fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
-    crate::import::import(home, import, crate::session_feed::TornLines::Wait)?;
+    crate::commands::import::import(home, import, crate::sources::session_feed::TornLines::Wait)?;
     let now = now();
     let mut top = Top::new(String::new(), false);
     for id in shown_at_start(home, args.recent)? {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use agentrace_core::model::Timestamp;
 
-use crate::import::{FileStamp, RolloutHead};
+use crate::commands::import::{FileStamp, RolloutHead};
 
 /// How many bytes of packed rollouts are reserved at first (some 12,000
 /// rollouts).

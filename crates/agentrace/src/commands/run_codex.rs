@@ -19,7 +19,7 @@ use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::ingest::new_run_id;
+use crate::run_ids::new_run_id;
 use crate::live::LiveRun;
 use crate::output::Out;
 
@@ -392,7 +392,7 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
     };
     let summary = driver.live.finish(reason)?;
     if let Some(endpoint) = &args.otlp {
-        crate::export::export_after_run(home, &id, endpoint);
+        crate::commands::export::export_after_run(home, &id, endpoint);
     }
     match summary.status {
         RunStatus::Done => {

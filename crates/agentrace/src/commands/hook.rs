@@ -26,8 +26,9 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
 
-use crate::claude_ingest::{run_of_session, Recording, RunLock};
-use crate::ingest::{new_run_id, now};
+use crate::sources::claude_ingest::{run_of_session, Recording, RunLock};
+use crate::clock::now;
+use crate::run_ids::new_run_id;
 
 /// The largest hook input read (a bigger one is cut and recorded as such).
 const MAX_INPUT: u64 = 64 * 1024 * 1024;

@@ -22,9 +22,9 @@ use serde::Serialize;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::import::ImportArgs;
+use crate::commands::import::ImportArgs;
 use crate::output::Out;
-use crate::session_feed::TornLines;
+use crate::sources::session_feed::TornLines;
 
 /// Arguments of `agentrace watch`.
 #[derive(Debug, Args)]
@@ -129,7 +129,7 @@ struct Seen {
 impl Notifier {
     fn new(home: &Home, args: &WatchArgs) -> anyhow::Result<Self> {
         let config = if args.on_warning.is_some() {
-            crate::check::config(home, &crate::check::WarningArgs::default())?
+            crate::commands::check::config(home, &crate::commands::check::WarningArgs::default())?
         } else {
             WarningConfig::default()
         };
@@ -149,7 +149,7 @@ impl Notifier {
     /// Reads a run as the notifications judge it.
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
         let loaded = home.load_run(id).ok()?;
-        let view = loaded.checked_view(&self.config, Some(crate::check::now()));
+        let view = loaded.checked_view(&self.config, Some(crate::clock::now()));
         let records = loaded.records();
         let child_works = records.iter().any(|record| record.state != ChildWorkState::Ended);
         let over = view.run.status != RunStatus::Running && !child_works;
@@ -293,7 +293,7 @@ impl Follower {
             Watching::Polling(_) => format!("polling every {} s", POLL_EVERY.as_secs()),
         };
         Ok(Self {
-            watching: watching,
+            watching,
             wakes,
             sender,
             folders: folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", "),
@@ -416,7 +416,7 @@ fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::
 /// (`<run id> <status>`) and returns their ids. A last line still being
 /// written is left for the next pass.
 fn pass(home: &Home, import: &ImportArgs, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
-    let changed = crate::import::import(home, import, TornLines::Wait)?;
+    let changed = crate::commands::import::import(home, import, TornLines::Wait)?;
     if changed.is_empty() {
         return Ok(changed);
     }

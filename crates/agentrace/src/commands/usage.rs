@@ -31,9 +31,9 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
-use crate::codex_sessions::CodexSessions;
-use crate::import::{claude_cwd, claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
+use crate::sources::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
+use crate::sources::codex_sessions::CodexSessions;
+use crate::commands::import::{claude_cwd, claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
 use crate::output::Out;
 
 /// Arguments of `agentrace usage`.
@@ -803,7 +803,7 @@ fn provider_name(provider: Provider) -> &'static str {
 /// One session found in the provider folders.
 enum FoundSession {
     /// A Codex session: its root's id and its rollouts.
-    Codex(String, Vec<crate::import::RolloutHead>),
+    Codex(String, Vec<crate::commands::import::RolloutHead>),
     Claude(FoundClaude),
 }
 
@@ -1066,7 +1066,7 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 /// first, as `agentrace runs` lists them), one per session, as they are
 /// asked for; with the catalog their usage is read from.
 fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, Catalog)> {
-    let catalog = crate::catalog::synced(home)?;
+    let catalog = crate::commands::catalog::synced(home)?;
     if args.runs.is_empty() {
         let runs = every_run(home, &catalog, prices)?;
         return Ok((runs, catalog));

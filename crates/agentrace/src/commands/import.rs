@@ -4,7 +4,7 @@
 //! (a session and its subagents' files). Incremental: a session whose files
 //! did not change (size and modification time) is not read again; one whose
 //! files only grew is read on from where the last import stopped, in the one
-//! order every reading of a session uses ([`crate::session_feed`]), so it
+//! order every reading of a session uses ([`crate::sources::session_feed`]), so it
 //! ends as an import of the finished files would make it; any other change
 //! reads it again whole (a file that shrank is said so). What an
 //! import keeps between runs (each session's files, stamps and offsets,
@@ -33,11 +33,11 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession, Recording};
-use crate::codex_sessions::{CodexSessions, Packer, Rest};
-use crate::ingest::now;
-use crate::session_feed::{Reach, SessionFeed, TornLines};
-use crate::usage::{LogStamp, UsageIndex};
+use crate::sources::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession, Recording};
+use crate::sources::codex_sessions::{CodexSessions, Packer, Rest};
+use crate::clock::now;
+use crate::sources::session_feed::{Reach, SessionFeed, TornLines};
+use crate::commands::usage::{LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
 
@@ -167,7 +167,7 @@ struct Imported {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     log: Option<u64>,
     /// The run's lines were fed merged in time order, as every import now
-    /// feeds them ([`crate::session_feed`]): the run of an older import,
+    /// feeds them ([`crate::sources::session_feed`]): the run of an older import,
     /// fed file after file, is rebuilt when its session grows, not read
     /// on (its log would not begin as the replay of its files does).
     #[serde(default)]
@@ -604,7 +604,7 @@ pub struct ReadMark {
     pub number: u32,
 }
 
-pub use crate::session_feed::Sink;
+pub use crate::sources::session_feed::Sink;
 
 /// How much of a file one read asks for.
 const READ_SIZE: usize = 256 * 1024;
@@ -668,7 +668,7 @@ pub(crate) fn rollout_parts(files: &[RolloutHead]) -> Vec<(SourcePart, PathBuf)>
 }
 
 /// Feeds one session's rollout files to `recorder`, merged in time order
-/// (see [`crate::session_feed`]); `sink` gets each batch. Returns where the
+/// (see [`crate::sources::session_feed`]); `sink` gets each batch. Returns where the
 /// reading of each file stopped, by path.
 pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<BTreeMap<String, ReadMark>> {
     feed_whole(recorder, &rollout_parts(files), codex_start(files), TornLines::Feed, sink)
@@ -680,7 +680,7 @@ pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<
 /// by path.
 pub fn feed_claude(
     recorder: &mut Recorder,
-    session: &crate::claude_ingest::SessionFiles,
+    session: &crate::sources::claude_ingest::SessionFiles,
     sink: Sink<'_>,
 ) -> anyhow::Result<BTreeMap<String, ReadMark>> {
     feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
@@ -804,7 +804,7 @@ impl Job {
 /// Where a rebuilt run's lines come from.
 enum JobSource {
     Codex(Vec<RolloutHead>),
-    Claude(crate::claude_ingest::SessionFiles),
+    Claude(crate::sources::claude_ingest::SessionFiles),
 }
 
 /// When a Codex session started: its earliest rollout's time, else now.
@@ -814,7 +814,7 @@ pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
 
 /// When a Claude session started: the first time its main file names,
 /// else now (`import` and `usage` date a session alike).
-pub fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
+pub fn claude_start(session: &crate::sources::claude_ingest::SessionFiles) -> Timestamp {
     session
         .parts
         .first()
@@ -825,7 +825,7 @@ pub fn claude_start(session: &crate::claude_ingest::SessionFiles) -> Timestamp {
 /// A Claude session's working folder: the first `cwd` its main file's
 /// lines name (each transcript line carries it; the first few are
 /// enough, and a file without one is not read to its end).
-pub fn claude_cwd(session: &crate::claude_ingest::SessionFiles) -> Option<String> {
+pub fn claude_cwd(session: &crate::sources::claude_ingest::SessionFiles) -> Option<String> {
     let (_, path) = session.parts.first()?;
     let mut reader = BufReader::new(fs::File::open(path).ok()?);
     let mut line = Vec::new();
@@ -1081,7 +1081,7 @@ impl Importer<'_> {
     ///
     /// The recorder is brought to where the last import left it by feeding
     /// it the sources again up to the marks, in the one order every reading
-    /// uses (see [`crate::session_feed`]), its envelopes dropped: relearning
+    /// uses (see [`crate::sources::session_feed`]), its envelopes dropped: relearning
     /// from the log could not tell which file each line came from once the
     /// files' lines are interleaved, and a recorder that misplaced one
     /// attributed the rest differently (a root's answer lost, a child's end
@@ -1294,7 +1294,7 @@ impl Importer<'_> {
         if let Some(endpoint) = &self.args.otlp {
             let home = self.home;
             self.bar
-                .suspend(|| crate::export::export_after_run(home, id, endpoint));
+                .suspend(|| crate::commands::export::export_after_run(home, id, endpoint));
         }
         self.changed.push(id.clone());
         let entry = Imported {
@@ -1350,7 +1350,7 @@ const CLAUDE_CHUNK: usize = 256;
 /// A Claude session's files, with their stamps keyed by path.
 fn claude_session_files(
     found: &FoundSession,
-) -> anyhow::Result<(crate::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
+) -> anyhow::Result<(crate::sources::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
     let (session, listed) = found.files_with_stamps()?;
     let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()).zip(listed))?;
     Ok((session, stamps))
@@ -1431,8 +1431,8 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
     fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let _lock = import_lock(home, &dir, args.quiet)?;
     remove_old_tables(home, &dir);
-    let catalog = crate::catalog::synced(home)?;
-    crate::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
+    let catalog = crate::commands::catalog::synced(home)?;
+    crate::commands::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
     let catalog = std::sync::Mutex::new(catalog);
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import

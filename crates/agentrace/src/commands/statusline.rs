@@ -87,7 +87,7 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     let input: StatuslineInput = serde_json::from_str(&text).ok()?;
     let home = Home::from_env().ok()?;
     let state_path = home.statusline_state_path(&input.session_id).ok()?;
-    let book = crate::usage::load_prices(args.prices.as_ref()).ok()?;
+    let book = crate::commands::usage::load_prices(args.prices.as_ref()).ok()?;
     let summary = Session::at(&input.transcript_path, &input.session_id, &state_path, book)?.summary();
     if args.json {
         serde_json::to_string(&summary).ok()
@@ -490,7 +490,7 @@ impl Session {
         if let Some(at) = at {
             target.last_at = Some(at.millis());
         }
-        let at = target.last_at.map_or_else(crate::ingest::now, Timestamp::from_millis);
+        let at = target.last_at.map_or_else(crate::clock::now, Timestamp::from_millis);
         let own_model = message.model.as_deref().filter(|model| !model.is_empty() && *model != "<synthetic>");
         // A thread prices with the model it last named; a startup agent's
         // reply (no thread) with its own model only (as the fold does).
