@@ -246,6 +246,9 @@ pub enum SessionEndReason {
     EndOfInput,
     /// An import read a finished session's files to their end.
     ImportFinished,
+    /// A watched session's files stopped growing for the idle limit
+    /// (`watch`, `top`, `serve --watch`) while something in it was live.
+    Idle,
     /// A reason this build does not know (a newer writer).
     #[serde(other)]
     Other,
@@ -260,6 +263,7 @@ impl SessionEndReason {
             SessionEndReason::TapClosed => "tapClosed",
             SessionEndReason::EndOfInput => "endOfInput",
             SessionEndReason::ImportFinished => "importFinished",
+            SessionEndReason::Idle => "idle",
             SessionEndReason::Other => "other",
         }
     }

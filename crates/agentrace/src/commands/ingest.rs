@@ -227,6 +227,7 @@ pub fn session_end_time(reason: SessionEndReason, state: &agentrace_core::RunSta
         SessionEndReason::Exit
         | SessionEndReason::Closed
         | SessionEndReason::TapClosed
+        | SessionEndReason::Idle
         | SessionEndReason::Other => now(),
     }
 }

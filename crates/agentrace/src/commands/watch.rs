@@ -6,7 +6,7 @@
 //! polling watcher) and when to import; never how a session is read (the
 //! import's).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use agentrace_core::childwork::ChildWorkState;
-use agentrace_core::model::{RunId, RunStatus, Severity, Warning};
+use agentrace_core::model::{RunId, RunStatus, SessionEndReason, Severity, Warning};
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::Home;
@@ -54,6 +54,12 @@ pub struct WatchArgs {
     /// the run's; `{"event": "warning", "run": {…}, "warning": {…}}` on stdin).
     #[arg(long, value_name = "CMD")]
     on_warning: Option<String>,
+    /// A session whose files have not grown for this many seconds while
+    /// something in it is live (its root's turn, a child, a command) ends:
+    /// `session_ended` (reason `idle`) is appended and its live records
+    /// settle `unknown`. Should it grow again, it is read again.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    idle_limit: u64,
 }
 
 /// Why the loop woke up.
@@ -99,11 +105,132 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // what they gain.
     let changed = pass(home, &import, out)?;
     notifier.baseline(home, &changed);
-    while follower.next() {
-        let changed = pass(home, &import, out)?;
-        notifier.notify(home, &changed);
+    let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
+    idle.saw_at_start(home, &changed);
+    loop {
+        match follower.next_within(idle.next_due()) {
+            Next::Changed => {
+                let changed = pass(home, &import, out)?;
+                notifier.notify(home, &changed);
+                idle.saw(home, &changed);
+            }
+            Next::Stopped => return Ok(ExitCode::SUCCESS),
+            Next::Quiet => {}
+        }
+        for id in idle.due() {
+            if end_idle(home, &id)? {
+                out.line(format!("{id} idle"))?;
+                out.flush()?;
+                notifier.notify(home, std::slice::from_ref(&id));
+            }
+        }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// What [`Follower::next_within`] saw.
+pub enum Next {
+    /// Something changed (gathered).
+    Changed,
+    /// Nothing, for the time given.
+    Quiet,
+    /// The follower was stopped.
+    Stopped,
+}
+
+/// The idle limit: when each live session was last seen to change.
+struct IdleLimit {
+    limit: Duration,
+    live: HashMap<RunId, Instant>,
+}
+
+impl IdleLimit {
+    fn new(limit: Duration) -> Self {
+        Self { limit, live: HashMap::new() }
+    }
+
+    /// `changed` changed now: each still live is followed for the limit,
+    /// each over is not.
+    fn saw(&mut self, home: &Home, changed: &[RunId]) {
+        for id in changed {
+            match home.load_run(id) {
+                Ok(loaded) if live(&loaded) => {
+                    self.live.insert(id.clone(), Instant::now());
+                }
+                _ => {
+                    self.live.remove(id);
+                }
+            }
+        }
+    }
+
+    /// The first pass: of what it read, only sessions written to within
+    /// the limit are followed (one idle longer had ended before the watch
+    /// began, and is not the watch's to end).
+    fn saw_at_start(&mut self, home: &Home, changed: &[RunId]) {
+        let limit = i64::try_from(self.limit.as_millis()).unwrap_or(i64::MAX);
+        let now = crate::clock::now().millis();
+        let recent: Vec<RunId> = changed
+            .iter()
+            .filter(|id| {
+                home.load_run(id).ok().and_then(|loaded| loaded.summary().updated_at).is_some_and(|at| now - at.millis() < limit)
+            })
+            .cloned()
+            .collect();
+        self.saw(home, &recent);
+    }
+
+    /// How long until the next session reaches the limit (none followed:
+    /// no limit to wait for).
+    fn next_due(&self) -> Option<Duration> {
+        self.live
+            .values()
+            .map(|seen| (*seen + self.limit).saturating_duration_since(Instant::now()))
+            .min()
+    }
+
+    /// The sessions at the limit, no longer followed.
+    fn due(&mut self) -> Vec<RunId> {
+        let now = Instant::now();
+        let due: Vec<RunId> = self
+            .live
+            .iter()
+            .filter(|(_, seen)| now.duration_since(**seen) >= self.limit)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &due {
+            self.live.remove(id);
+        }
+        due
+    }
+}
+
+/// True while something in the run is live: its root's turn or a record.
+fn live(loaded: &agentrace_store::LoadedRun) -> bool {
+    loaded.summary().status == RunStatus::Running
+        || loaded.records().iter().any(|record| record.state != ChildWorkState::Ended)
+}
+
+/// Ends an idle session: `session_ended` (idle) appended to its log, its
+/// record rewritten; false when it is over already (nothing to end).
+fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
+    let loaded = home.load_run(id)?;
+    if !live(&loaded) {
+        return Ok(false);
+    }
+    let mut writer = home.append_run(id)?;
+    let envelope: agentrace_core::Envelope = serde_json::from_value(serde_json::json!({
+        "version": agentrace_core::model::LOG_VERSION,
+        "timestamp": crate::clock::now(),
+        "sequence": writer.next_sequence(),
+        "runId": id,
+        "actor": agentrace_core::model::Actor::unknown("agentrace"),
+        "event": {"type": "session_ended", "reason": SessionEndReason::Idle.as_str()},
+    }))?;
+    writer.append(std::slice::from_ref(&envelope))?;
+    writer.sync()?;
+    let loaded = home.load_run(id)?;
+    writer.write_record(&loaded.summary())?;
+    Ok(true)
 }
 
 /// `--on-end` / `--on-warning`: what has fired, so each fires once.
@@ -328,12 +455,36 @@ impl Follower {
         Stopper(self.sender.clone())
     }
 
+    /// [`Follower::next`] for at most `within` (none: as long as it takes).
+    pub fn next_within(&self, within: Option<Duration>) -> Next {
+        let first = match within {
+            None => self.wakes.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some(within) => self.wakes.recv_timeout(within),
+        };
+        match first {
+            Ok(Wake::Changed) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => return Next::Quiet,
+            Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return Next::Stopped,
+        }
+        if self.gather() {
+            Next::Changed
+        } else {
+            Next::Stopped
+        }
+    }
+
     /// Waits for the next change (gathered); false once stopped.
     pub fn next(&self) -> bool {
         match self.wakes.recv() {
             Ok(Wake::Changed) => {}
             Ok(Wake::Interrupt) | Err(_) => return false,
         }
+        self.gather()
+    }
+
+    /// After a change: the changes that follow it within [`GATHER`] (for
+    /// at most [`GATHER_AT_MOST`]); false when stopped meanwhile.
+    fn gather(&self) -> bool {
         let first = Instant::now();
         loop {
             match self.wakes.recv_timeout(GATHER) {

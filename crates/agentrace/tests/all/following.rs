@@ -199,7 +199,13 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     // The first pass (what was there before) is done once its run is
     // listed, and a moment after, its judging.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli.ok(&["runs", "--json"]).contains("\"status\":\"done\"") {
+    let listed_done = || {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .is_some_and(|runs| runs.iter().any(|run| run["status"] == "done"))
+    };
+    while !listed_done() {
         assert!(Instant::now() < deadline, "the first pass never ended");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -348,4 +354,77 @@ fn serve_watch_streams_a_session_as_it_is_written() {
     growth.write(&homes, helper_last..growth.order.len(), true);
     wait_for("the helper ended", &|line| line.starts_with("data:") && line.contains("\"childWorkId\"") && line.contains("\"outcome\":\"succeeded\""));
     wait_for("the run done", &|line| line.starts_with("data:") && line.contains("\"status\":\"done\""));
+}
+
+/// A watched session whose files stop growing while its helper is live
+/// ends at the idle limit: `session_ended` (reason `idle`) closes its log
+/// and the helper's record settles `ended unknown`; when its files grow
+/// again, it is read again and ends as an import of the finished files.
+#[test]
+fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--idle-limit", "2"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    // Past its first pass (of empty folders, a few milliseconds): what the
+    // first pass reads is followed only if it was written within the
+    // limit by the captures' own clock, and this capture is days old.
+    std::thread::sleep(Duration::from_millis(500));
+    let helper_file = growth
+        .files
+        .iter()
+        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no helper file"));
+    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    growth.write(&homes, 0..helper_last, true);
+    let records = |cli: &Cli| -> Vec<serde_json::Value> {
+        serde_json::from_slice::<serde_json::Value>(&cli.run(&["status", "--json"]).stdout)
+            .ok()
+            .and_then(|value| value["records"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !records(&cli).iter().any(|record| record["state"] == "working") {
+        assert!(Instant::now() < deadline, "the helper was never seen working");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past the limit, nothing written: the session ends idle.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let settled = loop {
+        let now = records(&cli);
+        if now.iter().all(|record| record["state"] == "ended") {
+            break now;
+        }
+        if Instant::now() > deadline {
+            let (_, stdout) = watch.stop();
+            panic!("the idle session never ended: {now:?}\nwatch printed:\n{stdout}\n{}", cli.ok(&["events", "latest"]));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(settled.iter().map(|record| record["outcome"].as_str()).collect::<Vec<_>>(), [Some("unknown")]);
+    let events = cli.ok(&["events", "latest", "--json"]);
+    let last: serde_json::Value = serde_json::from_str(events.lines().last().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(last["event"], serde_json::json!({"type": "session_ended", "reason": "idle"}));
+    // It grows again: read again, it ends as the whole.
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !records(&cli).iter().all(|record| record["outcome"] == "succeeded") {
+        assert!(Instant::now() < deadline, "the session never ended as a whole: {:?}", records(&cli));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    assert!(stdout.lines().any(|line| line.ends_with(" idle")), "{stdout}");
+    let whole = Cli::new();
+    let fresh = Homes::new();
+    growth.write(&fresh, 0..growth.order.len(), true);
+    let codex = fresh.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = fresh.of(Provider::Claude).to_string_lossy().into_owned();
+    whole.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
 }
