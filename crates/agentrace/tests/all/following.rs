@@ -66,6 +66,18 @@ impl Drop for Tmux {
     }
 }
 
+/// A capture's helper (the first file a spawn made) and, in writing order,
+/// where its last line comes.
+fn helper_of(growth: &Growth) -> (usize, usize) {
+    let file = growth
+        .files
+        .iter()
+        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no helper file"));
+    let last = growth.order.iter().rposition(|at| at.0 == file).unwrap_or_else(|| panic!("order"));
+    (file, last)
+}
+
 /// The screen line of the root's helper (the tree's first child).
 fn helper_row(screen: &str) -> Option<&str> {
     screen.lines().find(|line| line.starts_with("└ "))
@@ -88,11 +100,7 @@ fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
     let growth = Growth::of(Provider::Codex, "v1_basic");
     let homes = Homes::new();
     // Up to the helper's command (its function_call) and no further.
-    let helper_file = growth
-        .files
-        .iter()
-        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
-        .unwrap_or_else(|| panic!("no helper file"));
+    let (helper_file, _) = helper_of(&growth);
     let call = growth.files[helper_file]
         .lines
         .iter()
@@ -219,12 +227,7 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         names
     };
     // Up to the root's answer, the helper's turn still open.
-    let helper_file = growth
-        .files
-        .iter()
-        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
-        .unwrap_or_else(|| panic!("no helper file"));
-    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !noted().iter().any(|name| name.starts_with("warning-")) {
@@ -272,12 +275,7 @@ fn serve_watch_streams_a_session_as_it_is_written() {
 
     let growth = Growth::of(Provider::Codex, "v1_basic");
     let homes = Homes::new();
-    let helper_file = growth
-        .files
-        .iter()
-        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
-        .unwrap_or_else(|| panic!("no helper file"));
-    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
     let cli = Cli::new();
     let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
@@ -374,12 +372,7 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
     // first pass reads is followed only if it was written within the
     // limit by the captures' own clock, and this capture is days old.
     std::thread::sleep(Duration::from_millis(500));
-    let helper_file = growth
-        .files
-        .iter()
-        .position(|file| file.lines.first().is_some_and(|line| String::from_utf8_lossy(line).contains("thread_spawn")))
-        .unwrap_or_else(|| panic!("no helper file"));
-    let helper_last = growth.order.iter().rposition(|at| at.0 == helper_file).unwrap_or_else(|| panic!("order"));
+    let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
     let records = |cli: &Cli| -> Vec<serde_json::Value> {
         serde_json::from_slice::<serde_json::Value>(&cli.run(&["status", "--json"]).stdout)

@@ -84,10 +84,18 @@ fn claude_command(
         "--",
         &prompt,
     ]);
+    offline(&mut command, home, mock);
+    command.env_remove("AGENTRACE_RUN_ID");
+    command
+}
+
+/// The offline environment of the fixtures' notes, with its private HOME
+/// (`home`, its config dir `home/.claude`, its temp dir `home/tmp`).
+fn offline(command: &mut Command, home: &Path, mock: &MockAnthropic) {
     command
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
-        .env("CLAUDE_CODE_TMPDIR", &tmp)
+        .env("CLAUDE_CODE_TMPDIR", home.join("tmp"))
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-mock")
         .env("IS_SANDBOX", "1")
@@ -95,9 +103,7 @@ fn claude_command(
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
-        .env_remove("AGENTRACE_RUN_ID");
-    command
+        .env("CLAUDE_CODE_MAX_RETRIES", "0");
 }
 
 fn record(scenario: &str) -> Recorded {
@@ -506,20 +512,10 @@ fn watch_follows_a_claude_session_started_without_agentrace() {
     claude
         .args(["-p", "[[scenario:sleepy_fg]] Please do the scripted task.", "--permission-mode", "bypassPermissions"])
         .current_dir(&work)
-        .env("HOME", home.path())
-        .env("CLAUDE_CONFIG_DIR", &config)
-        .env("CLAUDE_CODE_TMPDIR", &tmp)
-        .env("ANTHROPIC_BASE_URL", mock.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-dummy-key-for-the-mock")
-        .env("IS_SANDBOX", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    offline(&mut claude, home.path(), &mock);
     let running = claude.spawn().unwrap_or_else(|error| panic!("cannot start claude: {error}"));
     let pid = running.id();
     let waited = std::thread::spawn(move || running.wait_with_output());
