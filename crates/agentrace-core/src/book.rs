@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::childwork::{ChangeKind, ChildWork, ChildWorkChange, ChildWorkRecord, ChildWorkState};
+use crate::childwork::{ChangeKind, ChildWork, ChildWorkChange, ChildWorkId, ChildWorkRecord, ChildWorkState};
 use crate::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp, Warning};
 use crate::prices::PriceBook;
 use crate::state::{FinalActors, RunState, RunView};
@@ -175,7 +175,7 @@ impl RunBook {
             // now, then every other live one.
             (None, Some(at)) => {
                 let settled = self.settled_copy(at);
-                let mut shown = shown_through(&raw, &settled, ChangeKind::Settled);
+                let mut shown = shown_through(&raw, |id| settled.settled_record(id, at), ChangeKind::Settled);
                 let live: Vec<_> = self
                     .child_work
                     .records()
@@ -199,8 +199,7 @@ impl RunBook {
                 if raw.is_empty() {
                     raw
                 } else {
-                    let settled = self.settled_copy(at);
-                    shown_through(&raw, &settled, ChangeKind::Updated)
+                    shown_through(&raw, |id| self.child_work.settled_record(id, at), ChangeKind::Updated)
                 }
             }
             // They show live again: every live record that showed settled,
@@ -290,25 +289,23 @@ impl RunBook {
 
 /// The reducer's changes as they show through the settled copy: each
 /// record as the copy has it, a live one now shown ended taking `kind`.
-fn shown_through(raw: &[ChildWorkChange], settled: &ChildWork, kind: ChangeKind) -> Vec<ChildWorkChange> {
-    let records = settled.records();
+fn shown_through(
+    raw: &[ChildWorkChange],
+    settled: impl Fn(&ChildWorkId) -> Option<ChildWorkRecord>,
+    kind: ChangeKind,
+) -> Vec<ChildWorkChange> {
     raw.iter()
-        .map(|change| {
-            match records
-                .iter()
-                .find(|record| record.child_work_id == change.record.child_work_id)
-            {
-                Some(record) if record.state == ChildWorkState::Ended && change.record.state != ChildWorkState::Ended => {
-                    ChildWorkChange {
-                        change: match change.change {
-                            ChangeKind::Admitted => ChangeKind::Admitted,
-                            ChangeKind::Updated | ChangeKind::Ended | ChangeKind::Settled => kind,
-                        },
-                        record: record.clone(),
-                    }
+        .map(|change| match settled(&change.record.child_work_id) {
+            Some(record) if record.state == ChildWorkState::Ended && change.record.state != ChildWorkState::Ended => {
+                ChildWorkChange {
+                    change: match change.change {
+                        ChangeKind::Admitted => ChangeKind::Admitted,
+                        ChangeKind::Updated | ChangeKind::Ended | ChangeKind::Settled => kind,
+                    },
+                    record,
                 }
-                Some(_) | None => change.clone(),
             }
+            Some(_) | None => change.clone(),
         })
         .collect()
 }

@@ -666,6 +666,52 @@ impl ChildWork {
         self.publish(at)
     }
 
+    /// Record `id` as [`ChildWork::end_session`] at `at` would leave it,
+    /// worked out for that record alone: a book shown settled asks this
+    /// for each change, and settling a copy of the whole reducer per
+    /// envelope made the fold of a long run quadratic. None when `id` is
+    /// not published.
+    pub fn settled_record(&self, id: &ChildWorkId, at: Timestamp) -> Option<ChildWorkRecord> {
+        let published = self.published.get(id)?;
+        let ending = Ending {
+            outcome: Outcome::Unknown,
+            at,
+            settled: true,
+        };
+        let derived = match id.as_str().strip_prefix("agent:") {
+            Some(thread) => {
+                let thread = ThreadId::from(thread);
+                let mut facts = self.agents.get(&thread)?.clone();
+                let ended = facts.run.as_mut().is_some_and(|run| run.end(ending));
+                if !ended {
+                    return Some(published.clone());
+                }
+                self.derive_agent(&thread, &facts)
+            }
+            None => {
+                let (_, command) = self
+                    .commands
+                    .iter()
+                    .find(|((launcher, item), _)| ChildWorkId::command(launcher.as_ref(), item) == *id)?;
+                if !command.persistent || command.ended.is_some() {
+                    return Some(published.clone());
+                }
+                let mut command = command.clone();
+                command.ended = Some(ending);
+                self.derive_command(&command)
+            }
+        };
+        // As `publish` would: an unchanged record keeps its time.
+        let Some(mut record) = derived else {
+            return Some(published.clone());
+        };
+        record.updated_at = published.updated_at;
+        if record != *published {
+            record.updated_at = at;
+        }
+        Some(record)
+    }
+
     fn facts(&mut self, thread: &ThreadId) -> &mut AgentFacts {
         self.agents.entry(thread.clone()).or_default()
     }
@@ -674,6 +720,29 @@ impl ChildWork {
         if let Some(thread) = thread {
             self.dirty.insert(Key::Agent(thread.clone()));
         }
+    }
+
+    /// Marks what a change of `thread`'s root or announced flag can move:
+    /// its own record and those it owns (children it spawned, commands it
+    /// launched), which are all `derive_agent` and `derive_command` read of
+    /// another thread. Marking every record instead re-derived all of a
+    /// long run's records at each new child.
+    fn mark_owned_by(&mut self, thread: &ThreadId) {
+        self.dirty.insert(Key::Agent(thread.clone()));
+        let children: Vec<ThreadId> = self
+            .agents
+            .iter()
+            .filter(|(_, facts)| facts.parent.as_ref() == Some(thread))
+            .map(|(child, _)| child.clone())
+            .collect();
+        self.dirty.extend(children.into_iter().map(Key::Agent));
+        let commands: Vec<Key> = self
+            .commands
+            .keys()
+            .filter(|(launcher, _)| launcher.as_ref() == Some(thread))
+            .map(|(launcher, item)| Key::Command(launcher.clone(), item.clone()))
+            .collect();
+        self.dirty.extend(commands);
     }
 
     fn mark_all(&mut self) {
@@ -696,7 +765,7 @@ impl ChildWork {
                 let facts = self.facts(thread);
                 if !facts.root {
                     facts.root = true;
-                    self.mark_all();
+                    self.mark_owned_by(thread);
                 }
             }
             // The label only: the announcement is the `agent_spawned` that
@@ -726,7 +795,7 @@ impl ChildWork {
         }
         if newly {
             // Rule 3: work it launched meanwhile is re-owned by it.
-            self.mark_all();
+            self.mark_owned_by(child);
         } else {
             self.dirty.insert(Key::Agent(child.clone()));
         }

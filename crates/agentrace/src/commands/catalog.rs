@@ -2,7 +2,10 @@
 //! it had to be made anew, brought up to the runs folder before it is read
 //! (see [`agentrace_store::catalog`]), and `agentrace reindex`.
 
-use agentrace_store::catalog::Rebuilt;
+use agentrace_core::model::RunId;
+use agentrace_core::state::{AgentNode, FinalActors, RunSummary};
+use agentrace_core::Envelope;
+use agentrace_store::catalog::{Rebuilt, TextRow};
 use agentrace_store::{Catalog, Home};
 use clap::Args;
 
@@ -86,7 +89,57 @@ pub fn index_finished_log(log: &std::path::Path) {
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(&home)?;
         let stamp = agentrace_store::catalog::log_stamp(log).unwrap_or_default();
+        catalog.begin()?;
         catalog.index_run(&home, &id, stamp)?;
+        catalog.commit()?;
+        Ok(())
+    })();
+    if let Err(error) = done {
+        eprintln!("warning: run {id} is not in the catalog yet: {error:#}");
+    }
+}
+
+/// The searchable text of the envelopes a run is written with, collected
+/// on the way to its log: a recorder that just wrote a log must not read it
+/// back (twice, for the final actors) to index it.
+#[derive(Default)]
+pub struct Texts {
+    rows: Vec<TextRow>,
+    finals: FinalActors,
+}
+
+impl Texts {
+    /// Notes the text of envelopes as they go to the log.
+    pub fn observe(&mut self, envelopes: &[Envelope]) {
+        for envelope in envelopes {
+            self.finals.observe(envelope);
+            self.rows.extend(TextRow::of(envelope));
+        }
+    }
+
+    /// The rows, each with its thread's final actor.
+    pub fn settled(mut self, id: &RunId) -> Vec<TextRow> {
+        agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
+        self.rows
+    }
+}
+
+/// Indexes a run at the end of its recording from what the recorder holds
+/// (its record, agent tree and the text collected as it was written), so
+/// the log is not read again; a failure is only said, as for
+/// [`index_finished_log`].
+pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], texts: Texts) {
+    let id = &summary.id;
+    let done = (|| -> anyhow::Result<()> {
+        let catalog = Catalog::open(home)?;
+        let stamp = agentrace_store::catalog::log_stamp(&home.log_path(id)).unwrap_or_default();
+        let agents = agentrace_store::catalog::agent_rows(agents);
+        // One transaction: the run's text is thousands of rows, and each
+        // row committed on its own was a WAL commit (a third of a 40 MB
+        // ingest's time).
+        catalog.begin()?;
+        catalog.put_run(summary, None, None, &agents, stamp, Some(&texts.settled(id)))?;
+        catalog.commit()?;
         Ok(())
     })();
     if let Err(error) = done {

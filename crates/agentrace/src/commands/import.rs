@@ -37,6 +37,7 @@ use crate::sources::claude_ingest::{claude_config_dir, sessions_by_project, Foun
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::clock::now;
 use crate::sources::session_feed::{Reach, SessionFeed, TornLines};
+use crate::commands::catalog::Texts;
 use crate::commands::usage::{LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
@@ -884,30 +885,11 @@ type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
 /// rebuilt), and its text.
 type JobDone = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
 
-/// The searchable text of the envelopes a run is written with (collected
-/// on the way to its log, not read back from it).
-#[derive(Default)]
-struct Texts {
-    rows: Vec<TextRow>,
-    finals: agentrace_core::state::FinalActors,
-}
-
-impl Texts {
-    /// A sink that notes each batch's text, then hands it to `sink`.
-    fn tee<'s>(&'s mut self, sink: Sink<'s>) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
-        move |batch: Vec<Envelope>| {
-            for envelope in &batch {
-                self.finals.observe(envelope);
-                self.rows.extend(TextRow::of(envelope));
-            }
-            sink(batch)
-        }
-    }
-
-    /// The rows, each with its thread's final actor.
-    fn settled(mut self, id: &RunId) -> Vec<TextRow> {
-        agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
-        self.rows
+/// A sink that notes each batch's text in `texts`, then hands it to `sink`.
+fn tee<'s>(texts: &'s mut Texts, sink: Sink<'s>) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
+    move |batch: Vec<Envelope>| {
+        texts.observe(&batch);
+        sink(batch)
     }
 }
 
@@ -1063,7 +1045,7 @@ impl Importer<'_> {
         let mut copies = self.copies(id, false)?;
         let mut texts = Texts::default();
         let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
-            feed_whole(recorder, parts, start, self.torn_lines, &mut texts.tee(sink))
+            feed_whole(recorder, parts, start, self.torn_lines, &mut tee(&mut texts, sink))
         })?;
         copies.map(CopyWriter::finish).transpose()?;
         // No fsync per session: an import is rebuilt from its sources, and a
@@ -1119,7 +1101,7 @@ impl Importer<'_> {
         let mut copies = self.copies(id, true)?;
         let mut texts = Texts::default();
         let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
-            feed.feed(recorder, Reach::Ends, &mut texts.tee(sink))
+            feed.feed(recorder, Reach::Ends, &mut tee(&mut texts, sink))
         })?;
         copies.map(CopyWriter::finish).transpose()?;
         if fed.is_err() {

@@ -17,6 +17,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::cli::FormatArg;
+use crate::commands::catalog::{index_recorded, Texts};
 
 /// Lines read ahead to detect the format and find the first frame time.
 const LOOKAHEAD_LINES: usize = 256;
@@ -159,6 +160,7 @@ pub fn ingest_reader(
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,
+        texts: Texts::default(),
     };
     let first = session.recorder.start(start);
     session.write(&first)?;
@@ -180,7 +182,8 @@ pub fn ingest_reader(
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
-    crate::commands::catalog::index_finished_log(session.writer.log_path());
+    let agents = session.recorder.state().agents();
+    index_recorded(home, &summary, &agents, std::mem::take(&mut session.texts));
     if session.bad_count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
@@ -247,6 +250,8 @@ struct Session {
     bad_lines: Vec<(u64, String)>,
     bad_count: u64,
     clock: Timestamp,
+    /// The searchable text, collected as it is written (for the catalog).
+    texts: Texts,
 }
 
 impl Session {
@@ -324,6 +329,7 @@ impl Session {
         // changes (at most every 250 ms) so `runs` is right even while a
         // long ingest is still going.
         self.writer.queue(envelopes)?;
+        self.texts.observe(envelopes);
         let state = self.recorder.state();
         self.writer.tick(state.status(), || state.summary())?;
         Ok(())
@@ -371,6 +377,7 @@ fn replay<R: Read>(
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,
+        texts: Texts::default(),
     };
     let first = session.recorder.start(start);
     session.write(&first)?;
@@ -422,10 +429,10 @@ fn replay<R: Read>(
         None => session.end_of_input()?,
     }
     session.writer.sync()?;
-    session
-        .writer
-        .write_record(&session.recorder.state().summary())?;
-    crate::commands::catalog::index_finished_log(session.writer.log_path());
+    let summary = session.recorder.state().summary();
+    session.writer.write_record(&summary)?;
+    let agents = session.recorder.state().agents();
+    index_recorded(home, &summary, &agents, std::mem::take(&mut session.texts));
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }
