@@ -46,6 +46,10 @@ struct ThreadStats {
     /// A live total included history inherited from the parent.
     #[serde(default)]
     inherited: bool,
+    /// Some envelope of it had `provider` confidence (else the agent is
+    /// known by inference alone).
+    #[serde(default)]
+    stated: bool,
 }
 
 /// What prices one reported total: the request's time, service tier and
@@ -901,6 +905,7 @@ impl RunState {
             let stats = self.stats(thread, actor, sequence);
             stats.actor = actor.clone();
             stats.event_count += 1;
+            stats.stated |= actor.confidence == crate::model::Confidence::Provider;
         }
     }
 
@@ -924,6 +929,7 @@ impl RunState {
                 reported: None,
                 incomplete: BTreeSet::new(),
                 inherited: false,
+                stated: false,
             })
     }
 
@@ -1104,7 +1110,7 @@ impl RunState {
             incomplete,
             final_message: final_message.map(|(text, _)| text.clone()),
             final_message_confidence: final_message.map(|(_, confidence)| confidence),
-            confidence: (stats.actor.confidence == crate::model::Confidence::Derived)
+            confidence: (!stats.stated && stats.actor.confidence == crate::model::Confidence::Derived)
                 .then_some(crate::model::Confidence::Derived),
             children: kids,
             usage_parts: stats.tokens_by_model.clone(),
