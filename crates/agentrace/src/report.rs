@@ -645,7 +645,7 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
             node.role.as_str(),
             node.status.as_str(),
             node.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
-            node.cost.map(|cost| format!("${cost:.4}")).unwrap_or_else(|| "$?".to_owned()),
+            crate::render::cost_text(node.cost, node.cost_status),
         );
         for child in node.children.iter().rev() {
             stack.push((child, depth + 1));
@@ -655,7 +655,7 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
         out,
         "| **total** | | | {} | {} |",
         run.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
-        run.cost.map(|cost| format!("${cost:.4}")).unwrap_or_else(|| "$?".to_owned()),
+        crate::render::cost_text(run.cost, run.cost_status),
     );
     let _ = writeln!(out, "\n### Warnings ({})\n", view.warnings.len());
     for warning in &view.warnings {

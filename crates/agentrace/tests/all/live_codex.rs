@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use agentrace_testkit::responses::{Call, MockResponses, Script, Step};
 use serde_json::{json, Value};
 
+use super::codex_exec::check_exec_run;
 use super::support::Cli;
 
 /// Longest a scenario may take before it is killed (and fails).
@@ -750,111 +751,6 @@ fn parallel_v2_spawn() -> Script {
         .agent("CHILD:B", vec![Step::Message("CHILD B DONE (v2)".to_owned())])
 }
 
-/// Each rollout's thread and its last `token_count` total, as the
-/// `tokens` of `show --json` spell them.
-fn rollout_tokens(codex_home: &Path) -> std::collections::BTreeMap<String, Value> {
-    let mut found = std::collections::BTreeMap::new();
-    let mut stack = vec![codex_home.join("sessions")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-            let lines: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
-            let thread = lines[0]["payload"]["id"].as_str().unwrap_or_default().to_owned();
-            let last = lines
-                .iter()
-                .rev()
-                .find_map(|line| line["payload"]["info"]["total_token_usage"].as_object().cloned())
-                .unwrap_or_else(|| panic!("no token_count in {}", path.display()));
-            found.insert(
-                thread,
-                json!({
-                    "inputTokens": last["input_tokens"],
-                    "cachedInputTokens": last["cached_input_tokens"],
-                    "outputTokens": last["output_tokens"],
-                    "reasoningOutputTokens": last["reasoning_output_tokens"],
-                    "totalTokens": last["total_tokens"],
-                }),
-            );
-        }
-    }
-    found
-}
-
-/// (label, role, status, final message, confidence, tokens) of every agent, tree order.
-fn exec_agents(view: &Value) -> Vec<(String, String, String, String, String, Value)> {
-    let mut rows = Vec::new();
-    let mut stack: Vec<&Value> = view["agents"].as_array().into_iter().flatten().rev().collect();
-    while let Some(node) = stack.pop() {
-        let tokens = &node["tokens"];
-        rows.push((
-            node["label"].as_str().unwrap_or_default().to_owned(),
-            node["role"].as_str().unwrap_or_default().to_owned(),
-            node["status"].as_str().unwrap_or_default().to_owned(),
-            node["finalMessage"].as_str().unwrap_or_default().to_owned(),
-            node["confidence"].as_str().unwrap_or("provider").to_owned(),
-            json!({
-                "inputTokens": tokens["inputTokens"],
-                "cachedInputTokens": tokens["cachedInputTokens"],
-                "outputTokens": tokens["outputTokens"],
-                "reasoningOutputTokens": tokens["reasoningOutputTokens"],
-                "totalTokens": tokens["totalTokens"],
-            }),
-        ));
-        stack.extend(node["children"].as_array().into_iter().flatten().rev());
-    }
-    rows
-}
-
-/// What a recorded `codex exec` run must hold: the root and both helpers,
-/// each helper `derived` (its rollout alone names it), with its final
-/// message, and every agent's tokens those of its own rollout.
-fn check_exec_run(view: &Value, codex_home: &Path) {
-    let tokens = rollout_tokens(codex_home);
-    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
-    let child = |label: &str| -> String {
-        view["agents"][0]["children"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|node| node["label"] == label)
-            .and_then(|node| node["threadId"].as_str())
-            .unwrap_or_else(|| panic!("no helper {label}: {view:#}"))
-            .to_owned()
-    };
-    let (a, b) = (child("/root/child_a"), child("/root/child_b"));
-    assert_eq!(tokens.len(), 3, "one rollout per thread: {tokens:?}");
-    assert_eq!(
-        exec_agents(view),
-        vec![
-            ("Main".to_owned(), "root".to_owned(), "completed".to_owned(), ROOT_ANSWER.to_owned(), "provider".to_owned(), tokens[&root].clone()),
-            ("/root/child_a".to_owned(), "helper".to_owned(), "completed".to_owned(), "CHILD A DONE (v2)".to_owned(), "derived".to_owned(), tokens[&a].clone()),
-            ("/root/child_b".to_owned(), "helper".to_owned(), "completed".to_owned(), "CHILD B DONE (v2)".to_owned(), "derived".to_owned(), tokens[&b].clone()),
-        ]
-    );
-    assert_eq!(view["run"]["status"], "done");
-    assert_eq!(view["run"]["source"], "codex-exec");
-    assert_eq!(view["run"]["result"], ROOT_ANSWER);
-    assert_eq!(view["run"]["resultSource"]["threadId"], root.as_str());
-    // Each V2 child's rollout starts with a copy of the root's history,
-    // counted once (in the root).
-    let warnings: Vec<(Value, Value)> = view["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|warning| (warning["code"].clone(), warning["threadId"].clone()))
-        .collect();
-    let mut expected = vec![(json!("replayed_history"), json!(a)), (json!("replayed_history"), json!(b))];
-    expected.sort_by_key(|pair| pair.1.to_string());
-    let mut warnings = warnings;
-    warnings.sort_by_key(|pair| pair.1.to_string());
-    assert_eq!(warnings, expected, "{view:#}");
-}
-
 #[test]
 fn run_codex_exec_records_every_v2_child_of_a_parallel_spawn_with_its_rollouts_tokens() {
     let codex = Codex::new(parallel_v2_spawn(), "mock-model", "multi_agent_v2 = true");
@@ -872,7 +768,7 @@ fn run_codex_exec_records_every_v2_child_of_a_parallel_spawn_with_its_rollouts_t
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{ROOT_ANSWER}\n"));
-    check_exec_run(&codex.show("exec-v2"), codex.home.path());
+    check_exec_run(&codex.show("exec-v2"), codex.home.path(), ROOT_ANSWER);
 }
 
 #[test]
@@ -896,5 +792,5 @@ fn a_saved_codex_exec_stream_is_detected_and_joined_to_its_rollouts() {
     // No --format: the stream's `thread.started` says what it is.
     let id = codex.cli.ingest(&stream, &["--codex-home", &home, "--quiet", "--run-id", "exec-saved"]);
     assert_eq!(id, "exec-saved");
-    check_exec_run(&codex.show("exec-saved"), codex.home.path());
+    check_exec_run(&codex.show("exec-saved"), codex.home.path(), ROOT_ANSWER);
 }
