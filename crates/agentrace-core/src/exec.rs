@@ -172,7 +172,12 @@ impl ExecAttributor {
         derived: &mut Vec<Event>,
     ) -> Event {
         let id = item.id.as_deref().map(ItemId::from);
-        let tool = |kind: &str, name: &str, input: &str, status: Option<String>, exit_code: Option<i64>, output: &str| {
+        let tool = |kind: &str,
+                    name: &str,
+                    input: &str,
+                    status: Option<String>,
+                    exit_code: Option<i64>,
+                    output: &str| {
             if completed {
                 Event::ToolResult {
                     tool_kind: kind.to_owned(),
@@ -225,16 +230,37 @@ impl ExecAttributor {
                 aggregated_output,
                 exit_code,
                 status,
-            } => tool("command", "shell", &command, status, exit_code, &aggregated_output),
-            ExecItemDetails::FileChange { paths, status } => {
-                tool("file_change", "apply_patch", &paths.join(", "), status, None, &paths.join(", "))
-            }
+            } => tool(
+                "command",
+                "shell",
+                &command,
+                status,
+                exit_code,
+                &aggregated_output,
+            ),
+            ExecItemDetails::FileChange { paths, status } => tool(
+                "file_change",
+                "apply_patch",
+                &paths.join(", "),
+                status,
+                None,
+                &paths.join(", "),
+            ),
             ExecItemDetails::McpToolCall {
                 server,
                 tool: name,
                 status,
-            } => tool("mcp", &format!("mcp__{server}__{name}"), "", status, None, ""),
-            ExecItemDetails::WebSearch { query } => tool("web_search", "web_search", &query, None, None, &query),
+            } => tool(
+                "mcp",
+                &format!("mcp__{server}__{name}"),
+                "",
+                status,
+                None,
+                "",
+            ),
+            ExecItemDetails::WebSearch { query } => {
+                tool("web_search", "web_search", &query, None, None, &query)
+            }
             ExecItemDetails::CollabToolCall {
                 tool: name,
                 sender_thread_id,
@@ -243,7 +269,10 @@ impl ExecAttributor {
                 status,
             } => {
                 if completed {
-                    *self.shown_calls.entry(call_kind(&name).to_owned()).or_default() += 1;
+                    *self
+                        .shown_calls
+                        .entry(call_kind(&name).to_owned())
+                        .or_default() += 1;
                 }
                 let receivers: Vec<ThreadId> = receiver_thread_ids
                     .iter()
@@ -272,9 +301,17 @@ impl ExecAttributor {
                 } else {
                     self.named.extend(receivers.iter().cloned());
                 }
-                let mut event = tool("agent", &name, prompt.as_deref().unwrap_or_default(), status, None, "");
+                let mut event = tool(
+                    "agent",
+                    &name,
+                    prompt.as_deref().unwrap_or_default(),
+                    status,
+                    None,
+                    "",
+                );
                 if let Event::ToolResult {
-                    receiver_thread_ids, ..
+                    receiver_thread_ids,
+                    ..
                 } = &mut event
                 {
                     *receiver_thread_ids = receivers;
@@ -300,7 +337,10 @@ impl ExecAttributor {
         let part = SourcePart::File { number };
         let mut emitted = self.rollout.push_part(&part, line);
         if let Some(last) = emitted.last() {
-            self.last_at = Some(self.last_at.map_or(last.timestamp, |at| at.max(last.timestamp)));
+            self.last_at = Some(
+                self.last_at
+                    .map_or(last.timestamp, |at| at.max(last.timestamp)),
+            );
         }
         for one in &emitted {
             if let (Event::ThreadStarted { thread_id, .. }, false) =
@@ -317,14 +357,19 @@ impl ExecAttributor {
         for one in &mut emitted {
             if is_root_file {
                 let keep = match &one.event {
-                    Event::Usage { .. } | Event::ModelSelected { .. } | Event::Warning { .. } => true,
+                    Event::Usage { .. } | Event::ModelSelected { .. } | Event::Warning { .. } => {
+                        true
+                    }
                     Event::ToolUse {
                         tool_kind,
                         name,
                         item_id,
                         ..
                     } if tool_kind == "agent" => {
-                        let shown = self.shown_calls.get_mut(call_kind(name)).filter(|left| **left > 0);
+                        let shown = self
+                            .shown_calls
+                            .get_mut(call_kind(name))
+                            .filter(|left| **left > 0);
                         match (shown, item_id) {
                             (Some(left), Some(item)) => {
                                 *left -= 1;
@@ -340,8 +385,38 @@ impl ExecAttributor {
                     }
                     Event::ToolResult {
                         tool_kind, item_id, ..
-                    } if tool_kind == "agent" => !item_id.as_ref().is_some_and(|item| self.shown_call_ids.contains(item)),
-                    other => matches!(other, Event::Replayed { .. }),
+                    } if tool_kind == "agent" => !item_id
+                        .as_ref()
+                        .is_some_and(|item| self.shown_call_ids.contains(item)),
+                    // The stream recorded these for the root already.
+                    Event::RunStarted { .. }
+                    | Event::Message { .. }
+                    | Event::Reasoning { .. }
+                    | Event::ItemStarted { .. }
+                    | Event::ItemCompleted { .. }
+                    | Event::Delta { .. }
+                    | Event::ToolUse { .. }
+                    | Event::ToolResult { .. }
+                    | Event::TurnStarted { .. }
+                    | Event::TurnCompleted { .. }
+                    | Event::Status { .. }
+                    | Event::ThreadStarted { .. }
+                    | Event::AgentSpawned { .. }
+                    | Event::AgentWaitStarted { .. }
+                    | Event::AgentCompleted { .. }
+                    | Event::ActorResolved { .. }
+                    | Event::ServerRequest { .. }
+                    | Event::ClientRequest { .. }
+                    | Event::Response { .. }
+                    | Event::Error { .. }
+                    | Event::Done { .. }
+                    | Event::Failed { .. }
+                    | Event::Interrupted { .. }
+                    | Event::Dropped { .. }
+                    | Event::SessionEnded { .. } => false,
+                    // Count nothing twice: kept as they are (an
+                    // undecodable line stays counted).
+                    Event::Replayed { .. } | Event::Notice { .. } | Event::Unknown { .. } => true,
                 };
                 if !keep {
                     one.event = Event::Notice {
@@ -352,7 +427,10 @@ impl ExecAttributor {
                 }
                 continue;
             }
-            if let Event::AgentSpawned { child_thread_id, .. } = &one.event {
+            if let Event::AgentSpawned {
+                child_thread_id, ..
+            } = &one.event
+            {
                 if self.named.contains(child_thread_id) {
                     one.event = Event::Notice {
                         item_id: None,
@@ -369,7 +447,10 @@ impl ExecAttributor {
                 .thread_id
                 .as_ref()
                 .is_some_and(|thread| self.named.contains(thread));
-            if one.actor.thread_id.is_some() && !named && one.actor.confidence == Confidence::Provider {
+            if one.actor.thread_id.is_some()
+                && !named
+                && one.actor.confidence == Confidence::Provider
+            {
                 one.actor.confidence = Confidence::Derived;
             }
         }
@@ -410,7 +491,12 @@ fn item_started(item_type: &str, item_id: Option<ItemId>, turn_id: Option<TurnId
     }
 }
 
-fn item_event(item_type: &str, completed: bool, item_id: Option<ItemId>, turn_id: Option<TurnId>) -> Event {
+fn item_event(
+    item_type: &str,
+    completed: bool,
+    item_id: Option<ItemId>,
+    turn_id: Option<TurnId>,
+) -> Event {
     if completed {
         Event::ItemCompleted {
             item_type: item_type.to_owned(),

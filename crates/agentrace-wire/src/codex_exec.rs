@@ -235,12 +235,19 @@ impl ExecItem {
                 receiver_thread_ids: value
                     .get("receiver_thread_ids")
                     .and_then(Value::as_array)
-                    .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 prompt: maybe("prompt"),
                 status: maybe("status"),
             },
-            Some("web_search") => ExecItemDetails::WebSearch { query: text("query") },
+            Some("web_search") => ExecItemDetails::WebSearch {
+                query: text("query"),
+            },
             Some("todo_list") => ExecItemDetails::TodoList,
             Some("error") => ExecItemDetails::Error {
                 message: text("message"),
@@ -292,7 +299,9 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                ExecEvent::ThreadStarted { thread_id: "t-1".to_owned() },
+                ExecEvent::ThreadStarted {
+                    thread_id: "t-1".to_owned()
+                },
                 ExecEvent::TurnCompleted {
                     usage: Some(ExecUsage {
                         input_tokens: 10,
@@ -303,13 +312,19 @@ mod tests {
                 },
                 ExecEvent::ItemCompleted(ExecItem {
                     id: Some("item_1".to_owned()),
-                    details: ExecItemDetails::AgentMessage { text: "hi".to_owned() }
+                    details: ExecItemDetails::AgentMessage {
+                        text: "hi".to_owned()
+                    }
                 }),
                 ExecEvent::ItemStarted(ExecItem {
                     id: Some("item_2".to_owned()),
-                    details: ExecItemDetails::Unknown { item_type: Some("future_item".to_owned()) }
+                    details: ExecItemDetails::Unknown {
+                        item_type: Some("future_item".to_owned())
+                    }
                 }),
-                ExecEvent::Unknown { event_type: Some("thread.forked".to_owned()) },
+                ExecEvent::Unknown {
+                    event_type: Some("thread.forked".to_owned())
+                },
             ]
         );
     }

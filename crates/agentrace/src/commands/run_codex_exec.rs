@@ -132,7 +132,13 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
         let _ = interrupt_sender.send(Message::Interrupt);
     });
     drop(sender);
-    let mut live = LiveRun::create_as(home, &id, Source::CodexExec, Format::CodexExec, !request.quiet)?;
+    let mut live = LiveRun::create_as(
+        home,
+        &id,
+        Source::CodexExec,
+        Format::CodexExec,
+        !request.quiet,
+    )?;
     if !request.quiet {
         eprintln!("recording {id} (codex exec, pid {})", child.id());
     }
@@ -160,7 +166,11 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
     }
     let exit = stop(&mut child, Duration::from_secs(3));
     // Codex has ended, its rollouts are whole: join them.
-    let root = live.state().summary().root_thread_id.map(|thread| thread.to_string());
+    let root = live
+        .state()
+        .summary()
+        .root_thread_id
+        .map(|thread| thread.to_string());
     let codex_home = codex_home_of(request.codex_home.as_deref());
     match (&root, &codex_home) {
         (Some(root), Some(dir)) => {
@@ -185,7 +195,10 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
         if interrupted_at.is_some() {
             live.abort("interrupted by the user".to_owned(), true)?;
         } else {
-            live.abort(format!("codex exec exited ({status}) before its turn ended"), false)?;
+            live.abort(
+                format!("codex exec exited ({status}) before its turn ended"),
+                false,
+            )?;
         }
     }
     let summary = live.finish(SessionEndReason::Exit)?;

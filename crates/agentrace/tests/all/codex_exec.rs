@@ -28,12 +28,22 @@ pub fn rollout_tokens(codex_home: &Path) -> std::collections::BTreeMap<String, V
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-            let lines: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
-            let thread = lines[0]["payload"]["id"].as_str().unwrap_or_default().to_owned();
+            let lines: Vec<Value> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            let thread = lines[0]["payload"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             let last = lines
                 .iter()
                 .rev()
-                .find_map(|line| line["payload"]["info"]["total_token_usage"].as_object().cloned())
+                .find_map(|line| {
+                    line["payload"]["info"]["total_token_usage"]
+                        .as_object()
+                        .cloned()
+                })
                 .unwrap_or_else(|| panic!("no token_count in {}", path.display()));
             found.insert(
                 thread,
@@ -53,7 +63,12 @@ pub fn rollout_tokens(codex_home: &Path) -> std::collections::BTreeMap<String, V
 /// (label, role, status, final message, confidence, tokens) of every agent, tree order.
 fn exec_agents(view: &Value) -> Vec<(String, String, String, String, String, Value)> {
     let mut rows = Vec::new();
-    let mut stack: Vec<&Value> = view["agents"].as_array().into_iter().flatten().rev().collect();
+    let mut stack: Vec<&Value> = view["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .collect();
     while let Some(node) = stack.pop() {
         let tokens = &node["tokens"];
         rows.push((
@@ -80,7 +95,10 @@ fn exec_agents(view: &Value) -> Vec<(String, String, String, String, String, Val
 /// message, and every agent's tokens those of its own rollout.
 pub fn check_exec_run(view: &Value, codex_home: &Path, answer: &str) {
     let tokens = rollout_tokens(codex_home);
-    let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
+    let root = view["run"]["rootThreadId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let child = |label: &str| -> String {
         view["agents"][0]["children"]
             .as_array()
@@ -96,9 +114,30 @@ pub fn check_exec_run(view: &Value, codex_home: &Path, answer: &str) {
     assert_eq!(
         exec_agents(view),
         vec![
-            ("Main".to_owned(), "root".to_owned(), "completed".to_owned(), answer.to_owned(), "provider".to_owned(), tokens[&root].clone()),
-            ("/root/child_a".to_owned(), "helper".to_owned(), "completed".to_owned(), "CHILD A DONE (v2)".to_owned(), "derived".to_owned(), tokens[&a].clone()),
-            ("/root/child_b".to_owned(), "helper".to_owned(), "completed".to_owned(), "CHILD B DONE (v2)".to_owned(), "derived".to_owned(), tokens[&b].clone()),
+            (
+                "Main".to_owned(),
+                "root".to_owned(),
+                "completed".to_owned(),
+                answer.to_owned(),
+                "provider".to_owned(),
+                tokens[&root].clone()
+            ),
+            (
+                "/root/child_a".to_owned(),
+                "helper".to_owned(),
+                "completed".to_owned(),
+                "CHILD A DONE (v2)".to_owned(),
+                "derived".to_owned(),
+                tokens[&a].clone()
+            ),
+            (
+                "/root/child_b".to_owned(),
+                "helper".to_owned(),
+                "completed".to_owned(),
+                "CHILD B DONE (v2)".to_owned(),
+                "derived".to_owned(),
+                tokens[&b].clone()
+            ),
         ]
     );
     assert_eq!(view["run"]["status"], "done");
@@ -113,7 +152,10 @@ pub fn check_exec_run(view: &Value, codex_home: &Path, answer: &str) {
         .flatten()
         .map(|warning| (warning["code"].clone(), warning["threadId"].clone()))
         .collect();
-    let mut expected = vec![(json!("replayed_history"), json!(a)), (json!("replayed_history"), json!(b))];
+    let mut expected = vec![
+        (json!("replayed_history"), json!(a)),
+        (json!("replayed_history"), json!(b)),
+    ];
     expected.sort_by_key(|pair| pair.1.to_string());
     let mut warnings = warnings;
     warnings.sort_by_key(|pair| pair.1.to_string());
@@ -125,14 +167,26 @@ fn the_captured_exec_stream_is_detected_joined_to_its_rollouts_and_shown_as_the_
     let cli = Cli::new();
     let home = fixture().join("codex-home");
     let home_arg = home.to_string_lossy().into_owned();
-    let output = cli.run(&["ingest", "--codex-home", &home_arg, "--quiet", "--run-id", "exec", &fixture().join("exec.jsonl").to_string_lossy()]);
+    let output = cli.run(&[
+        "ingest",
+        "--codex-home",
+        &home_arg,
+        "--quiet",
+        "--run-id",
+        "exec",
+        &fixture().join("exec.jsonl").to_string_lossy(),
+    ]);
     assert_eq!(
-        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned()),
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        ),
         (Some(0), "exec\n".to_owned()),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let view: Value = serde_json::from_str(&cli.ok(&["show", "exec", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "exec", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
     check_exec_run(&view, &home, ROOT_ANSWER);
     insta::assert_snapshot!("codex_exec_show", cli.ok(&["show", "exec"]));
 }
@@ -140,19 +194,50 @@ fn the_captured_exec_stream_is_detected_joined_to_its_rollouts_and_shown_as_the_
 #[test]
 fn a_failed_exec_turn_fails_the_ingest_as_it_failed_the_run() {
     let cli = Cli::new();
-    let text = std::fs::read_to_string(fixture().join("exec.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+    let text =
+        std::fs::read_to_string(fixture().join("exec.jsonl")).unwrap_or_else(|e| panic!("{e}"));
     let last = text.lines().last().unwrap_or_default();
-    assert!(last.starts_with("{\"type\":\"turn.completed\""), "the capture changed; update this test");
-    let failed = text.replace(last, r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#);
+    assert!(
+        last.starts_with("{\"type\":\"turn.completed\""),
+        "the capture changed; update this test"
+    );
+    let failed = text.replace(
+        last,
+        r#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#,
+    );
     let path = cli.home.path().join("failed.jsonl");
     std::fs::write(&path, failed).unwrap_or_else(|e| panic!("{e}"));
     let home = fixture().join("codex-home").to_string_lossy().into_owned();
-    let output = cli.run(&["ingest", "--format", "codex-exec", "--codex-home", &home, "--quiet", "--run-id", "failed", &path.to_string_lossy()]);
-    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
-    let view: Value = serde_json::from_str(&cli.ok(&["show", "failed", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&[
+        "ingest",
+        "--format",
+        "codex-exec",
+        "--codex-home",
+        &home,
+        "--quiet",
+        "--run-id",
+        "failed",
+        &path.to_string_lossy(),
+    ]);
     assert_eq!(
-        (&view["run"]["status"], &view["run"]["error"], &view["run"]["result"]),
-        (&json!("failed"), &json!("stream disconnected before completion"), &Value::Null)
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "failed", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (
+            &view["run"]["status"],
+            &view["run"]["error"],
+            &view["run"]["result"]
+        ),
+        (
+            &json!("failed"),
+            &json!("stream disconnected before completion"),
+            &Value::Null
+        )
     );
 }
 
@@ -162,14 +247,31 @@ fn an_exec_stream_without_its_codex_home_keeps_the_root_and_its_streams_tokens_a
     let empty = cli.home.path().join("empty-codex-home");
     std::fs::create_dir_all(&empty).unwrap_or_else(|e| panic!("{e}"));
     let empty_arg = empty.to_string_lossy().into_owned();
-    let output = cli.run(&["ingest", "--codex-home", &empty_arg, "--quiet", "--run-id", "alone", &fixture().join("exec.jsonl").to_string_lossy()]);
+    let output = cli.run(&[
+        "ingest",
+        "--codex-home",
+        &empty_arg,
+        "--quiet",
+        "--run-id",
+        "alone",
+        &fixture().join("exec.jsonl").to_string_lossy(),
+    ]);
     assert_eq!(output.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("warning: no rollout of thread 01a23454-a69d-72a2-a962-73f0917fed4f under"), "{stderr}");
-    let view: Value = serde_json::from_str(&cli.ok(&["show", "alone", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        stderr.contains("warning: no rollout of thread 01a23454-a69d-72a2-a962-73f0917fed4f under"),
+        "{stderr}"
+    );
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "alone", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(view["agents"].as_array().map(Vec::len), Some(1));
     assert_eq!(
-        (&view["agents"][0]["label"], &view["agents"][0]["children"], &view["agents"][0]["tokens"]["inputTokens"], &view["agents"][0]["tokens"]["outputTokens"]),
+        (
+            &view["agents"][0]["label"],
+            &view["agents"][0]["children"],
+            &view["agents"][0]["tokens"]["inputTokens"],
+            &view["agents"][0]["tokens"]["outputTokens"]
+        ),
         (&json!("Main"), &json!([]), &json!(39628), &json!(76))
     );
 }
