@@ -794,3 +794,38 @@ fn a_saved_codex_exec_stream_is_detected_and_joined_to_its_rollouts() {
     assert_eq!(id, "exec-saved");
     check_exec_run(&codex.show("exec-saved"), codex.home.path(), ROOT_ANSWER);
 }
+
+/// `tap` and `run codex` keep the `TRACEPARENT` they were started in with
+/// the run, so a later export joins that trace; a malformed one is named
+/// and left out, never a failed session.
+#[test]
+fn tap_keeps_the_trace_context_it_was_started_in_with_the_run() {
+    let cli = Cli::new();
+    let frames = concat!(
+        "{\"method\":\"thread/started\",\"params\":{\"thread\":{\"id\":\"t-root\",\"source\":\"vscode\"}}}\n",
+        "{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"inProgress\"}}}\n",
+        "{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"completed\"}}}\n",
+    );
+    let tap = |run_id: &str, traceparent: &str| {
+        let mut child = cli
+            .command(&["tap", "--run-id", run_id, "--", "cat"])
+            .env("TRACEPARENT", traceparent)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+        stdin.write_all(frames.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        drop(stdin);
+        let output = wait_bounded(child);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let view: Value = serde_json::from_str(&cli.ok(&["show", run_id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        (view["run"]["traceparent"].clone(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    assert_eq!(tap("traced", given).0, json!(given));
+    let (kept, stderr) = tap("badly-traced", "00-not-a-trace-01");
+    assert_eq!(kept, Value::Null);
+    assert!(stderr.contains("warning: TRACEPARENT ignored: `00-not-a-trace-01` is not a W3C traceparent"), "{stderr}");
+}
