@@ -88,11 +88,11 @@ fn record(format: Format, stream: bool) -> (Recorder, Vec<Envelope>) {
     (recorder, envelopes)
 }
 
-/// (label, derived?, tokens, final message) by thread.
-fn agents(
-    nodes: &[AgentNode],
-    out: &mut BTreeMap<String, (String, bool, Option<u64>, Option<String>)>,
-) {
+/// An agent as compared: label, derived or not, total tokens, final message.
+type Row = (String, bool, Option<u64>, Option<String>);
+
+/// Each agent's [`Row`], by thread.
+fn agents(nodes: &[AgentNode], out: &mut BTreeMap<String, Row>) {
     for node in nodes {
         out.insert(
             node.thread_id.to_string(),
