@@ -13,6 +13,7 @@ pub mod childwork;
 pub mod claude;
 pub mod codex;
 pub mod decode;
+pub mod exec;
 mod legacy_facts;
 pub mod lines;
 pub mod model;

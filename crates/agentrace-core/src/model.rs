@@ -215,6 +215,9 @@ pub enum Source {
     CodexRun,
     /// A `codex app-server` connection seen through `agentrace tap` (both directions).
     CodexTap,
+    /// The stdout of `codex exec --json` (recorded by `agentrace run codex
+    /// --exec`, or ingested), joined with the rollouts of its threads.
+    CodexExec,
     /// The stdout of `claude -p --output-format stream-json --verbose` (piped
     /// or recorded by `agentrace run claude`), or the messages the Agent SDK
     /// yields.
@@ -612,6 +615,11 @@ pub enum Event {
         /// facts from each envelope's `raw`, as the writer of the log did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         event_facts: Option<u32>,
+        /// The W3C trace context (`traceparent`) the run was started in
+        /// (`TRACEPARENT` of `run`, `tap`, `ingest`), so an export made
+        /// later joins that trace.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceparent: Option<String>,
     },
     /// A user or assistant message.
     Message {

@@ -130,13 +130,16 @@ pub enum Format {
     CodexRollout,
     /// Claude Code hook inputs.
     ClaudeHook,
+    /// The stdout of `codex exec --json`, then (as numbered files) the
+    /// rollouts of its session.
+    CodexExec,
 }
 
 impl Format {
     /// The provider of the format.
     pub fn provider(self) -> Provider {
         match self {
-            Format::CodexAppServer | Format::CodexRollout => Provider::Codex,
+            Format::CodexAppServer | Format::CodexRollout | Format::CodexExec => Provider::Codex,
             Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {
                 Provider::Claude
             }
@@ -148,6 +151,7 @@ impl Format {
         match self {
             Format::CodexAppServer => Source::CodexAppServer,
             Format::CodexRollout => Source::CodexRollout,
+            Format::CodexExec => Source::CodexExec,
             Format::ClaudeStream => Source::ClaudeStream,
             Format::ClaudeTranscript => Source::ClaudeTranscript,
             Format::ClaudeHook => Source::ClaudeHook,
@@ -171,6 +175,8 @@ pub struct Recorder {
     source: Option<Source>,
     /// Secrets in stored frames are redacted unless the user opted out.
     keep_secrets: bool,
+    /// The trace context `run_started` names.
+    traceparent: Option<String>,
 }
 
 impl Recorder {
@@ -179,6 +185,7 @@ impl Recorder {
         let attributor: Box<dyn Attributor> = match format {
             Format::CodexAppServer => Box::new(CodexAttributor::new()),
             Format::CodexRollout => Box::new(crate::rollout::RolloutAttributor::new()),
+            Format::CodexExec => Box::new(crate::exec::ExecAttributor::new()),
             // One attributor reads every Claude source, so the sources of one
             // session can be merged into one run.
             Format::ClaudeStream | Format::ClaudeTranscript | Format::ClaudeHook => {
@@ -198,6 +205,7 @@ impl Recorder {
             format,
             source: None,
             keep_secrets: false,
+            traceparent: None,
         }
     }
 
@@ -206,6 +214,13 @@ impl Recorder {
     /// redacted in `raw` and in the events ([`crate::redact`]).
     pub fn keep_secrets(mut self, keep: bool) -> Self {
         self.keep_secrets = keep;
+        self
+    }
+
+    /// The same recorder naming `traceparent` (a W3C trace context, checked
+    /// by the shell) in the `run_started` it writes.
+    pub fn with_traceparent(mut self, traceparent: Option<String>) -> Self {
+        self.traceparent = traceparent;
         self
     }
 
@@ -339,6 +354,7 @@ impl Recorder {
                 source: self.source.unwrap_or(self.format.source()),
                 cwd,
                 event_facts: Some(crate::model::EVENT_FACTS),
+                traceparent: self.traceparent.clone(),
             },
             raw: None,
         }])

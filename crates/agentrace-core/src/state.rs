@@ -46,6 +46,10 @@ struct ThreadStats {
     /// A live total included history inherited from the parent.
     #[serde(default)]
     inherited: bool,
+    /// Some envelope of it had `provider` confidence (else the agent is
+    /// known by inference alone).
+    #[serde(default)]
+    stated: bool,
 }
 
 /// What prices one reported total: the request's time, service tier and
@@ -334,6 +338,9 @@ pub struct RunState {
     /// it.
     #[serde(default)]
     cwd: Option<String>,
+    /// The trace context the run was started in.
+    #[serde(default)]
+    traceparent: Option<String>,
     #[serde(skip)]
     book: Book,
 }
@@ -424,6 +431,10 @@ pub struct RunSummary {
     /// existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warning_codes: Vec<String>,
+    /// The W3C trace context (`traceparent`) the run was recorded in, when
+    /// one was given: an OTLP export puts the run's spans in that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// One agent of the tree.
@@ -479,6 +490,12 @@ pub struct AgentNode {
     /// message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_message_confidence: Option<FinalMessageConfidence>,
+    /// `derived` when the agent is known only by inference, not by a frame
+    /// of the provider's stream that names it (a `codex exec` helper
+    /// recovered from its rollout alone, a Claude helper linked by hook
+    /// order); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<crate::model::Confidence>,
     /// The agents it spawned.
     pub children: Vec<AgentNode>,
     /// Its own tokens by model, each part with its hours (for `usage`;
@@ -536,6 +553,7 @@ impl RunState {
             warnings: Vec::new(),
             outside: BTreeMap::new(),
             cwd: None,
+            traceparent: None,
             book: Book::default(),
         }
     }
@@ -617,12 +635,16 @@ impl RunState {
                 provider,
                 source,
                 cwd,
+                traceparent,
                 ..
             } => {
                 self.provider = *provider;
                 self.source = *source;
                 if cwd.is_some() {
                     self.cwd = cwd.clone();
+                }
+                if traceparent.is_some() {
+                    self.traceparent = traceparent.clone();
                 }
             }
             // The root's folder is the session's; a helper's counts only
@@ -883,6 +905,7 @@ impl RunState {
             let stats = self.stats(thread, actor, sequence);
             stats.actor = actor.clone();
             stats.event_count += 1;
+            stats.stated |= actor.confidence == crate::model::Confidence::Provider;
         }
     }
 
@@ -906,6 +929,7 @@ impl RunState {
                 reported: None,
                 incomplete: BTreeSet::new(),
                 inherited: false,
+                stated: false,
             })
     }
 
@@ -991,6 +1015,7 @@ impl RunState {
                 .collect(),
             warning_count: self.warnings.len(),
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
+            traceparent: self.traceparent.clone(),
         }
     }
 
@@ -1085,6 +1110,8 @@ impl RunState {
             incomplete,
             final_message: final_message.map(|(text, _)| text.clone()),
             final_message_confidence: final_message.map(|(_, confidence)| confidence),
+            confidence: (!stats.stated && stats.actor.confidence == crate::model::Confidence::Derived)
+                .then_some(crate::model::Confidence::Derived),
             children: kids,
             usage_parts: stats.tokens_by_model.clone(),
         }

@@ -27,6 +27,9 @@ pub enum ConfigError {
     /// A timeout that is not a number of milliseconds.
     #[error("OTLP timeout `{0}` is not a number of milliseconds")]
     Timeout(String),
+    /// A `traceparent` that is not a W3C trace context.
+    #[error("`{0}` is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)")]
+    Traceparent(String),
     /// A compression other than `gzip` or `none`.
     #[error("OTLP compression `{0}` is not supported (gzip or none)")]
     Compression(String),

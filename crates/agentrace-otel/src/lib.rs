@@ -18,5 +18,5 @@ pub mod spans;
 pub use config::{Compression, ExportConfig};
 pub use error::{ConfigError, ExportError};
 pub use exporter::{Delivery, Exporter, RetryPolicy};
-pub use ids::{SpanId, TraceId};
+pub use ids::{SpanId, TraceId, TraceParent};
 pub use spans::{run_trace, RunTrace, SpanRecord, TraceBuilder};

@@ -15,12 +15,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use agentrace_core::model::{
-    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, Provider, ThreadId, Timestamp,
-    TokenUsage, Warning,
+    Actor, AgentStatus, Confidence, Envelope, Event, EventBody, Provider, Role, ThreadId,
+    Timestamp, TokenUsage, Warning,
 };
 use agentrace_core::state::{AgentNode, RunView};
 
-use crate::ids::{SpanId, TraceId};
+use crate::ids::{SpanId, TraceId, TraceParent};
 
 /// Longest agent text (prompts, tool input and output, final messages) put
 /// on a span, in bytes; backends cap attribute sizes and a trace is not a
@@ -119,6 +119,29 @@ struct ToolCall {
     started_at: Timestamp,
     ended_at: Option<Timestamp>,
     confidence: Confidence,
+    /// The turn it was made in, when named.
+    turn: Option<String>,
+}
+
+/// One run (turn) of a helper: a follow-up starts another (SPEC §9: one
+/// `invoke_agent` span per agent run).
+#[derive(Debug, Clone)]
+struct AgentRun {
+    turn: String,
+    started_at: Timestamp,
+    ended_at: Option<Timestamp>,
+    /// The thread's running token total at its last usage report in it.
+    total: Option<TokenUsage>,
+}
+
+/// Which run of its agent a span stands for, when the agent ran more
+/// than once.
+#[derive(Debug, Clone, Copy)]
+struct Generation {
+    number: u32,
+    start: Timestamp,
+    end: Timestamp,
+    tokens: Option<TokenUsage>,
 }
 
 /// A spawn link seen in the log.
@@ -150,6 +173,10 @@ pub struct TraceBuilder {
     open_tools: HashMap<(ThreadId, String), usize>,
     spawns: Vec<Spawn>,
     warning_times: HashMap<u64, Timestamp>,
+    /// Each helper's runs, in order.
+    runs: HashMap<ThreadId, Vec<AgentRun>>,
+    /// The trace context to join, when given.
+    parent: Option<TraceParent>,
 }
 
 impl TraceBuilder {
@@ -163,7 +190,16 @@ impl TraceBuilder {
             open_tools: HashMap::new(),
             spawns: Vec::new(),
             warning_times: HashMap::new(),
+            runs: HashMap::new(),
+            parent: None,
         }
+    }
+
+    /// The same builder joining `parent`'s trace: the trace id is its, and
+    /// each top-level agent span is a child of its span.
+    pub fn with_parent(mut self, parent: Option<TraceParent>) -> Self {
+        self.parent = parent;
+        self
     }
 
     /// Folds one envelope in; its actor must be final (corrections applied
@@ -194,6 +230,7 @@ impl TraceBuilder {
                 name,
                 input,
                 item_id,
+                turn_id,
                 ..
             } => {
                 let Some(thread) = thread else { return };
@@ -219,6 +256,7 @@ impl TraceBuilder {
                     started_at: at,
                     ended_at: None,
                     confidence: envelope.actor.confidence,
+                    turn: turn_id.as_ref().map(|turn| turn.as_str().to_owned()),
                 });
             }
             Event::ToolResult {
@@ -228,6 +266,7 @@ impl TraceBuilder {
                 exit_code,
                 output,
                 item_id,
+                turn_id,
                 ..
             } => {
                 let Some(thread) = thread else { return };
@@ -254,6 +293,7 @@ impl TraceBuilder {
                             started_at: at,
                             ended_at: None,
                             confidence: envelope.actor.confidence,
+                            turn: turn_id.as_ref().map(|turn| turn.as_str().to_owned()),
                         });
                         self.tools.len() - 1
                     }
@@ -287,13 +327,49 @@ impl TraceBuilder {
             Event::Warning { .. } => {
                 self.warning_times.insert(envelope.sequence, at);
             }
+            Event::TurnStarted { turn_id, .. } if envelope.actor.role == Role::Helper => {
+                let Some(thread) = thread else { return };
+                let runs = self.runs.entry(thread).or_default();
+                if runs.iter().all(|run| run.turn != turn_id.as_str()) {
+                    runs.push(AgentRun {
+                        turn: turn_id.as_str().to_owned(),
+                        started_at: at,
+                        ended_at: None,
+                        total: None,
+                    });
+                }
+            }
+            Event::TurnCompleted { turn_id, .. } => {
+                let run = thread
+                    .and_then(|thread| self.runs.get_mut(&thread))
+                    .and_then(|runs| runs.iter_mut().find(|run| run.turn == turn_id.as_str()));
+                if let Some(run) = run {
+                    run.ended_at.get_or_insert(at);
+                }
+            }
+            Event::Usage { turn_id, total, .. } => {
+                let Some(runs) = thread.and_then(|thread| self.runs.get_mut(&thread)) else {
+                    return;
+                };
+                let run = match turn_id {
+                    Some(turn) => runs.iter_mut().find(|run| run.turn == turn.as_str()),
+                    None => runs.last_mut(),
+                };
+                if let Some(run) = run {
+                    run.total = Some(*total);
+                }
+            }
             _ => {}
         }
     }
 
     /// The trace: the view gives the tree, the tokens and the warnings.
     pub fn finish(self, view: &RunView) -> RunTrace {
-        let trace_id = TraceId::for_run(&self.run_id);
+        let trace_id = self
+            .parent
+            .map(|parent| parent.trace_id)
+            .unwrap_or_else(|| TraceId::for_run(&self.run_id));
+        let joined = self.parent.map(|parent| parent.span_id);
         let spawn_tools = self.match_spawns();
         let mut spans = Vec::new();
         let mut agent_spans: HashMap<ThreadId, SpanId> = HashMap::new();
@@ -312,8 +388,20 @@ impl TraceBuilder {
             };
             spawn_span_of_child.insert(spawn.child.clone(), span);
         }
-        let mut stack: Vec<(&AgentNode, Option<SpanId>)> =
-            view.agents.iter().rev().map(|node| (node, None)).collect();
+        let tool_of_spawn: HashMap<usize, usize> =
+            spawn_tools.iter().map(|(s, t)| (*t, *s)).collect();
+        // The spawner's calls that started a follow-up run are taken once.
+        let mut taken: Vec<bool> = (0..self.tools.len())
+            .map(|index| tool_of_spawn.contains_key(&index))
+            .collect();
+        // A helper that ran more than once: each run's span, by its turn.
+        let mut run_spans: HashMap<ThreadId, Vec<(String, Timestamp, SpanId)>> = HashMap::new();
+        let mut stack: Vec<(&AgentNode, Option<SpanId>)> = view
+            .agents
+            .iter()
+            .rev()
+            .map(|node| (node, joined))
+            .collect();
         while let Some((node, parent_agent)) = stack.pop() {
             let span_id = SpanId::for_parts(&self.run_id, &["agent", node.thread_id.as_str()]);
             agent_spans.insert(node.thread_id.clone(), span_id);
@@ -321,15 +409,69 @@ impl TraceBuilder {
                 .get(&node.thread_id)
                 .copied()
                 .or(parent_agent);
-            spans.push(self.agent_span(view, node, provider, span_id, parent));
+            let runs = self
+                .runs
+                .get(&node.thread_id)
+                .filter(|runs| runs.len() > 1 && node.role == Role::Helper);
+            match runs {
+                None => spans.push(self.agent_span(view, node, provider, span_id, parent, None)),
+                Some(runs) => {
+                    let mut previous_total: Option<TokenUsage> = None;
+                    for (at, run) in runs.iter().enumerate() {
+                        let number = u32::try_from(at + 1).unwrap_or(u32::MAX);
+                        let (id, run_parent) = if at == 0 {
+                            (span_id, parent)
+                        } else {
+                            let id = SpanId::for_parts(
+                                &self.run_id,
+                                &["agent", node.thread_id.as_str(), "run", &run.turn],
+                            );
+                            let by_call = node.parent_thread_id.as_ref().and_then(|spawner| {
+                                self.follow_up_call(spawner, run.started_at, &mut taken)
+                            });
+                            let fallback = node
+                                .parent_thread_id
+                                .as_ref()
+                                .and_then(|spawner| agent_spans.get(spawner).copied())
+                                .or(parent_agent);
+                            (id, by_call.or(fallback))
+                        };
+                        let end = run
+                            .ended_at
+                            .or_else(|| runs.get(at + 1).map(|next| next.started_at))
+                            .or_else(|| self.threads.get(&node.thread_id).map(|seen| seen.last_at))
+                            .unwrap_or(run.started_at);
+                        let tokens = run.total.map(|total| total.minus(&previous_total.unwrap_or_default()));
+                        if run.total.is_some() {
+                            previous_total = run.total;
+                        }
+                        let generation = Generation {
+                            number,
+                            start: run.started_at,
+                            end,
+                            tokens,
+                        };
+                        run_spans.entry(node.thread_id.clone()).or_default().push((
+                            run.turn.clone(),
+                            run.started_at,
+                            id,
+                        ));
+                        spans.push(self.agent_span(view, node, provider, id, run_parent, Some(generation)));
+                    }
+                }
+            }
             for child in node.children.iter().rev() {
                 stack.push((child, Some(span_id)));
             }
         }
-        let tool_of_spawn: HashMap<usize, usize> =
-            spawn_tools.iter().map(|(s, t)| (*t, *s)).collect();
         for (index, call) in self.tools.iter().enumerate() {
-            let Some(parent) = agent_spans.get(&call.thread).copied() else {
+            let in_run = run_spans.get(&call.thread).and_then(|runs| {
+                runs.iter()
+                    .find(|(turn, _, _)| call.turn.as_deref() == Some(turn.as_str()))
+                    .or_else(|| runs.iter().rfind(|(_, start, _)| *start <= call.started_at))
+                    .map(|(_, _, id)| *id)
+            });
+            let Some(parent) = in_run.or_else(|| agent_spans.get(&call.thread).copied()) else {
                 continue;
             };
             let spawn = tool_of_spawn.get(&index).map(|s| &self.spawns[*s]);
@@ -350,6 +492,18 @@ impl TraceBuilder {
 
     fn tool_span_id(&self, call: &ToolCall) -> SpanId {
         SpanId::for_parts(&self.run_id, &["tool", call.thread.as_str(), &call.key])
+    }
+
+    /// The span of the spawner's call that started a follow-up run at
+    /// `at`: its latest agent tool call (`send_input`, `followup_task`,
+    /// `SendMessage`, …) begun by then and not taken by a spawn or an
+    /// earlier run.
+    fn follow_up_call(&self, spawner: &ThreadId, at: Timestamp, taken: &mut [bool]) -> Option<SpanId> {
+        let (index, call) = self.tools.iter().enumerate().rfind(|(index, call)| {
+            !taken[*index] && &call.thread == spawner && call.kind == "agent" && call.started_at <= at
+        })?;
+        taken[index] = true;
+        Some(self.tool_span_id(call))
     }
 
     /// Which tool call made each spawn (spawn index → tool index): an agent
@@ -398,6 +552,7 @@ impl TraceBuilder {
         provider: Provider,
         span_id: SpanId,
         parent: Option<SpanId>,
+        generation: Option<Generation>,
     ) -> SpanRecord {
         let seen = self.threads.get(&node.thread_id);
         let spawned_at = self
@@ -416,6 +571,13 @@ impl TraceBuilder {
                 end = end.max(ended);
             }
         }
+        // One run of several: its own times and tokens (the first run
+        // starts when the agent does).
+        let (start, end, tokens) = match generation {
+            Some(generation) if generation.number == 1 => (start, generation.end, generation.tokens),
+            Some(generation) => (generation.start, generation.end, generation.tokens),
+            None => (start, end, node.tokens),
+        };
         let confidence = seen
             .map(|seen| seen.actor.confidence)
             .unwrap_or(Confidence::Unknown);
@@ -431,7 +593,7 @@ impl TraceBuilder {
         if let Some(model) = &node.model {
             attributes.push(string("gen_ai.request.model", model));
         }
-        if let Some(tokens) = &node.tokens {
+        if let Some(tokens) = &tokens {
             attributes.extend(usage_attributes(tokens));
         }
         attributes.push(string("openinference.span.kind", "AGENT"));
@@ -450,6 +612,9 @@ impl TraceBuilder {
         }
         if let Some(parent) = &node.parent_thread_id {
             attributes.push(string("agentrace.agent.parent_id", parent.as_str()));
+        }
+        if let Some(generation) = generation {
+            attributes.push(int("agentrace.agent.generation", u64::from(generation.number)));
         }
         attributes.push(int("agentrace.agent.event_count", node.event_count));
         attributes.push(int("agentrace.agent.tool_count", node.tool_count));

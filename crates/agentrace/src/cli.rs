@@ -175,6 +175,10 @@ struct IngestArgs {
     /// Do not print the summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// For a `codex exec --json` stream: the Codex home whose rollouts of
+    /// that session are joined in (default: CODEX_HOME, else ~/.codex).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<std::path::PathBuf>,
     #[command(flatten)]
     secrets: crate::secrets::KeepSecretsArg,
     /// The file to read, or `-` for stdin; for Claude transcripts also a
@@ -215,6 +219,9 @@ pub enum FormatArg {
     ClaudeTranscript,
     /// Claude Code hook inputs, one JSON document per line.
     ClaudeHook,
+    /// The stdout of `codex exec --json`; the rollouts of its session are
+    /// joined in from the Codex home (`--codex-home`).
+    CodexExec,
 }
 
 /// Runs the parsed command line.
@@ -264,6 +271,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 format: args.format,
                 run_id: args.run_id,
                 quiet: args.quiet,
+                codex_home: args.codex_home,
             };
             if crate::sources::claude_ingest::wants_transcripts(args.input.as_deref(), args.format) {
                 let input = args.input.as_deref();
@@ -277,6 +285,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .context("no input given\nhint: pass a file, or `-` for stdin")?;
                 let id = ingest::ingest_path(&home, input, &options)?;
                 out.line(id.as_str())?;
+                // A `codex exec` run exits as `run codex --exec` would have.
+                if let Some(code) = ingest::exec_exit_code(&home, &id)? {
+                    out.flush()?;
+                    return Ok(code);
+                }
             }
         }
         Some(Command::Runs(args)) => crate::commands::runs::run(&home, &args, &mut out)?,

@@ -36,8 +36,20 @@ pub struct LiveRun {
 impl LiveRun {
     /// Creates the run in the store and writes its first envelope.
     pub fn create(home: &Home, id: &RunId, source: Source, view: bool) -> anyhow::Result<Self> {
-        let recorder = Recorder::new(id.clone(), Format::CodexAppServer)
+        Self::create_as(home, id, source, Format::CodexAppServer, view)
+    }
+
+    /// [`LiveRun::create`] of a run whose lines are in `format`.
+    pub fn create_as(
+        home: &Home,
+        id: &RunId,
+        source: Source,
+        format: Format,
+        view: bool,
+    ) -> anyhow::Result<Self> {
+        let recorder = Recorder::new(id.clone(), format)
             .with_source(source)
+            .with_traceparent(crate::trace_context::to_record())
             .keep_secrets(crate::secrets::keep())
             .with_changes();
         let writer = home.create_run(id)?;
@@ -127,6 +139,23 @@ impl LiveRun {
             truncated_from,
         });
         self.write(envelopes)
+    }
+
+    /// Joins the rollouts of the run's session (a `codex exec` run's: see
+    /// [`agentrace_core::exec`]), each file whole, parents first.
+    pub fn join_rollouts(
+        &mut self,
+        files: &[crate::commands::import::RolloutHead],
+    ) -> anyhow::Result<()> {
+        let mut batches: Vec<Vec<Envelope>> = Vec::new();
+        crate::commands::import::feed_rollouts(&mut self.recorder, files, &mut |envelopes| {
+            batches.push(envelopes);
+            Ok(())
+        })?;
+        for envelopes in batches {
+            self.write(envelopes)?;
+        }
+        self.settle()
     }
 
     /// The session ended with the root turn open: the run fails (or is

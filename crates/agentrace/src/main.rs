@@ -14,6 +14,7 @@ mod output;
 mod parallel;
 mod render;
 mod report;
+mod trace_context;
 mod secrets;
 
 use std::process::ExitCode;

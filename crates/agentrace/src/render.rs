@@ -183,8 +183,14 @@ fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result
         .tokens
         .map(|tokens| format!(", {} tokens, {}", tokens.total_tokens, cost_text(agent.cost, agent.cost_status)))
         .unwrap_or_default();
+    // Known by inference alone (a `codex exec` helper's rollout).
+    let derived = if agent.confidence == Some(agentrace_core::model::Confidence::Derived) {
+        ", derived"
+    } else {
+        ""
+    };
     out.line(format!(
-        "{first}{} [{}] {}  {}, {} events, {} tool calls{tokens}",
+        "{first}{} [{}{derived}] {}  {}, {} events, {} tool calls{tokens}",
         agent.label,
         agent.role.as_str(),
         agent.thread_id,

@@ -596,3 +596,76 @@ table{border-collapse:collapse;width:100%}td,th{padding:.15em .5em;vertical-alig
 tr:nth-child(even){background:#fafafa}td.time{font:12px monospace;color:#666;white-space:nowrap}\
 td.kind{white-space:nowrap;color:#555}td:last-child{white-space:pre-wrap;word-break:break-word}\
 .warnings li.error{color:#b00}.warnings li.warning{color:#a60}footer{margin-top:2em;color:#999;font-size:.85em}";
+
+/// The Markdown a CI job shows on its page (`check --summary`, e.g. into
+/// `$GITHUB_STEP_SUMMARY`): the result and who gave it, one table row per
+/// agent (tree order, children indented), and the warnings. `failed` is
+/// what `check` decided, so the page and the exit code agree.
+pub fn ci_summary(view: &RunView, failed: bool) -> String {
+    let run = &view.run;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## agentrace `{}`: {}\n",
+        code(run.id.as_str()),
+        if failed { "failed" } else { "ok" }
+    );
+    let _ = writeln!(out, "{} · {}\n", provider_text(view), run.status.as_str());
+    match &run.result {
+        Some(result) => {
+            let _ = writeln!(out, "> {}\n", md(&shorten(result)));
+            let _ = writeln!(out, "from {}\n", md(&provenance(view)));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "no result ({}){}\n",
+                run.status.as_str(),
+                run.error
+                    .as_deref()
+                    .map(|e| format!(": {}", md(&shorten(e))))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out.push_str("| agent | role | status | tokens | cost |\n| --- | --- | --- | ---: | ---: |\n");
+    let mut stack: Vec<(&AgentNode, usize)> = view.agents.iter().rev().map(|node| (node, 0)).collect();
+    while let Some((node, depth)) = stack.pop() {
+        let _ = writeln!(
+            out,
+            "| {}{}{} | {} | {} | {} | {} |",
+            "· ".repeat(depth),
+            md(&node.label),
+            // Known from inference only (a `codex exec` helper's rollout).
+            if node.confidence == Some(agentrace_core::model::Confidence::Derived) {
+                " (derived)"
+            } else {
+                ""
+            },
+            node.role.as_str(),
+            node.status.as_str(),
+            node.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
+            crate::render::cost_text(node.cost, node.cost_status),
+        );
+        for child in node.children.iter().rev() {
+            stack.push((child, depth + 1));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "| **total** | | | {} | {} |",
+        run.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
+        crate::render::cost_text(run.cost, run.cost_status),
+    );
+    let _ = writeln!(out, "\n### Warnings ({})\n", view.warnings.len());
+    for warning in &view.warnings {
+        let _ = writeln!(
+            out,
+            "- **{}** `{}` {}",
+            format!("{:?}", warning.severity).to_lowercase(),
+            code(&warning.code),
+            md(&shorten(&warning.message))
+        );
+    }
+    out
+}

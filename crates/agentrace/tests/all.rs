@@ -7,6 +7,7 @@ mod all {
     pub mod secrets;
     pub mod serve;
     pub mod claude_cli;
+    pub mod codex_exec;
     pub mod contract;
     pub mod costs;
     pub mod export;

@@ -43,12 +43,31 @@ pub struct CheckArgs {
     /// Run id, a unique prefix of one, or `latest`.
     run: String,
     /// Print `{"run", "status", "ok", "warnings"}`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// How to print the warnings: `text`, or `github` (one workflow command
+    /// per warning, `::error title=<code>::<message>`, `::warning …`,
+    /// `::notice …`, which GitHub Actions shows as annotations).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<CheckFormat>,
+    /// Append a Markdown summary of the run to FILE (result and its
+    /// source, the agents with their tokens and cost, the warnings), e.g.
+    /// `--summary "$GITHUB_STEP_SUMMARY"`.
+    #[arg(long, value_name = "FILE")]
+    summary: Option<PathBuf>,
     #[command(flatten)]
     warnings: WarningArgs,
     #[command(flatten)]
     budget: BudgetArgs,
+}
+
+/// How `check` prints its warnings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// One line per warning, then the verdict.
+    Text,
+    /// GitHub Actions workflow commands, then the verdict.
+    Github,
 }
 
 /// Budgets `check` holds a run to (over the config file's `maxCost`,
@@ -168,6 +187,9 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
         .warnings
         .iter()
         .any(|warning| warning.severity == Severity::Error);
+    if let Some(path) = &args.summary {
+        append_summary(path, &crate::report::ci_summary(&view, failed))?;
+    }
     if args.json {
         out.json_pretty(&serde_json::json!({
             "run": view.run.id,
@@ -177,6 +199,10 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
         }))?;
     } else {
         for warning in &view.warnings {
+            if args.format == Some(CheckFormat::Github) {
+                out.line(workflow_command(warning))?;
+                continue;
+            }
             let mut line = format!(
                 "{:<7} {}: {}",
                 severity_word(warning.severity),
@@ -212,11 +238,65 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
     })
 }
 
+/// Appends `text` to `path` (created when missing): a step summary file
+/// collects what every step of a job writes.
+fn append_summary(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {} to append the summary", path.display()))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .with_context(|| format!("cannot write the summary to {}", path.display()))
+}
+
+/// A warning as a GitHub Actions workflow command: `::error title=<code>::<message>`
+/// (`warning`, `notice` for the other severities), escaped as the runner
+/// reads them back (`%`, CR, LF everywhere; `:` and `,` in the title too).
+fn workflow_command(warning: &agentrace_core::model::Warning) -> String {
+    let command = match warning.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "notice",
+    };
+    let data = |text: &str| text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    let property = |text: &str| data(text).replace(':', "%3A").replace(',', "%2C");
+    let mut message = warning.message.clone();
+    if let Some(thread) = &warning.thread_id {
+        message.push_str(&format!(" [thread {thread}]"));
+    }
+    format!("::{command} title={}::{}", property(&warning.code), data(&message))
+}
+
 /// A severity as a word of a text line.
 pub(crate) fn severity_word(severity: Severity) -> &'static str {
     match severity {
         Severity::Info => "info",
         Severity::Warning => "warning",
         Severity::Error => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use agentrace_core::model::{Severity, ThreadId, Warning};
+
+    use super::workflow_command;
+
+    #[test]
+    fn a_workflow_command_escapes_what_the_runner_would_read_as_its_own() {
+        let warning = Warning {
+            code: "odd:code,1".to_owned(),
+            severity: Severity::Info,
+            message: "100% done\r\nsecond line: ::error::no".to_owned(),
+            event_sequence: Some(3),
+            thread_id: Some(ThreadId::from("t-1")),
+        };
+        assert_eq!(
+            workflow_command(&warning),
+            "::notice title=odd%3Acode%2C1::100%25 done%0D%0Asecond line: ::error::no [thread t-1]"
+        );
     }
 }

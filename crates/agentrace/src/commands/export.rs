@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use agentrace_core::model::RunId;
 use agentrace_otel::proto::encode_requests;
-use agentrace_otel::{ExportConfig, Exporter, RetryPolicy, TraceBuilder, TraceId};
+use agentrace_otel::{ExportConfig, Exporter, RetryPolicy, TraceBuilder, TraceId, TraceParent};
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::{ArgGroup, Args};
@@ -31,6 +31,11 @@ pub struct ExportArgs {
     /// An extra OTLP request header (repeatable), after OTEL_EXPORTER_OTLP_HEADERS.
     #[arg(long = "header", value_name = "KEY=VALUE", requires = "otlp")]
     headers: Vec<String>,
+    /// Join this W3C trace context (`00-<trace id>-<span id>-<flags>`):
+    /// each run's top-level agent spans become children of its span, in
+    /// its trace (default: TRACEPARENT, else the context kept with the run).
+    #[arg(long, value_name = "TRACEPARENT", requires = "otlp", value_parser = traceparent)]
+    traceparent: Option<TraceParent>,
     /// Write one run as a self-contained HTML page (no network needed to view it).
     #[arg(long, conflicts_with = "markdown")]
     html: bool,
@@ -56,7 +61,7 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
         let exporter = exporter(endpoint, &args.headers)?;
         for run in &args.runs {
             let id = home.resolve(run)?;
-            let (trace_id, spans) = export_run(home, &id, &exporter)?;
+            let (trace_id, spans) = export_run(home, &id, &exporter, args.traceparent)?;
             eprintln!(
                 "exported {id}: {spans} spans, trace {trace_id}, to {}",
                 exporter.endpoint()
@@ -89,6 +94,10 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn traceparent(text: &str) -> Result<TraceParent, String> {
+    TraceParent::parse(text).map_err(|error| error.to_string())
+}
+
 /// An exporter for `--otlp [ENDPOINT]` and `--header`s, the `OTEL_*`
 /// variables of this process included.
 pub fn exporter(endpoint: Option<&str>, headers: &[String]) -> anyhow::Result<Exporter> {
@@ -96,20 +105,23 @@ pub fn exporter(endpoint: Option<&str>, headers: &[String]) -> anyhow::Result<Ex
     Ok(Exporter::new(config, RetryPolicy::default()))
 }
 
-/// Sends one recorded run as one trace; returns its trace id and span count.
-/// Reads the log twice (folded by the run book first, for its view and
-/// corrections) so memory grows with agents and
-/// tool calls, not with events.
+/// Sends one recorded run as one trace (`traceparent`'s, when one is given
+/// or known: see [`crate::trace_context::for_export`]); returns its trace
+/// id and span count. Reads the log twice (folded by the run book first,
+/// for its view and corrections) so memory grows with agents and tool
+/// calls, not with events.
 pub fn export_run(
     home: &Home,
     id: &RunId,
     exporter: &Exporter,
+    traceparent: Option<TraceParent>,
 ) -> anyhow::Result<(TraceId, usize)> {
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too), as the config
     // file in the home sets them.
     let (view, finals) = crate::commands::check::shown_run(home, id)?;
-    let mut builder = TraceBuilder::new(id.as_str());
+    let parent = crate::trace_context::for_export(traceparent, view.run.traceparent.as_deref());
+    let mut builder = TraceBuilder::new(id.as_str()).with_parent(parent);
     for envelope in LogReader::open(&path)? {
         let mut envelope = envelope?;
         finals.apply(&mut envelope);
@@ -132,7 +144,7 @@ pub fn export_run(
 pub fn export_after_run(home: &Home, id: &RunId, endpoint: &str) {
     let endpoint = Some(endpoint).filter(|e| !e.is_empty());
     let result = exporter(endpoint, &[]).and_then(|exporter| {
-        let (trace_id, spans) = export_run(home, id, &exporter)?;
+        let (trace_id, spans) = export_run(home, id, &exporter, None)?;
         eprintln!(
             "exported {id}: {spans} spans, trace {trace_id}, to {}",
             exporter.endpoint()

@@ -34,6 +34,9 @@ pub struct IngestOptions {
     pub run_id: Option<String>,
     /// No summary on stderr.
     pub quiet: bool,
+    /// Where a `codex exec` stream's rollouts are (default: CODEX_HOME,
+    /// else ~/.codex).
+    pub codex_home: Option<std::path::PathBuf>,
 }
 
 /// Ingests a file, or stdin for `-`.
@@ -144,6 +147,7 @@ pub fn ingest_reader(
         Some(FormatArg::ClaudeStream) => Detected::Stream(Format::ClaudeStream),
         Some(FormatArg::ClaudeTranscript) => Detected::Stream(Format::ClaudeTranscript),
         Some(FormatArg::ClaudeHook) => Detected::Stream(Format::ClaudeHook),
+        Some(FormatArg::CodexExec) => Detected::Stream(Format::CodexExec),
         None => detect(name, &ahead)?,
     };
     let format = match detected {
@@ -153,9 +157,22 @@ pub fn ingest_reader(
     if home.exists(&id) {
         bail!("run {id} already exists; pick another --run-id");
     }
+    // A `codex exec` stream names no times: its session's rollouts do.
+    let exec_files = match format {
+        Format::CodexExec => Some(exec_rollouts(&ahead, options)?),
+        Format::CodexAppServer | Format::ClaudeStream | Format::ClaudeTranscript | Format::CodexRollout | Format::ClaudeHook => None,
+    };
+    let first_time = first_time.or_else(|| {
+        exec_files
+            .as_ref()
+            .filter(|files| !files.is_empty())
+            .map(|files| crate::commands::import::codex_start(files))
+    });
     let start = first_time.unwrap_or_else(now);
     let mut session = Session {
-        recorder: Recorder::new(id.clone(), format).keep_secrets(crate::secrets::keep()),
+        recorder: Recorder::new(id.clone(), format)
+            .keep_secrets(crate::secrets::keep())
+            .with_traceparent(crate::trace_context::to_record()),
         writer: home.create_run(&id)?,
         bad_lines: Vec::new(),
         bad_count: 0,
@@ -175,6 +192,9 @@ pub fn ingest_reader(
         for line in lines {
             session.line(&line)?;
         }
+    }
+    if let Some(files) = &exec_files {
+        session.join_rollouts(files)?;
     }
     let last = session.recorder.finish();
     session.write(&last)?;
@@ -306,6 +326,20 @@ impl Session {
             }
         }
         self.write(&envelopes)
+    }
+
+    /// A `codex exec` stream's session: its rollouts joined in (see
+    /// [`agentrace_core::exec`]).
+    fn join_rollouts(&mut self, files: &[crate::commands::import::RolloutHead]) -> anyhow::Result<()> {
+        let mut batches: Vec<Vec<Envelope>> = Vec::new();
+        crate::commands::import::feed_rollouts(&mut self.recorder, files, &mut |envelopes| {
+            batches.push(envelopes);
+            Ok(())
+        })?;
+        for envelopes in batches {
+            self.write(&envelopes)?;
+        }
+        Ok(())
     }
 
     /// The input ended, and with it the session: `session_ended`.
@@ -476,6 +510,54 @@ fn replay_format(source: agentrace_core::model::Source) -> Format {
     }
 }
 
+/// The rollouts of the session a `codex exec` stream's `thread.started`
+/// names (in the lines read ahead), from the Codex home; none, with a
+/// warning, when there are none to join.
+fn exec_rollouts(
+    ahead: &[AssembledLine],
+    options: &IngestOptions,
+) -> anyhow::Result<Vec<crate::commands::import::RolloutHead>> {
+    use crate::commands::run_codex_exec::{codex_home_of, session_rollouts};
+    let root = ahead.iter().find_map(|line| {
+        let value = serde_json::from_slice::<serde_json::Value>(&line.bytes).ok()?;
+        match agentrace_wire::codex_exec::ExecEvent::from_value(&value) {
+            agentrace_wire::codex_exec::ExecEvent::ThreadStarted { thread_id } => Some(thread_id),
+            _ => None,
+        }
+    });
+    let Some(root) = root else {
+        eprintln!("warning: the stream names no thread (no thread.started): no rollout can be joined");
+        return Ok(Vec::new());
+    };
+    let Some(dir) = codex_home_of(options.codex_home.as_deref()) else {
+        eprintln!("warning: no Codex home (neither --codex-home, CODEX_HOME nor HOME): helpers are not known");
+        return Ok(Vec::new());
+    };
+    let files = session_rollouts(&dir, &root)?;
+    if files.is_empty() {
+        eprintln!(
+            "warning: no rollout of thread {root} under {}: helpers and the root's tokens are not known\nhint: pass --codex-home DIR, the CODEX_HOME codex used",
+            dir.display()
+        );
+    }
+    Ok(files)
+}
+
+/// The exit code of an ingested `codex exec` run, as `run codex --exec`
+/// gives it (none for other sources: their ingest succeeded).
+pub fn exec_exit_code(home: &Home, id: &RunId) -> anyhow::Result<Option<std::process::ExitCode>> {
+    let loaded = home.load_run(id)?;
+    let summary = loaded.summary();
+    if summary.source != agentrace_core::model::Source::CodexExec {
+        return Ok(None);
+    }
+    Ok(Some(match summary.status {
+        RunStatus::Done => std::process::ExitCode::SUCCESS,
+        RunStatus::Interrupted => std::process::ExitCode::from(130),
+        RunStatus::Failed | RunStatus::Running => std::process::ExitCode::FAILURE,
+    }))
+}
+
 /// Detects the input format from the first lines.
 fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
     let mut first_problem = None;
@@ -513,6 +595,9 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
         }
         if object.get("type").is_some() && object.contains_key("session_id") {
             return Ok(Detected::Stream(Format::ClaudeStream));
+        }
+        if agentrace_wire::codex_exec::is_exec_event(&value) {
+            return Ok(Detected::Stream(Format::CodexExec));
         }
         first_problem.get_or_insert_with(|| {
             format!(

@@ -14,6 +14,7 @@ pub mod import;
 pub mod ingest;
 pub mod prices;
 pub mod run_codex;
+pub mod run_codex_exec;
 pub mod runs;
 pub mod samples;
 pub mod serve;

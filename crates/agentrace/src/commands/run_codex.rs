@@ -68,6 +68,19 @@ pub struct RunCodexArgs {
     /// value: OTEL_EXPORTER_OTLP_ENDPOINT); a failed send is only a warning.
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
+    /// Run `codex exec --json` (headless, as in CI) instead of driving
+    /// `codex app-server`: its stdout is recorded live, then the rollouts
+    /// of its session are joined in, so every helper is known.
+    #[arg(long, conflicts_with_all = ["approval_policy"])]
+    exec: bool,
+    /// With `--exec`: the `CODEX_HOME` codex runs with and its rollouts are
+    /// read from (default: CODEX_HOME, else ~/.codex).
+    #[arg(long, value_name = "DIR", requires = "exec")]
+    codex_home: Option<PathBuf>,
+    /// With `--exec`: pass `--skip-git-repo-check` (run outside a Git
+    /// repository).
+    #[arg(long, requires = "exec")]
+    skip_git_repo_check: bool,
     /// The prompt (everything after `--`).
     #[arg(last = true, required = true, value_name = "PROMPT")]
     prompt: Vec<String>,
@@ -263,6 +276,26 @@ fn spawn_stderr_tail(
 /// Runs `agentrace run codex`.
 pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
     args.secrets.apply();
+    if args.exec {
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        let request = crate::commands::run_codex_exec::ExecRequest {
+            codex: args.codex.clone().unwrap_or_else(|| PathBuf::from("codex")),
+            cwd,
+            codex_home: args.codex_home.clone(),
+            model: args.model.as_deref(),
+            sandbox: args.sandbox.as_deref(),
+            config: &args.config,
+            skip_git_repo_check: args.skip_git_repo_check,
+            prompt: args.prompt.join(" "),
+            run_id: args.run_id.as_deref(),
+            quiet: args.quiet,
+            otlp: args.otlp.as_deref(),
+        };
+        return crate::commands::run_codex_exec::run(home, request, out);
+    }
     let id = match &args.run_id {
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),

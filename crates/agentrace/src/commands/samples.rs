@@ -38,6 +38,7 @@ pub fn record(home: &Home) -> anyhow::Result<Vec<RunId>> {
                 format: Some(FormatArg::CodexAppServer),
                 run_id: Some((*id).to_owned()),
                 quiet: true,
+                codex_home: None,
             };
             ingest_reader(home, id, *bytes, &options)?;
         }

@@ -501,7 +501,9 @@ impl Recording {
             });
         }
         let start = start();
-        let mut recorder = Recorder::new(id.clone(), format).keep_secrets(crate::secrets::keep());
+        let mut recorder = Recorder::new(id.clone(), format)
+            .keep_secrets(crate::secrets::keep())
+            .with_traceparent(crate::trace_context::to_record());
         let mut writer = home.create_run(id)?;
         writer.append(&recorder.start(start))?;
         Ok(Self {

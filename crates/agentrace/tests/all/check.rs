@@ -428,3 +428,28 @@ fn a_negative_max_cost_in_the_config_file_is_refused() {
         )
     );
 }
+
+/// What a GitHub Actions job sees of a suspicious run: the warning as an
+/// annotation (a workflow command), the verdict, the same exit code, and
+/// a step summary that holds the result, its source and the agents table.
+#[test]
+fn check_for_github_prints_workflow_commands_and_appends_the_step_summary() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let summary = cli.home.path().join("step-summary.md");
+    std::fs::write(&summary, "## an earlier step\n\n").unwrap_or_else(|e| panic!("{e}"));
+    let summary_arg = summary.to_string_lossy().into_owned();
+    let output = cli.run(&["check", &id, "--format", "github", "--summary", &summary_arg]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned()),
+        (
+            Some(1),
+            "::error title=helper_result_used_as_done::the run's result is word for word the final message of Dewey [thread 01a2298c-947a-75b0-8b49-6a2e1016272b]\n\
+             copied: 1 warning(s), 1 error(s): FAILED\n"
+                .to_owned()
+        )
+    );
+    let text = std::fs::read_to_string(&summary).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("## an earlier step\n\n"), "appended, not replaced:\n{text}");
+    insta::assert_snapshot!("check_github_step_summary", text);
+}

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use agentrace_testkit::responses::{Call, MockResponses, Script, Step};
 use serde_json::{json, Value};
 
+use super::codex_exec::check_exec_run;
 use super::support::Cli;
 
 /// Longest a scenario may take before it is killed (and fails).
@@ -724,4 +725,107 @@ fn watch_follows_a_codex_session_started_without_agentrace() {
     assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
     assert_eq!(codex.cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
     assert_eq!(codex.cli.ok(&["status", "--json"]), whole.ok(&["status", "--json"]));
+}
+
+
+/// Two V2 helpers spawned in one model response: the `codex exec` stream
+/// shows neither (only the root's waits), so both come from the rollouts.
+fn parallel_v2_spawn() -> Script {
+    Script::new()
+        .agent(
+            "ROOT",
+            vec![
+                Step::Calls(vec![
+                    Call::new("spawn_agent", json!({"task_name": "child_a", "message": "[[CHILD:A]] Run `echo a` and report."})),
+                    Call::new("spawn_agent", json!({"task_name": "child_b", "message": "[[CHILD:B]] Say B."})),
+                ]),
+                Step::Calls(vec![Call::new("wait_agent", json!({"timeout_ms": 60000}))]),
+                // Returns at once when the first wait saw both end; else
+                // when the other ends. The bound only keeps a run short
+                // where the first wait already saw both.
+                Step::Calls(vec![Call::new("wait_agent", json!({"timeout_ms": 10000}))]),
+                Step::Message(ROOT_ANSWER.to_owned()),
+            ],
+        )
+        .agent("CHILD:A", vec![shell("echo a"), Step::Message("CHILD A DONE (v2)".to_owned())])
+        .agent("CHILD:B", vec![Step::Message("CHILD B DONE (v2)".to_owned())])
+}
+
+#[test]
+fn run_codex_exec_records_every_v2_child_of_a_parallel_spawn_with_its_rollouts_tokens() {
+    let codex = Codex::new(parallel_v2_spawn(), "mock-model", "multi_agent_v2 = true");
+    let binary = agentrace_testkit::agents::codex().to_string_lossy().into_owned();
+    let work = codex.work.path().to_string_lossy().into_owned();
+    let home = codex.home.path().to_string_lossy().into_owned();
+    let mut command = codex.cli.command(&[
+        "run", "codex", "--exec", "--codex", &binary, "--cwd", &work, "--codex-home", &home,
+        "--skip-git-repo-check", "--run-id", "exec-v2", "--", "[[ROOT]] Delegate to two helpers at once.",
+    ]);
+    codex.env(&mut command);
+    // Not from the environment: `--codex-home` names the home codex runs with.
+    command.env_remove("CODEX_HOME");
+    let output = wait_bounded(command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}")));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{ROOT_ANSWER}\n"));
+    check_exec_run(&codex.show("exec-v2"), codex.home.path(), ROOT_ANSWER);
+}
+
+#[test]
+fn a_saved_codex_exec_stream_is_detected_and_joined_to_its_rollouts() {
+    let codex = Codex::new(parallel_v2_spawn(), "mock-model", "multi_agent_v2 = true");
+    let mut exec = Command::new(agentrace_testkit::agents::codex());
+    codex.env(&mut exec);
+    let exec = exec
+        .args(["exec", "--skip-git-repo-check", "--json", "[[ROOT]] Delegate to two helpers at once."])
+        .current_dir(codex.work.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start codex exec: {e}"));
+    let output = wait_bounded(exec);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stream = codex.work.path().join("exec.jsonl");
+    std::fs::write(&stream, &output.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let home = codex.home.path().to_string_lossy().into_owned();
+    // No --format: the stream's `thread.started` says what it is.
+    let id = codex.cli.ingest(&stream, &["--codex-home", &home, "--quiet", "--run-id", "exec-saved"]);
+    assert_eq!(id, "exec-saved");
+    check_exec_run(&codex.show("exec-saved"), codex.home.path(), ROOT_ANSWER);
+}
+
+/// `tap` and `run codex` keep the `TRACEPARENT` they were started in with
+/// the run, so a later export joins that trace; a malformed one is named
+/// and left out, never a failed session.
+#[test]
+fn tap_keeps_the_trace_context_it_was_started_in_with_the_run() {
+    let cli = Cli::new();
+    let frames = concat!(
+        "{\"method\":\"thread/started\",\"params\":{\"thread\":{\"id\":\"t-root\",\"source\":\"vscode\"}}}\n",
+        "{\"method\":\"turn/started\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"inProgress\"}}}\n",
+        "{\"method\":\"turn/completed\",\"params\":{\"threadId\":\"t-root\",\"turn\":{\"id\":\"u1\",\"status\":\"completed\"}}}\n",
+    );
+    let tap = |run_id: &str, traceparent: &str| {
+        let mut child = cli
+            .command(&["tap", "--run-id", run_id, "--", "cat"])
+            .env("TRACEPARENT", traceparent)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+        stdin.write_all(frames.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        drop(stdin);
+        let output = wait_bounded(child);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let view: Value = serde_json::from_str(&cli.ok(&["show", run_id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        (view["run"]["traceparent"].clone(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let given = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    assert_eq!(tap("traced", given).0, json!(given));
+    let (kept, stderr) = tap("badly-traced", "00-not-a-trace-01");
+    assert_eq!(kept, Value::Null);
+    assert!(stderr.contains("warning: TRACEPARENT ignored: `00-not-a-trace-01` is not a W3C traceparent"), "{stderr}");
 }

@@ -324,3 +324,105 @@ fn exported_runs_appear_in_phoenix_as_the_agent_tree_show_prints_and_a_second_ex
     thread::sleep(Duration::from_secs(1));
     assert_eq!(phoenix.spans(project, span_count).len(), span_count);
 }
+
+/// The stored span named `name` (of a trace), panicking with what is there.
+fn named<'a>(spans: &'a [&'a Value], name: &str) -> Vec<&'a Value> {
+    let found: Vec<&Value> = spans.iter().copied().filter(|span| span["name"] == name).collect();
+    assert!(
+        !found.is_empty(),
+        "no span {name} among {:?}",
+        spans.iter().map(|span| span["name"].clone()).collect::<Vec<_>>()
+    );
+    found
+}
+
+/// A CI job's trace context: given as TRACEPARENT when the run was
+/// recorded, it is kept with the run, and a later export (without it)
+/// puts the run's root span under that span, in that trace; `--traceparent`
+/// does the same for a run recorded without one. A helper given a
+/// follow-up ran twice: two `invoke_agent` spans of one `gen_ai.agent.id`,
+/// each under the root's call that started that run, neither inside the
+/// other.
+#[test]
+fn an_export_joins_the_callers_trace_and_a_helper_with_a_follow_up_has_a_span_per_run() {
+    let cli = Cli::new();
+    let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let fixture = capture("v1_followup").to_string_lossy().into_owned();
+    let output = cli
+        .command(&["ingest", "--quiet", "--run-id", "followup", &fixture])
+        .env("TRACEPARENT", format!("00-{trace}-{parent}-01"))
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run agentrace: {error}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "followup", "--json"]))
+        .unwrap_or_else(|error| panic!("show --json: {error}"));
+    assert_eq!(view["run"]["traceparent"], format!("00-{trace}-{parent}-01"));
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "later"]);
+
+    let phoenix = Phoenix::start();
+    let project = "agentrace-traceparent";
+    let export = |args: &[&str]| {
+        let mut all = vec!["export", "--otlp", phoenix.base.as_str()];
+        all.extend_from_slice(args);
+        let output = cli
+            .command(&all)
+            .env_remove("TRACEPARENT")
+            .env("OTEL_RESOURCE_ATTRIBUTES", format!("openinference.project.name={project}"))
+            .output()
+            .unwrap_or_else(|error| panic!("cannot run agentrace: {error}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let spans: usize = stderr
+            .lines()
+            .filter_map(|line| line.split(": ").nth(1))
+            .filter_map(|rest| rest.split(' ').next())
+            .filter_map(|count| count.parse::<usize>().ok())
+            .sum();
+        (String::from_utf8_lossy(&output.stdout).into_owned(), spans)
+    };
+    let (followup, followup_spans) = export(&["followup"]);
+    let (other_trace, other_parent) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let given = format!("00-{other_trace}-{other_parent}-01");
+    let (later, later_spans) = export(&["--traceparent", &given, "later"]);
+    assert_eq!(
+        (followup, later),
+        (format!("followup {trace}\n"), format!("later {other_trace}\n"))
+    );
+    let stored = phoenix.spans(project, followup_spans + later_spans);
+    let of = |trace: &str| -> Vec<&Value> {
+        stored.iter().filter(|span| span["context"]["trace_id"] == trace).collect()
+    };
+    let (first, second) = (of(trace), of(other_trace));
+    assert_eq!((first.len(), second.len()), (followup_spans, later_spans));
+    for (spans, parent) in [(&first, parent), (&second, other_parent)] {
+        let roots = named(spans, "invoke_agent Main");
+        assert_eq!(roots.len(), 1);
+        assert_eq!(roots[0]["parent_id"], parent, "the root hangs under the caller's span");
+    }
+
+    let runs = named(&first, "invoke_agent Halley");
+    let helper = view["agents"][0]["children"][0]["threadId"].clone();
+    let by_id = |id: &Value| first.iter().copied().find(|span| span["context"]["span_id"] == *id);
+    let rows: Vec<(Value, Value, String, String)> = runs
+        .iter()
+        .map(|span| {
+            let spawner = by_id(&span["parent_id"]).unwrap_or_else(|| panic!("no parent of {span}"));
+            let spawner_agent = by_id(&spawner["parent_id"]).unwrap_or_else(|| panic!("no parent of {spawner}"));
+            (
+                span["attributes"]["gen_ai.agent.id"].clone(),
+                span["attributes"]["agentrace.agent.generation"].clone(),
+                spawner["name"].as_str().unwrap_or_default().to_owned(),
+                spawner_agent["name"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let mut rows = rows;
+    rows.sort_by_key(|row| row.1.as_i64());
+    assert_eq!(
+        rows,
+        vec![
+            (helper.clone(), serde_json::json!(1), "execute_tool spawnAgent".to_owned(), "invoke_agent Main".to_owned()),
+            (helper, serde_json::json!(2), "execute_tool sendInput".to_owned(), "invoke_agent Main".to_owned()),
+        ]
+    );
+}
