@@ -563,6 +563,24 @@ impl RunWriter {
         &self.snapshot_path
     }
 
+    /// `summary` as the record has it: counting the warnings `show` lists
+    /// (but for those that need a clock or the user's rules), so that a
+    /// list of runs agrees with it without reading every log: the fold has
+    /// what the detectors read.
+    pub fn checked(&self, summary: &RunSummary) -> RunSummary {
+        match &self.fold {
+            Some(fold) => {
+                let (view, _) = fold.checked_view(&WarningConfig::default(), None);
+                RunSummary {
+                    warning_count: view.run.warning_count,
+                    warning_codes: view.run.warning_codes,
+                    ..summary.clone()
+                }
+            }
+            None => summary.clone(),
+        }
+    }
+
     fn record_bytes(&self, summary: &RunSummary) -> Result<Vec<u8>, StoreError> {
         if summary.id != self.run_id {
             return Err(StoreError::WrongRun {
@@ -571,23 +589,7 @@ impl RunWriter {
                 found: summary.id.clone(),
             });
         }
-        // The record counts the warnings `show` lists (but for those that
-        // need a clock or the user's rules), so that a list of runs agrees
-        // with it without reading every log: the fold has what the
-        // detectors read.
-        let checked;
-        let summary = match &self.fold {
-            Some(fold) => {
-                let (view, _) = fold.checked_view(&WarningConfig::default(), None);
-                checked = RunSummary {
-                    warning_count: view.run.warning_count,
-                    warning_codes: view.run.warning_codes,
-                    ..summary.clone()
-                };
-                &checked
-            }
-            None => summary,
-        };
+        let summary = &self.checked(summary);
         let mut bytes =
             serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
                 what: String::from("the run record"),

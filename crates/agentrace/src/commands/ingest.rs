@@ -203,7 +203,7 @@ pub fn ingest_reader(
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
     let agents = session.recorder.state().agents();
-    index_recorded(home, &summary, &agents, std::mem::take(&mut session.texts));
+    index_recorded(home, &session.writer.checked(&summary), &agents, std::mem::take(&mut session.texts));
     if session.bad_count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
@@ -466,7 +466,7 @@ fn replay<R: Read>(
     let summary = session.recorder.state().summary();
     session.writer.write_record(&summary)?;
     let agents = session.recorder.state().agents();
-    index_recorded(home, &summary, &agents, std::mem::take(&mut session.texts));
+    index_recorded(home, &session.writer.checked(&summary), &agents, std::mem::take(&mut session.texts));
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }
