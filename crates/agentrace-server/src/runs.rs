@@ -128,6 +128,20 @@ impl LiveRun {
         self.fold.records()
     }
 
+    /// The waterfall of the log as read so far, its lanes from the view's
+    /// tree.
+    pub fn waterfall(&self, config: &WarningConfig, now: Timestamp) -> io::Result<agentrace_core::waterfall::Waterfall> {
+        let view = self.view(config, now).0;
+        agentrace_store::waterfall_of(&self.fold, &self.path, &view.agents)
+    }
+
+    /// The run's view and waterfall together (what a comparison takes).
+    pub fn view_and_waterfall(&self, config: &WarningConfig, now: Timestamp) -> io::Result<(RunView, agentrace_core::waterfall::Waterfall)> {
+        let view = self.view(config, now).0;
+        let waterfall = agentrace_store::waterfall_of(&self.fold, &self.path, &view.agents)?;
+        Ok((view, waterfall))
+    }
+
     /// The run status.
     pub fn status(&self) -> RunStatus {
         self.fold.state().status()

@@ -440,3 +440,19 @@ impl<R: BufRead> BufRead for Counting<R> {
         self.inner.consume(amount);
     }
 }
+
+/// The waterfall of the log at `log` as far as `fold` has read it (final
+/// actors applied), its lanes from `agents` (the fold's view's tree). A
+/// second pass over the log: the waterfall is a projection of its events,
+/// like a page of them, and the fold keeps no bars.
+pub fn waterfall_of(fold: &RunFold, log: &Path, agents: &[agentrace_core::state::AgentNode]) -> io::Result<agentrace_core::waterfall::Waterfall> {
+    let file = File::open(log)?;
+    let reader = BufReader::with_capacity(256 * 1024, file.take(fold.offset()));
+    let mut builder = agentrace_core::waterfall::WaterfallBuilder::new();
+    for envelope in LogReader::new(reader).with_run_id(fold.state().summary().id) {
+        let mut envelope = envelope.map_err(io::Error::other)?;
+        fold.finals().apply(&mut envelope);
+        builder.push(&envelope);
+    }
+    Ok(builder.finish(agents))
+}

@@ -1,0 +1,102 @@
+//! The viewer's pictures: a run's waterfall (`/api/runs/:id/waterfall`),
+//! two runs compared (`/api/compare`), and the usage charts
+//! (`/api/usage`). Each is the core's data as it is: the waterfall and the
+//! comparison are `agentrace-core`'s, the usage is what `agentrace usage`
+//! counts (the binary hands it in, see [`UsageSource`]).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+
+use crate::{blocking, ApiError, AppState};
+
+/// What `/api/usage` answers: `agentrace usage`'s figures over every
+/// recorded run, as the binary counts them (the server does not own the
+/// counting; `agentrace serve` hands its function in).
+#[derive(Clone)]
+pub struct UsageSource(pub Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>);
+
+impl std::fmt::Debug for UsageSource {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("UsageSource")
+    }
+}
+
+/// The most bars one waterfall answer holds: beyond it the page could not
+/// draw them quickly, so the bars narrower than a pixel are merged.
+const DEFAULT_WIDTH: f64 = 1200.0;
+
+/// `?from=&to=&width=`: the stretch of the axis shown (ms from the run's
+/// start) and how many pixels it is drawn on.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WaterfallQuery {
+    #[serde(default)]
+    from: Option<i64>,
+    #[serde(default)]
+    to: Option<i64>,
+    #[serde(default)]
+    width: Option<f64>,
+}
+
+pub(crate) async fn waterfall(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<WaterfallQuery>,
+) -> Result<Response, ApiError> {
+    let waterfall = blocking(move || {
+        let id = state.inner.home.resolve(&id)?;
+        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let run = run.lock()?;
+        let mut waterfall = run
+            .waterfall(&state.inner.options.config, state.now())
+            .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+        let from = query.from.unwrap_or(0).max(0);
+        let to = query.to.unwrap_or(waterfall.span_ms).max(from);
+        let width = query.width.filter(|width| width.is_finite() && *width >= 1.0).unwrap_or(DEFAULT_WIDTH);
+        let span = (to - from).max(1) as f64;
+        waterfall.bars = waterfall.window(from, to, span / width);
+        Ok(waterfall)
+    })
+    .await?;
+    Ok(Json(waterfall).into_response())
+}
+
+/// `?a=RUN&b=RUN`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompareQuery {
+    #[serde(default)]
+    a: Option<String>,
+    #[serde(default)]
+    b: Option<String>,
+}
+
+pub(crate) async fn compare(State(state): State<AppState>, Query(query): Query<CompareQuery>) -> Result<Response, ApiError> {
+    let (Some(a), Some(b)) = (query.a, query.b) else {
+        return Err(ApiError::BadRequest("compare needs ?a=RUN&b=RUN".to_owned()));
+    };
+    let comparison = blocking(move || {
+        let side = |name: &str| {
+            let id = state.inner.home.resolve(name)?;
+            let run = state.inner.cache.get(&state.inner.home, &id)?;
+            let run = run.lock()?;
+            run.view_and_waterfall(&state.inner.options.config, state.now())
+                .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))
+        };
+        let a = side(&a)?;
+        let b = side(&b)?;
+        Ok(agentrace_core::compare::compare((&a.0, &a.1), (&b.0, &b.1)))
+    })
+    .await?;
+    Ok(Json(comparison).into_response())
+}
+
+pub(crate) async fn usage(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let Some(source) = state.inner.options.usage.clone() else {
+        return Err(ApiError::NotFound("usage is counted by `agentrace serve`".to_owned()));
+    };
+    let report = blocking(move || (source.0)().map_err(ApiError::Internal)).await?;
+    Ok(Json(report).into_response())
+}
