@@ -7,7 +7,8 @@
 //! wide run, merges the bars narrower than a pixel so the page draws a
 //! bounded number of them.
 //!
-//! Times are milliseconds from the run's start (its first envelope).
+//! Times are milliseconds from the run's start: its earliest event (the
+//! recorder's `run_started` aside, stamped when recording began).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -134,9 +135,10 @@ pub struct Lane {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Waterfall {
-    /// The run's first envelope time.
+    /// The axis's origin: the earliest event's time (the recorder's
+    /// `run_started` left out: it is stamped when recording began).
     pub started_at: Option<Timestamp>,
-    /// The axis: ms from the start to the last envelope.
+    /// The axis: ms from the origin to the latest event.
     pub span_ms: i64,
     /// One per agent, each under its spawner, spawners first, siblings in
     /// the order they were spawned.
@@ -150,8 +152,9 @@ pub struct Waterfall {
 /// Builds a waterfall from a log's envelopes, one at a time.
 #[derive(Debug, Default)]
 pub struct WaterfallBuilder {
-    started_at: Option<Timestamp>,
-    last_ms: i64,
+    /// The earliest and the latest time of the events, ms since the epoch.
+    first: Option<i64>,
+    last: Option<i64>,
     bars: Vec<Bar>,
     links: Vec<Link>,
     /// (thread, turn id) → its bar.
@@ -173,19 +176,27 @@ impl WaterfallBuilder {
         Self::default()
     }
 
+    /// Notes an envelope's time; returns it (ms since the epoch: the axis's
+    /// origin is known only at the end).
     fn at(&mut self, timestamp: Timestamp) -> i64 {
-        let start = *self.started_at.get_or_insert(timestamp);
-        let ms = (timestamp.0 - start.0).max(0);
-        self.last_ms = self.last_ms.max(ms);
-        ms
+        self.first = Some(self.first.map_or(timestamp.0, |first| first.min(timestamp.0)));
+        self.last = Some(self.last.map_or(timestamp.0, |last| last.max(timestamp.0)));
+        timestamp.0
     }
 
     /// Takes the next envelope (final actor applied).
     pub fn push(&mut self, envelope: &Envelope) {
-        let ms = self.at(envelope.timestamp);
         let Some(event) = envelope.event.known() else {
+            self.at(envelope.timestamp);
             return;
         };
+        // The recorder's own first envelope is stamped when recording began
+        // (an import's: when it ran), not when the agents worked: the axis
+        // spans the provider's events.
+        if matches!(event, Event::RunStarted { .. }) {
+            return;
+        }
+        let ms = self.at(envelope.timestamp);
         let thread = envelope.actor.thread_id.clone();
         match event {
             Event::TurnStarted { turn_id, .. } => {
@@ -324,7 +335,17 @@ impl WaterfallBuilder {
 
     /// The waterfall, with a lane for each agent of `agents` (the run
     /// book's tree) and for each other thread that has bars.
-    pub fn finish(self, agents: &[AgentNode]) -> Waterfall {
+    pub fn finish(mut self, agents: &[AgentNode]) -> Waterfall {
+        // Times become ms from the earliest event (timestamps need not grow
+        // with sequence: the provider's clock stamps most of them).
+        let origin = self.first.unwrap_or(0);
+        for bar in &mut self.bars {
+            bar.start_ms -= origin;
+            bar.end_ms = bar.end_ms.map(|end| end - origin);
+        }
+        for link in &mut self.links {
+            link.at_ms -= origin;
+        }
         let spawned: HashMap<&ThreadId, i64> = self
             .links
             .iter()
@@ -375,8 +396,8 @@ impl WaterfallBuilder {
             });
         }
         Waterfall {
-            started_at: self.started_at,
-            span_ms: self.last_ms,
+            started_at: self.first.map(Timestamp::from_millis),
+            span_ms: self.last.map_or(0, |last| last - origin),
             lanes,
             bars: self.bars,
             links: self.links,
