@@ -130,7 +130,7 @@ fn an_agent_message_with_html_is_shown_as_text_and_executes_nothing() {
     scratch.record("hostile", edited.as_bytes(), true);
     let served = serve(&scratch);
     let browser = Browser::start();
-    browser.goto(&format!("{}/runs/hostile", served.url));
+    browser.goto(&format!("{}/runs/hostile?events=all", served.url));
     browser.wait_for("the run page", READY);
     browser.wait_for(
         "the timeline",
@@ -582,8 +582,15 @@ fn compare_puts_two_runs_side_by_side_and_marks_the_agents_only_one_has() {
         "return document.querySelectorAll('#compare-table tr.agent-pair').length > 0;",
     );
     assert_eq!(
-        browser.script("return Array.from(document.querySelectorAll('#compare-table tr.agent-pair:not(.side-b)')).map(r => [r.getAttribute('data-agent'), r.getAttribute('data-only')]);"),
-        json!([["Main", ""], ["Dewey", ""], ["Hume", "b"]])
+        (
+            browser.script("return Array.from(document.querySelectorAll('#compare-table tr.agent-pair:not(.side-b)')).map(r => [r.getAttribute('data-agent'), r.getAttribute('data-only'), r.querySelector('.only-badge') ? r.querySelector('.only-badge').textContent : '']);"),
+            browser.text("#compare-summary").ends_with(" differences"),
+        ),
+        (
+            // The helpers have other names in the two runs: none matches.
+            json!([["Main", "", ""], ["Dewey", "a", "only in A"], ["Sagan", "b", "only in B"], ["Galileo", "b", "only in B"]]),
+            true
+        )
     );
 }
 
