@@ -251,9 +251,10 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
         std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 
-    // A helper whose name is hostile HTML.
-    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
-    let edited = text.replace("\"agentNickname\":\"Dewey\"", &format!("\"agentNickname\":\"{HOSTILE}\""));
+    // A helper whose name is hostile HTML (in a session the samples do not
+    // have: `usage` counts a session once).
+    let text = std::fs::read_to_string(capture("v1_parallel")).unwrap_or_else(|e| panic!("{e}"));
+    let edited = text.replace("\"Sagan\"", &format!("\"{HOSTILE}\""));
     assert_ne!(edited, text);
     let file = cli.home.path().join("hostile.jsonl");
     std::fs::write(&file, edited).unwrap_or_else(|e| panic!("{e}"));
