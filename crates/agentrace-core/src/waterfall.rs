@@ -7,8 +7,8 @@
 //! wide run, merges the bars narrower than a pixel so the page draws a
 //! bounded number of them.
 //!
-//! Times are milliseconds from the run's start: its earliest event (the
-//! recorder's `run_started` aside, stamped when recording began).
+//! Times are milliseconds from the run's start: the earliest of the events
+//! drawn (turns, calls, spawns, waits), whose times are the provider's.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -135,8 +135,8 @@ pub struct Lane {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Waterfall {
-    /// The axis's origin: the earliest event's time (the recorder's
-    /// `run_started` left out: it is stamped when recording began).
+    /// The axis's origin: the earliest time of the events it draws (turns,
+    /// calls, spawns, waits).
     pub started_at: Option<Timestamp>,
     /// The axis: ms from the origin to the latest event.
     pub span_ms: i64,
@@ -184,16 +184,39 @@ impl WaterfallBuilder {
         timestamp.0
     }
 
+    /// A thread's running token total outside its turns: a turn's tokens
+    /// are counted from the total before it.
+    fn note_total(&mut self, envelope: &Envelope, total: u64) {
+        if let Some(thread) = &envelope.actor.thread_id {
+            let open = self.open_turns.keys().any(|(owner, _)| owner == thread);
+            if !open {
+                self.totals.insert(thread.clone(), total);
+            }
+        }
+    }
+
     /// Takes the next envelope (final actor applied).
     pub fn push(&mut self, envelope: &Envelope) {
         let Some(event) = envelope.event.known() else {
-            self.at(envelope.timestamp);
             return;
         };
-        // The recorder's own first envelope is stamped when recording began
-        // (an import's: when it ran), not when the agents worked: the axis
-        // spans the provider's events.
-        if matches!(event, Event::RunStarted { .. }) {
+        // The axis spans the events it draws (turns, calls, spawns, waits),
+        // which carry the provider's times: the recorder's `run_started`
+        // is stamped when recording began (an import's, when it ran) and
+        // bookkeeping often when it was read.
+        let drawn = matches!(
+            event,
+            Event::TurnStarted { .. }
+                | Event::TurnCompleted { .. }
+                | Event::ToolUse { .. }
+                | Event::ToolResult { .. }
+                | Event::AgentSpawned { .. }
+                | Event::AgentWaitStarted { .. }
+        );
+        if !drawn {
+            if let Event::Usage { total, .. } = event {
+                self.note_total(envelope, total.total_tokens);
+            }
             return;
         }
         let ms = self.at(envelope.timestamp);
@@ -232,15 +255,6 @@ impl WaterfallBuilder {
                     bar.outcome = Some(status.clone());
                     bar.error = error.clone();
                     bar.tokens = tokens;
-                }
-            }
-            Event::Usage { total, .. } => {
-                // The turn's tokens are counted from the total before it.
-                if let Some(thread) = thread {
-                    let open = self.open_turns.keys().any(|(owner, _)| *owner == thread);
-                    if !open {
-                        self.totals.insert(thread, total.total_tokens);
-                    }
                 }
             }
             Event::ToolUse { name, input, item_id, .. } => {
@@ -307,6 +321,7 @@ impl WaterfallBuilder {
                 }
             }
             Event::RunStarted { .. }
+            | Event::Usage { .. }
             | Event::Message { .. }
             | Event::Reasoning { .. }
             | Event::ItemStarted { .. }

@@ -608,7 +608,7 @@ function follow(id) {
 // on one time axis. The server merges the bars narrower than a pixel of
 // the width asked for, so a long run draws a bounded number of bars.
 const LANE_HEIGHT = 22;
-const NAME_WIDTH = 180;
+const NAME_WIDTH = 240;
 
 const fall = {
   data: null,
@@ -621,7 +621,7 @@ const fall = {
 
 function trackWidth() {
   const box = document.getElementById("waterfall");
-  return Math.max(200, Math.floor(box.clientWidth - NAME_WIDTH - 2));
+  return Math.max(200, Math.floor(box.clientWidth - NAME_WIDTH));
 }
 
 async function drawWaterfall() {
@@ -825,7 +825,7 @@ function stackedChart(id, days, group, measure, format) {
   const value = (counters) => measure === "cost" ? (counters.cost || 0) : counters.totalTokens;
   const max = Math.max(1e-9, ...days.map((day) => value(day.totals)));
   const width = Math.max(320, days.length * 36 + 60);
-  const height = 200;
+  const height = 160;
   const chart = svg("svg", { width, height: height + 40, class: "chart", role: "img" });
   const barWidth = 24;
   days.forEach((day, i) => {

@@ -331,11 +331,11 @@ fn all_events(served: &Served, id: &str) -> Vec<Value> {
 /// `tool_use` to the `tool_result` of the same item and thread; a turn from
 /// its `turn_started` to the `turn_completed` of the same turn.
 fn expected_bars(events: &[Value]) -> Vec<(String, String, i64, Value, u64)> {
-    // The axis starts at the earliest event, the recorder's `run_started`
-    // (stamped when recording began) left out.
+    // The axis starts at the earliest of the events it draws.
+    let drawn = ["turn_started", "turn_completed", "tool_use", "tool_result", "agent_spawned", "agent_wait_started"];
     let start = events
         .iter()
-        .filter(|event| event["event"]["type"] != json!("run_started"))
+        .filter(|event| drawn.iter().any(|kind| event["event"]["type"] == json!(kind)))
         .filter_map(|event| event["timestamp"].as_str().map(parse_time))
         .min()
         .unwrap_or(0);
@@ -612,7 +612,7 @@ fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
     browser.resize(1280, 900);
     browser.wait_for(
         "the waterfall at the new width",
-        "return Number(document.getElementById('waterfall').getAttribute('data-track-width')) === document.getElementById('waterfall').clientWidth - 182 || document.getElementById('waterfall').clientWidth - 182 < 200;",
+        "const box = document.getElementById('waterfall'); return Number(box.getAttribute('data-track-width')) === Math.max(200, box.clientWidth - 240);",
     );
     let png = browser.screenshot();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
