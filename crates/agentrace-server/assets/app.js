@@ -468,6 +468,12 @@ async function scrollToEvent(sequence) {
     await resetTimeline(sequence);
     row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
   }
+  if (!row && !view.allEvents) {
+    // A folded (bookkeeping) event, asked for: every event is shown.
+    document.getElementById("show-all").click();
+    await resetTimeline(sequence);
+    row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
+  }
   document.querySelectorAll("#timeline .event.target").forEach((node) => node.classList.remove("target"));
   if (row) {
     row.classList.add("target");

@@ -621,3 +621,60 @@ fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
         std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
+
+#[test]
+fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_the_event() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("parallel", "v1_parallel");
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    // Cut short: still running.
+    let _live = scratch.record("live", lines[..30].join("\n").as_bytes(), false);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+
+    browser.goto(&served.url);
+    browser.wait_for(
+        "the run list",
+        "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 3;",
+    );
+    let rows = "return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => [r.getAttribute('data-run-id'), Number(r.getAttribute('data-tokens')) > 0, r.getAttribute('data-cost') !== null]).sort();";
+    assert_eq!(
+        (browser.script(rows), browser.text("#runs-total")),
+        (
+            json!([["basic", true, true], ["live", true, true], ["parallel", true, true]]),
+            "1–3 of 3 runs".to_owned()
+        )
+    );
+
+    browser.script("const s = document.getElementById('filter-status'); s.value = 'running'; s.dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    browser.wait_for(
+        "the status filter",
+        "const rows = document.querySelectorAll('#runs tbody tr[data-run-id]'); return rows.length === 1 && rows[0].getAttribute('data-run-id') === 'live';",
+    );
+    assert_eq!(browser.script("return location.search;"), json!("?status=running"));
+
+    browser.type_into("#run-search", "hello-from-child-A");
+    browser.wait_for(
+        "the hits",
+        "return document.querySelectorAll('#search-hits li.hit').length > 0;",
+    );
+    let hit = browser.script("const hit = Array.from(document.querySelectorAll('#search-hits li.hit')).find(h => h.getAttribute('data-run-id') === 'parallel' || h.getAttribute('data-run-id') === 'basic'); return [hit.getAttribute('data-run-id'), hit.getAttribute('data-seq')];");
+    let (run, sequence) = (
+        hit[0].as_str().unwrap_or_default().to_owned(),
+        hit[1].as_str().unwrap_or_default().to_owned(),
+    );
+    browser.click(&format!(
+        "#search-hits li.hit[data-run-id=\"{run}\"][data-seq=\"{sequence}\"] a"
+    ));
+    browser.wait_for("the run page", READY);
+    browser.wait_for(
+        "the event in view",
+        &format!("const row = document.querySelector('#timeline .event[data-seq=\"{sequence}\"]'); if (!row) return false; const r = row.getBoundingClientRect(); return row.classList.contains('target') && r.top >= 0 && r.bottom <= window.innerHeight;"),
+    );
+    assert_eq!(
+        browser.script("return location.pathname;"),
+        json!(format!("/runs/{run}"))
+    );
+}
