@@ -121,10 +121,16 @@ fn agent_figures(node: &AgentNode, waterfall: &Waterfall) -> Figures {
     let mut tool_calls = BTreeMap::new();
     let mut first: Option<i64> = None;
     let mut last: Option<i64> = None;
-    for bar in waterfall.bars.iter().filter(|bar| bar.thread_id == node.thread_id) {
+    for bar in waterfall
+        .bars
+        .iter()
+        .filter(|bar| bar.thread_id == node.thread_id)
+    {
         match bar.kind {
             BarKind::Turn => turns += bar.count,
-            BarKind::Tool | BarKind::Wait => *tool_calls.entry(bar.name.clone()).or_insert(0) += bar.count,
+            BarKind::Tool | BarKind::Wait => {
+                *tool_calls.entry(bar.name.clone()).or_insert(0) += bar.count
+            }
         }
         first = Some(first.map_or(bar.start_ms, |first| first.min(bar.start_ms)));
         let end = bar.end_ms.unwrap_or(waterfall.span_ms);
@@ -150,7 +156,9 @@ fn run_side(view: &RunView, waterfall: &Waterfall) -> RunSide {
     for bar in &waterfall.bars {
         match bar.kind {
             BarKind::Turn => turns += bar.count,
-            BarKind::Tool | BarKind::Wait => *tool_calls.entry(bar.name.clone()).or_insert(0) += bar.count,
+            BarKind::Tool | BarKind::Wait => {
+                *tool_calls.entry(bar.name.clone()).or_insert(0) += bar.count
+            }
         }
     }
     let run = &view.run;
@@ -166,7 +174,10 @@ fn run_side(view: &RunView, waterfall: &Waterfall) -> RunSide {
             tool_calls,
             tokens: run.tokens.as_ref().map(|tokens| tokens.total_tokens),
             cost: run.cost,
-            duration_ms: run.started_at.zip(run.updated_at).map(|(start, end)| end.0 - start.0),
+            duration_ms: run
+                .started_at
+                .zip(run.updated_at)
+                .map(|(start, end)| end.0 - start.0),
             result: run.result.clone(),
         },
     }
@@ -181,15 +192,35 @@ fn flatten(nodes: &[AgentNode], depth: u32, out: &mut Vec<(u32, AgentNode)>) {
 }
 
 /// The figures that differ, by name, and a [`Difference`] for each.
-fn changes(agent: Option<(&str, Role)>, a: &Figures, b: &Figures) -> (Vec<String>, Vec<Difference>) {
+fn changes(
+    agent: Option<(&str, Role)>,
+    a: &Figures,
+    b: &Figures,
+) -> (Vec<String>, Vec<Difference>) {
     let fields: [(&str, serde_json::Value, serde_json::Value); 7] = [
         ("status", a.status.clone().into(), b.status.clone().into()),
         ("turns", a.turns.into(), b.turns.into()),
-        ("toolCalls", serde_json::json!(a.tool_calls), serde_json::json!(b.tool_calls)),
-        ("tokens", serde_json::json!(a.tokens), serde_json::json!(b.tokens)),
+        (
+            "toolCalls",
+            serde_json::json!(a.tool_calls),
+            serde_json::json!(b.tool_calls),
+        ),
+        (
+            "tokens",
+            serde_json::json!(a.tokens),
+            serde_json::json!(b.tokens),
+        ),
         ("cost", serde_json::json!(a.cost), serde_json::json!(b.cost)),
-        ("durationMs", serde_json::json!(a.duration_ms), serde_json::json!(b.duration_ms)),
-        ("result", serde_json::json!(a.result), serde_json::json!(b.result)),
+        (
+            "durationMs",
+            serde_json::json!(a.duration_ms),
+            serde_json::json!(b.duration_ms),
+        ),
+        (
+            "result",
+            serde_json::json!(a.result),
+            serde_json::json!(b.result),
+        ),
     ];
     let mut names = Vec::new();
     let mut differences = Vec::new();
@@ -224,21 +255,28 @@ pub fn compare(a: (&RunView, &Waterfall), b: (&RunView, &Waterfall)) -> Comparis
     flatten(&b.0.agents, 0, &mut agents_b);
     // B's agents by (label, role), in order: the n-th of a key in A takes
     // the n-th of B.
-    let mut unmatched_b: HashMap<(String, Role), std::collections::VecDeque<usize>> = HashMap::new();
+    let mut unmatched_b: HashMap<(String, Role), std::collections::VecDeque<usize>> =
+        HashMap::new();
     for (index, (_, node)) in agents_b.iter().enumerate() {
-        unmatched_b.entry((node.label.clone(), node.role)).or_default().push_back(index);
+        unmatched_b
+            .entry((node.label.clone(), node.role))
+            .or_default()
+            .push_back(index);
     }
     let mut taken_b = vec![false; agents_b.len()];
     let mut pairs = Vec::new();
     for (depth, node) in &agents_a {
         let figures_a = agent_figures(node, a.1);
-        let matched = unmatched_b.get_mut(&(node.label.clone(), node.role)).and_then(std::collections::VecDeque::pop_front);
+        let matched = unmatched_b
+            .get_mut(&(node.label.clone(), node.role))
+            .and_then(std::collections::VecDeque::pop_front);
         match matched {
             Some(index) => {
                 taken_b[index] = true;
                 let other = &agents_b[index].1;
                 let figures_b = agent_figures(other, b.1);
-                let (changed, found) = changes(Some((&node.label, node.role)), &figures_a, &figures_b);
+                let (changed, found) =
+                    changes(Some((&node.label, node.role)), &figures_a, &figures_b);
                 differences.extend(found);
                 pairs.push(AgentPair {
                     label: node.label.clone(),

@@ -75,10 +75,9 @@ impl Bar {
     pub fn failed(&self) -> bool {
         self.error.is_some()
             || self.exit_code.is_some_and(|code| code != 0)
-            || self
-                .outcome
-                .as_deref()
-                .is_some_and(|outcome| matches!(outcome, "failed" | "error" | "declined" | "interrupted"))
+            || self.outcome.as_deref().is_some_and(|outcome| {
+                matches!(outcome, "failed" | "error" | "declined" | "interrupted")
+            })
     }
 }
 
@@ -179,7 +178,10 @@ impl WaterfallBuilder {
     /// Notes an envelope's time; returns it (ms since the epoch: the axis's
     /// origin is known only at the end).
     fn at(&mut self, timestamp: Timestamp) -> i64 {
-        self.first = Some(self.first.map_or(timestamp.0, |first| first.min(timestamp.0)));
+        self.first = Some(
+            self.first
+                .map_or(timestamp.0, |first| first.min(timestamp.0)),
+        );
         self.last = Some(self.last.map_or(timestamp.0, |last| last.max(timestamp.0)));
         timestamp.0
     }
@@ -242,10 +244,19 @@ impl WaterfallBuilder {
                 });
                 self.open_turns.insert((thread, turn_id.to_string()), index);
             }
-            Event::TurnCompleted { turn_id, status, error, usage, .. } => {
+            Event::TurnCompleted {
+                turn_id,
+                status,
+                error,
+                usage,
+                ..
+            } => {
                 let Some(thread) = thread else { return };
                 let tokens = usage.as_ref().map(|usage| {
-                    let before = self.totals.insert(thread.clone(), usage.total_tokens).unwrap_or(0);
+                    let before = self
+                        .totals
+                        .insert(thread.clone(), usage.total_tokens)
+                        .unwrap_or(0);
                     usage.total_tokens.saturating_sub(before)
                 });
                 if let Some(index) = self.open_turns.remove(&(thread, turn_id.to_string())) {
@@ -257,12 +268,23 @@ impl WaterfallBuilder {
                     bar.tokens = tokens;
                 }
             }
-            Event::ToolUse { name, input, item_id, .. } => {
+            Event::ToolUse {
+                name,
+                input,
+                item_id,
+                ..
+            } => {
                 let Some(thread) = thread else { return };
-                let key = item_id.as_ref().map_or_else(|| name.clone(), |id| id.to_string());
+                let key = item_id
+                    .as_ref()
+                    .map_or_else(|| name.clone(), |id| id.to_string());
                 let index = self.bars.len();
                 self.bars.push(Bar {
-                    kind: if is_wait(name) { BarKind::Wait } else { BarKind::Tool },
+                    kind: if is_wait(name) {
+                        BarKind::Wait
+                    } else {
+                        BarKind::Tool
+                    },
                     thread_id: thread.clone(),
                     start_ms: ms,
                     end_ms: None,
@@ -276,11 +298,22 @@ impl WaterfallBuilder {
                     tokens: None,
                     count: 1,
                 });
-                self.open_tools.entry((thread, key)).or_default().push(index);
+                self.open_tools
+                    .entry((thread, key))
+                    .or_default()
+                    .push(index);
             }
-            Event::ToolResult { name, status, exit_code, item_id, .. } => {
+            Event::ToolResult {
+                name,
+                status,
+                exit_code,
+                item_id,
+                ..
+            } => {
                 let Some(thread) = thread else { return };
-                let key = item_id.as_ref().map_or_else(|| name.clone(), |id| id.to_string());
+                let key = item_id
+                    .as_ref()
+                    .map_or_else(|| name.clone(), |id| id.to_string());
                 let Some(open) = self.open_tools.get_mut(&(thread.clone(), key.clone())) else {
                     return;
                 };
@@ -297,9 +330,15 @@ impl WaterfallBuilder {
                 bar.outcome = status.clone();
                 bar.exit_code = *exit_code;
             }
-            Event::AgentSpawned { parent_thread_id, child_thread_id, .. } => {
+            Event::AgentSpawned {
+                parent_thread_id,
+                child_thread_id,
+                ..
+            } => {
                 // A link told again (by a later read-back) is the same link.
-                if !self.links.iter().any(|link| link.kind == LinkKind::Spawn && link.to_thread_id == *child_thread_id) {
+                if !self.links.iter().any(|link| {
+                    link.kind == LinkKind::Spawn && link.to_thread_id == *child_thread_id
+                }) {
                     self.links.push(Link {
                         kind: LinkKind::Spawn,
                         from_thread_id: parent_thread_id.clone(),
@@ -309,7 +348,10 @@ impl WaterfallBuilder {
                     });
                 }
             }
-            Event::AgentWaitStarted { parent_thread_id, child_thread_ids } => {
+            Event::AgentWaitStarted {
+                parent_thread_id,
+                child_thread_ids,
+            } => {
                 for child in child_thread_ids {
                     self.links.push(Link {
                         kind: LinkKind::Wait,
@@ -367,13 +409,30 @@ impl WaterfallBuilder {
             .filter(|link| link.kind == LinkKind::Spawn)
             .map(|link| (&link.to_thread_id, link.at_ms))
             .collect();
-        let first_bar: HashMap<&ThreadId, i64> = self.bars.iter().rev().map(|bar| (&bar.thread_id, bar.start_ms)).collect();
+        let first_bar: HashMap<&ThreadId, i64> = self
+            .bars
+            .iter()
+            .rev()
+            .map(|bar| (&bar.thread_id, bar.start_ms))
+            .collect();
         let mut lanes = Vec::new();
-        fn walk(nodes: &[AgentNode], depth: u32, spawned: &HashMap<&ThreadId, i64>, first_bar: &HashMap<&ThreadId, i64>, lanes: &mut Vec<Lane>) {
+        fn walk(
+            nodes: &[AgentNode],
+            depth: u32,
+            spawned: &HashMap<&ThreadId, i64>,
+            first_bar: &HashMap<&ThreadId, i64>,
+            lanes: &mut Vec<Lane>,
+        ) {
             let mut ordered: Vec<&AgentNode> = nodes.iter().collect();
             // Siblings by when they were spawned (else first worked); the
             // tree's own order breaks ties.
-            ordered.sort_by_key(|node| spawned.get(&node.thread_id).or_else(|| first_bar.get(&node.thread_id)).copied().unwrap_or(i64::MAX));
+            ordered.sort_by_key(|node| {
+                spawned
+                    .get(&node.thread_id)
+                    .or_else(|| first_bar.get(&node.thread_id))
+                    .copied()
+                    .unwrap_or(i64::MAX)
+            });
             for node in ordered {
                 lanes.push(Lane {
                     thread_id: node.thread_id.clone(),
@@ -390,12 +449,26 @@ impl WaterfallBuilder {
         }
         // Roots keep the tree's order (the primary root first).
         for node in agents {
-            walk(std::slice::from_ref(node), 0, &spawned, &first_bar, &mut lanes);
+            walk(
+                std::slice::from_ref(node),
+                0,
+                &spawned,
+                &first_bar,
+                &mut lanes,
+            );
         }
         let mut orphans: BTreeMap<i64, Vec<ThreadId>> = BTreeMap::new();
         for bar in &self.bars {
-            if !lanes.iter().any(|lane| lane.thread_id == bar.thread_id) && !orphans.values().flatten().any(|thread| *thread == bar.thread_id) {
-                orphans.entry(bar.start_ms).or_default().push(bar.thread_id.clone());
+            if !lanes.iter().any(|lane| lane.thread_id == bar.thread_id)
+                && !orphans
+                    .values()
+                    .flatten()
+                    .any(|thread| *thread == bar.thread_id)
+            {
+                orphans
+                    .entry(bar.start_ms)
+                    .or_default()
+                    .push(bar.thread_id.clone());
             }
         }
         for thread in orphans.into_values().flatten() {
@@ -442,7 +515,10 @@ impl Waterfall {
                     let merged = &mut out[index];
                     let merged_end = merged.end_ms.unwrap_or(merged.start_ms);
                     let small = ((merged_end - merged.start_ms) as f64) < pixel || merged.count > 1;
-                    if small && merged.end_ms.is_some() && ((bar.start_ms - merged_end) as f64) < pixel {
+                    if small
+                        && merged.end_ms.is_some()
+                        && ((bar.start_ms - merged_end) as f64) < pixel
+                    {
                         merged.end_ms = Some(merged_end.max(end));
                         merged.end_sequence = bar.end_sequence.max(merged.end_sequence);
                         merged.count += 1;
@@ -520,15 +596,36 @@ mod tests {
     }
 
     #[test]
-    fn calls_become_bars_from_their_timestamps_waits_are_their_own_kind_and_a_running_call_stays_open() {
+    fn calls_become_bars_from_their_timestamps_waits_are_their_own_kind_and_a_running_call_stays_open(
+    ) {
         let mut builder = WaterfallBuilder::new();
-        builder.push(&envelope(1, 0, "t", Event::TurnStarted { turn_id: "turn-1".into(), root_turn_id: None }));
+        builder.push(&envelope(
+            1,
+            0,
+            "t",
+            Event::TurnStarted {
+                turn_id: "turn-1".into(),
+                root_turn_id: None,
+            },
+        ));
         builder.push(&envelope(2, 10, "t", tool_use("shell", "a")));
         builder.push(&envelope(3, 30, "t", tool_result("shell", "a", 2)));
         builder.push(&envelope(4, 40, "t", tool_use("wait", "w")));
         builder.push(&envelope(5, 90, "t", tool_use("shell", "b")));
         let waterfall = builder.finish(&[]);
-        let spans: Vec<_> = waterfall.bars.iter().map(|bar| (bar.kind, bar.start_ms, bar.end_ms, bar.sequence, bar.failed())).collect();
+        let spans: Vec<_> = waterfall
+            .bars
+            .iter()
+            .map(|bar| {
+                (
+                    bar.kind,
+                    bar.start_ms,
+                    bar.end_ms,
+                    bar.sequence,
+                    bar.failed(),
+                )
+            })
+            .collect();
         assert_eq!(
             (waterfall.span_ms, spans, waterfall.lanes.len()),
             (
@@ -549,15 +646,32 @@ mod tests {
         let mut builder = WaterfallBuilder::new();
         for index in 0..10_u64 {
             let id = format!("c{index}");
-            builder.push(&envelope(index * 2 + 1, index as i64 * 2, "t", tool_use("shell", &id)));
-            builder.push(&envelope(index * 2 + 2, index as i64 * 2 + 1, "t", tool_result("shell", &id, 0)));
+            builder.push(&envelope(
+                index * 2 + 1,
+                index as i64 * 2,
+                "t",
+                tool_use("shell", &id),
+            ));
+            builder.push(&envelope(
+                index * 2 + 2,
+                index as i64 * 2 + 1,
+                "t",
+                tool_result("shell", &id, 0),
+            ));
         }
         builder.push(&envelope(21, 1000, "t", tool_use("shell", "open")));
         let waterfall = builder.finish(&[]);
         let merged = waterfall.window(0, 1000, 5.0);
-        let spans: Vec<_> = merged.iter().map(|bar| (bar.start_ms, bar.end_ms, bar.count, bar.sequence)).collect();
+        let spans: Vec<_> = merged
+            .iter()
+            .map(|bar| (bar.start_ms, bar.end_ms, bar.count, bar.sequence))
+            .collect();
         assert_eq!(
-            (spans, waterfall.window(0, 1000, 0.5).len(), waterfall.window(500, 1000, 5.0).len()),
+            (
+                spans,
+                waterfall.window(0, 1000, 0.5).len(),
+                waterfall.window(500, 1000, 5.0).len()
+            ),
             (vec![(0, Some(19), 10, 1), (1000, None, 1, 21)], 11, 1)
         );
     }

@@ -21,7 +21,10 @@ use agentrace_server::Options;
 use agentrace_testkit::browser::Browser;
 
 fn main() {
-    let events: u64 = std::env::var("AGENTRACE_BENCH_EVENTS").ok().and_then(|text| text.parse().ok()).unwrap_or(100_000);
+    let events: u64 = std::env::var("AGENTRACE_BENCH_EVENTS")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(100_000);
     let scratch = support::Scratch::new();
     support::record_generated_run(&scratch, "large", events, None);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -40,10 +43,17 @@ fn main() {
     let browser = Browser::start();
     browser.resize(1280, 900);
     println!("viewer of a {events}-event run (targets: interactive 1000 ms, waterfall 500 ms, rows 5000)");
-    println!("{:<6} {:>16} {:>14} {:>8} {:>8} {:>10} {:>10}", "load", "interactive ms", "waterfall ms", "rows", "bars", "vs 1 s", "vs 500 ms");
+    println!(
+        "{:<6} {:>16} {:>14} {:>8} {:>8} {:>10} {:>10}",
+        "load", "interactive ms", "waterfall ms", "rows", "bars", "vs 1 s", "vs 500 ms"
+    );
     for load in ["cold", "warm", "warm"] {
         browser.goto(&format!("http://{address}/runs/large"));
-        browser.wait_up_to(Duration::from_secs(120), "the page", "return document.body.getAttribute('data-ready') === 'true';");
+        browser.wait_up_to(
+            Duration::from_secs(120),
+            "the page",
+            "return document.body.getAttribute('data-ready') === 'true';",
+        );
         let figures = browser.script("return [Number(document.body.getAttribute('data-ready-ms')), Number(document.getElementById('waterfall').getAttribute('data-draw-ms')), document.querySelectorAll('#timeline .event').length, document.querySelectorAll('#waterfall [data-bar]').length];");
         let number = |index: usize| figures[index].as_f64().unwrap_or(f64::NAN);
         println!(

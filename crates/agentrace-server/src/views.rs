@@ -55,7 +55,10 @@ pub(crate) async fn waterfall(
             .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
         let from = query.from.unwrap_or(0).max(0);
         let to = query.to.unwrap_or(waterfall.span_ms).max(from);
-        let width = query.width.filter(|width| width.is_finite() && *width >= 1.0).unwrap_or(DEFAULT_WIDTH);
+        let width = query
+            .width
+            .filter(|width| width.is_finite() && *width >= 1.0)
+            .unwrap_or(DEFAULT_WIDTH);
         let span = (to - from).max(1) as f64;
         waterfall.bars = waterfall.window(from, to, span / width);
         Ok(waterfall)
@@ -73,9 +76,14 @@ pub(crate) struct CompareQuery {
     b: Option<String>,
 }
 
-pub(crate) async fn compare(State(state): State<AppState>, Query(query): Query<CompareQuery>) -> Result<Response, ApiError> {
+pub(crate) async fn compare(
+    State(state): State<AppState>,
+    Query(query): Query<CompareQuery>,
+) -> Result<Response, ApiError> {
     let (Some(a), Some(b)) = (query.a, query.b) else {
-        return Err(ApiError::BadRequest("compare needs ?a=RUN&b=RUN".to_owned()));
+        return Err(ApiError::BadRequest(
+            "compare needs ?a=RUN&b=RUN".to_owned(),
+        ));
     };
     let comparison = blocking(move || {
         let side = |name: &str| {
@@ -95,7 +103,9 @@ pub(crate) async fn compare(State(state): State<AppState>, Query(query): Query<C
 
 pub(crate) async fn usage(State(state): State<AppState>) -> Result<Response, ApiError> {
     let Some(source) = state.inner.options.usage.clone() else {
-        return Err(ApiError::NotFound("usage is counted by `agentrace serve`".to_owned()));
+        return Err(ApiError::NotFound(
+            "usage is counted by `agentrace serve`".to_owned(),
+        ));
     };
     let report = blocking(move || (source.0)().map_err(ApiError::Internal)).await?;
     Ok(Json(report).into_response())

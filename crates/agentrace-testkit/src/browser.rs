@@ -211,13 +211,19 @@ impl Browser {
 impl Browser {
     /// Sets the window's size, CSS pixels.
     pub fn resize(&self, width: u32, height: u32) {
-        self.call("POST", &self.session_path("/window/rect"), json!({"width": width, "height": height}));
+        self.call(
+            "POST",
+            &self.session_path("/window/rect"),
+            json!({"width": width, "height": height}),
+        );
     }
 
     /// A PNG of the window (WebDriver's screenshot).
     pub fn screenshot(&self) -> Vec<u8> {
         let encoded = self.call("GET", &self.session_path("/screenshot"), Value::Null);
-        let text = encoded.as_str().unwrap_or_else(|| panic!("no screenshot: {encoded}"));
+        let text = encoded
+            .as_str()
+            .unwrap_or_else(|| panic!("no screenshot: {encoded}"));
         decode_base64(text)
     }
 
@@ -271,4 +277,3 @@ impl Drop for Browser {
         }
     }
 }
-

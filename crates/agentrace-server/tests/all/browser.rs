@@ -332,22 +332,40 @@ fn all_events(served: &Served, id: &str) -> Vec<Value> {
 /// its `turn_started` to the `turn_completed` of the same turn.
 fn expected_bars(events: &[Value]) -> Vec<(String, String, i64, Value, u64)> {
     // The axis starts at the earliest of the events it draws.
-    let drawn = ["turn_started", "turn_completed", "tool_use", "tool_result", "agent_spawned", "agent_wait_started"];
+    let drawn = [
+        "turn_started",
+        "turn_completed",
+        "tool_use",
+        "tool_result",
+        "agent_spawned",
+        "agent_wait_started",
+    ];
     let start = events
         .iter()
-        .filter(|event| drawn.iter().any(|kind| event["event"]["type"] == json!(kind)))
+        .filter(|event| {
+            drawn
+                .iter()
+                .any(|kind| event["event"]["type"] == json!(kind))
+        })
         .filter_map(|event| event["timestamp"].as_str().map(parse_time))
         .min()
         .unwrap_or(0);
     let mut bars = Vec::new();
     for (index, event) in events.iter().enumerate() {
         let kind = event["event"]["type"].as_str().unwrap_or_default();
-        let thread = event["actor"]["threadId"].as_str().unwrap_or_default().to_owned();
+        let thread = event["actor"]["threadId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let at = event["timestamp"].as_str().map(parse_time).unwrap_or(0) - start;
         let (bar_kind, end_type, key) = match kind {
             "tool_use" => {
                 let name = event["event"]["name"].as_str().unwrap_or_default();
-                (if name == "wait" { "wait" } else { "tool" }, "tool_result", "itemId")
+                (
+                    if name == "wait" { "wait" } else { "tool" },
+                    "tool_result",
+                    "itemId",
+                )
             }
             "turn_started" => ("turn", "turn_completed", "turnId"),
             _ => continue,
@@ -393,7 +411,9 @@ fn covered(expected: &[(String, String, i64, Value, u64)], shown: &Value) -> Val
             .take(count)
             .collect();
         let fits = group.len() == count
-            && group.first().is_some_and(|first| json!(first.2) == bar[2] && json!(first.4) == bar[4])
+            && group
+                .first()
+                .is_some_and(|first| json!(first.2) == bar[2] && json!(first.4) == bar[4])
             && group.last().is_some_and(|last| last.3 == bar[3]);
         if fits {
             out.extend(group.into_iter().map(|bar| json!(bar)));
@@ -438,9 +458,16 @@ fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_
     for (id, expected_lanes) in [
         (
             "nested",
-            json!([["Main", 0, true], ["/root/child_a", 1, true], ["/root/child_a/child_g", 2, true]]),
+            json!([
+                ["Main", 0, true],
+                ["/root/child_a", 1, true],
+                ["/root/child_a/child_g", 2, true]
+            ]),
         ),
-        ("parallel", json!([["Main", 0, true], ["Sagan", 1, true], ["Galileo", 1, true]])),
+        (
+            "parallel",
+            json!([["Main", 0, true], ["Sagan", 1, true], ["Galileo", 1, true]]),
+        ),
     ] {
         browser.goto(&format!("{}/runs/{id}", served.url));
         browser.wait_for("the run page", READY);
@@ -453,8 +480,16 @@ fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_
         let shown = browser.script(SHOWN_BARS);
         let pixel_error = browser.script(PIXEL_ERROR).as_f64().unwrap_or(f64::MAX);
         assert_eq!(
-            (lanes(&browser), covered(&expected, &shown), pixel_error <= 1.0),
-            (expected_lanes, json!(expected.iter().map(|bar| json!(bar)).collect::<Vec<_>>()), true),
+            (
+                lanes(&browser),
+                covered(&expected, &shown),
+                pixel_error <= 1.0
+            ),
+            (
+                expected_lanes,
+                json!(expected.iter().map(|bar| json!(bar)).collect::<Vec<_>>()),
+                true
+            ),
             "run {id}: pixel error {pixel_error}, bars shown {shown}"
         );
     }
@@ -617,7 +652,8 @@ fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
     let png = browser.screenshot();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     if std::env::var_os("AGENTRACE_UPDATE_SCREENSHOTS").is_some() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viewer-waterfall.png");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/viewer-waterfall.png");
         std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
@@ -643,7 +679,11 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
     assert_eq!(
         (browser.script(rows), browser.text("#runs-total")),
         (
-            json!([["basic", true, true], ["live", true, true], ["parallel", true, true]]),
+            json!([
+                ["basic", true, true],
+                ["live", true, true],
+                ["parallel", true, true]
+            ]),
             "1–3 of 3 runs".to_owned()
         )
     );
@@ -653,7 +693,10 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         "the status filter",
         "const rows = document.querySelectorAll('#runs tbody tr[data-run-id]'); return rows.length === 1 && rows[0].getAttribute('data-run-id') === 'live';",
     );
-    assert_eq!(browser.script("return location.search;"), json!("?status=running"));
+    assert_eq!(
+        browser.script("return location.search;"),
+        json!("?status=running")
+    );
 
     browser.type_into("#run-search", "hello-from-child-A");
     browser.wait_for(

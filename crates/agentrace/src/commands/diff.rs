@@ -23,13 +23,21 @@ pub struct DiffArgs {
 }
 
 /// A run's view and waterfall, folded from its log.
-fn side(home: &Home, name: &str) -> anyhow::Result<(agentrace_core::state::RunView, agentrace_core::waterfall::Waterfall)> {
+fn side(
+    home: &Home,
+    name: &str,
+) -> anyhow::Result<(
+    agentrace_core::state::RunView,
+    agentrace_core::waterfall::Waterfall,
+)> {
     let id = home.resolve(name)?;
     let path = home.log_path(&id);
     let mut fold = RunFold::new(id.clone());
-    fold.follow(&path, |_| {}).with_context(|| format!("cannot read {}", path.display()))?;
+    fold.follow(&path, |_| {})
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let view = fold.checked_view(&WarningConfig::default(), None).0;
-    let waterfall = agentrace_store::waterfall_of(&fold, &path, &view.agents).with_context(|| format!("cannot read {}", path.display()))?;
+    let waterfall = agentrace_store::waterfall_of(&fold, &path, &view.agents)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     Ok((view, waterfall))
 }
 
@@ -45,11 +53,17 @@ pub fn run(home: &Home, args: &DiffArgs, out: &mut Out) -> anyhow::Result<()> {
 }
 
 fn cost(figures: &Figures) -> String {
-    figures.cost.map_or_else(|| "$?".to_owned(), |cost| format!("${cost:.4}"))
+    figures
+        .cost
+        .map_or_else(|| "$?".to_owned(), |cost| format!("${cost:.4}"))
 }
 
 fn tools(figures: &Figures) -> String {
-    let calls: Vec<String> = figures.tool_calls.iter().map(|(name, count)| format!("{name}×{count}")).collect();
+    let calls: Vec<String> = figures
+        .tool_calls
+        .iter()
+        .map(|(name, count)| format!("{name}×{count}"))
+        .collect();
     if calls.is_empty() {
         "-".to_owned()
     } else {
@@ -65,9 +79,14 @@ fn line(figures: Option<&Figures>) -> String {
             figures.status,
             figures.turns,
             tools(figures),
-            figures.tokens.map_or_else(|| "?".to_owned(), |tokens| tokens.to_string()),
+            figures
+                .tokens
+                .map_or_else(|| "?".to_owned(), |tokens| tokens.to_string()),
             cost(figures),
-            figures.duration_ms.map_or_else(|| "?".to_owned(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+            figures.duration_ms.map_or_else(
+                || "?".to_owned(),
+                |ms| format!("{:.1}s", ms as f64 / 1000.0)
+            ),
         ),
     }
 }
@@ -84,10 +103,25 @@ fn print(comparison: &Comparison, out: &mut Out) -> anyhow::Result<()> {
             None if pair.changed.is_empty() => "",
             None => "  differs",
         };
-        let role = serde_json::to_value(pair.role).ok().and_then(|role| role.as_str().map(str::to_owned)).unwrap_or_default();
-        out.line(format!("{}{} ({role}){mark}", "  ".repeat(pair.depth as usize), pair.label))?;
-        out.line(format!("{}  A {}", "  ".repeat(pair.depth as usize), line(pair.a.as_ref())))?;
-        out.line(format!("{}  B {}", "  ".repeat(pair.depth as usize), line(pair.b.as_ref())))?;
+        let role = serde_json::to_value(pair.role)
+            .ok()
+            .and_then(|role| role.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        out.line(format!(
+            "{}{} ({role}){mark}",
+            "  ".repeat(pair.depth as usize),
+            pair.label
+        ))?;
+        out.line(format!(
+            "{}  A {}",
+            "  ".repeat(pair.depth as usize),
+            line(pair.a.as_ref())
+        ))?;
+        out.line(format!(
+            "{}  B {}",
+            "  ".repeat(pair.depth as usize),
+            line(pair.b.as_ref())
+        ))?;
     }
     if comparison.differences.is_empty() {
         out.line("no differences")?;

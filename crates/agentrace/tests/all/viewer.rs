@@ -128,9 +128,7 @@ fn generated_run(home: &Home, id: &str, helpers: u32) {
             last_message: None,
         },
     ));
-    let mut writer = home
-        .create_run(&run_id)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut writer = home.create_run(&run_id).unwrap_or_else(|e| panic!("{e}"));
     let mut state = agentrace_core::RunState::new(run_id.clone());
     let mut batch = Vec::new();
     for (index, (at, thread, event)) in events.into_iter().enumerate() {
@@ -185,7 +183,8 @@ fn diff_of_a_run_with_itself_has_no_differences_and_with_one_more_helper_exactly
             more["differences"].clone(),
             pairs(&more),
             more["agents"][3]["b"].clone(),
-            text.lines().any(|line| line == "  Helper 3 (helper)  only in B"),
+            text.lines()
+                .any(|line| line == "  Helper 3 (helper)  only in B"),
         ),
         (
             json!([]),
@@ -228,7 +227,11 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
             .spawn()
             .unwrap_or_else(|e| panic!("{e}")),
     );
-    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let stdout = server
+        .0
+        .stdout
+        .take()
+        .unwrap_or_else(|| panic!("no stdout"));
     let mut first = String::new();
     BufReader::new(stdout)
         .read_line(&mut first)
@@ -247,7 +250,8 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
     let png = browser.screenshot();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     if std::env::var_os("AGENTRACE_UPDATE_SCREENSHOTS").is_some() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viewer-usage.png");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viewer-usage.png");
         std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 
