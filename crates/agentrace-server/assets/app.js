@@ -552,8 +552,10 @@ async function showRun(id) {
     label();
     resetTimeline();
   });
-  const first = resetTimeline(view.startAt);
-  await Promise.all([first, drawWaterfall()]);
+  // The waterfall draws while the timeline answers: the page is usable
+  // (`data-ready`) once its first page of events is shown.
+  drawWaterfall();
+  await resetTimeline(view.startAt);
   if (view.startAt) scrollToEvent(view.startAt);
   initWaterfallControls();
   document.querySelectorAll("#filters button").forEach((button) => button.addEventListener("click", () => {

@@ -11,6 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 
+use agentrace_core::waterfall::Waterfall;
+
 use crate::{blocking, ApiError, AppState};
 
 /// What `/api/usage` answers: `agentrace usage`'s figures over every
@@ -41,6 +43,17 @@ pub(crate) struct WaterfallQuery {
     width: Option<f64>,
 }
 
+/// The last waterfall answered for each run, with what it answered
+/// (`(log offset, from, to, width)`): a page loaded again, or another
+/// client of the same run, is answered without reading the log again. It
+/// holds merged bars only, at most a few per pixel of each lane.
+#[derive(Debug, Default)]
+pub(crate) struct WaterfallCache {
+    last: std::sync::Mutex<
+        std::collections::HashMap<String, ((u64, i64, Option<i64>, u64), Arc<Waterfall>)>,
+    >,
+}
+
 pub(crate) async fn waterfall(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -48,23 +61,44 @@ pub(crate) async fn waterfall(
 ) -> Result<Response, ApiError> {
     let waterfall = blocking(move || {
         let id = state.inner.home.resolve(&id)?;
-        let run = state.inner.cache.get(&state.inner.home, &id)?;
-        let run = run.lock()?;
-        let mut waterfall = run
-            .waterfall(&state.inner.options.config, state.now())
-            .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
-        let from = query.from.unwrap_or(0).max(0);
-        let to = query.to.unwrap_or(waterfall.span_ms).max(from);
+        let shared = state.inner.cache.get(&state.inner.home, &id)?;
+        // Taken under the run's lock, read without it.
+        let (source, path) = shared
+            .lock()?
+            .waterfall_source(&state.inner.options.config, state.now());
         let width = query
             .width
             .filter(|width| width.is_finite() && *width >= 1.0)
             .unwrap_or(DEFAULT_WIDTH);
+        let from = query.from.unwrap_or(0).max(0);
+        let key = (source.offset(), from, query.to, width.to_bits());
+        let cache = &state.inner.waterfalls;
+        if let Some((answered, waterfall)) = cache
+            .last
+            .lock()
+            .map_err(|_| ApiError::Poisoned)?
+            .get(id.as_str())
+        {
+            if *answered == key {
+                return Ok(Arc::clone(waterfall));
+            }
+        }
+        let mut waterfall = source
+            .read(&path)
+            .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+        let to = query.to.unwrap_or(waterfall.span_ms).max(from);
         let span = (to - from).max(1) as f64;
         waterfall.bars = waterfall.window(from, to, span / width);
+        let waterfall = Arc::new(waterfall);
+        cache
+            .last
+            .lock()
+            .map_err(|_| ApiError::Poisoned)?
+            .insert(id.to_string(), (key, Arc::clone(&waterfall)));
         Ok(waterfall)
     })
     .await?;
-    Ok(Json(waterfall).into_response())
+    Ok(Json(&*waterfall).into_response())
 }
 
 /// `?a=RUN&b=RUN`.
@@ -89,9 +123,18 @@ pub(crate) async fn compare(
         let side = |name: &str| {
             let id = state.inner.home.resolve(name)?;
             let run = state.inner.cache.get(&state.inner.home, &id)?;
-            let run = run.lock()?;
-            run.view_and_waterfall(&state.inner.options.config, state.now())
-                .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))
+            let (view, (source, path)) = {
+                let run = run.lock()?;
+                let config = &state.inner.options.config;
+                (
+                    run.view(config, state.now()).0,
+                    run.waterfall_source(config, state.now()),
+                )
+            };
+            let waterfall = source
+                .read(&path)
+                .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+            Ok::<_, ApiError>((view, waterfall))
         };
         let a = side(&a)?;
         let b = side(&b)?;

@@ -157,6 +157,12 @@ fn live_updates_appear_while_a_run_is_being_recorded() {
     browser.wait_for("the run page", READY);
     assert_eq!(browser.text("#run-status"), "running");
     let before = browser.script("return document.querySelectorAll('#timeline .event').length;");
+    browser.wait_for(
+        "the waterfall",
+        "return document.getElementById('waterfall').hasAttribute('data-draw-ms');",
+    );
+    let bars = "return [document.querySelectorAll('#waterfall [data-bar]').length, document.querySelectorAll('#waterfall [data-bar][data-end-ms=\"\"]').length];";
+    let bars_before = browser.script(bars);
 
     push(
         &mut writer,
@@ -173,6 +179,15 @@ fn live_updates_appear_while_a_run_is_being_recorded() {
     browser.wait_for(
         "the live rows",
         "return document.querySelectorAll('#timeline .event').length === 89;",
+    );
+    // The waterfall grew over the stream: more bars, the open ones closed.
+    browser.wait_for(
+        "the waterfall to grow",
+        &format!("const n = document.querySelectorAll('#waterfall [data-bar]').length; return n > {} && document.querySelectorAll('#waterfall [data-bar][data-end-ms=\"\"]').length === 0;", bars_before[0]),
+    );
+    assert!(
+        bars_before[1].as_u64().is_some_and(|open| open > 0),
+        "bars before: {bars_before}"
     );
     assert_eq!(
         (
