@@ -84,6 +84,7 @@ struct Inner {
     home: Home,
     options: Options,
     cache: RunCache,
+    waterfalls: views::WaterfallCache,
 }
 
 impl AppState {
@@ -94,6 +95,7 @@ impl AppState {
                 home,
                 options,
                 cache: RunCache::default(),
+                waterfalls: views::WaterfallCache::default(),
             }),
         }
     }

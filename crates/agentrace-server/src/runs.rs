@@ -128,18 +128,12 @@ impl LiveRun {
         self.fold.records()
     }
 
-    /// The waterfall of the log as read so far, its lanes from the view's
-    /// tree.
-    pub fn waterfall(&self, config: &WarningConfig, now: Timestamp) -> io::Result<agentrace_core::waterfall::Waterfall> {
+    /// What the waterfall of the log as read so far is read with (its
+    /// lanes from the view's tree), and the log: read it without holding
+    /// the run, so pages of events are not kept waiting.
+    pub fn waterfall_source(&self, config: &WarningConfig, now: Timestamp) -> (agentrace_store::WaterfallSource, PathBuf) {
         let view = self.view(config, now).0;
-        agentrace_store::waterfall_of(&self.fold, &self.path, &view.agents)
-    }
-
-    /// The run's view and waterfall together (what a comparison takes).
-    pub fn view_and_waterfall(&self, config: &WarningConfig, now: Timestamp) -> io::Result<(RunView, agentrace_core::waterfall::Waterfall)> {
-        let view = self.view(config, now).0;
-        let waterfall = agentrace_store::waterfall_of(&self.fold, &self.path, &view.agents)?;
-        Ok((view, waterfall))
+        (agentrace_store::WaterfallSource::of(&self.fold, &view.agents), self.path.clone())
     }
 
     /// The run status.
