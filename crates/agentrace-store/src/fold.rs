@@ -481,11 +481,21 @@ impl WaterfallSource {
         let file = File::open(log)?;
         let reader = BufReader::with_capacity(256 * 1024, file.take(self.offset));
         let mut builder = agentrace_core::waterfall::WaterfallBuilder::new();
-        for envelope in LogReader::new(reader).with_run_id(self.run_id.clone()) {
+        let lines = LogReader::new(reader).with_run_id(self.run_id.clone()).with_line_filter(may_be_drawn);
+        for envelope in lines {
             let mut envelope = envelope.map_err(io::Error::other)?;
             self.finals.apply(&mut envelope);
             builder.push(&envelope);
         }
         Ok(builder.finish(&self.agents))
     }
+}
+
+/// False for a log line that cannot hold an event the waterfall draws or
+/// counts (turns, tool calls, spawns, waits, usage): none of their type
+/// names is in it. (A line that names one in its text is decoded and then
+/// passed over by the builder.)
+fn may_be_drawn(line: &[u8]) -> bool {
+    const NAMES: [&[u8]; 5] = [b"turn_", b"tool_", b"agent_spawned", b"agent_wait_started", b"usage"];
+    NAMES.iter().any(|name| memchr::memmem::find(line, name).is_some())
 }
