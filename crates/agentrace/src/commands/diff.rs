@@ -92,10 +92,11 @@ fn line(figures: Option<&Figures>) -> String {
 }
 
 fn print(comparison: &Comparison, out: &mut Out) -> anyhow::Result<()> {
-    out.line(format!("A {} ({:?})", comparison.a.id, comparison.a.provider).to_lowercase())?;
-    out.line(format!("    {}", line(Some(&comparison.a.figures))))?;
-    out.line(format!("B {} ({:?})", comparison.b.id, comparison.b.provider).to_lowercase())?;
-    out.line(format!("    {}", line(Some(&comparison.b.figures))))?;
+    for (side, run) in [("A", &comparison.a), ("B", &comparison.b)] {
+        let provider = serde_json::to_value(run.provider).ok().and_then(|name| name.as_str().map(str::to_owned)).unwrap_or_default();
+        out.line(format!("{side} {} ({provider})", run.id))?;
+        out.line(format!("    {}", line(Some(&run.figures))))?;
+    }
     for pair in &comparison.agents {
         let mark = match pair.only {
             Some(Only::A) => "  only in A",
@@ -123,10 +124,10 @@ fn print(comparison: &Comparison, out: &mut Out) -> anyhow::Result<()> {
             line(pair.b.as_ref())
         ))?;
     }
-    if comparison.differences.is_empty() {
-        out.line("no differences")?;
-    } else {
-        out.line(format!("{} differences", comparison.differences.len()))?;
+    match comparison.differences.len() {
+        0 => out.line("no differences")?,
+        1 => out.line("1 difference")?,
+        count => out.line(format!("{count} differences"))?,
     }
     Ok(())
 }

@@ -200,6 +200,8 @@ fn diff_of_a_run_with_itself_has_no_differences_and_with_one_more_helper_exactly
         ),
         "{text}"
     );
+    // What people read.
+    insta::assert_snapshot!(text);
 }
 
 /// Ends the server when the test ends, whatever happened.
