@@ -55,7 +55,11 @@ fn main() {
             "the page",
             "return document.body.getAttribute('data-ready') === 'true';",
         );
-        browser.wait_up_to(Duration::from_secs(120), "the waterfall", "return document.getElementById('waterfall').hasAttribute('data-draw-ms');");
+        browser.wait_up_to(
+            Duration::from_secs(120),
+            "the waterfall",
+            "return document.getElementById('waterfall').hasAttribute('data-draw-ms');",
+        );
         let figures = browser.script("return [Number(document.body.getAttribute('data-ready-ms')), Number(document.getElementById('waterfall').getAttribute('data-draw-ms')), document.querySelectorAll('#timeline .event').length, document.querySelectorAll('#waterfall [data-bar]').length];");
         let number = |index: usize| figures[index].as_f64().unwrap_or(f64::NAN);
         println!(

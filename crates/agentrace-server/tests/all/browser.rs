@@ -494,16 +494,33 @@ fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_
         let expected = expected_bars(&events);
         let shown = browser.script(SHOWN_BARS);
         let pixel_error = browser.script(PIXEL_ERROR).as_f64().unwrap_or(f64::MAX);
+        // A spawn link into each helper's lane, from its spawner's (the
+        // grandchild's is the helper above it).
+        let spawns = browser.script("return Array.from(document.querySelectorAll('#waterfall [data-link=spawn]')).map(l => [document.querySelector('#waterfall [data-lane=\"' + l.getAttribute('data-from') + '\"]').getAttribute('data-label'), document.querySelector('#waterfall [data-lane=\"' + l.getAttribute('data-to') + '\"]').getAttribute('data-label')]);");
+        let rows = expected_lanes.as_array().cloned().unwrap_or_default();
+        let parents: Vec<Value> = rows
+            .windows(2)
+            .map(|pair| {
+                let parent = if pair[1][1] == json!(2) {
+                    &pair[0][0]
+                } else {
+                    &rows[0][0]
+                };
+                json!([parent, pair[1][0]])
+            })
+            .collect();
         assert_eq!(
             (
                 lanes(&browser),
                 covered(&expected, &shown),
-                pixel_error <= 1.0
+                pixel_error <= 1.0,
+                spawns,
             ),
             (
                 expected_lanes,
                 json!(expected.iter().map(|bar| json!(bar)).collect::<Vec<_>>()),
-                true
+                true,
+                json!(parents),
             ),
             "run {id}: pixel error {pixel_error}, bars shown {shown}"
         );

@@ -93,7 +93,10 @@ fn line(figures: Option<&Figures>) -> String {
 
 fn print(comparison: &Comparison, out: &mut Out) -> anyhow::Result<()> {
     for (side, run) in [("A", &comparison.a), ("B", &comparison.b)] {
-        let provider = serde_json::to_value(run.provider).ok().and_then(|name| name.as_str().map(str::to_owned)).unwrap_or_default();
+        let provider = serde_json::to_value(run.provider)
+            .ok()
+            .and_then(|name| name.as_str().map(str::to_owned))
+            .unwrap_or_default();
         out.line(format!("{side} {} ({provider})", run.id))?;
         out.line(format!("    {}", line(Some(&run.figures))))?;
     }
