@@ -43,15 +43,17 @@ pub(crate) struct WaterfallQuery {
     width: Option<f64>,
 }
 
+/// What a waterfall answer was for: the log's length read, `from`, `to`
+/// and the width's bits.
+type WaterfallKey = (u64, i64, Option<i64>, u64);
+
 /// The last waterfall answered for each run, with what it answered
 /// (`(log offset, from, to, width)`): a page loaded again, or another
 /// client of the same run, is answered without reading the log again. It
 /// holds merged bars only, at most a few per pixel of each lane.
 #[derive(Debug, Default)]
 pub(crate) struct WaterfallCache {
-    last: std::sync::Mutex<
-        std::collections::HashMap<String, ((u64, i64, Option<i64>, u64), Arc<Waterfall>)>,
-    >,
+    last: std::sync::Mutex<std::collections::HashMap<String, (WaterfallKey, Arc<Waterfall>)>>,
 }
 
 pub(crate) async fn waterfall(
