@@ -25,6 +25,8 @@ pub mod registry;
 pub mod rollout;
 pub mod state;
 pub mod warnings;
+pub mod waterfall;
+pub mod compare;
 
 pub use model::*;
 pub use book::{Changes, RunBook};

@@ -51,38 +51,146 @@ function showError(error) {
   node.textContent = String(error && error.message ? error.message : error);
 }
 
-// ----- run list -----------------------------------------------------------
+// ----- formatting ------------------------------------------------------------
 
-async function showRuns() {
-  document.getElementById("runs-view").hidden = false;
-  const body = document.querySelector("#runs tbody");
-  clear(body);
-  await moreRuns(0);
+function fmtTokens(n) {
+  if (n === null || n === undefined) return "—";
+  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + "M";
+  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + "k";
+  return String(n);
 }
 
-// One page of the run list (the server pages it: `{runs, total}`).
-const RUNS_PAGE = 100;
+// `≥` when the cost is a floor, `$?` when nothing could be priced.
+function fmtCost(cost, status) {
+  if (cost === null || cost === undefined) return "$?";
+  const digits = cost >= 1 ? 2 : 4;
+  return (status === "floor" ? "≥" : "") + "$" + cost.toFixed(digits);
+}
 
-async function moreRuns(offset) {
-  const { runs, total } = await api("/api/runs?limit=" + RUNS_PAGE + "&offset=" + offset);
+function fmtDuration(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  if (ms < 1000) return Math.round(ms) + " ms";
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + " s";
+  const m = Math.floor(s / 60);
+  if (m < 60) return m + " min " + Math.round(s % 60) + " s";
+  return Math.floor(m / 60) + " h " + (m % 60) + " min";
+}
+
+function fmtTime(ms) {
+  if (ms === null || ms === undefined) return "";
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 16);
+}
+
+function nav(current) {
+  const bar = document.getElementById("nav");
+  clear(bar);
+  [["/", "Runs"], ["/usage", "Usage"], ["/compare", "Compare"]].forEach(([href, text]) => {
+    bar.append(el("a", { href: withToken(href), class: href === current ? "on" : null }, text));
+  });
+}
+
+// ----- run list (the dashboard) -------------------------------------------
+
+// One page of the run list (the server pages it: `{runs, total}`).
+const RUNS_PAGE = 50;
+
+const list = { offset: 0, filters: {} };
+
+function runFilters() {
+  const filters = {};
+  for (const name of ["provider", "status", "project", "since", "until"]) {
+    const value = document.getElementById("filter-" + name).value.trim();
+    if (value) filters[name] = value;
+  }
+  return filters;
+}
+
+async function showRuns() {
+  nav("/");
+  document.getElementById("runs-view").hidden = false;
+  const form = document.getElementById("run-filters");
+  // The filters live in the URL, so a filtered list can be shared.
+  for (const name of ["provider", "status", "project", "since", "until"]) {
+    const value = params.get(name);
+    if (value) document.getElementById("filter-" + name).value = value;
+  }
+  form.addEventListener("change", () => { list.offset = 0; loadRuns().catch(showError); });
+  form.addEventListener("submit", (event) => { event.preventDefault(); list.offset = 0; loadRuns().catch(showError); });
+  document.getElementById("runs-prev").addEventListener("click", () => { list.offset = Math.max(0, list.offset - RUNS_PAGE); loadRuns().catch(showError); });
+  document.getElementById("runs-next").addEventListener("click", () => { list.offset += RUNS_PAGE; loadRuns().catch(showError); });
+  document.getElementById("compare-selected").addEventListener("click", () => {
+    const picked = Array.from(document.querySelectorAll("#runs tbody input[type=checkbox]:checked")).map((box) => box.value);
+    if (picked.length === 2) location.href = withToken("/compare?a=" + encodeURIComponent(picked[0]) + "&b=" + encodeURIComponent(picked[1]));
+  });
+  let timer = null;
+  document.getElementById("run-search").addEventListener("input", (event) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => searchRuns(event.target.value.trim()).catch(showError), 250);
+  });
+  list.offset = Number(params.get("offset") || 0);
+  await loadRuns();
+}
+
+function warningBadges(run) {
+  const counts = new Map();
+  for (const code of run.warningCodes || []) counts.set(code, (counts.get(code) || 0) + 1);
+  const cell = el("td", { class: "warnings" });
+  for (const [code, count] of counts) cell.append(el("span", { class: "badge warn", "data-code": code, title: code }, code + (count > 1 ? " ×" + count : "")));
+  if (!counts.size && run.warningCount) cell.append(el("span", { class: "badge warn" }, String(run.warningCount)));
+  return cell;
+}
+
+async function loadRuns() {
+  list.filters = runFilters();
+  const query = new URLSearchParams(list.filters);
+  const shown = new URLSearchParams(list.filters);
+  if (list.offset) shown.set("offset", String(list.offset));
+  if (token) shown.set("token", token);
+  history.replaceState(null, "", "/" + (shown.toString() ? "?" + shown : ""));
+  query.set("limit", String(RUNS_PAGE));
+  query.set("offset", String(list.offset));
+  const { runs, total } = await api("/api/runs?" + query);
   const body = document.querySelector("#runs tbody");
+  clear(body);
   for (const run of runs) {
-    body.append(el("tr", { "data-run": run.id },
+    const tokens = run.tokens ? run.tokens.totalTokens : 0;
+    const ended = run.endedAt || run.updatedAt;
+    const duration = run.startedAt && ended ? ended - run.startedAt : null;
+    body.append(el("tr", { "data-run-id": run.id, "data-run": run.id, "data-tokens": tokens, "data-cost": run.cost === null || run.cost === undefined ? "" : run.cost },
+      el("td", {}, el("input", { type: "checkbox", value: run.id, "aria-label": "pick " + run.id })),
       el("td", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
       el("td", {}, el("span", { class: "badge state-" + run.status }, run.status)),
       el("td", {}, run.provider),
-      el("td", {}, run.counts.events),
-      el("td", {}, run.warningCount),
-      el("td", {}, run.startedAt || "")));
+      el("td", { class: "project", title: run.project || "" }, run.project || ""),
+      el("td", {}, fmtTime(run.startedAt)),
+      el("td", { class: "num" }, fmtDuration(duration)),
+      el("td", { class: "num" }, run.agents === undefined ? "" : run.agents),
+      el("td", { class: "num" }, fmtTokens(tokens)),
+      el("td", { class: "num" }, fmtCost(run.cost, run.costStatus)),
+      warningBadges(run),
+      el("td", { class: "result" }, run.result ? run.result.slice(0, 160) : "")));
   }
-  const shown = offset + runs.length;
-  const more = document.getElementById("runs-more");
   const count = document.getElementById("runs-total");
-  if (count) count.textContent = shown + " of " + total + " runs";
-  if (more) {
-    more.hidden = shown >= total;
-    more.onclick = () => moreRuns(shown).catch(showError);
+  count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
+  document.getElementById("runs-prev").hidden = list.offset === 0;
+  document.getElementById("runs-next").hidden = list.offset + runs.length >= total;
+}
+
+// A search across every run (the catalog's), each hit opening its run at
+// the matching event.
+async function searchRuns(q) {
+  const box = document.getElementById("search-hits");
+  clear(box);
+  if (!q) return;
+  const { hits } = await api("/api/search?limit=50&q=" + encodeURIComponent(q));
+  for (const hit of hits) {
+    box.append(el("li", { class: "hit", "data-run-id": hit.runId, "data-seq": hit.sequence },
+      el("a", { href: withToken("/runs/" + encodeURIComponent(hit.runId) + "?seq=" + hit.sequence) }, hit.runId + " #" + hit.sequence),
+      " ", el("span", { class: "badge role-" + hit.role }, hit.label), " ",
+      el("span", { class: "snippet" }, hit.snippet)));
   }
+  if (!hits.length) box.append(el("li", {}, "no match"));
 }
 
 // ----- one run --------------------------------------------------------------
@@ -103,7 +211,14 @@ const view = {
   droppedThrough: 0, // the last sequence dropped, 0 for none
   lastSequence: 0,
   generation: 0,
+  // `?events=all`: bookkeeping rows shown too.
+  allEvents: params.get("events") === "all",
+  // `?seq=N` (a search hit): the timeline starts at that event.
+  startAt: Number(params.get("seq") || 0),
 };
+
+// Bookkeeping: folded away unless `?events=all`.
+const BOOKKEEPING = new Set(["status", "notice", "usage", "model_selected", "actor_resolved", "response"]);
 
 function roleBadge(actor) {
   const span = el("span", {
@@ -185,8 +300,8 @@ function summaryOf(event) {
   switch (event.type) {
     case "message": return (event.role === "user" ? "user: " : "") + event.text;
     case "reasoning": return event.text;
-    case "tool_use": return event.name + " " + event.input;
-    case "tool_result": return event.name + " → " + (event.status || "") + (event.exitCode !== null && event.exitCode !== undefined ? " exit " + event.exitCode : "") + (event.output ? "\n" + event.output : "");
+    case "tool_use": return event.name;
+    case "tool_result": return event.name + " → " + (event.status || "done");
     case "agent_spawned": return "spawned " + (labelOf(event.childThreadId) || event.childThreadId) + (event.prompt ? ": " + event.prompt : "");
     case "agent_completed": return (labelOf(event.threadId) || event.threadId) + " ended " + event.status + (event.result ? ": " + event.result : "");
     case "agent_wait_started": return "waits for its helpers";
@@ -203,6 +318,37 @@ function summaryOf(event) {
   }
 }
 
+// True for an event that went wrong: a failed tool, a non-zero exit, an
+// error, a failed turn or run.
+function isFailure(event) {
+  switch (event.type) {
+    case "tool_result":
+      return (event.exitCode !== null && event.exitCode !== undefined && event.exitCode !== 0) ||
+        ["failed", "error", "declined"].includes(event.status);
+    case "turn_completed": return Boolean(event.error) || event.status === "failed";
+    case "agent_completed": return event.status === "failed";
+    case "error": case "failed": return true;
+    default: return false;
+  }
+}
+
+// What a row shows under its summary: a tool's input, output, exit status
+// and duration; a message's whole text (as text, never HTML).
+function rowDetail(event) {
+  if (event.type === "tool_use") {
+    return el("pre", { class: "tool-input" }, event.input || "");
+  }
+  if (event.type === "tool_result") {
+    const facts = [];
+    if (event.exitCode !== null && event.exitCode !== undefined) facts.push("exit " + event.exitCode);
+    if (event.durationMs !== null && event.durationMs !== undefined) facts.push(fmtDuration(event.durationMs));
+    const box = el("div", { class: "tool-output" }, el("span", { class: "facts" }, facts.join(" · ")));
+    if (event.output) box.append(el("pre", {}, event.output));
+    return box;
+  }
+  return null;
+}
+
 function eventRow(envelope) {
   const event = envelope.event || {};
   const actor = envelope.actor;
@@ -211,7 +357,8 @@ function eventRow(envelope) {
     if (!raw.firstChild) raw.textContent = JSON.stringify(envelope.raw !== undefined ? envelope.raw : envelope, null, 2);
     raw.hidden = !raw.hidden;
   } }, "raw");
-  const row = el("li", { class: "event", "data-seq": envelope.sequence, "data-type": event.type, "data-thread": actor.threadId || "" },
+  const failed = isFailure(event);
+  const row = el("li", { class: "event type-" + (event.type || "unknown") + (failed ? " failed" : ""), "data-seq": envelope.sequence, "data-type": event.type, "data-thread": actor.threadId || "" },
     el("span", { class: "seq" }, "#" + envelope.sequence),
     roleBadge(actor),
     el("span", { class: "type" }, event.type || "?"),
@@ -219,6 +366,8 @@ function eventRow(envelope) {
   if (actor.role === "unknown") {
     row.append(el("span", { class: "reason" }, actor.reason || (actor.threadId ? "thread not linked to a spawner" : "provider event had no thread id")));
   }
+  const detail = rowDetail(event);
+  if (detail) row.append(detail);
   row.append(raw);
   return row;
 }
@@ -248,9 +397,13 @@ function placeEvent(envelope) {
       container = view.lanes.get(actor.threadId);
     }
   }
-  const row = eventRow(envelope);
-  container.append(row);
-  view.rows.push({ row, sequence: envelope.sequence });
+  // A folded row is not in the DOM (what it says still applies).
+  if (view.allEvents || !BOOKKEEPING.has(event.type)) {
+    const row = eventRow(envelope);
+    if (envelope.sequence === view.startAt) row.classList.add("target");
+    container.append(row);
+    view.rows.push({ row, sequence: envelope.sequence });
+  }
   if (nested && event.type === "agent_spawned") {
     const parent = view.lanes.has(event.parentThreadId) ? event.parentThreadId : null;
     laneFor(event.childThreadId, parent);
@@ -286,17 +439,46 @@ function dropOldRows() {
     "Events up to #" + view.droppedThrough + " are no longer shown.";
 }
 
-function resetTimeline() {
+function resetTimeline(at) {
   view.generation += 1;
-  view.next = 0;
+  // A page still on its way belongs to the old timeline: its answer is
+  // dropped (by generation), so it must not hold the next one back.
+  view.loading = false;
+  view.startAt = typeof at === "number" ? at : 0;
+  view.next = view.startAt > 1 ? view.startAt - 1 : 0;
   view.done = false;
   view.lanes = new Map();
   view.rows = [];
   view.head = 0;
   view.droppedThrough = 0;
-  document.getElementById("earlier").hidden = true;
+  document.getElementById("earlier").hidden = view.next === 0;
+  if (view.next > 0) {
+    view.droppedThrough = view.next;
+    document.getElementById("earlier-text").textContent = "Events up to #" + view.next + " are not shown.";
+  }
   clear(document.getElementById("timeline"));
-  loadMore();
+  return loadMore();
+}
+
+// Shows event `sequence` in the timeline: scrolls to its row, or starts
+// the timeline there when it is not on the page.
+async function scrollToEvent(sequence) {
+  let row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
+  if (!row) {
+    await resetTimeline(sequence);
+    row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
+  }
+  if (!row && !view.allEvents) {
+    // A folded (bookkeeping) event, asked for: every event is shown.
+    document.getElementById("show-all").click();
+    await resetTimeline(sequence);
+    row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
+  }
+  document.querySelectorAll("#timeline .event.target").forEach((node) => node.classList.remove("target"));
+  if (row) {
+    row.classList.add("target");
+    row.scrollIntoView({ block: "center" });
+  }
 }
 
 async function loadMore() {
@@ -315,8 +497,9 @@ async function loadMore() {
     view.next = page.next === null ? (page.events.length ? page.events[page.events.length - 1].sequence : view.next) : page.next;
     view.done = page.next === null;
     document.getElementById("load-more").hidden = view.done;
+    const shown = document.querySelectorAll("#timeline .event").length;
     document.getElementById("status-line").textContent =
-      document.querySelectorAll("#timeline .event").length + " events shown" + (view.done ? "" : " · more below");
+      shown + " events shown" + (view.done ? "" : " · more below");
     answered = true;
   } catch (error) {
     showError(error);
@@ -353,10 +536,28 @@ async function loadRun(id) {
 }
 
 async function showRun(id) {
+  nav("");
   view.id = id;
   document.getElementById("run-view").hidden = false;
   await loadRun(id);
-  resetTimeline();
+  const toggle = document.getElementById("show-all");
+  const label = () => { toggle.textContent = view.allEvents ? "Fold bookkeeping" : "Show all events"; toggle.classList.toggle("on", view.allEvents); };
+  label();
+  toggle.addEventListener("click", () => {
+    view.allEvents = !view.allEvents;
+    const query = new URLSearchParams(location.search);
+    if (view.allEvents) query.set("events", "all"); else query.delete("events");
+    query.delete("seq");
+    history.replaceState(null, "", location.pathname + (query.toString() ? "?" + query : ""));
+    label();
+    resetTimeline();
+  });
+  // The waterfall draws while the timeline answers: the page is usable
+  // (`data-ready`) once its first page of events is shown.
+  drawWaterfall();
+  await resetTimeline(view.startAt);
+  if (view.startAt) scrollToEvent(view.startAt);
+  initWaterfallControls();
   document.querySelectorAll("#filters button").forEach((button) => button.addEventListener("click", () => {
     document.querySelectorAll("#filters button").forEach((b) => b.classList.toggle("on", b === button));
     view.actor = button.getAttribute("data-actor");
@@ -374,7 +575,7 @@ async function showRun(id) {
     timer = setTimeout(() => { view.q = event.target.value.trim(); resetTimeline(); }, 250);
   });
   document.getElementById("load-more").addEventListener("click", loadMore);
-  document.getElementById("back-to-start").addEventListener("click", resetTimeline);
+  document.getElementById("back-to-start").addEventListener("click", () => resetTimeline());
   new IntersectionObserver((entries) => {
     if (entries.some((entry) => entry.isIntersecting)) loadMore();
   }).observe(document.getElementById("more"));
@@ -387,6 +588,7 @@ function follow(id) {
     const envelope = JSON.parse(message.data);
     // Only a timeline that has everything up to here takes live rows; a
     // filtered or partly loaded one gets them when it pages on.
+    scheduleWaterfall();
     if (view.done && envelope.sequence > view.lastSequence) {
       if (view.actor === "all" && !view.q) { placeEvent(envelope); dropOldRows(); view.next = envelope.sequence; }
       else view.done = false;
@@ -404,14 +606,362 @@ function follow(id) {
     view.agents = detail.agents;
     renderSummary();
     renderTree();
+    scheduleWaterfall();
   });
+}
+
+// ----- the waterfall -----------------------------------------------------------
+
+// One lane per agent (under its spawner), its turns and tool calls as bars
+// on one time axis. The server merges the bars narrower than a pixel of
+// the width asked for, so a long run draws a bounded number of bars.
+const LANE_HEIGHT = 22;
+const NAME_WIDTH = 240;
+
+const fall = {
+  data: null,
+  from: 0,
+  to: null, // null: the whole run
+  drawing: false,
+  again: false,
+  timer: null,
+};
+
+function trackWidth() {
+  const box = document.getElementById("waterfall");
+  return Math.max(200, Math.floor(box.clientWidth - NAME_WIDTH));
+}
+
+async function drawWaterfall() {
+  if (fall.drawing) { fall.again = true; return; }
+  fall.drawing = true;
+  // How long asking and drawing took (scripts/bench-viewer reads it).
+  const began = performance.now();
+  try {
+    const width = trackWidth();
+    const query = new URLSearchParams({ width: String(width), from: String(fall.from) });
+    if (fall.to !== null) query.set("to", String(fall.to));
+    fall.data = await api("/api/runs/" + encodeURIComponent(view.id) + "/waterfall?" + query);
+    renderWaterfall(width);
+    document.getElementById("waterfall").setAttribute("data-draw-ms", Math.round(performance.now() - began));
+  } catch (error) {
+    showError(error);
+  } finally {
+    fall.drawing = false;
+    if (fall.again) { fall.again = false; drawWaterfall(); }
+  }
+}
+
+// A live run's waterfall grows: new envelopes on the stream ask for it
+// again, at most once a second.
+function scheduleWaterfall() {
+  if (fall.timer) return;
+  fall.timer = setTimeout(() => { fall.timer = null; drawWaterfall(); }, 1000);
+}
+
+function barTitle(bar) {
+  const lines = [];
+  const kind = bar.kind === "turn" ? "turn " + bar.name : (bar.kind === "wait" ? "wait: " : "") + bar.name;
+  lines.push(kind + (bar.count > 1 ? " (" + bar.count + " merged)" : ""));
+  if (bar.input) lines.push(bar.input.length > 300 ? bar.input.slice(0, 300) + "…" : bar.input);
+  lines.push(bar.endMs === null || bar.endMs === undefined ? "running for " + fmtDuration(fall.data.spanMs - bar.startMs) : fmtDuration(bar.endMs - bar.startMs));
+  if (bar.tokens !== null && bar.tokens !== undefined) lines.push(fmtTokens(bar.tokens) + " tokens");
+  const outcome = [bar.outcome, bar.exitCode !== null && bar.exitCode !== undefined ? "exit " + bar.exitCode : null, bar.error].filter(Boolean).join(" · ");
+  if (outcome) lines.push(outcome);
+  return lines;
+}
+
+function showTooltip(bar, x, y) {
+  const tip = document.getElementById("tooltip");
+  clear(tip);
+  barTitle(bar).forEach((line, index) => tip.append(el(index ? "div" : "strong", {}, line)));
+  tip.hidden = false;
+  tip.style.left = Math.min(x + 12, window.innerWidth - 320) + "px";
+  tip.style.top = (y + 14) + "px";
+}
+
+function hideTooltip() {
+  document.getElementById("tooltip").hidden = true;
+}
+
+function renderWaterfall(width) {
+  const data = fall.data;
+  const box = document.getElementById("waterfall");
+  clear(box);
+  const from = fall.from;
+  const to = fall.to === null ? Math.max(1, data.spanMs) : fall.to;
+  const span = Math.max(1, to - from);
+  const x = (ms) => ((ms - from) / span) * width;
+  box.setAttribute("data-from-ms", from);
+  box.setAttribute("data-to-ms", to);
+  box.setAttribute("data-track-width", width);
+  // The axis: about one tick per 100 px, on round figures.
+  const axis = el("div", { class: "wf-axis" }, el("div", { class: "wf-name" }, fmtDuration(span) + " shown"));
+  const ticks = el("div", { class: "wf-track wf-ticks" });
+  ticks.style.width = width + "px";
+  const step = niceStep(span / Math.max(1, Math.floor(width / 100)));
+  for (let at = Math.ceil(from / step) * step; at <= to; at += step) {
+    const tick = el("span", { class: "wf-tick" }, fmtDuration(at));
+    tick.style.left = x(at) + "px";
+    ticks.append(tick);
+  }
+  axis.append(ticks);
+  box.append(axis);
+  const lanes = el("div", { class: "wf-lanes" });
+  const index = new Map();
+  data.lanes.forEach((lane, i) => {
+    index.set(lane.threadId, i);
+    const name = el("div", { class: "wf-name", title: lane.label + " · " + lane.threadId },
+      el("span", { class: "badge role-" + lane.role }, lane.role === "root" ? "root" : lane.role === "helper" ? "helper" : "?"),
+      el("span", { class: "wf-label" }, lane.label),
+      el("small", {}, " " + fmtTokens(lane.tokens) + " · " + fmtCost(lane.cost)));
+    name.style.paddingLeft = (4 + lane.depth * 14) + "px";
+    // Exactly the width the bars were placed for.
+    const track = el("div", { class: "wf-track" });
+    track.style.width = width + "px";
+    const row = el("div", { class: "wf-lane", "data-lane": lane.threadId, "data-thread-id": lane.threadId, "data-depth": lane.depth, "data-label": lane.label }, name, track);
+    lanes.append(row);
+  });
+  const rows = lanes.children;
+  for (const bar of data.bars) {
+    const i = index.get(bar.threadId);
+    if (i === undefined) continue;
+    const open = bar.endMs === null || bar.endMs === undefined;
+    const left = Math.max(0, x(bar.startMs));
+    const right = open ? width : Math.min(width, x(bar.endMs));
+    const node = el("div", {
+      class: "wf-bar kind-" + bar.kind + (open ? " open" : "") + (bar.count > 1 ? " merged" : "") + (isFailedBar(bar) ? " failed" : ""),
+      "data-bar": "",
+      "data-kind": bar.kind,
+      "data-thread-id": bar.threadId,
+      "data-start-ms": bar.startMs,
+      "data-end-ms": open ? "" : bar.endMs,
+      "data-sequence": bar.sequence,
+      "data-count": bar.count,
+    });
+    node.style.left = left + "px";
+    node.style.width = Math.max(1, right - left) + "px";
+    node.addEventListener("mousemove", (event) => showTooltip(bar, event.clientX, event.clientY));
+    node.addEventListener("mouseenter", (event) => showTooltip(bar, event.clientX, event.clientY));
+    node.addEventListener("mouseleave", hideTooltip);
+    node.addEventListener("click", () => scrollToEvent(bar.sequence));
+    rows[i].lastChild.append(node);
+  }
+  // Spawn and wait links: a line from the spawner's (waiter's) lane to the
+  // child's, at the moment.
+  for (const link of data.links) {
+    const a = index.get(link.fromThreadId);
+    const b = index.get(link.toThreadId);
+    if (a === undefined || b === undefined || link.atMs < from || link.atMs > to) continue;
+    const top = Math.min(a, b) * LANE_HEIGHT + LANE_HEIGHT / 2;
+    const node = el("div", { class: "wf-link link-" + link.kind, "data-link": link.kind, "data-from": link.fromThreadId, "data-to": link.toThreadId, "data-sequence": link.sequence });
+    node.style.left = (NAME_WIDTH + x(link.atMs)) + "px";
+    node.style.top = top + "px";
+    node.style.height = Math.max(2, Math.abs(b - a) * LANE_HEIGHT) + "px";
+    lanes.append(node);
+  }
+  box.append(lanes);
+  box.setAttribute("data-bars", data.bars.length);
+  document.getElementById("wf-status").textContent = data.lanes.length + " agents · " + data.bars.length + " bars" +
+    (data.bars.some((bar) => bar.count > 1) ? " (short ones merged)" : "");
+}
+
+function isFailedBar(bar) {
+  return Boolean(bar.error) || (bar.exitCode !== null && bar.exitCode !== undefined && bar.exitCode !== 0) ||
+    ["failed", "error", "declined", "interrupted"].includes(bar.outcome);
+}
+
+function niceStep(raw) {
+  const power = Math.pow(10, Math.floor(Math.log10(Math.max(1, raw))));
+  for (const factor of [1, 2, 5, 10]) if (power * factor >= raw) return power * factor;
+  return power * 10;
+}
+
+// Zoom: in and out around the middle of what is shown (or the pointer, with
+// the wheel), and back to the whole run.
+function zoom(factor, centerMs) {
+  const span = fall.data ? fall.data.spanMs : 0;
+  const to = fall.to === null ? span : fall.to;
+  const center = centerMs === undefined ? (fall.from + to) / 2 : centerMs;
+  const half = Math.max(5, ((to - fall.from) * factor) / 2);
+  let from = Math.max(0, Math.round(center - half));
+  let end = Math.round(center + half);
+  if (end >= span) { end = span; }
+  if (from <= 0 && end >= span) { fall.from = 0; fall.to = null; } else { fall.from = from; fall.to = Math.max(from + 1, end); }
+  drawWaterfall();
+}
+
+function initWaterfallControls() {
+  document.getElementById("zoom-in").addEventListener("click", () => zoom(0.5));
+  document.getElementById("zoom-out").addEventListener("click", () => zoom(2));
+  document.getElementById("zoom-reset").addEventListener("click", () => { fall.from = 0; fall.to = null; drawWaterfall(); });
+  document.getElementById("waterfall").addEventListener("wheel", (event) => {
+    if (!event.ctrlKey && !event.altKey) return;
+    event.preventDefault();
+    const box = document.getElementById("waterfall");
+    const offset = event.clientX - box.getBoundingClientRect().left - NAME_WIDTH;
+    const from = Number(box.getAttribute("data-from-ms"));
+    const to = Number(box.getAttribute("data-to-ms"));
+    const at = from + (Math.max(0, offset) / Number(box.getAttribute("data-track-width"))) * (to - from);
+    zoom(event.deltaY < 0 ? 0.5 : 2, at);
+  }, { passive: false });
+  let resize = null;
+  window.addEventListener("resize", () => { clearTimeout(resize); resize = setTimeout(drawWaterfall, 200); });
+}
+
+// ----- usage charts ----------------------------------------------------------------
+
+const SVG = "http://www.w3.org/2000/svg";
+
+// An SVG element; text only ever through textContent.
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = String(text);
+  return node;
+}
+
+const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+
+// A stacked bar chart: one bar per day, one segment per key.
+function stackedChart(id, days, group, measure, format) {
+  const box = document.getElementById(id);
+  clear(box);
+  const keys = [];
+  for (const day of days) for (const key of Object.keys(day[group] || {})) if (!keys.includes(key)) keys.push(key);
+  keys.sort();
+  const value = (counters) => measure === "cost" ? (counters.cost || 0) : counters.totalTokens;
+  const max = Math.max(1e-9, ...days.map((day) => value(day.totals)));
+  const width = Math.max(320, days.length * 36 + 60);
+  const height = 160;
+  const chart = svg("svg", { width, height: height + 40, class: "chart", role: "img" });
+  const barWidth = 24;
+  days.forEach((day, i) => {
+    let y = height;
+    const left = 50 + i * 36;
+    for (const key of keys) {
+      const counters = (day[group] || {})[key];
+      if (!counters) continue;
+      const v = value(counters);
+      const h = (v / max) * (height - 10);
+      y -= h;
+      const rect = svg("rect", { x: left, y, width: barWidth, height: Math.max(0, h), fill: PALETTE[keys.indexOf(key) % PALETTE.length], "data-day": day.day, "data-key": key, "data-value": v });
+      rect.append(svg("title", {}, day.day + " · " + key + " · " + format(v)));
+      chart.append(rect);
+    }
+    chart.append(svg("text", { x: left + barWidth / 2, y: height + 14, "text-anchor": "middle", class: "axis" }, day.day.slice(5)));
+  });
+  chart.append(svg("text", { x: 2, y: 12, class: "axis" }, format(max)));
+  box.append(chart);
+  const legend = el("ul", { class: "legend" });
+  keys.forEach((key, i) => {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = PALETTE[i % PALETTE.length];
+    legend.append(el("li", { "data-key": key }, swatch, key));
+  });
+  box.append(legend);
+}
+
+async function showUsage() {
+  nav("/usage");
+  document.getElementById("usage-view").hidden = false;
+  const report = await api("/api/usage");
+  const draw = () => {
+    const group = document.getElementById("usage-by").value === "model" ? "models" : "providers";
+    stackedChart("chart-tokens", report.days, group, "tokens", fmtTokens);
+    stackedChart("chart-cost", report.days, group, "cost", (v) => fmtCost(v));
+  };
+  document.getElementById("usage-by").addEventListener("change", draw);
+  draw();
+  const totals = report.totals;
+  const line = document.getElementById("usage-totals");
+  line.setAttribute("data-tokens", totals.totalTokens);
+  line.setAttribute("data-cost", totals.cost === null ? "" : totals.cost);
+  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + " days";
+  const runs = document.querySelector("#top-runs tbody");
+  clear(runs);
+  for (const run of report.topRuns) {
+    runs.append(el("tr", { "data-run-id": run.runId || "", "data-tokens": run.counters.totalTokens, "data-cost": run.counters.cost === null ? "" : run.counters.cost },
+      el("td", {}, run.runId ? el("a", { href: withToken("/runs/" + encodeURIComponent(run.runId)) }, run.runId) : run.sessionId),
+      el("td", {}, run.provider),
+      el("td", {}, fmtTime(run.startedAt)),
+      el("td", { class: "num" }, fmtTokens(run.counters.totalTokens)),
+      el("td", { class: "num" }, fmtCost(run.counters.cost, run.counters.costStatus))));
+  }
+  const agents = document.querySelector("#top-agents tbody");
+  clear(agents);
+  for (const agent of report.topAgents) {
+    agents.append(el("tr", { "data-label": agent.label, "data-tokens": agent.counters.totalTokens, "data-cost": agent.counters.cost === null ? "" : agent.counters.cost },
+      el("td", { class: "label" }, agent.label),
+      el("td", { class: "num" }, agent.agents),
+      el("td", { class: "num" }, fmtTokens(agent.counters.totalTokens)),
+      el("td", { class: "num" }, fmtCost(agent.counters.cost, agent.counters.costStatus))));
+  }
+}
+
+// ----- compare two runs -----------------------------------------------------------------
+
+function figureCells(figures, changed) {
+  const mark = (name, text) => el("td", { class: "num" + (changed.includes(name) ? " changed" : ""), "data-field": name }, text);
+  if (!figures) return [el("td", { class: "absent", colspan: 7 }, "—")];
+  const tools = Object.entries(figures.toolCalls).map(([name, count]) => name + "×" + count).join(" ");
+  return [
+    mark("status", figures.status),
+    mark("turns", figures.turns),
+    mark("toolCalls", tools || "—"),
+    mark("tokens", fmtTokens(figures.tokens)),
+    mark("cost", fmtCost(figures.cost)),
+    mark("durationMs", fmtDuration(figures.durationMs)),
+    el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result" }, figures.result ? figures.result.slice(0, 200) : "—"),
+  ];
+}
+
+async function showCompare() {
+  nav("/compare");
+  document.getElementById("compare-view").hidden = false;
+  const a = params.get("a") || "";
+  const b = params.get("b") || "";
+  document.getElementById("compare-a").value = a;
+  document.getElementById("compare-b").value = b;
+  document.getElementById("compare-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams({ a: document.getElementById("compare-a").value.trim(), b: document.getElementById("compare-b").value.trim() });
+    if (token) query.set("token", token);
+    location.href = "/compare?" + query;
+  });
+  if (!a || !b) return;
+  const result = await api("/api/compare?a=" + encodeURIComponent(a) + "&b=" + encodeURIComponent(b));
+  const head = document.querySelector("#compare-table thead");
+  clear(head);
+  const columns = ["status", "turns", "tools", "tokens", "cost", "duration", "result"];
+  head.append(el("tr", {}, el("th", {}, "agent"), el("th", {}, ""), ...columns.map((c) => el("th", {}, c))));
+  const body = document.querySelector("#compare-table tbody");
+  clear(body);
+  const runChanged = result.differences.filter((d) => d.agent === null || d.agent === undefined).map((d) => d.field);
+  const runRow = (side, run) => el("tr", { class: "run-row", "data-side": side }, el("td", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)), el("td", {}, side.toUpperCase()), ...figureCells(run.figures, runChanged));
+  body.append(runRow("a", result.a), runRow("b", result.b));
+  for (const pair of result.agents) {
+    const only = pair.only ? "only in " + pair.only.toUpperCase() : "";
+    const attrs = { class: "agent-pair" + (pair.only ? " only only-" + pair.only : "") + (pair.changed.length ? " differs" : ""), "data-agent": pair.label, "data-role": pair.role, "data-only": pair.only || "" };
+    const label = el("td", { rowspan: 2, class: "label" }, el("span", { style: null }, "  ".repeat(pair.depth)), el("span", { class: "badge role-" + pair.role }, pair.role), el("span", { class: "name" }, pair.label), only ? el("span", { class: "badge only-badge" }, only) : null);
+    label.style.paddingLeft = (4 + pair.depth * 14) + "px";
+    body.append(el("tr", attrs, label, el("td", {}, "A"), ...figureCells(pair.a, pair.changed)));
+    body.append(el("tr", Object.assign({}, attrs, { class: attrs.class + " side-b" }), el("td", {}, "B"), ...figureCells(pair.b, pair.changed)));
+  }
+  const summary = document.getElementById("compare-summary");
+  summary.setAttribute("data-differences", result.differences.length);
+  summary.textContent = result.differences.length ? result.differences.length + " differences" : "no differences";
 }
 
 async function main() {
   const match = location.pathname.match(/^\/runs\/([^/]+)$/);
   try {
     if (match) await showRun(decodeURIComponent(match[1]));
+    else if (location.pathname === "/usage") await showUsage();
+    else if (location.pathname === "/compare") await showCompare();
     else await showRuns();
+    // Since the navigation began (scripts/bench-viewer reads it).
+    document.body.setAttribute("data-ready-ms", Math.round(performance.now()));
     document.body.setAttribute("data-ready", "true");
   } catch (error) {
     showError(error);

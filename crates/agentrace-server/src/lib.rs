@@ -14,6 +14,9 @@
 mod error;
 pub mod runs;
 mod stream;
+mod views;
+
+pub use views::UsageSource;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,6 +56,9 @@ pub struct Options {
     pub poll: Duration,
     /// The clock time-based detectors judge by (tests fix it).
     pub clock: fn() -> Timestamp,
+    /// `agentrace usage`'s figures for `/api/usage` (none: the page says
+    /// usage is counted by `agentrace serve`).
+    pub usage: Option<UsageSource>,
 }
 
 impl Default for Options {
@@ -63,6 +69,7 @@ impl Default for Options {
             config: WarningConfig::default(),
             poll: Duration::from_millis(250),
             clock: system_now,
+            usage: None,
         }
     }
 }
@@ -77,6 +84,7 @@ struct Inner {
     home: Home,
     options: Options,
     cache: RunCache,
+    waterfalls: views::WaterfallCache,
 }
 
 impl AppState {
@@ -87,6 +95,7 @@ impl AppState {
                 home,
                 options,
                 cache: RunCache::default(),
+                waterfalls: views::WaterfallCache::default(),
             }),
         }
     }
@@ -114,6 +123,8 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/runs/{id}", get(run_page))
+        .route("/usage", get(page))
+        .route("/compare", get(page))
         .route(
             "/assets/app.js",
             get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }),
@@ -128,6 +139,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{id}/events", get(events))
         .route("/api/runs/{id}/records", get(records))
         .route("/api/runs/{id}/stream", get(stream::stream))
+        .route("/api/runs/{id}/waterfall", get(views::waterfall))
+        .route("/api/compare", get(views::compare))
+        .route("/api/usage", get(views::usage))
         .fallback(|| async { ApiError::NotFound("no such page".to_owned()) })
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::map_response(secure_headers))
@@ -281,9 +295,25 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
     let (runs, total) = blocking(move || {
         let catalog = synced_catalog(&state.inner.home)?;
         let (runs, total) = catalog.list_runs(&filter)?;
-        // Counted as `/api/runs/:id` counts them, the allowed codes left out.
+        let ids: Vec<&str> = runs.iter().map(|run| run.id.as_str()).collect();
+        let columns = catalog.run_columns(&ids)?;
+        // Counted as `/api/runs/:id` counts them, the allowed codes left out;
+        // with the catalog's project and agent count (what `agentrace runs`
+        // lists beside the record).
         let config = &state.inner.options.config;
-        Ok((runs.into_iter().map(|run| config.listed(run)).collect::<Vec<_>>(), total))
+        let runs = runs
+            .into_iter()
+            .map(|run| {
+                let column = columns.get(run.id.as_str()).cloned();
+                let mut value = serde_json::to_value(config.listed(run)).unwrap_or_default();
+                if let (Some(object), Some(column)) = (value.as_object_mut(), column) {
+                    object.insert("project".to_owned(), column.project.into());
+                    object.insert("agents".to_owned(), column.agents.into());
+                }
+                value
+            })
+            .collect::<Vec<_>>();
+        Ok((runs, total))
     })
     .await?;
     Ok(Json(serde_json::json!({ "runs": runs, "total": total })).into_response())

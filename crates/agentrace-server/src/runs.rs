@@ -128,6 +128,14 @@ impl LiveRun {
         self.fold.records()
     }
 
+    /// What the waterfall of the log as read so far is read with (its
+    /// lanes from the view's tree), and the log: read it without holding
+    /// the run, so pages of events are not kept waiting.
+    pub fn waterfall_source(&self, config: &WarningConfig, now: Timestamp) -> (agentrace_store::WaterfallSource, PathBuf) {
+        let view = self.view(config, now).0;
+        (agentrace_store::WaterfallSource::of(&self.fold, &view.agents), self.path.clone())
+    }
+
     /// The run status.
     pub fn status(&self) -> RunStatus {
         self.fold.state().status()

@@ -440,3 +440,62 @@ impl<R: BufRead> BufRead for Counting<R> {
         self.inner.consume(amount);
     }
 }
+
+/// The waterfall of the log at `log` as far as `fold` has read it (final
+/// actors applied), its lanes from `agents` (the fold's view's tree). A
+/// second pass over the log: the waterfall is a projection of its events,
+/// like a page of them, and the fold keeps no bars.
+pub fn waterfall_of(fold: &RunFold, log: &Path, agents: &[agentrace_core::state::AgentNode]) -> io::Result<agentrace_core::waterfall::Waterfall> {
+    WaterfallSource::of(fold, agents).read(log)
+}
+
+/// What a waterfall is read with, taken from a fold so that the reading
+/// (the whole log) needs no hold on it: how far the fold read, the final
+/// actors, the tree.
+#[derive(Debug, Clone)]
+pub struct WaterfallSource {
+    offset: u64,
+    run_id: RunId,
+    finals: FinalActors,
+    agents: Vec<agentrace_core::state::AgentNode>,
+}
+
+impl WaterfallSource {
+    /// Taken from `fold` and its view's tree.
+    pub fn of(fold: &RunFold, agents: &[agentrace_core::state::AgentNode]) -> Self {
+        Self {
+            offset: fold.offset(),
+            run_id: fold.state().summary().id,
+            finals: fold.finals().clone(),
+            agents: agents.to_vec(),
+        }
+    }
+
+    /// How far into the log it reads.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Reads the log at `log` up to the offset.
+    pub fn read(&self, log: &Path) -> io::Result<agentrace_core::waterfall::Waterfall> {
+        let file = File::open(log)?;
+        let reader = BufReader::with_capacity(256 * 1024, file.take(self.offset));
+        let mut builder = agentrace_core::waterfall::WaterfallBuilder::new();
+        let lines = LogReader::new(reader).with_run_id(self.run_id.clone()).with_line_filter(may_be_drawn);
+        for envelope in lines {
+            let mut envelope = envelope.map_err(io::Error::other)?;
+            self.finals.apply(&mut envelope);
+            builder.push(&envelope);
+        }
+        Ok(builder.finish(&self.agents))
+    }
+}
+
+/// False for a log line that cannot hold an event the waterfall draws or
+/// counts (turns, tool calls, spawns, waits, usage): none of their type
+/// names is in it. (A line that names one in its text is decoded and then
+/// passed over by the builder.)
+fn may_be_drawn(line: &[u8]) -> bool {
+    const NAMES: [&[u8]; 5] = [b"turn_", b"tool_", b"agent_spawned", b"agent_wait_started", b"usage"];
+    NAMES.iter().any(|name| memchr::memmem::find(line, name).is_some())
+}

@@ -22,7 +22,7 @@ mod writer;
 
 pub use catalog::Catalog;
 pub use error::StoreError;
-pub use fold::{Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
+pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use home::{Home, LoadedRun, HOME_ENV};
 pub use reader::{
     read_log, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,

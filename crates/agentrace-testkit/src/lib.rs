@@ -4,6 +4,7 @@
 //! runtimes under test are the real ones.
 
 pub mod agents;
+pub mod browser;
 pub mod files;
 pub mod loopback;
 pub mod anthropic;

@@ -148,6 +148,10 @@ enum Command {
     /// done_source_not_root, helper_result_used_as_done, unattributed_done,
     /// and budget_exceeded when a budget is set).
     Check(crate::commands::check::CheckArgs),
+    /// Two runs side by side: agents matched by label and role, their
+    /// status, turns, tool calls, tokens, cost, duration and result, and
+    /// what only one run has.
+    Diff(crate::commands::diff::DiffArgs),
     /// Serve the web viewer and the HTTP API (loopback unless told otherwise).
     ///
     /// The first stdout line is `listening on http://ADDR:PORT`; the page of
@@ -262,6 +266,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Hook(_) | Command::Statusline(_)) => {}
         Some(Command::Host(args)) => return crate::commands::host::run(args, &mut out),
         Some(Command::Check(args)) => return crate::commands::check::run(&home, &args, &mut out),
+        Some(Command::Diff(args)) => crate::commands::diff::run(&home, &args, &mut out)?,
         Some(Command::Serve(args)) => return crate::commands::serve::run(home, &args, &mut out),
         None => crate::commands::runs::first_command(&home, &mut out)?,
         Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,

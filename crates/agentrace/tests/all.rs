@@ -23,4 +23,5 @@ mod all {
     pub mod following;
     pub mod support;
     pub mod tap_burst;
+    pub mod viewer;
 }

@@ -4,222 +4,13 @@
 //! `ureq`, on loopback, every call bounded in time). Every process started
 //! here is ended by a guard, also when an assertion fails.
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentrace_server::Options;
+use agentrace_testkit::browser::Browser;
 use serde_json::{json, Value};
 
 use super::support::{capture, push, record_generated_run, Scratch};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-/// Kills and reaps a child process when dropped.
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
-}
-
-/// A WebDriver session; deleting it (on drop) ends the browser, and the
-/// driver guard ends chromedriver after it.
-struct Browser {
-    agent: ureq::Agent,
-    base: String,
-    session: String,
-    _profile: tempfile::TempDir,
-    _driver: Reaped,
-}
-
-impl Browser {
-    fn start() -> Self {
-        for path in [CHROMIUM, CHROMEDRIVER] {
-            assert!(
-                Path::new(path).exists(),
-                "{path} is missing: run scripts/install-browser (apt packages chromium, chromium-driver)"
-            );
-        }
-        let port = free_port();
-        let driver = Reaped(
-            Command::new(CHROMEDRIVER)
-                .arg(format!("--port={port}"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start chromedriver: {e}")),
-        );
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while agent.get(format!("{base}/status")).call().is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "chromedriver did not answer in 20 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let profile = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut browser = Browser {
-            agent,
-            base,
-            session: String::new(),
-            _profile: profile,
-            _driver: driver,
-        };
-        let args = json!([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            format!("--user-data-dir={}", browser._profile.path().display()),
-        ]);
-        let created = browser.call(
-            "POST",
-            "/session",
-            json!({"capabilities": {"alwaysMatch": {"browserName": "chrome",
-                "goog:chromeOptions": {"binary": CHROMIUM, "args": args}}}}),
-        );
-        browser.session = created["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created}"))
-            .to_owned();
-        browser
-    }
-
-    fn call(&self, method: &str, path: &str, body: Value) -> Value {
-        let url = format!("{}{path}", self.base);
-        let response = match method {
-            "POST" => self
-                .agent
-                .post(&url)
-                .header("content-type", "application/json")
-                .send(body.to_string()),
-            "DELETE" => self.agent.delete(&url).call(),
-            _ => self.agent.get(&url).call(),
-        };
-        let mut response = response.unwrap_or_else(|e| panic!("webdriver {method} {path}: {e}"));
-        let text = response
-            .body_mut()
-            .read_to_string()
-            .unwrap_or_else(|e| panic!("webdriver {path}: {e}"));
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        assert!(
-            value["value"]["error"].is_null(),
-            "webdriver {method} {path} failed: {text}"
-        );
-        value["value"].clone()
-    }
-
-    fn session_path(&self, rest: &str) -> String {
-        format!("/session/{}{rest}", self.session)
-    }
-
-    fn goto(&self, url: &str) {
-        self.call("POST", &self.session_path("/url"), json!({ "url": url }));
-    }
-
-    fn script(&self, script: &str) -> Value {
-        self.call(
-            "POST",
-            &self.session_path("/execute/sync"),
-            json!({ "script": script, "args": [] }),
-        )
-    }
-
-    /// Waits (10 s at most) until the script returns true.
-    fn wait_for(&self, what: &str, script: &str) {
-        self.wait_up_to(Duration::from_secs(10), what, script);
-    }
-
-    /// Waits (`bound` at most) until the script returns true.
-    fn wait_up_to(&self, bound: Duration, what: &str, script: &str) {
-        let deadline = Instant::now() + bound;
-        while self.script(script) != json!(true) {
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {bound:?} waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn element(&self, css: &str) -> String {
-        let found = self.call(
-            "POST",
-            &self.session_path("/element"),
-            json!({"using": "css selector", "value": css}),
-        );
-        found[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {found}"))
-            .to_owned()
-    }
-
-    fn click(&self, css: &str) {
-        let id = self.element(css);
-        self.call(
-            "POST",
-            &self.session_path(&format!("/element/{id}/click")),
-            json!({}),
-        );
-    }
-
-    fn type_into(&self, css: &str, text: &str) {
-        let id = self.element(css);
-        self.call(
-            "POST",
-            &self.session_path(&format!("/element/{id}/value")),
-            json!({ "text": text }),
-        );
-    }
-
-    /// The element's text, read in one step (a live page may re-render
-    /// between finding an element and reading it).
-    fn text(&self, css: &str) -> String {
-        let value = self.call(
-            "POST",
-            &self.session_path("/execute/sync"),
-            json!({"script": "const n = document.querySelector(arguments[0]); return n ? n.textContent : null;", "args": [css]}),
-        );
-        value
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}"))
-            .to_owned()
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let _ = self
-                .agent
-                .delete(format!("{}/session/{}", self.base, self.session))
-                .call();
-        }
-    }
-}
 
 /// The server on a free loopback port, on its own runtime (dropped with it).
 struct Served {
@@ -268,7 +59,8 @@ fn the_viewer_shows_the_tree_filters_to_helpers_expands_raw_json_and_searches() 
     );
     assert_eq!(browser.text("#runs tbody tr td a"), "basic");
 
-    browser.goto(&format!("{}/runs/basic", served.url));
+    // Every event, bookkeeping included (`?events=all`), as the counts below.
+    browser.goto(&format!("{}/runs/basic?events=all", served.url));
     browser.wait_for("the run page", READY);
     browser.wait_for(
         "the timeline",
@@ -338,7 +130,7 @@ fn an_agent_message_with_html_is_shown_as_text_and_executes_nothing() {
     scratch.record("hostile", edited.as_bytes(), true);
     let served = serve(&scratch);
     let browser = Browser::start();
-    browser.goto(&format!("{}/runs/hostile", served.url));
+    browser.goto(&format!("{}/runs/hostile?events=all", served.url));
     browser.wait_for("the run page", READY);
     browser.wait_for(
         "the timeline",
@@ -361,10 +153,16 @@ fn live_updates_appear_while_a_run_is_being_recorded() {
         scratch.record("live", lines[..30].join("\n").as_bytes(), false);
     let served = serve(&scratch);
     let browser = Browser::start();
-    browser.goto(&format!("{}/runs/live", served.url));
+    browser.goto(&format!("{}/runs/live?events=all", served.url));
     browser.wait_for("the run page", READY);
     assert_eq!(browser.text("#run-status"), "running");
     let before = browser.script("return document.querySelectorAll('#timeline .event').length;");
+    browser.wait_for(
+        "the waterfall",
+        "return document.getElementById('waterfall').hasAttribute('data-draw-ms');",
+    );
+    let bars = "return [document.querySelectorAll('#waterfall [data-bar]').length, document.querySelectorAll('#waterfall [data-bar][data-end-ms=\"\"]').length];";
+    let bars_before = browser.script(bars);
 
     push(
         &mut writer,
@@ -381,6 +179,15 @@ fn live_updates_appear_while_a_run_is_being_recorded() {
     browser.wait_for(
         "the live rows",
         "return document.querySelectorAll('#timeline .event').length === 89;",
+    );
+    // The waterfall grew over the stream: more bars, the open ones closed.
+    browser.wait_for(
+        "the waterfall to grow",
+        &format!("const n = document.querySelectorAll('#waterfall [data-bar]').length; return n > {} && document.querySelectorAll('#waterfall [data-bar][data-end-ms=\"\"]').length === 0;", bars_before[0]),
+    );
+    assert!(
+        bars_before[1].as_u64().is_some_and(|open| open > 0),
+        "bars before: {bars_before}"
     );
     assert_eq!(
         (
@@ -440,6 +247,19 @@ fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_an
             json!(["Main", "Helper 1", "Helper 2", "Helper 3", "Helper 4"]),
             "500 events shown · more below".to_owned()
         )
+    );
+
+    // The waterfall: a lane per agent, the 9,999 calls (one every ten
+    // events but where the needle is) drawn as few bars, those narrower
+    // than a pixel merged, every call counted in one.
+    browser.wait_up_to(
+        bound,
+        "the waterfall",
+        "return document.querySelectorAll('#waterfall [data-bar]').length > 0;",
+    );
+    assert_eq!(
+        browser.script("const bars = Array.from(document.querySelectorAll('#waterfall [data-bar]')); return [document.querySelectorAll('#waterfall [data-lane]').length, bars.length <= 100, bars.reduce((sum, b) => sum + Number(b.getAttribute('data-count')), 0)];"),
+        json!([5, true, 9999])
     );
 
     // Scrolling to the end of what is shown fetches the next page, and only it.
@@ -502,4 +322,434 @@ fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_an
         "return document.getElementById('status-line').textContent === '1 events shown';",
     );
     assert_eq!(browser.script(ROWS), json!(1));
+}
+
+/// Every event of a run, from the API (one request: the captures are small).
+fn all_events(served: &Served, id: &str) -> Vec<Value> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+    let body = agent
+        .get(format!("{}/api/runs/{id}/events?limit=1000", served.url))
+        .call()
+        .and_then(|mut response| response.body_mut().read_to_string())
+        .unwrap_or_else(|e| panic!("events of {id}: {e}"));
+    let page: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
+    assert!(page["next"].is_null(), "more than one page of events");
+    page["events"].as_array().cloned().unwrap_or_default()
+}
+
+/// The bars the events say there are, worked out here from the events
+/// themselves: `(kind, thread, start ms, end ms or null, sequence)`, by
+/// sequence. A tool call (a wait when its name is `wait`) runs from its
+/// `tool_use` to the `tool_result` of the same item and thread; a turn from
+/// its `turn_started` to the `turn_completed` of the same turn.
+fn expected_bars(events: &[Value]) -> Vec<(String, String, i64, Value, u64)> {
+    // The axis starts at the earliest of the events it draws.
+    let drawn = [
+        "turn_started",
+        "turn_completed",
+        "tool_use",
+        "tool_result",
+        "agent_spawned",
+        "agent_wait_started",
+    ];
+    let start = events
+        .iter()
+        .filter(|event| {
+            drawn
+                .iter()
+                .any(|kind| event["event"]["type"] == json!(kind))
+        })
+        .filter_map(|event| event["timestamp"].as_str().map(parse_time))
+        .min()
+        .unwrap_or(0);
+    let mut bars = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        let kind = event["event"]["type"].as_str().unwrap_or_default();
+        let thread = event["actor"]["threadId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let at = event["timestamp"].as_str().map(parse_time).unwrap_or(0) - start;
+        let (bar_kind, end_type, key) = match kind {
+            "tool_use" => {
+                let name = event["event"]["name"].as_str().unwrap_or_default();
+                (
+                    if name == "wait" { "wait" } else { "tool" },
+                    "tool_result",
+                    "itemId",
+                )
+            }
+            "turn_started" => ("turn", "turn_completed", "turnId"),
+            _ => continue,
+        };
+        if thread.is_empty() {
+            continue;
+        }
+        let id = &event["event"][key];
+        let end = events[index + 1..]
+            .iter()
+            .find(|later| {
+                later["event"]["type"] == json!(end_type)
+                    && later["actor"]["threadId"] == json!(thread)
+                    && later["event"][key] == *id
+            })
+            .map_or(Value::Null, |later| {
+                json!(later["timestamp"].as_str().map(parse_time).unwrap_or(0) - start)
+            });
+        bars.push((
+            bar_kind.to_owned(),
+            thread,
+            at,
+            end,
+            event["sequence"].as_u64().unwrap_or(0),
+        ));
+    }
+    bars
+}
+
+/// The bars the page stands for, by sequence: each shown bar as itself,
+/// and a merged one (`count` > 1, bars narrower than a pixel) as the
+/// `count` bars of its lane and kind it covers, when it starts with the
+/// first's start and event and ends with the last's end (else as itself,
+/// which then matches nothing expected).
+fn covered(expected: &[(String, String, i64, Value, u64)], shown: &Value) -> Value {
+    let mut out = Vec::new();
+    for bar in shown.as_array().cloned().unwrap_or_default() {
+        let count = bar[5].as_u64().unwrap_or(0) as usize;
+        let group: Vec<&(String, String, i64, Value, u64)> = expected
+            .iter()
+            .filter(|(kind, thread, ..)| bar[0] == json!(kind) && bar[1] == json!(thread))
+            .filter(|(.., sequence)| *sequence >= bar[4].as_u64().unwrap_or(0))
+            .take(count)
+            .collect();
+        let fits = group.len() == count
+            && group
+                .first()
+                .is_some_and(|first| json!(first.2) == bar[2] && json!(first.4) == bar[4])
+            && group.last().is_some_and(|last| last.3 == bar[3]);
+        if fits {
+            out.extend(group.into_iter().map(|bar| json!(bar)));
+        } else {
+            out.push(bar);
+        }
+    }
+    out.sort_by_key(|bar| bar[4].as_u64().unwrap_or(0));
+    json!(out)
+}
+
+/// `2026-11-30T12:00:00.123Z` → ms since the epoch (UTC, as the log
+/// writes them).
+fn parse_time(text: &str) -> i64 {
+    agentrace_core::model::Timestamp::parse(text)
+        .map(|at| at.0)
+        .unwrap_or_else(|| panic!("not a time: {text}"))
+}
+
+/// `(kind, thread, start, end, sequence, count)` of every bar on the
+/// page, by sequence.
+const SHOWN_BARS: &str = "return Array.from(document.querySelectorAll('#waterfall [data-bar]')).sort((a, b) => Number(a.getAttribute('data-sequence')) - Number(b.getAttribute('data-sequence'))).map(b => [b.getAttribute('data-kind'), b.getAttribute('data-thread-id'), Number(b.getAttribute('data-start-ms')), b.getAttribute('data-end-ms') === '' ? null : Number(b.getAttribute('data-end-ms')), Number(b.getAttribute('data-sequence')), Number(b.getAttribute('data-count'))]);";
+
+/// The largest distance, in pixels, between where each bar is drawn and
+/// where the axis's scale puts its start and end (an open bar runs to the
+/// end of its track).
+const PIXEL_ERROR: &str = "const box = document.getElementById('waterfall'); const from = Number(box.getAttribute('data-from-ms')), to = Number(box.getAttribute('data-to-ms')); let worst = 0; for (const bar of box.querySelectorAll('[data-bar]')) { const track = bar.parentElement.getBoundingClientRect(); const r = bar.getBoundingClientRect(); const scale = track.width / (to - from); const start = Number(bar.getAttribute('data-start-ms')); const end = bar.getAttribute('data-end-ms') === '' ? to : Number(bar.getAttribute('data-end-ms')); const left = Math.max(0, (start - from) * scale); const right = Math.min(track.width, (end - from) * scale); worst = Math.max(worst, Math.abs(r.left - track.left - left), Math.abs(Math.max(1, right - left) - r.width)); } return worst;";
+
+fn lanes(browser: &Browser) -> Value {
+    browser.script("return Array.from(document.querySelectorAll('#waterfall [data-lane]')).map(l => [l.getAttribute('data-label'), Number(l.getAttribute('data-depth')), l.getAttribute('data-thread-id') === l.getAttribute('data-lane')]);")
+}
+
+#[test]
+fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_it() {
+    let scratch = Scratch::new();
+    // Nested (root → helper → grandchild) and parallel (two helpers at once).
+    scratch.capture("nested", "real_model_nested");
+    scratch.capture("parallel", "v1_parallel");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+
+    for (id, expected_lanes) in [
+        (
+            "nested",
+            json!([
+                ["Main", 0, true],
+                ["/root/child_a", 1, true],
+                ["/root/child_a/child_g", 2, true]
+            ]),
+        ),
+        (
+            "parallel",
+            json!([["Main", 0, true], ["Sagan", 1, true], ["Galileo", 1, true]]),
+        ),
+    ] {
+        browser.goto(&format!("{}/runs/{id}", served.url));
+        browser.wait_for("the run page", READY);
+        browser.wait_for(
+            "the waterfall",
+            "return document.querySelectorAll('#waterfall [data-bar]').length > 0;",
+        );
+        let events = all_events(&served, id);
+        let expected = expected_bars(&events);
+        let shown = browser.script(SHOWN_BARS);
+        let pixel_error = browser.script(PIXEL_ERROR).as_f64().unwrap_or(f64::MAX);
+        // A spawn link into each helper's lane, from its spawner's (the
+        // grandchild's is the helper above it).
+        let spawns = browser.script("return Array.from(document.querySelectorAll('#waterfall [data-link=spawn]')).map(l => [document.querySelector('#waterfall [data-lane=\"' + l.getAttribute('data-from') + '\"]').getAttribute('data-label'), document.querySelector('#waterfall [data-lane=\"' + l.getAttribute('data-to') + '\"]').getAttribute('data-label')]);");
+        let rows = expected_lanes.as_array().cloned().unwrap_or_default();
+        let parents: Vec<Value> = rows
+            .windows(2)
+            .map(|pair| {
+                let parent = if pair[1][1] == json!(2) {
+                    &pair[0][0]
+                } else {
+                    &rows[0][0]
+                };
+                json!([parent, pair[1][0]])
+            })
+            .collect();
+        assert_eq!(
+            (
+                lanes(&browser),
+                covered(&expected, &shown),
+                pixel_error <= 1.0,
+                spawns,
+            ),
+            (
+                expected_lanes,
+                json!(expected.iter().map(|bar| json!(bar)).collect::<Vec<_>>()),
+                true,
+                json!(parents),
+            ),
+            "run {id}: pixel error {pixel_error}, bars shown {shown}"
+        );
+    }
+
+    // Zoomed in, the axis shows half as much and the bars still stand
+    // where its scale says.
+    let whole = browser.script("const box = document.getElementById('waterfall'); return Number(box.getAttribute('data-to-ms')) - Number(box.getAttribute('data-from-ms'));");
+    browser.click("#zoom-in");
+    browser.wait_for(
+        "the zoom",
+        &format!("const box = document.getElementById('waterfall'); return Number(box.getAttribute('data-to-ms')) - Number(box.getAttribute('data-from-ms')) <= {whole} / 2 + 1;"),
+    );
+    let pixel_error = browser.script(PIXEL_ERROR).as_f64().unwrap_or(f64::MAX);
+    assert!(pixel_error <= 1.0, "zoomed: pixel error {pixel_error}");
+}
+
+#[test]
+fn a_bar_clicked_scrolls_the_timeline_to_its_event_and_bookkeeping_is_folded_until_asked_for() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/basic", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for(
+        "the waterfall",
+        "return document.querySelectorAll('#waterfall [data-bar][data-kind=wait]').length > 0;",
+    );
+    let bookkeeping = "return Array.from(document.querySelectorAll('#timeline .event')).filter(r => ['status', 'notice', 'usage', 'model_selected', 'actor_resolved', 'response'].includes(r.getAttribute('data-type'))).length;";
+    let folded = browser.script(ROWS);
+    assert_eq!(browser.script(bookkeeping), json!(0));
+
+    let sequence = browser.script("return document.querySelector('#waterfall [data-bar][data-kind=wait]').getAttribute('data-sequence');");
+    browser.click("#waterfall [data-bar][data-kind=wait]");
+    browser.wait_for(
+        "the event in view",
+        &format!("const row = document.querySelector('#timeline .event[data-seq=\"{}\"]'); if (!row) return false; const r = row.getBoundingClientRect(); return row.classList.contains('target') && r.top >= 0 && r.bottom <= window.innerHeight;", sequence.as_str().unwrap_or_default()),
+    );
+    assert_eq!(
+        browser.script(&format!("return document.querySelector('#timeline .event[data-seq=\"{}\"]').getAttribute('data-type');", sequence.as_str().unwrap_or_default())),
+        json!("tool_use")
+    );
+
+    browser.click("#show-all");
+    browser.wait_for(
+        "every event",
+        "return document.querySelectorAll('#timeline .event').length === 89;",
+    );
+    assert_eq!(
+        (
+            browser.script("return location.search;"),
+            browser.script(bookkeeping).as_u64().is_some_and(|n| n > 0),
+            folded.as_u64().is_some_and(|n| n > 10 && n < 89),
+        ),
+        (json!("?events=all"), true, true)
+    );
+}
+
+const HOSTILE: &str = r#"<img src=x onerror=\"document.title='pwned';window.pwned=1\"><script>document.title='pwned';window.pwned=1</script>"#;
+
+/// Nothing the hostile text holds ran or became an element.
+const INERT: &str = "return [document.title, window.pwned === undefined, document.querySelectorAll('main img, main script, #tooltip img, #tooltip script').length];";
+
+#[test]
+fn hostile_agent_text_is_inert_in_the_waterfall_tooltip_and_the_comparison() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    // In the helper's command (a tool input) and in the run's result.
+    let edited = text.replace("hello-from-child-A", HOSTILE).replace(
+        "ROOT DONE: all sub-agents finished; final answer from the root agent.",
+        HOSTILE,
+    );
+    assert_ne!(edited, text);
+    scratch.record("hostile", edited.as_bytes(), true);
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    let shown = HOSTILE.replace("\\\"", "\"");
+
+    browser.goto(&format!("{}/runs/hostile", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for(
+        "the waterfall",
+        "return document.querySelectorAll('#waterfall [data-bar][data-kind=tool]').length > 0;",
+    );
+    let shell = "#waterfall [data-bar][data-kind=tool]";
+    browser.hover(shell);
+    browser.wait_for(
+        "the tooltip",
+        "return !document.getElementById('tooltip').hidden;",
+    );
+    let tooltip = browser.text("#tooltip");
+    assert_eq!(
+        (tooltip.contains(&shown), browser.script(INERT)),
+        (true, json!(["agentrace", true, 0])),
+        "tooltip: {tooltip}"
+    );
+
+    browser.goto(&format!("{}/compare?a=basic&b=hostile", served.url));
+    browser.wait_for("the compare page", READY);
+    browser.wait_for(
+        "the comparison",
+        "return document.querySelectorAll('#compare-table tr.agent-pair').length > 0;",
+    );
+    assert_eq!(
+        (
+            browser.text("#compare-table tr.run-row[data-side=b] td[data-field=result]"),
+            browser.script(INERT),
+        ),
+        (shown.clone(), json!(["agentrace", true, 0]))
+    );
+}
+
+#[test]
+fn compare_puts_two_runs_side_by_side_and_marks_the_agents_only_one_has() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("parallel", "v1_parallel");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/compare?a=basic&b=parallel", served.url));
+    browser.wait_for("the compare page", READY);
+    browser.wait_for(
+        "the comparison",
+        "return document.querySelectorAll('#compare-table tr.agent-pair').length > 0;",
+    );
+    assert_eq!(
+        (
+            browser.script("return Array.from(document.querySelectorAll('#compare-table tr.agent-pair:not(.side-b)')).map(r => [r.getAttribute('data-agent'), r.getAttribute('data-only'), r.querySelector('.only-badge') ? r.querySelector('.only-badge').textContent : '']);"),
+            browser.text("#compare-summary").ends_with(" differences"),
+        ),
+        (
+            // The helpers have other names in the two runs: none matches.
+            json!([["Main", "", ""], ["Dewey", "a", "only in A"], ["Sagan", "b", "only in B"], ["Galileo", "b", "only in B"]]),
+            true
+        )
+    );
+}
+
+/// The screenshots the README shows are taken here, from the bundled
+/// nested sample, and written into `docs/` when
+/// `AGENTRACE_UPDATE_SCREENSHOTS=1` (as `insta` updates its snapshots).
+#[test]
+fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
+    let scratch = Scratch::new();
+    scratch.capture("sample-codex-nested", "real_model_nested");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/sample-codex-nested", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for(
+        "the waterfall",
+        "return document.querySelectorAll('#waterfall [data-bar]').length > 0;",
+    );
+    browser.resize(1280, 900);
+    browser.wait_for(
+        "the waterfall at the new width",
+        "const box = document.getElementById('waterfall'); return Number(box.getAttribute('data-track-width')) === Math.max(200, box.clientWidth - 240);",
+    );
+    let png = browser.screenshot();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    if std::env::var_os("AGENTRACE_UPDATE_SCREENSHOTS").is_some() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/viewer-waterfall.png");
+        std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+#[test]
+fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_the_event() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("parallel", "v1_parallel");
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    // Cut short: still running.
+    let _live = scratch.record("live", lines[..30].join("\n").as_bytes(), false);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+
+    browser.goto(&served.url);
+    browser.wait_for(
+        "the run list",
+        "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 3;",
+    );
+    let rows = "return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => [r.getAttribute('data-run-id'), Number(r.getAttribute('data-tokens')) > 0, r.getAttribute('data-cost') !== null]).sort();";
+    assert_eq!(
+        (browser.script(rows), browser.text("#runs-total")),
+        (
+            json!([
+                ["basic", true, true],
+                ["live", true, true],
+                ["parallel", true, true]
+            ]),
+            "1–3 of 3 runs".to_owned()
+        )
+    );
+
+    browser.script("const s = document.getElementById('filter-status'); s.value = 'running'; s.dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    browser.wait_for(
+        "the status filter",
+        "const rows = document.querySelectorAll('#runs tbody tr[data-run-id]'); return rows.length === 1 && rows[0].getAttribute('data-run-id') === 'live';",
+    );
+    assert_eq!(
+        browser.script("return location.search;"),
+        json!("?status=running")
+    );
+
+    browser.type_into("#run-search", "hello-from-child-A");
+    browser.wait_for(
+        "the hits",
+        "return document.querySelectorAll('#search-hits li.hit').length > 0;",
+    );
+    let hit = browser.script("const hit = Array.from(document.querySelectorAll('#search-hits li.hit')).find(h => h.getAttribute('data-run-id') === 'parallel' || h.getAttribute('data-run-id') === 'basic'); return [hit.getAttribute('data-run-id'), hit.getAttribute('data-seq')];");
+    let (run, sequence) = (
+        hit[0].as_str().unwrap_or_default().to_owned(),
+        hit[1].as_str().unwrap_or_default().to_owned(),
+    );
+    browser.click(&format!(
+        "#search-hits li.hit[data-run-id=\"{run}\"][data-seq=\"{sequence}\"] a"
+    ));
+    browser.wait_for("the run page", READY);
+    browser.wait_for(
+        "the event in view",
+        &format!("const row = document.querySelector('#timeline .event[data-seq=\"{sequence}\"]'); if (!row) return false; const r = row.getBoundingClientRect(); return row.classList.contains('target') && r.top >= 0 && r.bottom <= window.innerHeight;"),
+    );
+    assert_eq!(
+        browser.script("return location.pathname;"),
+        json!(format!("/runs/{run}"))
+    );
 }

@@ -79,9 +79,10 @@ pub fn push(writer: &mut RunWriter, recorder: &mut Recorder, bytes: &[u8]) {
 }
 
 /// Records a generated run of `events` events (the root spawns four
-/// helpers, then messages alternate between them; the message at `needle`'s
-/// sequence holds its text) the way a recorder does, through `RunWriter`,
-/// record included.
+/// helpers, then messages alternate between them, every tenth pair of
+/// events a short tool call of one agent, 1 ms each; the message at
+/// `needle`'s sequence holds its text) the way a recorder does, through
+/// `RunWriter`, record included.
 pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Option<(u64, &str)>) {
     use agentrace_core::model::{
         Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp,
@@ -131,6 +132,32 @@ pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Op
                     via: "spawnAgent".to_owned(),
                 },
             )
+        } else if sequence % 10 < 2 && needle.is_none_or(|(at, _)| at != sequence) {
+            let call = sequence / 10;
+            let item_id = Some(agentrace_core::model::ItemId::from(format!("call-{call}")));
+            let event = if sequence % 10 == 0 {
+                Event::ToolUse {
+                    tool_kind: "command".to_owned(),
+                    name: "shell".to_owned(),
+                    input: format!("cargo test step {call}"),
+                    item_id,
+                    turn_id: None,
+                    process_id: None,
+                }
+            } else {
+                Event::ToolResult {
+                    tool_kind: "command".to_owned(),
+                    name: "shell".to_owned(),
+                    status: Some("completed".to_owned()),
+                    exit_code: Some(0),
+                    duration_ms: Some(1),
+                    output: "ok".to_owned(),
+                    item_id,
+                    turn_id: None,
+                    receiver_thread_ids: Vec::new(),
+                }
+            };
+            (call % (helpers + 1), event)
         } else {
             let text = match needle {
                 Some((at, needle)) if at == sequence => {

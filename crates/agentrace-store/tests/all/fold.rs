@@ -429,3 +429,30 @@ fn continuing_a_long_run_whose_snapshot_is_behind_brings_it_up_to_date_with_the_
     assert_eq!((stale < length, load(&home, &id)?.offset()), (true, length));
     Ok(())
 }
+
+#[test]
+fn the_waterfall_read_passing_over_undrawn_lines_equals_the_one_built_from_every_envelope() -> TestResult {
+    let captures = codex_captures()?;
+    let (_directory, home) = temporary_home()?;
+    let mut drawn = 0;
+    for (name, bytes) in captures {
+        let id = run_id(&name);
+        let mut writer = home.create_run(&id)?;
+        writer.append(&capture_envelopes(&name, &bytes))?;
+        let fold = full_fold(&home, &id)?;
+        let agents = fold.checked_view(&Default::default(), None).0.agents;
+
+        let mut builder = agentrace_core::waterfall::WaterfallBuilder::new();
+        for envelope in agentrace_store::read_log(&home.log_path(&id))?.0 {
+            let mut envelope = envelope;
+            fold.finals().apply(&mut envelope);
+            builder.push(&envelope);
+        }
+        let every = builder.finish(&agents);
+        drawn += every.bars.len();
+
+        assert_eq!(agentrace_store::waterfall_of(&fold, &home.log_path(&id), &agents)?, every, "{name}");
+    }
+    assert!(drawn > 0, "no capture has a bar");
+    Ok(())
+}

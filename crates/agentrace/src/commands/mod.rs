@@ -7,6 +7,7 @@ pub mod attach;
 pub mod catalog;
 pub mod check;
 pub mod claude_run;
+pub mod diff;
 pub mod export;
 pub mod hook;
 pub mod host;

@@ -63,9 +63,15 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
     if args.watch {
         follow(&home, args)?;
     }
+    let usage_home = home.clone();
     let options = Options {
         token: token.clone(),
         config,
+        // The viewer's /usage counts what `agentrace usage` counts, by the
+        // same code.
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move || {
+            crate::commands::usage::charts(&usage_home).map_err(|error| format!("{error:#}"))
+        }))),
         ..Options::default()
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1469,6 +1469,74 @@ fn counters_table(
     Ok(())
 }
 
+/// The viewer's `/usage` page (`GET /api/usage`): what `agentrace usage`
+/// counts over every recorded run, in the shapes its charts draw. The
+/// same sessions and hour rows as `usage --by day` / `--by model` (so the
+/// same numbers), grouped per day by provider and by model, with the runs
+/// and the agent labels that cost most.
+pub fn charts(home: &Home) -> anyhow::Result<serde_json::Value> {
+    let args = UsageArgs {
+        json: true,
+        by: By::Day,
+        since: None,
+        until: None,
+        codex_home: None,
+        claude_dir: None,
+        prices: None,
+        runs: Vec::new(),
+    };
+    let prices = load_prices(None)?;
+    let sessions = sessions(home, &args, &prices)?;
+    let unknown = || "unknown".to_owned();
+    // day → provider / model → counters, from the requests' hours.
+    let mut by_provider: BTreeMap<String, BTreeMap<String, Counters>> = BTreeMap::new();
+    let mut by_model: BTreeMap<String, BTreeMap<String, Counters>> = BTreeMap::new();
+    let mut days: BTreeMap<String, Counters> = BTreeMap::new();
+    let mut totals = Counters::default();
+    let mut labels: BTreeMap<String, (Counters, u64)> = BTreeMap::new();
+    for session in &sessions {
+        for row in &session.hours {
+            let day = row.hour.map_or_else(unknown, day_of);
+            by_provider.entry(day.clone()).or_default().entry(session.provider.clone()).or_default().add(&row.counters);
+            by_model.entry(day.clone()).or_default().entry(row.model.clone().unwrap_or_else(unknown)).or_default().add(&row.counters);
+            days.entry(day).or_default().add(&row.counters);
+            totals.add(&row.counters);
+        }
+        for agent in &session.agents {
+            let entry = labels.entry(agent.label.clone()).or_default();
+            entry.0.add(&agent.own);
+            entry.1 += 1;
+        }
+    }
+    let cost_of = |counters: &Counters| counters.cost.unwrap_or(0.0);
+    let mut runs: Vec<&SessionUsage> = sessions.iter().collect();
+    runs.sort_by(|a, b| cost_of(&b.counters).total_cmp(&cost_of(&a.counters)).then(b.counters.total_tokens.cmp(&a.counters.total_tokens)));
+    let mut agents: Vec<(String, (Counters, u64))> = labels.into_iter().collect();
+    agents.sort_by(|a, b| cost_of(&b.1 .0).total_cmp(&cost_of(&a.1 .0)).then(b.1 .0.total_tokens.cmp(&a.1 .0.total_tokens)));
+    let top = 10;
+    Ok(serde_json::json!({
+        "days": days.iter().map(|(day, counters)| serde_json::json!({
+            "day": day,
+            "totals": counters,
+            "providers": by_provider.get(day),
+            "models": by_model.get(day),
+        })).collect::<Vec<_>>(),
+        "topRuns": runs.iter().take(top).map(|session| serde_json::json!({
+            "runId": session.run_id,
+            "provider": session.provider,
+            "sessionId": session.session_id,
+            "startedAt": session.started_at,
+            "counters": session.counters,
+        })).collect::<Vec<_>>(),
+        "topAgents": agents.iter().take(top).map(|(label, (counters, count))| serde_json::json!({
+            "label": label,
+            "agents": count,
+            "counters": counters,
+        })).collect::<Vec<_>>(),
+        "totals": totals,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use agentrace_testkit::files::{copy_dir, fixtures};

@@ -1,0 +1,157 @@
+//! The viewer's pictures: a run's waterfall (`/api/runs/:id/waterfall`),
+//! two runs compared (`/api/compare`), and the usage charts
+//! (`/api/usage`). Each is the core's data as it is: the waterfall and the
+//! comparison are `agentrace-core`'s, the usage is what `agentrace usage`
+//! counts (the binary hands it in, see [`UsageSource`]).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+
+use agentrace_core::waterfall::Waterfall;
+
+use crate::{blocking, ApiError, AppState};
+
+/// What `/api/usage` answers: `agentrace usage`'s figures over every
+/// recorded run, as the binary counts them (the server does not own the
+/// counting; `agentrace serve` hands its function in).
+#[derive(Clone)]
+pub struct UsageSource(pub Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>);
+
+impl std::fmt::Debug for UsageSource {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("UsageSource")
+    }
+}
+
+/// The most bars one waterfall answer holds: beyond it the page could not
+/// draw them quickly, so the bars narrower than a pixel are merged.
+const DEFAULT_WIDTH: f64 = 1200.0;
+
+/// `?from=&to=&width=`: the stretch of the axis shown (ms from the run's
+/// start) and how many pixels it is drawn on.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WaterfallQuery {
+    #[serde(default)]
+    from: Option<i64>,
+    #[serde(default)]
+    to: Option<i64>,
+    #[serde(default)]
+    width: Option<f64>,
+}
+
+/// What a waterfall answer was for: the log's length read, `from`, `to`
+/// and the width's bits.
+type WaterfallKey = (u64, i64, Option<i64>, u64);
+
+/// The last waterfall answered for each run, with what it answered
+/// (`(log offset, from, to, width)`): a page loaded again, or another
+/// client of the same run, is answered without reading the log again. It
+/// holds merged bars only, at most a few per pixel of each lane.
+#[derive(Debug, Default)]
+pub(crate) struct WaterfallCache {
+    last: std::sync::Mutex<std::collections::HashMap<String, (WaterfallKey, Arc<Waterfall>)>>,
+}
+
+pub(crate) async fn waterfall(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<WaterfallQuery>,
+) -> Result<Response, ApiError> {
+    let waterfall = blocking(move || {
+        let id = state.inner.home.resolve(&id)?;
+        let shared = state.inner.cache.get(&state.inner.home, &id)?;
+        // Taken under the run's lock, read without it.
+        let (source, path) = shared
+            .lock()?
+            .waterfall_source(&state.inner.options.config, state.now());
+        let width = query
+            .width
+            .filter(|width| width.is_finite() && *width >= 1.0)
+            .unwrap_or(DEFAULT_WIDTH);
+        let from = query.from.unwrap_or(0).max(0);
+        let key = (source.offset(), from, query.to, width.to_bits());
+        let cache = &state.inner.waterfalls;
+        if let Some((answered, waterfall)) = cache
+            .last
+            .lock()
+            .map_err(|_| ApiError::Poisoned)?
+            .get(id.as_str())
+        {
+            if *answered == key {
+                return Ok(Arc::clone(waterfall));
+            }
+        }
+        let mut waterfall = source
+            .read(&path)
+            .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+        let to = query.to.unwrap_or(waterfall.span_ms).max(from);
+        let span = (to - from).max(1) as f64;
+        waterfall.bars = waterfall.window(from, to, span / width);
+        let waterfall = Arc::new(waterfall);
+        cache
+            .last
+            .lock()
+            .map_err(|_| ApiError::Poisoned)?
+            .insert(id.to_string(), (key, Arc::clone(&waterfall)));
+        Ok(waterfall)
+    })
+    .await?;
+    Ok(Json(&*waterfall).into_response())
+}
+
+/// `?a=RUN&b=RUN`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompareQuery {
+    #[serde(default)]
+    a: Option<String>,
+    #[serde(default)]
+    b: Option<String>,
+}
+
+pub(crate) async fn compare(
+    State(state): State<AppState>,
+    Query(query): Query<CompareQuery>,
+) -> Result<Response, ApiError> {
+    let (Some(a), Some(b)) = (query.a, query.b) else {
+        return Err(ApiError::BadRequest(
+            "compare needs ?a=RUN&b=RUN".to_owned(),
+        ));
+    };
+    let comparison = blocking(move || {
+        let side = |name: &str| {
+            let id = state.inner.home.resolve(name)?;
+            let run = state.inner.cache.get(&state.inner.home, &id)?;
+            let (view, (source, path)) = {
+                let run = run.lock()?;
+                let config = &state.inner.options.config;
+                (
+                    run.view(config, state.now()).0,
+                    run.waterfall_source(config, state.now()),
+                )
+            };
+            let waterfall = source
+                .read(&path)
+                .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+            Ok::<_, ApiError>((view, waterfall))
+        };
+        let a = side(&a)?;
+        let b = side(&b)?;
+        Ok(agentrace_core::compare::compare((&a.0, &a.1), (&b.0, &b.1)))
+    })
+    .await?;
+    Ok(Json(comparison).into_response())
+}
+
+pub(crate) async fn usage(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let Some(source) = state.inner.options.usage.clone() else {
+        return Err(ApiError::NotFound(
+            "usage is counted by `agentrace serve`".to_owned(),
+        ));
+    };
+    let report = blocking(move || (source.0)().map_err(ApiError::Internal)).await?;
+    Ok(Json(report).into_response())
+}

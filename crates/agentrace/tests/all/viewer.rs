@@ -1,0 +1,297 @@
+//! The viewer's comparison and usage as `agentrace` serves and prints
+//! them: `diff` (text and `--json`) between generated runs that differ by
+//! one helper, and `/usage` in a real headless Chromium against `agentrace
+//! serve`, its figures those of `agentrace usage`.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Stdio};
+
+use agentrace_core::model::{
+    Actor, Confidence, Envelope, Event, EventBody, ItemId, Role, RunId, ThreadId, Timestamp,
+    TurnId, LOG_VERSION,
+};
+use agentrace_store::Home;
+use agentrace_testkit::browser::Browser;
+use serde_json::{json, Value};
+
+use super::support::{capture, Cli};
+
+fn actor(thread: &str) -> Actor {
+    if thread == "root" {
+        Actor {
+            thread_id: Some(ThreadId::from("root")),
+            role: Role::Root,
+            parent_thread_id: None,
+            label: "Main".to_owned(),
+            depth: Some(0),
+            confidence: Confidence::Provider,
+            reason: None,
+        }
+    } else {
+        let number = thread.trim_start_matches("helper-");
+        Actor {
+            thread_id: Some(ThreadId::from(thread)),
+            role: Role::Helper,
+            parent_thread_id: Some(ThreadId::from("root")),
+            label: format!("Helper {number}"),
+            depth: Some(1),
+            confidence: Confidence::Provider,
+            reason: None,
+        }
+    }
+}
+
+/// Writes run `id`: the root's one turn, in which it spawns `helpers`
+/// helpers; each runs one turn with one shell call, the same times for
+/// each, all within the root's turn.
+fn generated_run(home: &Home, id: &str, helpers: u32) {
+    let run_id = RunId::from(id);
+    let mut events: Vec<(i64, String, Event)> = vec![(
+        0,
+        "root".to_owned(),
+        Event::TurnStarted {
+            turn_id: TurnId::from("root-turn"),
+            root_turn_id: None,
+        },
+    )];
+    for helper in 1..=helpers {
+        let thread = format!("helper-{helper}");
+        events.push((
+            10,
+            "root".to_owned(),
+            Event::AgentSpawned {
+                parent_thread_id: ThreadId::from("root"),
+                child_thread_id: ThreadId::from(thread.as_str()),
+                prompt: Some("look at the parser".to_owned()),
+                model: None,
+                reasoning_effort: None,
+                via: "spawnAgent".to_owned(),
+            },
+        ));
+        events.push((
+            20,
+            thread.clone(),
+            Event::TurnStarted {
+                turn_id: TurnId::from(format!("turn-{helper}")),
+                root_turn_id: None,
+            },
+        ));
+        events.push((
+            30,
+            thread.clone(),
+            Event::ToolUse {
+                tool_kind: "command".to_owned(),
+                name: "shell".to_owned(),
+                input: "cargo test".to_owned(),
+                item_id: Some(ItemId::from(format!("call-{helper}"))),
+                turn_id: None,
+                process_id: None,
+            },
+        ));
+        events.push((
+            40,
+            thread.clone(),
+            Event::ToolResult {
+                tool_kind: "command".to_owned(),
+                name: "shell".to_owned(),
+                status: Some("completed".to_owned()),
+                exit_code: Some(0),
+                duration_ms: Some(10),
+                output: "ok".to_owned(),
+                item_id: Some(ItemId::from(format!("call-{helper}"))),
+                turn_id: None,
+                receiver_thread_ids: Vec::new(),
+            },
+        ));
+        events.push((
+            50,
+            thread,
+            Event::TurnCompleted {
+                turn_id: TurnId::from(format!("turn-{helper}")),
+                status: "completed".to_owned(),
+                error: None,
+                duration_ms: Some(30),
+                usage: None,
+                last_message: None,
+            },
+        ));
+    }
+    events.push((
+        100,
+        "root".to_owned(),
+        Event::TurnCompleted {
+            turn_id: TurnId::from("root-turn"),
+            status: "completed".to_owned(),
+            error: None,
+            duration_ms: Some(100),
+            usage: None,
+            last_message: None,
+        },
+    ));
+    let mut writer = home.create_run(&run_id).unwrap_or_else(|e| panic!("{e}"));
+    let mut state = agentrace_core::RunState::new(run_id.clone());
+    let mut batch = Vec::new();
+    for (index, (at, thread, event)) in events.into_iter().enumerate() {
+        let envelope = Envelope {
+            version: LOG_VERSION,
+            timestamp: Timestamp::from_millis(1_795_993_400_000 + at),
+            sequence: index as u64 + 1,
+            run_id: run_id.clone(),
+            direction: None,
+            actor: actor(&thread),
+            event: EventBody::Known(event),
+            raw: None,
+            raw_ref: None,
+            raw_unavailable: None,
+        };
+        state.apply(&envelope);
+        batch.push(envelope);
+    }
+    writer.append(&batch).unwrap_or_else(|e| panic!("{e}"));
+    writer
+        .write_record(&state.summary())
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+#[test]
+fn diff_of_a_run_with_itself_has_no_differences_and_with_one_more_helper_exactly_that_helper() {
+    let cli = Cli::new();
+    let home = Home::at(cli.home.path());
+    generated_run(&home, "two-helpers", 2);
+    generated_run(&home, "three-helpers", 3);
+
+    let same = json_of(&cli.ok(&["diff", "two-helpers", "two-helpers", "--json"]));
+    let more = json_of(&cli.ok(&["diff", "two-helpers", "three-helpers", "--json"]));
+    let text = cli.ok(&["diff", "two-helpers", "three-helpers"]);
+
+    let pairs = |comparison: &Value| -> Value {
+        json!(comparison["agents"]
+            .as_array()
+            .map(|agents| agents
+                .iter()
+                .map(|pair| json!([pair["label"], pair["only"], pair["changed"]]))
+                .collect::<Vec<_>>())
+            .unwrap_or_default())
+    };
+    assert_eq!(
+        (
+            same["differences"].clone(),
+            more["differences"].clone(),
+            pairs(&more),
+            more["agents"][3]["b"].clone(),
+            text.lines()
+                .any(|line| line == "  Helper 3 (helper)  only in B"),
+        ),
+        (
+            json!([]),
+            json!([{"agent": "Helper 3", "role": "helper", "field": "agent", "only": "b", "a": null, "b": "helper-3"}]),
+            json!([
+                ["Main", null, []],
+                ["Helper 1", null, []],
+                ["Helper 2", null, []],
+                ["Helper 3", "b", []],
+            ]),
+            json!({"status": "completed", "turns": 1, "toolCalls": {"shell": 1}, "tokens": null, "cost": null, "durationMs": 30, "result": null}),
+            true,
+        ),
+        "{text}"
+    );
+    // What people read.
+    insta::assert_snapshot!(text);
+}
+
+/// Ends the server when the test ends, whatever happened.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const READY: &str = "return document.body.getAttribute('data-ready') === 'true';";
+
+const HOSTILE: &str = r#"<img src=x onerror=\"document.title='pwned';window.pwned=1\"><script>document.title='pwned';window.pwned=1</script>"#;
+
+#[test]
+fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_text() {
+    let cli = Cli::new();
+    cli.ok(&["samples"]);
+    let mut server = Killed(
+        cli.command(&["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let stdout = server
+        .0
+        .stdout
+        .take()
+        .unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = first
+        .trim_end()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned();
+    let browser = Browser::start();
+
+    // The bundled samples, as the README shows them.
+    browser.resize(1280, 1000);
+    browser.goto(&format!("{url}/usage"));
+    browser.wait_for("the usage page", READY);
+    let png = browser.screenshot();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    if std::env::var_os("AGENTRACE_UPDATE_SCREENSHOTS").is_some() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/viewer-usage.png");
+        std::fs::write(&path, &png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+
+    // A helper whose name is hostile HTML (in a session the samples do not
+    // have: `usage` counts a session once).
+    let text = std::fs::read_to_string(capture("v1_parallel")).unwrap_or_else(|e| panic!("{e}"));
+    let edited = text.replace("\"Sagan\"", &format!("\"{HOSTILE}\""));
+    assert_ne!(edited, text);
+    let file = cli.home.path().join("hostile.jsonl");
+    std::fs::write(&file, edited).unwrap_or_else(|e| panic!("{e}"));
+    cli.ingest(&file, &["--run-id", "hostile", "--quiet"]);
+
+    let by_day = json_of(&cli.ok(&["usage", "--by", "day", "--json"]));
+    browser.goto(&format!("{url}/usage"));
+    browser.wait_for("the usage page", READY);
+    let days: Value = by_day["days"]
+        .as_object()
+        .map(|days| {
+            days.iter()
+                .map(|(day, counters)| (day.clone(), counters["totalTokens"].clone()))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        })
+        .unwrap_or_default();
+    let charted = browser.script("const days = {}; for (const r of document.querySelectorAll('#chart-tokens rect[data-day]')) days[r.getAttribute('data-day')] = (days[r.getAttribute('data-day')] || 0) + Number(r.getAttribute('data-value')); return days;");
+    let shown = HOSTILE.replace("\\\"", "\"");
+    assert_eq!(
+        (
+            charted,
+            browser.script("return Number(document.getElementById('usage-totals').getAttribute('data-tokens'));"),
+            browser.script("return Array.from(document.querySelectorAll('#top-agents tr[data-label]')).some(r => r.querySelector('.label').textContent === arguments[0] && r.getAttribute('data-label') === arguments[0]);".replace("arguments[0]", &serde_json::to_string(&shown).unwrap_or_default()).as_str()),
+            browser.script("return [document.title, window.pwned === undefined, document.querySelectorAll('main img, main script').length];"),
+        ),
+        (
+            days,
+            by_day["totals"]["totalTokens"].clone(),
+            json!(true),
+            json!(["agentrace", true, 0]),
+        )
+    );
+}
