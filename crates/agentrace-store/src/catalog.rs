@@ -162,6 +162,14 @@ impl Rebuilt {
     }
 }
 
+/// Why an open did not give a catalog.
+enum NotOpened {
+    /// Another process holds it locked: wait, never rebuild.
+    Busy(rusqlite::Error),
+    /// It must be made anew.
+    Rebuild(Rebuilt),
+}
+
 /// An open catalog.
 pub struct Catalog {
     conn: Connection,
@@ -185,32 +193,47 @@ impl Catalog {
         Self::open_at(&home.root().join(CATALOG_FILE))
     }
 
-    /// [`Catalog::open`] of the file at `path`.
+    /// [`Catalog::open`] of the file at `path`. A catalog another process
+    /// holds locked is waited for, never taken for a broken one: removing
+    /// the files under a process that was writing them left it a
+    /// "malformed" database.
     pub fn open_at(path: &Path) -> Result<Catalog, StoreError> {
         let existed = path.exists();
-        match Self::try_open(path, existed) {
-            Ok(catalog) => Ok(catalog),
-            Err(reason) => {
-                for end in ["", "-wal", "-shm"] {
-                    let file = PathBuf::from(format!("{}{end}", path.display()));
-                    match fs::remove_file(&file) {
-                        Ok(()) => {}
-                        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(source) => return Err(StoreError::io("remove the old catalog", &file, source)),
+        let started = std::time::Instant::now();
+        let reason = loop {
+            match Self::try_open(path, existed) {
+                Ok(catalog) => return Ok(catalog),
+                Err(NotOpened::Busy(source)) => {
+                    if started.elapsed() >= BUSY_TIMEOUT {
+                        return Err(StoreError::Catalog { path: path.to_path_buf(), source });
                     }
+                    std::thread::sleep(Duration::from_millis(20));
                 }
-                let mut catalog = Self::try_open(path, false).map_err(|reason| match reason {
-                    Rebuilt::Unreadable(cause) => StoreError::CatalogBroken { path: path.to_path_buf(), cause },
-                    other => StoreError::CatalogBroken { path: path.to_path_buf(), cause: format!("{other:?}") },
-                })?;
-                catalog.rebuilt = Some(reason);
-                Ok(catalog)
+                Err(NotOpened::Rebuild(reason)) => break reason,
+            }
+        };
+        for end in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{end}", path.display()));
+            match fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(StoreError::io("remove the old catalog", &file, source)),
             }
         }
+        let mut catalog = Self::try_open(path, false).map_err(|failure| match failure {
+            NotOpened::Busy(source) => StoreError::Catalog { path: path.to_path_buf(), source },
+            NotOpened::Rebuild(Rebuilt::Unreadable(cause)) => StoreError::CatalogBroken { path: path.to_path_buf(), cause },
+            NotOpened::Rebuild(other) => StoreError::CatalogBroken { path: path.to_path_buf(), cause: format!("{other:?}") },
+        })?;
+        catalog.rebuilt = Some(reason);
+        Ok(catalog)
     }
 
-    fn try_open(path: &Path, existed: bool) -> Result<Catalog, Rebuilt> {
-        let unreadable = |error: rusqlite::Error| Rebuilt::Unreadable(error.to_string());
+    fn try_open(path: &Path, existed: bool) -> Result<Catalog, NotOpened> {
+        let unreadable = |error: rusqlite::Error| match error.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => NotOpened::Busy(error),
+            _ => NotOpened::Rebuild(Rebuilt::Unreadable(error.to_string())),
+        };
         let conn = Connection::open(path).map_err(unreadable)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;").map_err(unreadable)?;
@@ -226,7 +249,7 @@ impl Catalog {
                 let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0)).map_err(unreadable)?;
                 if tables > 0 {
                     let _ = conn.execute_batch("ROLLBACK");
-                    return Err(Rebuilt::OtherSchema(0));
+                    return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(0)));
                 }
                 conn.execute_batch(SCHEMA).map_err(unreadable)?;
                 conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_SCHEMA}")).map_err(unreadable)?;
@@ -235,11 +258,11 @@ impl Catalog {
                 }
             } else if version != CATALOG_SCHEMA {
                 let _ = conn.execute_batch("ROLLBACK");
-                return Err(Rebuilt::OtherSchema(version));
+                return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(version)));
             }
             conn.execute_batch("COMMIT").map_err(unreadable)?;
         } else if version != CATALOG_SCHEMA {
-            return Err(Rebuilt::OtherSchema(version));
+            return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(version)));
         } else {
             // A quick look that the file is a database we can read.
             conn.query_row("SELECT count(*) FROM meta", [], |row| row.get::<_, i64>(0)).map_err(unreadable)?;
@@ -249,6 +272,24 @@ impl Catalog {
             path: path.to_path_buf(),
             rebuilt,
         })
+    }
+
+    /// Empties every table in one transaction, the schema kept: what
+    /// `reindex` starts from. Removing the files instead pulled them from
+    /// under any other process using the catalog (it was left a
+    /// "malformed" database); emptied in a transaction, the others see the
+    /// old rows or none.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.begin()?;
+        self.conn
+            .execute_batch(
+                "INSERT INTO texts_fts (texts_fts) VALUES ('delete-all'); \
+                 DELETE FROM texts; DELETE FROM usage; DELETE FROM agents; DELETE FROM runs; \
+                 DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads; DELETE FROM meta;",
+            )
+            .map_err(&err)?;
+        self.commit()
     }
 
     /// Why the catalog was made anew when opened, if it was.

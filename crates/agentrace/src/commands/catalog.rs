@@ -54,15 +54,9 @@ pub struct ReindexArgs {
 /// catalog, so every session is read once more).
 pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
     let path = home.root().join(agentrace_store::catalog::CATALOG_FILE);
-    for end in ["", "-wal", "-shm"] {
-        let file = std::path::PathBuf::from(format!("{}{end}", path.display()));
-        match std::fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(anyhow::Error::new(error).context(format!("cannot remove {}", file.display()))),
-        }
-    }
+    // Emptied, not removed: another agentrace may be using it.
     let catalog = Catalog::open(home)?;
+    catalog.clear()?;
     let count = catalog.sync(home)?;
     drop(catalog);
     if !args.no_import {
