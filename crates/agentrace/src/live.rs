@@ -354,3 +354,35 @@ impl LiveView {
         self.say(&envelope.actor.label, &text);
     }
 }
+
+/// How a recorded run's end is told, the same for every `run`: the root's
+/// answer on stdout, and exit 0 (done), 1 (failed, or never ended) or 130
+/// (interrupted), with what went wrong on stderr.
+pub fn tell_end(
+    out: &mut crate::output::Out,
+    id: &RunId,
+    summary: &agentrace_core::state::RunSummary,
+) -> anyhow::Result<std::process::ExitCode> {
+    use agentrace_core::model::RunStatus;
+    use std::process::ExitCode;
+    match summary.status {
+        RunStatus::Done => {
+            match &summary.result {
+                Some(result) => out.line(result)?,
+                None => eprintln!("warning: the root's last turn ended without an answer of its own\nhint: agentrace show {id}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        RunStatus::Interrupted => {
+            eprintln!("interrupted; recorded as {id}");
+            Ok(ExitCode::from(130))
+        }
+        RunStatus::Failed | RunStatus::Running => {
+            eprintln!(
+                "error: the run failed: {}\nhint: agentrace show {id}",
+                summary.error.as_deref().unwrap_or("no error given")
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

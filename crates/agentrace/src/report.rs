@@ -394,23 +394,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
         counts.events, counts.unknown_actor, counts.undecoded_lines, counts.unknown_frames
     );
     out.push_str("\n### Result\n\n");
-    match &run.result {
-        Some(result) => {
-            let _ = writeln!(out, "> {}\n", md(&shorten(result)));
-            let _ = writeln!(out, "from {}\n", md(&provenance(view)));
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "no result ({}){}\n",
-                run.status.as_str(),
-                run.error
-                    .as_deref()
-                    .map(|e| format!(": {}", md(&shorten(e))))
-                    .unwrap_or_default()
-            );
-        }
-    }
+    push_result(&mut out, view);
     let _ = writeln!(out, "### Warnings ({})\n", view.warnings.len());
     for warning in &view.warnings {
         let _ = writeln!(
@@ -611,23 +595,7 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
         if failed { "failed" } else { "ok" }
     );
     let _ = writeln!(out, "{} · {}\n", provider_text(view), run.status.as_str());
-    match &run.result {
-        Some(result) => {
-            let _ = writeln!(out, "> {}\n", md(&shorten(result)));
-            let _ = writeln!(out, "from {}\n", md(&provenance(view)));
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "no result ({}){}\n",
-                run.status.as_str(),
-                run.error
-                    .as_deref()
-                    .map(|e| format!(": {}", md(&shorten(e))))
-                    .unwrap_or_default()
-            );
-        }
-    }
+    push_result(&mut out, view);
     out.push_str("| agent | role | status | tokens | cost |\n| --- | --- | --- | ---: | ---: |\n");
     let mut stack: Vec<(&AgentNode, usize)> = view.agents.iter().rev().map(|node| (node, 0)).collect();
     while let Some((node, depth)) = stack.pop() {
@@ -668,4 +636,27 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
         );
     }
     out
+}
+
+/// The run's result and where it came from, or why there is none, as
+/// Markdown (the report's and the CI summary's).
+fn push_result(out: &mut String, view: &RunView) {
+    let run = &view.run;
+    match &run.result {
+        Some(result) => {
+            let _ = writeln!(out, "> {}\n", md(&shorten(result)));
+            let _ = writeln!(out, "from {}\n", md(&provenance(view)));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "no result ({}){}\n",
+                run.status.as_str(),
+                run.error
+                    .as_deref()
+                    .map(|e| format!(": {}", md(&shorten(e))))
+                    .unwrap_or_default()
+            );
+        }
+    }
 }

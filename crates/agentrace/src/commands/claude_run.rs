@@ -153,28 +153,7 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
     };
     let summary = recording.close(Some(reason))?;
     drop(lock);
-    match summary.status {
-        RunStatus::Done => {
-            match &summary.result {
-                Some(result) => out.line(result)?,
-                None => eprintln!(
-                    "warning: the root's last turn ended without an answer of its own\nhint: agentrace show {id}"
-                ),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        RunStatus::Interrupted => {
-            eprintln!("interrupted; recorded as {id}");
-            Ok(ExitCode::from(130))
-        }
-        RunStatus::Failed | RunStatus::Running => {
-            eprintln!(
-                "error: the run failed: {}\nhint: agentrace show {id}",
-                summary.error.as_deref().unwrap_or("no error given")
-            );
-            Ok(ExitCode::FAILURE)
-        }
-    }
+    crate::live::tell_end(out, &id, &summary)
 }
 
 /// Records stdout until it closes; true when the user interrupted.

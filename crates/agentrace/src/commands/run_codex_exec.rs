@@ -205,24 +205,5 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
     if let Some(endpoint) = request.otlp {
         crate::commands::export::export_after_run(home, &id, endpoint);
     }
-    match summary.status {
-        RunStatus::Done => {
-            match &summary.result {
-                Some(result) => out.line(result)?,
-                None => eprintln!("warning: the root's last turn ended without an answer of its own\nhint: agentrace show {id}"),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        RunStatus::Interrupted => {
-            eprintln!("interrupted; recorded as {id}");
-            Ok(ExitCode::from(130))
-        }
-        RunStatus::Failed | RunStatus::Running => {
-            eprintln!(
-                "error: the run failed: {}\nhint: agentrace show {id}",
-                summary.error.as_deref().unwrap_or("no error given")
-            );
-            Ok(ExitCode::FAILURE)
-        }
-    }
+    crate::live::tell_end(out, &id, &summary)
 }
