@@ -96,25 +96,64 @@ pub fn index_finished_log(log: &std::path::Path) {
 /// The searchable text of the envelopes a run is written with, collected
 /// on the way to its log: a recorder that just wrote a log must not read it
 /// back (twice, for the final actors) to index it.
-#[derive(Default)]
+/// Past [`TEXTS_HELD`] bytes of text it lets go of them, and the log is
+/// read back instead: memory stays flat in a run's size.
 pub struct Texts {
     rows: Vec<TextRow>,
+    bytes: usize,
+    /// The bytes of text held at most.
+    held: usize,
+    /// More text came than is held: read the log back.
+    overflowed: bool,
     finals: FinalActors,
+}
+
+/// The text a recorder holds for the catalog before it reads the log back
+/// instead.
+const TEXTS_HELD: usize = 16 * 1024 * 1024;
+
+impl Default for Texts {
+    fn default() -> Self {
+        Self { rows: Vec::new(), bytes: 0, held: TEXTS_HELD, overflowed: false, finals: FinalActors::default() }
+    }
 }
 
 impl Texts {
     /// Notes the text of envelopes as they go to the log.
     pub fn observe(&mut self, envelopes: &[Envelope]) {
+        if self.overflowed {
+            return;
+        }
         for envelope in envelopes {
             self.finals.observe(envelope);
-            self.rows.extend(TextRow::of(envelope));
+            if let Some(row) = TextRow::of(envelope) {
+                self.bytes += row.text.len();
+                self.rows.push(row);
+            }
+        }
+        if self.bytes > self.held {
+            self.overflowed = true;
+            self.rows = Vec::new();
         }
     }
 
-    /// The rows, each with its thread's final actor.
-    pub fn settled(mut self, id: &RunId) -> Vec<TextRow> {
+    /// The rows, each with its thread's final actor (`None` when they
+    /// were let go of).
+    pub fn settled(mut self, id: &RunId) -> Option<Vec<TextRow>> {
+        if self.overflowed {
+            return None;
+        }
         agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
-        self.rows
+        Some(self.rows)
+    }
+
+    /// The settled rows, or the log's text read back when they were let go
+    /// of.
+    pub fn settled_or_read(self, home: &Home, id: &RunId) -> anyhow::Result<Vec<TextRow>> {
+        match self.settled(id) {
+            Some(rows) => Ok(rows),
+            None => Ok(agentrace_store::catalog::texts_of_log(&home.log_path(id))?),
+        }
     }
 }
 
@@ -132,11 +171,53 @@ pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], t
         // row committed on its own was a WAL commit (a third of a 40 MB
         // ingest's time).
         catalog.begin()?;
-        catalog.put_run(summary, None, None, &agents, stamp, Some(&texts.settled(id)))?;
+        let texts = texts.settled_or_read(home, id)?;
+        catalog.put_run(summary, None, None, &agents, stamp, Some(&texts))?;
         catalog.commit()?;
         Ok(())
     })();
     if let Err(error) = done {
         eprintln!("warning: run {id} is not in the catalog yet: {error:#}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentrace_core::model::Timestamp;
+    use agentrace_core::recorder::Format;
+    use agentrace_core::{InputLine, Recorder};
+
+    fn envelopes() -> Vec<Envelope> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut recorder = Recorder::new(RunId::from("texts"), Format::ClaudeStream);
+        let mut all = recorder.start(Timestamp::from_millis(0));
+        for (index, line) in text.lines().enumerate() {
+            all.extend(recorder.push(&InputLine {
+                bytes: line.as_bytes(),
+                line_number: index as u64 + 1,
+                observed_at: Timestamp::from_millis(0),
+                direction: None,
+                truncated_from: None,
+            }));
+        }
+        all.extend(recorder.finish());
+        all
+    }
+
+    #[test]
+    fn texts_held_are_the_rows_of_every_envelope_and_past_the_bound_none_are_held() {
+        let envelopes = envelopes();
+        let expected: Vec<TextRow> = envelopes.iter().filter_map(TextRow::of).collect();
+        assert!(!expected.is_empty(), "the capture has text");
+        let mut held = Texts::default();
+        held.observe(&envelopes);
+        let rows = held.settled(&RunId::from("texts")).unwrap_or_else(|| panic!("held"));
+        assert_eq!(rows.iter().map(|row| &row.text).collect::<Vec<_>>(), expected.iter().map(|row| &row.text).collect::<Vec<_>>());
+        let mut bounded = Texts { held: 8, ..Texts::default() };
+        bounded.observe(&envelopes);
+        assert!(bounded.rows.is_empty());
+        assert!(bounded.settled(&RunId::from("texts")).is_none());
     }
 }

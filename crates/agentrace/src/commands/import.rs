@@ -1053,7 +1053,7 @@ impl Importer<'_> {
         // `remove_run` above left no record: it is written in place.
         writer.write_new_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok((recorder.state().view(), marks, texts.settled(id)))
+        Ok((recorder.state().view(), marks, texts.settled_or_read(self.home, id)?))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1109,7 +1109,7 @@ impl Importer<'_> {
         }
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
-        Ok(Some((recorder.state().view(), feed.marks(), texts.settled(id))))
+        Ok(Some((recorder.state().view(), feed.marks(), texts.settled_or_read(self.home, id)?)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them
