@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Envelope, Event, ThreadId, Timestamp};
+use crate::model::{Envelope, Event, ItemId, ThreadId, Timestamp};
 use crate::state::AgentNode;
 
 /// What a bar stands for.
@@ -275,9 +275,7 @@ impl WaterfallBuilder {
                 ..
             } => {
                 let Some(thread) = thread else { return };
-                let key = item_id
-                    .as_ref()
-                    .map_or_else(|| name.clone(), |id| id.to_string());
+                let key = tool_key(item_id.as_ref(), name);
                 let index = self.bars.len();
                 self.bars.push(Bar {
                     kind: if is_wait(name) {
@@ -311,9 +309,7 @@ impl WaterfallBuilder {
                 ..
             } => {
                 let Some(thread) = thread else { return };
-                let key = item_id
-                    .as_ref()
-                    .map_or_else(|| name.clone(), |id| id.to_string());
+                let key = tool_key(item_id.as_ref(), name);
                 let Some(open) = self.open_tools.get_mut(&(thread.clone(), key.clone())) else {
                     return;
                 };
@@ -540,6 +536,11 @@ impl Waterfall {
         }
         out
     }
+}
+
+/// What pairs a tool call with its result: its item id, else its name.
+fn tool_key(item_id: Option<&ItemId>, name: &str) -> String {
+    item_id.map_or_else(|| name.to_owned(), ToString::to_string)
 }
 
 #[cfg(test)]

@@ -11,10 +11,8 @@ use agentrace_core::childwork::{fold, ChangeKind, ChildWorkChange, ChildWorkReco
 use agentrace_core::model::{
     Actor, Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp, LOG_VERSION,
 };
-use agentrace_core::recorder::Format;
-use agentrace_core::{InputLine, Recorder};
 
-use super::support::{record, T0};
+use super::support::{record, record_claude};
 
 fn fixtures() -> Vec<(String, Vec<Envelope>)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
@@ -47,22 +45,7 @@ fn dirs(folder: &Path) -> Vec<PathBuf> {
 
 fn claude(input: &Path) -> Vec<Envelope> {
     let bytes = std::fs::read(input).unwrap_or_else(|e| panic!("{e}"));
-    let mut recorder = Recorder::new(RunId::from("run-test"), Format::ClaudeStream);
-    let mut envelopes = recorder.start(Timestamp::from_millis(T0));
-    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
-        if agentrace_core::decode::is_blank(line) {
-            continue;
-        }
-        envelopes.extend(recorder.push(&InputLine {
-            bytes: line,
-            line_number: u64::try_from(index + 1).unwrap_or(0),
-            observed_at: Timestamp::from_millis(T0),
-            direction: None,
-            truncated_from: None,
-        }));
-    }
-    envelopes.extend(recorder.finish());
-    envelopes
+    record_claude(&bytes)
 }
 
 /// The `session_ended` envelope after `envelopes`.

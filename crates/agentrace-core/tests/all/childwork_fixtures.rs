@@ -7,12 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use agentrace_core::childwork::{fold, ChildWorkState};
-use agentrace_core::model::{Envelope, RunId, Timestamp};
-use agentrace_core::recorder::Format;
-use agentrace_core::{InputLine, Recorder};
+use agentrace_core::model::Envelope;
 use serde_json::json;
 
-use super::support::{as_legacy, record, without_raw, T0};
+use super::support::{as_legacy, record, record_claude, without_raw};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
@@ -36,22 +34,7 @@ fn claude_envelopes(dir: &Path) -> Vec<Envelope> {
     } else {
         read(&dir.join("sdk_messages.jsonl"))
     };
-    let mut recorder = Recorder::new(RunId::from("run-test"), Format::ClaudeStream);
-    let mut envelopes = recorder.start(Timestamp::from_millis(T0));
-    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
-        if agentrace_core::decode::is_blank(line) {
-            continue;
-        }
-        envelopes.extend(recorder.push(&InputLine {
-            bytes: line,
-            line_number: u64::try_from(index + 1).unwrap_or(0),
-            observed_at: Timestamp::from_millis(T0),
-            direction: None,
-            truncated_from: None,
-        }));
-    }
-    envelopes.extend(recorder.finish());
-    envelopes
+    record_claude(&bytes)
 }
 
 fn check(name: &str, envelopes: &[Envelope]) {

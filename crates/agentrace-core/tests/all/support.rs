@@ -47,6 +47,27 @@ pub fn record_chunks(chunks: &[&[u8]]) -> (Recorder, Vec<Envelope>) {
     (recorder, envelopes)
 }
 
+/// Records Claude Code stdout (`stream-json` lines, each observed at
+/// [`T0`]) as one run.
+pub fn record_claude(bytes: &[u8]) -> Vec<Envelope> {
+    let mut recorder = Recorder::new(RunId::from("run-test"), Format::ClaudeStream);
+    let mut envelopes = recorder.start(Timestamp::from_millis(T0));
+    for (index, line) in bytes.split(|byte| *byte == b'\n').enumerate() {
+        if agentrace_core::decode::is_blank(line) {
+            continue;
+        }
+        envelopes.extend(recorder.push(&InputLine {
+            bytes: line,
+            line_number: u64::try_from(index + 1).unwrap_or(0),
+            observed_at: Timestamp::from_millis(T0),
+            direction: None,
+            truncated_from: None,
+        }));
+    }
+    envelopes.extend(recorder.finish());
+    envelopes
+}
+
 /// Envelopes with corrections applied, as readers see them.
 pub fn finalized(envelopes: &[Envelope]) -> Vec<Envelope> {
     let mut finals = FinalActors::default();
