@@ -168,6 +168,13 @@ impl fmt::Debug for PriceBook {
 
 static DATABASE: LazyLock<Arc<PriceBook>> = LazyLock::new(|| Arc::new(PriceBook::database()));
 
+/// Decodes the compiled-in database now (about 70 ms, once per process),
+/// so a shell with a spare core can do it beside its reading instead of on
+/// the first request a fold prices. Pure: the same data whoever decodes it.
+pub fn warm_database() {
+    let _ = Calculator::bundled();
+}
+
 impl PriceBook {
     /// The compiled-in database alone.
     pub fn database() -> Self {

@@ -193,9 +193,9 @@ impl Recorder {
             }
         };
         Self {
-            // A caller that reads no changes needs only the run state (the
-            // store's writer folds the rest for the snapshot): the rest of
-            // the book is kept once changes are asked for.
+            // A caller that reads no changes may need only the run state
+            // (a store writer with a book of its own folds the rest): the
+            // rest of the book is kept once it or changes are asked for.
             book: RunBook::state_only(run_id.clone()),
             changes: None,
             session_open: false,
@@ -238,6 +238,15 @@ impl Recorder {
     pub fn with_changes(mut self) -> Self {
         self.book = self.book.keep_all();
         self.changes = Some(Changes::default());
+        self
+    }
+
+    /// Keeps the whole run book (records, evidence, final actors) without
+    /// collecting changes: for a shell whose store writer folds nothing
+    /// itself and is lent this book for its records and snapshots, so each
+    /// envelope is folded once. Call before anything is recorded.
+    pub fn with_whole_book(mut self) -> Self {
+        self.book = self.book.keep_all();
         self
     }
 

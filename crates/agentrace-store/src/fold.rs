@@ -126,13 +126,30 @@ impl RunFold {
     /// Folds one envelope whose line starts at byte `line_start` and ends
     /// (after its `\n`) at `line_end`; returns the changes it made.
     pub fn apply(&mut self, envelope: &Envelope, line_start: u64, line_end: u64) -> Changes {
+        self.advance(envelope, line_start, line_end);
+        self.book.apply(envelope)
+    }
+
+    /// The file side of [`RunFold::apply`] alone (offsets, index, counts):
+    /// for a writer whose book is its caller's, which folds the envelope
+    /// itself (see [`crate::RunWriter::with_book_lent`]).
+    pub(crate) fn advance(&mut self, envelope: &Envelope, line_start: u64, line_end: u64) {
         if self.envelopes.checked_rem(INDEX_STRIDE) == Some(0) {
             self.index.push((envelope.sequence, line_start));
         }
         self.envelopes += 1;
         self.highest_sequence = self.highest_sequence.max(envelope.sequence);
         self.offset = self.offset.max(line_end);
-        self.book.apply(envelope)
+    }
+
+    /// This fold's file side with its book dropped: what a writer whose
+    /// book is lent to it keeps (an empty state-only book holds the place).
+    pub(crate) fn without_book(self) -> Self {
+        let id = self.book.state().summary().id;
+        Self {
+            book: RunBook::state_only(id),
+            ..self
+        }
     }
 
     /// `{run, agents, warnings}` as `show --json` prints it: the recorded
@@ -322,18 +339,42 @@ impl RunFold {
     /// The snapshot's bytes, given the fingerprint of the log's bytes
     /// before [`RunFold::offset`] (see [`fingerprint`]).
     pub(crate) fn snapshot_bytes(&self, fingerprint: u64) -> serde_json::Result<Vec<u8>> {
+        self.snapshot_bytes_with(&self.book, fingerprint)
+    }
+
+    /// [`RunFold::snapshot_bytes`] with `book` in place of this fold's own
+    /// (a writer's lent book): the same bytes a fold holding it would give.
+    pub(crate) fn snapshot_bytes_with(&self, book: &RunBook, fingerprint: u64) -> serde_json::Result<Vec<u8>> {
+        /// [`RunFold`]'s fields, by reference, in its order and names.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct FoldRef<'a> {
+            book: &'a RunBook,
+            offset: u64,
+            skipped: u64,
+            index: &'a [(u64, u64)],
+            envelopes: u64,
+            highest_sequence: u64,
+        }
         #[derive(Serialize)]
         struct SnapshotRef<'a> {
             version: u32,
             build: &'static str,
             fingerprint: u64,
-            fold: &'a RunFold,
+            fold: FoldRef<'a>,
         }
         serde_json::to_vec(&SnapshotRef {
             version: SNAPSHOT_VERSION,
             build: env!("CARGO_PKG_VERSION"),
             fingerprint,
-            fold: self,
+            fold: FoldRef {
+                book,
+                offset: self.offset,
+                skipped: self.skipped,
+                index: &self.index,
+                envelopes: self.envelopes,
+                highest_sequence: self.highest_sequence,
+            },
         })
     }
 }

@@ -14,6 +14,14 @@
 //! and the log synced at most every [`BatchPolicy::sync_every`]
 //! ([`RunWriter::tick`]); at the end both are synced ([`RunWriter::sync`],
 //! [`RunWriter::write_record`]).
+//!
+//! One fold: a writer driven by a recorder does not fold the log a second
+//! time. [`RunWriter::with_book_lent`] makes it keep only the file side of
+//! the fold (offsets, the index), and the recorder's run book, which has
+//! folded every envelope the writer is given, is lent to each call that
+//! writes a record or a snapshot ([`RunWriter::tick_with`],
+//! [`RunWriter::write_record_with`], [`RunWriter::checked_with`]). A writer
+//! given envelopes alone keeps a book of its own.
 
 use std::cell::Cell;
 use std::fmt;
@@ -23,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentrace_core::book::RunBook;
 use agentrace_core::model::RunStatus;
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
@@ -151,8 +160,12 @@ pub struct RunWriter {
     needs_newline: bool,
     snapshot_path: PathBuf,
     /// The fold of every line written, while it is known to match the log
-    /// byte for byte (dropped after a failed write).
+    /// byte for byte (dropped after a failed write). With the book lent,
+    /// only its file side (offsets, index) is kept here.
     fold: Option<RunFold>,
+    /// The run book is the caller's, lent to each call that needs it
+    /// ([`RunWriter::with_book_lent`]).
+    lent: bool,
     /// The last bytes of the log, for the snapshot's fingerprint.
     tail: Vec<u8>,
     /// The log length the last snapshot covered (a cell: records, and with
@@ -203,6 +216,7 @@ impl RunWriter {
             needs_newline: false,
             snapshot_path,
             fold: resumed.fold,
+            lent: false,
             tail: resumed.tail,
             snapshot_offset: Cell::new(resumed.snapshot_offset),
             snapshot_at: Cell::new(None),
@@ -213,6 +227,21 @@ impl RunWriter {
             cadence: Cadence::default(),
             writes: 0,
         }
+    }
+
+    /// This writer folding nothing itself: its caller's run book (a
+    /// recorder's, which has folded every envelope given to this writer,
+    /// in order, before it is queued) is lent to each call that writes a
+    /// record or a snapshot, so every envelope is folded once. Those calls
+    /// are [`RunWriter::tick_with`], [`RunWriter::write_record_with`] and
+    /// [`RunWriter::checked_with`]; their own-book forms then write no
+    /// snapshot and count no warnings. A snapshot is written only when the
+    /// lent book has folded exactly the lines written (its last sequence
+    /// is the log's), so it is never ahead of the log.
+    pub fn with_book_lent(mut self) -> Self {
+        self.fold = self.fold.take().map(RunFold::without_book);
+        self.lent = true;
+        self
     }
 
     /// This writer with other batch knobs.
@@ -318,7 +347,11 @@ impl RunWriter {
             let mut previous_end = first_line;
             for (envelope, end) in envelopes.iter().zip(&ends) {
                 let line_end = line_start + (end - previous_end) as u64;
-                fold.apply(envelope, line_start, line_end);
+                if self.lent {
+                    fold.advance(envelope, line_start, line_end);
+                } else {
+                    fold.apply(envelope, line_start, line_end);
+                }
                 line_start = line_end;
                 previous_end = *end;
             }
@@ -387,18 +420,25 @@ impl RunWriter {
         let mut bytes = batch.bytes;
         bytes.clear();
         self.batch.bytes = bytes;
+        // A lent book is not here: the caller's next tick writes it.
+        if !self.lent {
+            self.snapshot_if_grown(None);
+        }
+        Ok(())
+    }
+
+    /// A snapshot when the log grew 4 MiB past the last, but no more often
+    /// than the record: a snapshot is the whole fold, and written on every
+    /// 4 MiB of a fast ingest it cost more than the log.
+    fn snapshot_if_grown(&self, lent: Option<&RunBook>) {
         if let Some(fold) = &self.fold {
-            // Every 4 MiB, but no more often than the record: a snapshot is
-            // the whole fold, and written on every 4 MiB of a fast ingest it
-            // cost more than the log.
             let since = self.snapshot_at.get();
             if fold.offset() - self.snapshot_offset.get() >= SNAPSHOT_EVERY_BYTES
                 && since.is_none_or(|at| self.clock.now().duration_since(at) >= self.policy.record_every)
             {
-                self.save_snapshot_quietly();
+                self.save_snapshot_quietly(lent);
             }
         }
-        Ok(())
     }
 
     /// The live cadence, cheap enough to call after every envelope queued,
@@ -418,6 +458,23 @@ impl RunWriter {
         status: RunStatus,
         summary: impl FnOnce() -> RunSummary,
     ) -> Result<Ticked, StoreError> {
+        self.tick_lent(status, summary, None)
+    }
+
+    /// [`RunWriter::tick`] of a writer whose book is lent
+    /// ([`RunWriter::with_book_lent`]): the status and summary are the
+    /// book's, and the snapshot (when due) is written from it.
+    pub fn tick_with(&mut self, book: &RunBook) -> Result<Ticked, StoreError> {
+        let state = book.state();
+        self.tick_lent(state.status(), || state.summary(), Some(book))
+    }
+
+    fn tick_lent(
+        &mut self,
+        status: RunStatus,
+        summary: impl FnOnce() -> RunSummary,
+        lent: Option<&RunBook>,
+    ) -> Result<Ticked, StoreError> {
         let mut ticked = Ticked::default();
         if self.batch_due() {
             self.flush()?;
@@ -434,7 +491,7 @@ impl RunWriter {
         {
             ticked.wrote |= !self.batch.bytes.is_empty();
             self.flush()?;
-            let bytes = self.record_bytes(&summary())?;
+            let bytes = self.record_bytes(&summary(), lent)?;
             replace_unsynced(&self.record_path, &bytes, "write run record")?;
             // The snapshot goes with it once the log has grown 4 MiB past
             // the last (or first reaches 1 MiB): a snapshot is the whole
@@ -444,7 +501,7 @@ impl RunWriter {
             if offset - covered.min(offset) >= SNAPSHOT_EVERY_BYTES
                 || (covered == 0 && offset >= SNAPSHOT_MIN_BYTES)
             {
-                self.save_snapshot_quietly();
+                self.save_snapshot_quietly(lent);
             }
             self.cadence.recorded_status = Some(status);
             self.cadence.recorded_at = Some(now);
@@ -455,6 +512,11 @@ impl RunWriter {
             ticked.wrote |= !self.batch.bytes.is_empty();
             self.sync()?;
             ticked.synced = true;
+        }
+        if self.lent {
+            // What `flush` does for a book of the writer's own (cheap
+            // unless the log grew 4 MiB).
+            self.snapshot_if_grown(lent);
         }
         Ok(ticked)
     }
@@ -472,6 +534,21 @@ impl RunWriter {
     /// the log). Refused when this writer's fold no longer matches the log
     /// (after a failed write).
     pub fn save_snapshot(&self) -> Result<(), StoreError> {
+        self.save_snapshot_lent(None)
+    }
+
+    /// The book a record or snapshot is written from: the lent one, or
+    /// this writer's own; `None` when the fold no longer matches the log,
+    /// or the book lent is not of exactly the lines written.
+    fn book<'a>(&'a self, lent: Option<&'a RunBook>) -> Option<&'a RunBook> {
+        let fold = self.fold.as_ref()?;
+        if !self.lent {
+            return Some(fold.book());
+        }
+        lent.filter(|book| book.state().last_sequence() == fold.highest_sequence())
+    }
+
+    fn save_snapshot_lent(&self, lent: Option<&RunBook>) -> Result<(), StoreError> {
         if !self.batch.bytes.is_empty() {
             return Err(StoreError::io(
                 "snapshot",
@@ -479,15 +556,19 @@ impl RunWriter {
                 std::io::Error::other("lines are queued: flush first"),
             ));
         }
-        let Some(fold) = &self.fold else {
+        let (Some(fold), Some(book)) = (&self.fold, self.book(lent)) else {
             return Err(StoreError::io(
                 "snapshot",
                 &self.snapshot_path,
-                std::io::Error::other("a failed write left the log unlike the fold"),
+                std::io::Error::other(if self.fold.is_none() {
+                    "a failed write left the log unlike the fold"
+                } else {
+                    "the book lent is not of the lines written"
+                }),
             ));
         };
         let bytes = fold
-            .snapshot_bytes(fingerprint(&self.tail))
+            .snapshot_bytes_with(book, fingerprint(&self.tail))
             .map_err(|source| StoreError::Encode {
                 what: String::from("the run snapshot"),
                 path: self.snapshot_path.clone(),
@@ -502,11 +583,11 @@ impl RunWriter {
     /// A snapshot when the log is long enough to need one and grew since the
     /// last. Errors are dropped on purpose: the snapshot is a cache, and
     /// failing to write it must never fail the recording.
-    fn save_snapshot_quietly(&self) {
+    fn save_snapshot_quietly(&self, lent: Option<&RunBook>) {
         let offset = self.fold.as_ref().map_or(0, RunFold::offset);
         if self.batch.bytes.is_empty()
             && offset >= SNAPSHOT_MIN_BYTES && offset != self.snapshot_offset.get() {
-            let _ = self.save_snapshot();
+            let _ = self.save_snapshot_lent(lent);
         }
     }
 
@@ -529,9 +610,20 @@ impl RunWriter {
     /// [`RunWriter::flush`] or [`RunWriter::sync`] first.
     /// A long log's snapshot is brought up to date with it.
     pub fn write_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
-        let bytes = self.record_bytes(summary)?;
+        self.write_record_lent(summary, None)
+    }
+
+    /// [`RunWriter::write_record`] of a writer whose book is lent
+    /// ([`RunWriter::with_book_lent`]): the warnings counted and the
+    /// snapshot written from `book`.
+    pub fn write_record_with(&self, summary: &RunSummary, book: &RunBook) -> Result<(), StoreError> {
+        self.write_record_lent(summary, Some(book))
+    }
+
+    fn write_record_lent(&self, summary: &RunSummary, lent: Option<&RunBook>) -> Result<(), StoreError> {
+        let bytes = self.record_bytes(summary, lent)?;
         write_atomically(&self.record_path, &bytes)?;
-        self.save_snapshot_quietly();
+        self.save_snapshot_quietly(lent);
         Ok(())
     }
 
@@ -539,9 +631,9 @@ impl RunWriter {
     /// readers never see half a record) but without `fsync`: for runs that
     /// are rebuilt from their sources anyway, such as imported ones.
     pub fn write_record_unsynced(&self, summary: &RunSummary) -> Result<(), StoreError> {
-        let bytes = self.record_bytes(summary)?;
+        let bytes = self.record_bytes(summary, None)?;
         replace_unsynced(&self.record_path, &bytes, "write run record")?;
-        self.save_snapshot_quietly();
+        self.save_snapshot_quietly(None);
         Ok(())
     }
 
@@ -551,10 +643,10 @@ impl RunWriter {
     /// import spends most on. A reader meeting half a record cannot parse it
     /// and folds the log instead, as for any unreadable record.
     pub fn write_new_record_unsynced(&self, summary: &RunSummary) -> Result<(), StoreError> {
-        let bytes = self.record_bytes(summary)?;
+        let bytes = self.record_bytes(summary, None)?;
         fs::write(&self.record_path, &bytes)
             .map_err(|source| StoreError::io("write run record", &self.record_path, source))?;
-        self.save_snapshot_quietly();
+        self.save_snapshot_quietly(None);
         Ok(())
     }
 
@@ -568,9 +660,23 @@ impl RunWriter {
     /// list of runs agrees with it without reading every log: the fold has
     /// what the detectors read.
     pub fn checked(&self, summary: &RunSummary) -> RunSummary {
-        match &self.fold {
-            Some(fold) => {
-                let (view, _) = fold.checked_view(&WarningConfig::default(), None);
+        self.checked_lent(summary, None)
+    }
+
+    /// [`RunWriter::checked`] of a writer whose book is lent
+    /// ([`RunWriter::with_book_lent`]), by `book`.
+    pub fn checked_with(&self, summary: &RunSummary, book: &RunBook) -> RunSummary {
+        self.checked_lent(summary, Some(book))
+    }
+
+    fn checked_lent(&self, summary: &RunSummary, lent: Option<&RunBook>) -> RunSummary {
+        // A lent book ahead of the log (envelopes not yet queued) still
+        // counts the run's warnings as the record should.
+        let book = if self.lent { lent } else { self.book(None) };
+        match book {
+            Some(book) => {
+                let skipped = self.fold.as_ref().map_or(0, RunFold::skipped);
+                let (view, _) = book.checked_view(&WarningConfig::default(), None, skipped);
                 RunSummary {
                     warning_count: view.run.warning_count,
                     warning_codes: view.run.warning_codes,
@@ -581,7 +687,7 @@ impl RunWriter {
         }
     }
 
-    fn record_bytes(&self, summary: &RunSummary) -> Result<Vec<u8>, StoreError> {
+    fn record_bytes(&self, summary: &RunSummary, lent: Option<&RunBook>) -> Result<Vec<u8>, StoreError> {
         if summary.id != self.run_id {
             return Err(StoreError::WrongRun {
                 path: self.record_path.clone(),
@@ -589,7 +695,7 @@ impl RunWriter {
                 found: summary.id.clone(),
             });
         }
-        let summary = &self.checked(summary);
+        let summary = &self.checked_lent(summary, lent);
         let mut bytes =
             serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
                 what: String::from("the run record"),

@@ -288,10 +288,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .input
                     .as_deref()
                     .context("no input given\nhint: pass a file, or `-` for stdin")?;
-                let id = ingest::ingest_path(&home, input, &options)?;
-                out.line(id.as_str())?;
+                let ingested = ingest::ingest_path(&home, input, &options)?;
+                out.line(ingested.id.as_str())?;
                 // A `codex exec` run exits as `run codex --exec` would have.
-                if let Some(code) = ingest::exec_exit_code(&home, &id)? {
+                if let Some(code) = ingest::exec_exit_code(&ingested.summary) {
                     out.flush()?;
                     return Ok(code);
                 }

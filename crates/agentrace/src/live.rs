@@ -52,7 +52,9 @@ impl LiveRun {
             .with_traceparent(crate::trace_context::to_record())
             .keep_secrets(crate::secrets::keep())
             .with_changes();
-        let writer = home.create_run(id)?;
+        // One fold: the recorder's book (kept whole for the changes) is
+        // lent to the writer.
+        let writer = home.create_run(id)?.with_book_lent();
         let mut run = Self {
             recorder,
             writer,
@@ -176,8 +178,7 @@ impl LiveRun {
 
     /// The writer's cadence after some work (cheap: see [`RunWriter::tick`]).
     pub fn tick(&mut self) -> anyhow::Result<()> {
-        let state = self.recorder.state();
-        self.writer.tick(state.status(), || state.summary())?;
+        self.writer.tick_with(self.recorder.book())?;
         Ok(())
     }
 
@@ -205,7 +206,7 @@ impl LiveRun {
         self.write(ended)?;
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
-        self.writer.write_record(&summary)?;
+        self.writer.write_record_with(&summary, self.recorder.book())?;
         crate::commands::catalog::index_finished_log(self.writer.log_path());
         Ok(summary)
     }

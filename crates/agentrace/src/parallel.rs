@@ -46,6 +46,13 @@ pub fn map_chunks<'a, T: Sync + 'a, R: Send + 'a>(
     .flatten()
 }
 
+/// `work` started on the pool and not waited for: for a warm-up whose
+/// result only a later call reads (through its own lazy cell), done on a
+/// spare core while this one goes on.
+pub fn beside(work: impl FnOnce() + Send + 'static) {
+    rayon::spawn(work);
+}
+
 #[cfg(test)]
 mod tests {
     use super::{map, map_chunks};

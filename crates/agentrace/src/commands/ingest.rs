@@ -10,6 +10,7 @@ use std::io::{self, Read};
 use agentrace_core::lines::{AssembledLine, LineAssembler};
 use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
 use agentrace_core::recorder::Format;
+use agentrace_core::state::RunSummary;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
 use anyhow::{bail, Context as _};
@@ -39,8 +40,17 @@ pub struct IngestOptions {
     pub codex_home: Option<std::path::PathBuf>,
 }
 
+/// A run ingested: its id and the summary its record was written from.
+#[derive(Debug, Clone)]
+pub struct Ingested {
+    /// The run.
+    pub id: RunId,
+    /// The run as recorded (what its record says, warnings aside).
+    pub summary: RunSummary,
+}
+
 /// Ingests a file, or stdin for `-`.
-pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<RunId> {
+pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<Ingested> {
     if input == "-" {
         return ingest_reader(home, "<stdin>", io::stdin().lock(), options);
     }
@@ -113,11 +123,14 @@ pub fn ingest_reader(
     name: &str,
     reader: impl Read,
     options: &IngestOptions,
-) -> anyhow::Result<RunId> {
+) -> anyhow::Result<Ingested> {
     let id = match &options.run_id {
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),
     };
+    // The price database is decoded on the second core while this one
+    // reads: on the first request priced it held the fold up ~70 ms.
+    crate::parallel::beside(agentrace_core::prices::warm_database);
     let mut chunks = Chunks {
         reader,
         assembler: LineAssembler::default(),
@@ -172,8 +185,10 @@ pub fn ingest_reader(
     let mut session = Session {
         recorder: Recorder::new(id.clone(), format)
             .keep_secrets(crate::secrets::keep())
-            .with_traceparent(crate::trace_context::to_record()),
-        writer: home.create_run(&id)?,
+            .with_traceparent(crate::trace_context::to_record())
+            .with_whole_book(),
+        // One fold: the recorder's book is lent to the writer.
+        writer: home.create_run(&id)?.with_book_lent(),
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,
@@ -201,9 +216,10 @@ pub fn ingest_reader(
     session.end_of_input()?;
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
-    session.writer.write_record(&summary)?;
+    session.writer.write_record_with(&summary, session.recorder.book())?;
     let agents = session.recorder.state().agents();
-    index_recorded(home, &session.writer.checked(&summary), &agents, std::mem::take(&mut session.texts));
+    let checked = session.writer.checked_with(&summary, session.recorder.book());
+    index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
     if session.bad_count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
@@ -235,7 +251,7 @@ pub fn ingest_reader(
             if agents.len() == 1 { "" } else { "s" },
         );
     }
-    Ok(id)
+    Ok(Ingested { id, summary })
 }
 
 /// When a session that ended for `reason` ended: an input's or a
@@ -364,8 +380,7 @@ impl Session {
         // long ingest is still going.
         self.writer.queue(envelopes)?;
         self.texts.observe(envelopes);
-        let state = self.recorder.state();
-        self.writer.tick(state.status(), || state.summary())?;
+        self.writer.tick_with(self.recorder.book())?;
         Ok(())
     }
 }
@@ -388,7 +403,7 @@ fn replay<R: Read>(
     ahead: Vec<AssembledLine>,
     mut chunks: Chunks<R>,
     options: &IngestOptions,
-) -> anyhow::Result<RunId> {
+) -> anyhow::Result<Ingested> {
     let parse = |line: &AssembledLine| serde_json::from_slice::<Envelope>(&line.bytes).ok();
     let started = ahead
         .iter()
@@ -406,8 +421,9 @@ fn replay<R: Read>(
     let mut session = Session {
         recorder: Recorder::new(id.clone(), replay_format(source))
             .with_source(source)
-            .keep_secrets(crate::secrets::keep()),
-        writer: home.create_run(&id)?,
+            .keep_secrets(crate::secrets::keep())
+            .with_whole_book(),
+        writer: home.create_run(&id)?.with_book_lent(),
         bad_lines: Vec::new(),
         bad_count: 0,
         clock: start,
@@ -464,16 +480,17 @@ fn replay<R: Read>(
     }
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
-    session.writer.write_record(&summary)?;
+    session.writer.write_record_with(&summary, session.recorder.book())?;
     let agents = session.recorder.state().agents();
-    index_recorded(home, &session.writer.checked(&summary), &agents, std::mem::take(&mut session.texts));
+    let checked = session.writer.checked_with(&summary, session.recorder.book());
+    index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }
     if !options.quiet {
         eprintln!("replayed {frames} frames of {name} as {id}");
     }
-    Ok(id)
+    Ok(Ingested { id, summary })
 }
 
 /// The bytes a frame had on the wire: undecodable lines were kept as a
@@ -544,18 +561,18 @@ fn exec_rollouts(
 }
 
 /// The exit code of an ingested `codex exec` run, as `run codex --exec`
-/// gives it (none for other sources: their ingest succeeded).
-pub fn exec_exit_code(home: &Home, id: &RunId) -> anyhow::Result<Option<std::process::ExitCode>> {
-    let loaded = home.load_run(id)?;
-    let summary = loaded.summary();
+/// gives it (none for other sources: their ingest succeeded). Read from the
+/// summary the ingest ended with: folding the log again to learn it was a
+/// quarter of a 40 MB ingest.
+pub fn exec_exit_code(summary: &RunSummary) -> Option<std::process::ExitCode> {
     if summary.source != agentrace_core::model::Source::CodexExec {
-        return Ok(None);
+        return None;
     }
-    Ok(Some(match summary.status {
+    Some(match summary.status {
         RunStatus::Done => std::process::ExitCode::SUCCESS,
         RunStatus::Interrupted => std::process::ExitCode::from(130),
         RunStatus::Failed | RunStatus::Running => std::process::ExitCode::FAILURE,
-    }))
+    })
 }
 
 /// Detects the input format from the first lines.
