@@ -138,23 +138,60 @@ impl Timestamp {
     }
 }
 
+impl Timestamp {
+    /// The time as RFC 3339 (`2026-11-29T23:03:28.475Z`) in `buffer`, for a
+    /// year from 0 to 9999; `None` for any other. Worked out by hand
+    /// (days to a civil date, digits into a buffer): every stored envelope
+    /// has a time, snapshots hold thousands, and `write!` with seven
+    /// formatted numbers was most of the cost of writing one.
+    fn rfc3339(self, buffer: &mut [u8; 24]) -> Option<&str> {
+        const DAY_MS: i64 = 86_400_000;
+        let days = self.0.div_euclid(DAY_MS);
+        let in_day = self.0.rem_euclid(DAY_MS);
+        // Howard Hinnant's `civil_from_days`, in the proleptic Gregorian
+        // calendar chrono uses.
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let day_of_era = z.rem_euclid(146_097);
+        let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let shifted_month = (5 * day_of_year + 2) / 153;
+        let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+        let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
+        let year = year_of_era + era * 400 + i64::from(month <= 2);
+        if !(0..=9999).contains(&year) {
+            return None;
+        }
+        let digits = |out: &mut [u8], mut value: i64| {
+            for slot in out.iter_mut().rev() {
+                *slot = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        digits(&mut buffer[0..4], year);
+        buffer[4] = b'-';
+        digits(&mut buffer[5..7], month);
+        buffer[7] = b'-';
+        digits(&mut buffer[8..10], day);
+        buffer[10] = b'T';
+        digits(&mut buffer[11..13], in_day / 3_600_000);
+        buffer[13] = b':';
+        digits(&mut buffer[14..16], in_day / 60_000 % 60);
+        buffer[16] = b':';
+        digits(&mut buffer[17..19], in_day / 1000 % 60);
+        buffer[19] = b'.';
+        digits(&mut buffer[20..23], in_day % 1000);
+        buffer[23] = b'Z';
+        std::str::from_utf8(buffer).ok()
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use chrono::{Datelike as _, Timelike as _};
+        if let Some(text) = self.rfc3339(&mut [0; 24]) {
+            return f.write_str(text);
+        }
         match chrono::DateTime::from_timestamp_millis(self.0) {
-            // Written field by field: every stored envelope has a time, and
-            // chrono's format strings are parsed again on each call.
-            Some(t) if (0..=9999).contains(&t.year()) => write!(
-                f,
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-                t.year(),
-                t.month(),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second(),
-                t.timestamp_subsec_millis()
-            ),
             Some(t) => write!(f, "{}", t.format("%Y-%m-%dT%H:%M:%S%.3fZ")),
             None => write!(f, "{}", self.0),
         }
@@ -163,7 +200,10 @@ impl fmt::Display for Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        match self.rfc3339(&mut [0; 24]) {
+            Some(text) => serializer.serialize_str(text),
+            None => serializer.collect_str(self),
+        }
     }
 }
 
@@ -1179,5 +1219,27 @@ mod timestamp_tests {
                 .unwrap_or_default();
             assert_eq!(Timestamp(millis).to_string(), expected, "{millis}");
         }
+    }
+
+    #[test]
+    fn the_hand_written_time_is_chronos_from_before_year_0_to_after_9999() {
+        // Year -1 to 10000 in steps that land on every hour, minute and
+        // millisecond over the range (leap days and century years included).
+        let first = -62_198_755_200_000_i64;
+        let last = 253_433_923_200_000_i64;
+        let step = 86_400_000 * 29 + 3_600_000 * 7 + 60_000 * 13 + 1000 * 17 + 331;
+        let mut millis = first;
+        let mut checked = 0;
+        while millis <= last {
+            let expected = chrono::DateTime::from_timestamp_millis(millis)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                .unwrap_or_default();
+            let written = Timestamp(millis).to_string();
+            let serialized = serde_json::to_string(&Timestamp(millis)).unwrap_or_default();
+            assert_eq!((written, serialized), (expected.clone(), format!("\"{expected}\"")), "{millis}");
+            millis += step;
+            checked += 1;
+        }
+        assert_eq!(checked, 124_678);
     }
 }

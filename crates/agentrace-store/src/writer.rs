@@ -173,6 +173,8 @@ pub struct RunWriter {
     snapshot_offset: Cell<u64>,
     /// When the last snapshot was written.
     snapshot_at: Cell<Option<Instant>>,
+    /// The last snapshot's bytes' buffer, reused for the next.
+    snapshot_buffer: std::cell::RefCell<Vec<u8>>,
     /// Lines queued for the next write.
     batch: Batch,
     /// The highest sequence written to the log (0 for none).
@@ -220,6 +222,7 @@ impl RunWriter {
             tail: resumed.tail,
             snapshot_offset: Cell::new(resumed.snapshot_offset),
             snapshot_at: Cell::new(None),
+            snapshot_buffer: std::cell::RefCell::new(Vec::new()),
             batch: Batch::default(),
             acknowledged: next_sequence.saturating_sub(1),
             policy: BatchPolicy::default(),
@@ -567,14 +570,17 @@ impl RunWriter {
                 }),
             ));
         };
-        let bytes = fold
-            .snapshot_bytes_with(book, fingerprint(&self.tail))
+        let mut bytes = self.snapshot_buffer.take();
+        bytes.clear();
+        fold.write_snapshot_with(book, fingerprint(&self.tail), &mut bytes)
             .map_err(|source| StoreError::Encode {
                 what: String::from("the run snapshot"),
                 path: self.snapshot_path.clone(),
                 source,
             })?;
-        replace_unsynced(&self.snapshot_path, &bytes, "write run snapshot")?;
+        let written = replace_unsynced(&self.snapshot_path, &bytes, "write run snapshot");
+        self.snapshot_buffer.replace(bytes);
+        written?;
         self.snapshot_offset.set(fold.offset());
         self.snapshot_at.set(Some(self.clock.now()));
         Ok(())
@@ -615,9 +621,15 @@ impl RunWriter {
 
     /// [`RunWriter::write_record`] of a writer whose book is lent
     /// ([`RunWriter::with_book_lent`]): the warnings counted and the
-    /// snapshot written from `book`.
-    pub fn write_record_with(&self, summary: &RunSummary, book: &RunBook) -> Result<(), StoreError> {
-        self.write_record_lent(summary, Some(book))
+    /// snapshot written from `book`. Returns the summary as written (what
+    /// [`RunWriter::checked_with`] gives), so a caller indexing the run
+    /// need not run the detectors again.
+    pub fn write_record_with(&self, summary: &RunSummary, book: &RunBook) -> Result<RunSummary, StoreError> {
+        let checked = self.checked_lent(summary, Some(book));
+        let bytes = self.summary_bytes(&checked)?;
+        write_atomically(&self.record_path, &bytes)?;
+        self.save_snapshot_quietly(Some(book));
+        Ok(checked)
     }
 
     fn write_record_lent(&self, summary: &RunSummary, lent: Option<&RunBook>) -> Result<(), StoreError> {
@@ -688,6 +700,11 @@ impl RunWriter {
     }
 
     fn record_bytes(&self, summary: &RunSummary, lent: Option<&RunBook>) -> Result<Vec<u8>, StoreError> {
+        self.summary_bytes(&self.checked_lent(summary, lent))
+    }
+
+    /// The record's bytes of a summary already checked.
+    fn summary_bytes(&self, summary: &RunSummary) -> Result<Vec<u8>, StoreError> {
         if summary.id != self.run_id {
             return Err(StoreError::WrongRun {
                 path: self.record_path.clone(),
@@ -695,7 +712,6 @@ impl RunWriter {
                 found: summary.id.clone(),
             });
         }
-        let summary = &self.checked_lent(summary, lent);
         let mut bytes =
             serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
                 what: String::from("the run record"),

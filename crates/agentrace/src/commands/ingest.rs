@@ -216,9 +216,8 @@ pub fn ingest_reader(
     session.end_of_input()?;
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
-    session.writer.write_record_with(&summary, session.recorder.book())?;
+    let checked = session.writer.write_record_with(&summary, session.recorder.book())?;
     let agents = session.recorder.state().agents();
-    let checked = session.writer.checked_with(&summary, session.recorder.book());
     index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
     if session.bad_count > 0 {
         eprintln!(
@@ -480,9 +479,8 @@ fn replay<R: Read>(
     }
     session.writer.sync()?;
     let summary = session.recorder.state().summary();
-    session.writer.write_record_with(&summary, session.recorder.book())?;
+    let checked = session.writer.write_record_with(&summary, session.recorder.book())?;
     let agents = session.recorder.state().agents();
-    let checked = session.writer.checked_with(&summary, session.recorder.book());
     index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
