@@ -540,6 +540,13 @@ impl RunWriter {
         self.save_snapshot_lent(None)
     }
 
+    /// [`RunWriter::save_snapshot`] of a writer whose book is lent
+    /// ([`RunWriter::with_book_lent`]), from `book`: refused unless it has
+    /// folded exactly the lines written.
+    pub fn save_snapshot_with_book(&self, book: &RunBook) -> Result<(), StoreError> {
+        self.save_snapshot_lent(Some(book))
+    }
+
     /// The book a record or snapshot is written from: the lent one, or
     /// this writer's own; `None` when the fold no longer matches the log,
     /// or the book lent is not of exactly the lines written.

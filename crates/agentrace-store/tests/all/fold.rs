@@ -74,6 +74,105 @@ fn a_writers_snapshot_of_every_capture_equals_the_fold_of_its_log() -> TestResul
     Ok(())
 }
 
+#[test]
+fn a_writer_lent_the_recorders_book_writes_the_log_record_and_snapshot_a_writer_folding_its_own_does() -> TestResult {
+    let captures = codex_captures()?;
+    assert!(!captures.is_empty(), "no captures in fixtures/codex");
+    let (_directory, home) = temporary_home()?;
+    for (name, bytes) in captures {
+        // Ids of one length, so the logs line up byte for byte.
+        let own_id = run_id(&format!("{name}-self"));
+        let lent_id = run_id(&format!("{name}-lent"));
+        let lines: Vec<&[u8]> = bytes.split(|byte| *byte == b'\n').filter(|line| !line.is_empty()).collect();
+        // The same input through two recorders: one keeps only the state
+        // (its writer folds the rest), one keeps the whole book and lends it.
+        let mut own_recorder = Recorder::new(own_id.clone(), Format::CodexAppServer);
+        let mut lent_recorder = Recorder::new(lent_id.clone(), Format::CodexAppServer).with_whole_book();
+        let mut own = home.create_run(&own_id)?;
+        let mut lent = home.create_run(&lent_id)?.with_book_lent();
+        own.append(&own_recorder.start(Timestamp::from_millis(T0)))?;
+        lent.append(&lent_recorder.start(Timestamp::from_millis(T0)))?;
+        for (index, line) in lines.iter().enumerate() {
+            let input = InputLine {
+                bytes: line,
+                line_number: index as u64 + 1,
+                observed_at: Timestamp::from_millis(T0),
+                direction: None,
+                truncated_from: None,
+            };
+            own.append(&own_recorder.push(&input))?;
+            lent.append(&lent_recorder.push(&input))?;
+        }
+        own.append(&own_recorder.finish())?;
+        lent.append(&lent_recorder.finish())?;
+        own.sync()?;
+        lent.sync()?;
+        let own_summary = own_recorder.state().summary();
+        let lent_summary = lent_recorder.state().summary();
+        own.write_record(&own_summary)?;
+        let written = lent.write_record_with(&lent_summary, lent_recorder.book())?;
+        own.save_snapshot()?;
+        lent.save_snapshot_with_book(lent_recorder.book())?;
+
+        // The same but for the run id, which each line names.
+        let renamed = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).replace(lent_id.as_str(), own_id.as_str());
+        assert_eq!(
+            renamed(fs::read(home.log_path(&lent_id))?),
+            renamed(fs::read(home.log_path(&own_id))?),
+            "{name}: log"
+        );
+        assert_eq!(
+            renamed(fs::read(home.record_path(&lent_id))?),
+            renamed(fs::read(home.record_path(&own_id))?),
+            "{name}: record"
+        );
+        assert_eq!(written, own.checked(&lent_summary), "{name}: the summary written");
+        let snapshot = |id: &RunId| -> Fallible<Value> {
+            let fold = load(&home, id).map_err(|miss| format!("{name}: {miss}"))?;
+            Ok(serde_json::from_str(&renamed(serde_json::to_vec(&fold)?))?)
+        };
+        assert_eq!(snapshot(&lent_id)?, snapshot(&own_id)?, "{name}: snapshot");
+        assert_eq!(value_of(&load(&home, &lent_id).map_err(|miss| format!("{name}: {miss}"))?)?, value_of(&full_fold(&home, &lent_id)?)?, "{name}: snapshot and log");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_writer_never_snapshots_a_lent_book_that_is_ahead_of_the_lines_written() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let id = run_id("ahead");
+    let mut recorder = Recorder::new(id.clone(), Format::CodexAppServer).with_whole_book();
+    let mut writer = home.create_run(&id)?.with_book_lent();
+    let mut envelopes = recorder.start(Timestamp::from_millis(T0));
+    for (index, line) in SESSION.iter().enumerate() {
+        envelopes.extend(recorder.push(&InputLine {
+            bytes: line.as_bytes(),
+            line_number: index as u64 + 1,
+            observed_at: Timestamp::from_millis(T0),
+            direction: None,
+            truncated_from: None,
+        }));
+    }
+    // The book has folded every envelope; the log has all but the last.
+    writer.append(&envelopes[..envelopes.len() - 1])?;
+
+    let refused = writer
+        .save_snapshot_with_book(recorder.book())
+        .map_err(|error| (error.to_string(), std::error::Error::source(&error).map(ToString::to_string)));
+    writer.append(&envelopes[envelopes.len() - 1..])?;
+    writer.save_snapshot_with_book(recorder.book())?;
+
+    assert_eq!(
+        refused,
+        Err((
+            format!("cannot snapshot {}", home.snapshot_path(&id).display()),
+            Some(String::from("the book lent is not of the lines written"))
+        ))
+    );
+    assert_eq!(value_of(&load(&home, &id).map_err(|miss| miss.to_string())?)?, value_of(&full_fold(&home, &id)?)?);
+    Ok(())
+}
+
 /// Every Claude capture's `stream.jsonl` and `hooks.jsonl` as `(name, format, bytes)`.
 fn claude_captures() -> Fallible<Vec<(String, Format, Vec<u8>)>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude");
