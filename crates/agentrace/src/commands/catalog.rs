@@ -53,7 +53,7 @@ pub struct ReindexArgs {
 /// sources imported again (an import's offsets and stamps live only in the
 /// catalog, so every session is read once more).
 pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
-    let path = home.root().join(agentrace_store::catalog::CATALOG_FILE);
+    let path = home.catalog_path();
     // Emptied, not removed: another agentrace may be using it.
     let catalog = Catalog::open(home)?;
     catalog.clear()?;
@@ -74,12 +74,9 @@ pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
 /// (`<home>/runs/<id>.jsonl`); a failure is only said: the next reader
 /// syncs it anyway. The one hook the recorders call.
 pub fn index_finished_log(log: &std::path::Path) {
-    let (Some(runs_dir), Some(stem)) = (log.parent(), log.file_stem().and_then(|stem| stem.to_str())) else {
+    let Some((home, id)) = Home::of_log(log) else {
         return;
     };
-    let Some(root) = runs_dir.parent() else { return };
-    let home = Home::at(root);
-    let id = agentrace_core::model::RunId::from(stem);
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(&home)?;
         let stamp = agentrace_store::catalog::log_stamp(log).unwrap_or_default();

@@ -18,9 +18,6 @@ use clap::Args;
 use crate::output::Out;
 use crate::render;
 
-/// The config file read when `--config` is not given.
-pub const CONFIG_FILE: &str = "warnings.json";
-
 /// Flags that tune the warnings.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WarningArgs {
@@ -124,7 +121,7 @@ fn dollars(text: &str) -> Result<f64, String> {
 pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> {
     let (path, required) = match &args.config {
         Some(path) => (path.clone(), true),
-        None => (home.root().join(CONFIG_FILE), false),
+        None => (home.warning_config_path(), false),
     };
     let mut config = read_config(&path, required)?;
     if let Some(limit) = config.max_cost {
