@@ -1,7 +1,11 @@
-//! The agentrace home and the runs in it: finding the home, naming a run's
-//! files, creating, continuing, listing, loading and resolving runs. Every
-//! file it opens or creates is named by a validated run id, so no id can
-//! reach outside the runs directory.
+//! The agentrace home and the runs in it: finding the home, naming every
+//! file in it (the `*_path` methods; no other code builds a path under the
+//! home), creating, continuing, listing, removing, loading and resolving
+//! runs. Every run file it opens or creates is named by a validated run id,
+//! so no id can reach outside the runs directory. The home's other files
+//! are written beside it: locks in `lock.rs`, the hook spool in
+//! `spool.rs`, the statusline's state, `top`'s log and the tap's spill in
+//! `scratch.rs`.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -516,6 +520,12 @@ impl Home {
             }
         }
         runs
+    }
+
+    /// True when the runs folder holds anything at all (a folder that is
+    /// missing or cannot be listed holds nothing).
+    pub fn runs_dir_has_entries(&self) -> bool {
+        fs::read_dir(self.runs_dir()).is_ok_and(|mut entries| entries.next().is_some())
     }
 
     /// Removes run `id`'s log and record where `listed` (from

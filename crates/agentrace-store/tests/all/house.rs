@@ -318,6 +318,7 @@ fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
     let (_directory, home) = temporary_home()?;
     let before = home.list_run_files();
     fs::create_dir_all(home.runs_dir())?;
+    let empty_has_entries = home.runs_dir_has_entries();
     let names = [
         "claude-a.jsonl", "claude-a.json", "claude-a.snapshot", "claude-a-b.jsonl", "claude-b.jsonl",
         "codex-x.json", "live1.jsonl", "live1.json", "live1.lock", "live1.raw.gz", "notes.txt",
@@ -327,6 +328,7 @@ fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
     }
 
     let listed = home.list_run_files();
+    let has_entries = home.runs_dir_has_entries();
 
     let files = |log, record, snapshot| RunFiles { log, record, snapshot };
     // `claude-a-b` is a run of its own, not a file of `claude-a`.
@@ -341,6 +343,8 @@ fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
     .map(|(id, files)| (id.to_owned(), files))
     .collect();
     assert_eq!(before, HashMap::new());
+    assert!(!empty_has_entries);
+    assert!(has_entries);
     assert_eq!(listed, expected);
     Ok(())
 }

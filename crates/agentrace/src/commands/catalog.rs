@@ -16,8 +16,7 @@ pub fn open(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = Catalog::open(home)?;
     match catalog.rebuilt() {
         Some(Rebuilt::Missing) => {
-            let has_runs = std::fs::read_dir(home.runs_dir()).is_ok_and(|mut entries| entries.next().is_some());
-            if has_runs {
+            if home.runs_dir_has_entries() {
                 eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
             }
         }

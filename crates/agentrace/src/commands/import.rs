@@ -1501,6 +1501,7 @@ fn import_sessions(
 }
 
 #[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "the tests make the folders and files they list")]
 mod tests {
     use super::*;
 
