@@ -15,17 +15,15 @@ use clap::Args;
 pub fn open(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = Catalog::open(home)?;
     match catalog.rebuilt() {
-        Some(Rebuilt::Missing) => {
-            if home.runs_dir_has_entries() {
-                eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
-            }
+        Some(Rebuilt::Missing) if home.runs_dir_has_entries() => {
+            eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
         }
+        Some(Rebuilt::Missing) | None => {}
         Some(reason) => {
             if let Some(note) = reason.note(catalog.path()) {
                 eprintln!("{note}");
             }
         }
-        None => {}
     }
     Ok(catalog)
 }
