@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use agentrace_core::model::Timestamp;
-use agentrace_store::{Home, ImportLock, RunFiles, RunLock, StoreError};
+use agentrace_store::{Catalog, Home, ImportLock, RunFiles, RunLock, StoreError};
 use serde_json::{json, Value};
 
 use crate::all::support::{run_id, temporary_home, Fallible, TestResult};
@@ -78,6 +78,21 @@ fn the_home_names_every_file_it_keeps() {
         ("top log", PathBuf::from("/data/agentrace/top.log")),
     ];
     assert_eq!(named, expected);
+}
+
+#[test]
+fn the_catalog_is_opened_where_the_home_names_it() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+
+    let catalog = Catalog::open(&home)?;
+
+    assert_eq!(catalog.path(), home.catalog_path());
+    // SQLite's write-ahead log and its index sit beside it.
+    assert_eq!(
+        names_in(home.root())?,
+        vec!["catalog.sqlite".to_owned(), "catalog.sqlite-shm".to_owned(), "catalog.sqlite-wal".to_owned()]
+    );
+    Ok(())
 }
 
 #[test]
