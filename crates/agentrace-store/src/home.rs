@@ -144,6 +144,13 @@ impl Home {
         self.runs_dir().join(format!("{id}.snapshot"))
     }
 
+    /// `<root>/runs/<id>.raw.gz`, the compressed copies of an imported
+    /// run's frames, when the import keeps them ([`crate::raw_ref`]). The
+    /// id is not checked here.
+    pub fn kept_copies_path(&self, id: &RunId) -> PathBuf {
+        crate::raw_ref::copies_path(&self.log_path(id))
+    }
+
     /// `<root>/runs/<id>.lock`, the claim a process holds on run `id`'s
     /// log while it appends to it ([`RunLock`](crate::RunLock)). The id is
     /// not checked here.

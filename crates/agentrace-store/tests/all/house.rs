@@ -59,6 +59,7 @@ fn the_home_names_every_file_it_keeps() {
     let id = run_id("run-1");
 
     let named: Vec<(&str, PathBuf)> = vec![
+        ("kept copies", home.kept_copies_path(&id)),
         ("run lock", home.run_lock_path(&id)),
         ("hook spool", home.hook_spool_path(&id)),
         ("import dir", home.import_dir()),
@@ -69,6 +70,7 @@ fn the_home_names_every_file_it_keeps() {
     ];
 
     let expected: Vec<(&str, PathBuf)> = vec![
+        ("kept copies", PathBuf::from("/data/agentrace/runs/run-1.raw.gz")),
         ("run lock", PathBuf::from("/data/agentrace/runs/run-1.lock")),
         ("hook spool", PathBuf::from("/data/agentrace/hooks/run-1.jsonl")),
         ("import dir", PathBuf::from("/data/agentrace/import")),
