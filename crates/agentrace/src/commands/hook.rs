@@ -10,10 +10,11 @@
 //! How: the input goes first to the store's spool,
 //! `<home>/hooks/<run-id>.jsonl`, as one line
 //! `{"t": <unix ms>, "input": <the input, verbatim>}` (one append, so
-//! concurrent hooks never interleave; see `Home::spool_hook_input`). Then the hook tries the run's lock
-//! for a moment; with it, it moves the spool's lines into the run log.
-//! Without it (a live `run claude` or another hook holds it), it leaves them:
-//! the holder drains the spool before it lets go.
+//! concurrent hooks never interleave; see `Home::spool_hook_input`). Then
+//! the hook tries the run's lock for a moment; with it, it moves the
+//! spool's lines into the run log. Without it (a live `run claude` or
+//! another hook holds it), it leaves them: the holder drains the spool
+//! before it lets go.
 
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
