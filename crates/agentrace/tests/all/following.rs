@@ -174,6 +174,17 @@ fn top_without_a_terminal_prints_its_rows_once() {
     assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
 }
 
+/// The names of the notes the notification commands wrote into `dir`,
+/// sorted.
+fn noted_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `watch --on-end` fires once when a session is over (its root done, no
 /// child working), not while its helper still works, and not for a session
 /// that had ended before the watch began; `--on-warning` fires once per
@@ -218,14 +229,7 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let noted = || -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(notes.path())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let noted = || noted_in(notes.path());
     // Up to the root's answer, the helper's turn still open.
     let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
@@ -279,14 +283,7 @@ fn watch_waits_for_a_background_helper_before_it_says_a_session_ended() {
     let on_end = format!("cat > '{}'/end-$AGENTRACE_RUN_ID.json", notes.path().display());
     let watch = Watch::start(&cli, &homes, &["--on-end", &on_end]);
     assert!(watch.said().starts_with("watching "));
-    let noted = || -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(notes.path())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let noted = || noted_in(notes.path());
     // Up to the root's first answer (its turn's end), the helper mid-command.
     let root = growth
         .files
