@@ -211,15 +211,6 @@ impl Home {
         self.root.join("top.log")
     }
 
-    /// The home and run of a log at `<home>/runs/<id>.jsonl` (the layout
-    /// [`Home::log_path`] gives), for a caller that holds only the log's
-    /// path; `None` for a path of another shape. The id is not checked.
-    pub fn of_log(log: &Path) -> Option<(Home, RunId)> {
-        let stem = log.file_stem()?.to_str()?;
-        let root = log.parent()?.parent()?;
-        Some((Home::at(root), RunId::from(stem)))
-    }
-
     /// `<root>/statusline/<session>.json`, the state `agentrace statusline`
     /// keeps between its calls for one Claude Code session (a cache: any
     /// doubt means reading the transcripts again). Refuses a session id that

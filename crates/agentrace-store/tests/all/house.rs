@@ -98,15 +98,6 @@ fn the_catalog_is_opened_where_the_home_names_it() -> TestResult {
 }
 
 #[test]
-fn a_log_path_gives_back_its_home_and_run_and_a_bare_name_gives_none() {
-    let home = Home::at("/data/agentrace");
-    let id = run_id("run-1");
-
-    assert_eq!(Home::of_log(&home.log_path(&id)), Some((home, id)));
-    assert_eq!(Home::of_log(Path::new("run-1.jsonl")), None);
-}
-
-#[test]
 fn spooled_inputs_are_one_line_each_and_taking_the_spool_leaves_none() -> TestResult {
     let (_directory, home) = temporary_home()?;
     let id = run_id("claude-s1");

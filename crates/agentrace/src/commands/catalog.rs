@@ -66,27 +66,6 @@ pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Indexes one run at the end of its live recording (its record, agents
-/// and text), the home found from its log's place
-/// (`<home>/runs/<id>.jsonl`); a failure is only said: the next reader
-/// syncs it anyway. The one hook the recorders call.
-pub fn index_finished_log(log: &std::path::Path) {
-    let Some((home, id)) = Home::of_log(log) else {
-        return;
-    };
-    let done = (|| -> anyhow::Result<()> {
-        let catalog = Catalog::open(&home)?;
-        let stamp = agentrace_store::catalog::log_stamp(log).unwrap_or_default();
-        catalog.begin()?;
-        catalog.index_run(&home, &id, stamp)?;
-        catalog.commit()?;
-        Ok(())
-    })();
-    if let Err(error) = done {
-        eprintln!("warning: run {id} is not in the catalog yet: {error:#}");
-    }
-}
-
 /// The searchable text of the envelopes a run is written with, collected
 /// on the way to its log: a recorder that just wrote a log must not read it
 /// back (twice, for the final actors) to index it.
@@ -153,8 +132,8 @@ impl Texts {
 
 /// Indexes a run at the end of its recording from what the recorder holds
 /// (its record, agent tree and the text collected as it was written), so
-/// the log is not read again; a failure is only said, as for
-/// [`index_finished_log`].
+/// the log is not read again; a failure is only said: the next reader
+/// syncs the run anyway.
 pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], texts: Texts) {
     let id = &summary.id;
     let done = (|| -> anyhow::Result<()> {
