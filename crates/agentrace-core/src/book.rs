@@ -14,17 +14,18 @@
 //!   settled. Other lines after it (a hook input, a late notification)
 //!   leave it ended.
 //! - A log that never had a `session_ended` (written before the event
-//!   existed, or by a recorder that was killed) is read as before it
-//!   existed: its session is over while the run's status is not `running`
-//!   (the root's last turn ended). The live records then *show* settled at
-//!   the time the run ended; if the root starts another turn they show
-//!   live again (an `updated` change each). The reducer itself is not
-//!   touched, so whether a reader folds the log at once or line by line,
-//!   it sees the same records and the same changes.
+//!   existed, an import of files that may still grow, a recorder that was
+//!   killed) is over once its run is not `running` (the root's last turn
+//!   ended) and no child-work record is live. Its records show as the
+//!   reducer has them: a child still at work after its root's turn ended
+//!   (a Claude `run_in_background` helper) reads `working`, never settled
+//!   by a guess; only a `session_ended` settles it (the recorders write one
+//!   at their end; `watch` writes one when a session's files stayed still
+//!   for its idle limit).
 
 use serde::{Deserialize, Serialize};
 
-use crate::childwork::{ChangeKind, ChildWork, ChildWorkChange, ChildWorkId, ChildWorkRecord, ChildWorkState};
+use crate::childwork::{ChildWork, ChildWorkChange, ChildWorkRecord};
 use crate::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp, Warning};
 use crate::prices::PriceBook;
 use crate::state::{FinalActors, RunState, RunView};
@@ -67,11 +68,8 @@ impl Changes {
 struct Session {
     /// A `session_ended` came and no `turn_started` since.
     ended: bool,
-    /// The log has had a `session_ended`: the fallback rule no longer
-    /// applies.
+    /// The log has had a `session_ended`: only another one ends it.
     ever_ended: bool,
-    /// The fallback rule shows the live records settled, at this time.
-    shown_settled_at: Option<Timestamp>,
 }
 
 /// The fold of one run log. Serializable so the store can snapshot a long
@@ -125,6 +123,22 @@ impl RunBook {
         self
     }
 
+    /// Hands the child-work reducer the cost of the thread whose usage this
+    /// envelope changed (only usage moves a cost, so other lines cost
+    /// nothing here).
+    fn price_child(&mut self, envelope: &Envelope) {
+        let priced = matches!(
+            envelope.event,
+            EventBody::Known(Event::Usage { .. } | Event::TurnCompleted { usage: Some(_), .. })
+        );
+        let Some(thread) = envelope.actor.thread_id.as_ref().filter(|_| priced) else {
+            return;
+        };
+        if let Some((cost, status)) = self.state.thread_cost(thread) {
+            self.child_work.price(thread, cost, status);
+        }
+    }
+
     /// Folds one envelope in; returns what it changed.
     pub fn apply(&mut self, envelope: &Envelope) -> Changes {
         let status_before = self.state.status();
@@ -142,12 +156,11 @@ impl RunBook {
         }
         self.finals.observe(envelope);
         self.evidence.apply(envelope);
-        let shown_before = self.session.shown_settled_at;
         let ending = matches!(
             envelope.event,
             EventBody::Known(Event::SessionEnded { .. })
         );
-        let mut raw = if ending {
+        let records = if ending {
             self.session.ended = true;
             self.session.ever_ended = true;
             self.child_work.end_session(envelope.timestamp)
@@ -158,72 +171,13 @@ impl RunBook {
             if matches!(envelope.event, EventBody::Known(Event::TurnStarted { .. })) {
                 self.session.ended = false;
             }
+            self.price_child(envelope);
             self.child_work.apply(envelope)
         };
         changes
             .warnings
             .extend_from_slice(&self.child_work.warnings()[reducer_warnings_before..]);
-        let fallback = !self.session.ever_ended && status != RunStatus::Running;
-        self.session.shown_settled_at = match (shown_before, fallback) {
-            (Some(at), true) => Some(at),
-            (None, true) => Some(self.state.summary().ended_at.unwrap_or(envelope.timestamp)),
-            (_, false) => None,
-        };
-        changes.records = match (shown_before, self.session.shown_settled_at) {
-            (None, None) => raw,
-            // The records start to show settled: those the reducer changed
-            // now, then every other live one.
-            (None, Some(at)) => {
-                let settled = self.settled_copy(at);
-                let mut shown = shown_through(&raw, |id| settled.settled_record(id, at), ChangeKind::Settled);
-                let live: Vec<_> = self
-                    .child_work
-                    .records()
-                    .into_iter()
-                    .filter(|record| record.state != ChildWorkState::Ended)
-                    .map(|record| record.child_work_id)
-                    .collect();
-                for record in settled.records() {
-                    if live.contains(&record.child_work_id)
-                        && !raw.iter().any(|change| change.record.child_work_id == record.child_work_id)
-                    {
-                        shown.push(ChildWorkChange {
-                            change: ChangeKind::Settled,
-                            record,
-                        });
-                    }
-                }
-                shown
-            }
-            (Some(at), Some(_)) => {
-                if raw.is_empty() {
-                    raw
-                } else {
-                    shown_through(&raw, |id| self.child_work.settled_record(id, at), ChangeKind::Updated)
-                }
-            }
-            // They show live again: every live record that showed settled,
-            // then what the reducer changed.
-            (Some(_), None) => {
-                let mut shown: Vec<ChildWorkChange> = self
-                    .child_work
-                    .records()
-                    .into_iter()
-                    .filter(|record| {
-                        record.state != ChildWorkState::Ended
-                            && !raw
-                                .iter()
-                                .any(|change| change.record.child_work_id == record.child_work_id)
-                    })
-                    .map(|record| ChildWorkChange {
-                        change: ChangeKind::Updated,
-                        record,
-                    })
-                    .collect();
-                shown.append(&mut raw);
-                shown
-            }
-        };
+        changes.records = records;
         changes
     }
 
@@ -252,16 +206,24 @@ impl RunBook {
     /// `session_ended` was the last word, or a log that never had one
     /// shows its run ended.
     pub fn session_over(&self) -> bool {
-        self.session.ended || self.session.shown_settled_at.is_some()
+        self.session.ended
+            || (!self.session.ever_ended
+                && self.state.status() != RunStatus::Running
+                && !self.child_work.any_live())
+    }
+
+    /// True while a child-work record is live (working or waiting): a
+    /// child at work after its root's turn ended (Claude's
+    /// `run_in_background`) keeps a session from being done, so a "done"
+    /// notification waits for its end (or for `session_ended`).
+    pub fn children_working(&self) -> bool {
+        self.child_work.any_live()
     }
 
     /// The child-work records as every reader shows them, in admission
-    /// order: the session rule applied.
+    /// order.
     pub fn records(&self) -> Vec<ChildWorkRecord> {
-        match self.session.shown_settled_at {
-            Some(at) => self.settled_copy(at).records(),
-            None => self.child_work.records(),
-        }
+        self.child_work.records()
     }
 
     /// `{run, agents, warnings}` as `show --json` prints it: the recorded
@@ -279,33 +241,4 @@ impl RunBook {
         view.run.counts.skipped_log_lines = skipped;
         checked(view, self.child_work.warnings(), &self.evidence, now, config)
     }
-
-    fn settled_copy(&self, at: Timestamp) -> ChildWork {
-        let mut settled = self.child_work.clone();
-        settled.end_session(at);
-        settled
-    }
-}
-
-/// The reducer's changes as they show through the settled copy: each
-/// record as the copy has it, a live one now shown ended taking `kind`.
-fn shown_through(
-    raw: &[ChildWorkChange],
-    settled: impl Fn(&ChildWorkId) -> Option<ChildWorkRecord>,
-    kind: ChangeKind,
-) -> Vec<ChildWorkChange> {
-    raw.iter()
-        .map(|change| match settled(&change.record.child_work_id) {
-            Some(record) if record.state == ChildWorkState::Ended && change.record.state != ChildWorkState::Ended => {
-                ChildWorkChange {
-                    change: match change.change {
-                        ChangeKind::Admitted => ChangeKind::Admitted,
-                        ChangeKind::Updated | ChangeKind::Ended | ChangeKind::Settled => kind,
-                    },
-                    record,
-                }
-            }
-            Some(_) | None => change.clone(),
-        })
-        .collect()
 }

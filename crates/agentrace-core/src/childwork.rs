@@ -50,6 +50,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use crate::state::CostStatus;
 use crate::model::{
     Actor, Envelope, Event, EventBody, ItemId, Provider, Role, Severity, ThreadId, Timestamp,
     TurnId, Warning,
@@ -163,7 +164,7 @@ pub struct Operation {
 }
 
 /// One earlier run of a child.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Invocation {
     /// Its run number.
@@ -182,10 +183,14 @@ pub struct Invocation {
     /// The child's running token total at its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// The child's cost so far at its end, US dollars (see
+    /// [`ChildWorkRecord::cost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// One child-work record (§6).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildWorkRecord {
     /// Stable id of the record.
@@ -221,6 +226,15 @@ pub struct ChildWorkRecord {
     /// The child's running token total (replaced, never added up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// What the child's priced requests cost so far, US dollars: its
+    /// agent's cost as `show` gives it, whichever run they were for (an
+    /// ended record's cost still follows its agent's last usage). `None`
+    /// before it reported usage, or when none of it could be priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// How complete `cost` is, once the child reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_status: Option<CostStatus>,
     /// How the current run ended, once it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
@@ -251,7 +265,7 @@ pub enum ChangeKind {
 }
 
 /// One change, with the whole record after it: `{"change", "record"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildWorkChange {
     /// What happened.
@@ -313,6 +327,17 @@ struct AgentFacts {
     run: Option<Run>,
     previous: Vec<Invocation>,
     trimmed: bool,
+    /// The agent's cost so far, as the run state priced it (see
+    /// [`ChildWork::price`]).
+    #[serde(default)]
+    cost: Option<Priced>,
+}
+
+/// A cost figure and how complete it is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct Priced {
+    cost: Option<f64>,
+    status: CostStatus,
 }
 
 /// A command that might outlive its call, or does.
@@ -395,9 +420,35 @@ impl ChildWork {
             .collect()
     }
 
+    /// True while a published record is live (working or waiting): every
+    /// published record is in the admission order, and the ended ones in
+    /// the ending order too, so this costs nothing per envelope.
+    pub fn any_live(&self) -> bool {
+        self.order.len() > self.ended_order.len()
+    }
+
     /// Warnings the reducer raised (`lost_turn`), in order.
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
+    }
+
+    /// Takes what the thread's requests cost so far, as the run state
+    /// priced them (the reducer knows no prices). The book calls it with the
+    /// envelope that changed the thread's usage, before [`ChildWork::apply`]
+    /// of that envelope, so a changed cost comes out as that envelope's
+    /// change. Unlike a run's tokens (rule 6) it moves after the run ended
+    /// too: it is the agent's, and a Claude helper's last usage comes with
+    /// its result, after its turn ended.
+    pub fn price(&mut self, thread: &ThreadId, cost: Option<f64>, status: CostStatus) {
+        let priced = Some(Priced { cost, status });
+        let Some(facts) = self.agents.get_mut(thread) else {
+            return;
+        };
+        if facts.cost == priced {
+            return;
+        }
+        facts.cost = priced;
+        self.dirty.insert(Key::Agent(thread.clone()));
     }
 
     /// Folds one envelope in; returns the changes it made, in order.
@@ -666,52 +717,6 @@ impl ChildWork {
         self.publish(at)
     }
 
-    /// Record `id` as [`ChildWork::end_session`] at `at` would leave it,
-    /// worked out for that record alone: a book shown settled asks this
-    /// for each change, and settling a copy of the whole reducer per
-    /// envelope made the fold of a long run quadratic. None when `id` is
-    /// not published.
-    pub fn settled_record(&self, id: &ChildWorkId, at: Timestamp) -> Option<ChildWorkRecord> {
-        let published = self.published.get(id)?;
-        let ending = Ending {
-            outcome: Outcome::Unknown,
-            at,
-            settled: true,
-        };
-        let derived = match id.as_str().strip_prefix("agent:") {
-            Some(thread) => {
-                let thread = ThreadId::from(thread);
-                let mut facts = self.agents.get(&thread)?.clone();
-                let ended = facts.run.as_mut().is_some_and(|run| run.end(ending));
-                if !ended {
-                    return Some(published.clone());
-                }
-                self.derive_agent(&thread, &facts)
-            }
-            None => {
-                let (_, command) = self
-                    .commands
-                    .iter()
-                    .find(|((launcher, item), _)| ChildWorkId::command(launcher.as_ref(), item) == *id)?;
-                if !command.persistent || command.ended.is_some() {
-                    return Some(published.clone());
-                }
-                let mut command = command.clone();
-                command.ended = Some(ending);
-                self.derive_command(&command)
-            }
-        };
-        // As `publish` would: an unchanged record keeps its time.
-        let Some(mut record) = derived else {
-            return Some(published.clone());
-        };
-        record.updated_at = published.updated_at;
-        if record != *published {
-            record.updated_at = at;
-        }
-        Some(record)
-    }
-
     fn facts(&mut self, thread: &ThreadId) -> &mut AgentFacts {
         self.agents.entry(thread.clone()).or_default()
     }
@@ -827,6 +832,7 @@ impl ChildWork {
                     ended_at,
                     last_message: run.last_message.clone(),
                     total_tokens: run.total_tokens,
+                    cost: facts.cost.and_then(|priced| priced.cost),
                 });
                 run.generation + 1
             }
@@ -1165,6 +1171,8 @@ impl ChildWork {
                 .map(|(_, operation)| operation.clone()),
             last_message: run.last_message.clone(),
             total_tokens: run.total_tokens,
+            cost: facts.cost.and_then(|priced| priced.cost),
+            cost_status: facts.cost.map(|priced| priced.status),
             outcome: run.ended.map(|ending| ending.outcome),
             started_at: run.started_at,
             updated_at: run.started_at,
@@ -1205,6 +1213,8 @@ impl ChildWork {
             operation: None,
             last_message: None,
             total_tokens: None,
+            cost: None,
+            cost_status: None,
             outcome: command.ended.map(|ending| ending.outcome),
             started_at: command.started_at,
             updated_at: command.started_at,

@@ -1019,6 +1019,17 @@ impl RunState {
         }
     }
 
+    /// What one thread's requests cost so far, as its agent node gives it;
+    /// `None` before it reported usage.
+    pub fn thread_cost(&self, thread: &ThreadId) -> Option<(Option<f64>, CostStatus)> {
+        let stats = self.threads.get(thread)?;
+        if stats.tokens_by_model.is_empty() {
+            return None;
+        }
+        let incomplete = Self::thread_incomplete(stats);
+        Some(cost_figure(&stats.tokens_by_model, !incomplete.is_empty()))
+    }
+
     /// The agent tree: roots (primary first), then threads nobody linked.
     pub fn agents(&self) -> Vec<AgentNode> {
         let mut children: BTreeMap<&ThreadId, Vec<&ThreadId>> = BTreeMap::new();

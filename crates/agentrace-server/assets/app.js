@@ -274,6 +274,15 @@ function labelOf(threadId) {
   return found;
 }
 
+// An agent's tokens and cost: its live record's while it has one (it moves
+// with the SSE stream), else the run view's.
+function spendOf(node, record) {
+  const tokens = record && record.totalTokens != null ? record.totalTokens : (node.tokens ? node.tokens.totalTokens : null);
+  if (tokens === null) return "";
+  const cost = record && record.costStatus ? fmtCost(record.cost, record.costStatus) : fmtCost(node.cost, node.costStatus);
+  return ", " + tokens + " tokens · " + cost;
+}
+
 function renderTree() {
   const tree = document.getElementById("tree");
   clear(tree);
@@ -284,7 +293,7 @@ function renderTree() {
       el("span", { class: "badge role-" + node.role }, node.role),
       el("span", { class: "label" }, node.label), " ",
       el("span", { class: "badge state state-" + (record ? record.state : node.status) }, state), " ",
-      el("small", {}, node.eventCount + " events, " + node.toolCount + " tools" + (node.tokens ? ", " + node.tokens.totalTokens + " tokens" : "")));
+      el("small", {}, node.eventCount + " events, " + node.toolCount + " tools" + spendOf(node, record)));
     if (node.role === "unknown") li.append(el("span", { class: "reason" }, "ownership unknown"));
     if (node.children && node.children.length) {
       const ul = el("ul", {});

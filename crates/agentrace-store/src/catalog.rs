@@ -190,7 +190,7 @@ impl Catalog {
     /// unreadable or of another schema ([`Catalog::rebuilt`] says why).
     pub fn open(home: &Home) -> Result<Catalog, StoreError> {
         fs::create_dir_all(home.root()).map_err(|source| StoreError::io("create home", home.root(), source))?;
-        Self::open_at(&home.root().join(CATALOG_FILE))
+        Self::open_at(&home.catalog_path())
     }
 
     /// [`Catalog::open`] of the file at `path`. A catalog another process

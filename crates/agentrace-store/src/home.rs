@@ -1,8 +1,13 @@
-//! The agentrace home and the runs in it: finding the home, naming a run's
-//! files, creating, continuing, listing, loading and resolving runs. Every
-//! file it opens or creates is named by a validated run id, so no id can
-//! reach outside the runs directory.
+//! The agentrace home and the runs in it: finding the home, naming every
+//! file in it (the `*_path` methods; no other code builds a path under the
+//! home), creating, continuing, listing, removing, loading and resolving
+//! runs. Every run file it opens or creates is named by a validated run id,
+//! so no id can reach outside the runs directory. The home's other files
+//! are written beside it: locks in `lock.rs`, the hook spool in
+//! `spool.rs`, the statusline's state, `top`'s log and the tap's spill in
+//! `scratch.rs`.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
@@ -16,6 +21,7 @@ use agentrace_core::prices::PriceBook;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{RunId, RunState};
 
+use crate::catalog::CATALOG_FILE;
 use crate::error::StoreError;
 use crate::fold::{tail_of, RunFold};
 use crate::reader::{LogReader, SkippedLine};
@@ -24,6 +30,9 @@ use crate::writer::{sync_directory, Resumed, RunWriter};
 
 /// The environment variable that names the home.
 pub const HOME_ENV: &str = "AGENTRACE_HOME";
+
+/// The name of the user's warning configuration in the home.
+pub const WARNING_CONFIG_FILE: &str = "warnings.json";
 
 /// Words `resolve` reads as "the newest run".
 const NEWEST_KEYWORDS: [&str; 2] = ["latest", "last"];
@@ -133,6 +142,73 @@ impl Home {
     /// [`RunFold::load_snapshot`]). The id is not checked here.
     pub fn snapshot_path(&self, id: &RunId) -> PathBuf {
         self.runs_dir().join(format!("{id}.snapshot"))
+    }
+
+    /// `<root>/runs/<id>.raw.gz`, the compressed copies of an imported
+    /// run's frames, when the import keeps them ([`crate::raw_ref`]). The
+    /// id is not checked here.
+    pub fn kept_copies_path(&self, id: &RunId) -> PathBuf {
+        crate::raw_ref::copies_path(&self.log_path(id))
+    }
+
+    /// `<root>/runs/<id>.lock`, the claim a process holds on run `id`'s
+    /// log while it appends to it ([`RunLock`](crate::RunLock)). The id is
+    /// not checked here.
+    pub fn run_lock_path(&self, id: &RunId) -> PathBuf {
+        self.runs_dir().join(format!("{id}.lock"))
+    }
+
+    /// `<root>/hooks/<id>.jsonl`, the spool of run `id`'s Claude Code hook
+    /// inputs waiting to be moved into its log (see
+    /// [`Home::spool_hook_input`]). The id is not checked here.
+    pub fn hook_spool_path(&self, id: &RunId) -> PathBuf {
+        self.root.join("hooks").join(format!("{id}.jsonl"))
+    }
+
+    /// `<root>/import`, the import's folder: its lock (and, from older
+    /// versions, the tables the catalog replaced).
+    pub fn import_dir(&self) -> PathBuf {
+        self.root.join("import")
+    }
+
+    /// `<root>/import/lock`, held while an import runs
+    /// ([`ImportLock`](crate::ImportLock)).
+    pub fn import_lock_path(&self) -> PathBuf {
+        self.import_dir().join("lock")
+    }
+
+    /// The files older versions kept what the catalog now holds in: the
+    /// import's tables in [`Home::import_dir`] and, before them, the usage
+    /// index and import state in the root.
+    pub fn retired_import_tables(&self) -> Vec<PathBuf> {
+        let dir = self.import_dir();
+        ["codex", "claude", "heads", "usage"]
+            .iter()
+            .flat_map(|name| [format!("{name}.jsonl"), format!("{name}.partial.jsonl")])
+            .map(|name| dir.join(name))
+            .chain([
+                dir.join("usage.prices"),
+                self.root.join("import-state.json"),
+                self.root.join("usage-index.json"),
+            ])
+            .collect()
+    }
+
+    /// `<root>/catalog.sqlite`, the catalog ([`crate::catalog`]).
+    pub fn catalog_path(&self) -> PathBuf {
+        self.root.join(CATALOG_FILE)
+    }
+
+    /// `<root>/warnings.json`, the user's warning configuration, read when
+    /// no other file is named.
+    pub fn warning_config_path(&self) -> PathBuf {
+        self.root.join(WARNING_CONFIG_FILE)
+    }
+
+    /// `<root>/top.log`, where `agentrace top` sends what is written on
+    /// stderr while its screen is up ([`Home::create_top_log`]).
+    pub fn top_log_path(&self) -> PathBuf {
+        self.root.join("top.log")
     }
 
     /// `<root>/statusline/<session>.json`, the state `agentrace statusline`
@@ -422,6 +498,54 @@ impl Home {
         Ok(ids)
     }
 
+    /// The files of each run in the runs folder, by id, from one listing
+    /// (no stat per run: a few dozen bytes a run, for a caller that asks
+    /// about thousands). Names are not checked as run ids: a caller asks by
+    /// the ids it has. A folder that is missing, or cannot be listed, lists
+    /// as empty.
+    pub fn list_run_files(&self) -> HashMap<String, RunFiles> {
+        let mut runs: HashMap<String, RunFiles> = HashMap::new();
+        let Ok(entries) = fs::read_dir(self.runs_dir()) else {
+            return runs;
+        };
+        for entry in entries.flatten() {
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let file = RUN_FILE_ENDS
+                .iter()
+                .find_map(|(end, kind)| Some((name.strip_suffix(end)?, *kind)));
+            if let Some((id, kind)) = file {
+                runs.entry(id.to_owned()).or_default().mark(kind);
+            }
+        }
+        runs
+    }
+
+    /// True when the runs folder holds anything at all (a folder that is
+    /// missing or cannot be listed holds nothing).
+    pub fn runs_dir_has_entries(&self) -> bool {
+        fs::read_dir(self.runs_dir()).is_ok_and(|mut entries| entries.next().is_some())
+    }
+
+    /// Removes run `id`'s log and record where `listed` (from
+    /// [`Home::list_run_files`]) says they are, so the run can be written
+    /// anew with [`Home::create_run_unsynced`], which sees to its snapshot.
+    /// Only listed files: removing one that is not there still takes the
+    /// folder's lock, which the threads creating runs then wait on.
+    pub fn remove_listed_run(&self, id: &RunId, listed: RunFiles) -> Result<(), StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        for (path, present) in [(self.log_path(&id), listed.log), (self.record_path(&id), listed.record)] {
+            if !present {
+                continue;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(StoreError::io("replace", &path, source)),
+            }
+        }
+        Ok(())
+    }
+
     /// The run record, when present, readable and about this run. Any
     /// problem just means the log gets folded instead: the log is the truth,
     /// the record only a shortcut.
@@ -445,8 +569,44 @@ impl Home {
     }
 }
 
+/// Which files of one run a listing of the runs folder found
+/// ([`Home::list_run_files`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunFiles {
+    /// `<id>.jsonl`, the log.
+    pub log: bool,
+    /// `<id>.json`, the record.
+    pub record: bool,
+    /// `<id>.snapshot`, the snapshot of the log's fold.
+    pub snapshot: bool,
+}
+
+/// Which of a run's files a name is, by how it ends.
+#[derive(Debug, Clone, Copy)]
+enum RunFileKind {
+    Log,
+    Record,
+    Snapshot,
+}
+
+const RUN_FILE_ENDS: [(&str, RunFileKind); 3] = [
+    (".jsonl", RunFileKind::Log),
+    (".json", RunFileKind::Record),
+    (".snapshot", RunFileKind::Snapshot),
+];
+
+impl RunFiles {
+    fn mark(&mut self, kind: RunFileKind) {
+        match kind {
+            RunFileKind::Log => self.log = true,
+            RunFileKind::Record => self.record = true,
+            RunFileKind::Snapshot => self.snapshot = true,
+        }
+    }
+}
+
 /// True when the file is empty or its last byte is `\n`.
-fn ends_with_newline(file: &mut File) -> io::Result<bool> {
+pub(crate) fn ends_with_newline(file: &mut File) -> io::Result<bool> {
     if file.metadata()?.len() == 0 {
         return Ok(true);
     }

@@ -1,33 +1,51 @@
 //! Where runs live: the append-only run log (format v2, see
 //! [`agentrace_core::model`]), the run record beside it, and the agentrace
-//! home. This crate owns every file agentrace writes or reads back; it does
-//! no attribution and keeps no run semantics of its own (that is the core's
+//! home. This crate owns every file under the home: it names each one
+//! ([`Home`]'s `*_path` methods) and is the only code that writes, renames,
+//! removes or locks one; commands ask it. It does no attribution and keeps
+//! no run semantics of its own (that is the core's
 //! [`RunState`](agentrace_core::RunState)).
 //!
-//! Layout: `<home>/runs/<run-id>.jsonl` (the log),
-//! `<home>/runs/<run-id>.json` (the record) and, for long logs,
-//! `<home>/runs/<run-id>.snapshot` (a cache of the log's fold), where
-//! `<home>` is `$AGENTRACE_HOME` or the platform data directory's
-//! `agentrace`. An imported run may keep compressed copies of its frames
-//! in `<home>/runs/<run-id>.raw.gz` ([`raw_ref`]).
+//! Layout, where `<home>` is `$AGENTRACE_HOME` or the platform data
+//! directory's `agentrace`:
+//!
+//! - `<home>/runs/<run-id>.jsonl`: the log; `<run-id>.json`: the record;
+//!   `<run-id>.snapshot`, for long logs: a cache of the log's fold;
+//!   `<run-id>.raw.gz`, for an import that keeps them: compressed copies of
+//!   its frames ([`raw_ref`]); `<run-id>.lock`: the claim of the process
+//!   appending ([`RunLock`]); and, unnamed, the tap's spill
+//!   ([`Home::create_spill`]).
+//! - `<home>/hooks/<run-id>.jsonl`: Claude Code hook inputs waiting for the
+//!   run's log ([`Home::spool_hook_input`]).
+//! - `<home>/catalog.sqlite`: the catalog ([`catalog`]), derived from the
+//!   logs; `<home>/import/lock`: the import's lock ([`ImportLock`]).
+//! - `<home>/statusline/<session>.json`: `agentrace statusline`'s state
+//!   between calls; `<home>/top.log`: `agentrace top`'s stderr while its
+//!   screen is up; `<home>/warnings.json`: the user's warning
+//!   configuration (read, never written).
 
 pub mod catalog;
 mod error;
 pub mod fold;
 mod home;
+mod lock;
 pub mod raw_ref;
 mod reader;
 mod run_id;
+mod scratch;
+mod spool;
 mod writer;
 
 pub use catalog::Catalog;
 pub use error::StoreError;
 pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
-pub use home::{Home, LoadedRun, HOME_ENV};
+pub use home::{Home, LoadedRun, RunFiles, HOME_ENV, WARNING_CONFIG_FILE};
+pub use lock::{ImportLock, RunLock};
 pub use reader::{
     read_log, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
+pub use spool::TakenSpool;
 pub use writer::{
     BatchPolicy, RunWriter, Ticked, WriterClock, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES,
 };

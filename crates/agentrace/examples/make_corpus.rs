@@ -8,6 +8,9 @@
 //! (`sessions/YYYY/MM/DD/`, [`CODEX_PER_DAY`] a day, going back from the
 //! captures' day), as Codex files them.
 
+// It writes the corpus folder it is told to, no file of an agentrace home.
+#![expect(clippy::disallowed_methods, reason = "writes the folder named by --out")]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -22,6 +22,7 @@ use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{Home, RunWriter};
 
 use crate::clock::now;
+use crate::commands::catalog::{index_recorded, Texts};
 use crate::render::one_line;
 
 /// One run being recorded live.
@@ -31,6 +32,10 @@ pub struct LiveRun {
     to_server: LineAssembler,
     from_server: LineAssembler,
     view: Option<LiveView>,
+    home: Home,
+    /// The catalog's text, collected on the way to the log so that the end
+    /// does not read the log back.
+    texts: Texts,
 }
 
 impl LiveRun {
@@ -61,6 +66,8 @@ impl LiveRun {
             to_server: LineAssembler::default(),
             from_server: LineAssembler::default(),
             view: view.then(LiveView::new),
+            home: home.clone(),
+            texts: Texts::default(),
         };
         let first = run.recorder.start(now());
         run.write(first)?;
@@ -206,8 +213,9 @@ impl LiveRun {
         self.write(ended)?;
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
-        self.writer.write_record_with(&summary, self.recorder.book())?;
-        crate::commands::catalog::index_finished_log(self.writer.log_path());
+        let checked = self.writer.write_record_with(&summary, self.recorder.book())?;
+        let agents = self.recorder.state().agents();
+        index_recorded(&self.home, &checked, &agents, std::mem::take(&mut self.texts));
         Ok(summary)
     }
 
@@ -219,6 +227,7 @@ impl LiveRun {
         // Queued, not written: the writer writes batches (group commit),
         // and records and syncs on its own cadence (see `tick`).
         self.writer.queue(&envelopes)?;
+        self.texts.observe(&envelopes);
         if let Some(view) = &mut self.view {
             for envelope in &envelopes {
                 view.show(envelope);

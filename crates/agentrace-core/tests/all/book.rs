@@ -83,6 +83,30 @@ fn last_of_each(changes: &[ChildWorkChange]) -> Vec<ChildWorkRecord> {
     records
 }
 
+/// `records` without their cost, as the bare reducer has them: it knows
+/// no prices (the book hands it the run state's), so neither a cost nor the
+/// `updatedAt` a change of cost alone moved (taken from the reducer's
+/// record: not compared here, but by the changes-equal-records test).
+fn unpriced(records: Vec<ChildWorkRecord>, reducer: &[ChildWorkRecord]) -> Vec<ChildWorkRecord> {
+    records
+        .into_iter()
+        .map(|record| ChildWorkRecord {
+            updated_at: reducer
+                .iter()
+                .find(|bare| bare.child_work_id == record.child_work_id)
+                .map_or(record.updated_at, |bare| bare.updated_at),
+            cost: None,
+            cost_status: None,
+            previous_invocations: record
+                .previous_invocations
+                .iter()
+                .map(|invocation| agentrace_core::childwork::Invocation { cost: None, ..invocation.clone() })
+                .collect(),
+            ..record
+        })
+        .collect()
+}
+
 fn book_of(envelopes: &[Envelope]) -> (RunBook, Vec<ChildWorkChange>) {
     let mut book = RunBook::new(RunId::from("run-test"));
     let mut changes = Vec::new();
@@ -118,31 +142,37 @@ fn a_session_ended_settles_what_is_live_as_the_reducer_would_at_the_session_end(
             log.push(session_end(&log));
             let (book, _) = book_of(&log);
             let (reducer, _) = fold(&envelopes[..cut], true);
-            assert_eq!(book.records(), reducer.records(), "{name} cut at {cut}");
+            let reducer = reducer.records();
+            assert_eq!(unpriced(book.records(), &reducer), reducer, "{name} cut at {cut}");
         }
     }
 }
 
+/// Without a `session_ended` nothing is settled by a guess: the records
+/// are the reducer's as folded (a child at work after its root's turn
+/// ended still reads live), and the session is over once the run is not
+/// running and no record is live.
 #[test]
-fn a_log_without_session_ended_shows_its_records_settled_while_its_run_is_not_running() {
+fn a_log_without_session_ended_shows_its_records_as_folded_and_is_over_once_nothing_runs() {
+    let mut live_after_the_root = 0;
     for (name, envelopes) in fixtures() {
         for cut in 1..=envelopes.len() {
             let (book, _) = book_of(&envelopes[..cut]);
-            let over = book.state().status() != RunStatus::Running;
-            let expected = if over {
-                let mut settled = book.child_work().clone();
-                settled.end_session(book.state().summary().ended_at.unwrap_or_default());
-                settled.records()
-            } else {
-                book.child_work().records()
-            };
+            let (reducer, _) = fold(&envelopes[..cut], false);
+            let reducer = reducer.records();
+            let live = reducer.iter().any(|record| record.state != ChildWorkState::Ended);
+            let running = book.state().status() == RunStatus::Running;
+            if live && !running {
+                live_after_the_root += 1;
+            }
             assert_eq!(
-                (book.records(), book.session_over()),
-                (expected, over),
+                (unpriced(book.records(), &reducer), book.session_over(), book.children_working()),
+                (reducer, !running && !live, live),
                 "{name} cut at {cut}"
             );
         }
     }
+    assert!(live_after_the_root > 0, "no capture has a child at work after its root's turn");
 }
 
 /// id, change, state, outcome, end.
@@ -215,4 +245,47 @@ fn a_turn_after_session_ended_opens_the_session_again() {
     let over_at_end = book.session_over();
     book.apply(&envelopes[second_turn]);
     assert_eq!((over_at_end, book.session_over()), (true, false));
+}
+
+/// Every agent of the tree, depth first.
+fn all_agents(nodes: &[agentrace_core::state::AgentNode]) -> Vec<&agentrace_core::state::AgentNode> {
+    let mut all = Vec::new();
+    for node in nodes {
+        all.push(node);
+        all.extend(all_agents(&node.children));
+    }
+    all
+}
+
+/// A child's record carries what its requests cost, priced by the same
+/// rule as its agent in the tree: after the whole of every capture, each
+/// agent record that reported usage shows its agent's cost and how
+/// complete it is; while it works, each change of its cost is an `updated`
+/// change of its record, so a reader of the changes sees it move.
+#[test]
+fn a_child_record_carries_its_agents_cost_as_the_tree_prices_it() {
+    let mut priced = 0;
+    for (name, envelopes) in fixtures() {
+        let (book, changes) = book_of(&envelopes);
+        let agents = book.state().agents();
+        let agents = all_agents(&agents);
+        for record in book.records() {
+            let Some(node) = agents.iter().find(|node| node.thread_id.as_str() == record.provider_id) else {
+                continue;
+            };
+            if node.tokens.is_none() {
+                assert_eq!((record.cost, record.cost_status), (None, None), "{name}: {}", record.label);
+                continue;
+            }
+            priced += 1;
+            assert_eq!(
+                (record.cost, record.cost_status),
+                (node.cost, Some(node.cost_status)),
+                "{name}: {}",
+                record.label
+            );
+        }
+        assert_eq!(last_of_each(&changes), book.records(), "{name}");
+    }
+    assert!(priced > 5, "only {priced} records were priced");
 }

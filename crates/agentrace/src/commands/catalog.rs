@@ -15,18 +15,15 @@ use clap::Args;
 pub fn open(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = Catalog::open(home)?;
     match catalog.rebuilt() {
-        Some(Rebuilt::Missing) => {
-            let has_runs = std::fs::read_dir(home.runs_dir()).is_ok_and(|mut entries| entries.next().is_some());
-            if has_runs {
-                eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
-            }
+        Some(Rebuilt::Missing) if home.runs_dir_has_entries() => {
+            eprintln!("note: no catalog in {} yet; building it from the run logs", home.root().display());
         }
+        Some(Rebuilt::Missing) | None => {}
         Some(reason) => {
             if let Some(note) = reason.note(catalog.path()) {
                 eprintln!("{note}");
             }
         }
-        None => {}
     }
     Ok(catalog)
 }
@@ -53,7 +50,7 @@ pub struct ReindexArgs {
 /// sources imported again (an import's offsets and stamps live only in the
 /// catalog, so every session is read once more).
 pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
-    let path = home.root().join(agentrace_store::catalog::CATALOG_FILE);
+    let path = home.catalog_path();
     // Emptied, not removed: another agentrace may be using it.
     let catalog = Catalog::open(home)?;
     catalog.clear()?;
@@ -67,30 +64,6 @@ pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
         eprintln!("reindexed {} runs into {}", count.indexed, path.display());
     }
     Ok(())
-}
-
-/// Indexes one run at the end of its live recording (its record, agents
-/// and text), the home found from its log's place
-/// (`<home>/runs/<id>.jsonl`); a failure is only said: the next reader
-/// syncs it anyway. The one hook the recorders call.
-pub fn index_finished_log(log: &std::path::Path) {
-    let (Some(runs_dir), Some(stem)) = (log.parent(), log.file_stem().and_then(|stem| stem.to_str())) else {
-        return;
-    };
-    let Some(root) = runs_dir.parent() else { return };
-    let home = Home::at(root);
-    let id = agentrace_core::model::RunId::from(stem);
-    let done = (|| -> anyhow::Result<()> {
-        let catalog = Catalog::open(&home)?;
-        let stamp = agentrace_store::catalog::log_stamp(log).unwrap_or_default();
-        catalog.begin()?;
-        catalog.index_run(&home, &id, stamp)?;
-        catalog.commit()?;
-        Ok(())
-    })();
-    if let Err(error) = done {
-        eprintln!("warning: run {id} is not in the catalog yet: {error:#}");
-    }
 }
 
 /// The searchable text of the envelopes a run is written with, collected
@@ -159,8 +132,8 @@ impl Texts {
 
 /// Indexes a run at the end of its recording from what the recorder holds
 /// (its record, agent tree and the text collected as it was written), so
-/// the log is not read again; a failure is only said, as for
-/// [`index_finished_log`].
+/// the log is not read again; a failure is only said: the next reader
+/// syncs the run anyway.
 pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], texts: Texts) {
     let id = &summary.id;
     let done = (|| -> anyhow::Result<()> {

@@ -18,9 +18,6 @@ use clap::Args;
 use crate::output::Out;
 use crate::render;
 
-/// The config file read when `--config` is not given.
-pub const CONFIG_FILE: &str = "warnings.json";
-
 /// Flags that tune the warnings.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WarningArgs {
@@ -124,7 +121,7 @@ fn dollars(text: &str) -> Result<f64, String> {
 pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> {
     let (path, required) = match &args.config {
         Some(path) => (path.clone(), true),
-        None => (home.root().join(CONFIG_FILE), false),
+        None => (home.warning_config_path(), false),
     };
     let mut config = read_config(&path, required)?;
     if let Some(limit) = config.max_cost {
@@ -240,6 +237,7 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
 
 /// Appends `text` to `path` (created when missing): a step summary file
 /// collects what every step of a job writes.
+#[expect(clippy::disallowed_methods, reason = "the file the user names with `--summary`, not the home's")]
 fn append_summary(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut file = std::fs::OpenOptions::new()

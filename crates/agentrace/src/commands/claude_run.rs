@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use agentrace_core::lines::LineAssembler;
 use agentrace_core::model::RunStatus;
 use agentrace_core::recorder::{Format, SourcePart};
-use agentrace_store::{validate_run_id, Home};
+use agentrace_store::{validate_run_id, Home, RunLock};
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::sources::claude_ingest::{Recording, RunLock};
+use crate::sources::claude_ingest::Recording;
 use crate::commands::hook::{drain_spool, RUN_ID_ENV};
 use crate::clock::now;
 use crate::run_ids::new_run_id;

@@ -85,8 +85,9 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
     let text = report::render_run(home, &id, format, args.max_bytes)?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            #[expect(clippy::disallowed_methods, reason = "the file the user names with `--output`, not the home's")]
+            let written = std::fs::write(path, text.as_bytes());
+            written.with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} ({} bytes)", path.display(), text.len());
         }
         None => out.line(text.trim_end_matches('\n'))?,

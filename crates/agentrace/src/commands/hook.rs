@@ -7,26 +7,26 @@
 //! newest Claude run whose root is the input's `session_id`, else a new run
 //! `claude-<session_id>`.
 //!
-//! How: the input goes first to a spool, `<home>/hooks/<run-id>.jsonl`, as
-//! one line `{"t": <unix ms>, "input": <the input, verbatim>}` (one append,
-//! so concurrent hooks never interleave). Then the hook tries the run's lock
-//! for a moment; with it, it moves the spool's lines into the run log.
-//! Without it (a live `run claude` or another hook holds it), it leaves them:
-//! the holder drains the spool before it lets go.
+//! How: the input goes first to the store's spool,
+//! `<home>/hooks/<run-id>.jsonl`, as one line
+//! `{"t": <unix ms>, "input": <the input, verbatim>}` (one append, so
+//! concurrent hooks never interleave; see `Home::spool_hook_input`). Then
+//! the hook tries the run's lock for a moment; with it, it moves the
+//! spool's lines into the run log. Without it (a live `run claude` or
+//! another hook holds it), it leaves them: the holder drains the spool
+//! before it lets go.
 
-use std::fs::{self, OpenOptions};
 use std::io::{Read as _, Write as _};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use agentrace_core::model::RunId;
 use agentrace_core::recorder::{Format, SourcePart};
-use agentrace_store::{validate_run_id, Home};
+use agentrace_store::{validate_run_id, Home, RunLock};
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
 
-use crate::sources::claude_ingest::{run_of_session, Recording, RunLock};
+use crate::sources::claude_ingest::{run_of_session, Recording};
 use crate::clock::now;
 use crate::run_ids::new_run_id;
 
@@ -71,7 +71,7 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
         .and_then(Value::as_str)
         .map(str::to_owned);
     let (id, live) = run_id(&home, args, session.as_deref())?;
-    spool(&home, &id, &input)?;
+    home.spool_hook_input(&id, now(), &input)?;
     // Inside `agentrace run claude` the live run holds the lock until the
     // end and drains the spool then: waiting would only slow the session.
     let wait = if live { Duration::ZERO } else { LOCK_WAIT };
@@ -101,65 +101,13 @@ fn run_id(home: &Home, args: &HookArgs, session: Option<&str>) -> anyhow::Result
     Ok((id, false))
 }
 
-/// `<home>/hooks/<run-id>.jsonl`.
-pub fn spool_path(home: &Home, id: &RunId) -> PathBuf {
-    home.root().join("hooks").join(format!("{id}.jsonl"))
-}
-
-/// Appends one input to the run's spool, in one write.
-fn spool(home: &Home, id: &RunId, input: &[u8]) -> anyhow::Result<()> {
-    let path = spool_path(home, id);
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut line = format!("{{\"t\":{},\"input\":", now().millis()).into_bytes();
-    let body = trim_ascii(input);
-    if serde_json::from_slice::<Value>(body).is_ok() {
-        // Line breaks in valid JSON are white space between tokens.
-        line.extend(body.iter().map(|byte| match byte {
-            b'\n' | b'\r' => b' ',
-            other => *other,
-        }));
-    } else {
-        // Not JSON: kept as a string, so the spool line stays valid.
-        line.extend(serde_json::to_vec(&String::from_utf8_lossy(body))?);
-    }
-    line.extend_from_slice(b"}\n");
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    file.write_all(&line)
-        .with_context(|| format!("cannot append to {}", path.display()))?;
-    Ok(())
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|byte| !byte.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|byte| !byte.is_ascii_whitespace())
-        .map_or(start, |end| end + 1);
-    &bytes[start..end]
-}
-
 /// Moves every spooled hook input of `id` into `recording`. The caller
 /// holds the run's lock.
 pub fn drain_spool(home: &Home, id: &RunId, recording: &mut Recording) -> anyhow::Result<()> {
-    let path = spool_path(home, id);
-    if !path.exists() {
+    let Some(taken) = home.take_hook_spool(id)? else {
         return Ok(());
-    }
-    // Hooks may append while we read: take the file away first, so every
-    // line is either drained now or left for the next holder.
-    let taken = path.with_extension(format!("draining-{}", std::process::id()));
-    fs::rename(&path, &taken).with_context(|| format!("cannot take {}", path.display()))?;
-    let bytes = fs::read(&taken).with_context(|| format!("cannot read {}", taken.display()))?;
-    recording.feed(&SourcePart::Main, &bytes)?;
-    fs::remove_file(&taken).with_context(|| format!("cannot remove {}", taken.display()))?;
+    };
+    recording.feed(&SourcePart::Main, taken.bytes())?;
+    taken.finish()?;
     Ok(())
 }

@@ -12,7 +12,7 @@
 //! ([`agentrace_store::catalog`]), written in transactions.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
@@ -25,11 +25,9 @@ use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
 use agentrace_core::{Envelope, Recorder};
 use agentrace_store::raw_ref::CopyWriter;
-use agentrace_store::Home;
+use agentrace_store::{Home, RunFiles};
 use anyhow::Context as _;
 use clap::Args;
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -909,50 +907,16 @@ fn made_by_import(id: &str) -> bool {
     id.starts_with("codex-") || id.starts_with("claude-")
 }
 
-/// Which files of one run the runs folder held when the import started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct RunFiles {
-    log: bool,
-    record: bool,
-    snapshot: bool,
-}
-
-impl RunFiles {
-    /// Notes the file of `kind` (its index in [`RUN_FILE_ENDS`]).
-    fn mark(&mut self, kind: usize) {
-        match kind {
-            0 => self.log = true,
-            1 => self.record = true,
-            _ => self.snapshot = true,
-        }
-    }
-}
-
 /// The runs folder as the import found it: the files of each run, by id
 /// (one listing, not a stat per session; a few dozen bytes per run).
 struct RunsListing {
     runs: HashMap<String, RunFiles>,
 }
 
-/// The ends of the names of a run's files, as [`RunFiles::mark`] numbers
-/// them.
-const RUN_FILE_ENDS: [&str; 3] = [".jsonl", ".json", ".snapshot"];
-
 impl RunsListing {
     /// Lists `home`'s runs folder (empty when it is not there).
     fn of(home: &Home) -> anyhow::Result<Self> {
-        let mut runs: HashMap<String, RunFiles> = HashMap::new();
-        for entry in fs::read_dir(home.runs_dir()).into_iter().flatten().flatten() {
-            let Ok(name) = entry.file_name().into_string() else { continue };
-            let file = RUN_FILE_ENDS
-                .iter()
-                .enumerate()
-                .find_map(|(kind, end)| Some((name.strip_suffix(end)?, kind)));
-            if let Some((id, kind)) = file {
-                runs.entry(id.to_owned()).or_default().mark(kind);
-            }
-        }
-        Ok(Self { runs })
+        Ok(Self { runs: home.list_run_files() })
     }
 
     /// The files run `id` had.
@@ -1038,7 +1002,7 @@ impl Importer<'_> {
         (start, cwd): (Timestamp, Option<String>),
         parts: &[(SourcePart, PathBuf)],
     ) -> anyhow::Result<Written> {
-        self.remove_run(id, files)?;
+        self.home.remove_listed_run(id, files)?;
         let mut recorder = Recorder::new(id.clone(), format);
         let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
         writer.append(&recorder.start_in(start, cwd))?;
@@ -1141,25 +1105,6 @@ impl Importer<'_> {
             .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
             .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
             .collect())
-    }
-
-    /// Removes the files of run `id` that were listed (removing one that is
-    /// not there still takes the folder's lock, which the threads creating
-    /// runs then wait on).
-    fn remove_run(&self, id: &RunId, files: RunFiles) -> anyhow::Result<()> {
-        for (path, listed) in [(self.home.log_path(id), files.log), (self.home.record_path(id), files.record)] {
-            if !listed {
-                continue;
-            }
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => {
-                    return Err(error).with_context(|| format!("cannot replace {}", path.display()))
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Adds `job` to `pending`, running them once they make a batch.
@@ -1352,42 +1297,6 @@ fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> any
         .collect()
 }
 
-/// Holds the home's import lock while it lives (the kernel lets go of it
-/// when the process ends, however it ends). Two imports of one home at once
-/// would each rewrite the tables the other reads, and write the same runs:
-/// the second waits for the first, then finds little left to do.
-fn import_lock(home: &Home, dir: &Path, quiet: bool) -> anyhow::Result<Flock<File>> {
-    let path = dir.join("lock");
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => return Ok(lock),
-        Err((file, Errno::EWOULDBLOCK)) => file,
-        Err((_, errno)) => anyhow::bail!("cannot lock {}: {errno}", path.display()),
-    };
-    if !quiet {
-        eprintln!("another import of {} is running; waiting for it to end", home.root().display());
-    }
-    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| anyhow::anyhow!("cannot lock {}: {errno}", path.display()))
-}
-
-/// Removes the tables older versions kept in `dir` (and the usage index
-/// and state files before them): the catalog holds what they held.
-fn remove_old_tables(home: &Home, dir: &Path) {
-    let old = ["codex", "claude", "heads", "usage"]
-        .iter()
-        .flat_map(|name| [format!("{name}.jsonl"), format!("{name}.partial.jsonl")])
-        .map(|name| dir.join(name))
-        .chain([dir.join("usage.prices"), home.root().join("import-state.json"), home.root().join("usage-index.json")]);
-    for path in old {
-        let _ = fs::remove_file(path);
-    }
-}
-
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     import(home, args, TornLines::Feed).map(|_| ())
@@ -1407,12 +1316,14 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
             eprintln!("warning: {} is not a folder; nothing is imported from it", dir.display());
         }
     }
-    // Where the lock is (and, from older versions, the tables the catalog
-    // replaced: removed, their sessions are imported again once).
-    let dir = home.root().join("import");
-    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let _lock = import_lock(home, &dir, args.quiet)?;
-    remove_old_tables(home, &dir);
+    let _lock = agentrace_store::ImportLock::acquire(home, || {
+        if !args.quiet {
+            eprintln!("another import of {} is running; waiting for it to end", home.root().display());
+        }
+    })?;
+    // The tables the catalog replaced: removed, their sessions are imported
+    // again once.
+    home.remove_retired_import_tables();
     let catalog = crate::commands::catalog::synced(home)?;
     crate::commands::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
     let catalog = std::sync::Mutex::new(catalog);
@@ -1590,6 +1501,7 @@ fn import_sessions(
 }
 
 #[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "the tests make the folders and files they list")]
 mod tests {
     use super::*;
 

@@ -148,7 +148,7 @@ fn push_tree(
     }
 }
 
-/// `label  state  operation-or-outcome  gen N  tokens  age  "last message"`.
+/// `label  state  operation-or-outcome  gen N  tokens  cost  age  "last message"`.
 pub fn line(record: &ChildWorkRecord, indent: &str, width: usize, now: Timestamp) -> String {
     let label = format!("{indent}{}", one_line(&record.label, 32));
     let kind = match record.kind {
@@ -181,6 +181,9 @@ pub fn line(record: &ChildWorkRecord, indent: &str, width: usize, now: Timestamp
     }
     if let Some(tokens) = record.total_tokens {
         columns.push(format!("{tokens} tokens"));
+    }
+    if let Some(status) = record.cost_status {
+        columns.push(crate::render::cost_text(record.cost, status));
     }
     columns.push(match record.ended_at {
         Some(ended) => format!(

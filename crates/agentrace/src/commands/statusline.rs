@@ -86,9 +86,10 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     stdin.lock().take(MAX_INPUT).read_to_string(&mut text).ok()?;
     let input: StatuslineInput = serde_json::from_str(&text).ok()?;
     let home = Home::from_env().ok()?;
-    let state_path = home.statusline_state_path(&input.session_id).ok()?;
+    // A session id that is not a plain file name gets no state, and no line.
+    agentrace_store::validate_run_id(&input.session_id).ok()?;
     let book = crate::commands::usage::load_prices(args.prices.as_ref()).ok()?;
-    let summary = Session::at(&input.transcript_path, &input.session_id, &state_path, book)?.summary();
+    let summary = Session::at(&home, &input.transcript_path, &input.session_id, book)?.summary();
     if args.json {
         serde_json::to_string(&summary).ok()
     } else {
@@ -340,12 +341,12 @@ struct Session {
 }
 
 impl Session {
-    /// Reads what the session's transcripts grew by since the state at
-    /// `state_path`, then writes the state back (a state that cannot be
-    /// written is only a slower next call).
-    fn at(transcript: &Path, session_id: &str, state_path: &Path, book: Arc<PriceBook>) -> Option<Self> {
+    /// Reads what the session's transcripts grew by since the state `home`
+    /// kept for it, then keeps the state again (a state that cannot be
+    /// kept is only a slower next call).
+    fn at(home: &Home, transcript: &Path, session_id: &str, book: Arc<PriceBook>) -> Option<Self> {
         let mut session = Session {
-            state: load_state(state_path, transcript, book.id()),
+            state: load_state(home, session_id, transcript, book.id()),
             book,
         };
         let root_read = session.follow(transcript, None)?;
@@ -358,7 +359,7 @@ impl Session {
         for (path, agent_id) in agent_files(transcript, session_id, &mut session.state) {
             let _ = session.follow(&path, Some(agent_id));
         }
-        save_state(state_path, &session.state);
+        let _ = home.save_statusline_state(session_id, &session.state);
         Some(session)
     }
 
@@ -763,29 +764,12 @@ fn fresh_state(transcript: &Path, prices: &str) -> State {
 
 /// The kept state, or a fresh one when it is missing, unreadable, of
 /// another version, another price book or another transcript path.
-fn load_state(path: &Path, transcript: &Path, prices: &str) -> State {
-    fs::read(path)
+fn load_state(home: &Home, session_id: &str, transcript: &Path, prices: &str) -> State {
+    home.statusline_state::<State>(session_id)
         .ok()
-        .and_then(|bytes| serde_json::from_slice::<State>(&bytes).ok())
+        .flatten()
         .filter(|state| state.version == STATE_VERSION && state.prices == prices && state.transcript == transcript)
         .unwrap_or_else(|| fresh_state(transcript, prices))
-}
-
-/// Writes the state whole into a temporary file, then renames it over the
-/// old one: a call that reads it meanwhile sees the old or the new state.
-fn save_state(path: &Path, state: &State) {
-    let Some(dir) = path.parent() else {
-        return;
-    };
-    if fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    let Ok(mut temporary) = tempfile::NamedTempFile::new_in(dir) else {
-        return;
-    };
-    if serde_json::to_writer(&mut temporary, state).is_ok() {
-        let _ = temporary.persist(path);
-    }
 }
 
 /// The searchers for lines worth parsing, built once.

@@ -9,7 +9,6 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt as _;
-use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -104,8 +103,8 @@ struct Queued {
 struct Queue {
     queued: Mutex<Queued>,
     ready: Condvar,
-    /// Where the spill file is made (then unlinked).
-    spill_dir: std::path::PathBuf,
+    /// The home whose store makes the spill file ([`Home::create_spill`]).
+    home: Home,
     /// [`MEMORY_BYTES`] and [`SPILL_BYTES`] (smaller in tests).
     memory_limit: usize,
     spill_limit: u64,
@@ -120,15 +119,15 @@ enum Taken {
 }
 
 impl Queue {
-    fn new(spill_dir: &Path) -> Self {
-        Self::with_limits(spill_dir, MEMORY_BYTES, SPILL_BYTES)
+    fn new(home: Home) -> Self {
+        Self::with_limits(home, MEMORY_BYTES, SPILL_BYTES)
     }
 
-    fn with_limits(spill_dir: &Path, memory_limit: usize, spill_limit: u64) -> Self {
+    fn with_limits(home: Home, memory_limit: usize, spill_limit: u64) -> Self {
         Self {
             queued: Mutex::new(Queued::default()),
             ready: Condvar::new(),
-            spill_dir: spill_dir.to_path_buf(),
+            home,
             memory_limit,
             spill_limit,
         }
@@ -187,7 +186,7 @@ impl Queue {
             return false;
         }
         if queued.spill.is_none() {
-            match tempfile::tempfile_in(&self.spill_dir) {
+            match self.home.create_spill() {
                 Ok(file) => queued.spill = Some(Arc::new(file)),
                 Err(_) => return false,
             }
@@ -387,7 +386,7 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot start {program}"))?;
     let child_stdin = child.stdin.take().context("the server has no stdin")?;
     let child_stdout = child.stdout.take().context("the server has no stdout")?;
-    let queue = Arc::new(Queue::new(&home.runs_dir()));
+    let queue = Arc::new(Queue::new(home.clone()));
     let recorder = std::thread::spawn({
         let queue = Arc::clone(&queue);
         move || record(live, &queue)
@@ -424,6 +423,7 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Closes our stdout so the client reads end-of-file while recording ends.
+#[expect(clippy::disallowed_methods, reason = "opens /dev/null, no file of the home")]
 fn close_stdout() {
     let _ = std::io::stdout().lock().flush();
     // Point fd 1 at /dev/null instead of closing it: later writes (there
@@ -454,6 +454,8 @@ fn finish(mut live: LiveRun, id: &RunId, status: std::process::ExitStatus) -> an
 
 #[cfg(test)]
 mod tests {
+    use agentrace_store::Home;
+
     use super::{Direction, Queue, Taken};
 
     /// What the recorder takes next, as (direction, text) pairs.
@@ -470,7 +472,7 @@ mod tests {
     #[test]
     fn copies_past_the_memory_limit_spill_to_a_file_and_come_back_in_order() {
         let directory = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let queue = Queue::with_limits(directory.path(), 8, 1024);
+        let queue = Queue::with_limits(Home::at(directory.path()), 8, 1024);
         let offers = [
             (Direction::FromServer, "aaaa"),
             (Direction::FromServer, "bbbbbbbb"),
@@ -502,7 +504,7 @@ mod tests {
     #[test]
     fn a_copy_past_the_spill_limit_is_dropped_and_the_end_is_taken_last() {
         let directory = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let queue = Queue::with_limits(directory.path(), 4, 4);
+        let queue = Queue::with_limits(Home::at(directory.path()), 4, 4);
         let kept: Vec<bool> = ["aaaa", "bbbb", "cc"]
             .iter()
             .map(|text| queue.offer(Direction::FromServer, text.as_bytes(), 0).kept)

@@ -819,8 +819,7 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
 
     // What the import writes on stderr (a skipped line, a shrunk file)
     // would tear the screen: it goes to a file while the screen is up.
-    let log_path = home.root().join("top.log");
-    let saved = match std::fs::File::create(&log_path) {
+    let saved = match home.create_top_log() {
         Ok(file) => {
             let saved = nix::unistd::dup(std::io::stderr()).ok();
             if saved.is_some() {

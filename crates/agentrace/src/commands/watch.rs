@@ -13,7 +13,6 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use agentrace_core::childwork::ChildWorkState;
 use agentrace_core::model::{RunId, RunStatus, SessionEndReason, Severity, Warning};
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
@@ -204,10 +203,11 @@ impl IdleLimit {
     }
 }
 
-/// True while something in the run is live: its root's turn or a record.
+/// True while something in the run is live: its root's turn or a child
+/// (one the records show settled too: a background child after its root's
+/// turn ended, which only its own end or `session_ended` settles).
 fn live(loaded: &agentrace_store::LoadedRun) -> bool {
-    loaded.summary().status == RunStatus::Running
-        || loaded.records().iter().any(|record| record.state != ChildWorkState::Ended)
+    loaded.summary().status == RunStatus::Running || loaded.book.children_working()
 }
 
 /// Ends an idle session: `session_ended` (idle) appended to its log, its
@@ -277,9 +277,9 @@ impl Notifier {
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
         let loaded = home.load_run(id).ok()?;
         let view = loaded.checked_view(&self.config, Some(crate::clock::now()));
-        let records = loaded.records();
-        let child_works = records.iter().any(|record| record.state != ChildWorkState::Ended);
-        let over = view.run.status != RunStatus::Running && !child_works;
+        // Not the records as shown: those settle when the root's turn ends,
+        // while a background child may still be at work.
+        let over = view.run.status != RunStatus::Running && !loaded.book.children_working();
         let errors = view.warnings.into_iter().filter(|warning| warning.severity == Severity::Error).collect();
         Some(Seen { run: view.run, over, errors })
     }

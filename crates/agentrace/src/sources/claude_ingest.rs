@@ -5,8 +5,8 @@
 //! the run lock every Claude writer takes. I/O only; attribution is the
 //! core's.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::fs::{self, File};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use agentrace_core::model::{Provider, RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunSummary;
 use agentrace_core::{InputLine, Recorder};
-use agentrace_store::{read_log, validate_run_id, Home, RunWriter};
+use agentrace_store::{read_log, validate_run_id, Home, RunLock, RunWriter};
 use serde::{Deserialize, Serialize};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
@@ -627,70 +627,3 @@ impl Recording {
     }
 }
 
-/// An exclusive claim on one run's log, so two agentrace processes (a live
-/// `run claude` and a hook, say) never append to it at once: a file
-/// `<runs>/<id>.lock` made with `create_new`, holding the owner's pid,
-/// removed on drop. A lock whose owner is gone is taken over.
-pub struct RunLock {
-    path: PathBuf,
-}
-
-impl RunLock {
-    /// Tries for up to `wait`; `None` when another live process holds it.
-    pub fn acquire(home: &Home, id: &RunId, wait: Duration) -> anyhow::Result<Option<RunLock>> {
-        let dir = home.runs_dir();
-        fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let path = dir.join(format!("{id}.lock"));
-        let deadline = std::time::Instant::now() + wait;
-        loop {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    // Best effort: the pid only helps to take over a stale lock.
-                    let _ = write!(file, "{}", std::process::id());
-                    return Ok(Some(RunLock { path }));
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                    if owner_is_gone(&path) {
-                        let _ = fs::remove_file(&path);
-                        continue;
-                    }
-                }
-                Err(error) => {
-                    return Err(error).with_context(|| format!("cannot create {}", path.display()))
-                }
-            }
-            if std::time::Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
-/// True when the lock names a pid that no longer runs (Linux `/proc`);
-/// elsewhere a lock is never taken over.
-fn owner_is_gone(path: &Path) -> bool {
-    let proc_root = Path::new("/proc");
-    if !proc_root.join("self").exists() {
-        return false;
-    }
-    match fs::read_to_string(path) {
-        Ok(text) => match text.trim().parse::<u32>() {
-            Ok(pid) => !proc_root.join(pid.to_string()).exists(),
-            // Being written right now (wait for it), or left empty by a
-            // process that died between creating and writing it.
-            Err(_) => fs::metadata(path)
-                .and_then(|meta| meta.modified())
-                .ok()
-                .and_then(|modified| modified.elapsed().ok())
-                .is_some_and(|age| age > Duration::from_secs(60)),
-        },
-        Err(_) => false,
-    }
-}

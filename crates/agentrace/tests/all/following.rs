@@ -174,6 +174,17 @@ fn top_without_a_terminal_prints_its_rows_once() {
     assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
 }
 
+/// The names of the notes the notification commands wrote into `dir`,
+/// sorted.
+fn noted_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `watch --on-end` fires once when a session is over (its root done, no
 /// child working), not while its helper still works, and not for a session
 /// that had ended before the watch began; `--on-warning` fires once per
@@ -218,14 +229,7 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let noted = || -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(notes.path())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
+    let noted = || noted_in(notes.path());
     // Up to the root's answer, the helper's turn still open.
     let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
@@ -262,6 +266,67 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
         (Some("warning"), Some("helper_policy_violation"), Some("error"))
     );
+}
+
+/// A Claude root whose turn ended while its background helper still runs
+/// (`run_in_background`) is not done: `watch --on-end` waits for the
+/// helper's end, then fires once. The records show settled in between (the
+/// root's turn ended), which is why the end is judged on the reducer's.
+#[test]
+fn watch_waits_for_a_background_helper_before_it_says_a_session_ended() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let notes = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let on_end = format!("cat > '{}'/end-$AGENTRACE_RUN_ID.json", notes.path().display());
+    let watch = Watch::start(&cli, &homes, &["--on-end", &on_end]);
+    assert!(watch.said().starts_with("watching "));
+    let noted = || noted_in(notes.path());
+    // Up to the root's first answer (its turn's end), the helper mid-command.
+    let root = growth
+        .files
+        .iter()
+        .position(|file| !file.path.to_string_lossy().contains("subagents"))
+        .unwrap_or_else(|| panic!("no root transcript"));
+    let answer = growth.files[root]
+        .lines
+        .iter()
+        .position(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
+        .unwrap_or_else(|| panic!("the root never answers"));
+    let cut = growth.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1;
+    growth.write(&homes, 0..cut, true);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // Once the run is there, status reads the helper at work on its command.
+    let status = || String::from_utf8_lossy(&cli.run(&["status", "--json"]).stdout).into_owned();
+    let working = || {
+        serde_json::from_str::<serde_json::Value>(&status()).ok().is_some_and(|status| {
+            status["records"]
+                .as_array()
+                .is_some_and(|records| records.iter().any(|record| record["state"] == "working" && record["operation"]["toolName"] == "Bash"))
+        })
+    };
+    while !working() {
+        assert!(Instant::now() < deadline, "the helper's command never showed: {}", status());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let runs = cli.ok(&["runs", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&runs).unwrap_or_else(|e| panic!("{e}: {runs}"));
+    assert_ne!(listed["runs"][0]["status"], "running", "the root's turn had ended: {runs}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(noted(), Vec::<String>::new(), "an end fired while the background helper worked");
+    growth.write(&homes, cut..growth.order.len(), true);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while noted().is_empty() {
+        assert!(Instant::now() < deadline, "no end noted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, _) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = listed["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("{runs}")).to_owned();
+    assert_eq!(noted(), [format!("end-{id}.json")]);
 }
 
 /// `serve --watch` follows a session as it is written: the run is listed

@@ -41,6 +41,10 @@ struct RecordJson {
     #[serde(default)]
     total_tokens: Option<u64>,
     #[serde(default)]
+    cost: Option<f64>,
+    #[serde(default)]
+    cost_status: Option<String>,
+    #[serde(default)]
     outcome: Option<String>,
     started_at: String,
     updated_at: String,
@@ -70,6 +74,8 @@ struct InvocationJson {
     last_message: Option<String>,
     #[serde(default)]
     total_tokens: Option<u64>,
+    #[serde(default)]
+    cost: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, PartialEq)]

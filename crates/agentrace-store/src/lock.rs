@@ -1,0 +1,145 @@
+//! The home's locks: a run's ([`RunLock`], so two processes never append to
+//! one log at once) and the import's ([`ImportLock`], so two imports never
+//! rewrite one home at once). It owns their files; what each lock guards is
+//! the caller's to respect.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agentrace_core::RunId;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::error::StoreError;
+use crate::home::Home;
+use crate::run_id::validate_run_id;
+
+/// How often a wait for a run's lock tries again.
+const RETRY: Duration = Duration::from_millis(50);
+
+/// How old an empty run lock must be to be taken for one whose owner died
+/// between making it and writing its pid (a younger one is being written).
+const EMPTY_LOCK_AGE: Duration = Duration::from_secs(60);
+
+/// An exclusive claim on one run's log, so two agentrace processes (a live
+/// `run claude` and a hook, say) never append to it at once: the file
+/// [`Home::run_lock_path`], made with `create_new`, holding the owner's
+/// pid, removed on drop. A lock whose owner is gone is taken over.
+#[derive(Debug)]
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Tries for up to `wait`; `None` when another live process holds it.
+    pub fn acquire(home: &Home, id: &RunId, wait: Duration) -> Result<Option<RunLock>, StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        let dir = home.runs_dir();
+        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create runs directory", &dir, source))?;
+        let path = home.run_lock_path(&id);
+        let deadline = Instant::now() + wait;
+        loop {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    // Best effort: the pid only helps to take over a stale lock.
+                    let _ = write!(file, "{}", std::process::id());
+                    return Ok(Some(RunLock { path }));
+                }
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    if owner_is_gone(&path) {
+                        let _ = fs::remove_file(&path);
+                        continue;
+                    }
+                }
+                Err(source) => return Err(StoreError::io("create run lock", &path, source)),
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(RETRY);
+        }
+    }
+
+    /// The lock's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// True when the lock names a pid that no longer runs (Linux `/proc`);
+/// elsewhere a lock is never taken over.
+fn owner_is_gone(path: &Path) -> bool {
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return false;
+    }
+    match fs::read_to_string(path) {
+        Ok(text) => match text.trim().parse::<u32>() {
+            Ok(pid) => !proc_root.join(pid.to_string()).exists(),
+            // Being written right now (wait for it), or left empty by a
+            // process that died between creating and writing it.
+            Err(_) => fs::metadata(path)
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > EMPTY_LOCK_AGE),
+        },
+        Err(_) => false,
+    }
+}
+
+/// The home's import lock, held while it lives: an advisory `flock` on
+/// [`Home::import_lock_path`], which the kernel lets go of when the process
+/// ends, however it ends (so no lock is ever stale). Two imports of one
+/// home at once would each rewrite the tables the other reads, and write
+/// the same runs: the second waits for the first.
+#[derive(Debug)]
+pub struct ImportLock {
+    _lock: Flock<File>,
+}
+
+impl ImportLock {
+    /// Takes the lock, making the import's folder when needed; when another
+    /// process holds it, calls `waiting` once, then waits for as long as it
+    /// takes.
+    pub fn acquire(home: &Home, waiting: impl FnOnce()) -> Result<ImportLock, StoreError> {
+        let dir = home.import_dir();
+        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
+        let path = home.import_lock_path();
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| StoreError::io("open import lock", &path, source))?;
+        let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(ImportLock { _lock: lock }),
+            Err((file, Errno::EWOULDBLOCK)) => file,
+            Err((_, errno)) => return Err(StoreError::io("lock", &path, io::Error::from(errno))),
+        };
+        waiting();
+        Flock::lock(file, FlockArg::LockExclusive)
+            .map(|lock| ImportLock { _lock: lock })
+            .map_err(|(_, errno)| StoreError::io("lock", &path, io::Error::from(errno)))
+    }
+}
+
+impl Home {
+    /// Removes the files older versions kept what the catalog now holds in
+    /// ([`Home::retired_import_tables`]); their sessions are imported again
+    /// once. Call it holding the [`ImportLock`]. What cannot be removed is
+    /// left: it is read by nothing.
+    pub fn remove_retired_import_tables(&self) {
+        for path in self.retired_import_tables() {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
