@@ -669,6 +669,28 @@ impl RunWriter {
         Ok(())
     }
 
+    /// [`RunWriter::write_new_record_unsynced`] of a writer whose book is
+    /// lent ([`RunWriter::with_book_lent`]): the warnings counted and the
+    /// snapshot written from `book`; returns the summary as written.
+    pub fn write_new_record_unsynced_with(&self, summary: &RunSummary, book: &RunBook) -> Result<RunSummary, StoreError> {
+        let checked = self.checked_lent(summary, Some(book));
+        let bytes = self.summary_bytes(&checked)?;
+        fs::write(&self.record_path, &bytes)
+            .map_err(|source| StoreError::io("write run record", &self.record_path, source))?;
+        self.save_snapshot_quietly(Some(book));
+        Ok(checked)
+    }
+
+    /// The run book this writer folds itself (`None` when its book is lent,
+    /// or a failed write left the log unlike the fold): what a caller
+    /// without a whole book of its own asks of the run so far.
+    pub fn own_book(&self) -> Option<&RunBook> {
+        if self.lent {
+            return None;
+        }
+        self.book(None)
+    }
+
     /// The snapshot file beside the log.
     pub fn snapshot_path(&self) -> &Path {
         &self.snapshot_path

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use agentrace_core::decode;
-use agentrace_core::model::{RunId, Timestamp};
+use agentrace_core::model::{RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
 use agentrace_core::{Envelope, Recorder};
@@ -68,13 +68,29 @@ pub struct ImportArgs {
     /// sources (`rawRef`).
     #[arg(long)]
     keep_raw: bool,
+    /// A session whose files have all been still this long, yet not over by
+    /// its own signals (its root's turn, or a child, still open: a crash, a
+    /// killed agent), is over: its log gets `session_ended` (reason
+    /// `importFinished`) at its last line's time, and what was live settles
+    /// `unknown`. As `watch --idle-limit`.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_LIMIT)]
+    idle_limit: u64,
 }
+
+/// How long a session's files stay still before an import (or `watch`)
+/// ends what is live in it, seconds.
+pub const DEFAULT_IDLE_LIMIT: u64 = 600;
 
 impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None, keep_raw: false }
+        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
+    }
+
+    /// These arguments, with another idle limit (`watch --idle-limit`).
+    pub(crate) fn with_idle_limit(self, idle_limit: u64) -> Self {
+        Self { idle_limit, ..self }
     }
 
     /// These arguments, with the progress bar and summary as `quiet` says.
@@ -806,6 +822,22 @@ enum JobSource {
     Claude(crate::sources::claude_ingest::SessionFiles),
 }
 
+/// True when every one of a session's files has been still for
+/// `idle_limit` seconds (by their modification times): nothing more is
+/// coming, so what its log leaves open is over.
+fn still_for(stamps: &BTreeMap<String, FileStamp>, idle_limit: u64) -> bool {
+    let now_ns = u64::try_from(now().millis()).unwrap_or(0).saturating_mul(1_000_000);
+    let limit_ns = idle_limit.saturating_mul(1_000_000_000);
+    !stamps.is_empty() && stamps.values().all(|stamp| now_ns.saturating_sub(stamp.modified_ns) >= limit_ns)
+}
+
+/// The time of a run's last line (what an import's `session_ended` is
+/// stamped with, so that a session read in pieces ends as one read whole),
+/// else its start.
+fn last_time(book: &agentrace_core::book::RunBook, start: Timestamp) -> Timestamp {
+    book.state().summary().updated_at.unwrap_or(start)
+}
+
 /// When a Codex session started: its earliest rollout's time, else now.
 pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
     files.iter().filter_map(|head| head.started).min().unwrap_or_else(now)
@@ -1001,10 +1033,12 @@ impl Importer<'_> {
         format: Format,
         (start, cwd): (Timestamp, Option<String>),
         parts: &[(SourcePart, PathBuf)],
+        still: bool,
     ) -> anyhow::Result<Written> {
         self.home.remove_listed_run(id, files)?;
-        let mut recorder = Recorder::new(id.clone(), format);
-        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?;
+        // The recorder's book is the run's one fold: the writer is lent it.
+        let mut recorder = Recorder::new(id.clone(), format).with_whole_book();
+        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?.with_book_lent();
         writer.append(&recorder.start_in(start, cwd))?;
         let mut copies = self.copies(id, false)?;
         let mut texts = Texts::default();
@@ -1012,10 +1046,14 @@ impl Importer<'_> {
             feed_whole(recorder, parts, start, self.torn_lines, &mut tee(&mut texts, sink))
         })?;
         copies.map(CopyWriter::finish).transpose()?;
+        if still && !recorder.book().session_over() {
+            let at = last_time(recorder.book(), start);
+            writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
+        }
         // No fsync per session: an import is rebuilt from its sources, and a
         // thousand fsyncs would cost more than the reading.
-        // `remove_run` above left no record: it is written in place.
-        writer.write_new_record_unsynced(&recorder.state().summary())?;
+        // `remove_listed_run` above left no record: it is written in place.
+        writer.write_new_record_unsynced_with(&recorder.state().summary(), recorder.book())?;
         drop(writer);
         Ok((recorder.state().view(), marks, texts.settled_or_read(self.home, id)?))
     }
@@ -1040,6 +1078,7 @@ impl Importer<'_> {
         format: Format,
         parts: &[(SourcePart, PathBuf)],
         marks: &BTreeMap<String, ReadMark>,
+        still: bool,
     ) -> anyhow::Result<Option<Written>> {
         // The run's own start, as its log has it.
         let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
@@ -1070,6 +1109,16 @@ impl Importer<'_> {
         copies.map(CopyWriter::finish).transpose()?;
         if fed.is_err() {
             return Ok(None);
+        }
+        // The recorder keeps the run state alone here (it was replayed from
+        // the sources); the writer's own fold, resumed from the log, has the
+        // rest.
+        if let Some(at) = writer
+            .own_book()
+            .filter(|book| still && !book.session_over())
+            .map(|book| last_time(book, start))
+        {
+            writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
         }
         writer.write_record_unsynced(&recorder.state().summary())?;
         drop(writer);
@@ -1189,6 +1238,7 @@ impl Importer<'_> {
             JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
             JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
         };
+        let still = still_for(&job.stamps, self.args.idle_limit);
         if let Some(read_on) = &job.read_on {
             // A metadata document is one line: one that changed cannot be
             // read on.
@@ -1199,12 +1249,12 @@ impl Importer<'_> {
                     && !read_on.unchanged.contains(key.as_ref())
             });
             if !document_changed {
-                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks)? {
+                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
                     return Ok((view, marks, true, texts));
                 }
             }
         }
-        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts)?;
+        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
         Ok((view, marks, false, texts))
     }
 

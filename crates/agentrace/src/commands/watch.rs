@@ -57,7 +57,7 @@ pub struct WatchArgs {
     /// something in it is live (its root's turn, a child, a command) ends:
     /// `session_ended` (reason `idle`) is appended and its live records
     /// settle `unknown`. Should it grow again, it is read again.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::commands::import::DEFAULT_IDLE_LIMIT)]
     idle_limit: u64,
 }
 
@@ -87,7 +87,9 @@ enum Watching {
 
 /// Runs `agentrace watch` until Ctrl-C.
 pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
-    let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
+    // The import ends a session its first pass finds idle past the limit
+    // itself; later ones this loop ends when they reach it.
+    let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone()).with_idle_limit(args.idle_limit);
     let follower = Follower::start(&import, args.poll)?;
     if let Some(warning) = follower.fallback() {
         eprintln!("{warning}");

@@ -1554,3 +1554,72 @@ fn watch_by_polling_says_so_and_still_follows_a_session() {
     assert!(status.success(), "{status}");
     assert_same_runs(&cli, &whole.cli, "polled");
 }
+
+/// A session left open (its background helper mid-command when the files
+/// stop: a crash, a killed agent) reads live on import while its files are
+/// young: the helper `working`, no `session_ended`. Once every file has
+/// been still past the idle limit, an import ends it: `session_ended`
+/// (`importFinished`) stamped with its last line's time, so pieces and
+/// whole agree, and the helper settled `unknown`.
+#[test]
+fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_limit() {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let root = growth
+        .files
+        .iter()
+        .position(|file| !file.path.to_string_lossy().contains("subagents"))
+        .unwrap_or_else(|| panic!("no root transcript"));
+    let answer = growth.files[root]
+        .lines
+        .iter()
+        .position(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
+        .unwrap_or_else(|| panic!("the root never answers"));
+    let cut = growth.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1;
+    let homes = Homes::new();
+    growth.write(&homes, 0..cut, true);
+    let helper = |cli: &Cli, id: &str| -> (String, Option<String>) {
+        let status: Value = serde_json::from_str(&cli.ok(&["status", id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let record = &status["records"][0];
+        (record["state"].as_str().unwrap_or_default().to_owned(), record["outcome"].as_str().map(str::to_owned))
+    };
+
+    let young = Cli::new();
+    homes.import(&young);
+    let id = run_ids(&young).pop().unwrap_or_else(|| panic!("no run"));
+    let open = events(&young, &id);
+    assert_ne!(open.last().map(|envelope| envelope["event"]["type"].clone()), Some(Value::from("session_ended")));
+    assert_eq!(helper(&young, &id), ("working".to_owned(), None));
+
+    // Every file of the session (transcripts and the helper's metadata)
+    // last written an hour ago.
+    let mut folders = vec![homes.dir.path().to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
+            if entry.path().is_dir() {
+                folders.push(entry.path());
+            } else {
+                let file = std::fs::File::options().write(true).open(entry.path()).unwrap_or_else(|e| panic!("{e}"));
+                let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                file.set_modified(hour_ago).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    let still = Cli::new();
+    homes.import(&still);
+    let ended = events(&still, &id);
+    assert_eq!(ended.len(), open.len() + 1, "one envelope more: the end");
+    assert_eq!(&ended[..open.len()], &open[..]);
+    let last = &ended[open.len()];
+    assert_eq!(
+        (&last["event"], &last["timestamp"], &last["sequence"]),
+        (
+            &serde_json::json!({"type": "session_ended", "reason": "importFinished"}),
+            &open[open.len() - 1]["timestamp"],
+            &Value::from(open.len() as u64 + 1)
+        )
+    );
+    assert_eq!(helper(&still, &id), ("ended".to_owned(), Some("unknown".to_owned())));
+    // Nothing more to end: an import again changes nothing.
+    homes.import(&still);
+    assert_eq!(events(&still, &id), ended);
+}
