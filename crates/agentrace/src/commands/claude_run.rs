@@ -29,6 +29,10 @@ use crate::output::Out;
 const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 /// How long the CLI gets to exit after its stdout closed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// How long quiet output waits before the recording keeps its cadence
+/// (writes what is queued, the record when due): well inside the writer's
+/// 250 ms record window.
+const IDLE_TICK: Duration = Duration::from_millis(50);
 
 /// Arguments of `agentrace run claude`.
 #[derive(Debug, Args)]
@@ -119,7 +123,7 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
         let _ = sender.send(Message::Interrupt);
     });
 
-    let mut recording = Recording::open(home, &id, Format::ClaudeStream, now)?;
+    let mut recording = Recording::open(home, &id, Format::ClaudeStream, now)?.live();
     if !args.quiet {
         recording = recording.with_view();
         eprintln!("recording {id} (claude, pid {})", child.id());
@@ -178,9 +182,16 @@ fn pump(
                     Err(RecvTimeoutError::Disconnected) => return Ok(true),
                 }
             }
-            None => match receiver.recv() {
+            // Quiet output (a tool running, the model thinking) still keeps
+            // the writer's cadence: what was queued is written, the record
+            // brought up to date.
+            None => match receiver.recv_timeout(IDLE_TICK) {
                 Ok(message) => message,
-                Err(_) => return Ok(false),
+                Err(RecvTimeoutError::Timeout) => {
+                    recording.idle()?;
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return Ok(false),
             },
         };
         match message {

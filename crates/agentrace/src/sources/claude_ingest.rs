@@ -463,6 +463,11 @@ pub struct Recording {
     view: Option<LiveView>,
     /// True when the run existed before.
     pub resumed: bool,
+    /// The writer is lent the recorder's book (a new run: its one fold);
+    /// a resumed run's writer folds its own, resumed from the log.
+    lent: bool,
+    /// The live cadence ([`Recording::live`]).
+    live: bool,
 }
 
 impl Recording {
@@ -498,13 +503,16 @@ impl Recording {
                 status: None,
                 view: None,
                 resumed: true,
+                lent: false,
+                live: false,
             });
         }
         let start = start();
         let mut recorder = Recorder::new(id.clone(), format)
             .keep_secrets(crate::secrets::keep())
-            .with_traceparent(crate::trace_context::to_record());
-        let mut writer = home.create_run(id)?;
+            .with_traceparent(crate::trace_context::to_record())
+            .with_whole_book();
+        let mut writer = home.create_run(id)?.with_book_lent();
         writer.append(&recorder.start(start))?;
         Ok(Self {
             recorder,
@@ -513,7 +521,36 @@ impl Recording {
             status: None,
             view: None,
             resumed: false,
+            lent: true,
+            live: false,
         })
+    }
+
+    /// Writes on the live cadence (`run claude`): lines queued and written in
+    /// batches, the record rewritten at most every 250 ms and the log synced
+    /// at most once a second (the writer's [`RunWriter::tick`]), instead of
+    /// a write per line and an fsync at every status change. The caller
+    /// calls [`Recording::idle`] while its input is quiet, so nothing
+    /// queued waits on a line that may never come.
+    pub fn live(mut self) -> Self {
+        self.live = true;
+        self
+    }
+
+    /// Writes what waits and keeps the cadence while the input is quiet.
+    pub fn idle(&mut self) -> anyhow::Result<()> {
+        self.writer.flush()?;
+        self.tick()
+    }
+
+    fn tick(&mut self) -> anyhow::Result<()> {
+        if self.lent {
+            self.writer.tick_with(self.recorder.book())?;
+        } else {
+            let state = self.recorder.state();
+            self.writer.tick(state.status(), || state.summary())?;
+        }
+        Ok(())
     }
 
     /// Shows every envelope written from now on in the live stderr view.
@@ -576,11 +613,18 @@ impl Recording {
         if envelopes.is_empty() {
             return Ok(());
         }
-        self.writer.append(envelopes)?;
+        if self.live {
+            self.writer.queue(envelopes)?;
+        } else {
+            self.writer.append(envelopes)?;
+        }
         if let Some(view) = &mut self.view {
             for envelope in envelopes {
                 view.show(envelope);
             }
+        }
+        if self.live {
+            return self.tick();
         }
         let status = self.recorder.state().status();
         if self.status != Some(status) {
@@ -606,8 +650,19 @@ impl Recording {
 
     /// Rewrites the run record now (status changes while live).
     pub fn write_record(&self) -> anyhow::Result<()> {
-        self.writer.write_record(&self.recorder.state().summary())?;
+        self.record(&self.recorder.state().summary())?;
         Ok(())
+    }
+
+    /// Writes the run record of `summary`, its warnings counted by the book
+    /// that folded the run (the recorder's when lent); returns it as written.
+    fn record(&self, summary: &RunSummary) -> anyhow::Result<RunSummary> {
+        Ok(if self.lent {
+            self.writer.write_record_with(summary, self.recorder.book())?
+        } else {
+            self.writer.write_record(summary)?;
+            self.writer.checked(summary)
+        })
     }
 
     /// Finishes: last envelopes, the session's end when it ended (for
@@ -622,8 +677,52 @@ impl Recording {
         }
         self.writer.sync()?;
         let summary = self.recorder.state().summary();
-        self.writer.write_record(&summary)?;
+        self.record(&summary)?;
         Ok(summary)
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentrace_core::model::Timestamp;
+
+    /// Records the real `single_fg` stream line by line, live or not; its
+    /// log's bytes, its record, and how many writes the log took.
+    fn recorded(live: bool) -> (Vec<u8>, Value, u64) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let id = RunId::from("claude-live");
+        let start = Timestamp::from_millis(1_795_000_000_000);
+        let mut recording = Recording::open(&home, &id, Format::ClaudeStream, || start).unwrap_or_else(|e| panic!("{e}"));
+        if live {
+            recording = recording.live();
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for (index, line) in text.lines().enumerate() {
+            recording
+                .line(&SourcePart::Main, line.as_bytes(), index as u64 + 1, None, Some(start))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let writes = recording.writer.writes();
+        // Ended at its last line's time (an exit is stamped with the clock).
+        recording.close(Some(SessionEndReason::EndOfInput)).unwrap_or_else(|e| panic!("{e}"));
+        let log = std::fs::read(home.log_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+        let record = std::fs::read(dir.path().join("runs/claude-live.json")).unwrap_or_else(|e| panic!("{e}"));
+        (log, serde_json::from_slice(&record).unwrap_or_else(|e| panic!("{e}")), writes)
+    }
+
+    /// `run claude`'s live cadence writes the same log and record as a
+    /// write per line does, in batches: a stream read faster than the
+    /// writer's batch window takes a handful of writes, not one per line
+    /// that has envelopes.
+    #[test]
+    fn a_live_recording_writes_the_same_log_and_record_in_batches() {
+        let (log, record, writes) = recorded(false);
+        let (live_log, live_record, live_writes) = recorded(true);
+        assert_eq!((String::from_utf8_lossy(&live_log), live_record), (String::from_utf8_lossy(&log), record));
+        assert!(live_writes * 4 <= writes, "{live_writes} writes live, {writes} a line at a time");
+    }
+}
