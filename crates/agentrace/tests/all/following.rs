@@ -285,17 +285,7 @@ fn watch_waits_for_a_background_helper_before_it_says_a_session_ended() {
     assert!(watch.said().starts_with("watching "));
     let noted = || noted_in(notes.path());
     // Up to the root's first answer (its turn's end), the helper mid-command.
-    let root = growth
-        .files
-        .iter()
-        .position(|file| !file.path.to_string_lossy().contains("subagents"))
-        .unwrap_or_else(|| panic!("no root transcript"));
-    let answer = growth.files[root]
-        .lines
-        .iter()
-        .position(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
-        .unwrap_or_else(|| panic!("the root never answers"));
-    let cut = growth.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1;
+    let cut = growth.through_the_roots_first_answer();
     growth.write(&homes, 0..cut, true);
     let deadline = Instant::now() + Duration::from_secs(20);
     // Once the run is there, status reads the helper at work on its command.

@@ -646,6 +646,22 @@ impl Growth {
     /// Appends the lines `range` of the writing order to the provider's
     /// home in `homes`, a file's document with its first line unless
     /// `documents` is false.
+    /// How many lines, in writing order, run up to the Claude root's first
+    /// answer (its turn's end): a background helper is mid-work there.
+    pub(super) fn through_the_roots_first_answer(&self) -> usize {
+        let root = self
+            .files
+            .iter()
+            .position(|file| !file.path.to_string_lossy().contains("subagents"))
+            .unwrap_or_else(|| panic!("no root transcript"));
+        let answer = self.files[root]
+            .lines
+            .iter()
+            .position(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
+            .unwrap_or_else(|| panic!("the root never answers"));
+        self.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1
+    }
+
     pub(super) fn write(&self, homes: &Homes, range: std::ops::Range<usize>, documents: bool) {
         use std::io::Write as _;
         let home = homes.of(self.provider);
@@ -1564,17 +1580,7 @@ fn watch_by_polling_says_so_and_still_follows_a_session() {
 #[test]
 fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_limit() {
     let growth = Growth::of(Provider::Claude, "single_bg");
-    let root = growth
-        .files
-        .iter()
-        .position(|file| !file.path.to_string_lossy().contains("subagents"))
-        .unwrap_or_else(|| panic!("no root transcript"));
-    let answer = growth.files[root]
-        .lines
-        .iter()
-        .position(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
-        .unwrap_or_else(|| panic!("the root never answers"));
-    let cut = growth.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1;
+    let cut = growth.through_the_roots_first_answer();
     let homes = Homes::new();
     growth.write(&homes, 0..cut, true);
     let helper = |cli: &Cli, id: &str| -> (String, Option<String>) {
