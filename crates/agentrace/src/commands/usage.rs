@@ -1089,6 +1089,8 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
     let catalog = crate::commands::catalog::synced(home)?;
     if args.runs.is_empty() {
         let runs = every_run(home, &catalog, prices)?;
+        // The trees are then read one by one in one read transaction.
+        catalog.begin_read()?;
         return Ok((runs, catalog));
     }
     let mut runs = Vec::with_capacity(args.runs.len());
@@ -1098,6 +1100,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
         runs.push(recorded(home, &catalog, id, listed.as_ref(), prices)?);
     }
     let runs = once_per_session(runs);
+    catalog.begin_read()?;
     Ok((Box::new(runs.into_iter().map(Ok)), catalog))
 }
 
