@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::{validate_run_id, Home, LogReader, StoreError};
 
 /// The schema this build writes; a catalog of another is made anew.
-pub const CATALOG_SCHEMA: i64 = 1;
+pub const CATALOG_SCHEMA: i64 = 2;
 
 /// The catalog's file name in the home.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
@@ -64,9 +64,27 @@ CREATE TABLE runs (
   log_bytes INTEGER NOT NULL,
   log_modified_ns INTEGER NOT NULL,
   texts_bytes INTEGER NOT NULL DEFAULT 0,
-  usage_tree TEXT
+  usage_tree TEXT,
+  usage_total_tokens INTEGER,
+  usage_log_bytes INTEGER,
+  usage_log_modified_ns INTEGER,
+  usage_prices TEXT,
+  usage_format INTEGER,
+  usage_provider TEXT,
+  usage_session_id TEXT
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
+CREATE INDEX runs_usage_heads ON runs (started_at DESC, id DESC, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens);
+CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN
+  UPDATE runs SET
+    usage_log_bytes = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.log.bytes') END,
+    usage_log_modified_ns = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.log.modifiedNs') END,
+    usage_prices = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.prices') END,
+    usage_format = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.format') END,
+    usage_provider = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.provider') END,
+    usage_session_id = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.sessionId') END
+  WHERE id = NEW.id;
+END;
 CREATE INDEX runs_by_status ON runs (status);
 CREATE TABLE agents (
   run_id TEXT NOT NULL,
@@ -175,6 +193,8 @@ pub struct Catalog {
     conn: Connection,
     path: PathBuf,
     rebuilt: Option<Rebuilt>,
+    /// The transaction open is [`Catalog::begin_read`]'s (it writes nothing).
+    reading: std::cell::Cell<bool>,
 }
 
 /// An SQLite failure on the catalog at `path`.
@@ -271,6 +291,7 @@ impl Catalog {
             conn,
             path: path.to_path_buf(),
             rebuilt,
+            reading: std::cell::Cell::new(false),
         })
     }
 
@@ -310,14 +331,32 @@ impl Catalog {
     /// Starts a write transaction (writes between this and
     /// [`Catalog::commit`] are one: an import commits every few seconds).
     pub fn begin(&self) -> Result<(), StoreError> {
+        // A read transaction is ended first: one upgraded to write after
+        // another process wrote would fail, where `BEGIN IMMEDIATE` waits.
+        if self.reading.get() {
+            self.commit()?;
+        }
         if self.conn.is_autocommit() {
             self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql(&self.path))?;
         }
         Ok(())
     }
 
+    /// Starts a read transaction unless a transaction is open: the lookups
+    /// that follow (until [`Catalog::begin`] or [`Catalog::commit`]) share
+    /// one snapshot and its locks. Taken and dropped by each statement, the
+    /// locks were a third of the time of thousands of lookups.
+    pub fn begin_read(&self) -> Result<(), StoreError> {
+        if self.conn.is_autocommit() {
+            self.conn.execute_batch("BEGIN").map_err(sql(&self.path))?;
+            self.reading.set(true);
+        }
+        Ok(())
+    }
+
     /// Commits the transaction [`Catalog::begin`] started, if any.
     pub fn commit(&self) -> Result<(), StoreError> {
+        self.reading.set(false);
         if !self.conn.is_autocommit() {
             self.conn.execute_batch("COMMIT").map_err(sql(&self.path))?;
         }
@@ -640,14 +679,15 @@ impl Catalog {
             .map_err(err)
     }
 
-    /// Keeps run `id`'s usage tree and its usage rows (a run the catalog
+    /// Keeps run `id`'s usage tree (whose head a trigger reads from it),
+    /// the total tokens of its agents and its usage rows (a run the catalog
     /// does not list yet is left as it is).
-    pub fn put_usage(&self, id: &str, tree: &str, project: Option<&str>, rows: &[UsageRow]) -> Result<(), StoreError> {
+    pub fn put_usage(&self, id: &str, tree: &str, total_tokens: u64, project: Option<&str>, rows: &[UsageRow]) -> Result<(), StoreError> {
         let err = sql(&self.path);
         self.conn
-            .prepare_cached("UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project) WHERE id = ?1")
+            .prepare_cached("UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project), usage_total_tokens = ?4 WHERE id = ?1")
             .map_err(&err)?
-            .execute(params![id, tree, project])
+            .execute(params![id, tree, project, total_tokens as i64])
             .map_err(&err)?;
         self.conn.prepare_cached("DELETE FROM usage WHERE run_id = ?1").map_err(&err)?.execute([id]).map_err(&err)?;
         let mut put = self
@@ -679,13 +719,26 @@ impl Catalog {
         Ok(())
     }
 
-    /// Every run's id, provider, started time and kept usage tree (if any),
-    /// newest first: what `usage` lists before it dedupes sessions.
-    pub fn usage_listing(&self) -> Result<Vec<(String, Option<i64>)>, StoreError> {
+    /// Every run, newest first, with the head of its kept usage tree (if
+    /// any): what `usage` lists before it dedupes sessions, read from an
+    /// index that covers it, without reading a single tree.
+    pub fn usage_listing(&self) -> Result<Vec<UsageListed>, StoreError> {
         let err = sql(&self.path);
-        let mut statement = self.conn.prepare("SELECT id, started_at FROM runs ORDER BY started_at DESC, id DESC").map_err(&err)?;
-        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).map_err(&err)?;
+        let mut statement = self.conn.prepare(&format!("SELECT {USAGE_LISTED} FROM runs ORDER BY started_at DESC, id DESC")).map_err(&err)?;
+        let rows = statement.query_map([], usage_listed).map_err(&err)?;
         rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Run `id` as [`Catalog::usage_listing`] lists it, when the catalog
+    /// has it.
+    pub fn usage_listed(&self, id: &str) -> Result<Option<UsageListed>, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached(&format!("SELECT {USAGE_LISTED} FROM runs WHERE id = ?1"))
+            .map_err(&err)?
+            .query_row([id], usage_listed)
+            .optional()
+            .map_err(err)
     }
 
     // ----- import state -----
@@ -1107,6 +1160,69 @@ pub struct LogStampRow {
     pub modified_ns: u64,
 }
 
+/// What `usage` checks of a kept usage tree before it reads the tree:
+/// whether it is the tree of the log as it is, priced by the same book, in
+/// the shape it reads, and what places the run in the report. Columns
+/// beside the tree that a trigger fills from it whenever it is written
+/// (but the total, which its writer adds up), in an index that covers
+/// them: listing thousands of runs reads neither their trees nor their
+/// rows, and a tree changed by hand is judged by what it says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UsageHead {
+    /// The log's stamp when the tree was written.
+    pub log: LogStampRow,
+    /// The price book its costs come from.
+    pub prices: String,
+    /// The tree's shape.
+    pub format: u32,
+    /// `codex` or `claude`, as `usage` names them.
+    pub provider: String,
+    /// The session it reports.
+    pub session_id: String,
+    /// The total tokens of its agents.
+    pub total_tokens: u64,
+}
+
+/// A run as [`Catalog::usage_listing`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageListed {
+    /// Its id.
+    pub id: String,
+    /// When it started (ms since the epoch).
+    pub started_at: Option<i64>,
+    /// Its kept usage tree's head, when one is kept.
+    pub head: Option<UsageHead>,
+}
+
+/// The columns [`usage_listed`] reads.
+const USAGE_LISTED: &str = "id, started_at, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens";
+
+/// A row of [`USAGE_LISTED`]. A tree that does not say its log's stamp
+/// (unreadable, or written by hand) has no head: it is never trusted.
+fn usage_listed(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageListed> {
+    // A value of another type than the column's (a tree written by hand)
+    // reads as none.
+    fn get<T: rusqlite::types::FromSql>(row: &rusqlite::Row<'_>, index: usize) -> Option<T> {
+        row.get::<_, Option<T>>(index).ok().flatten()
+    }
+    let head = match (get::<i64>(row, 2), get::<i64>(row, 3)) {
+        (Some(bytes), Some(modified_ns)) => Some(UsageHead {
+            log: LogStampRow { bytes: bytes as u64, modified_ns: modified_ns as u64 },
+            prices: get(row, 4).unwrap_or_default(),
+            format: get::<i64>(row, 5).and_then(|format| u32::try_from(format).ok()).unwrap_or(0),
+            provider: get(row, 6).unwrap_or_default(),
+            session_id: get(row, 7).unwrap_or_default(),
+            total_tokens: get::<i64>(row, 8).unwrap_or(0) as u64,
+        }),
+        _ => None,
+    };
+    Ok(UsageListed {
+        id: row.get(0)?,
+        started_at: row.get(1)?,
+        head,
+    })
+}
+
 /// What [`Catalog::sync`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SyncCount {
@@ -1300,6 +1416,47 @@ mod tests {
         drop(catalog);
         let again = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(again.rebuilt(), None);
+    }
+
+    /// A kept tree's head is listed as it was put, beside the log stamp the
+    /// catalog has for the run; a run without a tree lists no head.
+    #[test]
+    fn a_usage_head_is_listed_as_it_was_kept() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&dir.path().join(CATALOG_FILE)).unwrap_or_else(|e| panic!("{e}"));
+        for (id, started) in [("older", 1), ("newer", 2)] {
+            catalog
+                .connection()
+                .execute(
+                    "INSERT INTO runs (id, provider, status, started_at, agents, input_tokens, cached_input_tokens, cache_creation_tokens, output_tokens, \
+                     reasoning_tokens, total_tokens, cost_status, warning_count, warning_codes, record, log_bytes, log_modified_ns) \
+                     VALUES (?1, 'codex', 'completed', ?2, 1, 0, 0, 0, 0, 0, 0, 'exact', 0, '', '{}', 10, 20)",
+                    params![id, started],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let tree = r#"{"log":{"bytes":10,"modifiedNs":19},"provider":"codex","sessionId":"thread","startedAt":null,"format":1,"agents":[],"prices":"book"}"#;
+        catalog.put_usage("older", tree, 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let head = UsageHead {
+            log: LogStampRow { bytes: 10, modified_ns: 19 },
+            prices: "book".to_owned(),
+            format: 1,
+            provider: "codex".to_owned(),
+            session_id: "thread".to_owned(),
+            total_tokens: 42,
+        };
+        let older = UsageListed { id: "older".to_owned(), started_at: Some(1), head: Some(head) };
+        let newer = UsageListed { id: "newer".to_owned(), started_at: Some(2), head: None };
+        assert_eq!(catalog.usage_listing().ok(), Some(vec![newer, older.clone()]));
+        assert_eq!(catalog.usage_listed("older").ok(), Some(Some(older)));
+        assert_eq!(catalog.usage_listed("gone").ok(), Some(None));
+        // A tree changed by hand is read as it now says; one that says no
+        // stamp (or is not JSON) has no head.
+        catalog.connection().execute("UPDATE runs SET usage_tree = replace(usage_tree, '\"book\"', '\"other\"') WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
+        let prices = catalog.usage_listed("older").ok().flatten().and_then(|listed| listed.head).map(|head| head.prices);
+        assert_eq!(prices.as_deref(), Some("other"));
+        catalog.connection().execute("UPDATE runs SET usage_tree = 'not json' WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), started_at: Some(1), head: None })));
     }
 
     #[test]

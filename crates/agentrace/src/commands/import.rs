@@ -1206,8 +1206,12 @@ impl Importer<'_> {
     }
 
     /// What the last import kept of session `key`.
+    /// The lookups of a repeated import share one read transaction (see
+    /// [`Catalog::begin_read`]), ended by the next write.
     fn known(&self, provider: &str, key: &str) -> anyhow::Result<Option<Imported>> {
-        Ok(self.catalog()?.import_session(provider, key)?.map(Imported::of_row))
+        let catalog = self.catalog()?;
+        catalog.begin_read()?;
+        Ok(catalog.import_session(provider, key)?.map(Imported::of_row))
     }
 
     /// Saves the usage index and then the state (a run the state calls done

@@ -25,7 +25,7 @@ use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
 use agentrace_core::state::{hour_start, judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
 use agentrace_core::Recorder;
-use agentrace_store::catalog::UsageRow;
+use agentrace_store::catalog::{LogStampRow, UsageHead, UsageListed, UsageRow};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -534,6 +534,12 @@ pub struct LogStamp {
     pub modified_ns: u64,
 }
 
+impl From<LogStamp> for LogStampRow {
+    fn from(stamp: LogStamp) -> Self {
+        Self { bytes: stamp.bytes, modified_ns: stamp.modified_ns }
+    }
+}
+
 impl LogStamp {
     /// The stamp of run `id`'s log now.
     pub(crate) fn of(home: &Home, id: &RunId) -> Option<Self> {
@@ -566,14 +572,16 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
     }
     let mut repriced = 0;
     catalog.begin()?;
-    for (id, _) in catalog.usage_listing()? {
-        let Some(old) = catalog.usage_tree(&id)?.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
-            continue;
-        };
-        if old.prices == book.id() && old.format == TREE_FORMAT {
+    for listed in catalog.usage_listing()? {
+        // The head says how the tree was priced: a tree already priced by
+        // this book is not read.
+        if listed.head.as_ref().is_none_or(|head| head.prices == book.id() && head.format == TREE_FORMAT) {
             continue;
         }
-        let run = RunId::from(id.as_str());
+        let Some(old) = catalog.usage_tree(&listed.id)?.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
+            continue;
+        };
+        let run = RunId::from(listed.id.as_str());
         let Some(log) = LogStamp::of(home, &run) else { continue };
         if repriced == 0 && !quiet {
             eprintln!("note: pricing the imported runs again with {} (once)", book.id());
@@ -635,7 +643,8 @@ pub fn keep_tree(catalog: &Catalog, id: &RunId, tree: &UsageTree) -> anyhow::Res
     for outside in &tree.outside_tree {
         parts_rows(None, &outside.label, &outside.tokens_by_model, &mut rows);
     }
-    catalog.put_usage(id.as_str(), &json, tree.cwd.as_deref(), &rows)?;
+    let total_tokens = tree.agents.iter().map(UsageNode::total_tokens).sum();
+    catalog.put_usage(id.as_str(), &json, total_tokens, tree.cwd.as_deref(), &rows)?;
     Ok(())
 }
 
@@ -656,11 +665,14 @@ impl UsageIndex {
     }
 }
 
-/// The kept usage of run `id` when it still matches its log.
-fn kept_tree(catalog: &Catalog, home: &Home, id: &RunId, prices: &str) -> Option<UsageTree> {
-    let json = catalog.usage_tree(id.as_str()).ok()??;
-    let tree: UsageTree = sonic_rs::from_str(&json).ok()?;
-    (LogStamp::of(home, id) == Some(tree.log) && tree.prices == prices && tree.format == TREE_FORMAT).then_some(tree)
+/// The head of a listed run's kept usage when it still matches its log
+/// (stamped `log` now), checked without reading the tree. The log is
+/// stat'ed, not trusted to be as the catalog last saw it: a finished run's
+/// log rewritten in place leaves its folder's stamp as it was, which is
+/// all [`Catalog::sync`] looks at then.
+fn fresh_head<'l>(listed: &'l UsageListed, log: Option<LogStamp>, prices: &str) -> Option<&'l UsageHead> {
+    let log = LogStampRow::from(log?);
+    listed.head.as_ref().filter(|head| head.log == log && head.prices == prices && head.format == TREE_FORMAT)
 }
 
 /// The hour rows of parts, each with `reasons`; a part kept without
@@ -982,15 +994,15 @@ fn attributed<'a>(
 /// stderr.
 fn once_per_session(runs: Vec<Recorded>) -> Vec<Recorded> {
     let mut kept: Vec<Recorded> = Vec::with_capacity(runs.len());
-    let mut at: std::collections::HashMap<(&'static str, String), usize> = std::collections::HashMap::new();
+    let mut at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
     for run in runs {
-        let key = (run.place.provider, run.place.session_id.clone());
+        let key = (run.place.provider.clone(), run.place.session_id.clone());
         let Some(&index) = at.get(&key) else {
             at.insert(key, kept.len());
             kept.push(run);
             continue;
         };
-        count_once(&mut kept[index], run, |run| (run.place.provider, &run.place.session_id, run.id.as_str(), run.place.total_tokens));
+        count_once(&mut kept[index], run, |run| (&run.place.provider, &run.place.session_id, run.id.as_str(), run.place.total_tokens));
     }
     kept
 }
@@ -1022,7 +1034,7 @@ struct Recorded {
 /// session in several runs is counted once, from the run with the most
 /// tokens).
 struct Place {
-    provider: &'static str,
+    provider: String,
     session_id: String,
     total_tokens: u64,
 }
@@ -1030,9 +1042,17 @@ struct Place {
 impl Place {
     fn of(tree: &UsageTree) -> Self {
         Self {
-            provider: provider_name(tree.provider),
+            provider: provider_name(tree.provider).to_owned(),
             session_id: tree.session_id.clone(),
             total_tokens: tree.agents.iter().map(UsageNode::total_tokens).sum(),
+        }
+    }
+
+    fn of_head(head: &UsageHead) -> Self {
+        Self {
+            provider: head.provider.clone(),
+            session_id: head.session_id.clone(),
+            total_tokens: head.total_tokens,
         }
     }
 }
@@ -1069,28 +1089,34 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
     let catalog = crate::commands::catalog::synced(home)?;
     if args.runs.is_empty() {
         let runs = every_run(home, &catalog, prices)?;
+        // The trees are then read one by one in one read transaction.
+        catalog.begin_read()?;
         return Ok((runs, catalog));
     }
     let mut runs = Vec::with_capacity(args.runs.len());
     for run in &args.runs {
-        runs.push(recorded(home, &catalog, home.resolve(run)?, prices)?);
+        let id = home.resolve(run)?;
+        let listed = catalog.usage_listed(id.as_str())?;
+        runs.push(recorded(home, &catalog, id, listed.as_ref(), prices)?);
     }
     let runs = once_per_session(runs);
+    catalog.begin_read()?;
     Ok((Box::new(runs.into_iter().map(Ok)), catalog))
 }
 
 /// Run `id` as `usage` lists it: its usage from the catalog when kept for
 /// its log as it is, else folded from its log (and kept, when priced by
 /// the database alone, so the next `usage` need not fold it again).
-fn recorded(home: &Home, catalog: &Catalog, id: RunId, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
-    Ok(match kept_tree(catalog, home, &id, prices.id()) {
-        Some(tree) => Recorded {
+fn recorded(home: &Home, catalog: &Catalog, id: RunId, listed: Option<&UsageListed>, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
+    let stamp = LogStamp::of(home, &id);
+    Ok(match listed.and_then(|listed| fresh_head(listed, stamp, prices.id())) {
+        Some(head) => Recorded {
             id,
-            place: Place::of(&tree),
+            place: Place::of_head(head),
             usage: RecordedUsage::Kept,
         },
         None => {
-            let log = LogStamp::of(home, &id).unwrap_or_default();
+            let log = stamp.unwrap_or_default();
             let tree = UsageTree::of(&home.load_run_with(&id, Arc::clone(prices))?.view(), log, prices.id());
             let place = Place::of(&tree);
             if prices.id() == PriceBook::database().id() && log.bytes > 0 {
@@ -1123,9 +1149,9 @@ fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow:
     }
     let mut runs = Vec::with_capacity(listing.len());
     catalog.begin()?;
-    for (id, _) in listing {
-        let id = RunId::from(id);
-        match recorded(home, catalog, id.clone(), prices) {
+    for listed in listing {
+        let id = RunId::from(listed.id.as_str());
+        match recorded(home, catalog, id.clone(), Some(&listed), prices) {
             Ok(run) => runs.push(run),
             // Deleted since the catalog was synced: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
