@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use agentrace_core::model::Role;
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use crate::commands::ingest::{self, IngestOptions};
+use crate::commands::ingest::{self, FormatArg, IngestOptions};
 use crate::output::Out;
 use crate::render;
 use crate::commands::samples;
@@ -204,28 +204,6 @@ struct EventsArgs {
     /// Only events of `main` (roots), `helpers`, `unknown`, or one thread id.
     #[arg(long)]
     actor: Option<String>,
-}
-
-/// Input formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// JSON-RPC lines printed by `codex app-server` on stdout.
-    CodexAppServer,
-    /// An agentrace run log: its frames are attributed again from scratch
-    /// (both directions kept), e.g. to check a live run against a replay.
-    AgentraceLog,
-    /// Claude Code stream-json (`claude -p --output-format stream-json
-    /// --verbose`), or the messages the Agent SDK yields.
-    ClaudeStream,
-    /// Claude Code transcripts: a session file (its subagent files are read
-    /// too), a project folder or a `projects` folder; joins the run that
-    /// already holds the session.
-    ClaudeTranscript,
-    /// Claude Code hook inputs, one JSON document per line.
-    ClaudeHook,
-    /// The stdout of `codex exec --json`; the rollouts of its session are
-    /// joined in from the Codex home (`--codex-home`).
-    CodexExec,
 }
 
 /// Runs the parsed command line.

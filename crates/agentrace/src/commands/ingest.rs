@@ -14,11 +14,33 @@ use agentrace_core::state::RunSummary;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{validate_run_id, Home, RunWriter};
 use anyhow::{bail, Context as _};
+use clap::ValueEnum;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::cli::FormatArg;
 use crate::commands::catalog::{index_recorded, Texts};
+
+/// Input formats: the values of `ingest --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// JSON-RPC lines printed by `codex app-server` on stdout.
+    CodexAppServer,
+    /// An agentrace run log: its frames are attributed again from scratch
+    /// (both directions kept), e.g. to check a live run against a replay.
+    AgentraceLog,
+    /// Claude Code stream-json (`claude -p --output-format stream-json
+    /// --verbose`), or the messages the Agent SDK yields.
+    ClaudeStream,
+    /// Claude Code transcripts: a session file (its subagent files are read
+    /// too), a project folder or a `projects` folder; joins the run that
+    /// already holds the session.
+    ClaudeTranscript,
+    /// Claude Code hook inputs, one JSON document per line.
+    ClaudeHook,
+    /// The stdout of `codex exec --json`; the rollouts of its session are
+    /// joined in from the Codex home (`--codex-home`).
+    CodexExec,
+}
 
 /// Lines read ahead to detect the format and find the first frame time.
 const LOOKAHEAD_LINES: usize = 256;

@@ -5,7 +5,7 @@
 use agentrace_core::model::RunId;
 use agentrace_store::Home;
 
-use crate::cli::FormatArg;
+use crate::commands::ingest::FormatArg;
 use crate::commands::ingest::{ingest_reader, IngestOptions};
 use crate::output::Out;
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-use crate::cli::FormatArg;
+use crate::commands::ingest::FormatArg;
 use crate::commands::import::FileStamp;
 use crate::commands::ingest::IngestOptions;
 use crate::clock::now;
