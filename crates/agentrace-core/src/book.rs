@@ -204,7 +204,7 @@ impl RunBook {
 
     /// True when the session is over by the rule of this module: a
     /// `session_ended` was the last word, or a log that never had one
-    /// shows its run ended.
+    /// shows its run ended with no child-work record live.
     pub fn session_over(&self) -> bool {
         self.session.ended
             || (!self.session.ever_ended

@@ -831,13 +831,6 @@ fn still_for(stamps: &BTreeMap<String, FileStamp>, idle_limit: u64) -> bool {
     !stamps.is_empty() && stamps.values().all(|stamp| now_ns.saturating_sub(stamp.modified_ns) >= limit_ns)
 }
 
-/// The time of a run's last line (what an import's `session_ended` is
-/// stamped with, so that a session read in pieces ends as one read whole),
-/// else its start.
-fn last_time(book: &agentrace_core::book::RunBook, start: Timestamp) -> Timestamp {
-    book.state().summary().updated_at.unwrap_or(start)
-}
-
 /// When a Codex session started: its earliest rollout's time, else now.
 pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
     files.iter().filter_map(|head| head.started).min().unwrap_or_else(now)
@@ -1047,7 +1040,7 @@ impl Importer<'_> {
         })?;
         copies.map(CopyWriter::finish).transpose()?;
         if still && !recorder.book().session_over() {
-            let at = last_time(recorder.book(), start);
+            let at = crate::commands::ingest::session_end_time(SessionEndReason::ImportFinished, recorder.state());
             writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
         }
         // No fsync per session: an import is rebuilt from its sources, and a
@@ -1116,7 +1109,7 @@ impl Importer<'_> {
         if let Some(at) = writer
             .own_book()
             .filter(|book| still && !book.session_over())
-            .map(|book| last_time(book, start))
+            .map(|book| crate::commands::ingest::session_end_time(SessionEndReason::ImportFinished, book.state()))
         {
             writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
         }

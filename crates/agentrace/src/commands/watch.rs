@@ -279,9 +279,8 @@ impl Notifier {
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
         let loaded = home.load_run(id).ok()?;
         let view = loaded.checked_view(&self.config, Some(crate::clock::now()));
-        // Not the records as shown: those settle when the root's turn ends,
-        // while a background child may still be at work.
-        let over = view.run.status != RunStatus::Running && !loaded.book.children_working();
+        // A background child may still be at work after its root's turn ended.
+        let over = !live(&loaded);
         let errors = view.warnings.into_iter().filter(|warning| warning.severity == Severity::Error).collect();
         Some(Seen { run: view.run, over, errors })
     }

@@ -463,9 +463,6 @@ pub struct Recording {
     view: Option<LiveView>,
     /// True when the run existed before.
     pub resumed: bool,
-    /// The writer is lent the recorder's book (a new run: its one fold);
-    /// a resumed run's writer folds its own, resumed from the log.
-    lent: bool,
     /// The live cadence ([`Recording::live`]).
     live: bool,
 }
@@ -503,7 +500,6 @@ impl Recording {
                 status: None,
                 view: None,
                 resumed: true,
-                lent: false,
                 live: false,
             });
         }
@@ -521,7 +517,6 @@ impl Recording {
             status: None,
             view: None,
             resumed: false,
-            lent: true,
             live: false,
         })
     }
@@ -543,8 +538,14 @@ impl Recording {
         self.tick()
     }
 
+    /// The writer is lent the recorder's book for a new run (its one fold);
+    /// a resumed run's writer folds its own, resumed from the log.
+    fn lent(&self) -> bool {
+        !self.resumed
+    }
+
     fn tick(&mut self) -> anyhow::Result<()> {
-        if self.lent {
+        if self.lent() {
             self.writer.tick_with(self.recorder.book())?;
         } else {
             let state = self.recorder.state();
@@ -657,7 +658,7 @@ impl Recording {
     /// Writes the run record of `summary`, its warnings counted by the book
     /// that folded the run (the recorder's when lent); returns it as written.
     fn record(&self, summary: &RunSummary) -> anyhow::Result<RunSummary> {
-        Ok(if self.lent {
+        Ok(if self.lent() {
             self.writer.write_record_with(summary, self.recorder.book())?
         } else {
             self.writer.write_record(summary)?;
