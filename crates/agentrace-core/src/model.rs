@@ -369,7 +369,7 @@ impl Confidence {
 }
 
 /// Who produced an event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Actor {
     /// The owning thread, or null when nothing names one.

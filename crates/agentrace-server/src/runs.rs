@@ -158,7 +158,12 @@ impl LiveRun {
         let mut scanned = 0;
         let mut last_seen = query.after;
         let mut more = false;
-        for envelope in LogReader::new(reader).with_run_id(self.fold.state().summary().id) {
+        // The fold's definitions are of the whole log read so far: they
+        // decode the v3 lines after any seek point.
+        let lines = LogReader::new(reader)
+            .with_run_id(self.fold.state().summary().id)
+            .with_dictionary(self.fold.dictionary().clone());
+        for envelope in lines {
             let mut envelope = envelope.map_err(io::Error::other)?;
             if envelope.sequence <= query.after {
                 continue;

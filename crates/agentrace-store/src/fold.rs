@@ -21,6 +21,7 @@ use agentrace_core::warnings::WarningConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::lean::{Definition, Dictionary};
 use crate::reader::LogReader;
 use crate::writer::replace_unsynced;
 
@@ -29,7 +30,7 @@ pub const INDEX_STRIDE: u64 = 1024;
 
 /// The snapshot format; bump it whenever the folded types change shape or
 /// meaning (the build's version is checked too).
-pub const SNAPSHOT_VERSION: u32 = 3;
+pub const SNAPSHOT_VERSION: u32 = 4;
 
 /// How many bytes before the covered end of the log a snapshot
 /// fingerprints: enough to tell a rewritten log from the one folded.
@@ -51,6 +52,10 @@ pub struct RunFold {
     index: Vec<(u64, u64)>,
     envelopes: u64,
     highest_sequence: u64,
+    /// The log's v3 definitions up to `offset`: a fold resumed from here
+    /// (its snapshot) decodes the v3 lines that follow with them.
+    #[serde(default)]
+    dictionary: Dictionary,
 }
 
 /// What one [`RunFold::follow`] read: the new envelopes' count and the
@@ -120,6 +125,24 @@ impl RunFold {
             index: Vec::new(),
             envelopes: 0,
             highest_sequence: 0,
+            dictionary: Dictionary::default(),
+        }
+    }
+
+    /// The log's v3 definitions as far as it was folded: what a reader
+    /// starting at one of its seek points is given
+    /// ([`LogReader::with_dictionary`]).
+    pub fn dictionary(&self) -> &Dictionary {
+        &self.dictionary
+    }
+
+    /// Adds the definitions a writer has just queued before the lines it
+    /// hands to [`RunFold::advance`] or [`RunFold::apply`].
+    pub(crate) fn define(&mut self, definitions: &[Definition]) {
+        for definition in definitions {
+            // A writer never gives an index twice; a refusal could only be
+            // a bug, and the lines read back would then say so as skips.
+            let _ = self.dictionary.define(definition.clone());
         }
     }
 
@@ -209,10 +232,18 @@ impl RunFold {
         ));
         let position = counter.position.clone();
         let base = self.offset;
-        let mut reader = LogReader::new(counter).with_run_id(self.book.state().summary().id);
+        let mut reader = LogReader::new(counter)
+            .with_run_id(self.book.state().summary().id)
+            .with_dictionary(std::mem::take(&mut self.dictionary));
         let mut line_start = base;
-        for envelope in reader.by_ref() {
-            let mut envelope = envelope.map_err(io::Error::other)?;
+        while let Some(envelope) = reader.next() {
+            let mut envelope = match envelope {
+                Ok(envelope) => envelope,
+                Err(error) => {
+                    self.dictionary = reader.take_dictionary();
+                    return Err(io::Error::other(error));
+                }
+            };
             // The reader has consumed exactly this envelope's line (and any
             // skipped lines before it, which only a fold from the start
             // could place): the next line starts here.
@@ -223,6 +254,7 @@ impl RunFold {
             followed.envelopes += 1;
         }
         self.skipped += reader.skipped().len() as u64;
+        self.dictionary = reader.take_dictionary();
         followed.skipped = reader.into_skipped();
         self.offset = end;
         Ok(followed)
@@ -364,6 +396,7 @@ impl RunFold {
             index: &'a [(u64, u64)],
             envelopes: u64,
             highest_sequence: u64,
+            dictionary: &'a Dictionary,
         }
         #[derive(Serialize)]
         struct SnapshotRef<'a> {
@@ -383,6 +416,7 @@ impl RunFold {
                 index: &self.index,
                 envelopes: self.envelopes,
                 highest_sequence: self.highest_sequence,
+                dictionary: &self.dictionary,
             },
         })
     }

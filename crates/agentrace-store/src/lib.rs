@@ -1,5 +1,6 @@
 //! Where runs live: the append-only run log (format v2, see
-//! [`agentrace_core::model`]), the run record beside it, and the agentrace
+//! [`agentrace_core::model`], and the leaner v3 line on disk an import
+//! writes, see [`lean`]), the run record beside it, and the agentrace
 //! home. This crate owns every file under the home: it names each one
 //! ([`Home`]'s `*_path` methods) and is the only code that writes, renames,
 //! removes or locks one; commands ask it. It does no attribution and keeps
@@ -28,6 +29,7 @@ pub mod catalog;
 mod error;
 pub mod fold;
 mod home;
+pub mod lean;
 mod lock;
 pub mod raw_ref;
 mod reader;
@@ -39,6 +41,7 @@ mod writer;
 pub use catalog::Catalog;
 pub use error::StoreError;
 pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
+pub use lean::Dictionary;
 pub use home::{Home, LoadedRun, RunFiles, HOME_ENV, WARNING_CONFIG_FILE};
 pub use lock::{ImportLock, RunLock};
 pub use reader::{

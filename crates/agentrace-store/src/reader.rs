@@ -1,7 +1,9 @@
 //! Reading run logs back (§5, §2.7): a streaming reader that turns each line
-//! into an envelope, v2 or legacy, or into a counted skip. Bad content is
-//! never an error, only I/O is; memory is bounded by the longest line, never
-//! by the file.
+//! into an envelope, v2, v3 (expanded to v2, see [`crate::lean`]) or legacy,
+//! or into a counted skip, and reads v3 definition lines into its
+//! dictionary. Bad content is never an error, only I/O is; memory is
+//! bounded by the longest line and the log's definitions, never by the
+//! file.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
@@ -14,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::error::StoreError;
+use crate::lean::{self, Dictionary, DEFINITION_PREFIX, LEAN_VERSION};
 use crate::run_id::validate_run_id;
 
 /// The `version` given to envelopes read from legacy `{timestamp, event}`
@@ -57,12 +60,17 @@ pub struct LogReader<R: BufRead> {
     /// Lines this says no to are passed over undecoded (neither envelopes
     /// nor skips).
     wanted: Option<fn(&[u8]) -> bool>,
+    /// The v3 definitions read so far (or given, for a reader starting
+    /// mid-file).
+    dictionary: Dictionary,
 }
 
 /// What one line of the log turned out to be.
 enum LineOutcome {
     Envelope(Box<Envelope>),
     Blank,
+    /// A v3 definition, now in the dictionary.
+    Defined,
     Skip(String),
 }
 
@@ -79,6 +87,12 @@ struct LineRead {
 /// building a whole `Value`.
 #[derive(Deserialize)]
 struct LineShape<'a> {
+    /// The v3 marker.
+    #[serde(borrow, default)]
+    v: Option<&'a RawValue>,
+    /// Present on a v3 definition line.
+    #[serde(borrow, default)]
+    define: Option<&'a RawValue>,
     #[serde(borrow, default)]
     version: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -131,7 +145,26 @@ impl<R: BufRead> LogReader<R> {
             skipped: Vec::new(),
             finished: false,
             wanted: None,
+            dictionary: Dictionary::default(),
         }
+    }
+
+    /// A reader that starts with `dictionary`'s definitions: for one that
+    /// starts mid-file, given a dictionary taken at or after that point
+    /// (definitions are never reused, so it decodes every earlier line).
+    pub fn with_dictionary(mut self, dictionary: Dictionary) -> Self {
+        self.dictionary = dictionary;
+        self
+    }
+
+    /// The v3 definitions read so far (with those it was given).
+    pub fn dictionary(&self) -> &Dictionary {
+        &self.dictionary
+    }
+
+    /// Takes the definitions read so far, leaving none.
+    pub fn take_dictionary(&mut self) -> Dictionary {
+        std::mem::take(&mut self.dictionary)
     }
 
     /// Passes over, undecoded, the lines `wanted` says no to: a reader that
@@ -237,7 +270,11 @@ impl<R: BufRead> Iterator for LogReader<R> {
                 }
             };
             self.line_number += 1;
-            if self.wanted.is_some_and(|wanted| !wanted(&self.line)) {
+            // A definition is read whatever the filter says: a later line
+            // it lets through may need it.
+            if self.wanted.is_some_and(|wanted| !wanted(&self.line))
+                && !self.line.starts_with(DEFINITION_PREFIX)
+            {
                 continue;
             }
             let outcome = match self.max_line_bytes {
@@ -245,11 +282,11 @@ impl<R: BufRead> Iterator for LogReader<R> {
                     "line too long: {} bytes, the limit is {max}",
                     read.length
                 )),
-                _ => decode_line(&self.line, self.line_number, &self.run_id),
+                _ => decode_line(&self.line, self.line_number, &self.run_id, &mut self.dictionary),
             };
             match outcome {
                 LineOutcome::Envelope(envelope) => return Some(Ok(*envelope)),
-                LineOutcome::Blank => {}
+                LineOutcome::Blank | LineOutcome::Defined => {}
                 LineOutcome::Skip(reason) => {
                     let reason = if read.terminated {
                         reason
@@ -276,7 +313,7 @@ pub fn read_log(path: &Path) -> Result<(Vec<Envelope>, Vec<SkippedLine>), StoreE
 }
 
 /// Turns one line (without its `\n`) into an envelope, a blank, or a reason.
-fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId) -> LineOutcome {
+fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId, dictionary: &mut Dictionary) -> LineOutcome {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return LineOutcome::Blank;
     }
@@ -304,6 +341,22 @@ fn decode_line(bytes: &[u8], line_number: u64, run_id: &RunId) -> LineOutcome {
         Err(error) => return LineOutcome::Skip(format!("invalid JSON: {error}")),
     };
     match shape {
+        LineShape { v: Some(v), define, raw, .. } => match serde_json::from_str::<u64>(v.get()) {
+            Ok(v) if v == u64::from(LEAN_VERSION) => match define {
+                Some(_) => match lean::read_definition(text, dictionary) {
+                    Ok(()) => LineOutcome::Defined,
+                    Err(reason) => LineOutcome::Skip(reason),
+                },
+                None => match lean::expand(text, raw, dictionary, run_id) {
+                    Ok(envelope) => LineOutcome::Envelope(Box::new(envelope)),
+                    Err(reason) => LineOutcome::Skip(reason),
+                },
+            },
+            _ => LineOutcome::Skip(format!(
+                "unsupported log line format v {} (this build reads v {LEAN_VERSION}, version {LOG_VERSION} and legacy lines)",
+                shorten(v.get())
+            )),
+        },
         LineShape {
             version: Some(version),
             raw,

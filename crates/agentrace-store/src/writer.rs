@@ -22,6 +22,10 @@
 //! writes a record or a snapshot ([`RunWriter::tick_with`],
 //! [`RunWriter::write_record_with`], [`RunWriter::checked_with`]). A writer
 //! given envelopes alone keeps a book of its own.
+//!
+//! Lines are v2 envelopes, or, for a writer made
+//! [`RunWriter::with_lean_lines`], the leaner v3 line and its definitions
+//! ([`crate::lean`]).
 
 use std::cell::Cell;
 use std::fmt;
@@ -39,6 +43,7 @@ use agentrace_core::{Envelope, RunId};
 
 use crate::error::StoreError;
 use crate::fold::{fingerprint, keep_tail, RunFold};
+use crate::lean::Encoder;
 
 /// A log at least this long gets a snapshot with each record written:
 /// folding a shorter one from its start takes a reader a few milliseconds.
@@ -185,6 +190,9 @@ pub struct RunWriter {
     cadence: Cadence,
     /// Batches written (one `write` each), for tests and benchmarks.
     writes: u64,
+    /// Writes v3 lines, numbering actors and paths on from the log's
+    /// definitions (`None`: v2 lines).
+    lean: Option<Encoder>,
 }
 
 /// Where a writer's fold starts: the log's current fold and last bytes.
@@ -229,7 +237,20 @@ impl RunWriter {
             clock: WriterClock::system(),
             cadence: Cadence::default(),
             writes: 0,
+            lean: None,
         }
+    }
+
+    /// This writer writing the leaner v3 line ([`crate::lean`]): no
+    /// `runId` or `version` on each line, each actor and source path
+    /// defined once in the log and named by its index after. A log it
+    /// continues keeps its lines as they are (v2 or v3) and its numbering
+    /// goes on from the definitions already in it. Readers expand each
+    /// line back to the v2 envelope it was given.
+    pub fn with_lean_lines(mut self) -> Self {
+        let dictionary = self.fold.as_ref().map(RunFold::dictionary).cloned().unwrap_or_default();
+        self.lean = Some(Encoder::continuing(&dictionary));
+        self
     }
 
     /// This writer folding nothing itself: its caller's run book (a
@@ -331,9 +352,13 @@ impl RunWriter {
         }
         let first_line = self.batch.bytes.len();
         let mut ends = Vec::with_capacity(envelopes.len());
+        let mark = self.lean.as_ref().map_or(0, Encoder::pending_mark);
         for (expected, envelope) in (self.next_sequence..).zip(envelopes) {
             if let Err(error) = self.encode(envelope, expected) {
                 self.batch.bytes.truncate(before);
+                if let Some(encoder) = &mut self.lean {
+                    encoder.forget_since(mark);
+                }
                 return Err(error);
             }
             ends.push(self.batch.bytes.len());
@@ -346,6 +371,11 @@ impl RunWriter {
         // The fold follows the queue, at the offsets the lines will have:
         // if their write fails, it is dropped (see `flush`).
         if let Some(fold) = &mut self.fold {
+            // Each line's definitions are in its bytes (before it), so the
+            // fold's dictionary covers the offsets it reaches.
+            if let Some(encoder) = &self.lean {
+                fold.define(encoder.pending_since(mark));
+            }
             let mut line_start = fold.offset();
             let mut previous_end = first_line;
             for (envelope, end) in envelopes.iter().zip(&ends) {
@@ -386,14 +416,17 @@ impl RunWriter {
             });
         }
         let start = self.batch.bytes.len();
-        serde_json::to_writer(&mut self.batch.bytes, envelope).map_err(|source| {
-            StoreError::Encode {
-                what: format!("envelope {}", envelope.sequence),
-                path: self.log_path.clone(),
-                source,
-            }
+        let line_start = match &mut self.lean {
+            Some(encoder) => encoder.encode(envelope, &mut self.batch.bytes),
+            None => serde_json::to_writer(&mut self.batch.bytes, envelope).map(|()| start),
+        };
+        let line_start = line_start.map_err(|source| StoreError::Encode {
+            what: format!("envelope {}", envelope.sequence),
+            path: self.log_path.clone(),
+            source,
         })?;
-        keep_on_one_line(&mut self.batch.bytes[start..]);
+        // Definition lines before it are serde_json's own, without breaks.
+        keep_on_one_line(&mut self.batch.bytes[line_start..]);
         self.batch.bytes.push(b'\n');
         Ok(())
     }
@@ -411,9 +444,17 @@ impl RunWriter {
             // The log may now hold part of a line, and lacks lines the fold
             // saw: the fold no longer describes it.
             self.fold = None;
+            // Their definitions may be torn or missing: a later line
+            // defines its values again, under new indices.
+            if let Some(encoder) = &mut self.lean {
+                encoder.forget_since(0);
+            }
             return Err(StoreError::io("append to run log", &self.log_path, source));
         }
         self.writes += 1;
+        if let Some(encoder) = &mut self.lean {
+            encoder.written();
+        }
         self.needs_newline = false;
         self.cadence.unsynced = true;
         self.acknowledged = self.next_sequence - 1;

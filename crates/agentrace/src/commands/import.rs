@@ -1031,7 +1031,9 @@ impl Importer<'_> {
         self.home.remove_listed_run(id, files)?;
         // The recorder's book is the run's one fold: the writer is lent it.
         let mut recorder = Recorder::new(id.clone(), format).with_whole_book();
-        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?.with_book_lent();
+        // Imported runs are written as v3 lines: their `rawRef` paths and
+        // repeated actors were most of a v2 log's bytes.
+        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?.with_book_lent().with_lean_lines();
         writer.append(&recorder.start_in(start, cwd))?;
         let mut copies = self.copies(id, false)?;
         let mut texts = Texts::default();
@@ -1090,7 +1092,9 @@ impl Importer<'_> {
         if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
             return Ok(None);
         }
-        let mut writer = self.home.append_run(id)?;
+        // Numbered on from the log's definitions (a log of v2 lines, from
+        // an older build, gets v3 lines after them).
+        let mut writer = self.home.append_run(id)?.with_lean_lines();
         if writer.next_sequence() != recorder.next_sequence() {
             return Ok(None);
         }
