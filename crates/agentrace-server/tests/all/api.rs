@@ -607,6 +607,64 @@ async fn a_long_run_folded_without_a_snapshot_leaves_one_that_gives_the_same_ans
     assert_eq!((left, from_snapshot), (Ok(log_length), folded));
 }
 
+/// `answers` with pages that start past several index points and the
+/// raw frames' references in them.
+async fn paged_answers(state: &AppState, id: &str) -> Vec<(StatusCode, Value)> {
+    let mut answered = answers(state, id).await;
+    for uri in [
+        format!("/api/runs/{id}/events?after=1500&limit=50"),
+        format!("/api/runs/{id}/events?after=4090&limit=20"),
+        format!("/api/runs/{id}/events?after=3000&actor=helpers&limit=30"),
+        format!("/api/runs/{id}/events?after=2000&q=needle&limit=5"),
+    ] {
+        answered.push(get(state, &uri, None).await);
+    }
+    answered
+}
+
+/// The answers with each event's `rawRef` left out and `raw: null` with its
+/// `rawUnavailable` (the v3 run's sources do not exist) taken away: what a
+/// v2 run without references answers.
+fn without_references(mut answered: Vec<(StatusCode, Value)>) -> Vec<(StatusCode, Value)> {
+    for (_, body) in &mut answered {
+        for event in body.get_mut("events").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(event) = event.as_object_mut() {
+                event.remove("rawRef");
+                event.remove("raw");
+                event.remove("rawUnavailable");
+            }
+        }
+    }
+    answered
+}
+
+#[tokio::test]
+async fn pages_of_a_v3_log_from_any_seek_point_and_its_snapshot_answer_as_the_v2_log_does() {
+    let v2 = Scratch::new();
+    super::support::record_generated_run_as(&v2, "long", 5_000, Some((4_321, "needle")), false);
+    let v3 = Scratch::new();
+    super::support::record_generated_run_as(&v3, "long", 5_000, Some((4_321, "needle")), true);
+    let id = "long".into();
+    let home = v3.home();
+    let log_length = std::fs::metadata(home.log_path(&id)).unwrap_or_else(|e| panic!("{e}")).len();
+    let (_, miss) = agentrace_server::runs::LiveRun::resume(id.clone(), home.log_path(&id), &home.snapshot_path(&id));
+
+    let from_snapshot = paged_answers(&served_at_a_fixed_time(&v3), "long").await;
+    std::fs::remove_file(home.snapshot_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+    let from_the_start = paged_answers(&served_at_a_fixed_time(&v3), "long").await;
+    let of_v2 = paged_answers(&served_at_a_fixed_time(&v2), "long").await;
+    let references = from_the_start[2].1["events"][10]["rawRef"].clone();
+
+    assert!(log_length >= agentrace_store::SNAPSHOT_MIN_BYTES, "too short for a snapshot: {log_length} bytes");
+    assert_eq!(miss, None);
+    assert_eq!(from_snapshot, from_the_start);
+    assert_eq!(
+        references,
+        json!({"path": "/sources/session-2.jsonl", "offset": 1100, "length": 99, "crc32": 11})
+    );
+    assert_eq!(without_references(from_the_start), of_v2);
+}
+
 #[tokio::test]
 async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
     let scratch = Scratch::new();

@@ -84,6 +84,12 @@ pub fn push(writer: &mut RunWriter, recorder: &mut Recorder, bytes: &[u8]) {
 /// `needle`'s sequence holds its text) the way a recorder does, through
 /// `RunWriter`, record included.
 pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Option<(u64, &str)>) {
+    record_generated_run_as(scratch, id, events, needle, false);
+}
+
+/// [`record_generated_run`], written as v3 lines when `lean` (as an import
+/// writes them), with a `rawRef` into one of three sources on each event.
+pub fn record_generated_run_as(scratch: &Scratch, id: &str, events: u64, needle: Option<(u64, &str)>, lean: bool) {
     use agentrace_core::model::{
         Actor, Confidence, Envelope, Event, EventBody, Role, RunId, ThreadId, Timestamp,
         LOG_VERSION,
@@ -117,6 +123,9 @@ pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Op
         .home()
         .create_run(&run_id)
         .unwrap_or_else(|e| panic!("{e}"));
+    if lean {
+        writer = writer.with_lean_lines();
+    }
     let mut state = agentrace_core::RunState::new(run_id.clone());
     let mut batch = Vec::new();
     for sequence in 1..=events {
@@ -185,7 +194,12 @@ pub fn record_generated_run(scratch: &Scratch, id: &str, events: u64, needle: Op
             actor: actor(index),
             event: EventBody::Known(event),
             raw: None,
-            raw_ref: None,
+            raw_ref: lean.then(|| agentrace_core::model::RawRef {
+                path: format!("/sources/session-{}.jsonl", sequence % 3),
+                offset: sequence * 100,
+                length: 99,
+                crc32: sequence as u32,
+            }),
             raw_unavailable: None,
         };
         state.apply(&envelope);
