@@ -174,7 +174,7 @@ fn a_writer_never_snapshots_a_lent_book_that_is_ahead_of_the_lines_written() -> 
 }
 
 /// Every Claude capture's `stream.jsonl` and `hooks.jsonl` as `(name, format, bytes)`.
-fn claude_captures() -> Fallible<Vec<(String, Format, Vec<u8>)>> {
+pub fn claude_captures() -> Fallible<Vec<(String, Format, Vec<u8>)>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude");
     let mut captures = Vec::new();
     for entry in fs::read_dir(&root)? {
