@@ -21,6 +21,10 @@
 //!   [`RawRef`]), and readers that show frames resolve it.
 //! - `direction` says which way a frame went on a driven or tapped connection
 //!   (`toServer` / `fromServer`); it is absent for one-way input.
+//! - On disk, an imported run's lines are the leaner v3 line (no `runId` or
+//!   `version`, actors and `rawRef` paths by index; see the store's `lean`
+//!   module), which the store's reader expands back to these envelopes:
+//!   every reader sees v2.
 //!
 //! ## Late links and the `actor_resolved` correction
 //!
