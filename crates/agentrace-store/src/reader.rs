@@ -305,6 +305,31 @@ impl<R: BufRead> Iterator for LogReader<R> {
 
 impl<R: BufRead> FusedIterator for LogReader<R> {}
 
+/// Decodes a log's lines one at a time as [`LogReader`] does, v3
+/// definitions kept, for a reader that assembles lines itself (`ingest` of
+/// a run log from any input). Legacy lines give no envelope here.
+#[derive(Debug)]
+pub struct LineDecoder {
+    run_id: RunId,
+    dictionary: Dictionary,
+}
+
+impl LineDecoder {
+    /// A decoder giving v3 lines the run id `run_id`.
+    pub fn new(run_id: RunId) -> Self {
+        Self { run_id, dictionary: Dictionary::default() }
+    }
+
+    /// The envelope of one line (without its `\n`); `None` for a
+    /// definition (now known), a blank, a legacy or a bad line.
+    pub fn decode(&mut self, bytes: &[u8], line_number: u64) -> Option<Envelope> {
+        match decode_line(bytes, line_number, &self.run_id, &mut self.dictionary) {
+            LineOutcome::Envelope(envelope) if envelope.version != LEGACY_VERSION => Some(*envelope),
+            LineOutcome::Envelope(_) | LineOutcome::Blank | LineOutcome::Defined | LineOutcome::Skip(_) => None,
+        }
+    }
+}
+
 /// Reads a whole log: its envelopes in file order and the lines skipped.
 pub fn read_log(path: &Path) -> Result<(Vec<Envelope>, Vec<SkippedLine>), StoreError> {
     let mut reader = LogReader::open(path)?;

@@ -425,10 +425,14 @@ fn replay<R: Read>(
     mut chunks: Chunks<R>,
     options: &IngestOptions,
 ) -> anyhow::Result<Ingested> {
-    let parse = |line: &AssembledLine| serde_json::from_slice::<Envelope>(&line.bytes).ok();
+    // Read as the store reads a log: an imported run's v3 lines expand to
+    // v2 envelopes with the definitions before them.
+    let mut decoder = agentrace_store::LineDecoder::new(id.clone());
+    let mut parse = move |line: &AssembledLine| decoder.decode(&line.bytes, line.line_number);
+    let mut ahead_decoder = agentrace_store::LineDecoder::new(id.clone());
     let started = ahead
         .iter()
-        .filter_map(parse)
+        .filter_map(|line| ahead_decoder.decode(&line.bytes, line.line_number))
         .find_map(|envelope| match envelope.event {
             EventBody::Known(Event::RunStarted { source, .. }) => {
                 Some((source, envelope.timestamp))
@@ -614,7 +618,10 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
                 .get_or_insert_with(|| format!("line {}: not a JSON object", line.line_number));
             continue;
         };
-        if object.contains_key("version") && object.contains_key("runId") {
+        // A v2 envelope, or an imported run's v3 line or definition.
+        if (object.contains_key("version") && object.contains_key("runId"))
+            || object.get("v").and_then(serde_json::Value::as_u64) == Some(3)
+        {
             return Ok(Detected::Log);
         }
         if object.contains_key("method")

@@ -55,10 +55,12 @@ fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The lines of run `id`'s log as written.
+/// The envelopes of run `id`'s log as the store reads them back (an
+/// import's v3 lines expanded to the v2 envelopes written), none skipped.
 fn log_lines(cli: &Cli, id: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.jsonl"))).unwrap_or_else(|e| panic!("{e}"));
-    text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}\n{line}"))).collect()
+    let (envelopes, skipped) = agentrace_store::read_log(&cli.home.path().join("runs").join(format!("{id}.jsonl"))).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(skipped, vec![]);
+    envelopes.iter().map(|envelope| serde_json::to_value(envelope).unwrap_or_else(|e| panic!("{e}"))).collect()
 }
 
 /// `events RUN --json` plus `extra`, each line as it was printed and as a value.
@@ -379,4 +381,35 @@ fn an_imported_runs_records_are_those_of_the_same_log_with_its_frames_copied() {
         let records = |run: &str| -> Value { serde_json::from_str(&cli.ok(&["status", run, "--json"])).unwrap_or_else(|e| panic!("{e}")) };
         assert_eq!(records(&id), records(&format!("copied-{id}")), "{id}");
     }
+}
+
+/// Regression: `ingest` of a run log read each line as a v2 envelope, so
+/// an imported run's log (v3 lines) was not recognized, and none of its
+/// frames replayed.
+#[test]
+fn ingest_of_an_imported_runs_v3_log_replays_it_as_the_same_log_with_its_frames_copied() {
+    let dir = homes(&["v1_parallel"], &[]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let id = run_id(&cli, "codex");
+    let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+    let copied = dir.path().join("copied.jsonl");
+    std::fs::write(&copied, frames_copied_in(&cli, &id, "copied")).unwrap_or_else(|e| panic!("{e}"));
+    let first_line = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}")).lines().next().map(str::to_owned);
+    cli.ok(&["ingest", "--run-id", "from-v3", &log.to_string_lossy()]);
+    cli.ok(&["ingest", "--run-id", "from-v2", &copied.to_string_lossy()]);
+    let events = |run: &str| -> Vec<Value> {
+        events(&cli, run, &[])
+            .into_iter()
+            .map(|(_, mut envelope)| {
+                envelope["runId"] = json!("replayed");
+                envelope
+            })
+            .collect()
+    };
+
+    assert!(first_line.is_some_and(|line| line.starts_with(r#"{"v":3,"#)));
+    let replayed = events("from-v3");
+    assert!(replayed.len() > 40, "{} events", replayed.len());
+    assert_eq!(replayed, events("from-v2"));
 }
