@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::{validate_run_id, Home, LogReader, StoreError};
 
 /// The schema this build writes; a catalog of another is made anew.
-pub const CATALOG_SCHEMA: i64 = 2;
+pub const CATALOG_SCHEMA: i64 = 3;
 
 /// The catalog's file name in the home.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
@@ -119,6 +119,7 @@ CREATE TABLE import_sessions (
   run_id TEXT NOT NULL,
   log_bytes INTEGER,
   merged INTEGER NOT NULL,
+  open INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (provider, key)
 ) WITHOUT ROWID;
 CREATE TABLE import_files (
@@ -748,12 +749,14 @@ impl Catalog {
         let err = sql(&self.path);
         let head = self
             .conn
-            .prepare_cached("SELECT run_id, log_bytes, merged FROM import_sessions WHERE provider = ?1 AND key = ?2")
+            .prepare_cached("SELECT run_id, log_bytes, merged, open FROM import_sessions WHERE provider = ?1 AND key = ?2")
             .map_err(&err)?
-            .query_row([provider, key], |row| Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?, row.get::<_, i64>(2)?)))
+            .query_row([provider, key], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
+            })
             .optional()
             .map_err(&err)?;
-        let Some((run_id, log, merged)) = head else {
+        let Some((run_id, log, merged, open)) = head else {
             return Ok(None);
         };
         let mut statement = self
@@ -787,6 +790,7 @@ impl Catalog {
             run_id,
             log: log.map(|bytes| bytes as u64),
             merged: merged != 0,
+            open: open != 0,
             files,
         }))
     }
@@ -795,9 +799,16 @@ impl Catalog {
     pub fn put_import_session(&self, provider: &str, key: &str, session: &ImportedSession) -> Result<(), StoreError> {
         let err = sql(&self.path);
         self.conn
-            .prepare_cached("INSERT OR REPLACE INTO import_sessions (provider, key, run_id, log_bytes, merged) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .prepare_cached("INSERT OR REPLACE INTO import_sessions (provider, key, run_id, log_bytes, merged, open) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
             .map_err(&err)?
-            .execute(params![provider, key, session.run_id, session.log.map(|bytes| bytes as i64), i64::from(session.merged)])
+            .execute(params![
+                provider,
+                key,
+                session.run_id,
+                session.log.map(|bytes| bytes as i64),
+                i64::from(session.merged),
+                i64::from(session.open)
+            ])
             .map_err(&err)?;
         self.conn
             .prepare_cached("DELETE FROM import_files WHERE provider = ?1 AND key = ?2")
@@ -1343,6 +1354,10 @@ pub struct ImportedSession {
     pub log: Option<u64>,
     /// Fed merged in time order.
     pub merged: bool,
+    /// Read while its files were young (moved within the idle limit), so
+    /// not ended by the idle rule: an import that finds them unchanged but
+    /// still by then reads it on once (no line more) to end it.
+    pub open: bool,
     /// Its files by path.
     pub files: BTreeMap<String, ImportedFile>,
 }

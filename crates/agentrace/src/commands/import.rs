@@ -187,6 +187,10 @@ struct Imported {
     /// on (its log would not begin as the replay of its files does).
     #[serde(default)]
     merged: bool,
+    /// Read while its files were young and left without its end (see
+    /// [`ImportedSession::open`]).
+    #[serde(default)]
+    open: bool,
 }
 
 /// One file of an imported session: its stamp then, and where its reading
@@ -214,6 +218,7 @@ impl Imported {
             run_id: self.run_id.clone(),
             log: self.log,
             merged: self.merged,
+            open: self.open,
             files: self
                 .files
                 .iter()
@@ -231,6 +236,7 @@ impl Imported {
             run_id: row.run_id,
             log: row.log,
             merged: row.merged,
+            open: row.open,
             files: row
                 .files
                 .into_iter()
@@ -364,12 +370,18 @@ enum Change {
     Changed { shrank: Vec<String> },
 }
 
-fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>) -> Change {
+fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_limit: u64) -> Change {
     let Some(previous) = previous else {
         return Change::New;
     };
     let same = |path: &String, stamp: &FileStamp| previous.files.get(path).is_some_and(|old| old.is(stamp));
-    if previous.files.len() == now.len() && now.iter().all(|(path, stamp)| same(path, stamp)) {
+    // A session read young and left open is read on (from its ends: no
+    // line more) once its files are still, to be ended: unchanged files
+    // alone never would have.
+    if previous.files.len() == now.len()
+        && now.iter().all(|(path, stamp)| same(path, stamp))
+        && !(previous.open && still_for(now, idle_limit))
+    {
         return Change::Same;
     }
     let shrank: Vec<String> = now
@@ -804,6 +816,9 @@ struct Job {
     /// Where the last import stopped, to continue the run from there;
     /// `None` rebuilds it whole.
     read_on: Option<ReadOn>,
+    /// Its files have all been still for the idle limit (decided once, so
+    /// the run and the import state agree on it).
+    still: bool,
 }
 
 impl Job {
@@ -814,6 +829,13 @@ impl Job {
             _ => None,
         }
     }
+}
+
+/// How an import left a session's run: its log's length, and whether it
+/// was left open (read young, see [`ImportedSession::open`]).
+struct Left {
+    log: Option<u64>,
+    open: bool,
 }
 
 /// Where a rebuilt run's lines come from.
@@ -1192,7 +1214,7 @@ impl Importer<'_> {
         self.tally.read_on += results.iter().filter(|(_, _, read_on, _)| *read_on).count() as u64;
         for ((job, (_, marks, _, _)), log) in jobs.drain(..).zip(results).zip(logs) {
             let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, &job.key, &job.id, job.stamps, marks, log)?;
+            self.imported(claude, &job.key, &job.id, job.stamps, marks, Left { log, open: !job.still })?;
         }
         Ok(())
     }
@@ -1239,7 +1261,7 @@ impl Importer<'_> {
             JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
             JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
         };
-        let still = still_for(&job.stamps, self.args.idle_limit);
+        let still = job.still;
         if let Some(read_on) = &job.read_on {
             // A metadata document is one line: one that changed cannot be
             // read on.
@@ -1267,7 +1289,7 @@ impl Importer<'_> {
         id: &RunId,
         files: BTreeMap<String, FileStamp>,
         read: BTreeMap<String, ReadMark>,
-        log: Option<u64>,
+        Left { log, open }: Left,
     ) -> anyhow::Result<()> {
         if let Some(endpoint) = &self.args.otlp {
             let home = self.home;
@@ -1293,6 +1315,7 @@ impl Importer<'_> {
                 .collect(),
             log,
             merged: true,
+            open,
         };
         {
             let catalog = self.catalog()?;
@@ -1440,7 +1463,7 @@ fn import_sessions(
             continue;
         }
         let previous = importer.known(CLAUDE, &session.session_id)?;
-        let change = compare(previous.as_ref(), &stamps);
+        let change = compare(previous.as_ref(), &stamps, args.idle_limit);
         let log = previous.as_ref().and_then(|previous| previous.log);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));
         // A run import made itself is rebuilt; a run recorded live (`run
@@ -1471,6 +1494,7 @@ fn import_sessions(
                 key: session.session_id.clone(),
                 id,
                 files,
+                still: still_for(&stamps, args.idle_limit),
                 stamps,
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
@@ -1488,7 +1512,8 @@ fn import_sessions(
                 recording.feed(part, &bytes)?;
             }
             recording.close(None)?;
-            importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), None)?;
+            // Fed whole at every import: nothing to end later.
+            importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
         }
     }
     let codex = codex()?;
@@ -1507,7 +1532,7 @@ fn import_sessions(
         let stamps = stamps(files.iter().map(|head| (head.path.as_path(), head.stamp)))?;
         let id = RunId::from(format!("codex-{root}"));
         let previous = importer.known(CODEX, &root)?;
-        let change = compare(previous.as_ref(), &stamps);
+        let change = compare(previous.as_ref(), &stamps, args.idle_limit);
         let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
         let run_files = importer.runs.files_of(&id)?;
         if !importer.wanted(&change, run_files) {
@@ -1517,6 +1542,7 @@ fn import_sessions(
             key: root,
             id,
             files: run_files,
+            still: still_for(&stamps, args.idle_limit),
             stamps,
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),

@@ -1629,3 +1629,53 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     homes.import(&still);
     assert_eq!(events(&still, &id), ended);
 }
+
+/// A session an import read while its files were young (no end written)
+/// is ended by a later import once they are still, though not one of them
+/// changed: the unchanged files alone used to make it skip the session
+/// for ever. It ends exactly as a single import of the still files ends
+/// it.
+#[test]
+fn a_session_read_young_is_ended_by_a_later_import_when_its_unchanged_files_are_still() {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let cut = growth.through_the_roots_first_answer();
+    let homes = Homes::new();
+    growth.write(&homes, 0..cut, true);
+    // Every file last written an hour ago: young for a two-hour idle
+    // limit, still for a half-hour one.
+    let mut folders = vec![homes.dir.path().to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
+            if entry.path().is_dir() {
+                folders.push(entry.path());
+            } else {
+                let file = std::fs::File::options().write(true).open(entry.path()).unwrap_or_else(|e| panic!("{e}"));
+                let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                file.set_modified(hour_ago).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let import = |cli: &Cli, idle_limit: &str| {
+        cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", idle_limit]);
+    };
+    let status = |cli: &Cli, id: &str| -> Value { serde_json::from_str(&cli.ok(&["status", id, "--json"])).unwrap_or_else(|e| panic!("{e}")) };
+
+    let pieces = Cli::new();
+    import(&pieces, "7200");
+    let id = run_ids(&pieces).pop().unwrap_or_else(|| panic!("no run"));
+    let young = events(&pieces, &id);
+    assert_ne!(young.last().map(|envelope| envelope["event"]["type"].clone()), Some(Value::from("session_ended")));
+    import(&pieces, "1800");
+
+    let whole = Cli::new();
+    import(&whole, "1800");
+    assert_eq!(run_ids(&whole), vec![id.clone()]);
+    assert_eq!(events(&pieces, &id), events(&whole, &id));
+    assert_eq!(status(&pieces, &id), status(&whole, &id));
+    assert_eq!(events(&pieces, &id).last().map(|envelope| envelope["event"].clone()), Some(serde_json::json!({"type": "session_ended", "reason": "importFinished"})));
+    // Ended: an import again changes nothing.
+    import(&pieces, "1800");
+    assert_eq!(events(&pieces, &id), events(&whole, &id));
+}
