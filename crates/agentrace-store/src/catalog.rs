@@ -876,8 +876,9 @@ impl Catalog {
     /// whose line is not what was indexed (the log gone, or rewritten
     /// since: another sequence or event kind there, or a text that no
     /// longer matches) is left out, never shown with a wrong snippet, and
-    /// its run's texts are marked stale so the next sync indexes them
-    /// again; the hits after it fill the page.
+    /// its run's texts are marked stale (and the runs folder's stamp
+    /// forgotten) so the next sync indexes them again; the hits after it
+    /// fill the page.
     pub fn search(&self, home: &Home, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let err = sql(&self.path);
         let Some(expression) = fts_expression(&query.text) else {
@@ -942,13 +943,19 @@ impl Catalog {
                 });
             }
         }
-        for run in stale {
+        for run in &stale {
             // Never equal to a log's length: the next sync reads it again.
             self.conn
                 .prepare_cached("UPDATE runs SET texts_bytes = -1 WHERE id = ?1")
                 .map_err(&err)?
                 .execute([run.as_str()])
                 .map_err(&err)?;
+        }
+        if !stale.is_empty() {
+            // A log rewritten in place leaves its folder's stamp as it was,
+            // and a sync then looks at running runs alone: forgetting the
+            // stamp makes it look at every run.
+            self.conn.prepare_cached("DELETE FROM meta WHERE key = 'runs_folder'").map_err(&err)?.execute([]).map_err(&err)?;
         }
         Ok(hits)
     }
