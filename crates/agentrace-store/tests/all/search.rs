@@ -33,33 +33,58 @@ fn indexed(home: &Home) -> Fallible<Catalog> {
     Ok(catalog)
 }
 
-#[test]
-fn the_lines_a_writer_queues_are_where_the_reader_finds_them_and_the_text_rows_say_so() -> TestResult {
-    let (_directory, home) = temporary_home()?;
-    let (_, envelopes) = record("lines", SESSION);
+/// Writes `envelopes` as run `name` in two writers (the second continuing
+/// the log), v3 lines when `lean`, and gives where each writer said each
+/// line went and where a reader finds each envelope's line.
+fn lines_written_and_read(home: &Home, envelopes: &[Envelope], name: &str, lean: bool) -> Fallible<(Vec<LineAt>, Vec<LineAt>)> {
+    let lean_if = |writer: agentrace_store::RunWriter| if lean { writer.with_lean_lines() } else { writer };
     let (first, rest) = envelopes.split_at(3);
     let mut queued = Vec::new();
-    let mut writer = home.create_run(&run_id("lines"))?;
+    let mut writer = lean_if(home.create_run(&run_id(name))?);
     writer.append(first)?;
     queued.extend_from_slice(writer.queued_lines().ok_or("known")?);
     drop(writer);
     // A writer that continues the log knows where its lines land too.
-    let mut writer = home.append_run(&run_id("lines"))?;
+    let mut writer = lean_if(home.append_run(&run_id(name))?);
     writer.queue(rest)?;
     queued.extend_from_slice(writer.queued_lines().ok_or("known")?);
     writer.flush()?;
     drop(writer);
-    let log = home.log_path(&run_id("lines"));
-    let mut reader = LogReader::open(&log)?;
+    let mut reader = LogReader::open(&home.log_path(&run_id(name)))?;
     let mut read = Vec::new();
     while let Some(envelope) = reader.next() {
         envelope?;
         read.push(reader.last_line().ok_or("a line")?);
     }
+    Ok((queued, read))
+}
+
+#[test]
+fn the_lines_a_writer_queues_are_where_the_reader_finds_them_and_the_text_rows_say_so() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let (_, envelopes) = record("lines", SESSION);
+    let (queued, read) = lines_written_and_read(&home, &envelopes, "lines", false)?;
     assert_eq!(queued, read);
     let expected: Vec<TextRow> = envelopes.iter().zip(&queued).filter_map(|(envelope, line)| TextRow::of(envelope, *line)).collect();
     assert!(!expected.is_empty(), "the session has text");
-    assert_eq!(texts_of_log(&log)?, expected);
+    assert_eq!(texts_of_log(&home.log_path(&run_id("lines")))?, expected);
+    Ok(())
+}
+
+#[test]
+fn the_lines_of_a_v3_log_are_its_envelopes_own_lines_after_their_definitions() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let (_, envelopes) = record("lean", SESSION);
+    let (queued, read) = lines_written_and_read(&home, &envelopes, "lean", true)?;
+    assert_eq!(queued, read);
+    let log = std::fs::read(home.log_path(&run_id("lean")))?;
+    let starts: Vec<bool> = queued.iter().map(|line| log[line.offset as usize..].starts_with(b"{\"v\":3,\"timestamp\"")).collect();
+    assert_eq!(starts, vec![true; envelopes.len()]);
+    let expected: Vec<TextRow> = envelopes.iter().zip(&queued).filter_map(|(envelope, line)| TextRow::of(envelope, *line)).collect();
+    assert_eq!(texts_of_log(&home.log_path(&run_id("lean")))?, expected);
+    // A search cuts its snippet from the v3 line.
+    let catalog = indexed(&home)?;
+    assert_eq!(catalog.search(&home, &query("done"))?, vec![answer_hit(&envelopes, "lean", "All [done]: it said \"hi\" ✓")?]);
     Ok(())
 }
 
