@@ -972,14 +972,31 @@ struct LineEvent {
     event: EventBody,
 }
 
+/// Most run logs a search keeps open at once.
+const OPEN_LOGS: usize = 64;
+
 /// The text a hit's row was made from, read back from its line in run
 /// `run_id`'s log (each log opened once per search); `None` when that
 /// line is not the one indexed (the log gone or rewritten since).
 fn indexed_text(home: &Home, logs: &mut HashMap<String, Option<fs::File>>, run_id: &str, sequence: u64, kind: &str, line: LineAt) -> Result<Option<String>, StoreError> {
     let Ok(id) = validate_run_id(run_id) else { return Ok(None) };
     let path = home.log_path(&id);
-    let file = logs.entry(run_id.to_owned()).or_insert_with(|| fs::File::open(&path).ok());
-    let Some(file) = file.as_ref() else { return Ok(None) };
+    if !logs.contains_key(run_id) {
+        // A page of hits may span hundreds of runs: never more than
+        // OPEN_LOGS files open at once (a user's limit may be 1,024).
+        if logs.len() >= OPEN_LOGS {
+            logs.clear();
+        }
+        let file = match fs::File::open(&path) {
+            Ok(file) => Some(file),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            // Not the log's doing (out of descriptors, a permission): an
+            // error, not hits left out and their runs indexed again.
+            Err(source) => return Err(StoreError::io("open run log", &path, source)),
+        };
+        logs.insert(run_id.to_owned(), file);
+    }
+    let Some(Some(file)) = logs.get(run_id) else { return Ok(None) };
     let Some(bytes) = read_log_line(file, &path, line)? else { return Ok(None) };
     let Ok(decoded) = serde_json::from_slice::<LineEvent>(&bytes) else { return Ok(None) };
     if decoded.sequence.is_some_and(|found| found != sequence) {
@@ -1014,12 +1031,16 @@ impl<'p> Snippets<'p> {
         let err = sql(self.path);
         self.next += 1;
         self.conn.prepare_cached("INSERT INTO hit (rowid, text) VALUES (?1, ?2)").map_err(&err)?.execute(params![self.next, text]).map_err(&err)?;
-        self.conn
+        let snippet = self
+            .conn
             .prepare_cached("SELECT snippet(hit, 0, '[', ']', '…', 12) FROM hit WHERE hit MATCH ?1 AND rowid = ?2")
             .map_err(&err)?
             .query_row(params![self.expression, self.next], |row| row.get(0))
             .optional()
-            .map_err(err)
+            .map_err(&err)?;
+        // One text at a time: a search of many hits holds no more.
+        self.conn.prepare_cached("DELETE FROM hit WHERE rowid = ?1").map_err(&err)?.execute([self.next]).map_err(err)?;
+        Ok(snippet)
     }
 }
 

@@ -139,3 +139,21 @@ fn a_hit_whose_line_now_holds_another_sequence_is_left_out() -> TestResult {
     assert_eq!(catalog.search(&home, &query("done"))?, vec![]);
     Ok(())
 }
+
+#[test]
+fn a_search_whose_hits_span_more_runs_than_it_keeps_open_gives_every_hit() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let mut expected = Vec::new();
+    // More runs than the search keeps open at once (64).
+    for index in 0..80 {
+        let id = format!("run-{index:02}");
+        let (_, envelopes) = record(&id, SESSION);
+        write_run(&home, &envelopes, &id)?;
+        expected.push(answer_hit(&envelopes, &id, "All [done]: it said \"hi\" ✓")?);
+    }
+    let catalog = indexed(&home)?;
+    let found = catalog.search(&home, &SearchQuery { limit: 200, ..query("done") })?;
+    // Newest first; these runs' answers share one timestamp, then by run.
+    assert_eq!(found, expected);
+    Ok(())
+}
