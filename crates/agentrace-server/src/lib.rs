@@ -351,7 +351,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
             actor,
             limit: params.limit.unwrap_or(20).min(MAX_RUNS_PAGE),
         };
-        Ok(catalog.search(&query)?)
+        Ok(catalog.search(&state.inner.home, &query)?)
     })
     .await?;
     Ok(Json(serde_json::json!({ "hits": hits })).into_response())

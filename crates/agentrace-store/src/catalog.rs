@@ -18,7 +18,7 @@ use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
 use serde::Serialize;
 
-use crate::{validate_run_id, Home, LogReader, StoreError};
+use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, StoreError};
 
 /// The schema this build writes; a catalog of another is made anew.
 pub const CATALOG_SCHEMA: i64 = 3;
@@ -152,10 +152,11 @@ CREATE TABLE texts (
   role TEXT NOT NULL,
   timestamp INTEGER NOT NULL,
   kind TEXT NOT NULL,
-  text TEXT NOT NULL
+  line_offset INTEGER NOT NULL,
+  line_length INTEGER NOT NULL
 );
 CREATE INDEX texts_by_run ON texts (run_id);
-CREATE VIRTUAL TABLE texts_fts USING fts5 (text, content='texts', content_rowid='id');
+CREATE VIRTUAL TABLE texts_fts USING fts5 (text, content='', contentless_delete=1);
 "#;
 
 /// Why the catalog was made anew when it was opened.
@@ -472,8 +473,9 @@ impl Catalog {
     pub fn add_texts(&self, id: &RunId, texts: &[TextRow], log_bytes: u64, replace: bool) -> Result<(), StoreError> {
         let err = sql(&self.path);
         if replace {
+        // Contentless: the index forgets a row by its rowid alone.
         self.conn
-            .prepare_cached("INSERT INTO texts_fts (texts_fts, rowid, text) SELECT 'delete', id, text FROM texts WHERE run_id = ?1")
+            .prepare_cached("DELETE FROM texts_fts WHERE rowid IN (SELECT id FROM texts WHERE run_id = ?1)")
             .map_err(&err)?
             .execute([id.as_str()])
             .map_err(&err)?;
@@ -481,11 +483,11 @@ impl Catalog {
         }
         let mut text = self
             .conn
-            .prepare_cached("INSERT INTO texts (run_id, sequence, thread_id, label, role, timestamp, kind, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            .prepare_cached("INSERT INTO texts (run_id, sequence, thread_id, label, role, timestamp, kind, line_offset, line_length) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
             .map_err(&err)?;
         let mut fts = self.conn.prepare_cached("INSERT INTO texts_fts (rowid, text) VALUES (?1, ?2)").map_err(&err)?;
         for row in texts {
-            text.execute(params![id.as_str(), row.sequence as i64, row.thread_id, row.label, row.role, row.timestamp, row.kind, row.text])
+            text.execute(params![id.as_str(), row.sequence as i64, row.thread_id, row.label, row.role, row.timestamp, row.kind, row.line.offset as i64, row.line.length as i64])
                 .map_err(&err)?;
             fts.execute(params![self.conn.last_insert_rowid(), row.text]).map_err(&err)?;
         }
@@ -501,7 +503,7 @@ impl Catalog {
     pub fn remove_run(&self, id: &str) -> Result<(), StoreError> {
         let err = sql(&self.path);
         self.conn
-            .prepare_cached("INSERT INTO texts_fts (texts_fts, rowid, text) SELECT 'delete', id, text FROM texts WHERE run_id = ?1")
+            .prepare_cached("DELETE FROM texts_fts WHERE rowid IN (SELECT id FROM texts WHERE run_id = ?1)")
             .map_err(&err)?
             .execute([id])
             .map_err(&err)?;
@@ -879,17 +881,25 @@ impl Catalog {
     // ----- search -----
 
     /// The texts that match `query` (words, each matched as a prefix-free
-    /// token; quotes are kept as a phrase), best first.
-    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
+    /// token; quotes are kept as a phrase), newest first. The index is
+    /// contentless: each hit's text is read back from its line in the
+    /// run's log (one positioned read) and its snippet cut from that. A hit
+    /// whose line is not what was indexed (the log gone, or rewritten
+    /// since: another sequence or event kind there, or a text that no
+    /// longer matches) is left out, never shown with a wrong snippet, and
+    /// its run's texts are marked stale (and the runs folder's stamp
+    /// forgotten) so the next sync indexes them again; the hits after it
+    /// fill the page.
+    pub fn search(&self, home: &Home, query: &SearchQuery) -> Result<Vec<SearchHit>, StoreError> {
         let err = sql(&self.path);
         let Some(expression) = fts_expression(&query.text) else {
             return Ok(Vec::new());
         };
         let mut sql_text = String::from(
-            "SELECT t.run_id, t.sequence, t.thread_id, t.label, t.role, t.timestamp, snippet(texts_fts, 0, '[', ']', '…', 12) \
+            "SELECT t.run_id, t.sequence, t.thread_id, t.label, t.role, t.timestamp, t.kind, t.line_offset, t.line_length \
              FROM texts_fts JOIN texts t ON t.id = texts_fts.rowid WHERE texts_fts MATCH ?1",
         );
-        let mut values: Vec<rusqlite::types::Value> = vec![expression.into()];
+        let mut values: Vec<rusqlite::types::Value> = vec![expression.clone().into()];
         if let Some(run) = &query.run {
             values.push(run.clone().into());
             sql_text.push_str(&format!(" AND t.run_id = ?{}", values.len()));
@@ -905,22 +915,143 @@ impl Catalog {
                 sql_text.push_str(&format!(" AND t.thread_id = ?{}", values.len()));
             }
         }
-        sql_text.push_str(&format!(" ORDER BY t.timestamp DESC, t.run_id, t.sequence LIMIT {}", query.limit));
-        let mut statement = self.conn.prepare(&sql_text).map_err(&err)?;
-        let rows = statement
-            .query_map(rusqlite::params_from_iter(values.iter()), |row| {
-                Ok(SearchHit {
-                    run_id: row.get(0)?,
-                    sequence: row.get::<_, i64>(1)? as u64,
-                    thread_id: row.get(2)?,
-                    label: row.get(3)?,
-                    role: row.get(4)?,
-                    timestamp: Timestamp(row.get(5)?),
-                    snippet: row.get(6)?,
-                })
-            })
+        // No LIMIT: a hit left out (its line changed) makes room for the
+        // next; the rows are stepped only as far as the page needs.
+        sql_text.push_str(" ORDER BY t.timestamp DESC, t.run_id, t.sequence");
+        let mut snippets = Snippets::new(&expression, &self.path)?;
+        let mut logs: HashMap<String, Option<fs::File>> = HashMap::new();
+        let mut hits = Vec::new();
+        let mut stale = std::collections::BTreeSet::new();
+        {
+            let mut statement = self.conn.prepare(&sql_text).map_err(&err)?;
+            let mut rows = statement.query(rusqlite::params_from_iter(values.iter())).map_err(&err)?;
+            while (hits.len() as u64) < query.limit {
+                let Some(row) = rows.next().map_err(&err)? else { break };
+                let run_id: String = row.get(0).map_err(&err)?;
+                let sequence = row.get::<_, i64>(1).map_err(&err)? as u64;
+                let kind: String = row.get(6).map_err(&err)?;
+                let line = LineAt {
+                    offset: row.get::<_, i64>(7).map_err(&err)? as u64,
+                    length: row.get::<_, i64>(8).map_err(&err)? as u64,
+                };
+                let text = indexed_text(home, &mut logs, &run_id, sequence, &kind, line)?;
+                let snippet = match text {
+                    Some(text) => snippets.of(&text)?,
+                    None => None,
+                };
+                let Some(snippet) = snippet else {
+                    stale.insert(run_id);
+                    continue;
+                };
+                hits.push(SearchHit {
+                    run_id,
+                    sequence,
+                    thread_id: row.get(2).map_err(&err)?,
+                    label: row.get(3).map_err(&err)?,
+                    role: row.get(4).map_err(&err)?,
+                    timestamp: Timestamp(row.get(5).map_err(&err)?),
+                    snippet,
+                });
+            }
+        }
+        for run in &stale {
+            // Never equal to a log's length: the next sync reads it again.
+            self.conn
+                .prepare_cached("UPDATE runs SET texts_bytes = -1 WHERE id = ?1")
+                .map_err(&err)?
+                .execute([run.as_str()])
+                .map_err(&err)?;
+        }
+        if !stale.is_empty() {
+            // A log rewritten in place leaves its folder's stamp as it was,
+            // and a sync then looks at running runs alone: forgetting the
+            // stamp makes it look at every run.
+            self.conn.prepare_cached("DELETE FROM meta WHERE key = 'runs_folder'").map_err(&err)?.execute([]).map_err(&err)?;
+        }
+        Ok(hits)
+    }
+}
+
+/// Just the members of a log line a search hit needs: the leaner line
+/// another format may write keeps these two names (its other members may
+/// be encoded differently, and are not decoded).
+#[derive(serde::Deserialize)]
+struct LineEvent {
+    /// Absent on a legacy line (whose reader numbers it).
+    #[serde(default)]
+    sequence: Option<u64>,
+    event: EventBody,
+}
+
+/// Most run logs a search keeps open at once.
+const OPEN_LOGS: usize = 64;
+
+/// The text a hit's row was made from, read back from its line in run
+/// `run_id`'s log (each log opened once per search); `None` when that
+/// line is not the one indexed (the log gone or rewritten since).
+fn indexed_text(home: &Home, logs: &mut HashMap<String, Option<fs::File>>, run_id: &str, sequence: u64, kind: &str, line: LineAt) -> Result<Option<String>, StoreError> {
+    let Ok(id) = validate_run_id(run_id) else { return Ok(None) };
+    let path = home.log_path(&id);
+    if !logs.contains_key(run_id) {
+        // A page of hits may span hundreds of runs: never more than
+        // OPEN_LOGS files open at once (a user's limit may be 1,024).
+        if logs.len() >= OPEN_LOGS {
+            logs.clear();
+        }
+        let file = match fs::File::open(&path) {
+            Ok(file) => Some(file),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            // Not the log's doing (out of descriptors, a permission): an
+            // error, not hits left out and their runs indexed again.
+            Err(source) => return Err(StoreError::io("open run log", &path, source)),
+        };
+        logs.insert(run_id.to_owned(), file);
+    }
+    let Some(Some(file)) = logs.get(run_id) else { return Ok(None) };
+    let Some(bytes) = read_log_line(file, &path, line)? else { return Ok(None) };
+    let Ok(decoded) = serde_json::from_slice::<LineEvent>(&bytes) else { return Ok(None) };
+    if decoded.sequence.is_some_and(|found| found != sequence) {
+        return Ok(None);
+    }
+    Ok(searchable_text(&decoded.event).filter(|(found, _)| *found == kind).map(|(_, text)| text))
+}
+
+/// Cuts search snippets: an in-memory FTS5 table (never on disk) that
+/// each hit's text is put in and matched against the search's expression
+/// again, so the snippet is what FTS5's `snippet()` gave when the catalog
+/// kept the text (the same tokenizer, the same choice of the best 12
+/// tokens, matches in `[`…`]`, `…` where cut), and a text that no longer
+/// matches gives none.
+struct Snippets<'p> {
+    conn: Connection,
+    expression: String,
+    next: i64,
+    path: &'p Path,
+}
+
+impl<'p> Snippets<'p> {
+    fn new(expression: &str, path: &'p Path) -> Result<Self, StoreError> {
+        let err = sql(path);
+        let conn = Connection::open_in_memory().map_err(&err)?;
+        conn.execute_batch("CREATE VIRTUAL TABLE hit USING fts5 (text);").map_err(&err)?;
+        Ok(Self { conn, expression: expression.to_owned(), next: 0, path })
+    }
+
+    /// The snippet of `text`, `None` when it does not match.
+    fn of(&mut self, text: &str) -> Result<Option<String>, StoreError> {
+        let err = sql(self.path);
+        self.next += 1;
+        self.conn.prepare_cached("INSERT INTO hit (rowid, text) VALUES (?1, ?2)").map_err(&err)?.execute(params![self.next, text]).map_err(&err)?;
+        let snippet = self
+            .conn
+            .prepare_cached("SELECT snippet(hit, 0, '[', ']', '…', 12) FROM hit WHERE hit MATCH ?1 AND rowid = ?2")
+            .map_err(&err)?
+            .query_row(params![self.expression, self.next], |row| row.get(0))
+            .optional()
             .map_err(&err)?;
-        rows.collect::<Result<_, _>>().map_err(err)
+        // One text at a time: a search of many hits holds no more.
+        self.conn.prepare_cached("DELETE FROM hit WHERE rowid = ?1").map_err(&err)?.execute([self.next]).map_err(err)?;
+        Ok(snippet)
     }
 }
 
@@ -1024,10 +1155,12 @@ pub fn texts_of_log(path: &Path) -> Result<Vec<TextRow>, StoreError> {
         finals.observe(&envelope);
     }
     let mut rows = Vec::new();
-    for envelope in LogReader::open(path)?.flatten() {
-        let mut envelope = envelope;
+    let mut reader = LogReader::open(path)?;
+    while let Some(envelope) = reader.next() {
+        let Ok(mut envelope) = envelope else { continue };
+        let Some(line) = reader.last_line() else { continue };
         finals.apply(&mut envelope);
-        rows.extend(TextRow::of(&envelope));
+        rows.extend(TextRow::of(&envelope, line));
     }
     Ok(rows)
 }
@@ -1080,31 +1213,43 @@ pub struct TextRow {
     pub timestamp: i64,
     /// `message`, `reasoning`, `tool_use` or `tool_result`.
     pub kind: String,
-    /// The text, cut at [`TEXT_LIMIT`] bytes.
+    /// The text, cut at [`TEXT_LIMIT`] bytes: what is indexed (the
+    /// catalog keeps only the index of it and where its line is).
     pub text: String,
+    /// Where the envelope's line is in the run's log.
+    pub line: LineAt,
+}
+
+/// The searchable text of an event (its kind and text, cut at
+/// [`TEXT_LIMIT`] bytes), if it has any: what a text row indexes, and what
+/// a search hit's snippet is cut from, read back from the log line.
+pub fn searchable_text(event: &EventBody) -> Option<(&'static str, String)> {
+    let (kind, text) = match event {
+        EventBody::Known(Event::Message { text, .. }) => ("message", text.clone()),
+        EventBody::Known(Event::Reasoning { text, .. }) => ("reasoning", text.clone()),
+        EventBody::Known(Event::ToolUse { name, input, .. }) => ("tool_use", format!("{name} {input}")),
+        EventBody::Known(Event::ToolResult { name, output, .. }) => ("tool_result", format!("{name} {output}")),
+        _ => return None,
+    };
+    if text.trim().is_empty() {
+        return None;
+    }
+    let mut text = text;
+    if text.len() > TEXT_LIMIT {
+        let mut end = TEXT_LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    Some((kind, text))
 }
 
 impl TextRow {
-    /// The searchable text of an envelope, if it has any.
-    pub fn of(envelope: &Envelope) -> Option<TextRow> {
-        let (kind, text) = match &envelope.event {
-            EventBody::Known(Event::Message { text, .. }) => ("message", text.clone()),
-            EventBody::Known(Event::Reasoning { text, .. }) => ("reasoning", text.clone()),
-            EventBody::Known(Event::ToolUse { name, input, .. }) => ("tool_use", format!("{name} {input}")),
-            EventBody::Known(Event::ToolResult { name, output, .. }) => ("tool_result", format!("{name} {output}")),
-            _ => return None,
-        };
-        if text.trim().is_empty() {
-            return None;
-        }
-        let mut text = text;
-        if text.len() > TEXT_LIMIT {
-            let mut end = TEXT_LIMIT;
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            text.truncate(end);
-        }
+    /// The searchable text of an envelope, if it has any, its line at
+    /// `line` of the log.
+    pub fn of(envelope: &Envelope, line: LineAt) -> Option<TextRow> {
+        let (kind, text) = searchable_text(&envelope.event)?;
         Some(TextRow {
             sequence: envelope.sequence,
             thread_id: envelope.actor.thread_id.as_ref().map(|id| id.to_string()),
@@ -1113,6 +1258,7 @@ impl TextRow {
             timestamp: envelope.timestamp.0,
             kind: kind.to_owned(),
             text,
+            line,
         })
     }
 }

@@ -45,7 +45,7 @@ pub use lean::Dictionary;
 pub use home::{Home, LoadedRun, RunFiles, HOME_ENV, WARNING_CONFIG_FILE};
 pub use lock::{ImportLock, RunLock};
 pub use reader::{
-    read_log, LineDecoder, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
+    read_log, read_log_line, LineAt, LineDecoder, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
 pub use spool::TakenSpool;

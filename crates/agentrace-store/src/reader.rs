@@ -63,6 +63,34 @@ pub struct LogReader<R: BufRead> {
     /// The v3 definitions read so far (or given, for a reader starting
     /// mid-file).
     dictionary: Dictionary,
+    /// Bytes consumed from the input so far.
+    consumed: u64,
+    /// Where the line of the last envelope yielded is.
+    last_line: Option<LineAt>,
+}
+
+/// Where one line is in its log: its first byte and its length without the
+/// `\n`. The catalog keeps this for each searchable text, and a search
+/// reads the line back with [`read_log_line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineAt {
+    /// The byte offset of its first byte.
+    pub offset: u64,
+    /// Its length in bytes, without the `\n`.
+    pub length: u64,
+}
+
+/// The line at `at` of the log at `path`, in one positioned read; `None`
+/// when the log is gone or shorter than that (rewritten since).
+pub fn read_log_line(file: &File, path: &Path, at: LineAt) -> Result<Option<Vec<u8>>, StoreError> {
+    use std::os::unix::fs::FileExt as _;
+    let Ok(length) = usize::try_from(at.length) else { return Ok(None) };
+    let mut line = vec![0; length];
+    match file.read_exact_at(&mut line, at.offset) {
+        Ok(()) => Ok(Some(line)),
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Ok(None),
+        Err(source) => Err(StoreError::io("read run log line", path, source)),
+    }
 }
 
 /// What one line of the log turned out to be.
@@ -146,6 +174,8 @@ impl<R: BufRead> LogReader<R> {
             finished: false,
             wanted: None,
             dictionary: Dictionary::default(),
+            consumed: 0,
+            last_line: None,
         }
     }
 
@@ -204,6 +234,12 @@ impl<R: BufRead> LogReader<R> {
         self.line_number
     }
 
+    /// Where the line of the envelope last yielded is in the input (the
+    /// catalog's texts keep it, so a search reads that line alone).
+    pub fn last_line(&self) -> Option<LineAt> {
+        self.last_line
+    }
+
     /// Reads the next line into `self.line`, without its `\n`; `None` at
     /// the end of the input.
     fn read_line(&mut self) -> io::Result<Option<LineRead>> {
@@ -228,6 +264,7 @@ impl<R: BufRead> LogReader<R> {
                 None => (available, available.len(), false),
             };
             length += chunk.len() as u64;
+            self.consumed += used as u64;
             match self.max_line_bytes {
                 // Past the limit the line is only measured, never kept.
                 Some(max) if length > max => self.line.clear(),
@@ -252,6 +289,7 @@ impl<R: BufRead> Iterator for LogReader<R> {
             return None;
         }
         loop {
+            let start = self.consumed;
             let read = match self.read_line() {
                 Ok(Some(read)) => read,
                 Ok(None) => {
@@ -285,7 +323,10 @@ impl<R: BufRead> Iterator for LogReader<R> {
                 _ => decode_line(&self.line, self.line_number, &self.run_id, &mut self.dictionary),
             };
             match outcome {
-                LineOutcome::Envelope(envelope) => return Some(Ok(*envelope)),
+                LineOutcome::Envelope(envelope) => {
+                    self.last_line = Some(LineAt { offset: start, length: read.length });
+                    return Some(Ok(*envelope));
+                }
                 LineOutcome::Blank | LineOutcome::Defined => {}
                 LineOutcome::Skip(reason) => {
                     let reason = if read.terminated {

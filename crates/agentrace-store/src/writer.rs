@@ -44,6 +44,7 @@ use agentrace_core::{Envelope, RunId};
 use crate::error::StoreError;
 use crate::fold::{fingerprint, keep_tail, RunFold};
 use crate::lean::Encoder;
+use crate::reader::LineAt;
 
 /// A log at least this long gets a snapshot with each record written:
 /// folding a shorter one from its start takes a reader a few milliseconds.
@@ -193,6 +194,12 @@ pub struct RunWriter {
     /// Writes v3 lines, numbering actors and paths on from the log's
     /// definitions (`None`: v2 lines).
     lean: Option<Encoder>,
+    /// The log's length before the queued batch (`None` once a write
+    /// failed part way: where the next lines land is then unknown).
+    written_bytes: Option<u64>,
+    /// Where the lines of the last [`RunWriter::queue`] call are (the
+    /// catalog's texts keep them: the log is not read back to learn them).
+    queued_lines: Vec<LineAt>,
 }
 
 /// Where a writer's fold starts: the log's current fold and last bytes.
@@ -217,6 +224,9 @@ impl RunWriter {
         resumed: Resumed,
     ) -> Self {
         let [log_path, record_path, snapshot_path] = paths;
+        // Where the first line queued lands: one fstat of a file just
+        // opened for appending.
+        let written_bytes = file.metadata().ok().map(|metadata| metadata.len());
         Self {
             file,
             log_path,
@@ -238,6 +248,8 @@ impl RunWriter {
             cadence: Cadence::default(),
             writes: 0,
             lean: None,
+            written_bytes,
+            queued_lines: Vec::new(),
         }
     }
 
@@ -278,6 +290,13 @@ impl RunWriter {
     pub fn with_clock(mut self, clock: WriterClock) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Where the lines of the envelopes of the last [`RunWriter::queue`]
+    /// (or [`RunWriter::append`]) call are in the log, one per envelope;
+    /// `None` when that is unknown (a write failed part way before).
+    pub fn queued_lines(&self) -> Option<&[LineAt]> {
+        self.written_bytes.map(|_| self.queued_lines.as_slice())
     }
 
     /// The highest sequence whose line has been written to the log (given
@@ -338,6 +357,7 @@ impl RunWriter {
     /// is full or old (see [`BatchPolicy`]). A refused call (see
     /// [`RunWriter::append`]) queues none of them.
     pub fn queue(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
+        self.queued_lines.clear();
         if envelopes.is_empty() {
             return Ok(());
         }
@@ -352,16 +372,28 @@ impl RunWriter {
         }
         let first_line = self.batch.bytes.len();
         let mut ends = Vec::with_capacity(envelopes.len());
+        // Where each envelope's own line starts (after the v3 definitions
+        // put before it).
+        let mut starts = Vec::with_capacity(envelopes.len());
         let mark = self.lean.as_ref().map_or(0, Encoder::pending_mark);
         for (expected, envelope) in (self.next_sequence..).zip(envelopes) {
-            if let Err(error) = self.encode(envelope, expected) {
-                self.batch.bytes.truncate(before);
-                if let Some(encoder) = &mut self.lean {
-                    encoder.forget_since(mark);
+            match self.encode(envelope, expected) {
+                Ok(start) => starts.push(start),
+                Err(error) => {
+                    self.batch.bytes.truncate(before);
+                    if let Some(encoder) = &mut self.lean {
+                        encoder.forget_since(mark);
+                    }
+                    return Err(error);
                 }
-                return Err(error);
             }
             ends.push(self.batch.bytes.len());
+        }
+        if let Some(written) = self.written_bytes {
+            for (start, end) in starts.iter().zip(&ends) {
+                // `end` is past the line's `\n`.
+                self.queued_lines.push(LineAt { offset: written + *start as u64, length: (end - start - 1) as u64 });
+            }
         }
         self.next_sequence += ends.len() as u64;
         self.batch.envelopes += ends.len();
@@ -399,8 +431,9 @@ impl RunWriter {
     }
 
     /// Encodes `envelope` onto the batch as one line, when it is the next
-    /// of this run.
-    fn encode(&mut self, envelope: &Envelope, expected: u64) -> Result<(), StoreError> {
+    /// of this run; where in the batch its line starts (after any v3
+    /// definition lines it needed).
+    fn encode(&mut self, envelope: &Envelope, expected: u64) -> Result<usize, StoreError> {
         if envelope.run_id != self.run_id {
             return Err(StoreError::WrongRun {
                 path: self.log_path.clone(),
@@ -428,7 +461,7 @@ impl RunWriter {
         // Definition lines before it are serde_json's own, without breaks.
         keep_on_one_line(&mut self.batch.bytes[line_start..]);
         self.batch.bytes.push(b'\n');
-        Ok(())
+        Ok(line_start)
     }
 
     /// Writes the queued batch in one `write`: lines go out in order, so a
@@ -449,6 +482,7 @@ impl RunWriter {
             if let Some(encoder) = &mut self.lean {
                 encoder.forget_since(0);
             }
+            self.written_bytes = None;
             return Err(StoreError::io("append to run log", &self.log_path, source));
         }
         self.writes += 1;
@@ -456,6 +490,7 @@ impl RunWriter {
             encoder.written();
         }
         self.needs_newline = false;
+        self.written_bytes = self.written_bytes.map(|written| written + batch.bytes.len() as u64);
         self.cadence.unsynced = true;
         self.acknowledged = self.next_sequence - 1;
         keep_tail(&mut self.tail, &batch.bytes);

@@ -11,6 +11,7 @@ mod all {
     pub mod properties;
     pub mod raw_ref;
     pub mod reader;
+    pub mod search;
     pub mod support;
     pub mod writer;
 }

@@ -227,7 +227,7 @@ impl LiveRun {
         // Queued, not written: the writer writes batches (group commit),
         // and records and syncs on its own cadence (see `tick`).
         self.writer.queue(&envelopes)?;
-        self.texts.observe(&envelopes);
+        self.texts.observe(&envelopes, self.writer.queued_lines());
         if let Some(view) = &mut self.view {
             for envelope in &envelopes {
                 view.show(envelope);

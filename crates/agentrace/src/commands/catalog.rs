@@ -6,6 +6,7 @@ use agentrace_core::model::RunId;
 use agentrace_core::state::{AgentNode, FinalActors, RunSummary};
 use agentrace_core::Envelope;
 use agentrace_store::catalog::{Rebuilt, TextRow};
+use agentrace_store::LineAt;
 use agentrace_store::{Catalog, Home};
 use clap::Args;
 
@@ -92,14 +93,22 @@ impl Default for Texts {
 }
 
 impl Texts {
-    /// Notes the text of envelopes as they go to the log.
-    pub fn observe(&mut self, envelopes: &[Envelope]) {
+    /// Notes the text of envelopes as they go to the log, at `lines`
+    /// there (the writer's [`agentrace_store::RunWriter::queued_lines`]);
+    /// when the writer does not know where they are, the log is read back
+    /// instead.
+    pub fn observe(&mut self, envelopes: &[Envelope], lines: Option<&[LineAt]>) {
         if self.overflowed {
             return;
         }
-        for envelope in envelopes {
+        let Some(lines) = lines.filter(|lines| lines.len() == envelopes.len()) else {
+            self.overflowed = true;
+            self.rows = Vec::new();
+            return;
+        };
+        for (envelope, line) in envelopes.iter().zip(lines) {
             self.finals.observe(envelope);
-            if let Some(row) = TextRow::of(envelope) {
+            if let Some(row) = TextRow::of(envelope, *line) {
                 self.bytes += row.text.len();
                 self.rows.push(row);
             }
@@ -180,17 +189,26 @@ mod tests {
     }
 
     #[test]
-    fn texts_held_are_the_rows_of_every_envelope_and_past_the_bound_none_are_held() {
+    fn texts_held_are_the_rows_of_every_envelope_at_their_lines_and_past_the_bound_none_are_held() {
         let envelopes = envelopes();
-        let expected: Vec<TextRow> = envelopes.iter().filter_map(TextRow::of).collect();
+        let lines: Vec<LineAt> = (0..envelopes.len() as u64).map(|index| LineAt { offset: index * 100, length: 99 }).collect();
+        let expected: Vec<TextRow> = envelopes.iter().zip(&lines).filter_map(|(envelope, line)| TextRow::of(envelope, *line)).collect();
         assert!(!expected.is_empty(), "the capture has text");
         let mut held = Texts::default();
-        held.observe(&envelopes);
+        held.observe(&envelopes, Some(&lines));
         let rows = held.settled(&RunId::from("texts")).unwrap_or_else(|| panic!("held"));
-        assert_eq!(rows.iter().map(|row| &row.text).collect::<Vec<_>>(), expected.iter().map(|row| &row.text).collect::<Vec<_>>());
+        assert_eq!(rows, expected);
         let mut bounded = Texts { held: 8, ..Texts::default() };
-        bounded.observe(&envelopes);
+        bounded.observe(&envelopes, Some(&lines));
         assert!(bounded.rows.is_empty());
         assert!(bounded.settled(&RunId::from("texts")).is_none());
+    }
+
+    #[test]
+    fn texts_whose_lines_the_writer_does_not_know_are_read_back_from_the_log() {
+        let envelopes = envelopes();
+        let mut held = Texts::default();
+        held.observe(&envelopes, None);
+        assert!(held.settled(&RunId::from("texts")).is_none());
     }
 }

@@ -897,13 +897,15 @@ pub fn claude_cwd(session: &crate::sources::claude_ingest::SessionFiles) -> Opti
 /// How many lines of a transcript [`claude_cwd`] looks at.
 const CWD_LINES: usize = 64;
 
-/// What `feed` gives `recorder`, appended to `writer` batch by batch. A
+/// What `feed` gives `recorder`, appended to `writer` batch by batch, its
+/// text noted in `texts` with where each line landed. A
 /// frame that references its line is not copied into the log (its `raw`
 /// is dropped; kept in `copies` when asked, `--keep-raw`).
 fn feed_into<T>(
     writer: &mut agentrace_store::RunWriter,
     recorder: &mut Recorder,
     mut copies: Option<&mut CopyWriter>,
+    texts: &mut Texts,
     feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     feed(recorder, &mut |mut batch: Vec<Envelope>| {
@@ -917,6 +919,7 @@ fn feed_into<T>(
         }
         if !batch.is_empty() {
             writer.append(&batch)?;
+            texts.observe(&batch, writer.queued_lines());
         }
         Ok(())
     })
@@ -929,14 +932,6 @@ type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
 /// A job done: its run's view, marks, whether it was read on (not
 /// rebuilt), and its text.
 type JobDone = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
-
-/// A sink that notes each batch's text in `texts`, then hands it to `sink`.
-fn tee<'s>(texts: &'s mut Texts, sink: Sink<'s>) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
-    move |batch: Vec<Envelope>| {
-        texts.observe(&batch);
-        sink(batch)
-    }
-}
 
 /// Counts of one import.
 #[derive(Debug, Default)]
@@ -1059,8 +1054,8 @@ impl Importer<'_> {
         writer.append(&recorder.start_in(start, cwd))?;
         let mut copies = self.copies(id, false)?;
         let mut texts = Texts::default();
-        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
-            feed_whole(recorder, parts, start, self.torn_lines, &mut tee(&mut texts, sink))
+        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), &mut texts, |recorder, sink| {
+            feed_whole(recorder, parts, start, self.torn_lines, sink)
         })?;
         copies.map(CopyWriter::finish).transpose()?;
         if still && !recorder.book().session_over() {
@@ -1122,8 +1117,8 @@ impl Importer<'_> {
         }
         let mut copies = self.copies(id, true)?;
         let mut texts = Texts::default();
-        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), |recorder, sink| {
-            feed.feed(recorder, Reach::Ends, &mut tee(&mut texts, sink))
+        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), &mut texts, |recorder, sink| {
+            feed.feed(recorder, Reach::Ends, sink)
         })?;
         copies.map(CopyWriter::finish).transpose()?;
         if fed.is_err() {

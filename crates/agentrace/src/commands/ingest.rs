@@ -400,7 +400,7 @@ impl Session {
         // changes (at most every 250 ms) so `runs` is right even while a
         // long ingest is still going.
         self.writer.queue(envelopes)?;
-        self.texts.observe(envelopes);
+        self.texts.observe(envelopes, self.writer.queued_lines());
         self.writer.tick_with(self.recorder.book())?;
         Ok(())
     }

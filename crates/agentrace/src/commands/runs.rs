@@ -233,7 +233,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         actor: actor_of(args.actor.as_deref()),
         limit: args.limit,
     };
-    let hits = catalog.search(&query)?;
+    let hits = catalog.search(home, &query)?;
     if args.json {
         out.json_pretty(&Hits { hits })?;
         return Ok(());

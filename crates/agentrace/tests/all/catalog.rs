@@ -40,6 +40,10 @@ fn a_catalog_unreadable_of_another_schema_or_missing_is_made_anew_with_a_note_an
     again(&|| std::fs::write(&catalog, vec![7u8; 8192]).unwrap_or_else(|e| panic!("{e}")), "could not be read");
     let schema = format!("has schema 99, this agentrace writes {}", agentrace_store::catalog::CATALOG_SCHEMA);
     again(&|| catalog_execute(&cli, "PRAGMA user_version = 99", &[]), &schema);
+    // A catalog of schema 2 (its texts a second copy, its index with
+    // content) is made anew too, the snippets then cut from the logs.
+    let older = format!("has schema 2, this agentrace writes {}", agentrace_store::catalog::CATALOG_SCHEMA);
+    again(&|| catalog_execute(&cli, "PRAGMA user_version = 2", &[]), &older);
     again(
         &|| {
             for end in ["", "-wal", "-shm"] {
@@ -177,4 +181,28 @@ fn the_first_command_records_the_samples_only_when_there_is_no_history_at_all() 
     let listed = cli.ok(&[]);
     assert!(listed.contains("mine") && !listed.contains("sample-"), "{listed}");
     assert_eq!(ids(&json_of(&cli.ok(&["runs", "--json"]))), vec![json!("mine")]);
+}
+
+#[test]
+fn search_gives_the_hits_and_snippets_it_gave_when_the_catalog_kept_a_copy_of_each_text() {
+    // `fixtures/search/codex_hits.json`: what `search --limit 1000 --json`
+    // printed for these words over every Codex capture, from the build
+    // whose catalog kept each text (schema 2, FTS5's own `snippet()`).
+    let cli = Cli::new();
+    let captures = fixtures().join("codex");
+    let mut names: Vec<String> = std::fs::read_dir(&captures)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .filter(|entry| entry.path().join("server.jsonl").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in &names {
+        cli.ingest(&captures.join(name).join("server.jsonl"), &["--run-id", name]);
+    }
+    let expected = json_of(&std::fs::read_to_string(fixtures().join("search/codex_hits.json")).unwrap_or_else(|e| panic!("{e}")));
+    let words = expected.as_object().map(|words| words.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    assert_eq!(words.len(), 11);
+    let found: serde_json::Map<String, Value> = words.iter().map(|word| (word.clone(), json_of(&cli.ok(&["search", word, "--limit", "1000", "--json"])))).collect();
+    assert_eq!(Value::Object(found), expected);
 }
