@@ -134,6 +134,13 @@ CREATE TABLE import_files (
   read_number INTEGER,
   PRIMARY KEY (provider, key, path)
 ) WITHOUT ROWID;
+CREATE TABLE import_dirs (
+  path BLOB PRIMARY KEY,
+  mtime_ns INTEGER NOT NULL,
+  ctime_ns INTEGER NOT NULL,
+  inode INTEGER NOT NULL,
+  entries BLOB NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE rollout_heads (
   path TEXT PRIMARY KEY,
   size INTEGER NOT NULL,
@@ -309,7 +316,7 @@ impl Catalog {
             .execute_batch(
                 "INSERT INTO texts_fts (texts_fts) VALUES ('delete-all'); \
                  DELETE FROM texts; DELETE FROM usage; DELETE FROM agents; DELETE FROM runs; \
-                 DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads; DELETE FROM meta;",
+                 DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads; DELETE FROM import_dirs; DELETE FROM meta;",
             )
             .map_err(&err)?;
         self.commit()
@@ -835,6 +842,44 @@ impl Catalog {
             ])
             .map_err(&err)?;
         }
+        Ok(())
+    }
+
+    /// Every folder listing the last import kept, by path.
+    pub fn import_dirs(&self) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare("SELECT path, mtime_ns, ctime_ns, inode, entries FROM import_dirs").map_err(&err)?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, Vec<u8>>(0)?,
+                    DirRow {
+                        mtime_ns: row.get::<_, i64>(1)? as u64,
+                        ctime_ns: row.get::<_, i64>(2)? as u64,
+                        inode: row.get::<_, i64>(3)? as u64,
+                        entries: row.get(4)?,
+                    },
+                ))
+            })
+            .map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Keeps folder `path`'s listing.
+    pub fn put_import_dir(&self, path: &[u8], dir: &DirRow) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO import_dirs (path, mtime_ns, ctime_ns, inode, entries) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .map_err(&err)?
+            .execute(params![path, dir.mtime_ns as i64, dir.ctime_ns as i64, dir.inode as i64, dir.entries])
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// Forgets folder `path`'s listing.
+    pub fn remove_import_dir(&self, path: &[u8]) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn.prepare_cached("DELETE FROM import_dirs WHERE path = ?1").map_err(&err)?.execute([path]).map_err(&err)?;
         Ok(())
     }
 
@@ -1530,6 +1575,19 @@ pub struct ReadRow {
     pub torn: bool,
     /// The file's number among its session's.
     pub number: u32,
+}
+
+/// A folder's listing as an import kept it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirRow {
+    /// The folder's modification time then (ns).
+    pub mtime_ns: u64,
+    /// Its change time then (ns).
+    pub ctime_ns: u64,
+    /// Its inode (a folder replaced by another has another).
+    pub inode: u64,
+    /// Its entries: for each a kind byte, the name and a NUL.
+    pub entries: Vec<u8>,
 }
 
 /// A rollout's head as kept.

@@ -31,9 +31,10 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::sources::claude_ingest::{claude_config_dir, sessions_by_project, FoundSession, Recording};
+use crate::sources::claude_ingest::{claude_config_dir, FoundSession, Recording};
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::clock::now;
+use crate::sources::dirs::{DirCache, Kind};
 use crate::sources::session_feed::{Reach, SessionFeed, TornLines};
 use crate::commands::catalog::Texts;
 use crate::commands::usage::{LogStamp, UsageIndex};
@@ -439,6 +440,9 @@ pub(crate) struct RolloutWalk {
     /// The top folders not yet entered, the next last.
     tops: Vec<PathBuf>,
     stamped: bool,
+    /// The listings kept by the last import: a folder unchanged since is
+    /// not listed again.
+    dirs: Option<std::sync::Arc<DirCache>>,
 }
 
 /// A folder being walked.
@@ -447,7 +451,7 @@ struct Folder {
     /// Open when stamping: its files are stat'ed through it, by name.
     handle: Option<fs::File>,
     /// Its entries not yet visited (name and kind), the next last.
-    entries: Vec<(Box<[u8]>, Option<fs::FileType>)>,
+    entries: Vec<(Box<[u8]>, Kind)>,
 }
 
 impl RolloutWalk {
@@ -457,21 +461,39 @@ impl RolloutWalk {
             // `archived_sessions` sorts before `sessions`.
             tops: vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
             stamped,
+            dirs: None,
         }
+    }
+
+    /// The walk, taking folders' entries from `dirs` where it can.
+    pub(crate) fn with_dirs(self, dirs: std::sync::Arc<DirCache>) -> Self {
+        Self { dirs: Some(dirs), ..self }
     }
 
     /// Lists `dir`, sorted so that the walk goes on in path order: names
     /// byte by byte, as no name holds a separator.
     fn enter(&mut self, dir: PathBuf) {
-        let Ok(listing) = fs::read_dir(&dir) else {
-            return;
+        let (mut entries, handle) = if let Some(dirs) = &self.dirs {
+            // The handle's stat is the folder's stamp; the handle stats
+            // its files.
+            let Some((handle, stat)) = crate::sources::dirs::open(&dir) else {
+                return;
+            };
+            let Some(entries) = dirs.entries(&dir, &stat) else {
+                return;
+            };
+            (entries, self.stamped.then_some(handle))
+        } else {
+            let Ok(listing) = fs::read_dir(&dir) else {
+                return;
+            };
+            let entries: Vec<(Box<[u8]>, Kind)> = listing
+                .flatten()
+                .map(|entry| (entry.file_name().into_encoded_bytes().into_boxed_slice(), Kind::of(entry.file_type().ok())))
+                .collect();
+            (entries, if self.stamped { fs::File::open(&dir).ok() } else { None })
         };
-        let mut entries: Vec<(Box<[u8]>, Option<fs::FileType>)> = listing
-            .flatten()
-            .map(|entry| (entry.file_name().into_encoded_bytes().into_boxed_slice(), entry.file_type().ok()))
-            .collect();
         entries.sort_unstable_by(|(a, _), (b, _)| b.cmp(a));
-        let handle = if self.stamped { fs::File::open(&dir).ok() } else { None };
         self.folders.push(Folder { path: dir, handle, entries });
     }
 }
@@ -490,13 +512,10 @@ impl Iterator for RolloutWalk {
                 self.folders.pop();
                 continue;
             };
-            let path = folder.path.join(OsStr::from_bytes(&name));
             // The listing's own kind: a stat per rollout was a good part
             // of a repeated import.
-            let is_dir = match kind {
-                Some(kind) if !kind.is_symlink() => kind.is_dir(),
-                _ => path.is_dir(),
-            };
+            let is_dir = crate::sources::dirs::is_dir(&folder.path, &name, kind);
+            let path = folder.path.join(OsStr::from_bytes(&name));
             if is_dir {
                 // A bound keeps a folder that links back to itself from
                 // being walked for ever.
@@ -1324,11 +1343,11 @@ impl Importer<'_> {
 
 /// The Claude sessions under `dir` (none when it holds no projects), not
 /// yet walked, sorted by session id, and how many.
-fn claude_found(dir: Option<&Path>) -> anyhow::Result<(usize, impl Iterator<Item = anyhow::Result<FoundSession>>)> {
+fn claude_found(dir: Option<&Path>, dirs: &std::sync::Arc<DirCache>) -> anyhow::Result<(usize, impl Iterator<Item = anyhow::Result<FoundSession>>)> {
     let mut found = Vec::new();
     match dir {
         Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
-            for project in sessions_by_project(dir)? {
+            for project in crate::sources::claude_ingest::sessions_by_project_in(dir, Some(dirs.clone()))? {
                 for session in project? {
                     found.push(session);
                 }
@@ -1346,8 +1365,9 @@ const CLAUDE_CHUNK: usize = 256;
 /// A Claude session's files, with their stamps keyed by path.
 fn claude_session_files(
     found: &FoundSession,
+    dirs: &DirCache,
 ) -> anyhow::Result<(crate::sources::claude_ingest::SessionFiles, BTreeMap<String, FileStamp>)> {
-    let (session, listed) = found.files_with_stamps()?;
+    let (session, listed) = found.files_with_stamps_in(dirs)?;
     let stamps = stamps(session.parts.iter().map(|(_, path)| path.as_path()).zip(listed))?;
     Ok((session, stamps))
 }
@@ -1395,13 +1415,14 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
     home.remove_retired_import_tables();
     let catalog = crate::commands::catalog::synced(home)?;
     crate::commands::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
+    let dirs = std::sync::Arc::new(DirCache::new(catalog.import_dirs()?));
     let catalog = std::sync::Mutex::new(catalog);
     // Finding what is on disk is thousands of small system calls: the Codex
     // home is listed and grouped (reading only the heads the last import
     // did not keep) while Claude's sessions are imported.
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
-            let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true));
+            let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true).with_dirs(dirs.clone()));
             codex_sessions_known(walk.into_iter().flatten(), &catalog)
         });
         let codex = || {
@@ -1409,8 +1430,31 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
                 .join()
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
-        import_sessions(home, args, since, claude_dir.as_deref(), &catalog, torn_lines, codex)
+        import_sessions(home, args, since, claude_dir.as_deref(), &catalog, (torn_lines, &dirs), codex)
     })
+    .and_then(|changed| {
+        keep_dirs(&catalog, &dirs)?;
+        Ok(changed)
+    })
+}
+
+/// Keeps the folder listings this import took (and forgets those it could
+/// not trust); writes nothing when every folder was as kept.
+fn keep_dirs(catalog: &std::sync::Mutex<Catalog>, dirs: &DirCache) -> anyhow::Result<()> {
+    let changes = dirs.take_changes();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let catalog = catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))?;
+    catalog.begin()?;
+    for (path, row) in &changes {
+        match row {
+            Some(row) => catalog.put_import_dir(path, row)?,
+            None => catalog.remove_import_dir(path)?,
+        }
+    }
+    catalog.commit()?;
+    Ok(())
 }
 
 /// Imports Claude's sessions under `claude_dir`, then Codex's (`codex`
@@ -1421,12 +1465,12 @@ fn import_sessions(
     since: Option<Timestamp>,
     claude_dir: Option<&Path>,
     catalog: &std::sync::Mutex<Catalog>,
-    torn_lines: TornLines,
+    (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
     codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
 ) -> anyhow::Result<Vec<RunId>> {
     let runs = RunsListing::of(home)?;
     // In the order of their table, which is read in step.
-    let (found, claude) = claude_found(claude_dir)?;
+    let (found, claude) = claude_found(claude_dir, dirs)?;
     let mut importer = Importer {
         home,
         args,
@@ -1449,7 +1493,7 @@ fn import_sessions(
     // A session's files are walked and stat'ed only when its turn comes,
     // a chunk at a time on every core: the listing keeps only where each
     // session is.
-    for session in crate::parallel::map_chunks(claude, CLAUDE_CHUNK, claude_session_files) {
+    for session in crate::parallel::map_chunks(claude, CLAUDE_CHUNK, |found| claude_session_files(found, dirs)) {
         let (session, stamps) = session?;
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());
@@ -1706,5 +1750,128 @@ mod tests {
         );
         // Every capture's head was read from its first bytes.
         assert_eq!(cut, files.len() - 2);
+    }
+
+    /// Sets every folder under (and including) `dir` last modified an hour
+    /// ago, so their listings are old enough to be kept.
+    fn age_folders(dir: &Path) {
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let mut folders = vec![dir.to_path_buf()];
+        while let Some(folder) = folders.pop() {
+            for entry in fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
+                if entry.path().is_dir() {
+                    folders.push(entry.path());
+                }
+            }
+            fs::File::open(&folder).and_then(|handle| handle.set_modified(hour_ago)).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// The listings a walk took, as the next import finds them kept.
+    fn kept(dirs: &DirCache, before: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> HashMap<Vec<u8>, agentrace_store::catalog::DirRow> {
+        let mut known = before;
+        for (path, row) in dirs.take_changes() {
+            match row {
+                Some(row) => known.insert(path, row),
+                None => known.remove(&path),
+            };
+        }
+        known
+    }
+
+    /// Walks `home` with the listings `known`; returns the rollouts, how
+    /// many folders were listed, and the listings kept after.
+    fn walk_with(home: &Path, known: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> (Vec<PathBuf>, u64, HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) {
+        let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
+        let listed: Vec<PathBuf> = RolloutWalk::new(home, true).with_dirs(dirs.clone()).map(|(path, _)| path).collect();
+        (listed, dirs.listed(), kept(&dirs, known))
+    }
+
+    #[test]
+    fn a_repeated_walk_lists_no_unchanged_folder_yet_finds_new_day_folders_and_forgets_deleted_ones() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let day = home.path().join("sessions/2026/01/02");
+        fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        age_folders(home.path());
+        // sessions, 2026, 01, 02 (no archived_sessions).
+        let (first, listed, known) = walk_with(home.path(), HashMap::new());
+        assert_eq!((first.clone(), listed, known.len()), (vec![day.join("rollout-a.jsonl")], 4, 4));
+        let (again, listed, known) = walk_with(home.path(), known);
+        assert_eq!((again, listed), (first, 0));
+
+        // A new day folder changes its month's folder: the month is listed
+        // again, and the new day; the others are not.
+        let next = home.path().join("sessions/2026/01/03");
+        fs::create_dir_all(&next).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(next.join("rollout-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        let (grown, listed, known) = walk_with(home.path(), known);
+        assert_eq!((grown, listed), (vec![day.join("rollout-a.jsonl"), next.join("rollout-b.jsonl")], 2));
+
+        // A deleted day folder: its rollouts are gone from the walk.
+        fs::remove_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+        let (left, _, _) = walk_with(home.path(), known);
+        assert_eq!(left, vec![next.join("rollout-b.jsonl")]);
+    }
+
+    #[test]
+    fn a_file_added_to_a_folder_listed_within_the_racy_window_is_found_by_the_next_walk() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let day = home.path().join("sessions/2026/01/02");
+        fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        let modified = fs::metadata(&day).and_then(|metadata| metadata.modified()).unwrap_or_else(|e| panic!("{e}"));
+        // Listed in the same tick as its last change: not kept.
+        let (_, _, known) = walk_with(home.path(), HashMap::new());
+        assert!(!known.contains_key(day.as_os_str().as_bytes()));
+        // A file added in that tick leaves a coarse mtime as it was.
+        fs::write(day.join("rollout-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        fs::File::open(&day).and_then(|handle| handle.set_modified(modified)).unwrap_or_else(|e| panic!("{e}"));
+        let (listed, _, _) = walk_with(home.path(), known);
+        assert_eq!(listed, vec![day.join("rollout-a.jsonl"), day.join("rollout-b.jsonl")]);
+    }
+
+    #[test]
+    fn a_repeated_claude_listing_lists_no_unchanged_folder_yet_finds_a_new_subagent_file_and_a_new_session() {
+        let claude = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let project = claude.path().join("projects/p");
+        let subagents = project.join("s1/subagents");
+        fs::create_dir_all(&subagents).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(project.join("s1.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        fs::write(subagents.join("agent-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        age_folders(claude.path());
+        let list = |known: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>| {
+            let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
+            let (_, found) = claude_found(Some(claude.path()), &dirs).unwrap_or_else(|e| panic!("{e}"));
+            let files: Vec<Vec<PathBuf>> = found
+                .map(|session| {
+                    let session = session.unwrap_or_else(|e| panic!("{e}"));
+                    let (files, _) = claude_session_files(&session, &dirs).unwrap_or_else(|e| panic!("{e}"));
+                    files.parts.into_iter().map(|(_, path)| path).collect()
+                })
+                .collect();
+            (files, dirs.listed(), kept(&dirs, known))
+        };
+        // projects, p, s1, subagents.
+        let (first, listed, known) = list(HashMap::new());
+        assert_eq!((first.clone(), listed), (vec![vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl")]], 4));
+        let (again, listed, known) = list(known);
+        assert_eq!((again, listed), (first, 0));
+
+        fs::write(subagents.join("agent-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        fs::create_dir_all(project.join("s2")).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(project.join("s2.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        let (grown, listed, _) = list(known);
+        assert_eq!(
+            (grown, listed),
+            (
+                vec![
+                    vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl"), subagents.join("agent-b.jsonl")],
+                    vec![project.join("s2.jsonl")]
+                ],
+                // p, subagents, and the new s2.
+                3
+            )
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! the run lock every Claude writer takes. I/O only; attribution is the
 //! core's.
 
+use crate::sources::dirs::{DirCache, Kind};
 use std::fs::{self, File};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -125,15 +126,16 @@ impl FoundSession {
     /// Its files: the subagent folder is walked now, so callers can spread
     /// that over their workers.
     pub fn files(&self) -> anyhow::Result<SessionFiles> {
-        Ok(session_files(&self.main, &self.siblings, self.has_folder, false)?.0)
+        Ok(session_files(&self.main, &self.siblings, self.has_folder, false, None)?.0)
     }
 
     /// [`FoundSession::files`], with the size and modification time of
     /// each part the walk found in the session's folder (stat'ed through
-    /// the folder's handle, not by the whole path again); `None` for the
-    /// others.
-    pub fn files_with_stamps(&self) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
-        session_files(&self.main, &self.siblings, self.has_folder, true)
+    /// the folder's handle, not by the whole path again; `None` for the
+    /// others), its folders' entries taken from `dirs` where they are
+    /// unchanged.
+    pub(crate) fn files_with_stamps_in(&self, dirs: &DirCache) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
+        session_files(&self.main, &self.siblings, self.has_folder, true, Some(dirs))
     }
 }
 
@@ -158,9 +160,18 @@ pub fn list_sessions(path: &Path) -> anyhow::Result<Vec<FoundSession>> {
 /// The sessions [`list_sessions`] finds, a project folder at a time (each
 /// listed as its turn comes): only one project's listing is held.
 pub fn sessions_by_project(path: &Path) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Vec<FoundSession>>>>> {
+    sessions_by_project_in(path, None)
+}
+
+/// [`sessions_by_project`], the folders' entries taken from `dirs` where
+/// they are unchanged.
+pub(crate) fn sessions_by_project_in(
+    path: &Path,
+    dirs: Option<std::sync::Arc<DirCache>>,
+) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Vec<FoundSession>>>>> {
     if path.is_file() {
         let siblings = match path.parent() {
-            Some(project) => loose_agent_files(&sorted_entries(project, false)?),
+            Some(project) => loose_agent_files(&sorted_entries(project, false, dirs.as_deref())?),
             None => Vec::new(),
         };
         let has_folder = path.with_extension("").is_dir();
@@ -179,14 +190,14 @@ pub fn sessions_by_project(path: &Path) -> anyhow::Result<Box<dyn Iterator<Item 
         path.to_owned()
     };
     let mut sessions = Vec::new();
-    let root_entries = sorted_entries(&root, false)?;
+    let root_entries = sorted_entries(&root, false, dirs.as_deref())?;
     if project_sessions(&root_entries, &mut sessions) {
         return Ok(Box::new(std::iter::once(Ok(sessions))));
     }
     let projects = root_entries.into_iter().filter(|entry| entry.is_dir).map(|entry| entry.path);
-    Ok(Box::new(projects.collect::<Vec<_>>().into_iter().map(|project| {
+    Ok(Box::new(projects.collect::<Vec<_>>().into_iter().map(move |project| {
         let mut sessions = Vec::new();
-        project_sessions(&sorted_entries(&project, false)?, &mut sessions);
+        project_sessions(&sorted_entries(&project, false, dirs.as_deref())?, &mut sessions);
         Ok(sessions)
     })))
 }
@@ -247,7 +258,10 @@ struct Entry {
 /// A folder's entries in path order. They share their parent, so
 /// comparing their paths' bytes compares their names (no name is copied
 /// to sort by, and no path is split into components).
-fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
+fn sorted_entries(dir: &Path, stat: bool, dirs: Option<&DirCache>) -> anyhow::Result<Vec<Entry>> {
+    if let Some(dirs) = dirs {
+        return sorted_entries_in(dir, stat, dirs);
+    }
     let mut entries: Vec<Entry> = fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(Result::ok)
@@ -265,6 +279,33 @@ fn sorted_entries(dir: &Path, stat: bool) -> anyhow::Result<Vec<Entry>> {
                 is_file,
                 stamp,
             }
+        })
+        .collect();
+    entries.sort_unstable_by(|a, b| a.path.as_os_str().as_encoded_bytes().cmp(b.path.as_os_str().as_encoded_bytes()));
+    Ok(entries)
+}
+
+/// [`sorted_entries`], taken from `dirs` when the folder is unchanged
+/// (its files still stat'ed, through its handle: growth changes a file's
+/// stamp, not its folder's).
+fn sorted_entries_in(dir: &Path, stat: bool, dirs: &DirCache) -> anyhow::Result<Vec<Entry>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let listed = crate::sources::dirs::open(dir).and_then(|(handle, folder)| Some((dirs.entries(dir, &folder)?, handle)));
+    let Some((listed, handle)) = listed else {
+        bail!("cannot read {}", dir.display());
+    };
+    let mut entries: Vec<Entry> = listed
+        .into_iter()
+        .map(|(name, kind)| {
+            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
+            let (is_dir, is_file) = match kind {
+                Kind::Dir => (true, false),
+                Kind::File => (false, true),
+                Kind::Other => (false, false),
+                Kind::Link => (path.is_dir(), path.is_file()),
+            };
+            let stamp = (stat && is_file).then(|| FileStamp::at(&handle, &name)).flatten();
+            Entry { path, is_dir, is_file, stamp }
         })
         .collect();
     entries.sort_unstable_by(|a, b| a.path.as_os_str().as_encoded_bytes().cmp(b.path.as_os_str().as_encoded_bytes()));
@@ -320,6 +361,7 @@ fn session_files(
     siblings: &[PathBuf],
     has_folder: bool,
     stat: bool,
+    dirs: Option<&DirCache>,
 ) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
     let session_id = session_id_of(main).to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
@@ -328,7 +370,7 @@ fn session_files(
     let mut agent_files = Vec::new();
     let mut files = std::collections::HashMap::new();
     if has_folder {
-        collect_agent_files(&folder, &mut agent_files, &mut files, 0, stat)?;
+        collect_agent_files(&folder, &mut agent_files, &mut files, (0, stat), dirs)?;
     }
     agent_files.sort_by(|a, b| a.0.cmp(&b.0));
     for (file, file_stamp) in agent_files {
@@ -361,17 +403,17 @@ fn collect_agent_files(
     dir: &Path,
     out: &mut Vec<(PathBuf, Option<FileStamp>)>,
     files: &mut std::collections::HashMap<PathBuf, Option<FileStamp>>,
-    depth: u32,
-    stat: bool,
+    (depth, stat): (u32, bool),
+    dirs: Option<&DirCache>,
 ) -> anyhow::Result<()> {
     // Workflows nest folders; a bound keeps a symlink loop finite.
     if depth > 8 {
         return Ok(());
     }
-    for entry in sorted_entries(dir, stat)? {
+    for entry in sorted_entries(dir, stat, dirs)? {
         let name = file_name(&entry.path);
         if entry.is_dir {
-            collect_agent_files(&entry.path, out, files, depth + 1, stat)?;
+            collect_agent_files(&entry.path, out, files, (depth + 1, stat), dirs)?;
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
             out.push((entry.path, entry.stamp));
         } else if entry.is_file {

@@ -4,4 +4,5 @@
 
 pub mod claude_ingest;
 pub mod codex_sessions;
+pub(crate) mod dirs;
 pub mod session_feed;
