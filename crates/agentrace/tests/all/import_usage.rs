@@ -1571,6 +1571,22 @@ fn watch_by_polling_says_so_and_still_follows_a_session() {
     assert_same_runs(&cli, &whole.cli, "polled");
 }
 
+/// Sets every file under `dir` as last written an hour ago.
+fn last_written_an_hour_ago(dir: &std::path::Path) {
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
+            if entry.path().is_dir() {
+                folders.push(entry.path());
+            } else {
+                let file = std::fs::File::options().write(true).open(entry.path()).unwrap_or_else(|e| panic!("{e}"));
+                let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                file.set_modified(hour_ago).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
+
 /// A session left open (its background helper mid-command when the files
 /// stop: a crash, a killed agent) reads live on import while its files are
 /// young: the helper `working`, no `session_ended`. Once every file has
@@ -1598,18 +1614,7 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
 
     // Every file of the session (transcripts and the helper's metadata)
     // last written an hour ago.
-    let mut folders = vec![homes.dir.path().to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
-            if entry.path().is_dir() {
-                folders.push(entry.path());
-            } else {
-                let file = std::fs::File::options().write(true).open(entry.path()).unwrap_or_else(|e| panic!("{e}"));
-                let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-                file.set_modified(hour_ago).unwrap_or_else(|e| panic!("{e}"));
-            }
-        }
-    }
+    last_written_an_hour_ago(homes.dir.path());
     let still = Cli::new();
     homes.import(&still);
     let ended = events(&still, &id);
@@ -1643,18 +1648,7 @@ fn a_session_read_young_is_ended_by_a_later_import_when_its_unchanged_files_are_
     growth.write(&homes, 0..cut, true);
     // Every file last written an hour ago: young for a two-hour idle
     // limit, still for a half-hour one.
-    let mut folders = vec![homes.dir.path().to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
-            if entry.path().is_dir() {
-                folders.push(entry.path());
-            } else {
-                let file = std::fs::File::options().write(true).open(entry.path()).unwrap_or_else(|e| panic!("{e}"));
-                let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-                file.set_modified(hour_ago).unwrap_or_else(|e| panic!("{e}"));
-            }
-        }
-    }
+    last_written_an_hour_ago(homes.dir.path());
     let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
     let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
     let import = |cli: &Cli, idle_limit: &str| {
