@@ -19,12 +19,12 @@ use crate::all::support::{
 
 /// The whole fold as a value (the reducers have no `PartialEq` of their
 /// own, and this compares every field).
-fn value_of(fold: &RunFold) -> Fallible<Value> {
+pub fn value_of(fold: &RunFold) -> Fallible<Value> {
     Ok(serde_json::to_value(fold)?)
 }
 
 /// The fold of the whole log, read from its start.
-fn full_fold(home: &Home, id: &RunId) -> Fallible<RunFold> {
+pub fn full_fold(home: &Home, id: &RunId) -> Fallible<RunFold> {
     let mut fold = RunFold::new(id.clone());
     fold.follow(&home.log_path(id), |_| {})?;
     Ok(fold)

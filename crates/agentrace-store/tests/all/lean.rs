@@ -12,9 +12,8 @@ use agentrace_core::model::RawRef;
 use agentrace_core::{Envelope, InputLine, Recorder, RunId, Timestamp};
 use agentrace_store::{read_log, Home, RunFold, SkippedLine};
 use proptest::prelude::*;
-use serde_json::Value;
 
-use crate::all::fold::claude_captures;
+use crate::all::fold::{claude_captures, full_fold, value_of};
 use crate::all::home::codex_captures;
 use crate::all::support::{record, record_bytes, run_id, temporary_home, Fallible, TestResult, SESSION, T0};
 
@@ -69,18 +68,6 @@ fn referenced(mut envelopes: Vec<Envelope>) -> Vec<Envelope> {
         }
     }
     envelopes
-}
-
-/// The whole fold as a value (every field compared).
-fn value_of(fold: &RunFold) -> Fallible<Value> {
-    Ok(serde_json::to_value(fold)?)
-}
-
-/// The fold of run `id`'s whole log, read from its start.
-fn full_fold(home: &Home, id: &RunId) -> Fallible<RunFold> {
-    let mut fold = RunFold::new(id.clone());
-    fold.follow(&home.log_path(id), |_| {})?;
-    Ok(fold)
 }
 
 /// The log's lines that are definitions.
