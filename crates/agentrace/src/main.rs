@@ -9,6 +9,7 @@ mod run_ids;
 mod sources;
 mod cli;
 mod live;
+mod recording;
 mod memory;
 mod output;
 mod parallel;

@@ -19,7 +19,7 @@ use agentrace_store::{validate_run_id, Home, RunLock};
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::sources::claude_ingest::Recording;
+use crate::recording::{Clock, Recording, Setup};
 use crate::commands::hook::{drain_spool, RUN_ID_ENV};
 use crate::clock::now;
 use crate::run_ids::new_run_id;
@@ -123,21 +123,18 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
         let _ = sender.send(Message::Interrupt);
     });
 
-    let mut recording = Recording::open(home, &id, Format::ClaudeStream, now)?.live();
+    let mut setup = Setup::new(Format::ClaudeStream).clock(Clock::Wall);
     if !args.quiet {
-        recording = recording.with_view();
+        setup = setup.view();
+    }
+    let mut recording = Recording::open(home, &id, &setup, now)?;
+    if !args.quiet {
         eprintln!("recording {id} (claude, pid {})", child.id());
     }
     let mut assembler = LineAssembler::default();
     let interrupted = pump(&mut recording, &mut assembler, &receiver, &child)?;
     if let Some(line) = assembler.finish() {
-        recording.line(
-            &SourcePart::Main,
-            &line.bytes,
-            line.line_number,
-            line.truncated_from,
-            Some(now()),
-        )?;
+        recording.line(&SourcePart::Main, &line)?;
     }
     let exit = stop(&mut child, EXIT_GRACE);
     drain_spool(home, &id, &mut recording)?;
@@ -155,7 +152,7 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
     } else {
         agentrace_core::model::SessionEndReason::Exit
     };
-    let summary = recording.close(Some(reason))?;
+    let summary = recording.finish(Some(reason))?.summary;
     drop(lock);
     crate::live::tell_end(out, &id, &summary)
 }
@@ -188,7 +185,7 @@ fn pump(
             None => match receiver.recv_timeout(IDLE_TICK) {
                 Ok(message) => message,
                 Err(RecvTimeoutError::Timeout) => {
-                    recording.idle()?;
+                    recording.settle()?;
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => return Ok(false),
@@ -197,18 +194,7 @@ fn pump(
         match message {
             Message::Stdout(chunk) => {
                 for line in assembler.push(&chunk) {
-                    if agentrace_core::decode::is_blank(&line.bytes)
-                        && line.truncated_from.is_none()
-                    {
-                        continue;
-                    }
-                    recording.line(
-                        &SourcePart::Main,
-                        &line.bytes,
-                        line.line_number,
-                        line.truncated_from,
-                        Some(now()),
-                    )?;
+                    recording.line(&SourcePart::Main, &line)?;
                 }
             }
             Message::StdoutClosed => return Ok(interrupted_at.is_some()),

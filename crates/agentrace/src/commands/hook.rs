@@ -26,7 +26,8 @@ use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
 
-use crate::sources::claude_ingest::{run_of_session, Recording};
+use crate::recording::{Cadence, Recording, Setup};
+use crate::sources::claude_ingest::run_of_session;
 use crate::clock::now;
 use crate::run_ids::new_run_id;
 
@@ -76,9 +77,10 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     // end and drains the spool then: waiting would only slow the session.
     let wait = if live { Duration::ZERO } else { LOCK_WAIT };
     if let Some(_lock) = RunLock::acquire(&home, &id, wait)? {
-        let mut recording = Recording::open(&home, &id, Format::ClaudeHook, now)?;
+        let setup = Setup::new(Format::ClaudeHook).cadence(Cadence::EachStatus);
+        let mut recording = Recording::open(&home, &id, &setup, now)?;
         drain_spool(&home, &id, &mut recording)?;
-        recording.close(None)?;
+        recording.finish(None)?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ use agentrace_core::decode;
 use agentrace_core::model::{RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
-use agentrace_core::{Envelope, Recorder};
+use agentrace_core::Recorder;
 use agentrace_store::raw_ref::CopyWriter;
 use agentrace_store::{Home, RunFiles};
 use anyhow::Context as _;
@@ -31,12 +31,12 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::sources::claude_ingest::{claude_config_dir, FoundSession, Recording};
+use crate::recording::{Cadence, Recording, Setup, TextsTo};
+use crate::sources::claude_ingest::{claude_config_dir, FoundSession};
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest};
 use crate::clock::now;
 use crate::sources::dirs::{DirCache, Kind};
 use crate::sources::session_feed::{Reach, SessionFeed, TornLines};
-use crate::commands::catalog::Texts;
 use crate::commands::usage::{LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
@@ -916,32 +916,11 @@ pub fn claude_cwd(session: &crate::sources::claude_ingest::SessionFiles) -> Opti
 /// How many lines of a transcript [`claude_cwd`] looks at.
 const CWD_LINES: usize = 64;
 
-/// What `feed` gives `recorder`, appended to `writer` batch by batch, its
-/// text noted in `texts` with where each line landed. A
-/// frame that references its line is not copied into the log (its `raw`
-/// is dropped; kept in `copies` when asked, `--keep-raw`).
-fn feed_into<T>(
-    writer: &mut agentrace_store::RunWriter,
-    recorder: &mut Recorder,
-    mut copies: Option<&mut CopyWriter>,
-    texts: &mut Texts,
-    feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    feed(recorder, &mut |mut batch: Vec<Envelope>| {
-        if let Some(copies) = copies.as_deref_mut() {
-            copies.keep(&batch)?;
-        }
-        for envelope in &mut batch {
-            if envelope.raw_ref.is_some() {
-                envelope.raw = None;
-            }
-        }
-        if !batch.is_empty() {
-            writer.append(&batch)?;
-            texts.observe(&batch, writer.queued_lines());
-        }
-        Ok(())
-    })
+/// How an import records a run: batch by batch, never synced, its text
+/// handed back for the catalog, and no trace context (it is the
+/// importing process's, not the session's).
+fn imported_setup(format: Format) -> Setup {
+    Setup::new(format).cadence(Cadence::Import).texts(TextsTo::Caller).without_traceparent()
 }
 
 /// A run written: its view, where the reading of each file stopped, and
@@ -1065,28 +1044,21 @@ impl Importer<'_> {
         still: bool,
     ) -> anyhow::Result<Written> {
         self.home.remove_listed_run(id, files)?;
-        // The recorder's book is the run's one fold: the writer is lent it.
-        let mut recorder = Recorder::new(id.clone(), format).with_whole_book();
         // Imported runs are written as v3 lines: their `rawRef` paths and
-        // repeated actors were most of a v2 log's bytes.
-        let mut writer = self.home.create_run_unsynced(id, files.snapshot)?.with_book_lent().with_lean_lines();
-        writer.append(&recorder.start_in(start, cwd))?;
-        let mut copies = self.copies(id, false)?;
-        let mut texts = Texts::default();
-        let marks = feed_into(&mut writer, &mut recorder, copies.as_mut(), &mut texts, |recorder, sink| {
-            feed_whole(recorder, parts, start, self.torn_lines, sink)
-        })?;
-        copies.map(CopyWriter::finish).transpose()?;
-        if still && !recorder.book().session_over() {
-            let at = crate::commands::ingest::session_end_time(SessionEndReason::ImportFinished, recorder.state());
-            writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
+        // repeated actors were most of a v2 log's bytes. No fsync per
+        // session (an import is rebuilt from its sources, and a thousand
+        // fsyncs would cost more than the reading); `remove_listed_run`
+        // above left no record: it is written in place.
+        let writer = self.home.create_run_unsynced(id, files.snapshot)?.with_book_lent().with_lean_lines();
+        let mut recording = Recording::create_with(self.home, &imported_setup(format), writer, start, cwd)?;
+        if let Some(copies) = self.copies(id, false)? {
+            recording.keep_copies(copies);
         }
-        // No fsync per session: an import is rebuilt from its sources, and a
-        // thousand fsyncs would cost more than the reading.
-        // `remove_listed_run` above left no record: it is written in place.
-        writer.write_new_record_unsynced_with(&recorder.state().summary(), recorder.book())?;
-        drop(writer);
-        Ok((recorder.state().view(), marks, texts.settled_or_read(self.home, id)?))
+        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
+        // A still session is ended, unless what was read already ends it.
+        let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
+        let finished = recording.finish(ended)?;
+        Ok((finished.recorder.state().view(), marks, finished.texts))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1128,34 +1100,22 @@ impl Importer<'_> {
         if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
             return Ok(None);
         }
-        // Numbered on from the log's definitions (a log of v2 lines, from
-        // an older build, gets v3 lines after them).
-        let mut writer = self.home.append_run(id)?.with_lean_lines();
-        if writer.next_sequence() != recorder.next_sequence() {
-            return Ok(None);
-        }
-        let mut copies = self.copies(id, true)?;
-        let mut texts = Texts::default();
-        let fed = feed_into(&mut writer, &mut recorder, copies.as_mut(), &mut texts, |recorder, sink| {
-            feed.feed(recorder, Reach::Ends, sink)
-        })?;
-        copies.map(CopyWriter::finish).transpose()?;
-        if fed.is_err() {
-            return Ok(None);
-        }
         // The recorder keeps the run state alone here (it was replayed from
         // the sources); the writer's own fold, resumed from the log, has the
         // rest.
-        if let Some(at) = writer
-            .own_book()
-            .filter(|book| still && !book.session_over())
-            .map(|book| crate::commands::ingest::session_end_time(SessionEndReason::ImportFinished, book.state()))
-        {
-            writer.append(&recorder.end_session(at, SessionEndReason::ImportFinished))?;
+        let Some(mut recording) = Recording::continue_with(self.home, id, &imported_setup(format), recorder)? else {
+            return Ok(None);
+        };
+        if let Some(copies) = self.copies(id, true)? {
+            recording.keep_copies(copies);
         }
-        writer.write_record_unsynced(&recorder.state().summary())?;
-        drop(writer);
-        Ok(Some((recorder.state().view(), feed.marks(), texts.settled_or_read(self.home, id)?)))
+        if recording.feed_with(|recorder, sink| feed.feed(recorder, Reach::Ends, sink))?.is_err() {
+            return Ok(None);
+        }
+        // A still session is ended, unless what was read already ends it.
+        let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
+        let finished = recording.finish(ended)?;
+        Ok(Some((finished.recorder.state().view(), feed.marks(), finished.texts)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them
@@ -1544,13 +1504,14 @@ fn import_sessions(
             // in order.
             importer.run_jobs(&mut pending)?;
             let start = claude_start(&session);
-            let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || start)?;
+            let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
+            let mut recording = Recording::open(home, &id, &setup, || start)?;
             for (part, file) in &session.parts {
                 let bytes =
                     fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
                 recording.feed(part, &bytes)?;
             }
-            recording.close(None)?;
+            recording.finish(None)?;
             // Fed whole at every import: nothing to end later.
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
         }

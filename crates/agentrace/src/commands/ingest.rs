@@ -9,16 +9,16 @@ use std::io::{self, Read};
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
 use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
-use agentrace_core::recorder::Format;
+use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunSummary;
-use agentrace_core::{InputLine, Recorder};
-use agentrace_store::{validate_run_id, Home, RunWriter};
+use agentrace_core::InputLine;
+use agentrace_store::{validate_run_id, Home};
 use anyhow::{bail, Context as _};
 use clap::ValueEnum;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::commands::catalog::{index_recorded, Texts};
+use crate::recording::{Finished, Recording, Setup, TextsTo};
 
 /// Input formats: the values of `ingest --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -44,9 +44,6 @@ pub enum FormatArg {
 
 /// Lines read ahead to detect the format and find the first frame time.
 const LOOKAHEAD_LINES: usize = 256;
-
-/// Undecodable lines named on stderr (the rest are counted).
-const NAMED_BAD_LINES: usize = 5;
 
 /// What `ingest` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -204,62 +201,42 @@ pub fn ingest_reader(
             .map(|files| crate::commands::import::codex_start(files))
     });
     let start = first_time.unwrap_or_else(now);
-    let mut session = Session {
-        recorder: Recorder::new(id.clone(), format)
-            .keep_secrets(crate::secrets::keep())
-            .with_traceparent(crate::trace_context::to_record())
-            .with_whole_book(),
-        // One fold: the recorder's book is lent to the writer.
-        writer: home.create_run(&id)?.with_book_lent(),
-        bad_lines: Vec::new(),
-        bad_count: 0,
-        clock: start,
-        texts: Texts::default(),
-    };
-    let first = session.recorder.start(start);
-    session.write(&first)?;
-    for line in ahead {
-        session.line(&line)?;
+    // Frames without a time of their own take the last one seen.
+    let setup = Setup::new(format).texts(TextsTo::Catalog);
+    let mut session = Recording::create(home, &id, &setup, start, None)?;
+    for line in &ahead {
+        session.line(&SourcePart::Main, line)?;
     }
     loop {
         let lines = chunks.next_lines()?;
         if lines.is_empty() {
             break;
         }
-        for line in lines {
-            session.line(&line)?;
+        for line in &lines {
+            session.line(&SourcePart::Main, line)?;
         }
     }
     if let Some(files) = &exec_files {
         session.join_rollouts(files)?;
     }
-    let last = session.recorder.finish();
-    session.write(&last)?;
-    session.end_of_input()?;
-    session.writer.sync()?;
-    let summary = session.recorder.state().summary();
-    let checked = session.writer.write_record_with(&summary, session.recorder.book())?;
-    let agents = session.recorder.state().agents();
-    index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
-    if session.bad_count > 0 {
+    // The input ended, and with it the session.
+    let Finished { summary, recorder, bad, .. } = session.finish(Some(SessionEndReason::EndOfInput))?;
+    if bad.count > 0 {
         eprintln!(
             "warning: {} undecodable line{} in {name}, kept raw and counted:",
-            session.bad_count,
-            if session.bad_count == 1 { "" } else { "s" }
+            bad.count,
+            if bad.count == 1 { "" } else { "s" }
         );
-        for (line, reason) in &session.bad_lines {
+        for (line, reason) in &bad.named {
             eprintln!("  {name}:{line}: {reason}");
         }
-        if session.bad_count > session.bad_lines.len() as u64 {
-            eprintln!(
-                "  … and {} more",
-                session.bad_count - session.bad_lines.len() as u64
-            );
+        if bad.count > bad.named.len() as u64 {
+            eprintln!("  … and {} more", bad.count - bad.named.len() as u64);
         }
         eprintln!("hint: `agentrace events {id} --raw` shows each one as read");
     }
     if !options.quiet {
-        let agents = session.recorder.state().agents();
+        let agents = recorder.state().agents();
         eprintln!(
             "recorded {id}: {} {}, {} events, {} top-level agent{}",
             serde_json::to_value(summary.provider)
@@ -275,134 +252,12 @@ pub fn ingest_reader(
     Ok(Ingested { id, summary })
 }
 
-/// When a session that ended for `reason` ended: an input's or a
-/// finished session's files end at their last envelope (so the log of the
-/// same input is the same whenever it is read in); a live session ends
-/// now.
-pub fn session_end_time(reason: SessionEndReason, state: &agentrace_core::RunState) -> Timestamp {
-    match reason {
-        SessionEndReason::EndOfInput | SessionEndReason::ImportFinished => {
-            state.summary().updated_at.unwrap_or_else(now)
-        }
-        SessionEndReason::Exit
-        | SessionEndReason::Closed
-        | SessionEndReason::TapClosed
-        | SessionEndReason::Idle
-        | SessionEndReason::Other => now(),
-    }
-}
-
 fn status_word(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Running => "running (no root turn ended)",
         RunStatus::Done => "done",
         RunStatus::Failed => "failed",
         RunStatus::Interrupted => "interrupted",
-    }
-}
-
-struct Session {
-    recorder: Recorder,
-    writer: RunWriter,
-    bad_lines: Vec<(u64, String)>,
-    bad_count: u64,
-    clock: Timestamp,
-    /// The searchable text, collected as it is written (for the catalog).
-    texts: Texts,
-}
-
-impl Session {
-    fn line(&mut self, line: &AssembledLine) -> anyhow::Result<()> {
-        if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
-            return Ok(());
-        }
-        self.frame(
-            &line.bytes,
-            line.line_number,
-            self.clock,
-            None,
-            line.truncated_from,
-        )
-    }
-
-    fn frame(
-        &mut self,
-        bytes: &[u8],
-        line_number: u64,
-        observed_at: Timestamp,
-        direction: Option<agentrace_core::model::Direction>,
-        truncated_from: Option<u64>,
-    ) -> anyhow::Result<()> {
-        let envelopes = self.recorder.push(&InputLine {
-            bytes,
-            line_number,
-            observed_at,
-            direction,
-            truncated_from,
-        });
-        if let Some(last) = envelopes.last() {
-            // Frames without a time of their own take the last one seen.
-            self.clock = last.timestamp;
-        }
-        let line_number_in = line_number;
-        for envelope in &envelopes {
-            if let EventBody::Known(Event::Unknown {
-                kind,
-                reason,
-                line_number,
-                ..
-            }) = &envelope.event
-            {
-                if kind == agentrace_core::model::UNDECODABLE {
-                    self.bad_count += 1;
-                    if self.bad_lines.len() < NAMED_BAD_LINES {
-                        self.bad_lines
-                            .push((line_number.unwrap_or(line_number_in), reason.clone()));
-                    }
-                }
-            }
-        }
-        self.write(&envelopes)
-    }
-
-    /// A `codex exec` stream's session: its rollouts joined in (see
-    /// [`agentrace_core::exec`]).
-    fn join_rollouts(&mut self, files: &[crate::commands::import::RolloutHead]) -> anyhow::Result<()> {
-        let mut batches: Vec<Vec<Envelope>> = Vec::new();
-        crate::commands::import::feed_rollouts(&mut self.recorder, files, &mut |envelopes| {
-            batches.push(envelopes);
-            Ok(())
-        })?;
-        for envelopes in batches {
-            self.write(&envelopes)?;
-        }
-        Ok(())
-    }
-
-    /// The input ended, and with it the session: `session_ended`.
-    fn end_of_input(&mut self) -> anyhow::Result<()> {
-        let reason = SessionEndReason::EndOfInput;
-        let at = session_end_time(reason, self.recorder.state());
-        self.end_as(reason, at)
-    }
-
-    /// The session ended for `reason` at `at`.
-    fn end_as(&mut self, reason: SessionEndReason, at: Timestamp) -> anyhow::Result<()> {
-        let envelopes = self.recorder.end_session(at, reason);
-        self.write(&envelopes)
-    }
-
-    fn write(&mut self, envelopes: &[agentrace_core::Envelope]) -> anyhow::Result<()> {
-        if envelopes.is_empty() {
-            return Ok(());
-        }
-        // Queued for the writer's next batch; the record follows status
-        // changes (at most every 250 ms) so `runs` is right even while a
-        // long ingest is still going.
-        self.writer.queue(envelopes)?;
-        self.texts.observe(envelopes, self.writer.queued_lines());
-        self.writer.tick_with(self.recorder.book())?;
-        Ok(())
     }
 }
 
@@ -443,19 +298,10 @@ fn replay<R: Read>(
     if home.exists(&id) {
         bail!("run {id} already exists; pick another --run-id");
     }
-    let mut session = Session {
-        recorder: Recorder::new(id.clone(), replay_format(source))
-            .with_source(source)
-            .keep_secrets(crate::secrets::keep())
-            .with_whole_book(),
-        writer: home.create_run(&id)?.with_book_lent(),
-        bad_lines: Vec::new(),
-        bad_count: 0,
-        clock: start,
-        texts: Texts::default(),
-    };
-    let first = session.recorder.start(start);
-    session.write(&first)?;
+    // A replay is a run of its own: the trace context it was recorded
+    // under is the first run's.
+    let setup = Setup::new(replay_format(source)).source(source).without_traceparent().texts(TextsTo::Catalog);
+    let mut session = Recording::create(home, &id, &setup, start, None)?;
     let mut frames = 0u64;
     let mut skipped = 0u64;
     // How the replayed log's session ended, if it said: the replay ends the
@@ -464,7 +310,7 @@ fn replay<R: Read>(
     // An imported run's frames are read from its sources (a frame whose
     // source is gone is not replayed).
     let mut sources = agentrace_store::raw_ref::Resolver::for_log(std::path::Path::new(name));
-    let mut handle = |line: &AssembledLine, session: &mut Session| -> anyhow::Result<()> {
+    let mut handle = |line: &AssembledLine, session: &mut Recording| -> anyhow::Result<()> {
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
         }
@@ -483,7 +329,13 @@ fn replay<R: Read>(
         };
         let bytes = original_bytes(&envelope, raw.get());
         frames += 1;
-        session.frame(&bytes, frames, envelope.timestamp, envelope.direction, None)
+        session.frame(&InputLine {
+            bytes: &bytes,
+            line_number: frames,
+            observed_at: envelope.timestamp,
+            direction: envelope.direction,
+            truncated_from: None,
+        })
     };
     for line in &ahead {
         handle(line, &mut session)?;
@@ -497,17 +349,11 @@ fn replay<R: Read>(
             handle(line, &mut session)?;
         }
     }
-    let last = session.recorder.finish();
-    session.write(&last)?;
-    match ended {
-        Some((reason, at)) => session.end_as(reason, at)?,
-        None => session.end_of_input()?,
+    let summary = match ended {
+        Some((reason, at)) => session.finish_at(reason, at)?,
+        None => session.finish(Some(SessionEndReason::EndOfInput))?,
     }
-    session.writer.sync()?;
-    let summary = session.recorder.state().summary();
-    let checked = session.writer.write_record_with(&summary, session.recorder.book())?;
-    let agents = session.recorder.state().agents();
-    index_recorded(home, &checked, &agents, std::mem::take(&mut session.texts));
+    .summary;
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
     }

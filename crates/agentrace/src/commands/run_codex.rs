@@ -20,7 +20,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use crate::run_ids::new_run_id;
-use crate::live::LiveRun;
+use crate::recording::{Recording, Setup};
 use crate::output::Out;
 
 /// How long the server gets to end the root turn after `turn/interrupt`.
@@ -102,7 +102,7 @@ const TURN_START: i64 = 3;
 const TURN_INTERRUPT: i64 = 4;
 
 struct Driver {
-    live: LiveRun,
+    live: Recording,
     stdin: Option<ChildStdin>,
     approval: Approval,
     pending: Vec<u8>,
@@ -339,7 +339,8 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
     });
     drop(sender);
 
-    let live = LiveRun::create(home, &id, Source::CodexRun, !args.quiet)?;
+    let setup = Setup::live(agentrace_core::recorder::Format::CodexAppServer, Source::CodexRun, !args.quiet);
+    let live = Recording::create(home, &id, &setup, crate::clock::now(), None)?;
     if !args.quiet {
         eprintln!("recording {id} (codex app-server, pid {})", child.id());
     }
@@ -423,7 +424,7 @@ pub fn run(home: &Home, args: RunCodexArgs, out: &mut Out) -> anyhow::Result<Exi
             agentrace_core::model::SessionEndReason::Exit
         }
     };
-    let summary = driver.live.finish(reason)?;
+    let summary = driver.live.finish(Some(reason))?.summary;
     if let Some(endpoint) = &args.otlp {
         crate::commands::export::export_after_run(home, &id, endpoint);
     }

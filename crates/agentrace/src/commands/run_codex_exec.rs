@@ -20,7 +20,7 @@ use std::os::unix::process::CommandExt as _;
 
 use crate::agent_process::{signal_group, spawn_reader, stop, Message};
 use crate::commands::import::RolloutHead;
-use crate::live::LiveRun;
+use crate::recording::{Recording, Setup};
 use crate::output::Out;
 use crate::run_ids::new_run_id;
 
@@ -132,13 +132,8 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
         let _ = interrupt_sender.send(Message::Interrupt);
     });
     drop(sender);
-    let mut live = LiveRun::create_as(
-        home,
-        &id,
-        Source::CodexExec,
-        Format::CodexExec,
-        !request.quiet,
-    )?;
+    let setup = Setup::live(Format::CodexExec, Source::CodexExec, !request.quiet);
+    let mut live = Recording::create(home, &id, &setup, crate::clock::now(), None)?;
     if !request.quiet {
         eprintln!("recording {id} (codex exec, pid {})", child.id());
     }
@@ -201,7 +196,7 @@ pub fn run(home: &Home, request: ExecRequest<'_>, out: &mut Out) -> anyhow::Resu
             )?;
         }
     }
-    let summary = live.finish(SessionEndReason::Exit)?;
+    let summary = live.finish(Some(SessionEndReason::Exit))?.summary;
     if let Some(endpoint) = request.otlp {
         crate::commands::export::export_after_run(home, &id, endpoint);
     }

@@ -19,7 +19,7 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 
 use crate::run_ids::new_run_id;
-use crate::live::LiveRun;
+use crate::recording::{Recording, Setup};
 
 /// Bytes of copies held in memory before they spill to a file: a second of
 /// a 60 MB/s flood, so a recorder that keeps up on average never spills.
@@ -315,7 +315,7 @@ fn pump(mut source: impl Read, mut sink: impl Write, direction: Direction, queue
     }
 }
 
-fn record(mut live: LiveRun, queue: &Queue) -> anyhow::Result<LiveRun> {
+fn record(mut live: Recording, queue: &Queue) -> anyhow::Result<Recording> {
     let mut skipping = [false, false];
     loop {
         let copies = match queue.take().context("cannot read back the tap's spill file")? {
@@ -338,7 +338,7 @@ fn record(mut live: LiveRun, queue: &Queue) -> anyhow::Result<LiveRun> {
     Ok(live)
 }
 
-fn record_copy(live: &mut LiveRun, skipping: &mut [bool; 2], copy: &Copy) -> anyhow::Result<()> {
+fn record_copy(live: &mut Recording, skipping: &mut [bool; 2], copy: &Copy) -> anyhow::Result<()> {
     let index = usize::from(copy.direction == Direction::FromServer);
     let mut bytes = &copy.bytes[..];
     if copy.gap > 0 {
@@ -376,7 +376,8 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
     let Some((program, rest)) = args.command.split_first() else {
         bail!("nothing to tap: give the server command after `--`");
     };
-    let live = LiveRun::create(home, &id, Source::CodexTap, args.live)?;
+    let setup = Setup::live(agentrace_core::recorder::Format::CodexAppServer, Source::CodexTap, args.live);
+    let live = Recording::create(home, &id, &setup, crate::clock::now(), None)?;
     let mut child = Command::new(program)
         .args(rest)
         .stdin(Stdio::piped())
@@ -433,14 +434,14 @@ fn close_stdout() {
     }
 }
 
-fn finish(mut live: LiveRun, id: &RunId, status: std::process::ExitStatus) -> anyhow::Result<ExitCode> {
+fn finish(mut live: Recording, id: &RunId, status: std::process::ExitStatus) -> anyhow::Result<ExitCode> {
     if live.state().status() == RunStatus::Running && live.state().root_turn_running() {
         live.abort(
             format!("the tapped server exited ({status}) before the root turn ended"),
             false,
         )?;
     }
-    live.finish(agentrace_core::model::SessionEndReason::TapClosed)?;
+    live.finish(Some(agentrace_core::model::SessionEndReason::TapClosed))?;
     let _ = id;
     let code = match status.code() {
         Some(code) => code,

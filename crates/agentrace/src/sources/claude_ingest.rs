@@ -11,12 +11,9 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::{Provider, RunId, SessionEndReason, Timestamp};
+use agentrace_core::model::{Provider, RunId, SessionEndReason};
 use agentrace_core::recorder::{Format, SourcePart};
-use agentrace_core::state::RunSummary;
-use agentrace_core::{InputLine, Recorder};
-use agentrace_store::{read_log, validate_run_id, Home, RunLock, RunWriter};
+use agentrace_store::{validate_run_id, Home, RunLock};
 use serde::{Deserialize, Serialize};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
@@ -24,9 +21,8 @@ use serde_json::Value;
 use crate::commands::ingest::FormatArg;
 use crate::commands::import::FileStamp;
 use crate::commands::ingest::IngestOptions;
-use crate::clock::now;
 use crate::run_ids::new_run_id;
-use crate::live::LiveView;
+use crate::recording::{Cadence, Recording, Setup};
 
 /// The Claude config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn claude_config_dir() -> Option<PathBuf> {
@@ -455,7 +451,8 @@ pub fn ingest_transcripts(
         };
         let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
             .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
-        let mut recording = Recording::open(home, &id, Format::ClaudeTranscript, || {
+        let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
+        let mut recording = Recording::open(home, &id, &setup, || {
             crate::commands::import::claude_start(&session)
         })?;
         let resumed = recording.resumed;
@@ -464,7 +461,7 @@ pub fn ingest_transcripts(
                 fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
             recording.feed(part, &bytes)?;
         }
-        let summary = recording.close(Some(SessionEndReason::EndOfInput))?;
+        let summary = recording.finish(Some(SessionEndReason::EndOfInput))?.summary;
         if !options.quiet {
             eprintln!(
                 "{} {id}: claude session {}, {} events, result {}",
@@ -493,279 +490,4 @@ pub fn run_of_session(home: &Home, session: &str) -> anyhow::Result<Option<RunId
                 && run.root_thread_id.as_ref().map(|id| id.as_str()) == Some(session)
         })
         .map(|run| run.id))
-}
-
-/// A run being written by this process: a new one, or an existing one
-/// continued with [`Recorder::resume`].
-pub struct Recording {
-    recorder: Recorder,
-    writer: RunWriter,
-    clock: Timestamp,
-    status: Option<agentrace_core::model::RunStatus>,
-    view: Option<LiveView>,
-    /// True when the run existed before.
-    pub resumed: bool,
-    /// The live cadence ([`Recording::live`]).
-    live: bool,
-}
-
-impl Recording {
-    /// Opens `id`: continues it when it exists, else creates it in
-    /// `format` starting at `start()`.
-    pub fn open(
-        home: &Home,
-        id: &RunId,
-        format: Format,
-        start: impl FnOnce() -> Timestamp,
-    ) -> anyhow::Result<Self> {
-        if home.exists(id) {
-            let (mut envelopes, _) = read_log(&home.log_path(id))?;
-            // The attributor relearns from each frame; an imported run's are
-            // in its sources. A frame whose source changed or is gone is not
-            // relearnt: the recorded events stay as they are, but a later
-            // line that depends on what it taught (a subagent's link to the
-            // call that started it) may be attributed to nobody.
-            let mut frames = agentrace_store::raw_ref::Resolver::for_log(&home.log_path(id));
-            for envelope in &mut envelopes {
-                if envelope.raw.is_none() && envelope.raw_ref.is_some() {
-                    envelope.raw = frames.frame(envelope).ok().flatten();
-                }
-            }
-            let clock = envelopes.last().map_or_else(now, |last| last.timestamp);
-            let recorder = Recorder::resume(id.clone(), format, &envelopes)
-                .keep_secrets(crate::secrets::keep());
-            let writer = home.append_run(id)?;
-            return Ok(Self {
-                recorder,
-                writer,
-                clock,
-                status: None,
-                view: None,
-                resumed: true,
-                live: false,
-            });
-        }
-        let start = start();
-        let mut recorder = Recorder::new(id.clone(), format)
-            .keep_secrets(crate::secrets::keep())
-            .with_traceparent(crate::trace_context::to_record())
-            .with_whole_book();
-        let mut writer = home.create_run(id)?.with_book_lent();
-        writer.append(&recorder.start(start))?;
-        Ok(Self {
-            recorder,
-            writer,
-            clock: start,
-            status: None,
-            view: None,
-            resumed: false,
-            live: false,
-        })
-    }
-
-    /// Writes on the live cadence (`run claude`): lines queued and written in
-    /// batches, the record rewritten at most every 250 ms and the log synced
-    /// at most once a second (the writer's [`RunWriter::tick`]), instead of
-    /// a write per line and an fsync at every status change. The caller
-    /// calls [`Recording::idle`] while its input is quiet, so nothing
-    /// queued waits on a line that may never come.
-    pub fn live(mut self) -> Self {
-        self.live = true;
-        self
-    }
-
-    /// Writes what waits and keeps the cadence while the input is quiet.
-    pub fn idle(&mut self) -> anyhow::Result<()> {
-        self.writer.flush()?;
-        self.tick()
-    }
-
-    /// The writer is lent the recorder's book for a new run (its one fold);
-    /// a resumed run's writer folds its own, resumed from the log.
-    fn lent(&self) -> bool {
-        !self.resumed
-    }
-
-    fn tick(&mut self) -> anyhow::Result<()> {
-        if self.lent() {
-            self.writer.tick_with(self.recorder.book())?;
-        } else {
-            let state = self.recorder.state();
-            self.writer.tick(state.status(), || state.summary())?;
-        }
-        Ok(())
-    }
-
-    /// Shows every envelope written from now on in the live stderr view.
-    pub fn with_view(mut self) -> Self {
-        self.view = Some(LiveView::new());
-        self
-    }
-
-    /// Records every line of one part (a metadata document is one line).
-    pub fn feed(&mut self, part: &SourcePart, bytes: &[u8]) -> anyhow::Result<()> {
-        if matches!(part, SourcePart::AgentMeta { .. }) {
-            self.line(part, bytes, 1, None, None)?;
-            return Ok(());
-        }
-        let mut assembler = LineAssembler::default();
-        let mut lines = assembler.push(bytes);
-        lines.extend(assembler.finish());
-        for line in lines {
-            if agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none() {
-                continue;
-            }
-            self.line(
-                part,
-                &line.bytes,
-                line.line_number,
-                line.truncated_from,
-                None,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// Records one line; `observed_at` defaults to the last time seen.
-    pub fn line(
-        &mut self,
-        part: &SourcePart,
-        bytes: &[u8],
-        line_number: u64,
-        truncated_from: Option<u64>,
-        observed_at: Option<Timestamp>,
-    ) -> anyhow::Result<Vec<agentrace_core::Envelope>> {
-        let envelopes = self.recorder.push_part(
-            part,
-            &InputLine {
-                bytes,
-                line_number,
-                observed_at: observed_at.unwrap_or(self.clock),
-                direction: None,
-                truncated_from,
-            },
-        );
-        if let Some(last) = envelopes.last() {
-            self.clock = last.timestamp;
-        }
-        self.write(&envelopes)?;
-        Ok(envelopes)
-    }
-
-    fn write(&mut self, envelopes: &[agentrace_core::Envelope]) -> anyhow::Result<()> {
-        if envelopes.is_empty() {
-            return Ok(());
-        }
-        if self.live {
-            self.writer.queue(envelopes)?;
-        } else {
-            self.writer.append(envelopes)?;
-        }
-        if let Some(view) = &mut self.view {
-            for envelope in envelopes {
-                view.show(envelope);
-            }
-        }
-        if self.live {
-            return self.tick();
-        }
-        let status = self.recorder.state().status();
-        if self.status != Some(status) {
-            // Status changes are the moments someone may look: make them durable.
-            self.status = Some(status);
-            self.writer.sync()?;
-            self.write_record()?;
-        }
-        Ok(())
-    }
-
-    /// The session ended with the root turn open: the run fails (or is
-    /// interrupted).
-    pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
-        let envelopes = self.recorder.abort(now(), error, interrupted);
-        self.write(&envelopes)
-    }
-
-    /// The recorder.
-    pub fn recorder(&self) -> &Recorder {
-        &self.recorder
-    }
-
-    /// Rewrites the run record now (status changes while live).
-    pub fn write_record(&self) -> anyhow::Result<()> {
-        self.record(&self.recorder.state().summary())?;
-        Ok(())
-    }
-
-    /// Writes the run record of `summary`, its warnings counted by the book
-    /// that folded the run (the recorder's when lent); returns it as written.
-    fn record(&self, summary: &RunSummary) -> anyhow::Result<RunSummary> {
-        Ok(if self.lent() {
-            self.writer.write_record_with(summary, self.recorder.book())?
-        } else {
-            self.writer.write_record(summary)?;
-            self.writer.checked(summary)
-        })
-    }
-
-    /// Finishes: last envelopes, the session's end when it ended (for
-    /// `ended`), sync, the record.
-    pub fn close(mut self, ended: Option<SessionEndReason>) -> anyhow::Result<RunSummary> {
-        let last = self.recorder.finish();
-        self.write(&last)?;
-        if let Some(reason) = ended {
-            let at = crate::commands::ingest::session_end_time(reason, self.recorder.state());
-            let envelopes = self.recorder.end_session(at, reason);
-            self.write(&envelopes)?;
-        }
-        self.writer.sync()?;
-        let summary = self.recorder.state().summary();
-        self.record(&summary)?;
-        Ok(summary)
-    }
-}
-
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use agentrace_core::model::Timestamp;
-
-    /// Records the real `single_fg` stream line by line, live or not; its
-    /// log's bytes, its record, and how many writes the log took.
-    fn recorded(live: bool) -> (Vec<u8>, Value, u64) {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let home = Home::at(dir.path());
-        let id = RunId::from("claude-live");
-        let start = Timestamp::from_millis(1_795_000_000_000);
-        let mut recording = Recording::open(&home, &id, Format::ClaudeStream, || start).unwrap_or_else(|e| panic!("{e}"));
-        if live {
-            recording = recording.live();
-        }
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        for (index, line) in text.lines().enumerate() {
-            recording
-                .line(&SourcePart::Main, line.as_bytes(), index as u64 + 1, None, Some(start))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
-        let writes = recording.writer.writes();
-        // Ended at its last line's time (an exit is stamped with the clock).
-        recording.close(Some(SessionEndReason::EndOfInput)).unwrap_or_else(|e| panic!("{e}"));
-        let log = std::fs::read(home.log_path(&id)).unwrap_or_else(|e| panic!("{e}"));
-        let record = std::fs::read(dir.path().join("runs/claude-live.json")).unwrap_or_else(|e| panic!("{e}"));
-        (log, serde_json::from_slice(&record).unwrap_or_else(|e| panic!("{e}")), writes)
-    }
-
-    /// `run claude`'s live cadence writes the same log and record as a
-    /// write per line does, in batches: a stream read faster than the
-    /// writer's batch window takes a handful of writes, not one per line
-    /// that has envelopes.
-    #[test]
-    fn a_live_recording_writes_the_same_log_and_record_in_batches() {
-        let (log, record, writes) = recorded(false);
-        let (live_log, live_record, live_writes) = recorded(true);
-        assert_eq!((String::from_utf8_lossy(&live_log), live_record), (String::from_utf8_lossy(&log), record));
-        assert!(live_writes * 4 <= writes, "{live_writes} writes live, {writes} a line at a time");
-    }
 }

@@ -1,0 +1,746 @@
+//! The one recording shell: every command that writes a run (`run codex`,
+//! `run codex-exec`, `tap`, `run claude`, `hook`, `ingest` and `import`)
+//! turns its input into envelopes with the core's [`Recorder`] and gives
+//! them to the sinks here: the store's writer (the log, the record, the
+//! snapshot), the live view on stderr, the catalog's text and, for an
+//! import that keeps them, the frames' copies. What differs between the
+//! commands is a [`Setup`]: how often the log is written and synced
+//! ([`Cadence`]), which clock a line without a time of its own takes
+//! ([`Clock`]), whether the view is shown and where the text goes.
+//!
+//! A frame's way: bytes → [`LineAssembler`] (per direction) →
+//! [`Recorder::push`] (decode once, attribute, fold into the run book) →
+//! [`Recording::write`] → [`RunWriter::queue`] (group commit) and the
+//! view; the record and snapshot follow on the writer's cadence.
+
+use agentrace_core::lines::{AssembledLine, LineAssembler};
+use agentrace_core::model::{
+    Direction, Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Source, Timestamp,
+};
+use agentrace_core::recorder::{Format, SourcePart};
+use agentrace_core::state::{RunState, RunSummary};
+use agentrace_core::{InputLine, Recorder, RunBook};
+use agentrace_store::catalog::TextRow;
+use agentrace_store::raw_ref::CopyWriter;
+use agentrace_store::{Home, RunWriter};
+
+use crate::clock::now;
+use crate::commands::catalog::{index_recorded, Texts};
+use crate::live::LiveView;
+use crate::sources::session_feed::Sink;
+
+/// How often the log is written, synced and its record rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cadence {
+    /// Lines queued and written in batches, the record rewritten at most
+    /// every 250 ms and the log synced at most once a second (the writer's
+    /// [`RunWriter::tick`]). A caller whose input goes quiet calls
+    /// [`Recording::settle`], so nothing queued waits on a line that may
+    /// never come.
+    Batched,
+    /// Each call's envelopes written at once, the log synced and the record
+    /// rewritten at each status change: for a short-lived process (a hook
+    /// call) whose next call may be another process.
+    EachStatus,
+    /// Written batch by batch, never synced, the record written in place at
+    /// the end: an import, rebuilt from its sources if a crash loses it (a
+    /// thousand fsyncs would cost more than the reading).
+    Import,
+}
+
+/// The time a line without one of its own is observed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// Now: a live session.
+    Wall,
+    /// The last envelope's time: an input read after the fact, so the same
+    /// input gives the same log whenever it is read.
+    Input,
+}
+
+/// Where the searchable text collected on the way to the log goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextsTo {
+    /// Not collected (the catalog reads the log when it syncs).
+    Nowhere,
+    /// Indexed in the catalog when the recording finishes.
+    Catalog,
+    /// Handed to the caller with the finished recording (an import writes
+    /// it with the rest of its catalog rows).
+    Caller,
+}
+
+/// What a recording is: its format and the options of its shell.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    format: Format,
+    source: Option<Source>,
+    cadence: Cadence,
+    clock: Clock,
+    view: bool,
+    changes: bool,
+    texts: TextsTo,
+    traceparent: bool,
+    keep_secrets: bool,
+}
+
+impl Setup {
+    /// A recording of lines in `format`: batched, on the input's clock, no
+    /// view, no text, the trace context recorded, secrets redacted unless
+    /// the user asked to keep them.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            source: None,
+            cadence: Cadence::Batched,
+            clock: Clock::Input,
+            view: false,
+            changes: false,
+            texts: TextsTo::Nowhere,
+            traceparent: true,
+            keep_secrets: crate::secrets::keep(),
+        }
+    }
+
+    /// The live setup of `run` and `tap`: batched, on the wall clock, the
+    /// text indexed at the end, the view shown when `view`.
+    pub fn live(format: Format, source: Source, view: bool) -> Self {
+        let mut setup = Self::new(format)
+            .source(source)
+            .clock(Clock::Wall)
+            .texts(TextsTo::Catalog);
+        if view {
+            setup = setup.view();
+        }
+        setup
+    }
+
+    /// The run's source, when the format alone does not tell it.
+    pub fn source(mut self, source: Source) -> Self {
+        self.source = Some(source);
+        self
+    }
+
+    /// How the log is written (see [`Cadence`]).
+    pub fn cadence(mut self, cadence: Cadence) -> Self {
+        self.cadence = cadence;
+        self
+    }
+
+    /// Which clock a line without a time takes (see [`Clock`]).
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Shows every envelope in the live stderr view, and the records the
+    /// session's end settled.
+    pub fn view(mut self) -> Self {
+        self.view = true;
+        self.changes = true;
+        self
+    }
+
+    /// Where the searchable text goes (see [`TextsTo`]).
+    pub fn texts(mut self, texts: TextsTo) -> Self {
+        self.texts = texts;
+        self
+    }
+
+    /// No trace context in the run's first envelope (an import: the
+    /// context is this process's, not the session's).
+    pub fn without_traceparent(mut self) -> Self {
+        self.traceparent = false;
+        self
+    }
+
+    fn recorder(&self, id: &RunId) -> Recorder {
+        let mut recorder = Recorder::new(id.clone(), self.format).keep_secrets(self.keep_secrets);
+        if let Some(source) = self.source {
+            recorder = recorder.with_source(source);
+        }
+        if self.traceparent {
+            recorder = recorder.with_traceparent(crate::trace_context::to_record());
+        }
+        // The recorder's book is the run's one fold: the writer is lent it.
+        if self.changes {
+            recorder.with_changes()
+        } else {
+            recorder.with_whole_book()
+        }
+    }
+}
+
+/// How many undecodable lines are named one by one (the rest are counted).
+const NAMED_BAD_LINES: usize = 5;
+
+/// Lines that could not be decoded: kept raw in the log, counted, and the
+/// first few named for the user.
+#[derive(Debug, Default)]
+pub struct BadLines {
+    /// How many.
+    pub count: u64,
+    /// The first [`NAMED_BAD_LINES`]: line number and reason.
+    pub named: Vec<(u64, String)>,
+}
+
+/// The sinks of a recording: everything but the recorder, so a feed that
+/// borrows the recorder can still write.
+struct Sinks {
+    writer: RunWriter,
+    cadence: Cadence,
+    view: Option<LiveView>,
+    texts: Option<Texts>,
+    copies: Option<CopyWriter>,
+    /// The last envelope's time ([`Clock::Input`]).
+    last_time: Timestamp,
+    bad: BadLines,
+}
+
+impl Sinks {
+    /// Gives `envelopes` to every sink; the cadence is the caller's.
+    fn put(&mut self, mut envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        if let Some(last) = envelopes.last() {
+            self.last_time = last.timestamp;
+        }
+        for envelope in &envelopes {
+            if let EventBody::Known(Event::Unknown { kind, reason, line_number, .. }) = &envelope.event {
+                if kind == agentrace_core::model::UNDECODABLE {
+                    self.bad.count += 1;
+                    if self.bad.named.len() < NAMED_BAD_LINES {
+                        self.bad.named.push((line_number.unwrap_or_default(), reason.clone()));
+                    }
+                }
+            }
+        }
+        if self.cadence == Cadence::Import {
+            // A frame that references its source line is not copied into
+            // the log (kept in `copies` when asked, `--keep-raw`).
+            if let Some(copies) = &mut self.copies {
+                copies.keep(&envelopes)?;
+            }
+            for envelope in &mut envelopes {
+                if envelope.raw_ref.is_some() {
+                    envelope.raw = None;
+                }
+            }
+        }
+        match self.cadence {
+            Cadence::Batched => self.writer.queue(&envelopes)?,
+            Cadence::EachStatus | Cadence::Import => self.writer.append(&envelopes)?,
+        }
+        if let Some(texts) = &mut self.texts {
+            texts.observe(&envelopes, self.writer.queued_lines());
+        }
+        if let Some(view) = &mut self.view {
+            for envelope in &envelopes {
+                view.show(envelope);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One run being written by this process: a new one, or an existing one
+/// continued.
+pub struct Recording {
+    recorder: Recorder,
+    sinks: Sinks,
+    home: Home,
+    clock: Clock,
+    texts_to: TextsTo,
+    /// The writer is lent the recorder's book (a new run); a continued
+    /// run's writer folds its own, resumed from the log.
+    lent: bool,
+    /// The status last made durable ([`Cadence::EachStatus`]).
+    status: Option<RunStatus>,
+    to_server: LineAssembler,
+    from_server: LineAssembler,
+    /// True when the run existed before.
+    pub resumed: bool,
+}
+
+/// A finished recording.
+pub struct Finished {
+    /// The run's summary, as its record has it.
+    pub summary: RunSummary,
+    /// The recorder, with the run's state.
+    pub recorder: Recorder,
+    /// The searchable text ([`TextsTo::Caller`]).
+    pub texts: Vec<TextRow>,
+    /// Lines that could not be decoded.
+    pub bad: BadLines,
+}
+
+impl Recording {
+    /// Creates run `id` in the store, started at `start` in `cwd`, and
+    /// writes its first envelope.
+    pub fn create(home: &Home, id: &RunId, setup: &Setup, start: Timestamp, cwd: Option<String>) -> anyhow::Result<Self> {
+        let writer = match setup.cadence {
+            Cadence::Batched | Cadence::EachStatus => home.create_run(id)?,
+            // Imported runs are written as v3 lines: their `rawRef` paths
+            // and repeated actors were most of a v2 log's bytes.
+            Cadence::Import => home.create_run_unsynced(id, true)?.with_lean_lines(),
+        };
+        Self::create_with(home, setup, writer.with_book_lent(), start, cwd)
+    }
+
+    /// [`Recording::create`] with a writer the caller made (an import that
+    /// knows whether a stale snapshot may lie beside the log).
+    pub fn create_with(home: &Home, setup: &Setup, writer: RunWriter, start: Timestamp, cwd: Option<String>) -> anyhow::Result<Self> {
+        let recorder = setup.recorder(writer.run_id());
+        let mut recording = Self::assemble(home, setup, recorder, writer, start, true);
+        let first = recording.recorder.start_in(start, cwd);
+        recording.write(first)?;
+        recording.settle()?;
+        Ok(recording)
+    }
+
+    /// Opens `id`: continues it when it exists (the recorder relearns from
+    /// its log), else creates it starting at `start()`.
+    pub fn open(home: &Home, id: &RunId, setup: &Setup, start: impl FnOnce() -> Timestamp) -> anyhow::Result<Self> {
+        if !home.exists(id) {
+            return Self::create(home, id, setup, start(), None);
+        }
+        let (mut envelopes, _) = agentrace_store::read_log(&home.log_path(id))?;
+        // The attributor relearns from each frame; an imported run's are
+        // in its sources. A frame whose source changed or is gone is not
+        // relearnt: the recorded events stay as they are, but a later line
+        // that depends on what it taught (a subagent's link to the call
+        // that started it) may be attributed to nobody.
+        let mut frames = agentrace_store::raw_ref::Resolver::for_log(&home.log_path(id));
+        for envelope in &mut envelopes {
+            if envelope.raw.is_none() && envelope.raw_ref.is_some() {
+                envelope.raw = frames.frame(envelope).ok().flatten();
+            }
+        }
+        let clock = envelopes.last().map_or_else(now, |last| last.timestamp);
+        let recorder = Recorder::resume(id.clone(), setup.format, &envelopes).keep_secrets(setup.keep_secrets);
+        let writer = home.append_run(id)?;
+        let mut recording = Self::assemble(home, setup, recorder, writer, clock, false);
+        recording.resumed = true;
+        Ok(recording)
+    }
+
+    /// Continues run `id` with `recorder`, which the caller brought to
+    /// where the log ends (an import replays its sources up to where the
+    /// last one stopped); `None` when the log does not end where the
+    /// recorder does, so continuing it would number envelopes wrongly.
+    pub fn continue_with(home: &Home, id: &RunId, setup: &Setup, recorder: Recorder) -> anyhow::Result<Option<Self>> {
+        let mut writer = home.append_run(id)?;
+        if setup.cadence == Cadence::Import {
+            // Numbered on from the log's definitions (a log of v2 lines,
+            // from an older build, gets v3 lines after them).
+            writer = writer.with_lean_lines();
+        }
+        if writer.next_sequence() != recorder.next_sequence() {
+            return Ok(None);
+        }
+        let clock = recorder.state().summary().updated_at.unwrap_or_else(now);
+        let mut recording = Self::assemble(home, setup, recorder, writer, clock, false);
+        recording.resumed = true;
+        Ok(Some(recording))
+    }
+
+    fn assemble(home: &Home, setup: &Setup, recorder: Recorder, writer: RunWriter, clock: Timestamp, lent: bool) -> Self {
+        Self {
+            recorder,
+            sinks: Sinks {
+                writer,
+                cadence: setup.cadence,
+                view: setup.view.then(LiveView::new),
+                texts: (setup.texts != TextsTo::Nowhere).then(Texts::default),
+                copies: None,
+                last_time: clock,
+                bad: BadLines::default(),
+            },
+            home: home.clone(),
+            clock: setup.clock,
+            texts_to: setup.texts,
+            lent,
+            status: None,
+            to_server: LineAssembler::default(),
+            from_server: LineAssembler::default(),
+            resumed: false,
+        }
+    }
+
+    /// Keeps a copy of every referenced frame in `copies` (`import
+    /// --keep-raw`).
+    pub fn keep_copies(&mut self, copies: CopyWriter) {
+        self.sinks.copies = Some(copies);
+    }
+
+    /// The recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The run state so far.
+    pub fn state(&self) -> &RunState {
+        self.recorder.state()
+    }
+
+    /// The book that folds the run: the recorder's when lent, else the
+    /// writer's own (resumed from the log).
+    fn book(&self) -> Option<&RunBook> {
+        if self.lent {
+            Some(self.recorder.book())
+        } else {
+            self.sinks.writer.own_book()
+        }
+    }
+
+    /// True once the run's session is over (`session_ended` folded).
+    pub fn session_over(&self) -> bool {
+        self.book().is_some_and(RunBook::session_over)
+    }
+
+    /// How many writes the log took (for tests of the batching).
+    #[cfg(test)]
+    pub fn writes(&self) -> u64 {
+        self.sinks.writer.writes()
+    }
+
+    fn observed_at(&self) -> Timestamp {
+        match self.clock {
+            Clock::Wall => now(),
+            Clock::Input => self.sinks.last_time,
+        }
+    }
+
+    /// Bytes that went `direction`; records every line they complete and
+    /// writes them at once.
+    pub fn bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
+        self.queue_bytes(direction, chunk)?;
+        self.settle()
+    }
+
+    /// Bytes that went `direction`; queues every line they complete. A
+    /// caller with more input waiting calls this for each chunk and
+    /// [`Recording::settle`] when it runs dry.
+    pub fn queue_bytes(&mut self, direction: Direction, chunk: &[u8]) -> anyhow::Result<()> {
+        let lines = match direction {
+            Direction::ToServer => self.to_server.push(chunk),
+            Direction::FromServer => self.from_server.push(chunk),
+        };
+        // The whole chunk is attributed, then written in one go.
+        let observed_at = self.observed_at();
+        let mut envelopes = Vec::new();
+        for line in &lines {
+            if is_blank(line) {
+                continue;
+            }
+            envelopes.extend(self.recorder.push(&input(line, observed_at, Some(direction))));
+        }
+        self.write(envelopes)
+    }
+
+    /// The recorder skipped `bytes` bytes going `direction`: the partial
+    /// line it held is dropped with them, so no line is glued from pieces.
+    pub fn gap(&mut self, direction: Direction, bytes: u64) -> anyhow::Result<()> {
+        let assembler = match direction {
+            Direction::ToServer => &mut self.to_server,
+            Direction::FromServer => &mut self.from_server,
+        };
+        let partial = assembler.pending();
+        *assembler = LineAssembler::default();
+        let envelopes = self.recorder.dropped(now(), Some(direction), bytes + partial);
+        self.write(envelopes)
+    }
+
+    /// Records one whole line of `part` (a single-file source's is
+    /// [`SourcePart::Main`]).
+    pub fn line(&mut self, part: &SourcePart, line: &AssembledLine) -> anyhow::Result<()> {
+        if is_blank(line) {
+            return Ok(());
+        }
+        let envelopes = self.recorder.push_part(part, &input(line, self.observed_at(), None));
+        self.write(envelopes)
+    }
+
+    /// Records one frame as it was observed: its time and direction given
+    /// (a log replayed).
+    pub fn frame(&mut self, frame: &InputLine<'_>) -> anyhow::Result<()> {
+        let envelopes = self.recorder.push(frame);
+        self.write(envelopes)
+    }
+
+    /// Records every line of one part, read whole (a metadata document is
+    /// one line).
+    pub fn feed(&mut self, part: &SourcePart, bytes: &[u8]) -> anyhow::Result<()> {
+        if matches!(part, SourcePart::AgentMeta { .. }) {
+            let envelopes = self.recorder.push_part(part, &InputLine {
+                bytes,
+                line_number: 1,
+                observed_at: self.observed_at(),
+                direction: None,
+                truncated_from: None,
+            });
+            return self.write(envelopes);
+        }
+        let mut assembler = LineAssembler::default();
+        let mut lines = assembler.push(bytes);
+        lines.extend(assembler.finish());
+        for line in &lines {
+            self.line(part, line)?;
+        }
+        Ok(())
+    }
+
+    /// Lets `feed` drive the recorder (a session's files read in their one
+    /// order, see [`crate::sources::session_feed`]), each batch it makes
+    /// written as it comes.
+    pub fn feed_with<T>(&mut self, feed: impl FnOnce(&mut Recorder, Sink<'_>) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let sinks = &mut self.sinks;
+        let fed = feed(&mut self.recorder, &mut |batch| sinks.put(batch))?;
+        if let Some(view) = &mut self.sinks.view {
+            view.changes(&self.recorder.take_changes());
+        }
+        self.settle()?;
+        Ok(fed)
+    }
+
+    /// Joins the rollouts of the run's session (a `codex exec` run's: see
+    /// [`agentrace_core::exec`]), each file whole, parents first.
+    pub fn join_rollouts(&mut self, files: &[crate::commands::import::RolloutHead]) -> anyhow::Result<()> {
+        self.feed_with(|recorder, sink| crate::commands::import::feed_rollouts(recorder, files, sink))?;
+        Ok(())
+    }
+
+    /// The session ended with the root turn open: the run fails (or is
+    /// interrupted).
+    pub fn abort(&mut self, error: String, interrupted: bool) -> anyhow::Result<()> {
+        let envelopes = self.recorder.abort(now(), error, interrupted);
+        self.write(envelopes)?;
+        self.settle()
+    }
+
+    /// Input ran dry (or a timer fired while idle): writes what is queued
+    /// and keeps the cadence.
+    pub fn settle(&mut self) -> anyhow::Result<()> {
+        if self.sinks.cadence == Cadence::Batched {
+            self.sinks.writer.flush()?;
+        }
+        self.tick()
+    }
+
+    /// The writer's cadence after some work (cheap: see
+    /// [`RunWriter::tick`]).
+    pub fn tick(&mut self) -> anyhow::Result<()> {
+        match self.sinks.cadence {
+            Cadence::Batched => {
+                if self.lent {
+                    self.sinks.writer.tick_with(self.recorder.book())?;
+                } else {
+                    let state = self.recorder.state();
+                    self.sinks.writer.tick(state.status(), || state.summary())?;
+                }
+            }
+            Cadence::EachStatus => {
+                let status = self.recorder.state().status();
+                if self.status != Some(status) {
+                    // Status changes are the moments someone may look:
+                    // make them durable.
+                    self.status = Some(status);
+                    self.sinks.writer.sync()?;
+                    self.record()?;
+                }
+            }
+            Cadence::Import => {}
+        }
+        Ok(())
+    }
+
+    /// Writes the run record, its warnings counted by the book that folded
+    /// the run; returns it as written.
+    fn record(&self) -> anyhow::Result<RunSummary> {
+        let summary = self.recorder.state().summary();
+        let writer = &self.sinks.writer;
+        Ok(match (self.sinks.cadence, self.lent) {
+            (Cadence::Import, true) => writer.write_new_record_unsynced_with(&summary, self.recorder.book())?,
+            (Cadence::Import, false) => {
+                writer.write_record_unsynced(&summary)?;
+                writer.checked(&summary)
+            }
+            (Cadence::Batched | Cadence::EachStatus, true) => writer.write_record_with(&summary, self.recorder.book())?,
+            (Cadence::Batched | Cadence::EachStatus, false) => {
+                writer.write_record(&summary)?;
+                writer.checked(&summary)
+            }
+        })
+    }
+
+    fn write(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+        if envelopes.is_empty() {
+            return Ok(());
+        }
+        self.sinks.put(envelopes)?;
+        if let Some(view) = &mut self.sinks.view {
+            view.changes(&self.recorder.take_changes());
+        }
+        self.tick()
+    }
+
+    /// Finishes: what is left (partial last lines count as lines), the
+    /// session's end when it ended (for `ended`; the recorder writes none
+    /// twice), the log made durable (but for an import), and the record.
+    pub fn finish(self, ended: Option<SessionEndReason>) -> anyhow::Result<Finished> {
+        self.end(ended.map(|reason| (reason, None)))
+    }
+
+    /// [`Recording::finish`] of a session that ended for `reason` at `at`
+    /// (a replayed log's own end).
+    pub fn finish_at(self, reason: SessionEndReason, at: Timestamp) -> anyhow::Result<Finished> {
+        self.end(Some((reason, Some(at))))
+    }
+
+    fn end(mut self, ended: Option<(SessionEndReason, Option<Timestamp>)>) -> anyhow::Result<Finished> {
+        for direction in [Direction::ToServer, Direction::FromServer] {
+            let last = match direction {
+                Direction::ToServer => self.to_server.finish(),
+                Direction::FromServer => self.from_server.finish(),
+            };
+            if let Some(line) = last.filter(|line| !is_blank(line)) {
+                let envelopes = self.recorder.push(&input(&line, self.observed_at(), Some(direction)));
+                self.write(envelopes)?;
+            }
+        }
+        // An import's session may still grow: its attributor is not told
+        // the input ended (what it would make of that is made when the
+        // session is read on, or by the session's own end).
+        if self.sinks.cadence != Cadence::Import {
+            let last = self.recorder.finish();
+            self.write(last)?;
+        }
+        if let Some((reason, at)) = ended {
+            let at = at.unwrap_or_else(|| match self.book() {
+                Some(book) => session_end_time(reason, book.state()),
+                None => session_end_time(reason, self.recorder.state()),
+            });
+            let envelopes = self.recorder.end_session(at, reason);
+            self.write(envelopes)?;
+        }
+        if self.sinks.cadence != Cadence::Import {
+            self.sinks.writer.sync()?;
+        }
+        if let Some(copies) = self.sinks.copies.take() {
+            copies.finish()?;
+        }
+        let summary = self.record()?;
+        let id = self.sinks.writer.run_id().clone();
+        let texts = self.sinks.texts.take();
+        let texts = match (self.texts_to, texts) {
+            (TextsTo::Catalog, Some(texts)) => {
+                index_recorded(&self.home, &summary, &self.recorder.state().agents(), texts);
+                Vec::new()
+            }
+            (TextsTo::Caller, Some(texts)) => {
+                drop(self.sinks.writer);
+                texts.settled_or_read(&self.home, &id)?
+            }
+            (TextsTo::Nowhere | TextsTo::Catalog | TextsTo::Caller, _) => Vec::new(),
+        };
+        Ok(Finished { summary, recorder: self.recorder, texts, bad: self.sinks.bad })
+    }
+}
+
+fn is_blank(line: &AssembledLine) -> bool {
+    agentrace_core::decode::is_blank(&line.bytes) && line.truncated_from.is_none()
+}
+
+fn input(line: &AssembledLine, observed_at: Timestamp, direction: Option<Direction>) -> InputLine<'_> {
+    InputLine {
+        bytes: &line.bytes,
+        line_number: line.line_number,
+        observed_at,
+        direction,
+        truncated_from: line.truncated_from,
+    }
+}
+
+/// When a session that ended for `reason` ended: an input's or a
+/// finished session's files end at their last envelope (so the log of the
+/// same input is the same whenever it is read in); a live session ends
+/// now.
+pub fn session_end_time(reason: SessionEndReason, state: &RunState) -> Timestamp {
+    match reason {
+        SessionEndReason::EndOfInput | SessionEndReason::ImportFinished => {
+            state.summary().updated_at.unwrap_or_else(now)
+        }
+        SessionEndReason::Exit
+        | SessionEndReason::Closed
+        | SessionEndReason::TapClosed
+        | SessionEndReason::Idle
+        | SessionEndReason::Other => now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the real `single_fg` stream line by line on `cadence`; its
+    /// log's bytes, its record, and how many writes the log took.
+    fn recorded(cadence: Cadence) -> (String, serde_json::Value, u64) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let id = RunId::from("claude-live");
+        let start = Timestamp::from_millis(1_795_000_000_000);
+        let setup = Setup::new(Format::ClaudeStream).cadence(cadence).without_traceparent();
+        let mut recording = Recording::open(&home, &id, &setup, || start).unwrap_or_else(|e| panic!("{e}"));
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
+        let text = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut assembler = LineAssembler::default();
+        for line in assembler.push(&text) {
+            recording.line(&SourcePart::Main, &line).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let writes = recording.writes();
+        // Ended at its last line's time (an exit is stamped with the clock).
+        recording.finish(Some(SessionEndReason::EndOfInput)).unwrap_or_else(|e| panic!("{e}"));
+        let log = std::fs::read(home.log_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+        let record = std::fs::read(dir.path().join("runs/claude-live.json")).unwrap_or_else(|e| panic!("{e}"));
+        (String::from_utf8_lossy(&log).into_owned(), serde_json::from_slice(&record).unwrap_or_else(|e| panic!("{e}")), writes)
+    }
+
+    /// `run claude`'s batched cadence writes the same log and record as a
+    /// write per line does (a hook's), in batches: a stream read faster
+    /// than the writer's batch window takes a handful of writes, not one
+    /// per line that has envelopes.
+    #[test]
+    fn a_batched_recording_writes_the_same_log_and_record_as_one_written_line_by_line() {
+        let (log, record, writes) = recorded(Cadence::EachStatus);
+        let (batched_log, batched_record, batched_writes) = recorded(Cadence::Batched);
+        assert_eq!((batched_log, batched_record), (log, record));
+        assert!(batched_writes * 4 <= writes, "{batched_writes} writes batched, {writes} a line at a time");
+    }
+
+    /// An import's cadence writes the same envelopes as a live one, but
+    /// leaves out the `raw` of every frame that references its source line
+    /// and never tells the attributor the input ended (the session may
+    /// grow).
+    #[test]
+    fn an_import_drops_referenced_frames_and_leaves_the_session_open_unless_told() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let id = RunId::from("imported");
+        let start = Timestamp::from_millis(1_795_000_000_000);
+        let setup = Setup::new(Format::ClaudeStream).cadence(Cadence::Import).without_traceparent();
+        let recording = Recording::create(&home, &id, &setup, start, Some("/work".to_owned())).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!recording.session_over());
+        let finished = recording.finish(None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((finished.summary.counts.events, finished.texts.len(), finished.bad.count), (1, 0, 0));
+        let again = Recording::continue_with(&home, &id, &setup, finished.recorder).unwrap_or_else(|e| panic!("{e}"));
+        let Some(again) = again else { panic!("the log ends where the recorder does") };
+        let ended = again.finish(Some(SessionEndReason::ImportFinished)).unwrap_or_else(|e| panic!("{e}"));
+        let (envelopes, torn) = agentrace_store::read_log(&home.log_path(&id)).unwrap_or_else(|e| panic!("{e}"));
+        let kinds: Vec<String> = envelopes
+            .iter()
+            .map(|envelope| serde_json::to_value(&envelope.event).ok().and_then(|value| value.get("type").and_then(|kind| kind.as_str().map(str::to_owned))).unwrap_or_default())
+            .collect();
+        assert_eq!((kinds, torn, ended.summary.counts.events), (vec!["run_started".to_owned(), "session_ended".to_owned()], Vec::new(), 2));
+    }
+}
