@@ -438,15 +438,44 @@ impl Recorder {
         );
     }
 
+    /// Lends out the attribution, so another thread can attribute lines
+    /// while this one numbers and folds what it made: the two halves of the
+    /// work each take about as long on a big input. Until it is given back
+    /// ([`Recorder::restore_attribution`]), lines pushed here are dropped;
+    /// what the borrower makes comes back through
+    /// [`Recorder::number_attributed`], in the order it was made.
+    pub fn lend_attribution(&mut self) -> Attribution {
+        Attribution {
+            attributor: std::mem::replace(&mut self.attributor, Box::new(Lent)),
+            keep_secrets: self.keep_secrets,
+        }
+    }
+
+    /// Takes back the attribution [`Recorder::lend_attribution`] lent.
+    pub fn restore_attribution(&mut self, attribution: Attribution) {
+        self.attributor = attribution.attributor;
+    }
+
+    /// Numbers and folds what a lent [`Attribution`] made (already
+    /// redacted there); returns the envelopes to append, in order.
+    pub fn number_attributed(&mut self, attributed: Vec<Attributed>) -> Vec<Envelope> {
+        self.number_redacted(attributed.into_iter().map(|attributed| attributed.0))
+    }
+
     fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
+        let keep_secrets = self.keep_secrets;
+        self.number_redacted(emitted.into_iter().map(|emitted| {
+            if keep_secrets {
+                emitted
+            } else {
+                redact_emitted(emitted)
+            }
+        }))
+    }
+
+    fn number_redacted(&mut self, emitted: impl Iterator<Item = Emitted>) -> Vec<Envelope> {
         emitted
-            .into_iter()
             .map(|emitted| {
-                let emitted = if self.keep_secrets {
-                    emitted
-                } else {
-                    redact_emitted(emitted)
-                };
                 let mut event = emitted.event;
                 if let Event::Warning { warning } = &mut event {
                     warning.event_sequence = Some(self.next_sequence);
@@ -475,6 +504,51 @@ impl Recorder {
     }
 }
 
+/// A recorder's attribution, lent out ([`Recorder::lend_attribution`]):
+/// lines in, attributed and redacted events out, for the recorder to number.
+pub struct Attribution {
+    attributor: Box<dyn Attributor>,
+    keep_secrets: bool,
+}
+
+/// Events a lent [`Attribution`] made, redacted unless the run keeps
+/// secrets, waiting for their sequence numbers.
+#[derive(Debug)]
+pub struct Attributed(Emitted);
+
+impl Attributed {
+    /// The event's time.
+    pub fn timestamp(&self) -> Timestamp {
+        self.0.timestamp
+    }
+}
+
+impl Attribution {
+    /// Handles one line of `part` ([`Recorder::push_part`] without the
+    /// numbering).
+    pub fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Attributed> {
+        let keep_secrets = self.keep_secrets;
+        self.attributor
+            .push_part(part, line)
+            .into_iter()
+            .map(|emitted| Attributed(if keep_secrets { emitted } else { redact_emitted(emitted) }))
+            .collect()
+    }
+}
+
+/// The recorder's attributor while its own is lent out: it makes nothing.
+struct Lent;
+
+impl Attributor for Lent {
+    fn push(&mut self, _line: &InputLine<'_>) -> Vec<Emitted> {
+        Vec::new()
+    }
+
+    fn finish(&mut self) -> Vec<Emitted> {
+        Vec::new()
+    }
+}
+
 /// Redacts secrets in an emitted frame and its event. The event is checked
 /// when its frame held a secret, when it has no frame (derived events repeat
 /// text of earlier frames) and when it keeps undecodable bytes; a frame with
@@ -499,4 +573,68 @@ fn redact_emitted(mut emitted: Emitted) -> Emitted {
         }
     }
     emitted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lines of a real Codex capture, both ways, one with a key in it.
+    fn frames() -> Vec<(String, Direction)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/real_model_basic/app_server_transcript.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut frames: Vec<(String, Direction)> = text
+            .lines()
+            .filter_map(|line| {
+                let record: serde_json::Value = serde_json::from_str(line).ok()?;
+                let direction = match record.get("dir")?.as_str()? {
+                    "c2s" => Direction::ToServer,
+                    "s2c" => Direction::FromServer,
+                    _ => return None,
+                };
+                Some((record.get("raw")?.as_str()?.replace('\n', " "), direction))
+            })
+            .collect();
+        frames.push((r#"{"jsonrpc":"2.0","method":"note","params":{"text":"key sk-abcdefghijklmnopqrstuvwxyz0123"}}"#.to_owned(), Direction::FromServer));
+        frames
+    }
+
+    fn line(bytes: &str, number: u64, direction: Direction) -> InputLine<'_> {
+        InputLine {
+            bytes: bytes.as_bytes(),
+            line_number: number,
+            observed_at: Timestamp::from_millis(1_795_000_000_000),
+            direction: Some(direction),
+            truncated_from: None,
+        }
+    }
+
+    /// Attribution lent out and numbered back gives the envelopes, secrets
+    /// redacted, and the run state that pushing each line here gives; the
+    /// recorder attributes again once it is given back.
+    #[test]
+    fn a_lent_attribution_numbered_back_makes_what_the_recorder_makes_alone() {
+        let frames = frames();
+        let at = Timestamp::from_millis(1_795_000_000_000);
+        let mut alone = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+        let mut expected = alone.start(at);
+        for (number, (bytes, direction)) in frames.iter().enumerate() {
+            expected.extend(alone.push(&line(bytes, number as u64 + 1, *direction)));
+        }
+        let mut split = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+        let mut got = split.start(at);
+        let mut attribution = split.lend_attribution();
+        assert_eq!(split.push(&line(&frames[0].0, 1, frames[0].1)), Vec::new(), "nothing is attributed while lent");
+        for (number, (bytes, direction)) in frames.iter().enumerate() {
+            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number as u64 + 1, *direction));
+            got.extend(split.number_attributed(made));
+        }
+        split.restore_attribution(attribution);
+        assert_eq!(got, expected);
+        assert!(got.iter().all(|envelope| !serde_json::to_string(envelope).unwrap_or_default().contains("sk-abcdefghijklmnopqrstuvwxyz0123")));
+        assert_eq!(split.state().summary(), alone.state().summary());
+        let last = frames.len() as u64;
+        let again = r#"{"jsonrpc":"2.0","method":"note","params":{}}"#;
+        assert_eq!(split.push(&line(again, last + 1, Direction::FromServer)), alone.push(&line(again, last + 1, Direction::FromServer)));
+    }
 }

@@ -71,7 +71,7 @@ pub struct Ingested {
 /// Ingests a file, or stdin for `-`.
 pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<Ingested> {
     if input == "-" {
-        return ingest_reader(home, "<stdin>", io::stdin().lock(), options);
+        return ingest_reader(home, "<stdin>", io::stdin(), options);
     }
     let file = File::open(input).with_context(|| format!("cannot open {input}"))?;
     ingest_reader(home, input, file, options)
@@ -140,7 +140,7 @@ fn frame_time(line: &AssembledLine) -> Option<Timestamp> {
 pub fn ingest_reader(
     home: &Home,
     name: &str,
-    reader: impl Read,
+    reader: impl Read + Send,
     options: &IngestOptions,
 ) -> anyhow::Result<Ingested> {
     let id = match &options.run_id {
@@ -207,15 +207,7 @@ pub fn ingest_reader(
     for line in &ahead {
         session.line(&SourcePart::Main, line)?;
     }
-    loop {
-        let lines = chunks.next_lines()?;
-        if lines.is_empty() {
-            break;
-        }
-        for line in &lines {
-            session.line(&SourcePart::Main, line)?;
-        }
-    }
+    session.lines_beside(&SourcePart::Main, || chunks.next_lines())?;
     if let Some(files) = &exec_files {
         session.join_rollouts(files)?;
     }
