@@ -579,32 +579,21 @@ fn redact_emitted(mut emitted: Emitted) -> Emitted {
 mod tests {
     use super::*;
 
-    /// The lines of a real Codex capture, both ways, one with a key in it.
-    fn frames() -> Vec<(String, Direction)> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/real_model_basic/app_server_transcript.jsonl");
+    /// A real Codex capture's server lines, and one with a key in it.
+    fn lines() -> Vec<String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/real_model_basic/server.jsonl");
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let mut frames: Vec<(String, Direction)> = text
-            .lines()
-            .filter_map(|line| {
-                let record: serde_json::Value = serde_json::from_str(line).ok()?;
-                let direction = match record.get("dir")?.as_str()? {
-                    "c2s" => Direction::ToServer,
-                    "s2c" => Direction::FromServer,
-                    _ => return None,
-                };
-                Some((record.get("raw")?.as_str()?.replace('\n', " "), direction))
-            })
-            .collect();
-        frames.push((r#"{"jsonrpc":"2.0","method":"note","params":{"text":"key sk-abcdefghijklmnopqrstuvwxyz0123"}}"#.to_owned(), Direction::FromServer));
-        frames
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.push(r#"{"jsonrpc":"2.0","method":"note","params":{"text":"key sk-abcdefghijklmnopqrstuvwxyz0123"}}"#.to_owned());
+        lines
     }
 
-    fn line(bytes: &str, number: u64, direction: Direction) -> InputLine<'_> {
+    fn line(bytes: &str, number: usize) -> InputLine<'_> {
         InputLine {
             bytes: bytes.as_bytes(),
-            line_number: number,
+            line_number: number as u64 + 1,
             observed_at: Timestamp::from_millis(1_795_000_000_000),
-            direction: Some(direction),
+            direction: Some(Direction::FromServer),
             truncated_from: None,
         }
     }
@@ -614,27 +603,26 @@ mod tests {
     /// recorder attributes again once it is given back.
     #[test]
     fn a_lent_attribution_numbered_back_makes_what_the_recorder_makes_alone() {
-        let frames = frames();
+        let lines = lines();
         let at = Timestamp::from_millis(1_795_000_000_000);
         let mut alone = Recorder::new(RunId::from("run"), Format::CodexAppServer);
         let mut expected = alone.start(at);
-        for (number, (bytes, direction)) in frames.iter().enumerate() {
-            expected.extend(alone.push(&line(bytes, number as u64 + 1, *direction)));
+        for (number, bytes) in lines.iter().enumerate() {
+            expected.extend(alone.push(&line(bytes, number)));
         }
         let mut split = Recorder::new(RunId::from("run"), Format::CodexAppServer);
         let mut got = split.start(at);
         let mut attribution = split.lend_attribution();
-        assert_eq!(split.push(&line(&frames[0].0, 1, frames[0].1)), Vec::new(), "nothing is attributed while lent");
-        for (number, (bytes, direction)) in frames.iter().enumerate() {
-            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number as u64 + 1, *direction));
+        assert_eq!(split.push(&line(&lines[0], 0)), Vec::new(), "nothing is attributed while lent");
+        for (number, bytes) in lines.iter().enumerate() {
+            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number));
             got.extend(split.number_attributed(made));
         }
         split.restore_attribution(attribution);
         assert_eq!(got, expected);
         assert!(got.iter().all(|envelope| !serde_json::to_string(envelope).unwrap_or_default().contains("sk-abcdefghijklmnopqrstuvwxyz0123")));
         assert_eq!(split.state().summary(), alone.state().summary());
-        let last = frames.len() as u64;
         let again = r#"{"jsonrpc":"2.0","method":"note","params":{}}"#;
-        assert_eq!(split.push(&line(again, last + 1, Direction::FromServer)), alone.push(&line(again, last + 1, Direction::FromServer)));
+        assert_eq!(split.push(&line(again, lines.len())), alone.push(&line(again, lines.len())));
     }
 }

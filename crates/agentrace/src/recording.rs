@@ -60,6 +60,17 @@ pub enum Clock {
     Input,
 }
 
+impl Clock {
+    /// The time a line without one of its own takes, `last` being the
+    /// last envelope's.
+    fn observed_at(self, last: Timestamp) -> Timestamp {
+        match self {
+            Clock::Wall => now(),
+            Clock::Input => last,
+        }
+    }
+}
+
 /// Where the searchable text collected on the way to the log goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextsTo {
@@ -408,10 +419,7 @@ impl Recording {
     }
 
     fn observed_at(&self) -> Timestamp {
-        match self.clock {
-            Clock::Wall => now(),
-            Clock::Input => self.sinks.last_time,
-        }
+        self.clock.observed_at(self.sinks.last_time)
     }
 
     /// Bytes that went `direction`; records every line they complete and
@@ -489,7 +497,7 @@ impl Recording {
         let mut last_time = self.sinks.last_time;
         let mut attribution = self.recorder.lend_attribution();
         let (sender, batches) = std::sync::mpsc::sync_channel::<Vec<Attributed>>(IN_FLIGHT);
-        let written = std::thread::scope(|scope| {
+        let (written, joined) = std::thread::scope(|scope| {
             // The attribution comes back whatever happened, so the
             // recorder can go on (and end the run) after a failed read.
             let reader = scope.spawn(move || -> (Attribution, anyhow::Result<()>) {
@@ -504,13 +512,8 @@ impl Recording {
                         if is_blank(line) {
                             continue;
                         }
-                        // The clock [`Recording::observed_at`] keeps, kept
-                        // here: the last event's time, as made.
-                        let observed_at = match clock {
-                            Clock::Wall => now(),
-                            Clock::Input => last_time,
-                        };
-                        let made = attribution.push_part(part, &input(line, observed_at, None));
+                        // The last event's time is kept here, as made.
+                        let made = attribution.push_part(part, &input(line, clock.observed_at(last_time), None));
                         if let Some(last) = made.last() {
                             last_time = last.timestamp();
                         }
@@ -536,7 +539,6 @@ impl Recording {
                 .map_err(|_| anyhow::anyhow!("the thread reading the input panicked"));
             (written, read)
         });
-        let (written, joined) = written;
         let (attribution, read) = joined?;
         self.recorder.restore_attribution(attribution);
         // A failed read is the first error: nothing after it was written.
