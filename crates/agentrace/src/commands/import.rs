@@ -1503,15 +1503,7 @@ fn import_sessions(
             // The sessions before it are noted first: the table is written
             // in order.
             importer.run_jobs(&mut pending)?;
-            let start = claude_start(&session);
-            let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
-            let mut recording = Recording::open(home, &id, &setup, || start)?;
-            for (part, file) in &session.parts {
-                let bytes =
-                    fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-                recording.feed(part, &bytes)?;
-            }
-            recording.finish(None)?;
+            crate::sources::claude_ingest::record_transcripts(home, &id, &session)?.finish(None)?;
             // Fed whole at every import: nothing to end later.
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
         }

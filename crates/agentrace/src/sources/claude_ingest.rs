@@ -451,16 +451,8 @@ pub fn ingest_transcripts(
         };
         let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
             .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
-        let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
-        let mut recording = Recording::open(home, &id, &setup, || {
-            crate::commands::import::claude_start(&session)
-        })?;
+        let recording = record_transcripts(home, &id, &session)?;
         let resumed = recording.resumed;
-        for (part, file) in &session.parts {
-            let bytes =
-                fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-            recording.feed(part, &bytes)?;
-        }
         let summary = recording.finish(Some(SessionEndReason::EndOfInput))?.summary;
         if !options.quiet {
             eprintln!(
@@ -478,6 +470,19 @@ pub fn ingest_transcripts(
         ids.push(id);
     }
     Ok(ids)
+}
+
+/// Records every file of `session` (read whole) into run `id`, continued
+/// when it exists; the caller ends the recording. `ingest` and `import` of
+/// a session whose run was recorded live both add its transcripts so.
+pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<Recording> {
+    let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
+    let mut recording = Recording::open(home, id, &setup, || crate::commands::import::claude_start(session))?;
+    for (part, file) in &session.parts {
+        let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        recording.feed(part, &bytes)?;
+    }
+    Ok(recording)
 }
 
 /// The newest Claude run whose root is `session`.
