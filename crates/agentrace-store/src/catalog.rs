@@ -206,6 +206,19 @@ pub struct Catalog {
     reading: std::cell::Cell<bool>,
 }
 
+/// Removes the files named `path` + each of `ends` that are there.
+fn remove_beside(path: &Path, ends: &[&str]) -> Result<(), StoreError> {
+    for end in ends {
+        let file = PathBuf::from(format!("{}{end}", path.display()));
+        match fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(StoreError::io("remove the old catalog", &file, source)),
+        }
+    }
+    Ok(())
+}
+
 /// An SQLite failure on the catalog at `path`.
 fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
     move |source| StoreError::Catalog {
@@ -228,6 +241,11 @@ impl Catalog {
     /// "malformed" database.
     pub fn open_at(path: &Path) -> Result<Catalog, StoreError> {
         let existed = path.exists();
+        if !existed {
+            // A write-ahead log left by a catalog since deleted (see
+            // `leave_log_on_close`) is not a log of the new one.
+            remove_beside(path, &["-wal", "-shm"])?;
+        }
         let started = std::time::Instant::now();
         let reason = loop {
             match Self::try_open(path, existed) {
@@ -241,14 +259,7 @@ impl Catalog {
                 Err(NotOpened::Rebuild(reason)) => break reason,
             }
         };
-        for end in ["", "-wal", "-shm"] {
-            let file = PathBuf::from(format!("{}{end}", path.display()));
-            match fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(StoreError::io("remove the old catalog", &file, source)),
-            }
-        }
+        remove_beside(path, &["", "-wal", "-shm"])?;
         let mut catalog = Self::try_open(path, false).map_err(|failure| match failure {
             NotOpened::Busy(source) => StoreError::Catalog { path: path.to_path_buf(), source },
             NotOpened::Rebuild(Rebuilt::Unreadable(cause)) => StoreError::CatalogBroken { path: path.to_path_buf(), cause },
@@ -265,7 +276,9 @@ impl Catalog {
         };
         let conn = Connection::open(path).map_err(unreadable)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;").map_err(unreadable)?;
+        // Read through a map of the file, not a read call per page: `usage`
+        // reads thousands of trees, each a chain of pages.
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size=1073741824;").map_err(unreadable)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
         let mut rebuilt = None;
         if version == 0 {
@@ -320,6 +333,18 @@ impl Catalog {
             )
             .map_err(&err)?;
         self.commit()
+    }
+
+    /// Leaves the write-ahead log as it is when this connection closes:
+    /// the checkpoint a last connection makes then synced the log and the
+    /// file, a third of a live recording's syncs, at its end. The next
+    /// command to close the catalog (or to grow its log past SQLite's
+    /// bound) checkpoints it; until then readers read through it.
+    pub fn leave_log_on_close(&self) -> Result<(), StoreError> {
+        self.conn
+            .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map(|_| ())
+            .map_err(sql(&self.path))
     }
 
     /// Why the catalog was made anew when opened, if it was.
@@ -1676,6 +1701,30 @@ mod tests {
         assert_eq!(prices.as_deref(), Some("other"));
         catalog.connection().execute("UPDATE runs SET usage_tree = 'not json' WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), started_at: Some(1), head: None })));
+    }
+
+    /// A connection told to leave its write-ahead log when it closes; the
+    /// next reads through it, and a catalog deleted by hand beside it is
+    /// made anew, empty, never from that log.
+    #[test]
+    fn a_deleted_catalog_is_made_anew_without_the_log_it_left() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(CATALOG_FILE);
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        catalog.leave_log_on_close().unwrap_or_else(|e| panic!("{e}"));
+        let row = DirRow { mtime_ns: 1, ctime_ns: 2, inode: 3, entries: b"fa\0".to_vec() };
+        catalog.put_import_dir(b"/kept", &row).unwrap_or_else(|e| panic!("{e}"));
+        drop(catalog);
+        let wal = PathBuf::from(format!("{}-wal", path.display()));
+        assert!(wal.exists(), "the log is left");
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.import_dirs().ok(), Some(HashMap::from([(b"/kept".to_vec(), row)])), "read through the log left");
+        catalog.leave_log_on_close().unwrap_or_else(|e| panic!("{e}"));
+        drop(catalog);
+        assert!(wal.exists(), "the log is left again");
+        fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((catalog.rebuilt(), catalog.import_dirs().ok()), (Some(&Rebuilt::Missing), Some(HashMap::new())));
     }
 
     #[test]

@@ -20,30 +20,72 @@ pub fn map<T: Sync, R: Send>(
     done.into_iter().collect()
 }
 
+/// [`map`] for work as small as a system call (a stat per item): the items
+/// split in a few long runs, not one task each, whose scheduling would cost
+/// as much as the work.
+pub fn map_small<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    use rayon::prelude::*;
+    items.par_iter().with_min_len(256).map(work).collect()
+}
+
 /// `work` applied to `items` a chunk of `chunk` at a time (each chunk on
-/// every core, as [`map`] does), as the results are asked for, so only a
-/// chunk is held; the first error, of an item or of the work, ends them.
-pub fn map_chunks<'a, T: Sync + 'a, R: Send + 'a>(
-    mut items: impl Iterator<Item = anyhow::Result<T>> + 'a,
+/// every core, as [`map`] does), with the three parts overlapped: only a
+/// few chunks are held, and while the pool does
+/// `work` on one chunk, this thread takes the next chunk's items (which may
+/// read, as a catalog's rows are) and hands the chunk before to `consume`,
+/// in the items' order. Taking items or consuming results on this thread
+/// between the pool's chunks left the pool idle for as long. The first
+/// error, of an item or of the work, is the last result consumed; the
+/// first error of `consume` ends it and is returned.
+pub fn map_streamed<T: Send + Sync, R: Send, E>(
+    mut items: impl Iterator<Item = anyhow::Result<T>>,
     chunk: usize,
-    work: impl Fn(&T) -> anyhow::Result<R> + Sync + 'a,
-) -> impl Iterator<Item = anyhow::Result<R>> + 'a {
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if failed {
-            return None;
-        }
-        let taken = items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>();
-        match taken.and_then(|taken| map(&taken, &work)) {
-            Ok(done) if done.is_empty() => None,
-            Ok(done) => Some(done.into_iter().map(Ok).collect::<Vec<_>>()),
-            Err(error) => {
-                failed = true;
-                Some(vec![Err(error)])
+    work: impl Fn(&T) -> anyhow::Result<R> + Sync,
+    mut consume: impl FnMut(anyhow::Result<R>) -> Result<(), E>,
+) -> Result<(), E> {
+    let work = &work;
+    rayon::in_place_scope(|scope| {
+        let mut running: Option<std::sync::mpsc::Receiver<anyhow::Result<Vec<R>>>> = None;
+        let mut failed: Option<anyhow::Error> = None;
+        loop {
+            let taken = match failed {
+                Some(_) => Vec::new(),
+                None => match items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>() {
+                    Ok(taken) => taken,
+                    Err(error) => {
+                        failed = Some(error);
+                        Vec::new()
+                    }
+                },
+            };
+            let next = (!taken.is_empty()).then(|| {
+                let (done, receive) = std::sync::mpsc::sync_channel(1);
+                scope.spawn(move |_| {
+                    // The receiver is gone only when consuming failed.
+                    let _ = done.send(map(&taken, work));
+                });
+                receive
+            });
+            let last = next.is_none();
+            if let Some(before) = std::mem::replace(&mut running, next) {
+                match before.recv() {
+                    Ok(Ok(done)) => {
+                        for result in done {
+                            consume(Ok(result))?;
+                        }
+                    }
+                    Ok(Err(error)) => return consume(Err(error)),
+                    Err(_) => return consume(Err(anyhow::anyhow!("a worker ended without its results (it panicked)"))),
+                }
+            }
+            if last {
+                return match failed {
+                    Some(error) => consume(Err(error)),
+                    None => Ok(()),
+                };
             }
         }
     })
-    .flatten()
 }
 
 /// `work` started on the pool and not waited for: for a warm-up whose
@@ -55,13 +97,39 @@ pub fn beside(work: impl FnOnce() + Send + 'static) {
 
 #[cfg(test)]
 mod tests {
-    use super::{map, map_chunks};
+    use super::{map, map_streamed};
 
+    /// The streamed map consumes the results in the items' order, whatever
+    /// the chunk; an item that fails ends it with its error after the
+    /// chunks before its own.
     #[test]
-    fn chunks_come_back_in_order_and_the_first_error_ends_them() {
-        let items = (0..10u64).map(|item| if item == 7 { Err(anyhow::anyhow!("item 7")) } else { Ok(item) });
-        let done: Vec<Result<u64, String>> = map_chunks(items, 3, |item| Ok(item * 2)).map(|result| result.map_err(|error| error.to_string())).collect();
-        assert_eq!(done, vec![Ok(0), Ok(2), Ok(4), Ok(6), Ok(8), Ok(10), Err("item 7".to_owned())]);
+    fn the_streamed_map_consumes_results_in_order_and_ends_at_the_first_error() {
+        let items = || (0..10u64).map(|item| if item == 7 { Err(anyhow::anyhow!("item 7")) } else { Ok(item) });
+        for chunk in [1usize, 3, 4, 100] {
+            let before = (7 / chunk * chunk) as u64;
+            let yielded: Vec<Result<u64, String>> = (0..before).map(|item| Ok(item * 2)).chain([Err("item 7".to_owned())]).collect();
+            let mut consumed = Vec::new();
+            let ended: Result<(), ()> = map_streamed(items(), chunk, |item| Ok(item * 2), |result| {
+                consumed.push(result.map_err(|error| error.to_string()));
+                Ok(())
+            });
+            assert_eq!((ended, &consumed), (Ok(()), &yielded), "chunks of {chunk}");
+        }
+        let work_fails: Vec<Result<u64, String>> = {
+            let mut consumed = Vec::new();
+            let _: Result<(), ()> = map_streamed((0..10u64).map(Ok), 4, |item| if *item == 5 { anyhow::bail!("work 5") } else { Ok(*item) }, |result| {
+                consumed.push(result.map_err(|error| error.to_string()));
+                Ok(())
+            });
+            consumed
+        };
+        assert_eq!(work_fails, vec![Ok(0), Ok(1), Ok(2), Ok(3), Err("work 5".to_owned())]);
+        let mut seen = 0;
+        let stopped = map_streamed((0..100u64).map(Ok), 8, |item| Ok(*item), |result| {
+            seen += 1;
+            if result.is_ok_and(|item| item == 20) { Err("stop") } else { Ok(()) }
+        });
+        assert_eq!((stopped, seen), (Err("stop"), 21));
     }
 
     #[test]

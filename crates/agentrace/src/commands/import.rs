@@ -1451,15 +1451,16 @@ fn import_sessions(
     // Claude's sessions, then Codex's: the usage index is kept in the
     // order of the run ids (`claude-…` before `codex-…`).
     // A session's files are walked and stat'ed only when its turn comes,
-    // a chunk at a time on every core: the listing keeps only where each
-    // session is.
-    for session in crate::parallel::map_chunks(claude, CLAUDE_CHUNK, |found| claude_session_files(found, dirs)) {
+    // a chunk at a time on the pool while this thread looks the chunk
+    // before up in the catalog and queues it: the listing keeps only where
+    // each session is.
+    crate::parallel::map_streamed(claude, CLAUDE_CHUNK, |found| claude_session_files(found, dirs), |session| -> anyhow::Result<()> {
         let (session, stamps) = session?;
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());
         if since.is_some_and(|since| main.and_then(first_time).is_some_and(|started| started < since)) {
             importer.bar.inc(1);
-            continue;
+            return Ok(());
         }
         let previous = importer.known(CLAUDE, &session.session_id)?;
         let change = compare(previous.as_ref(), &stamps, args.idle_limit);
@@ -1483,7 +1484,7 @@ fn import_sessions(
         let change = importer.unless_log_moved(change, &id, log);
         let files = importer.runs.files_of(&id)?;
         if !importer.wanted(&change, files) {
-            continue;
+            return Ok(());
         }
         // Only a run import made itself (its id says so) is rebuilt: a live
         // run continued by an earlier import is continued again, whatever
@@ -1507,7 +1508,8 @@ fn import_sessions(
             // Fed whole at every import: nothing to end later.
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
         }
-    }
+        Ok(())
+    })?;
     let codex = codex()?;
     importer.bar.inc_length(codex.len() as u64);
     // Each session's rollouts are unpacked (or merged) as its turn comes.

@@ -882,25 +882,66 @@ fn attribute_one(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Resul
     }
 }
 
-/// The `--json --by run` report of sessions read straight from folders,
-/// written as they are attributed (a chunk at a time): the sessions of a
-/// large history are never held together, so memory does not grow with
-/// it. The totals, written last, are summed on the way. A session that
-/// cannot be read ends the report with that error (after the sessions
-/// before it).
-struct StreamedReport<I> {
-    sessions: std::cell::RefCell<I>,
+/// The `--json --by run` report of sessions, written as they come (a
+/// chunk at a time): the sessions of a large history are never held
+/// together, so memory does not grow with it. Each of `items` (a session
+/// found, a run's tree read) is made into its session on the pool, which
+/// serializes it there too ([`WrittenSession`]; `None` leaves it out),
+/// while the next chunk of items is taken and the chunk before written.
+/// The totals, written last, are summed on the way, in the sessions'
+/// order. A session that cannot be read ends the report with that error
+/// (after the sessions before it).
+struct StreamedReport<I, W> {
+    items: std::cell::RefCell<Option<I>>,
+    work: W,
+    chunk: usize,
     totals: std::cell::Cell<Counters>,
     unpriced: std::cell::RefCell<Unpriced>,
 }
 
-impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> StreamedReport<I> {
-    fn of(sessions: I) -> Self {
+impl<T, I, W> StreamedReport<I, W>
+where
+    T: Send + Sync,
+    I: Iterator<Item = anyhow::Result<T>>,
+    W: Fn(&T) -> anyhow::Result<Option<WrittenSession>> + Sync,
+{
+    fn of(items: I, work: W, chunk: usize) -> Self {
         Self {
-            sessions: std::cell::RefCell::new(sessions),
+            items: std::cell::RefCell::new(Some(items)),
+            work,
+            chunk,
             totals: std::cell::Cell::new(Counters::default()),
             unpriced: std::cell::RefCell::new(Unpriced::default()),
         }
+    }
+}
+
+/// A session of the streamed report, serialized where it was made (on a
+/// worker): serializing every session on the thread that writes the
+/// report was as long as reading them on all cores. What the report sums
+/// is kept beside it.
+struct WrittenSession {
+    counters: Counters,
+    /// Its unpriced tokens by model.
+    unpriced: Vec<(Option<String>, u64)>,
+    /// The session as the report's pretty JSON has it, at its depth.
+    json: Box<serde_json::value::RawValue>,
+}
+
+/// How deep a session sits in the report: `{"sessions": [here]}`.
+const SESSION_DEPTH: usize = 2;
+
+impl WrittenSession {
+    fn of(session: &SessionUsage) -> anyhow::Result<Self> {
+        Ok(Self {
+            counters: session.counters,
+            unpriced: session
+                .model_parts()
+                .filter(|(_, counters)| counters.unpriced_tokens > 0)
+                .map(|(model, counters)| (model.clone(), counters.unpriced_tokens))
+                .collect(),
+            json: crate::output::pretty_fragment(session, SESSION_DEPTH)?,
+        })
     }
 }
 
@@ -917,10 +958,13 @@ impl Unpriced {
 
     fn note(&mut self, session: &SessionUsage) {
         for (model, counters) in session.model_parts() {
-            if counters.unpriced_tokens > 0 {
-                *self.0.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() +=
-                    counters.unpriced_tokens;
-            }
+            self.add(model.as_ref(), counters.unpriced_tokens);
+        }
+    }
+
+    fn add(&mut self, model: Option<&String>, tokens: u64) {
+        if tokens > 0 {
+            *self.0.entry(model.cloned().unwrap_or_else(|| "unknown".to_owned())).or_default() += tokens;
         }
     }
 
@@ -947,24 +991,40 @@ impl Serialize for Unpriced {
     }
 }
 
-impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedReport<I> {
+impl<T, I, W> Serialize for StreamedReport<I, W>
+where
+    T: Send + Sync,
+    I: Iterator<Item = anyhow::Result<T>>,
+    W: Fn(&T) -> anyhow::Result<Option<WrittenSession>> + Sync,
+{
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct as _;
         /// The sessions, made as the serializer asks for them.
-        struct Sessions<'r, I>(&'r StreamedReport<I>);
-        impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for Sessions<'_, I> {
+        struct Sessions<'r, I, W>(&'r StreamedReport<I, W>);
+        impl<T, I, W> Serialize for Sessions<'_, I, W>
+        where
+            T: Send + Sync,
+            I: Iterator<Item = anyhow::Result<T>>,
+            W: Fn(&T) -> anyhow::Result<Option<WrittenSession>> + Sync,
+        {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 use serde::ser::{Error as _, SerializeSeq as _};
                 let report = self.0;
                 let mut seq = serializer.serialize_seq(None)?;
-                for session in &mut *report.sessions.borrow_mut() {
-                    let session = session.map_err(|error| S::Error::custom(format!("{error:#}")))?;
+                let items = report.items.borrow_mut().take().into_iter().flatten();
+                crate::parallel::map_streamed(items, report.chunk, &report.work, |session| {
+                    let Some(session) = session.map_err(|error| S::Error::custom(format!("{error:#}")))? else {
+                        return Ok(());
+                    };
                     let mut totals = report.totals.get();
                     totals.add(&session.counters);
                     report.totals.set(totals);
-                    report.unpriced.borrow_mut().note(&session);
-                    seq.serialize_element(&session)?;
-                }
+                    let mut unpriced = report.unpriced.borrow_mut();
+                    for (model, tokens) in &session.unpriced {
+                        unpriced.add(model.as_ref(), *tokens);
+                    }
+                    seq.serialize_element(&*session.json)
+                })?;
                 seq.end()
             }
         }
@@ -976,15 +1036,6 @@ impl<I: Iterator<Item = anyhow::Result<SessionUsage>>> Serialize for StreamedRep
     }
 }
 
-/// The sessions of `found`, attributed a chunk at a time (on every core)
-/// as they are asked for; the first error ends them.
-fn attributed<'a>(
-    found: impl Iterator<Item = anyhow::Result<FoundSession>> + 'a,
-    prices: &'a Arc<PriceBook>,
-    chunk: usize,
-) -> impl Iterator<Item = anyhow::Result<SessionUsage>> + 'a {
-    crate::parallel::map_chunks(found, chunk, move |found| attribute_one(found, prices))
-}
 
 /// Each session counted once: a session recorded live and imported
 /// (`run codex` or `ingest`, then `import` of its rollouts), or ingested
@@ -1068,14 +1119,46 @@ enum RecordedUsage {
 impl Recorded {
     /// The run's session, its usage read from `catalog` when kept.
     fn session(self, catalog: &Catalog) -> anyhow::Result<SessionUsage> {
+        self.tree(catalog)?.session()
+    }
+
+    /// The run's usage tree, read from `catalog` when kept (as its text:
+    /// the catalog is read here, the text parsed where [`ReadTree::session`]
+    /// is called).
+    fn tree(self, catalog: &Catalog) -> anyhow::Result<ReadTree> {
         let tree = match self.usage {
             RecordedUsage::Kept => {
                 let json = catalog.usage_tree(self.id.as_str())?.with_context(|| format!("run {} lost its usage in the catalog", self.id))?;
-                sonic_rs::from_str::<UsageTree>(&json)?
+                TreeOf::Text(json)
             }
-            RecordedUsage::Folded(tree) => *tree,
+            RecordedUsage::Folded(tree) => TreeOf::Tree(tree),
         };
-        Ok(session(&tree, Some(&self.id)))
+        Ok(ReadTree { id: self.id, tree })
+    }
+}
+
+/// A recorded run's usage tree as read from the catalog or folded.
+struct ReadTree {
+    id: RunId,
+    tree: TreeOf,
+}
+
+enum TreeOf {
+    Text(String),
+    Tree(Box<UsageTree>),
+}
+
+impl ReadTree {
+    fn session(&self) -> anyhow::Result<SessionUsage> {
+        let parsed;
+        let tree = match &self.tree {
+            TreeOf::Text(json) => {
+                parsed = sonic_rs::from_str::<UsageTree>(json)?;
+                &parsed
+            }
+            TreeOf::Tree(tree) => tree,
+        };
+        Ok(session(tree, Some(&self.id)))
     }
 }
 
@@ -1097,7 +1180,8 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
     for run in &args.runs {
         let id = home.resolve(run)?;
         let listed = catalog.usage_listed(id.as_str())?;
-        runs.push(recorded(home, &catalog, id, listed.as_ref(), prices)?);
+        let stamp = LogStamp::of(home, &id);
+        runs.push(recorded(home, &catalog, (id, stamp), listed.as_ref(), prices)?);
     }
     let runs = once_per_session(runs);
     catalog.begin_read()?;
@@ -1107,8 +1191,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
 /// Run `id` as `usage` lists it: its usage from the catalog when kept for
 /// its log as it is, else folded from its log (and kept, when priced by
 /// the database alone, so the next `usage` need not fold it again).
-fn recorded(home: &Home, catalog: &Catalog, id: RunId, listed: Option<&UsageListed>, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
-    let stamp = LogStamp::of(home, &id);
+fn recorded(home: &Home, catalog: &Catalog, (id, stamp): (RunId, Option<LogStamp>), listed: Option<&UsageListed>, prices: &Arc<PriceBook>) -> anyhow::Result<Recorded> {
     Ok(match listed.and_then(|listed| fresh_head(listed, stamp, prices.id())) {
         Some(head) => Recorded {
             id,
@@ -1147,11 +1230,13 @@ fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow:
             home.root().display()
         );
     }
+    // Each log's stamp is a stat: thousands, on every core.
+    let stamps = crate::parallel::map_small(&listing, |listed| LogStamp::of(home, &RunId::from(listed.id.as_str())));
     let mut runs = Vec::with_capacity(listing.len());
     catalog.begin()?;
-    for listed in listing {
+    for (listed, stamp) in listing.into_iter().zip(stamps) {
         let id = RunId::from(listed.id.as_str());
-        match recorded(home, catalog, id.clone(), Some(&listed), prices) {
+        match recorded(home, catalog, (id.clone(), stamp), Some(&listed), prices) {
             Ok(run) => runs.push(run),
             // Deleted since the catalog was synced: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
@@ -1184,25 +1269,25 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         crate::memory::prefer_small_pages();
     }
     let window = Window::of(args);
-    // Sessions by their start, for the groupings of whole sessions.
-    let started_in = move |session: &anyhow::Result<SessionUsage>| match session {
-        Ok(session) => window.holds(session.started_at),
-        Err(_) => true,
-    };
     if args.json && args.by == By::Run {
-        let report = if straight {
-            let report = StreamedReport::of(Box::new(attributed(found_in_folders(args)?, &prices, STREAM_CHUNK).filter(started_in))
-                as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
+        // Sessions by their start, for the groupings of whole sessions.
+        let written = |session: SessionUsage| -> anyhow::Result<Option<WrittenSession>> {
+            window.holds(session.started_at).then(|| WrittenSession::of(&session)).transpose()
+        };
+        let unpriced = if straight {
+            let report = StreamedReport::of(found_in_folders(args)?, |found| written(attribute_one(found, &prices)?), STREAM_CHUNK);
             out.json_pretty(&report)?;
-            report
+            report.unpriced.take()
         } else {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
-            let report = StreamedReport::of(Box::new(runs.map(move |run| run?.session(&catalog)).filter(started_in))
-                as Box<dyn Iterator<Item = anyhow::Result<SessionUsage>>>);
+            // The catalog is read on this thread, the trees parsed and
+            // serialized on the pool.
+            let trees = runs.map(|run| run?.tree(&catalog));
+            let report = StreamedReport::of(trees, |tree| written(tree.session()?), STREAM_CHUNK);
             out.json_pretty(&report)?;
-            report
+            report.unpriced.take()
         };
-        report.unpriced.borrow().warn();
+        unpriced.warn();
         return Ok(());
     }
     let mut sessions = sessions(home, args, &prices)?;
@@ -1606,10 +1691,23 @@ mod tests {
         }
         let whole = serde_json::json!({"sessions": sessions, "totals": totals, "unpricedModels": unpriced});
         assert!(found.len() >= 6, "{}", found.len());
+        // Typed, as `run` writes it whole: the streamed report must read
+        // the same byte for byte.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Report<'a> {
+            sessions: &'a [SessionUsage],
+            totals: &'a Counters,
+            unpriced_models: &'a Unpriced,
+        }
+        let pretty = serde_json::to_string_pretty(&Report { sessions: &sessions, totals: &totals, unpriced_models: &unpriced });
+        let pretty = pretty.unwrap_or_else(|e| panic!("{e}"));
         for chunk in [1, 2, 4, STREAM_CHUNK] {
             let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
-            let streamed = serde_json::to_value(StreamedReport::of(attributed(found, &prices, chunk))).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(streamed, whole, "chunks of {chunk}");
+            let report = StreamedReport::of(found, |found| WrittenSession::of(&attribute_one(found, &prices)?).map(Some), chunk);
+            let streamed = serde_json::to_string_pretty(&report).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&streamed).ok(), Some(whole.clone()), "chunks of {chunk}");
+            assert_eq!(streamed, pretty, "chunks of {chunk}");
         }
     }
 }
