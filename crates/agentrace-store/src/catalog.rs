@@ -243,7 +243,7 @@ impl Catalog {
         let existed = path.exists();
         if !existed {
             // A write-ahead log left by a catalog since deleted (see
-            // `leave_log_on_close`) is not a log of the new one.
+            // `unsynced_appends`) is not a log of the new one.
             remove_beside(path, &["-wal", "-shm"])?;
         }
         let started = std::time::Instant::now();
@@ -276,9 +276,9 @@ impl Catalog {
         };
         let conn = Connection::open(path).map_err(unreadable)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(unreadable)?;
-        // Read through a map of the file, not a read call per page: `usage`
-        // reads thousands of trees, each a chain of pages.
-        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size=1073741824;").map_err(unreadable)?;
+        // Not read through a map of the file: its pages would count in the
+        // peak memory, which then grew with the history (64 MB a GB).
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;").map_err(unreadable)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
         let mut rebuilt = None;
         if version == 0 {
@@ -335,16 +335,21 @@ impl Catalog {
         self.commit()
     }
 
-    /// Leaves the write-ahead log as it is when this connection closes:
-    /// the checkpoint a last connection makes then synced the log and the
-    /// file, a third of a live recording's syncs, at its end. The next
-    /// command to close the catalog (or to grow its log past SQLite's
-    /// bound) checkpoints it; until then readers read through it.
-    pub fn leave_log_on_close(&self) -> Result<(), StoreError> {
+    /// Makes this connection's writes cost no sync, for a live recording
+    /// that indexes its run at its end: the checkpoint a last connection
+    /// makes on closing, the write-ahead log's header and the folder it is
+    /// made in were a third of a recording's syncs. The connection only
+    /// appends to the log (no checkpoint on close, none as the log grows:
+    /// the next command to close the catalog checkpoints it, and readers
+    /// read through it until then), so a power loss can at worst drop the
+    /// rows it wrote, never break the file; the catalog is derived data,
+    /// and the run is indexed again from its log by the next sync.
+    pub fn unsynced_appends(&self) -> Result<(), StoreError> {
+        let err = sql(&self.path);
         self.conn
             .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-            .map(|_| ())
-            .map_err(sql(&self.path))
+            .map_err(&err)?;
+        self.conn.execute_batch("PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0;").map_err(err)
     }
 
     /// Why the catalog was made anew when opened, if it was.
@@ -1711,7 +1716,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join(CATALOG_FILE);
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
-        catalog.leave_log_on_close().unwrap_or_else(|e| panic!("{e}"));
+        catalog.unsynced_appends().unwrap_or_else(|e| panic!("{e}"));
         let row = DirRow { mtime_ns: 1, ctime_ns: 2, inode: 3, entries: b"fa\0".to_vec() };
         catalog.put_import_dir(b"/kept", &row).unwrap_or_else(|e| panic!("{e}"));
         drop(catalog);
@@ -1719,7 +1724,7 @@ mod tests {
         assert!(wal.exists(), "the log is left");
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(catalog.import_dirs().ok(), Some(HashMap::from([(b"/kept".to_vec(), row)])), "read through the log left");
-        catalog.leave_log_on_close().unwrap_or_else(|e| panic!("{e}"));
+        catalog.unsynced_appends().unwrap_or_else(|e| panic!("{e}"));
         drop(catalog);
         assert!(wal.exists(), "the log is left again");
         fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));

@@ -147,9 +147,9 @@ pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], t
     let id = &summary.id;
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(home)?;
-        // The recording's last syncs are its log's and record's; the
-        // catalog's checkpoint is left to the next command that reads it.
-        catalog.leave_log_on_close()?;
+        // The recording's last syncs are its log's and record's: the
+        // catalog is derived, and checkpointed by the next command.
+        catalog.unsynced_appends()?;
         let stamp = agentrace_store::catalog::log_stamp(&home.log_path(id)).unwrap_or_default();
         let agents = agentrace_store::catalog::agent_rows(agents);
         // One transaction: the run's text is thousands of rows, and each
