@@ -1302,42 +1302,26 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     }
     match args.by {
         By::Run => {
-            if args.json {
-                // Typed, not through a `json!` tree: building and dropping a
-                // tree of every session cost more than reading them.
-                #[derive(Serialize)]
-                #[serde(rename_all = "camelCase")]
-                struct Report<'a> {
-                    sessions: &'a [SessionUsage],
-                    totals: &'a Counters,
-                    unpriced_models: &'a Unpriced,
-                }
-                out.json_pretty(&Report {
-                    sessions: &sessions,
-                    totals: &totals,
-                    unpriced_models: &unpriced,
-                })?;
-            } else {
-                // Each session, then its agents under it (indented by
-                // depth) with their own counters and, for a spawner, the
-                // total of its subtree; then what is outside its tree.
-                let rows = sessions.iter().flat_map(|session| {
-                    let depth = depths(&session.agents);
-                    let head = (format!("{} {}", session.provider, session.session_id), session.counters, None);
-                    let outside = session
-                        .outside_tree
-                        .iter()
-                        .map(|row| (format!("  {} (outside the tree)", row.label), row.counters, None));
-                    std::iter::once(head)
-                        .chain(session.agents.iter().map(move |agent| {
-                            let indent = "  ".repeat(1 + depth.get(agent.thread_id.as_str()).copied().unwrap_or(0));
-                            let spawner = session.agents.iter().any(|other| other.parent_thread_id.as_deref() == Some(agent.thread_id.as_str()));
-                            (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
-                        }))
-                        .chain(outside)
-                });
-                counters_table(out, "SESSION / AGENT (own tokens)", rows, &totals, true)?;
-            }
+            // The table (`--json` is streamed above): each session, then
+            // its agents under it (indented by depth) with their own
+            // counters and, for a spawner, the total of its subtree; then
+            // what is outside its tree.
+            let rows = sessions.iter().flat_map(|session| {
+                let depth = depths(&session.agents);
+                let head = (format!("{} {}", session.provider, session.session_id), session.counters, None);
+                let outside = session
+                    .outside_tree
+                    .iter()
+                    .map(|row| (format!("  {} (outside the tree)", row.label), row.counters, None));
+                std::iter::once(head)
+                    .chain(session.agents.iter().map(move |agent| {
+                        let indent = "  ".repeat(1 + depth.get(agent.thread_id.as_str()).copied().unwrap_or(0));
+                        let spawner = session.agents.iter().any(|other| other.parent_thread_id.as_deref() == Some(agent.thread_id.as_str()));
+                        (format!("{indent}{}", agent.label), agent.own, spawner.then_some(agent.subtree.total_tokens))
+                    }))
+                    .chain(outside)
+            });
+            counters_table(out, "SESSION / AGENT (own tokens)", rows, &totals, true)?;
         }
         By::Agent => {
             let rows: Vec<serde_json::Value> = sessions
