@@ -464,13 +464,7 @@ impl Recorder {
 
     fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
         let keep_secrets = self.keep_secrets;
-        self.number_redacted(emitted.into_iter().map(|emitted| {
-            if keep_secrets {
-                emitted
-            } else {
-                redact_emitted(emitted)
-            }
-        }))
+        self.number_redacted(emitted.into_iter().map(|emitted| redacted_unless(keep_secrets, emitted)))
     }
 
     fn number_redacted(&mut self, emitted: impl Iterator<Item = Emitted>) -> Vec<Envelope> {
@@ -531,7 +525,7 @@ impl Attribution {
         self.attributor
             .push_part(part, line)
             .into_iter()
-            .map(|emitted| Attributed(if keep_secrets { emitted } else { redact_emitted(emitted) }))
+            .map(|emitted| Attributed(redacted_unless(keep_secrets, emitted)))
             .collect()
     }
 }
@@ -546,6 +540,15 @@ impl Attributor for Lent {
 
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
+    }
+}
+
+/// `emitted` redacted, unless the run keeps its secrets.
+fn redacted_unless(keep_secrets: bool, emitted: Emitted) -> Emitted {
+    if keep_secrets {
+        emitted
+    } else {
+        redact_emitted(emitted)
     }
 }
 

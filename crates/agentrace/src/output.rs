@@ -63,87 +63,18 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// an element of a large list is then serialized on a worker, and the
 /// document written around it reads the same byte for byte.
 pub fn pretty_fragment<T: serde::Serialize>(value: &T, depth: usize) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+    use serde_json::ser::Formatter as _;
+    // serde_json's own pretty layout, brought to `depth` by opening that
+    // many lists into nowhere (its depth is not settable otherwise).
+    let mut formatter = serde_json::ser::PrettyFormatter::new();
+    for _ in 0..depth {
+        formatter.begin_array(&mut io::sink()).map_err(serde_json::Error::io)?;
+    }
     let mut bytes = Vec::with_capacity(4096);
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, Indented { depth, has_value: false });
-    value.serialize(&mut serializer)?;
+    value.serialize(&mut serde_json::Serializer::with_formatter(&mut bytes, formatter))?;
     // Valid UTF-8: serde_json writes nothing else (checked, not assumed).
-    let text = String::from_utf8(bytes).map_err(|error| <serde_json::Error as serde::ser::Error>::custom(error))?;
+    let text = String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)?;
     serde_json::value::RawValue::from_string(text)
-}
-
-/// serde_json's pretty layout (two spaces a level), started at a depth.
-struct Indented {
-    depth: usize,
-    has_value: bool,
-}
-
-impl Indented {
-    fn indent<W: ?Sized + Write>(&self, writer: &mut W) -> io::Result<()> {
-        for _ in 0..self.depth {
-            writer.write_all(b"  ")?;
-        }
-        Ok(())
-    }
-
-    fn open<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        writer.write_all(bracket)
-    }
-
-    fn close<W: ?Sized + Write>(&mut self, writer: &mut W, bracket: &[u8]) -> io::Result<()> {
-        self.depth = self.depth.saturating_sub(1);
-        if self.has_value {
-            writer.write_all(b"\n")?;
-            self.indent(writer)?;
-        }
-        writer.write_all(bracket)
-    }
-
-    fn item<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
-        writer.write_all(if first { b"\n" } else { b",\n" })?;
-        self.indent(writer)
-    }
-}
-
-impl serde_json::ser::Formatter for Indented {
-    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.open(writer, b"[")
-    }
-
-    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.close(writer, b"]")
-    }
-
-    fn begin_array_value<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
-        self.item(writer, first)
-    }
-
-    fn end_array_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-
-    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.open(writer, b"{")
-    }
-
-    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        self.close(writer, b"}")
-    }
-
-    fn begin_object_key<W: ?Sized + Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
-        self.item(writer, first)
-    }
-
-    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
-        writer.write_all(b": ")
-    }
-
-    fn end_object_value<W: ?Sized + Write>(&mut self, _writer: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -30,13 +30,13 @@ pub fn map_small<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync + 
 
 /// `work` applied to `items` a chunk of `chunk` at a time (each chunk on
 /// every core, as [`map`] does), with the three parts overlapped: only a
-/// few chunks are held, and while the pool does
-/// `work` on one chunk, this thread takes the next chunk's items (which may
-/// read, as a catalog's rows are) and hands the chunk before to `consume`,
-/// in the items' order. Taking items or consuming results on this thread
-/// between the pool's chunks left the pool idle for as long. The first
-/// error, of an item or of the work, is the last result consumed; the
-/// first error of `consume` ends it and is returned.
+/// few chunks are held, and while the pool does `work` on one chunk, this
+/// thread takes the next chunk's items (which may read, as a catalog's
+/// rows are) and hands the chunk before to `consume`, in the items' order.
+/// Taking items or consuming results on this thread between the pool's
+/// chunks left the pool idle for as long. The first error, of an item or
+/// of the work, is the last result consumed; the first error of `consume`
+/// ends it and is returned.
 pub fn map_streamed<T: Send + Sync, R: Send, E>(
     mut items: impl Iterator<Item = anyhow::Result<T>>,
     chunk: usize,
@@ -46,17 +46,12 @@ pub fn map_streamed<T: Send + Sync, R: Send, E>(
     let work = &work;
     rayon::in_place_scope(|scope| {
         let mut running: Option<std::sync::mpsc::Receiver<anyhow::Result<Vec<R>>>> = None;
-        let mut failed: Option<anyhow::Error> = None;
         loop {
-            let taken = match failed {
-                Some(_) => Vec::new(),
-                None => match items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>() {
-                    Ok(taken) => taken,
-                    Err(error) => {
-                        failed = Some(error);
-                        Vec::new()
-                    }
-                },
+            // An item that fails is the last taken: the chunk before is
+            // consumed, then its error.
+            let (taken, failed) = match items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>() {
+                Ok(taken) => (taken, None),
+                Err(error) => (Vec::new(), Some(error)),
             };
             let next = (!taken.is_empty()).then(|| {
                 let (done, receive) = std::sync::mpsc::sync_channel(1);

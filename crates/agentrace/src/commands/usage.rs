@@ -922,8 +922,7 @@ where
 /// is kept beside it.
 struct WrittenSession {
     counters: Counters,
-    /// Its unpriced tokens by model.
-    unpriced: Vec<(Option<String>, u64)>,
+    unpriced: Unpriced,
     /// The session as the report's pretty JSON has it, at its depth.
     json: Box<serde_json::value::RawValue>,
 }
@@ -933,13 +932,11 @@ const SESSION_DEPTH: usize = 2;
 
 impl WrittenSession {
     fn of(session: &SessionUsage) -> anyhow::Result<Self> {
+        let mut unpriced = Unpriced::default();
+        unpriced.note(session);
         Ok(Self {
             counters: session.counters,
-            unpriced: session
-                .model_parts()
-                .filter(|(_, counters)| counters.unpriced_tokens > 0)
-                .map(|(model, counters)| (model.clone(), counters.unpriced_tokens))
-                .collect(),
+            unpriced,
             json: crate::output::pretty_fragment(session, SESSION_DEPTH)?,
         })
     }
@@ -951,9 +948,7 @@ struct Unpriced(BTreeMap<String, u64>);
 
 impl Unpriced {
     fn note_row(&mut self, row: &HourRow) {
-        if row.counters.unpriced_tokens > 0 {
-            *self.0.entry(row.model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() += row.counters.unpriced_tokens;
-        }
+        self.add(row.model.as_ref(), row.counters.unpriced_tokens);
     }
 
     fn note(&mut self, session: &SessionUsage) {
@@ -965,6 +960,13 @@ impl Unpriced {
     fn add(&mut self, model: Option<&String>, tokens: u64) {
         if tokens > 0 {
             *self.0.entry(model.cloned().unwrap_or_else(|| "unknown".to_owned())).or_default() += tokens;
+        }
+    }
+
+    /// Adds `other`'s tokens (a session's, noted where it was made).
+    fn merge(&mut self, other: Unpriced) {
+        for (model, tokens) in other.0 {
+            *self.0.entry(model).or_default() += tokens;
         }
     }
 
@@ -1019,10 +1021,7 @@ where
                     let mut totals = report.totals.get();
                     totals.add(&session.counters);
                     report.totals.set(totals);
-                    let mut unpriced = report.unpriced.borrow_mut();
-                    for (model, tokens) in &session.unpriced {
-                        unpriced.add(model.as_ref(), *tokens);
-                    }
+                    report.unpriced.borrow_mut().merge(session.unpriced);
                     seq.serialize_element(&*session.json)
                 })?;
                 seq.end()
@@ -1035,7 +1034,6 @@ where
         report.end()
     }
 }
-
 
 /// Each session counted once: a session recorded live and imported
 /// (`run codex` or `ingest`, then `import` of its rollouts), or ingested
