@@ -20,8 +20,19 @@ use serde::Serialize;
 
 use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, StoreError};
 
-/// The schema this build writes; a catalog of another is made anew.
-pub const CATALOG_SCHEMA: i64 = 3;
+/// The schema this build writes; a catalog of another is made anew, but
+/// for the one before it, brought up to this one in place (see
+/// [`MIGRATIONS`]).
+pub const CATALOG_SCHEMA: i64 = 4;
+
+/// How a catalog of the schema before [`CATALOG_SCHEMA`] becomes one of
+/// it, when that is cheaper than the rebuild (a cold import's work).
+/// Schema 3 filled a usage tree's head from a trigger; a trigger made
+/// every usage write a statement with its own savepoint, at which SQLite
+/// flushes the search index's pending text to disk, so an import wrote
+/// one index segment per session and spent a fifth of its main thread
+/// merging them. [`Catalog::put_usage`] now writes the head itself.
+const MIGRATIONS: &[(i64, &str)] = &[(3, "DROP TRIGGER IF EXISTS runs_usage_head;")];
 
 /// The catalog's file name in the home.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
@@ -75,16 +86,6 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
 CREATE INDEX runs_usage_heads ON runs (started_at DESC, id DESC, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens);
-CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN
-  UPDATE runs SET
-    usage_log_bytes = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.log.bytes') END,
-    usage_log_modified_ns = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.log.modifiedNs') END,
-    usage_prices = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.prices') END,
-    usage_format = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.format') END,
-    usage_provider = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.provider') END,
-    usage_session_id = CASE WHEN json_valid(NEW.usage_tree) THEN json_extract(NEW.usage_tree, '$.sessionId') END
-  WHERE id = NEW.id;
-END;
 CREATE INDEX runs_by_status ON runs (status);
 CREATE TABLE agents (
   run_id TEXT NOT NULL,
@@ -303,6 +304,19 @@ impl Catalog {
                 return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(version)));
             }
             conn.execute_batch("COMMIT").map_err(unreadable)?;
+        } else if let Some((_, migration)) = MIGRATIONS.iter().find(|(from, _)| *from == version) {
+            // In one exclusive transaction, checked again inside it: another
+            // process may have migrated it meanwhile.
+            conn.execute_batch("BEGIN IMMEDIATE").map_err(unreadable)?;
+            let again: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
+            if again == version {
+                conn.execute_batch(migration).map_err(unreadable)?;
+                conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_SCHEMA}")).map_err(unreadable)?;
+            } else if again != CATALOG_SCHEMA {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(again)));
+            }
+            conn.execute_batch("COMMIT").map_err(unreadable)?;
         } else if version != CATALOG_SCHEMA {
             return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(version)));
         } else {
@@ -509,7 +523,18 @@ impl Catalog {
     /// `replace`), the log indexed up to `log_bytes`.
     pub fn add_texts(&self, id: &RunId, texts: &[TextRow], log_bytes: u64, replace: bool) -> Result<(), StoreError> {
         let err = sql(&self.path);
-        if replace {
+        // Asked first, as the delete below is a statement with a savepoint
+        // of its own, at which SQLite flushes the search index's pending
+        // text (see `MIGRATIONS`): a run indexed the first time (every run
+        // of a cold import) has nothing to forget.
+        let had = || -> Result<bool, StoreError> {
+            self.conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM texts WHERE run_id = ?1)")
+                .map_err(&err)?
+                .query_row([id.as_str()], |row| row.get(0))
+                .map_err(&err)
+        };
+        if replace && had()? {
         // Contentless: the index forgets a row by its rowid alone.
         self.conn
             .prepare_cached("DELETE FROM texts_fts WHERE rowid IN (SELECT id FROM texts WHERE run_id = ?1)")
@@ -719,13 +744,24 @@ impl Catalog {
             .map_err(err)
     }
 
-    /// Keeps run `id`'s usage tree (whose head a trigger reads from it),
-    /// the total tokens of its agents and its usage rows (a run the catalog
-    /// does not list yet is left as it is).
+    /// Keeps run `id`'s usage tree with its head (read from the tree as
+    /// it is written; a tree that is not JSON has none), the total tokens
+    /// of its agents and its usage rows (a run the catalog does not list
+    /// yet is left as it is).
     pub fn put_usage(&self, id: &str, tree: &str, total_tokens: u64, project: Option<&str>, rows: &[UsageRow]) -> Result<(), StoreError> {
         let err = sql(&self.path);
+        // One row's update, with no trigger: see `MIGRATIONS` for why.
         self.conn
-            .prepare_cached("UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project), usage_total_tokens = ?4 WHERE id = ?1")
+            .prepare_cached(
+                "UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project), usage_total_tokens = ?4, \
+                 usage_log_bytes = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.log.bytes') END, \
+                 usage_log_modified_ns = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.log.modifiedNs') END, \
+                 usage_prices = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.prices') END, \
+                 usage_format = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.format') END, \
+                 usage_provider = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.provider') END, \
+                 usage_session_id = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.sessionId') END \
+                 WHERE id = ?1",
+            )
             .map_err(&err)?
             .execute(params![id, tree, project, total_tokens as i64])
             .map_err(&err)?;
@@ -1395,10 +1431,10 @@ pub struct LogStampRow {
 /// What `usage` checks of a kept usage tree before it reads the tree:
 /// whether it is the tree of the log as it is, priced by the same book, in
 /// the shape it reads, and what places the run in the report. Columns
-/// beside the tree that a trigger fills from it whenever it is written
-/// (but the total, which its writer adds up), in an index that covers
-/// them: listing thousands of runs reads neither their trees nor their
-/// rows, and a tree changed by hand is judged by what it says.
+/// beside the tree, read from it by [`Catalog::put_usage`] as it is
+/// written (but the total, which its writer adds up), in an index that
+/// covers them: listing thousands of runs reads neither their trees nor
+/// their rows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UsageHead {
     /// The log's stamp when the tree was written.
@@ -1699,12 +1735,12 @@ mod tests {
         assert_eq!(catalog.usage_listing().ok(), Some(vec![newer, older.clone()]));
         assert_eq!(catalog.usage_listed("older").ok(), Some(Some(older)));
         assert_eq!(catalog.usage_listed("gone").ok(), Some(None));
-        // A tree changed by hand is read as it now says; one that says no
+        // A tree put again is listed as it now says; one that says no
         // stamp (or is not JSON) has no head.
-        catalog.connection().execute("UPDATE runs SET usage_tree = replace(usage_tree, '\"book\"', '\"other\"') WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_usage("older", &tree.replace("\"book\"", "\"other\""), 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
         let prices = catalog.usage_listed("older").ok().flatten().and_then(|listed| listed.head).map(|head| head.prices);
         assert_eq!(prices.as_deref(), Some("other"));
-        catalog.connection().execute("UPDATE runs SET usage_tree = 'not json' WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_usage("older", "not json", 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), started_at: Some(1), head: None })));
     }
 
@@ -1747,5 +1783,31 @@ mod tests {
         drop(conn);
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(catalog.rebuilt(), Some(&Rebuilt::OtherSchema(99)));
+    }
+
+    /// A catalog of schema 3 (its usage head filled by a trigger) is
+    /// brought to this schema in place: its rows kept, the trigger gone,
+    /// and no rebuild noted.
+    #[test]
+    fn a_catalog_of_the_schema_before_is_migrated_in_place() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join(CATALOG_FILE);
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        catalog
+            .connection()
+            .execute_batch(
+                "INSERT INTO meta (key, value) VALUES ('kept', 'yes'); \
+                 CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END; \
+                 PRAGMA user_version = 3;",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(catalog);
+        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.rebuilt(), None);
+        let conn = catalog.connection();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+        let triggers: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+        let kept: String = conn.query_row("SELECT value FROM meta WHERE key = 'kept'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((version, triggers, kept.as_str()), (CATALOG_SCHEMA, 0, "yes"));
     }
 }
