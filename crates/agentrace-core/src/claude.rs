@@ -241,7 +241,15 @@ pub struct ClaudeAttributor {
     /// Lines without tokens, models or links are passed over (see
     /// [`Attributor::usage_only`]).
     usage_only: bool,
+    /// A line's frame is referenced, not copied (see
+    /// [`Attributor::reference_frames`]).
+    reference_frames: bool,
 }
+
+/// A line's frame as an event carries it: the copy kept (`raw`), and
+/// whether the frame is the line itself, referenced instead of copied
+/// ([`Emitted::line_frame`]).
+struct Frame(Option<Box<RawValue>>, bool);
 
 /// Events derived while handling one frame.
 type Derived = Vec<(Who, Event)>;
@@ -1995,11 +2003,11 @@ impl ClaudeAttributor {
             Some(Route::Transcript) => self.typed_transcript(part, line, &mut derived),
             _ => None,
         };
-        let (owner, event, raw, timestamp) = match typed {
-            Some(decoded) => decoded,
+        let (owner, event, frame, timestamp) = match typed {
+            Some((owner, event, raw, timestamp)) => (owner, event, Frame(raw, false), timestamp),
             None => self.decoded(part, line, &mut derived),
         };
-        self.emit_all(line, owner, event, raw, timestamp, derived)
+        self.emit_all(line, owner, event, frame, timestamp, derived)
     }
 
     /// A transcript line read straight into a [`Record`] (no tree of the
@@ -2028,21 +2036,22 @@ impl ClaudeAttributor {
         Some((owner, event, None, timestamp))
     }
 
-    /// A line decoded (its frame kept unless frames are dropped) and
-    /// handled.
+    /// A line decoded (its frame kept unless frames are dropped or
+    /// referenced) and handled.
     fn decoded(
         &mut self,
         part: &SourcePart,
         line: &InputLine<'_>,
         derived: &mut Derived,
-    ) -> (Owner, Event, Option<Box<RawValue>>, Timestamp) {
+    ) -> (Owner, Event, Frame, Timestamp) {
         // A subagent's metadata document is read whole by `meta`.
         let skip: Skip<'_> = if matches!(part, SourcePart::AgentMeta { .. }) {
             &|_, _, _| false
         } else {
             &unread
         };
-        match decode_line_lean(line.bytes, line.truncated_from, skip, !self.drop_frames) {
+        let keep_raw = !self.drop_frames && !self.reference_frames;
+        match decode_line_lean(line.bytes, line.truncated_from, skip, keep_raw) {
                 DecodedLine::Undecodable {
                     reason,
                     raw,
@@ -2050,13 +2059,13 @@ impl ClaudeAttributor {
                 } => (
                     Owner::Nobody(Actor::unknown("undecodable line")),
                     Event::undecodable(reason, line.line_number, raw_base64),
-                    Some(raw),
+                    Frame(Some(raw), false),
                     line.observed_at,
                 ),
                 DecodedLine::Json { raw, value } => {
                     let timestamp = frame_time(&value).unwrap_or(line.observed_at);
                     let (owner, event) = self.handle(part, value, line.line_number, derived);
-                    (owner, event, raw, timestamp)
+                    (owner, event, Frame(raw, self.reference_frames), timestamp)
                 }
             }
     }
@@ -2068,7 +2077,7 @@ impl ClaudeAttributor {
         line: &InputLine<'_>,
         owner: Owner,
         event: Event,
-        raw: Option<Box<RawValue>>,
+        frame: Frame,
         timestamp: Timestamp,
         derived: Derived,
     ) -> Vec<Emitted> {
@@ -2093,13 +2102,13 @@ impl ClaudeAttributor {
             Owner::Nobody(_) => None,
         };
         self.corrections(&mut out, timestamp, frame_thread.as_ref());
-        self.emit(&mut out, timestamp, line, frame_actor.clone(), event, raw);
+        self.emit(&mut out, timestamp, line, frame_actor.clone(), event, frame);
         for (who, event) in derived {
             let actor = match who {
                 Who::Thread(thread) => self.thread_actor(&thread),
                 Who::Frame => frame_actor.clone(),
             };
-            self.emit(&mut out, timestamp, line, actor, event, None);
+            self.emit(&mut out, timestamp, line, actor, event, Frame(None, false));
         }
         out
     }
@@ -2111,7 +2120,7 @@ impl ClaudeAttributor {
         line: &InputLine<'_>,
         actor: Actor,
         event: Event,
-        raw: Option<Box<RawValue>>,
+        Frame(raw, line_frame): Frame,
     ) {
         if let Some(thread) = &actor.thread_id {
             self.announced
@@ -2119,10 +2128,15 @@ impl ClaudeAttributor {
         }
         out.push(Emitted {
             timestamp,
-            direction: if raw.is_some() { line.direction } else { None },
+            direction: if raw.is_some() || line_frame {
+                line.direction
+            } else {
+                None
+            },
             actor,
             event,
             raw,
+            line_frame,
         });
     }
 
@@ -2151,6 +2165,7 @@ impl ClaudeAttributor {
                         actor,
                     },
                     raw: None,
+                    line_frame: false,
                 });
             }
         }
@@ -2172,6 +2187,10 @@ impl Attributor for ClaudeAttributor {
 
     fn usage_only(&mut self) {
         self.usage_only = true;
+    }
+
+    fn reference_frames(&mut self) {
+        self.reference_frames = true;
     }
 
     fn finish(&mut self) -> Vec<Emitted> {

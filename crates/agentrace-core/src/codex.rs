@@ -1005,6 +1005,7 @@ impl CodexAttributor {
             actor,
             event,
             raw,
+            line_frame: false,
         });
     }
 

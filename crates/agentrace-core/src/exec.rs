@@ -548,6 +548,7 @@ impl Attributor for ExecAttributor {
             actor: actor.clone(),
             event,
             raw,
+            line_frame: false,
         }];
         out.extend(derived.into_iter().map(|event| Emitted {
             timestamp: at,
@@ -555,6 +556,7 @@ impl Attributor for ExecAttributor {
             actor: actor.clone(),
             event,
             raw: None,
+            line_frame: false,
         }));
         out
     }
@@ -578,6 +580,7 @@ impl Attributor for ExecAttributor {
                         incomplete: None,
                     },
                     raw: None,
+                    line_frame: false,
                 }]
             }
             _ => Vec::new(),

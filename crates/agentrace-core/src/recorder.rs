@@ -10,7 +10,8 @@ use serde_json::value::RawValue;
 use crate::claude::ClaudeAttributor;
 use crate::codex::CodexAttributor;
 use crate::model::{
-    Actor, Direction, Envelope, Event, EventBody, Provider, RunId, Source, Timestamp, LOG_VERSION,
+    Actor, Direction, Envelope, Event, EventBody, Provider, RawRef, RunId, Source, Timestamp,
+    LOG_VERSION,
 };
 use crate::book::{Changes, RunBook};
 use crate::model::SessionEndReason;
@@ -57,8 +58,13 @@ pub struct Emitted {
     pub actor: Actor,
     /// What happened.
     pub event: Event,
-    /// The frame as read (none on derived events).
+    /// The frame as read (none on derived events, nor on a line's frame
+    /// left where it is: `line_frame`).
     pub raw: Option<Box<RawValue>>,
+    /// The frame is the line this event was made of, not copied into
+    /// `raw`: the attributor was told the caller references lines where
+    /// they are ([`Attributor::reference_frames`]).
+    pub line_frame: bool,
 }
 
 /// Which part of a source spread over several files a line comes from
@@ -114,6 +120,12 @@ pub trait Attributor: Send {
     /// carries none of them may be passed over undecoded, so events of
     /// other kinds can be missing. Sources that read every line ignore it.
     fn usage_only(&mut self) {}
+    /// From now on, a line's own frame is not copied into `raw` but marked
+    /// [`Emitted::line_frame`]: the caller references each line where it
+    /// is ([`Recorder::push_referenced`]), so the text need not be checked
+    /// and copied a second time. Events and state are unchanged. Sources
+    /// that always copy frames ignore it.
+    fn reference_frames(&mut self) {}
 }
 
 /// Input formats the recorder can attribute.
@@ -270,6 +282,7 @@ impl Recorder {
             actor: Actor::unknown("agentrace"),
             event: Event::SessionEnded { reason },
             raw: None,
+            line_frame: false,
         }])
     }
 
@@ -319,6 +332,7 @@ impl Recorder {
                 }
             },
             raw: None,
+            line_frame: false,
         }])
     }
 
@@ -336,6 +350,7 @@ impl Recorder {
             actor: Actor::unknown("agentrace"),
             event: Event::Dropped { direction, bytes },
             raw: None,
+            line_frame: false,
         }])
     }
 
@@ -366,6 +381,7 @@ impl Recorder {
                 traceparent: self.traceparent.clone(),
             },
             raw: None,
+            line_frame: false,
         }])
     }
 
@@ -394,13 +410,53 @@ impl Recorder {
     /// Handles one line; returns the envelopes to append, in order.
     pub fn push(&mut self, line: &InputLine<'_>) -> Vec<Envelope> {
         let emitted = self.attributor.push(line);
+        let emitted = copied_line_frames(emitted, line.bytes);
         self.number(emitted)
     }
 
     /// Handles one line of a named part of a multi-file source.
     pub fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Envelope> {
         let emitted = self.attributor.push_part(part, line);
+        let emitted = copied_line_frames(emitted, line.bytes);
         self.number(emitted)
+    }
+
+    /// From now on, lines' frames are referenced where they are, not copied
+    /// ([`Recorder::push_referenced`]; a line pushed otherwise still gets
+    /// its frame copied into `raw`).
+    pub fn reference_frames(&mut self) {
+        self.attributor.reference_frames();
+    }
+
+    /// [`Recorder::push_part`] of a line at `at` (where it is, as the shell
+    /// names it): the envelope whose frame is the line gets `raw_ref: at`
+    /// and no `raw`, once [`Recorder::reference_frames`] was called. A
+    /// frame redacted of a secret is referenced too: resolving a reference
+    /// redacts the line again ([`crate::redact`]), and the event is
+    /// checked as it is for a copied frame that held one.
+    pub fn push_referenced(&mut self, part: &SourcePart, line: &InputLine<'_>, at: RawRef) -> Vec<Envelope> {
+        let emitted = self.attributor.push_part(part, line);
+        let keep_secrets = self.keep_secrets;
+        let mut at = Some(at);
+        let mut referenced = Vec::with_capacity(emitted.len());
+        let emitted = emitted
+            .into_iter()
+            .map(|emitted| {
+                referenced.push(emitted.line_frame);
+                if emitted.line_frame {
+                    redacted_line_frame(keep_secrets, emitted, line.bytes)
+                } else {
+                    redacted_unless(keep_secrets, emitted)
+                }
+            })
+            .collect::<Vec<_>>();
+        let mut envelopes = self.number_redacted(emitted.into_iter());
+        for (envelope, referenced) in envelopes.iter_mut().zip(referenced) {
+            if referenced {
+                envelope.raw_ref = at.take();
+            }
+        }
+        envelopes
     }
 
     /// A recorder that continues an existing run: its state is the fold of
@@ -522,8 +578,7 @@ impl Attribution {
     /// numbering).
     pub fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Attributed> {
         let keep_secrets = self.keep_secrets;
-        self.attributor
-            .push_part(part, line)
+        copied_line_frames(self.attributor.push_part(part, line), line.bytes)
             .into_iter()
             .map(|emitted| Attributed(redacted_unless(keep_secrets, emitted)))
             .collect()
@@ -541,6 +596,32 @@ impl Attributor for Lent {
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
     }
+}
+
+/// `emitted` with a line's frame copied into `raw` (for a caller that
+/// does not reference lines: [`Recorder::push_referenced`] does).
+fn copied_line_frames(mut emitted: Vec<Emitted>, line: &[u8]) -> Vec<Emitted> {
+    for emitted in emitted.iter_mut().filter(|emitted| emitted.line_frame) {
+        emitted.raw = crate::decode::json_frame(line);
+        emitted.line_frame = false;
+    }
+    emitted
+}
+
+/// An event whose frame is the line (referenced, not copied), with the
+/// event redacted when the line held a secret: what [`redact_emitted`]
+/// does for a copied frame, whose copy the reference's resolution redacts
+/// alike.
+fn redacted_line_frame(keep_secrets: bool, mut emitted: Emitted, line: &[u8]) -> Emitted {
+    let held_secret = !keep_secrets
+        && crate::redact::might_hold_secret(line)
+        && crate::decode::json_frame(line).is_some_and(|frame| crate::redact::redact_raw(&frame).is_some());
+    if held_secret {
+        if let Some(event) = crate::redact::redact_event(&emitted.event) {
+            emitted.event = event;
+        }
+    }
+    emitted
 }
 
 /// `emitted` redacted, unless the run keeps its secrets.
@@ -627,5 +708,45 @@ mod tests {
         assert_eq!(split.state().summary(), alone.state().summary());
         let again = r#"{"jsonrpc":"2.0","method":"note","params":{}}"#;
         assert_eq!(split.push(&line(again, lines.len())), alone.push(&line(again, lines.len())));
+    }
+
+    /// A rollout recorded with its lines' frames referenced makes the
+    /// envelopes it makes with them copied, each frame's copy (redacted of
+    /// a key, too) replaced by its line's reference; lines pushed without
+    /// a reference still get their frames copied.
+    #[test]
+    fn referenced_frames_make_the_copied_envelopes_with_references_for_copies() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/v1_basic/rollouts/2026/11/29/rollout-2026-11-29T23-03-28-01a2298c-93ba-7001-9862-9fd03c21f5d4.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text = text.replace("final answer from the root agent", "key sk-abcdefghijklmnopqrstuvwxyz0123");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |number: usize| RawRef { path: "rollout".to_owned(), offset: number as u64, length: lines[number].len() as u64, crc32: 0 };
+        let rollout_line = |number: usize| InputLine { direction: None, ..line(lines[number], number) };
+        let mut copied = Recorder::new(RunId::from("run"), Format::CodexRollout);
+        let mut referenced = Recorder::new(RunId::from("run"), Format::CodexRollout);
+        let mut unreferenced = Recorder::new(RunId::from("run"), Format::CodexRollout);
+        referenced.reference_frames();
+        unreferenced.reference_frames();
+        let (mut expected, mut got, mut pushed) = (Vec::new(), Vec::new(), Vec::new());
+        for number in 0..lines.len() {
+            let made = copied.push_part(&SourcePart::File { number: 0 }, &rollout_line(number));
+            pushed.extend(unreferenced.push_part(&SourcePart::File { number: 0 }, &rollout_line(number)));
+            expected.extend(made.iter().cloned());
+            got.extend(referenced.push_referenced(&SourcePart::File { number: 0 }, &rollout_line(number), at(number)).into_iter().zip(made).map(
+                |(mut envelope, copy)| {
+                    // Put back the copy where the reference is.
+                    if copy.raw.is_some() && envelope.raw.is_none() && envelope.raw_ref == Some(at(number)) {
+                        envelope.raw_ref = None;
+                        envelope.raw = copy.raw;
+                    }
+                    envelope
+                },
+            ));
+        }
+        assert_eq!(got, expected);
+        assert_eq!(pushed, expected);
+        assert!(expected.iter().filter(|envelope| envelope.raw.is_some()).count() == lines.len());
+        let shown = serde_json::to_string(&expected).unwrap_or_default();
+        assert!(!shown.contains("sk-abcdefghijklmnopqrstuvwxyz0123") && shown.contains("[REDACTED]"));
     }
 }

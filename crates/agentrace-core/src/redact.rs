@@ -44,7 +44,7 @@ fn is_assignment_value_byte(byte: u8) -> bool {
 /// towards yes: the word boundary before a key is not asked for, and a
 /// backslash counts as part of a key or as the space after `Bearer`, so a
 /// secret behind a JSON escape (`\nsk-…`, `Bearer\t…`) is still found.
-fn might_hold_secret(bytes: &[u8]) -> bool {
+pub(crate) fn might_hold_secret(bytes: &[u8]) -> bool {
     let mut candidates = Candidates::default();
     let mut at = 0;
     while let Some(next) = candidates.next(bytes, at) {

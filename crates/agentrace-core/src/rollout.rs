@@ -61,6 +61,9 @@ pub struct RolloutAttributor {
     /// Lines without tokens, models or links are passed over (see
     /// [`Attributor::usage_only`]).
     usage_only: bool,
+    /// A line's frame is referenced, not copied (see
+    /// [`Attributor::reference_frames`]).
+    reference_frames: bool,
 }
 
 impl RolloutAttributor {
@@ -544,7 +547,7 @@ impl Attributor for RolloutAttributor {
             return Vec::new();
         }
         let mut derived = Vec::new();
-        let (thread, event, raw, timestamp) = match decode_line_lean(
+        let ((thread, event, raw, timestamp), decoded) = match decode_line_lean(
             line.bytes,
             line.truncated_from,
             if self.drop_frames {
@@ -552,17 +555,20 @@ impl Attributor for RolloutAttributor {
             } else {
                 &unread
             },
-            !self.drop_frames,
+            !self.drop_frames && !self.reference_frames,
         ) {
             DecodedLine::Undecodable {
                 reason,
                 raw,
                 raw_base64,
             } => (
-                None,
-                Event::undecodable(reason, line.line_number, raw_base64),
-                Some(raw),
-                line.observed_at,
+                (
+                    None,
+                    Event::undecodable(reason, line.line_number, raw_base64),
+                    Some(raw),
+                    line.observed_at,
+                ),
+                false,
             ),
             DecodedLine::Json { raw, value } => {
                 let timestamp = value
@@ -574,7 +580,7 @@ impl Attributor for RolloutAttributor {
                 if let Event::Unknown { line_number, .. } = &mut event {
                     *line_number = Some(line.line_number);
                 }
-                (thread, event, raw, timestamp)
+                ((thread, event, raw, timestamp), true)
             }
         };
         let actor = match (&thread, &event) {
@@ -594,6 +600,7 @@ impl Attributor for RolloutAttributor {
             actor,
             event,
             raw,
+            line_frame: decoded && self.reference_frames,
         }];
         for (actor, event) in derived {
             out.push(Emitted {
@@ -602,6 +609,7 @@ impl Attributor for RolloutAttributor {
                 actor,
                 event,
                 raw: None,
+                line_frame: false,
             });
         }
         out
@@ -617,6 +625,10 @@ impl Attributor for RolloutAttributor {
 
     fn usage_only(&mut self) {
         self.usage_only = true;
+    }
+
+    fn reference_frames(&mut self) {
+        self.reference_frames = true;
     }
 }
 

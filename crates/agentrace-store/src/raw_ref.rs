@@ -89,6 +89,11 @@ impl Resolver {
         }
     }
 
+    /// A resolver of references alone (no run's kept copies beside it).
+    pub fn of_sources() -> Self {
+        Self { open: HashMap::new(), copies: None }
+    }
+
     /// The frame of `envelope`: its `raw`, else its reference resolved;
     /// `Ok(None)` for an envelope with neither (a derived event).
     pub fn frame(&mut self, envelope: &Envelope) -> Result<Option<Box<RawValue>>, RawUnavailable> {
@@ -215,6 +220,9 @@ impl Copies {
 pub struct CopyWriter {
     path: PathBuf,
     encoder: Option<GzEncoder<File>>,
+    /// Reads the frames of envelopes that only reference them (an import's
+    /// recorder copies none: `Recorder::reference_frames`).
+    sources: Resolver,
 }
 
 impl CopyWriter {
@@ -240,20 +248,26 @@ impl CopyWriter {
         Ok(Self {
             encoder: Some(GzEncoder::new(file, flate2::Compression::fast())),
             path,
+            sources: Resolver::of_sources(),
         })
     }
 
-    /// Keeps the frames of `envelopes` that have both a frame and a
-    /// reference.
+    /// Keeps the frames of `envelopes` that have a reference: the frame
+    /// they hold, else the one their reference names, read from its source
+    /// now (just read by the import, so it is there as referenced; one
+    /// that changed in between is left to its reference).
     pub fn keep(&mut self, envelopes: &[Envelope]) -> Result<(), StoreError> {
         let Some(encoder) = self.encoder.as_mut() else {
             return Ok(());
         };
         for envelope in envelopes {
-            let (Some(raw), Some(raw_ref)) = (&envelope.raw, &envelope.raw_ref) else {
+            let Some(raw_ref) = &envelope.raw_ref else {
                 continue;
             };
-            let copy = Copy { sequence: envelope.sequence, raw_ref: raw_ref.clone(), raw: raw.clone() };
+            let Ok(Some(raw)) = self.sources.frame(envelope) else {
+                continue;
+            };
+            let copy = Copy { sequence: envelope.sequence, raw_ref: raw_ref.clone(), raw };
             let written = serde_json::to_writer(&mut *encoder, &copy)
                 .map_err(io::Error::from)
                 .and_then(|()| encoder.write_all(b"\n"));

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use agentrace_core::decode;
 use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::Timestamp;
+use agentrace_core::model::{RawRef, Timestamp};
 use agentrace_core::recorder::SourcePart;
 use agentrace_core::{Envelope, InputLine, Recorder};
 use anyhow::Context as _;
@@ -203,12 +203,12 @@ impl SessionFeed {
         Self { streams, last: None, clock, torn_lines, references: false }
     }
 
-    /// The same feed giving every envelope that holds a line's frame its
-    /// `raw_ref` too (where the line is: file, offset, length, CRC), for an
-    /// import, whose runs reference their sources instead of copying them
-    /// (the sink drops `raw`). A frame that is not the line's own text
-    /// (an undecodable or cut line kept as a string) gets none: it stays
-    /// in `raw`.
+    /// The same feed giving every envelope whose frame is its line a
+    /// `raw_ref` (where the line is: file, offset, length, CRC) instead of
+    /// a copy in `raw`, for an import, whose runs reference their sources
+    /// (the recorder is told so: [`Recorder::reference_frames`]). A frame
+    /// that is not the line's own text (an undecodable or cut line kept as
+    /// a string) stays in `raw`.
     pub fn referencing(mut self) -> Self {
         self.references = true;
         self
@@ -218,6 +218,9 @@ impl SessionFeed {
     /// `sink` the envelopes; `Err(Diverged)` (before anything is fed) when
     /// what they gained since the last pass cannot follow it.
     pub fn feed(&mut self, recorder: &mut Recorder, reach: Reach<'_>, sink: Sink<'_>) -> anyhow::Result<Result<(), Diverged>> {
+        if self.references {
+            recorder.reference_frames();
+        }
         let mut heads = BinaryHeap::new();
         for (index, stream) in self.streams.iter_mut().enumerate() {
             stream.lines.ended = false;
@@ -245,20 +248,15 @@ impl SessionFeed {
                     return Ok(Err(Diverged { path: document.path.clone() }));
                 }
                 let bytes = crate::commands::import::read_small(&document.path)?;
-                let mut produced = feed_line(recorder, &document.part, &bytes, 1, None, clock);
-                if self.references {
-                    reference(&mut produced, &document.path, 0, &bytes);
-                }
-                batch.extend(produced);
+                let at = self.references.then(|| agentrace_store::raw_ref::reference(&document.path, 0, &bytes));
+                batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, at, clock));
                 document.fed = Some(bytes.len() as u64);
             }
             if let Some(line) = stream.lines.queued.pop_front() {
                 if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
-                    let mut produced = feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, clock);
-                    if self.references && line.truncated_from.is_none() {
-                        reference(&mut produced, &stream.lines.path, line.start, &line.bytes);
-                    }
-                    batch.extend(produced);
+                    let at = (self.references && line.truncated_from.is_none())
+                        .then(|| agentrace_store::raw_ref::reference(&stream.lines.path, line.start, &line.bytes));
+                    batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, at, clock));
                 }
                 if !line.torn {
                     stream.lines.fed.offset = line.end;
@@ -309,35 +307,23 @@ impl SessionFeed {
     }
 }
 
-/// Gives the envelopes made of one line (`bytes`, at `start` of `path`)
-/// whose frame is that line's the reference to it. The frame is the line's
-/// own text, or that text with secrets redacted (checked by redacting it
-/// again, only for a frame that differs: a few lines).
-fn reference(produced: &mut [Envelope], path: &Path, start: u64, bytes: &[u8]) {
-    for envelope in produced {
-        let Some(raw) = &envelope.raw else { continue };
-        let own = raw.get().as_bytes() == bytes
-            || agentrace_store::raw_ref::frame_of(bytes).is_some_and(|frame| frame.get() == raw.get());
-        if own {
-            envelope.raw_ref = Some(agentrace_store::raw_ref::reference(path, start, bytes));
-        }
-    }
-}
-
-/// One line to `recorder` as `part`, at `clock` when it names no time;
-/// `clock` then follows the last envelope's time.
+/// One line to `recorder` as `part`, at `clock` when it names no time
+/// (`clock` then follows the last envelope's time); its frame referenced
+/// `at` when given.
 fn feed_line(
     recorder: &mut Recorder,
     part: &SourcePart,
     bytes: &[u8],
     line_number: u64,
     truncated_from: Option<u64>,
+    at: Option<RawRef>,
     clock: &mut Timestamp,
 ) -> Vec<Envelope> {
-    let produced = recorder.push_part(
-        part,
-        &InputLine { bytes, line_number, observed_at: *clock, direction: None, truncated_from },
-    );
+    let line = InputLine { bytes, line_number, observed_at: *clock, direction: None, truncated_from };
+    let produced = match at {
+        Some(at) => recorder.push_referenced(part, &line, at),
+        None => recorder.push_part(part, &line),
+    };
     if let Some(last) = produced.last() {
         *clock = last.timestamp;
     }

@@ -466,7 +466,9 @@ fn an_import_reprices_kept_usage_that_another_price_book_priced() {
                     part["cost"] = Value::from(0.0);
                 }
             }
-            catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1 WHERE id = ?2", &[&tree.to_string(), &row[0].as_str().unwrap_or_default()]);
+            // The head beside the tree says what the tree says, as the
+            // catalog's writer keeps it.
+            catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1, usage_prices = '' WHERE id = ?2", &[&tree.to_string(), &row[0].as_str().unwrap_or_default()]);
         }
         catalog_execute(&cli, "DELETE FROM meta WHERE key = 'usage_prices'", &[]);
     };

@@ -137,6 +137,37 @@ fn an_imported_codex_and_claude_envelope_references_its_line_in_place_of_raw() {
     assert!(claude.iter().filter(|line| line.get("rawRef").is_some()).count() > 40);
 }
 
+/// A source line holding a key is referenced like any other, and nothing
+/// read from it keeps the key: not the log, not `events --raw` (the frame
+/// is redacted as it is resolved), not the run's answer.
+#[test]
+fn an_imported_line_holding_a_key_is_referenced_and_shown_redacted() {
+    const KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    let dir = homes(&["v1_basic"], &[]);
+    let rollout = jsonl_under(&dir.path().join("codex"))
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("01a2298c-93ba"))
+        .unwrap_or_else(|| panic!("no root rollout"));
+    let text = std::fs::read_to_string(&rollout).unwrap_or_else(|e| panic!("{e}"));
+    let edited = text.replace("ROOT DONE: all sub-agents finished; final answer from the root agent.", &format!("ROOT DONE with OPENAI_API_KEY={KEY}"));
+    assert_ne!(edited, text);
+    std::fs::write(&rollout, edited).unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let id = run_id(&cli, "codex");
+    let log = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.jsonl"))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!log.contains(KEY));
+    let lines = log_lines(&cli, &id);
+    let holding: Vec<&Value> = lines.iter().filter(|line| line.get("rawRef").is_some_and(|reference| String::from_utf8_lossy(&referenced(reference)).contains(KEY))).collect();
+    assert_eq!(holding.len(), 3, "every line with the key is referenced");
+    assert!(holding.iter().all(|line| line.get("raw").is_none()));
+    let shown = events(&cli, &id, &["--raw"]);
+    assert!(shown.iter().all(|(line, _)| !line.contains(KEY)));
+    assert_eq!(shown.iter().filter(|(line, value)| value.get("raw").is_some() && raw_text(line).contains("OPENAI_API_KEY=[REDACTED]")).count(), 3);
+    let show: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(show["run"]["result"], json!("ROOT DONE with OPENAI_API_KEY=[REDACTED]"));
+}
+
 #[test]
 fn events_raw_shows_each_imported_frame_exactly_as_its_source_line() {
     let dir = homes(&["v1_parallel"], &["parallel_bg"]);
