@@ -39,6 +39,11 @@ impl Out {
         Ok(())
     }
 
+    /// The buffered stdout itself, for a document written in parts.
+    pub fn writer(&mut self) -> &mut dyn Write {
+        &mut self.inner
+    }
+
     /// Flushes.
     pub fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
@@ -62,7 +67,7 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 /// document is at depth 2), as a fragment that document can take whole:
 /// an element of a large list is then serialized on a worker, and the
 /// document written around it reads the same byte for byte.
-pub fn pretty_fragment<T: serde::Serialize>(value: &T, depth: usize) -> serde_json::Result<Box<serde_json::value::RawValue>> {
+pub fn pretty_fragment<T: serde::Serialize>(value: &T, depth: usize) -> serde_json::Result<String> {
     use serde_json::ser::Formatter as _;
     // serde_json's own pretty layout, brought to `depth` by opening that
     // many lists into nowhere (its depth is not settable otherwise).
@@ -73,8 +78,7 @@ pub fn pretty_fragment<T: serde::Serialize>(value: &T, depth: usize) -> serde_js
     let mut bytes = Vec::with_capacity(4096);
     value.serialize(&mut serde_json::Serializer::with_formatter(&mut bytes, formatter))?;
     // Valid UTF-8: serde_json writes nothing else (checked, not assumed).
-    let text = String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)?;
-    serde_json::value::RawValue::from_string(text)
+    String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
 #[cfg(test)]
@@ -98,8 +102,10 @@ mod tests {
             n: u32,
         }
         let whole = serde_json::to_string_pretty(&Document { items: items.clone(), n: 2 }).unwrap_or_else(|e| panic!("{e}"));
-        let fragments: Vec<Box<serde_json::value::RawValue>> =
-            items.iter().map(|item| pretty_fragment(item, 2).unwrap_or_else(|e| panic!("{e}"))).collect();
+        let fragments: Vec<Box<serde_json::value::RawValue>> = items
+            .iter()
+            .map(|item| serde_json::value::RawValue::from_string(pretty_fragment(item, 2).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
         let set = serde_json::to_string_pretty(&Document { items: fragments, n: 2 }).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(set, whole);
         assert!(whole.contains("\n    {\n      \"a\": 1"), "{whole}");

@@ -924,7 +924,7 @@ struct WrittenSession {
     counters: Counters,
     unpriced: Unpriced,
     /// The session as the report's pretty JSON has it, at its depth.
-    json: Box<serde_json::value::RawValue>,
+    json: String,
 }
 
 /// How deep a session sits in the report: `{"sessions": [here]}`.
@@ -993,45 +993,44 @@ impl Serialize for Unpriced {
     }
 }
 
-impl<T, I, W> Serialize for StreamedReport<I, W>
+impl<T, I, W> StreamedReport<I, W>
 where
     T: Send + Sync,
     I: Iterator<Item = anyhow::Result<T>>,
     W: Fn(&T) -> anyhow::Result<Option<WrittenSession>> + Sync,
 {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        /// The sessions, made as the serializer asks for them.
-        struct Sessions<'r, I, W>(&'r StreamedReport<I, W>);
-        impl<T, I, W> Serialize for Sessions<'_, I, W>
-        where
-            T: Send + Sync,
-            I: Iterator<Item = anyhow::Result<T>>,
-            W: Fn(&T) -> anyhow::Result<Option<WrittenSession>> + Sync,
-        {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::{Error as _, SerializeSeq as _};
-                let report = self.0;
-                let mut seq = serializer.serialize_seq(None)?;
-                let items = report.items.borrow_mut().take().into_iter().flatten();
-                crate::parallel::map_streamed(items, report.chunk, &report.work, |session| {
-                    let Some(session) = session.map_err(|error| S::Error::custom(format!("{error:#}")))? else {
-                        return Ok(());
-                    };
-                    let mut totals = report.totals.get();
-                    totals.add(&session.counters);
-                    report.totals.set(totals);
-                    report.unpriced.borrow_mut().merge(session.unpriced);
-                    seq.serialize_element(&*session.json)
-                })?;
-                seq.end()
-            }
+    /// Writes the report as pretty JSON, the sessions as they are made:
+    /// byte for byte what serializing it whole with serde_json's pretty
+    /// layout writes (a test compares them). Written here rather than
+    /// through serde, whose only way to take a fragment whole
+    /// (`RawValue`) parses each one again to check it: a seventh of the
+    /// command's CPU after an import.
+    fn write_to(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        out.write_all(b"{\n  \"sessions\": [")?;
+        let mut first = true;
+        let items = self.items.borrow_mut().take().into_iter().flatten();
+        crate::parallel::map_streamed(items, self.chunk, &self.work, |session| -> anyhow::Result<()> {
+            let Some(session) = session? else {
+                return Ok(());
+            };
+            let mut totals = self.totals.get();
+            totals.add(&session.counters);
+            self.totals.set(totals);
+            self.unpriced.borrow_mut().merge(session.unpriced);
+            out.write_all(if first { b"\n    " } else { b",\n    " })?;
+            out.write_all(session.json.as_bytes())?;
+            first = false;
+            Ok(())
+        })?;
+        if !first {
+            out.write_all(b"\n  ")?;
         }
-        let mut report = serializer.serialize_struct("Report", 3)?;
-        report.serialize_field("sessions", &Sessions(self))?;
-        report.serialize_field("totals", &self.totals.get())?;
-        report.serialize_field("unpricedModels", &*self.unpriced.borrow())?;
-        report.end()
+        out.write_all(b"],\n  \"totals\": ")?;
+        out.write_all(crate::output::pretty_fragment(&self.totals.get(), 1)?.as_bytes())?;
+        out.write_all(b",\n  \"unpricedModels\": ")?;
+        out.write_all(crate::output::pretty_fragment(&*self.unpriced.borrow(), 1)?.as_bytes())?;
+        out.write_all(b"\n}\n")?;
+        Ok(())
     }
 }
 
@@ -1274,7 +1273,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         };
         let unpriced = if straight {
             let report = StreamedReport::of(found_in_folders(args)?, |found| written(attribute_one(found, &prices)?), STREAM_CHUNK);
-            out.json_pretty(&report)?;
+            report.write_to(out.writer())?;
             report.unpriced.take()
         } else {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
@@ -1282,7 +1281,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             // serialized on the pool.
             let trees = runs.map(|run| run?.tree(&catalog));
             let report = StreamedReport::of(trees, |tree| written(tree.session()?), STREAM_CHUNK);
-            out.json_pretty(&report)?;
+            report.write_to(out.writer())?;
             report.unpriced.take()
         };
         unpriced.warn();
@@ -1687,9 +1686,17 @@ mod tests {
         for chunk in [1, 2, 4, STREAM_CHUNK] {
             let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
             let report = StreamedReport::of(found, |found| WrittenSession::of(&attribute_one(found, &prices)?).map(Some), chunk);
-            let streamed = serde_json::to_string_pretty(&report).unwrap_or_else(|e| panic!("{e}"));
+            let mut streamed = Vec::new();
+            report.write_to(&mut streamed).unwrap_or_else(|e| panic!("{e}"));
+            let streamed = String::from_utf8(streamed).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(serde_json::from_str::<serde_json::Value>(&streamed).ok(), Some(whole.clone()), "chunks of {chunk}");
-            assert_eq!(streamed, pretty, "chunks of {chunk}");
+            assert_eq!(streamed, format!("{pretty}\n"), "chunks of {chunk}");
         }
+        // No session at all: empty lists, as serde_json writes them.
+        let report = StreamedReport::of(std::iter::empty::<anyhow::Result<SessionUsage>>(), |session| WrittenSession::of(session).map(Some), 1);
+        let mut streamed = Vec::new();
+        report.write_to(&mut streamed).unwrap_or_else(|e| panic!("{e}"));
+        let none = serde_json::to_string_pretty(&Report { sessions: &[], totals: &Counters::default(), unpriced_models: &Unpriced::default() });
+        assert_eq!(String::from_utf8(streamed).ok(), none.ok().map(|none| format!("{none}\n")));
     }
 }
