@@ -819,6 +819,63 @@ impl Catalog {
 
     // ----- import state -----
 
+    /// A page of what an import kept of `provider`'s sessions: those whose
+    /// key is `from` or after, in key order, at most `limit`. An import
+    /// asks for its sessions in key order, so a page read in one pass
+    /// over both tables stands for `limit` point lookups (two queries
+    /// each, which were most of a repeated import's last, one-core part).
+    pub fn import_sessions_from(&self, provider: &str, from: &str, limit: usize) -> Result<Vec<(String, ImportedSession)>, StoreError> {
+        let err = sql(&self.path);
+        let mut page: Vec<(String, ImportedSession)> = self
+            .conn
+            .prepare_cached("SELECT key, run_id, log_bytes, merged, open FROM import_sessions WHERE provider = ?1 AND key >= ?2 ORDER BY key LIMIT ?3")
+            .map_err(&err)?
+            .query_map(params![provider, from, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    ImportedSession {
+                        run_id: row.get(1)?,
+                        log: row.get::<_, Option<i64>>(2)?.map(|bytes| bytes as u64),
+                        merged: row.get::<_, i64>(3)? != 0,
+                        open: row.get::<_, i64>(4)? != 0,
+                        files: BTreeMap::new(),
+                    },
+                ))
+            })
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(&err)?;
+        let Some(last) = page.last().map(|(key, _)| key.clone()) else {
+            return Ok(page);
+        };
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT key, path, size, modified_ns, read_offset, read_lines, read_torn, read_number FROM import_files \
+                 WHERE provider = ?1 AND key >= ?2 AND key <= ?3 ORDER BY key, path",
+            )
+            .map_err(&err)?;
+        let files = statement.query_map(params![provider, from, last], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, imported_file(row, 2)?))).map_err(&err)?;
+        // Both in key order: each file goes to the session at or after the
+        // one before's (a file whose session row is missing is left out,
+        // as a point lookup leaves it).
+        let mut at = 0;
+        for file in files {
+            let (key, path, file) = file.map_err(&err)?;
+            while page.get(at).is_some_and(|(session, _)| *session < key) {
+                at += 1;
+            }
+            match page.get_mut(at) {
+                Some((session, imported)) if *session == key => {
+                    imported.files.insert(path, file);
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        Ok(page)
+    }
+
     /// What the last import kept of session `key` of `provider`.
     pub fn import_session(&self, provider: &str, key: &str) -> Result<Option<ImportedSession>, StoreError> {
         let err = sql(&self.path);
@@ -839,25 +896,7 @@ impl Catalog {
             .prepare_cached("SELECT path, size, modified_ns, read_offset, read_lines, read_torn, read_number FROM import_files WHERE provider = ?1 AND key = ?2")
             .map_err(&err)?;
         let files = statement
-            .query_map([provider, key], |row| {
-                let offset: Option<i64> = row.get(3)?;
-                Ok((
-                    row.get::<_, String>(0)?,
-                    ImportedFile {
-                        size: row.get::<_, i64>(1)? as u64,
-                        modified_ns: row.get::<_, i64>(2)? as u64,
-                        read: match offset {
-                            Some(offset) => Some(ReadRow {
-                                offset: offset as u64,
-                                lines: row.get::<_, i64>(4)? as u64,
-                                torn: row.get::<_, i64>(5)? != 0,
-                                number: row.get::<_, i64>(6)? as u32,
-                            }),
-                            None => None,
-                        },
-                    },
-                ))
-            })
+            .query_map([provider, key], |row| Ok((row.get::<_, String>(0)?, imported_file(row, 1)?)))
             .map_err(&err)?
             .collect::<Result<BTreeMap<_, _>, _>>()
             .map_err(&err)?;
@@ -1602,6 +1641,25 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
+/// The file an `import_files` row holds, its columns from `size` on
+/// starting at column `first`.
+fn imported_file(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ImportedFile> {
+    let offset: Option<i64> = row.get(first + 2)?;
+    Ok(ImportedFile {
+        size: row.get::<_, i64>(first)? as u64,
+        modified_ns: row.get::<_, i64>(first + 1)? as u64,
+        read: match offset {
+            Some(offset) => Some(ReadRow {
+                offset: offset as u64,
+                lines: row.get::<_, i64>(first + 3)? as u64,
+                torn: row.get::<_, i64>(first + 4)? != 0,
+                number: row.get::<_, i64>(first + 5)? as u32,
+            }),
+            None => None,
+        },
+    })
+}
+
 /// What an import kept of one session.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ImportedSession {
@@ -1676,6 +1734,40 @@ pub struct HeadRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page of kept sessions holds what point lookups of its keys give,
+    /// each with its own files only, in key order from the key asked.
+    #[test]
+    fn a_page_of_kept_sessions_is_what_their_point_lookups_give() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&dir.path().join(CATALOG_FILE)).unwrap_or_else(|e| panic!("{e}"));
+        let file = |size: u64, read: bool| ImportedFile { size, modified_ns: size * 7, read: read.then_some(ReadRow { offset: size, lines: 3, torn: size.is_multiple_of(2), number: 1 }) };
+        // "b" has no files; "c" two; a file row whose session is missing
+        // ("bb") is left out; another provider's "c" is not read.
+        let kept = [
+            ("a", ImportedSession { run_id: "r-a".into(), log: Some(10), merged: false, open: false, files: BTreeMap::from([("/a/1".into(), file(1, true))]) }),
+            ("b", ImportedSession { run_id: "r-b".into(), log: None, merged: true, open: true, files: BTreeMap::new() }),
+            ("c", ImportedSession { run_id: "r-c".into(), log: Some(30), merged: false, open: false, files: BTreeMap::from([("/c/1".into(), file(2, false)), ("/c/2".into(), file(3, true))]) }),
+            ("d", ImportedSession { run_id: "r-d".into(), log: Some(40), merged: false, open: true, files: BTreeMap::from([("/d/1".into(), file(4, true))]) }),
+        ];
+        catalog.begin().unwrap_or_else(|e| panic!("{e}"));
+        for (key, session) in &kept {
+            catalog.put_import_session("codex", key, session).unwrap_or_else(|e| panic!("{e}"));
+        }
+        catalog.put_import_session("claude", "c", &kept[0].1).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_import_session("codex", "bb", &kept[0].1).unwrap_or_else(|e| panic!("{e}"));
+        catalog.conn.execute("DELETE FROM import_sessions WHERE provider = 'codex' AND key = 'bb'", []).unwrap_or_else(|e| panic!("{e}"));
+        catalog.commit().unwrap_or_else(|e| panic!("{e}"));
+        let page = |from: &str, limit: usize| catalog.import_sessions_from("codex", from, limit).unwrap_or_else(|e| panic!("{e}"));
+        let looked_up = |keys: &[&str]| -> Vec<(String, ImportedSession)> {
+            keys.iter().map(|key| ((*key).to_owned(), catalog.import_session("codex", key).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("{key} kept")))).collect()
+        };
+        assert_eq!(page("", 10), looked_up(&["a", "b", "c", "d"]));
+        assert_eq!(page("a", 10)[0].1, kept[0].1);
+        assert_eq!(page("b", 2), looked_up(&["b", "c"]));
+        assert_eq!(page("ba", 1), looked_up(&["c"]));
+        assert_eq!(page("e", 10), Vec::new());
+    }
 
     #[test]
     fn a_day_is_written_as_the_calendar_has_it() {

@@ -989,6 +989,46 @@ struct Importer<'a> {
     torn_lines: TornLines,
     /// The runs recorded or changed, in the order they were noted.
     changed: Vec<RunId>,
+    /// The last import's sessions, read a page at a time.
+    pages: KnownPages,
+}
+
+/// How many of the last import's sessions are read at a time.
+const KNOWN_PAGE: usize = 256;
+
+/// The last import's sessions of one provider, a page at a time: the
+/// import asks for them in key order, and a key on the page read last is
+/// answered from it. The page stands for every key from the one it was
+/// read from up to its last (to the end, when it was not full), so a key
+/// it lacks was not kept. A key asked out of order, or a second time (its
+/// row may have been written since), is read on its own.
+#[derive(Debug, Default)]
+struct KnownPages {
+    provider: &'static str,
+    from: String,
+    /// The page's last key, when it was full (`None`: it reaches the end).
+    to: Option<String>,
+    page: Vec<(String, Option<ImportedSession>)>,
+}
+
+impl KnownPages {
+    fn get(&mut self, catalog: &Catalog, provider: &'static str, key: &str) -> anyhow::Result<Option<ImportedSession>> {
+        let covered = self.provider == provider && self.from.as_str() <= key && self.to.as_deref().is_none_or(|to| key <= to);
+        if !covered {
+            let page = catalog.import_sessions_from(provider, key, KNOWN_PAGE)?;
+            self.provider = provider;
+            self.from = key.to_owned();
+            self.to = (page.len() >= KNOWN_PAGE).then(|| page.last().map(|(last, _)| last.clone())).flatten();
+            self.page = page.into_iter().map(|(key, session)| (key, Some(session))).collect();
+        }
+        match self.page.binary_search_by(|(kept, _)| kept.as_str().cmp(key)) {
+            Ok(at) => match self.page[at].1.take() {
+                Some(session) => Ok(Some(session)),
+                None => Ok(catalog.import_session(provider, key)?),
+            },
+            Err(_) => Ok(None),
+        }
+    }
 }
 
 impl Importer<'_> {
@@ -1201,10 +1241,10 @@ impl Importer<'_> {
     /// What the last import kept of session `key`.
     /// The lookups of a repeated import share one read transaction (see
     /// [`Catalog::begin_read`]), ended by the next write.
-    fn known(&self, provider: &str, key: &str) -> anyhow::Result<Option<Imported>> {
-        let catalog = self.catalog()?;
+    fn known(&mut self, provider: &'static str, key: &str) -> anyhow::Result<Option<Imported>> {
+        let catalog = self.catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))?;
         catalog.begin_read()?;
-        Ok(catalog.import_session(provider, key)?.map(Imported::of_row))
+        Ok(self.pages.get(&catalog, provider, key)?.map(Imported::of_row))
     }
 
     /// Saves the usage index and then the state (a run the state calls done
@@ -1442,6 +1482,7 @@ fn import_sessions(
         runs,
         torn_lines,
         changed: Vec::new(),
+        pages: KnownPages::default(),
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1578,6 +1619,45 @@ mod tests {
 
     fn head_fields(head: Option<RolloutHead>) -> Option<(String, Option<String>, u64, Option<Timestamp>)> {
         head.map(|head| (head.thread, head.parent, head.depth, head.started))
+    }
+
+    /// Kept sessions read a page at a time answer as point lookups do:
+    /// keys in order across pages, a key not kept, one asked out of order,
+    /// and one asked again after its row was written anew.
+    #[test]
+    fn kept_sessions_read_by_pages_answer_as_point_lookups() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&dir.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        let session = |n: usize| ImportedSession {
+            run_id: format!("codex-{n:04}"),
+            log: Some(n as u64),
+            merged: n.is_multiple_of(3),
+            open: n.is_multiple_of(5),
+            files: BTreeMap::from([(format!("/s/{n}"), ImportedFile { size: n as u64, modified_ns: 1, read: None })]),
+        };
+        catalog.begin().unwrap_or_else(|e| panic!("{e}"));
+        // Every other key of 0..2.5 pages is kept (the odd ones are not).
+        for n in (0..KNOWN_PAGE * 5 / 2).step_by(2) {
+            catalog.put_import_session(CODEX, &format!("k{n:04}"), &session(n)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        catalog.put_import_session(CLAUDE, "k0002", &session(9999)).unwrap_or_else(|e| panic!("{e}"));
+        catalog.commit().unwrap_or_else(|e| panic!("{e}"));
+        let mut pages = KnownPages::default();
+        let mut asked = Vec::new();
+        let mut looked_up = Vec::new();
+        let mut ask = |pages: &mut KnownPages, provider: &'static str, key: String| {
+            asked.push(pages.get(&catalog, provider, &key).unwrap_or_else(|e| panic!("{e}")));
+            looked_up.push(catalog.import_session(provider, &key).unwrap_or_else(|e| panic!("{e}")));
+        };
+        for n in 0..KNOWN_PAGE * 5 / 2 + 3 {
+            ask(&mut pages, CODEX, format!("k{n:04}"));
+        }
+        ask(&mut pages, CODEX, "k0010".to_owned());
+        catalog.put_import_session(CODEX, "k0600", &session(7)).unwrap_or_else(|e| panic!("{e}"));
+        ask(&mut pages, CODEX, "k0600".to_owned());
+        ask(&mut pages, CLAUDE, "k0002".to_owned());
+        assert_eq!(asked, looked_up);
+        assert_eq!(asked.iter().filter(|found| found.is_some()).count(), KNOWN_PAGE * 5 / 4 + 3);
     }
 
     /// Rollouts come in path order (component by component), whatever
