@@ -1874,22 +1874,30 @@ mod tests {
         fs::create_dir_all(&subagents).unwrap_or_else(|e| panic!("{e}"));
         fs::write(project.join("s1.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
         fs::write(subagents.join("agent-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
+        // A workflow's helpers, two folders deeper (each opened through
+        // its parent's handle).
+        let nested = subagents.join("workflows/w1");
+        fs::create_dir_all(&nested).unwrap_or_else(|e| panic!("{e}"));
+        fs::write(nested.join("agent-c.jsonl"), "{}\n").unwrap_or_else(|e| panic!("{e}"));
         age_folders(claude.path());
         let list = |known: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>| {
             let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
             let (_, found) = claude_found(Some(claude.path()), &dirs).unwrap_or_else(|e| panic!("{e}"));
+            let mut nested_stamp = None;
             let files: Vec<Vec<PathBuf>> = found
                 .map(|session| {
                     let session = session.unwrap_or_else(|e| panic!("{e}"));
-                    let (files, _) = claude_session_files(&session, &dirs).unwrap_or_else(|e| panic!("{e}"));
+                    let (files, stamps) = claude_session_files(&session, &dirs).unwrap_or_else(|e| panic!("{e}"));
+                    nested_stamp = nested_stamp.or(stamps.get(nested.join("agent-c.jsonl").to_string_lossy().as_ref()).map(|stamp| stamp.size));
                     files.parts.into_iter().map(|(_, path)| path).collect()
                 })
                 .collect();
+            assert_eq!(nested_stamp, Some(3), "the nested helper's file is stat'ed");
             (files, dirs.listed(), kept(&dirs, known))
         };
-        // projects, p, s1, subagents.
+        // projects, p, s1, subagents, workflows, w1.
         let (first, listed, known) = list(HashMap::new());
-        assert_eq!((first.clone(), listed), (vec![vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl")]], 4));
+        assert_eq!((first.clone(), listed), (vec![vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl"), nested.join("agent-c.jsonl")]], 6));
         let (again, listed, known) = list(known);
         assert_eq!((again, listed), (first, 0));
 
@@ -1901,7 +1909,7 @@ mod tests {
             (grown, listed),
             (
                 vec![
-                    vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl"), subagents.join("agent-b.jsonl")],
+                    vec![project.join("s1.jsonl"), subagents.join("agent-a.jsonl"), subagents.join("agent-b.jsonl"), nested.join("agent-c.jsonl")],
                     vec![project.join("s2.jsonl")]
                 ],
                 // p, subagents, and the new s2.
