@@ -830,18 +830,7 @@ impl Catalog {
             .conn
             .prepare_cached("SELECT key, run_id, log_bytes, merged, open FROM import_sessions WHERE provider = ?1 AND key >= ?2 ORDER BY key LIMIT ?3")
             .map_err(&err)?
-            .query_map(params![provider, from, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    ImportedSession {
-                        run_id: row.get(1)?,
-                        log: row.get::<_, Option<i64>>(2)?.map(|bytes| bytes as u64),
-                        merged: row.get::<_, i64>(3)? != 0,
-                        open: row.get::<_, i64>(4)? != 0,
-                        files: BTreeMap::new(),
-                    },
-                ))
-            })
+            .query_map(params![provider, from, i64::try_from(limit).unwrap_or(i64::MAX)], |row| Ok((row.get::<_, String>(0)?, imported_head(row, 1)?)))
             .map_err(&err)?
             .collect::<Result<_, _>>()
             .map_err(&err)?;
@@ -883,30 +872,22 @@ impl Catalog {
             .conn
             .prepare_cached("SELECT run_id, log_bytes, merged, open FROM import_sessions WHERE provider = ?1 AND key = ?2")
             .map_err(&err)?
-            .query_row([provider, key], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
-            })
+            .query_row([provider, key], |row| imported_head(row, 0))
             .optional()
             .map_err(&err)?;
-        let Some((run_id, log, merged, open)) = head else {
+        let Some(mut session) = head else {
             return Ok(None);
         };
         let mut statement = self
             .conn
             .prepare_cached("SELECT path, size, modified_ns, read_offset, read_lines, read_torn, read_number FROM import_files WHERE provider = ?1 AND key = ?2")
             .map_err(&err)?;
-        let files = statement
+        session.files = statement
             .query_map([provider, key], |row| Ok((row.get::<_, String>(0)?, imported_file(row, 1)?)))
             .map_err(&err)?
             .collect::<Result<BTreeMap<_, _>, _>>()
             .map_err(&err)?;
-        Ok(Some(ImportedSession {
-            run_id,
-            log: log.map(|bytes| bytes as u64),
-            merged: merged != 0,
-            open: open != 0,
-            files,
-        }))
+        Ok(Some(session))
     }
 
     /// Keeps what an import made of session `key` of `provider`.
@@ -1639,6 +1620,18 @@ pub struct SearchHit {
     pub timestamp: Timestamp,
     /// The matching words in their context, each match in `[…]`.
     pub snippet: String,
+}
+
+/// The session an `import_sessions` row holds, without its files, its
+/// columns from `run_id` on starting at column `first`.
+fn imported_head(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ImportedSession> {
+    Ok(ImportedSession {
+        run_id: row.get(first)?,
+        log: row.get::<_, Option<i64>>(first + 1)?.map(|bytes| bytes as u64),
+        merged: row.get::<_, i64>(first + 2)? != 0,
+        open: row.get::<_, i64>(first + 3)? != 0,
+        files: BTreeMap::new(),
+    })
 }
 
 /// The file an `import_files` row holds, its columns from `size` on

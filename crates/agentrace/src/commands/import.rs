@@ -250,6 +250,11 @@ impl Imported {
     }
 }
 
+/// The catalog, shared by the import's threads, locked.
+fn locked(catalog: &std::sync::Mutex<Catalog>) -> anyhow::Result<std::sync::MutexGuard<'_, Catalog>> {
+    catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))
+}
+
 /// The catalog's name for a provider's sessions.
 const CODEX: &str = "codex";
 const CLAUDE: &str = "claude";
@@ -279,7 +284,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
             self.known.as_ref().is_some_and(|head| head.size == self.stamp.size && head.modified_ns == self.stamp.modified_ns)
         }
     }
-    let lock = || catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"));
+    let lock = || locked(catalog);
     let mut known = lock()?.rollout_heads()?;
     let mut packer = Packer::default();
     // One that vanished since the listing (no stamp) is left out.
@@ -1235,14 +1240,16 @@ impl Importer<'_> {
 
     /// The catalog, locked.
     fn catalog(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Catalog>> {
-        self.catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))
+        locked(self.catalog)
     }
 
     /// What the last import kept of session `key`.
     /// The lookups of a repeated import share one read transaction (see
     /// [`Catalog::begin_read`]), ended by the next write.
     fn known(&mut self, provider: &'static str, key: &str) -> anyhow::Result<Option<Imported>> {
-        let catalog = self.catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))?;
+        // Locked through the shared reference, not `self`: the pages are
+        // borrowed mutably beside the guard.
+        let catalog = locked(self.catalog)?;
         catalog.begin_read()?;
         Ok(self.pages.get(&catalog, provider, key)?.map(Imported::of_row))
     }
@@ -1445,7 +1452,7 @@ fn keep_dirs(catalog: &std::sync::Mutex<Catalog>, dirs: &DirCache) -> anyhow::Re
     if changes.is_empty() {
         return Ok(());
     }
-    let catalog = catalog.lock().map_err(|_| anyhow::anyhow!("the catalog's lock was poisoned"))?;
+    let catalog = locked(catalog)?;
     catalog.begin()?;
     for (path, row) in &changes {
         match row {
