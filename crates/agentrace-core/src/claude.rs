@@ -66,14 +66,14 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::codex::summarize;
+use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
 use crate::decode::{decode_line_lean, raw_string, visit_members, visit_trailing_scalars, DecodedLine, Skip};
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence,
     IncompleteReason, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
 };
-use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry, ThreadKind};
+use crate::summary::summarize;
 
 pub use usage::{tokens, UsageBook};
 

@@ -14,16 +14,16 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::attribute::{Attributor, Emitted, InputLine};
 use crate::decode::{decode_raw, DecodedRaw};
 use crate::model::{
     Actor, AgentStatus, Direction, Event, FinalMessageConfidence, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
 };
-use crate::recorder::{Attributor, Emitted, InputLine};
 use crate::registry::{ChildDetails, LinkOutcome, Registry};
-
-/// Longest summary kept in `input` / `output` / `summary` fields.
-const SUMMARY_CHARS: usize = 2_000;
+// Shared by every attributor, so it lives in `summary.rs`; re-exported
+// because callers name it by its old path, `agentrace_core::codex::summarize`.
+pub use crate::summary::summarize;
 
 /// Per-thread facts the attributor needs to derive events.
 #[derive(Debug, Default)]
@@ -1241,13 +1241,5 @@ fn tool_event(
             item_id: Some(ItemId::from(id)),
             turn_id,
         }
-    }
-}
-
-/// Cuts a text to [`SUMMARY_CHARS`] characters, marking the cut.
-pub fn summarize(text: &str) -> String {
-    match text.char_indices().nth(SUMMARY_CHARS) {
-        Some((index, _)) => format!("{}…", &text[..index]),
-        None => text.to_owned(),
     }
 }

@@ -25,14 +25,14 @@ use std::collections::{HashMap, HashSet};
 
 use agentrace_wire::codex_exec::{ExecEvent, ExecItem, ExecItemDetails, ExecUsage};
 
-use crate::codex::summarize;
+use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
 use crate::decode::{decode_line, DecodedLine};
 use crate::model::{
     Actor, Confidence, Event, ItemId, Role, ThreadId, Timestamp, TokenUsage, TurnId,
 };
-use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::Registry;
 use crate::rollout::RolloutAttributor;
+use crate::summary::summarize;
 
 /// Attributes a `codex exec --json` stream and the rollouts joined to it.
 #[derive(Debug, Default)]

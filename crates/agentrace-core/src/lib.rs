@@ -8,6 +8,7 @@
 // would decide silently).
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub mod attribute;
 pub mod book;
 pub mod childwork;
 pub mod claude;
@@ -24,6 +25,7 @@ pub mod redact;
 pub mod registry;
 pub mod rollout;
 pub mod state;
+mod summary;
 pub mod warnings;
 pub mod waterfall;
 pub mod compare;

@@ -10,14 +10,14 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::codex::summarize;
+use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
 use crate::decode::{decode_line_lean, raw_string, visit_members, DecodedLine};
 use crate::model::{
     Actor, AgentStatus, Event, FinalMessageConfidence, ItemId, Role, Severity, ThreadId,
     Timestamp, TokenUsage, TurnId, Warning,
 };
-use crate::recorder::{Attributor, Emitted, InputLine, SourcePart};
 use crate::registry::{ChildDetails, LinkOutcome, Registry};
+use crate::summary::summarize;
 
 /// What is known of one rollout file.
 #[derive(Debug, Default)]

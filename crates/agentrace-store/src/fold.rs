@@ -21,9 +21,9 @@ use agentrace_core::warnings::WarningConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
+use crate::files::replace_unsynced;
 use crate::lean::{Definition, Dictionary};
 use crate::reader::LogReader;
-use crate::writer::replace_unsynced;
 
 /// One index entry every this many envelopes.
 pub const INDEX_STRIDE: u64 = 1024;

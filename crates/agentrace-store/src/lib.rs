@@ -27,6 +27,7 @@
 
 pub mod catalog;
 mod error;
+mod files;
 pub mod fold;
 mod home;
 pub mod lean;

@@ -42,6 +42,7 @@ use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{Envelope, RunId};
 
 use crate::error::StoreError;
+use crate::files::replace_unsynced;
 use crate::fold::{fingerprint, keep_tail, RunFold};
 use crate::lean::Encoder;
 use crate::reader::LineAt;
@@ -848,16 +849,6 @@ fn keep_on_one_line(line: &mut [u8]) {
         line[from + found] = b' ';
         from += found + 1;
     }
-}
-
-/// Writes `bytes` to `<path>.tmp-<pid>` and renames it over `path`, without
-/// `fsync`: readers see the old file or the new one, never a mix.
-pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {
-    let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
-    temporary_name.push(format!(".tmp-{}", std::process::id()));
-    let temporary = path.with_file_name(temporary_name);
-    fs::write(&temporary, bytes).map_err(|source| StoreError::io(action, &temporary, source))?;
-    fs::rename(&temporary, path).map_err(|source| StoreError::io(action, path, source))
 }
 
 /// Writes `bytes` to `<path>.tmp-<pid>`, syncs it and renames it over

@@ -1,0 +1,19 @@
+//! Replacing a file whole, the way the run record and the snapshot are
+//! rewritten: a helper shared by the writer and the fold, kept apart so
+//! neither imports the other for it. It owns how the bytes reach the
+//! disk, never which file is written nor what it says.
+
+use std::fs;
+use std::path::Path;
+
+use crate::error::StoreError;
+
+/// Writes `bytes` to `<path>.tmp-<pid>` and renames it over `path`, without
+/// `fsync`: readers see the old file or the new one, never a mix.
+pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {
+    let mut temporary_name = path.file_name().unwrap_or_default().to_os_string();
+    temporary_name.push(format!(".tmp-{}", std::process::id()));
+    let temporary = path.with_file_name(temporary_name);
+    fs::write(&temporary, bytes).map_err(|source| StoreError::io(action, &temporary, source))?;
+    fs::rename(&temporary, path).map_err(|source| StoreError::io(action, path, source))
+}
