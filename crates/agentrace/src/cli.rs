@@ -50,7 +50,7 @@ enum Command {
     Search(crate::commands::runs::SearchArgs),
     /// Make the catalog ($AGENTRACE_HOME/catalog.sqlite) anew from the run
     /// logs, then import the Codex and Claude folders again.
-    Reindex(crate::commands::catalog::ReindexArgs),
+    Reindex(crate::commands::reindex::ReindexArgs),
     /// Show one run: summary, agent tree, the result and who produced it, counts.
     Show {
         /// Run id, a unique prefix of one, or `latest`.
@@ -59,7 +59,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        warnings: crate::commands::check::WarningArgs,
+        warnings: crate::warning_config::WarningArgs,
     },
     /// Print every event of a run in sequence order, final attribution applied.
     Events(EventsArgs),
@@ -256,9 +256,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 quiet: args.quiet,
                 codex_home: args.codex_home,
             };
-            if crate::sources::claude_ingest::wants_transcripts(args.input.as_deref(), args.format) {
+            if ingest::wants_transcripts(args.input.as_deref(), args.format) {
                 let input = args.input.as_deref();
-                for id in crate::sources::claude_ingest::ingest_transcripts(&home, input, &options)? {
+                for id in ingest::ingest_transcripts(&home, input, &options)? {
                     out.line(id.as_str())?;
                 }
             } else {
@@ -277,11 +277,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Runs(args)) => crate::commands::runs::run(&home, &args, &mut out)?,
         Some(Command::Search(args)) => crate::commands::runs::search(&home, &args, &mut out)?,
-        Some(Command::Reindex(args)) => crate::commands::catalog::reindex(&home, &args)?,
+        Some(Command::Reindex(args)) => crate::commands::reindex::reindex(&home, &args)?,
         Some(Command::Show { run, json, warnings }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
-            let config = crate::commands::check::config(&home, &warnings)?;
+            let config = crate::warning_config::config(&home, &warnings)?;
             let view = loaded.checked_view(&config, Some(crate::clock::now()));
             if json {
                 out.json_pretty(&view)?;

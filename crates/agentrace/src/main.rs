@@ -3,6 +3,7 @@
 //! stderr; a closed stdout pipe ends the program quietly with exit 0.
 
 mod agent_process;
+mod catalog;
 mod clock;
 mod commands;
 mod run_ids;
@@ -17,6 +18,8 @@ mod render;
 mod report;
 mod trace_context;
 mod secrets;
+mod usage_index;
+mod warning_config;
 
 use std::process::ExitCode;
 

@@ -27,7 +27,7 @@ use agentrace_store::raw_ref::CopyWriter;
 use agentrace_store::{Home, RunWriter};
 
 use crate::clock::now;
-use crate::commands::catalog::{index_recorded, Texts};
+use crate::catalog::{index_recorded, Texts};
 use crate::live::LiveView;
 use crate::sources::session_feed::Sink;
 
@@ -582,8 +582,8 @@ impl Recording {
 
     /// Joins the rollouts of the run's session (a `codex exec` run's: see
     /// [`agentrace_core::exec`]), each file whole, parents first.
-    pub fn join_rollouts(&mut self, files: &[crate::commands::import::RolloutHead]) -> anyhow::Result<()> {
-        self.feed_with(|recorder, sink| crate::commands::import::feed_rollouts(recorder, files, sink))?;
+    pub fn join_rollouts(&mut self, files: &[crate::sources::rollouts::RolloutHead]) -> anyhow::Result<()> {
+        self.feed_with(|recorder, sink| crate::sources::rollouts::feed_rollouts(recorder, files, sink))?;
         Ok(())
     }
 

@@ -3,13 +3,17 @@
 //! self-contained file (no scripts, no network). Rendering is a pure function
 //! of the run view and its envelopes; every agent-provided string is escaped
 //! for the target format, and the output stays under a size bound with a
-//! count of what was left out.
+//! count of what was left out. A run is read for them as `show` gives it
+//! ([`shown_run`], which the OpenTelemetry export shares).
 
 use std::fmt::Write as _;
 
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
 use agentrace_core::state::{AgentNode, RunView};
 use agentrace_store::{Home, LogReader};
+
+use crate::clock::now;
+use crate::warning_config::{config, WarningArgs};
 
 /// Longest agent text (a prompt, a message, a tool's output) in a report.
 const MAX_TEXT_CHARS: usize = 2000;
@@ -25,6 +29,20 @@ pub enum Format {
     Markdown,
 }
 
+/// Run `id` as `show` gives it with the home's config file (no flags),
+/// and the final actors of the same fold: for what is made of a run
+/// elsewhere (its exports), which goes on to show its envelopes
+/// (corrections applied).
+pub fn shown_run(
+    home: &Home,
+    id: &RunId,
+) -> anyhow::Result<(RunView, agentrace_core::state::FinalActors)> {
+    let config = config(home, &WarningArgs::default())?;
+    let loaded = home.load_run(id)?;
+    let view = loaded.checked_view(&config, Some(now()));
+    Ok((view, loaded.final_actors().clone()))
+}
+
 /// Reads a run and renders it (corrections applied to every event).
 pub fn render_run(
     home: &Home,
@@ -34,7 +52,7 @@ pub fn render_run(
 ) -> anyhow::Result<String> {
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too).
-    let (view, finals) = crate::commands::check::shown_run(home, id)?;
+    let (view, finals) = shown_run(home, id)?;
     let mut envelopes = Vec::new();
     let mut reader = LogReader::open(&path)?;
     for envelope in &mut reader {

@@ -23,7 +23,7 @@ use clap::Args;
 use notify::Watcher as _;
 use serde::Serialize;
 
-use crate::commands::check::WarningArgs;
+use crate::warning_config::WarningArgs;
 use crate::output::Out;
 use crate::render;
 use crate::commands::status::line;
@@ -103,7 +103,7 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
         .watch(&folder, notify::RecursiveMode::NonRecursive)
         .with_context(|| format!("watching {}", folder.display()))?;
 
-    let config = crate::commands::check::config(home, &args.warnings)?;
+    let config = crate::warning_config::config(home, &args.warnings)?;
     let mut follower = Follower::new(id, path, args.json, config);
     loop {
         follower.read_new(out)?;

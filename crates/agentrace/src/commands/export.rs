@@ -120,7 +120,7 @@ pub fn export_run(
     let path = home.log_path(id);
     // With the warnings `show` lists (the detectors' too), as the config
     // file in the home sets them.
-    let (view, finals) = crate::commands::check::shown_run(home, id)?;
+    let (view, finals) = crate::report::shown_run(home, id)?;
     let parent = crate::trace_context::for_export(traceparent, view.run.traceparent.as_deref());
     let mut builder = TraceBuilder::new(id.as_str()).with_parent(parent);
     for envelope in LogReader::open(&path)? {

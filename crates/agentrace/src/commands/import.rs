@@ -13,13 +13,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::{BufRead as _, BufReader, IsTerminal as _, Read as _};
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt as _;
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
 
-use agentrace_core::decode;
 use agentrace_core::model::{RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
@@ -29,15 +25,16 @@ use agentrace_store::{Home, RunFiles};
 use anyhow::Context as _;
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::recording::{Cadence, Recording, Setup, TextsTo};
-use crate::sources::claude_ingest::{claude_config_dir, FoundSession};
-use crate::sources::codex_sessions::{CodexSessions, Packer, Rest};
+use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_start, first_time, FoundSession};
+use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
-use crate::sources::dirs::{DirCache, Kind};
-use crate::sources::session_feed::{Reach, SessionFeed, TornLines};
-use crate::commands::usage::{LogStamp, UsageIndex};
+use crate::sources::dirs::DirCache;
+use crate::sources::rollouts::{codex_start, rollout_head, rollout_parts, RolloutHead, RolloutWalk};
+use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, TornLines};
+use crate::sources::stamps::FileStamp;
+use crate::usage_index::{LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
 
@@ -108,66 +105,6 @@ impl ImportArgs {
     pub(crate) fn claude_dir(&self) -> Option<PathBuf> {
         self.claude_dir.clone().or_else(claude_config_dir)
     }
-}
-
-/// Size and modification time of one file, as last imported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct FileStamp {
-    size: u64,
-    /// Nanoseconds since the Unix epoch (64 bits last until 2554; a head is
-    /// kept per rollout, so its size counts).
-    modified_ns: u64,
-}
-
-impl FileStamp {
-    /// The stamp of a file's metadata.
-    pub(crate) fn of(metadata: &fs::Metadata) -> FileStamp {
-        let modified_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(UNIX_EPOCH).ok())
-            .map(|elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
-            .unwrap_or(0);
-        FileStamp {
-            size: metadata.len(),
-            modified_ns,
-        }
-    }
-
-    /// The stamp of file `name` in the open folder `dir`, stat'ed through
-    /// the folder's handle (a link where it points); as [`FileStamp::of`]
-    /// gives it. `None` when it cannot be.
-    pub(crate) fn at(dir: &fs::File, name: &[u8]) -> Option<FileStamp> {
-        let stat = nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).ok()?;
-        let modified_ns = match (u64::try_from(stat.st_mtime), u64::try_from(stat.st_mtime_nsec)) {
-            (Ok(seconds), Ok(nanoseconds)) => seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds),
-            // Before the epoch, as `of` has it.
-            _ => 0,
-        };
-        Some(FileStamp {
-            size: u64::try_from(stat.st_size).unwrap_or(0),
-            modified_ns,
-        })
-    }
-
-    /// The stamp of a listed file, stat'ed through its folder's handle
-    /// (not by its whole path again: that was half the cost of each stat);
-    /// a link is stat'ed where it points. `None` when it cannot be.
-    pub(crate) fn of_entry(entry: &fs::DirEntry) -> Option<FileStamp> {
-        let metadata = match entry.file_type() {
-            Ok(kind) if !kind.is_symlink() => entry.metadata(),
-            _ => fs::metadata(entry.path()),
-        };
-        metadata.ok().map(|metadata| FileStamp::of(&metadata))
-    }
-}
-
-#[cfg(test)]
-/// A path's bytes as they sort in path order: component by component,
-/// which is byte by byte with the separator before any other byte.
-pub(crate) fn path_sort_bytes(path: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    path.iter().map(|byte| if *byte == b'/' { 0 } else { *byte })
 }
 
 /// One imported session: its run and its files.
@@ -259,14 +196,8 @@ fn locked(catalog: &std::sync::Mutex<Catalog>) -> anyhow::Result<std::sync::Mute
 const CODEX: &str = "codex";
 const CLAUDE: &str = "claude";
 
-#[cfg(test)]
-/// Paths in the order [`RolloutWalk`] lists them: byte by byte, a
-/// separator before any other byte.
-fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
-    path_sort_bytes(a.as_bytes()).cmp(path_sort_bytes(b.as_bytes()))
-}
-
-/// The rollouts `walk` lists, grouped as [`codex_sessions`] does,
+/// The rollouts `walk` lists, grouped as
+/// [`codex_sessions`](crate::sources::codex_sessions::codex_sessions) does,
 /// reading a rollout's head (on every core) only when its stamp differs
 /// from the one the catalog keeps. The catalog is updated as the walk goes:
 /// a head read anew is put, one of a rollout no longer there removed (an
@@ -415,369 +346,6 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
     }
 }
 
-/// The head of a Codex rollout.
-#[derive(Debug, Clone)]
-pub struct RolloutHead {
-    /// The file.
-    pub path: PathBuf,
-    /// Its thread.
-    pub thread: String,
-    /// Its parent, for a child.
-    pub parent: Option<String>,
-    /// Spawn depth (0 for a root).
-    pub depth: u64,
-    /// When the session started.
-    pub started: Option<Timestamp>,
-    /// The file's stamp, when listed with one.
-    pub(crate) stamp: Option<FileStamp>,
-}
-
-/// The rollouts of a Codex home in path order (byte by byte, a separator
-/// before any other byte: see [`path_sort_bytes`]), each with its stamp
-/// when `stamped` (`None` for one that cannot be stat'ed; see
-/// [`FileStamp::at`]: the stats are most of a repeated import). Each
-/// folder is listed and sorted as the walk enters it, so only the folders
-/// on the way are held, never the whole listing, and of each entry only
-/// its name and kind (a day's folder may hold thousands).
-pub(crate) struct RolloutWalk {
-    /// The folders entered, innermost last.
-    folders: Vec<Folder>,
-    /// The top folders not yet entered, the next last.
-    tops: Vec<PathBuf>,
-    stamped: bool,
-    /// The listings kept by the last import: a folder unchanged since is
-    /// not listed again.
-    dirs: Option<std::sync::Arc<DirCache>>,
-}
-
-/// A folder being walked.
-struct Folder {
-    path: PathBuf,
-    /// Open when stamping: its files are stat'ed through it, by name.
-    handle: Option<fs::File>,
-    /// Its entries not yet visited (name and kind), the next last.
-    entries: Vec<(Box<[u8]>, Kind)>,
-}
-
-impl RolloutWalk {
-    pub(crate) fn new(codex_home: &Path, stamped: bool) -> Self {
-        Self {
-            folders: Vec::new(),
-            // `archived_sessions` sorts before `sessions`.
-            tops: vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
-            stamped,
-            dirs: None,
-        }
-    }
-
-    /// The walk, taking folders' entries from `dirs` where it can.
-    pub(crate) fn with_dirs(self, dirs: std::sync::Arc<DirCache>) -> Self {
-        Self { dirs: Some(dirs), ..self }
-    }
-
-    /// Lists `dir`, sorted so that the walk goes on in path order: names
-    /// byte by byte, as no name holds a separator.
-    fn enter(&mut self, dir: PathBuf) {
-        let (mut entries, handle) = if let Some(dirs) = &self.dirs {
-            // The handle's stat is the folder's stamp; the handle stats
-            // its files.
-            let Some((handle, stat)) = crate::sources::dirs::open(&dir) else {
-                return;
-            };
-            let Some(entries) = dirs.entries(&dir, &stat) else {
-                return;
-            };
-            (entries, self.stamped.then_some(handle))
-        } else {
-            let Ok(listing) = fs::read_dir(&dir) else {
-                return;
-            };
-            let entries: Vec<(Box<[u8]>, Kind)> = listing
-                .flatten()
-                .map(|entry| (entry.file_name().into_encoded_bytes().into_boxed_slice(), Kind::of(entry.file_type().ok())))
-                .collect();
-            (entries, if self.stamped { fs::File::open(&dir).ok() } else { None })
-        };
-        entries.sort_unstable_by(|(a, _), (b, _)| b.cmp(a));
-        self.folders.push(Folder { path: dir, handle, entries });
-    }
-}
-
-impl Iterator for RolloutWalk {
-    type Item = (PathBuf, Option<FileStamp>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let Some(folder) = self.folders.last_mut() else {
-                let top = self.tops.pop()?;
-                self.enter(top);
-                continue;
-            };
-            let Some((name, kind)) = folder.entries.pop() else {
-                self.folders.pop();
-                continue;
-            };
-            // The listing's own kind: a stat per rollout was a good part
-            // of a repeated import.
-            let is_dir = crate::sources::dirs::is_dir(&folder.path, &name, kind);
-            let path = folder.path.join(OsStr::from_bytes(&name));
-            if is_dir {
-                // A bound keeps a folder that links back to itself from
-                // being walked for ever.
-                if self.folders.len() <= WALK_DEPTH {
-                    self.enter(path);
-                }
-                continue;
-            }
-            if name.starts_with(b"rollout-") && name.ends_with(b".jsonl") {
-                let stamp = folder.handle.as_ref().and_then(|handle| FileStamp::at(handle, &name));
-                return Some((path, stamp));
-            }
-        }
-    }
-}
-
-/// How deep a Codex home's folders are walked.
-const WALK_DEPTH: usize = 16;
-
-/// Reads a rollout's head: its first line (its `session_meta`), skimmed
-/// into its lean form (without the base instructions, often tens of KB,
-/// never built), which alone is parsed. Only the file's first
-/// [`HEAD_PREFIX`] bytes are read when they hold every member before the
-/// base instructions (see [`head_before_instructions`]).
-pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
-    rollout_head_within(path, HEAD_PREFIX)
-}
-
-/// How much of a rollout [`rollout_head`] reads first.
-const HEAD_PREFIX: usize = 8 * 1024;
-
-fn rollout_head_within(path: &Path, prefix: usize) -> Option<RolloutHead> {
-    let file = fs::File::open(path).ok()?;
-    // A session_meta carries the base instructions: allow it a few MiB.
-    let mut reader = BufReader::with_capacity(prefix, file.take(16 * 1024 * 1024));
-    let first = reader.fill_buf().ok()?;
-    if memchr::memchr(b'\n', first).is_none() && first.len() == prefix {
-        if let Some(head) = head_before_instructions(first).and_then(|lean| head_of(path, &lean, true)) {
-            return Some(head);
-        }
-    }
-    let mut line = Vec::new();
-    reader.read_until(b'\n', &mut line).ok()?;
-    head_of(path, &agentrace_core::rollout::lean_line(&line)?, false)
-}
-
-/// The lean form of a `session_meta` line cut inside its base
-/// instructions: its members before them, closed. Codex writes a thread's
-/// id, parent, spawn and start before the base instructions (and after them
-/// only the history mode, agent version and context window), so these
-/// bytes tell the head without the rest of the line. `None` when the cut
-/// is elsewhere (the line is then read whole).
-fn head_before_instructions(prefix: &[u8]) -> Option<String> {
-    // `,"` cannot occur inside a JSON string (its quote would be escaped):
-    // this is a member's key, and the object it ends must be the payload,
-    // the only one closed after it.
-    let at = memchr::memmem::find(prefix, b",\"base_instructions\":")?;
-    let mut closed = prefix[..at].to_vec();
-    closed.extend_from_slice(b"}}");
-    agentrace_core::rollout::lean_line(&closed)
-}
-
-/// A rollout's head from its lean first line, or from its members before
-/// the base instructions when `cut`.
-fn head_of(path: &Path, lean: &str, cut: bool) -> Option<RolloutHead> {
-    let head: Value = serde_json::from_str(lean).ok()?;
-    if head.get("type").and_then(Value::as_str) != Some("session_meta") {
-        return None;
-    }
-    let payload = head.get("payload")?;
-    if cut && payload.get("source").is_none() {
-        // Not the members Codex writes first: read the whole line.
-        return None;
-    }
-    let spawn = payload.get("source").and_then(|source| {
-        source
-            .pointer("/subagent/thread_spawn")
-            .or_else(|| source.pointer("/subAgent/thread_spawn"))
-    });
-    let text = |value: Option<&Value>| value.and_then(Value::as_str).map(str::to_owned);
-    Some(RolloutHead {
-        path: path.to_path_buf(),
-        thread: text(payload.get("id"))?,
-        parent: text(spawn.and_then(|spawn| spawn.get("parent_thread_id"))).or_else(|| text(payload.get("parent_thread_id"))),
-        depth: spawn
-            .and_then(|spawn| spawn.get("depth"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        started: head.get("timestamp").and_then(Value::as_str).and_then(Timestamp::parse),
-        stamp: None,
-    })
-}
-
-/// Rollouts grouped into sessions: top-most known ancestor → files,
-/// parents before children (see [`Packer::group`]); rollouts are set aside
-/// in the system's temporary folder past the packer's budget.
-pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
-    let mut packer = Packer::default();
-    let mut walk = RolloutWalk::new(codex_home, false).map(|(path, _)| path);
-    loop {
-        let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        for head in crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))?.into_iter().flatten() {
-            packer.push_head(&head)?;
-        }
-    }
-    packer.group()
-}
-
-/// How many rollout heads are read together on every core (each is a
-/// first line of tens of KB to read and check); the heads of all
-/// rollouts are never held unpacked at once.
-const HEADS_CHUNK: usize = 1024;
-
-/// Where the reading of one source file stopped (kept per file in the
-/// import state, so the next import reads on from there).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadMark {
-    /// Bytes read, up to the end of the last whole line.
-    pub offset: u64,
-    /// Lines read (numbering goes on from here).
-    pub lines: u64,
-    /// A last line with no newline was read as it was: the file cannot be
-    /// read on from `offset` without reading that line twice.
-    #[serde(default)]
-    pub torn: bool,
-    /// The file's number among its session's rollouts, in feeding order.
-    #[serde(default)]
-    pub number: u32,
-}
-
-pub use crate::sources::session_feed::Sink;
-
-/// How much of a file one read asks for.
-const READ_SIZE: usize = 256 * 1024;
-
-thread_local! {
-    /// The buffer files are read through, one per thread for all the files
-    /// it reads: one per session (allocated, zeroed and faulted in each
-    /// time) was a tenth of reading usage straight from folders.
-    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_SIZE]);
-}
-
-/// A small file whole (`fs::read` asks for the size first and reads once
-/// more to see the end: two system calls more per subagent's metadata).
-pub(crate) fn read_small(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut bytes = Vec::new();
-    read_chunks(&mut file, path, |chunk| {
-        bytes.extend_from_slice(chunk);
-        Ok(())
-    })?;
-    Ok(bytes)
-}
-
-/// Reads `file` (`path`) to its end through this thread's read buffer (a
-/// fresh one, were it in use), handing `each` every chunk; returns the
-/// bytes read. A read that comes back short is the end (as the file is now:
-/// what an agent appends later is read by the next import, from the offset
-/// returned): asking again only to be told so was a system call per file.
-fn read_chunks(
-    file: &mut fs::File,
-    path: &Path,
-    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
-) -> anyhow::Result<u64> {
-    let mut chunks = |buffer: &mut [u8]| {
-        let mut total = 0u64;
-        loop {
-            let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
-            total += read as u64;
-            if read > 0 {
-                each(&buffer[..read])?;
-            }
-            if read < buffer.len() {
-                return Ok(total);
-            }
-        }
-    };
-    READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
-        Ok(mut buffer) => chunks(&mut buffer),
-        Err(_) => chunks(&mut vec![0u8; READ_SIZE]),
-    })
-}
-
-/// A Codex session's rollouts as the parts of one source: each a `File`
-/// numbered in the listed order (parents before children).
-pub(crate) fn rollout_parts(files: &[RolloutHead]) -> Vec<(SourcePart, PathBuf)> {
-    files
-        .iter()
-        .enumerate()
-        .map(|(number, head)| (SourcePart::File { number: u32::try_from(number).unwrap_or(u32::MAX) }, head.path.clone()))
-        .collect()
-}
-
-/// Feeds one session's rollout files to `recorder`, merged in time order
-/// (see [`crate::sources::session_feed`]); `sink` gets each batch. Returns where the
-/// reading of each file stopped, by path.
-pub fn feed_rollouts(recorder: &mut Recorder, files: &[RolloutHead], sink: Sink<'_>) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    feed_whole(recorder, &rollout_parts(files), codex_start(files), TornLines::Feed, sink)
-}
-
-/// Feeds one Claude session's files to `recorder`, merged in time order (a
-/// metadata document is one line, just before its subagent's first line);
-/// `sink` gets each batch. Returns where the reading of each file stopped,
-/// by path.
-pub fn feed_claude(
-    recorder: &mut Recorder,
-    session: &crate::sources::claude_ingest::SessionFiles,
-    sink: Sink<'_>,
-) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
-}
-
-/// Feeds `parts` whole from their start (lines that name no time get
-/// `start` until one does).
-fn feed_whole(
-    recorder: &mut Recorder,
-    parts: &[(SourcePart, PathBuf)],
-    start: Timestamp,
-    torn_lines: TornLines,
-    sink: Sink<'_>,
-) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    let mut feed = SessionFeed::new(parts, start, torn_lines).referencing();
-    match feed.feed(recorder, Reach::Ends, sink)? {
-        Ok(()) => Ok(feed.marks()),
-        // Nothing was fed before this pass, so nothing can come too late.
-        Err(diverged) => anyhow::bail!("{} could not be read in order", diverged.path.display()),
-    }
-}
-
-/// The first `timestamp` of a transcript (read line by line until one is
-/// found, each line's other members skimmed over, never built).
-fn first_time(path: &Path) -> Option<Timestamp> {
-    let file = fs::File::open(path).ok()?;
-    let mut reader = BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).ok()? == 0 {
-            return None;
-        }
-        let mut found = None;
-        decode::visit_members(&line, &mut |key, raw| {
-            if key == "timestamp" {
-                found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
-            }
-            found.is_none()
-        });
-        if found.is_some() {
-            return found;
-        }
-    }
-}
-
 fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
     args.codex_home.clone().or_else(|| {
         std::env::var_os("CODEX_HOME")
@@ -876,50 +444,6 @@ fn still_for(stamps: &BTreeMap<String, FileStamp>, idle_limit: u64) -> bool {
     let limit_ns = idle_limit.saturating_mul(1_000_000_000);
     !stamps.is_empty() && stamps.values().all(|stamp| now_ns.saturating_sub(stamp.modified_ns) >= limit_ns)
 }
-
-/// When a Codex session started: its earliest rollout's time, else now.
-pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
-    files.iter().filter_map(|head| head.started).min().unwrap_or_else(now)
-}
-
-/// When a Claude session started: the first time its main file names,
-/// else now (`import` and `usage` date a session alike).
-pub fn claude_start(session: &crate::sources::claude_ingest::SessionFiles) -> Timestamp {
-    session
-        .parts
-        .first()
-        .and_then(|(_, path)| first_time(path))
-        .unwrap_or_else(now)
-}
-
-/// A Claude session's working folder: the first `cwd` its main file's
-/// lines name (each transcript line carries it; the first few are
-/// enough, and a file without one is not read to its end).
-pub fn claude_cwd(session: &crate::sources::claude_ingest::SessionFiles) -> Option<String> {
-    let (_, path) = session.parts.first()?;
-    let mut reader = BufReader::new(fs::File::open(path).ok()?);
-    let mut line = Vec::new();
-    for _ in 0..CWD_LINES {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).ok()? == 0 {
-            return None;
-        }
-        let mut found = None;
-        decode::visit_members(&line, &mut |key, raw| {
-            if key == "cwd" {
-                found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
-            }
-            found.is_none()
-        });
-        if found.is_some() {
-            return found;
-        }
-    }
-    None
-}
-
-/// How many lines of a transcript [`claude_cwd`] looks at.
-const CWD_LINES: usize = 64;
 
 /// How an import records a run: batch by batch, never synced, its text
 /// handed back for the catalog, and no trace context (it is the
@@ -1420,8 +944,8 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
     // The tables the catalog replaced: removed, their sessions are imported
     // again once.
     home.remove_retired_import_tables();
-    let catalog = crate::commands::catalog::synced(home)?;
-    crate::commands::usage::reprice_kept_usage(home, &catalog, args.quiet)?;
+    let catalog = crate::catalog::synced(home)?;
+    crate::usage_index::reprice_kept_usage(home, &catalog, args.quiet)?;
     let dirs = std::sync::Arc::new(DirCache::new(catalog.import_dirs()?));
     let catalog = std::sync::Mutex::new(catalog);
     // Finding what is on disk is thousands of small system calls: the Codex
@@ -1552,7 +1076,7 @@ fn import_sessions(
             // The sessions before it are noted first: the table is written
             // in order.
             importer.run_jobs(&mut pending)?;
-            crate::sources::claude_ingest::record_transcripts(home, &id, &session)?.finish(None)?;
+            crate::commands::ingest::record_transcripts(home, &id, &session)?.finish(None)?;
             // Fed whole at every import: nothing to end later.
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
         }
@@ -1623,10 +1147,7 @@ fn import_sessions(
 #[expect(clippy::disallowed_methods, reason = "the tests make the folders and files they list")]
 mod tests {
     use super::*;
-
-    fn head_fields(head: Option<RolloutHead>) -> Option<(String, Option<String>, u64, Option<Timestamp>)> {
-        head.map(|head| (head.thread, head.parent, head.depth, head.started))
-    }
+    use crate::sources::rollouts::tests::{age_folders, kept};
 
     /// Kept sessions read a page at a time answer as point lookups do:
     /// keys in order across pages, a key not kept, one asked out of order,
@@ -1667,50 +1188,6 @@ mod tests {
         assert_eq!(asked.iter().filter(|found| found.is_some()).count(), KNOWN_PAGE * 5 / 4 + 3);
     }
 
-    /// Rollouts come in path order (component by component), whatever
-    /// bytes their folders' names hold around the separator.
-    #[test]
-    fn rollouts_are_listed_in_path_order_which_path_order_gives() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let names = [
-            "sessions/2026/1/rollout-a.jsonl",
-            "sessions/2026/10/rollout-a.jsonl",
-            "sessions/2026-old/rollout-b.jsonl",
-            "sessions/2026/rollout-c.jsonl",
-            "sessions/2026 x/rollout-d.jsonl",
-            "sessions/2026.5/rollout-e.jsonl",
-            "archived_sessions/rollout-f.jsonl",
-            "archived_sessions/a/rollout-g.jsonl",
-            "archived_sessions/a-b/rollout-h.jsonl",
-        ];
-        for (at, name) in names.iter().enumerate() {
-            let path = home.path().join(name);
-            fs::create_dir_all(path.parent().unwrap_or(home.path())).unwrap_or_else(|e| panic!("{e}"));
-            fs::write(&path, "x".repeat(at)).unwrap_or_else(|e| panic!("{e}"));
-        }
-        // A link is stamped as what it points to.
-        let target = home.path().join("elsewhere.jsonl");
-        fs::write(&target, "linked").unwrap_or_else(|e| panic!("{e}"));
-        std::os::unix::fs::symlink(&target, home.path().join("sessions/rollout-link.jsonl")).unwrap_or_else(|e| panic!("{e}"));
-        let mut expected: Vec<PathBuf> = names.iter().chain(&["sessions/rollout-link.jsonl"]).map(|name| home.path().join(name)).collect();
-        expected.sort();
-        let listed: Vec<_> = RolloutWalk::new(home.path(), true).collect();
-        assert_eq!(listed.iter().map(|(path, _)| path.clone()).collect::<Vec<_>>(), expected);
-        // Stat'ed through the folder as a path's own metadata gives it.
-        let stamps: Vec<Option<FileStamp>> = listed.iter().map(|(_, stamp)| *stamp).collect();
-        let of_paths: Vec<Option<FileStamp>> = listed
-            .iter()
-            .map(|(path, _)| fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata)))
-            .collect();
-        assert_eq!(stamps, of_paths);
-        assert!(stamps.iter().all(|stamp| stamp.is_some()));
-        // The heads table is read in step with the listing: same order.
-        let keys: Vec<String> = listed.iter().map(|(path, _)| path.to_string_lossy().into_owned()).collect();
-        let mut by_path_order = keys.clone();
-        by_path_order.sort_by(|a, b| path_order(a, b));
-        assert_eq!(keys, by_path_order);
-    }
-
     #[test]
     fn the_runs_folder_lists_each_runs_files_by_id() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -1732,145 +1209,6 @@ mod tests {
         assert_eq!(asked("codex-z"), files(false, false, false));
         assert_eq!(asked("live1"), files(true, true, false));
         assert_eq!(runs.live_ids().collect::<Vec<_>>(), vec!["live1"]);
-    }
-
-    #[test]
-    fn a_folder_that_links_back_to_itself_ends_the_walk() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let folder = home.path().join("sessions/a");
-        fs::create_dir_all(&folder).unwrap_or_else(|e| panic!("{e}"));
-        fs::write(folder.join("rollout-x.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
-        std::os::unix::fs::symlink(&folder, folder.join("loop")).unwrap_or_else(|e| panic!("{e}"));
-        let listed: Vec<_> = RolloutWalk::new(home.path(), false).collect();
-        assert!(listed.iter().any(|(path, _)| *path == folder.join("rollout-x.jsonl")));
-        assert!(listed.len() <= WALK_DEPTH, "{}", listed.len());
-    }
-
-    /// A head read from a rollout's first bytes is the head read from its
-    /// whole first line, for every captured rollout (their base
-    /// instructions are longer than the first read), and a line cut
-    /// elsewhere is read whole.
-    #[test]
-    fn a_head_cut_before_the_base_instructions_is_the_whole_lines_head() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex");
-        let mut cut = 0;
-        let mut files = Vec::new();
-        let mut folders = vec![root];
-        while let Some(folder) = folders.pop() {
-            for entry in fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
-                let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-                if path.is_dir() {
-                    folders.push(path);
-                } else if path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("rollout-")) {
-                    files.push(path);
-                }
-            }
-        }
-        let odd = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let filler = "x".repeat(HEAD_PREFIX);
-        for (name, line) in [
-            // The key inside a nested object: not the payload's.
-            ("nested", format!(r#"{{"timestamp":"2026-11-29T23:03:28.490Z","type":"session_meta","payload":{{"id":"t1","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p1","depth":1}}}},"base_instructions":"{filler}"}}}}}}"#)),
-            // No source before the base instructions: the rest may name the parent.
-            ("late", format!(r#"{{"timestamp":"2026-11-29T23:03:28.490Z","type":"session_meta","payload":{{"id":"t2","base_instructions":"{filler}","source":{{"subagent":{{"thread_spawn":{{"parent_thread_id":"p2","depth":1}}}}}}}}}}"#)),
-        ] {
-            let path = odd.path().join(format!("rollout-{name}.jsonl"));
-            fs::write(&path, format!("{line}\n")).unwrap_or_else(|e| panic!("{e}"));
-            files.push(path);
-        }
-        for path in &files {
-            let whole = rollout_head_within(path, 64 * 1024 * 1024);
-            let quick = rollout_head(path);
-            let bytes = fs::read(path).unwrap_or_else(|e| panic!("{e}"));
-            let prefix = &bytes[..bytes.len().min(HEAD_PREFIX)];
-            cut += usize::from(head_before_instructions(prefix).and_then(|lean| head_of(path, &lean, true)).is_some());
-            assert_eq!(head_fields(quick), head_fields(whole), "{}", path.display());
-        }
-        assert_eq!(
-            head_fields(rollout_head(&odd.path().join("rollout-late.jsonl"))).map(|head| head.1),
-            Some(Some("p2".to_owned()))
-        );
-        // Every capture's head was read from its first bytes.
-        assert_eq!(cut, files.len() - 2);
-    }
-
-    /// Sets every folder under (and including) `dir` last modified an hour
-    /// ago, so their listings are old enough to be kept.
-    fn age_folders(dir: &Path) {
-        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        let mut folders = vec![dir.to_path_buf()];
-        while let Some(folder) = folders.pop() {
-            for entry in fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")).flatten() {
-                if entry.path().is_dir() {
-                    folders.push(entry.path());
-                }
-            }
-            fs::File::open(&folder).and_then(|handle| handle.set_modified(hour_ago)).unwrap_or_else(|e| panic!("{e}"));
-        }
-    }
-
-    /// The listings a walk took, as the next import finds them kept.
-    fn kept(dirs: &DirCache, before: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> HashMap<Vec<u8>, agentrace_store::catalog::DirRow> {
-        let mut known = before;
-        for (path, row) in dirs.take_changes() {
-            match row {
-                Some(row) => known.insert(path, row),
-                None => known.remove(&path),
-            };
-        }
-        known
-    }
-
-    /// Walks `home` with the listings `known`; returns the rollouts, how
-    /// many folders were listed, and the listings kept after.
-    fn walk_with(home: &Path, known: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> (Vec<PathBuf>, u64, HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) {
-        let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
-        let listed: Vec<PathBuf> = RolloutWalk::new(home, true).with_dirs(dirs.clone()).map(|(path, _)| path).collect();
-        (listed, dirs.listed(), kept(&dirs, known))
-    }
-
-    #[test]
-    fn a_repeated_walk_lists_no_unchanged_folder_yet_finds_new_day_folders_and_forgets_deleted_ones() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let day = home.path().join("sessions/2026/01/02");
-        fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-        fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
-        age_folders(home.path());
-        // sessions, 2026, 01, 02 (no archived_sessions).
-        let (first, listed, known) = walk_with(home.path(), HashMap::new());
-        assert_eq!((first.clone(), listed, known.len()), (vec![day.join("rollout-a.jsonl")], 4, 4));
-        let (again, listed, known) = walk_with(home.path(), known);
-        assert_eq!((again, listed), (first, 0));
-
-        // A new day folder changes its month's folder: the month is listed
-        // again, and the new day; the others are not.
-        let next = home.path().join("sessions/2026/01/03");
-        fs::create_dir_all(&next).unwrap_or_else(|e| panic!("{e}"));
-        fs::write(next.join("rollout-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
-        let (grown, listed, known) = walk_with(home.path(), known);
-        assert_eq!((grown, listed), (vec![day.join("rollout-a.jsonl"), next.join("rollout-b.jsonl")], 2));
-
-        // A deleted day folder: its rollouts are gone from the walk.
-        fs::remove_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-        let (left, _, _) = walk_with(home.path(), known);
-        assert_eq!(left, vec![next.join("rollout-b.jsonl")]);
-    }
-
-    #[test]
-    fn a_file_added_to_a_folder_listed_within_the_racy_window_is_found_by_the_next_walk() {
-        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let day = home.path().join("sessions/2026/01/02");
-        fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-        fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
-        let modified = fs::metadata(&day).and_then(|metadata| metadata.modified()).unwrap_or_else(|e| panic!("{e}"));
-        // Listed in the same tick as its last change: not kept.
-        let (_, _, known) = walk_with(home.path(), HashMap::new());
-        assert!(!known.contains_key(day.as_os_str().as_bytes()));
-        // A file added in that tick leaves a coarse mtime as it was.
-        fs::write(day.join("rollout-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
-        fs::File::open(&day).and_then(|handle| handle.set_modified(modified)).unwrap_or_else(|e| panic!("{e}"));
-        let (listed, _, _) = walk_with(home.path(), known);
-        assert_eq!(listed, vec![day.join("rollout-a.jsonl"), day.join("rollout-b.jsonl")]);
     }
 
     #[test]

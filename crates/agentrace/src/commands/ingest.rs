@@ -1,24 +1,30 @@
 //! `agentrace ingest`: the I/O shell around the recorder for finished input.
 //! Reads bytes, assembles bounded lines, stamps time, detects the format,
-//! and appends every envelope to the store as it is produced.
+//! and appends every envelope to the store as it is produced. Claude Code
+//! transcripts on disk are recorded one run per session, continuing the run
+//! that already holds the session (so transcripts add what stdout lacked,
+//! once), as `import` adds them to a run recorded live.
 
 use crate::run_ids::new_run_id;
 use crate::clock::now;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
 use agentrace_core::model::{Envelope, Event, EventBody, RunId, RunStatus, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunSummary;
 use agentrace_core::InputLine;
-use agentrace_store::{validate_run_id, Home};
+use agentrace_store::{validate_run_id, Home, RunLock};
 use anyhow::{bail, Context as _};
 use clap::ValueEnum;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::recording::{Finished, Recording, Setup, TextsTo};
+use crate::recording::{Cadence, Finished, Recording, Setup, TextsTo};
+use crate::sources::claude_ingest::{claude_config_dir, claude_start, find_sessions, first_line, run_of_session, SessionFiles};
 
 /// Input formats: the values of `ingest --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -40,6 +46,21 @@ pub enum FormatArg {
     /// The stdout of `codex exec --json`; the rollouts of its session are
     /// joined in from the Codex home (`--codex-home`).
     CodexExec,
+}
+
+/// True when `ingest` should read Claude transcripts from disk: asked for,
+/// a folder given, or a file whose first line is a transcript line.
+pub fn wants_transcripts(input: Option<&str>, format: Option<FormatArg>) -> bool {
+    match (format, input) {
+        (Some(FormatArg::ClaudeTranscript), Some("-")) => false,
+        (Some(FormatArg::ClaudeTranscript), _) => true,
+        (Some(_), _) => false,
+        (None, Some("-") | None) => false,
+        (None, Some(path)) => {
+            let path = Path::new(path);
+            path.is_dir() || first_line(path).is_some_and(|line| line.get("sessionId").is_some())
+        }
+    }
 }
 
 /// Lines read ahead to detect the format and find the first frame time.
@@ -198,7 +219,7 @@ pub fn ingest_reader(
         exec_files
             .as_ref()
             .filter(|files| !files.is_empty())
-            .map(|files| crate::commands::import::codex_start(files))
+            .map(|files| crate::sources::rollouts::codex_start(files))
     });
     let start = first_time.unwrap_or_else(now);
     // Frames without a time of their own take the last one seen.
@@ -395,7 +416,7 @@ fn replay_format(source: agentrace_core::model::Source) -> Format {
 fn exec_rollouts(
     ahead: &[AssembledLine],
     options: &IngestOptions,
-) -> anyhow::Result<Vec<crate::commands::import::RolloutHead>> {
+) -> anyhow::Result<Vec<crate::sources::rollouts::RolloutHead>> {
     use crate::commands::run_codex_exec::{codex_home_of, session_rollouts};
     let root = ahead.iter().find_map(|line| {
         let value = serde_json::from_slice::<serde_json::Value>(&line.bytes).ok()?;
@@ -494,4 +515,70 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
         ),
         None => bail!("{name} is empty: nothing to record"),
     }
+}
+
+/// Records transcripts: one run per session, continuing the run that
+/// already holds the session (given by `--run-id`, else found by its root
+/// thread) so nothing already recorded is added twice. Returns the run ids.
+pub fn ingest_transcripts(
+    home: &Home,
+    input: Option<&str>,
+    options: &IngestOptions,
+) -> anyhow::Result<Vec<RunId>> {
+    let path = match input {
+        Some(path) => PathBuf::from(path),
+        None => claude_config_dir()
+            .context("no input given and neither CLAUDE_CONFIG_DIR nor HOME is set")?,
+    };
+    let sessions = find_sessions(&path)?;
+    if sessions.is_empty() {
+        bail!("no Claude Code sessions under {}", path.display());
+    }
+    if options.run_id.is_some() && sessions.len() > 1 {
+        bail!(
+            "{} holds {} sessions; --run-id names one run\nhint: pass one session file",
+            path.display(),
+            sessions.len()
+        );
+    }
+    let mut ids = Vec::new();
+    for session in sessions {
+        let id = match &options.run_id {
+            Some(text) => validate_run_id(text)?,
+            None => run_of_session(home, &session.session_id)?.unwrap_or_else(new_run_id),
+        };
+        let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
+            .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
+        let recording = record_transcripts(home, &id, &session)?;
+        let resumed = recording.resumed;
+        let summary = recording.finish(Some(SessionEndReason::EndOfInput))?.summary;
+        if !options.quiet {
+            eprintln!(
+                "{} {id}: claude session {}, {} events, result {}",
+                if resumed { "added to" } else { "recorded" },
+                session.session_id,
+                summary.counts.events,
+                if summary.result.is_some() {
+                    "set"
+                } else {
+                    "none"
+                },
+            );
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Records every file of `session` (read whole) into run `id`, continued
+/// when it exists; the caller ends the recording. `ingest` and `import` of
+/// a session whose run was recorded live both add its transcripts so.
+pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<Recording> {
+    let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
+    let mut recording = Recording::open(home, id, &setup, || claude_start(session))?;
+    for (part, file) in &session.parts {
+        let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        recording.feed(part, &bytes)?;
+    }
+    Ok(recording)
 }

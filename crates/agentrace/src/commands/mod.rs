@@ -1,10 +1,11 @@
 //! One module per command: its arguments and its `run`. What several
 //! commands share lives beside `commands/` (the recording shell, the
-//! printers, the clock, run ids); how a provider's files are found and fed
-//! lives in `sources/`.
+//! catalog, the usage index, the warning configuration, the printers, the
+//! clock, run ids); how a provider's files are found and fed lives in
+//! `sources/`. A command uses another only when that one never uses it
+//! back, directly or through others.
 
 pub mod attach;
-pub mod catalog;
 pub mod check;
 pub mod claude_run;
 pub mod diff;
@@ -14,6 +15,7 @@ pub mod host;
 pub mod import;
 pub mod ingest;
 pub mod prices;
+pub mod reindex;
 pub mod run_codex;
 pub mod run_codex_exec;
 pub mod runs;

@@ -19,7 +19,7 @@ use anyhow::{bail, Context as _};
 use std::os::unix::process::CommandExt as _;
 
 use crate::agent_process::{signal_group, spawn_reader, stop, Message};
-use crate::commands::import::RolloutHead;
+use crate::sources::rollouts::RolloutHead;
 use crate::recording::{Recording, Setup};
 use crate::output::Out;
 use crate::run_ids::new_run_id;
@@ -72,7 +72,7 @@ pub fn codex_home_of(given: Option<&Path>) -> Option<PathBuf> {
 /// then its children's, parents first); none when the home holds no
 /// rollout of it.
 pub fn session_rollouts(codex_home: &Path, root: &str) -> anyhow::Result<Vec<RolloutHead>> {
-    for session in crate::commands::import::codex_sessions(codex_home)? {
+    for session in crate::sources::codex_sessions::codex_sessions(codex_home)? {
         let (session_root, files) = session?;
         if session_root == root {
             return Ok(files);

@@ -1,5 +1,5 @@
 //! `agentrace runs` (filtered, paged), `agentrace search` and `agentrace`
-//! with no command: each reads the catalog ([`crate::commands::catalog`]), never the
+//! with no command: each reads the catalog ([`crate::catalog`]), never the
 //! whole runs folder.
 
 use std::collections::HashMap;
@@ -83,7 +83,7 @@ pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option
 /// codes the home's configuration allows left out), and how many match.
 pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Result<(Vec<RunSummary>, u64)> {
     let (runs, total) = catalog.list_runs(filter)?;
-    let config = crate::commands::check::config(home, &crate::commands::check::WarningArgs::default())?;
+    let config = crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?;
     Ok((runs.into_iter().map(|run| config.listed(run)).collect(), total))
 }
 
@@ -94,7 +94,7 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
         ProviderArg::Claude => "claude",
     });
     let filter = filter_of(provider, args.project.clone(), args.status.clone(), args.since.as_deref(), args.until.as_deref(), args.limit, args.offset)?;
-    let catalog = crate::commands::catalog::synced(home)?;
+    let catalog = crate::catalog::synced(home)?;
     let (runs, total) = listed(home, &catalog, &filter)?;
     if args.json {
         out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
@@ -225,7 +225,7 @@ pub struct Hits {
 
 /// Runs `agentrace search`.
 pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> {
-    let catalog = crate::commands::catalog::synced(home)?;
+    let catalog = crate::catalog::synced(home)?;
     let run = args.run.as_deref().map(|run| home.resolve(run)).transpose()?;
     let query = SearchQuery {
         text: args.text.clone(),
@@ -256,7 +256,7 @@ const FIRST_PAGE: u64 = 20;
 pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(false);
     crate::commands::import::run(home, &import)?;
-    let catalog = crate::commands::catalog::synced(home)?;
+    let catalog = crate::catalog::synced(home)?;
     let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
     let (mut runs, total) = listed(home, &catalog, &filter)?;
     if total == 0 {

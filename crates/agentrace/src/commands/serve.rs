@@ -11,7 +11,7 @@ use agentrace_store::Home;
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use crate::commands::check::WarningArgs;
+use crate::warning_config::WarningArgs;
 use crate::output::Out;
 
 /// `agentrace serve`.
@@ -59,7 +59,7 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         );
         return Ok(ExitCode::from(2));
     }
-    let config = crate::commands::check::config(&home, &args.warnings)?;
+    let config = crate::warning_config::config(&home, &args.warnings)?;
     if args.watch {
         follow(&home, args)?;
     }

@@ -20,21 +20,22 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
+use agentrace_core::model::{Provider, RunId, Timestamp};
 use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{hour_start, judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
+use agentrace_core::state::{hour_start, CostStatus, ModelTokens};
 use agentrace_core::Recorder;
-use agentrace_store::catalog::{LogStampRow, UsageHead, UsageListed, UsageRow};
+use agentrace_store::catalog::{LogStampRow, UsageHead, UsageListed};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::sources::claude_ingest::{sessions_by_project, FoundSession as FoundClaude};
-use crate::sources::codex_sessions::CodexSessions;
-use crate::commands::import::{claude_cwd, claude_start, codex_sessions, codex_start, feed_claude, feed_rollouts};
+use crate::sources::claude_ingest::{claude_cwd, claude_start, feed_claude, sessions_by_project, FoundSession as FoundClaude};
+use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
+use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
+use crate::usage_index::{keep_tree, Counters, LogStamp, Reasons, UsageNode, UsageTree, TREE_FORMAT};
 
 /// Arguments of `agentrace usage`.
 #[derive(Debug, Args)]
@@ -125,145 +126,6 @@ impl Window {
         match at {
             None => self.is_open(),
             Some(at) => self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until),
-        }
-    }
-}
-
-/// Why figures miss tokens, as a set small enough to copy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Reasons(u8);
-
-const REASONS: [IncompleteReason; 5] = [
-    IncompleteReason::MissingFinalUsage,
-    IncompleteReason::NoUsageReported,
-    IncompleteReason::UnreadableLine,
-    IncompleteReason::InheritedHistory,
-    IncompleteReason::Other,
-];
-
-impl Reasons {
-    fn of(reasons: &[IncompleteReason]) -> Self {
-        let mut set = Self::default();
-        for reason in reasons {
-            set.insert(*reason);
-        }
-        set
-    }
-
-    fn insert(&mut self, reason: IncompleteReason) {
-        if let Some(bit) = REASONS.iter().position(|known| *known == reason) {
-            self.0 |= 1 << bit;
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0 == 0
-    }
-
-    fn iter(self) -> impl Iterator<Item = IncompleteReason> {
-        REASONS.into_iter().enumerate().filter(move |(bit, _)| self.0 & (1 << bit) != 0).map(|(_, reason)| reason)
-    }
-}
-
-impl Serialize for Reasons {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
-    }
-}
-
-/// Token counters, ccusage's convention, with their cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Counters {
-    /// Input tokens, cache reads and writes excluded.
-    pub input_tokens: u64,
-    /// Cache reads.
-    pub cached_input_tokens: u64,
-    /// Cache writes.
-    pub cache_creation_tokens: u64,
-    /// Output tokens as reported.
-    pub output_tokens: u64,
-    /// Reasoning tokens (part of the output for Codex).
-    pub reasoning_tokens: u64,
-    /// Total as the provider reports it.
-    pub total_tokens: u64,
-    /// Cost in US dollars of every priced request; `null` when nothing
-    /// could be priced (never a silent zero).
-    pub cost: Option<f64>,
-    /// How complete `cost` is: `exact`, `floor` or `unknown`.
-    pub cost_status: CostStatus,
-    /// Tokens of requests no price was found for.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub unpriced_tokens: u64,
-    /// Why the tokens miss some, when they do.
-    #[serde(skip_serializing_if = "Reasons::is_empty")]
-    pub incomplete: Reasons,
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
-}
-
-impl Counters {
-    fn of(part: &ModelTokens) -> Self {
-        Self::of_figures(&part.tokens, part.cost, part.unpriced_tokens)
-    }
-
-    fn of_hour(hour: &HourTokens) -> Self {
-        Self::of_figures(&hour.tokens, hour.cost, hour.unpriced_tokens)
-    }
-
-    fn of_figures(usage: &TokenUsage, cost: f64, unpriced_tokens: u64) -> Self {
-        let input_tokens = usage
-            .input_tokens
-            .saturating_sub(usage.cached_input_tokens)
-            .saturating_sub(usage.cache_creation_input_tokens);
-        let mut counters = Self {
-            input_tokens,
-            cached_input_tokens: usage.cached_input_tokens,
-            cache_creation_tokens: usage.cache_creation_input_tokens,
-            output_tokens: usage.output_tokens,
-            reasoning_tokens: usage.reasoning_output_tokens,
-            total_tokens: usage.total_tokens,
-            cost: Some(cost),
-            cost_status: CostStatus::Exact,
-            unpriced_tokens,
-            incomplete: Reasons::default(),
-        };
-        counters.settle();
-        counters
-    }
-
-    /// Marks the figures as missing tokens for `reasons`.
-    fn missing(&mut self, reasons: Reasons) {
-        self.incomplete.0 |= reasons.0;
-        self.settle();
-    }
-
-    /// Derives `cost` and `costStatus` from what was priced.
-    fn settle(&mut self) {
-        let priced_any = self.total_tokens > self.unpriced_tokens;
-        let short = self.unpriced_tokens > 0 || !self.incomplete.is_empty();
-        (self.cost, self.cost_status) = judge_cost(self.cost.unwrap_or(0.0), priced_any, short);
-    }
-
-    fn add(&mut self, other: &Counters) {
-        self.input_tokens += other.input_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_creation_tokens += other.cache_creation_tokens;
-        self.output_tokens += other.output_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
-        self.total_tokens += other.total_tokens;
-        self.unpriced_tokens += other.unpriced_tokens;
-        self.incomplete.0 |= other.incomplete.0;
-        self.cost = match (self.cost, other.cost) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        };
-        // Two figures of which neither priced anything price nothing.
-        match self.cost {
-            None => self.cost_status = CostStatus::Unknown,
-            Some(_) => self.settle(),
         }
     }
 }
@@ -376,293 +238,6 @@ pub struct OutsideRow {
     /// By model, for `--by model`.
     #[serde(skip)]
     pub by_model: Vec<(Option<String>, Counters)>,
-}
-
-/// What `usage` needs of one run: its agent tree with each agent's own
-/// tokens. `import` keeps it in the usage index so that `usage` reads a
-/// few hundred bytes instead of folding the whole log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageTree {
-    /// The log's length and modification time when this was written; any
-    /// other means the log moved on (a live run continued, a run rebuilt)
-    /// and this copy is stale.
-    pub log: LogStamp,
-    /// The provider.
-    pub provider: Provider,
-    /// Codex: the root thread id; Claude: the session id; else the run id.
-    pub session_id: String,
-    /// When the run started.
-    pub started_at: Option<Timestamp>,
-    /// The session's working folder, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// The shape it was written in ([`TREE_FORMAT`]); a tree of another
-    /// (older ones kept no hours) is folded again.
-    #[serde(default)]
-    pub format: u32,
-    /// The agent tree.
-    pub agents: Vec<UsageNode>,
-    /// Tokens outside the tree.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outside_tree: Vec<OutsideUsage>,
-    /// Why the run's tokens miss some, beyond what its agents say (a torn
-    /// or unreadable line).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub incomplete: Vec<IncompleteReason>,
-    /// The price book its costs come from; a tree priced by another is
-    /// folded again.
-    #[serde(default)]
-    pub prices: String,
-}
-
-/// The shape of [`UsageTree`] `usage` reads: 1 added the hours of each
-/// part and the working folder.
-const TREE_FORMAT: u32 = 1;
-
-/// One agent of a [`UsageTree`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageNode {
-    /// Thread / agent id.
-    pub thread_id: String,
-    /// Label.
-    pub label: String,
-    /// Spawner.
-    pub parent_thread_id: Option<String>,
-    /// Model, when known.
-    pub model: Option<String>,
-    /// Its own tokens.
-    pub tokens: Option<TokenUsage>,
-    /// Its own tokens by model (one part per model, costs included).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tokens_by_model: Vec<ModelTokens>,
-    /// Why its tokens miss some.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub incomplete: Vec<IncompleteReason>,
-    /// The agents it spawned.
-    pub children: Vec<UsageNode>,
-}
-
-impl UsageNode {
-    /// Its own tokens and those of every agent under it: what its
-    /// session's `totalTokens` adds up (no price is needed to count them).
-    fn total_tokens(&self) -> u64 {
-        let own: u64 = if self.tokens_by_model.is_empty() {
-            self.tokens.map_or(0, |tokens| tokens.total_tokens)
-        } else {
-            self.tokens_by_model.iter().map(|part| part.tokens.total_tokens).sum()
-        };
-        own + self.children.iter().map(UsageNode::total_tokens).sum::<u64>()
-    }
-
-    fn of(node: &AgentNode) -> Self {
-        // The fold's parts, hours included; a view read back has none, and
-        // with one model its own figures are its one part.
-        let tokens_by_model = match (&node.usage_parts[..], &node.tokens_by_model[..], node.tokens) {
-            ([_, ..], _, _) => node.usage_parts.clone(),
-            ([], [], Some(tokens)) => vec![ModelTokens {
-                model: node.model.clone(),
-                tokens,
-                cost: node.cost.unwrap_or(0.0),
-                unpriced_tokens: node.unpriced_tokens,
-                hours: Vec::new(),
-            }],
-            ([], parts, _) => parts.to_vec(),
-        };
-        Self {
-            thread_id: node.thread_id.to_string(),
-            label: node.label.clone(),
-            parent_thread_id: node.parent_thread_id.as_ref().map(|id| id.to_string()),
-            model: node.model.clone(),
-            tokens: node.tokens,
-            tokens_by_model,
-            incomplete: node.incomplete.clone(),
-            children: node.children.iter().map(Self::of).collect(),
-        }
-    }
-}
-
-impl UsageTree {
-    /// The usage of a run's view, for its log as stamped `log`, priced by
-    /// the book named `prices`.
-    pub fn of(view: &RunView, log: LogStamp, prices: &str) -> Self {
-        let id = view.run.id.as_str();
-        // An imported Claude run is named after its session; its root thread
-        // id is the main agent's, which is not the session id users know.
-        let session_id = match id.strip_prefix("claude-") {
-            Some(session) => session.to_owned(),
-            None => view
-                .run
-                .root_thread_id
-                .as_ref()
-                .map(|thread| thread.to_string())
-                .unwrap_or_else(|| id.to_owned()),
-        };
-        let mut incomplete: Vec<IncompleteReason> = Vec::new();
-        if view.run.counts.undecoded_lines > 0 || view.run.counts.skipped_log_lines > 0 {
-            incomplete.push(IncompleteReason::UnreadableLine);
-        }
-        Self {
-            log,
-            provider: view.run.provider,
-            session_id,
-            started_at: view.run.started_at,
-            cwd: view.usage.cwd.clone(),
-            format: TREE_FORMAT,
-            agents: view.agents.iter().map(UsageNode::of).collect(),
-            // The fold's, hours included (a view read back has only the
-            // summary's).
-            outside_tree: if view.usage.outside_tree.is_empty() {
-                view.run.outside_tree.clone()
-            } else {
-                view.usage.outside_tree.clone()
-            },
-            incomplete,
-            prices: prices.to_owned(),
-        }
-    }
-}
-
-/// A log's length and modification time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LogStamp {
-    /// Length in bytes.
-    pub bytes: u64,
-    /// Modification time, nanoseconds since the Unix epoch (0 when unknown).
-    pub modified_ns: u64,
-}
-
-impl From<LogStamp> for LogStampRow {
-    fn from(stamp: LogStamp) -> Self {
-        Self { bytes: stamp.bytes, modified_ns: stamp.modified_ns }
-    }
-}
-
-impl LogStamp {
-    /// The stamp of run `id`'s log now.
-    pub(crate) fn of(home: &Home, id: &RunId) -> Option<Self> {
-        let metadata = std::fs::metadata(home.log_path(id)).ok()?;
-        let modified_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-            .and_then(|elapsed| u64::try_from(elapsed.as_nanos()).ok())
-            .unwrap_or(0);
-        Some(Self {
-            bytes: metadata.len(),
-            modified_ns,
-        })
-    }
-}
-
-/// Rebuilds the kept usage trees whose costs come from another price book
-/// than this binary's (a new database, or trees kept before costs were
-/// priced per request) from their runs' logs, each folded once, one at a
-/// time, so that `usage` after import reads costs it can trust without
-/// folding those logs on every call. The catalog's `meta` names the book it
-/// was last checked against, so the check runs once.
-pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
-    let book = PriceBook::database();
-    // The marker names the book and the tree's shape it was checked for.
-    let checked = format!("{} format {TREE_FORMAT}", book.id());
-    if catalog.meta("usage_prices")?.as_deref() == Some(checked.as_str()) {
-        return Ok(());
-    }
-    let mut repriced = 0;
-    catalog.begin()?;
-    for listed in catalog.usage_listing()? {
-        // The head says how the tree was priced: a tree already priced by
-        // this book is not read.
-        if listed.head.as_ref().is_none_or(|head| head.prices == book.id() && head.format == TREE_FORMAT) {
-            continue;
-        }
-        let Some(old) = catalog.usage_tree(&listed.id)?.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
-            continue;
-        };
-        let run = RunId::from(listed.id.as_str());
-        let Some(log) = LogStamp::of(home, &run) else { continue };
-        if repriced == 0 && !quiet {
-            eprintln!("note: pricing the imported runs again with {} (once)", book.id());
-        }
-        let view = home.load_run(&run)?.view();
-        let mut tree = UsageTree::of(&view, log, book.id());
-        // A Claude session's folder is kept with its usage alone.
-        if tree.cwd.is_none() {
-            tree.cwd = old.cwd;
-        }
-        keep_tree(catalog, &run, &tree)?;
-        repriced += 1;
-    }
-    catalog.set_meta("usage_prices", &checked)?;
-    catalog.commit()?;
-    Ok(())
-}
-
-/// Keeps run `id`'s usage tree in the catalog, with its usage rows (per
-/// agent, model and hour) for those who query the catalog themselves.
-pub fn keep_tree(catalog: &Catalog, id: &RunId, tree: &UsageTree) -> anyhow::Result<()> {
-    let json = serde_json::to_string(tree)?;
-    let mut rows = Vec::new();
-    fn parts_rows(thread: Option<&str>, label: &str, parts: &[ModelTokens], rows: &mut Vec<UsageRow>) {
-        for part in parts {
-            let hours: Vec<(Option<i64>, TokenUsage, f64, u64)> = if part.hours.is_empty() {
-                vec![(None, part.tokens, part.cost, part.unpriced_tokens)]
-            } else {
-                part.hours.iter().map(|hour| (Some(hour.hour.0), hour.tokens, hour.cost, hour.unpriced_tokens)).collect()
-            };
-            for (hour, tokens, cost, unpriced) in hours {
-                let counters = Counters::of_figures(&tokens, cost, unpriced);
-                rows.push(UsageRow {
-                    thread_id: thread.map(str::to_owned),
-                    label: label.to_owned(),
-                    model: part.model.clone(),
-                    hour,
-                    input_tokens: counters.input_tokens,
-                    cached_input_tokens: counters.cached_input_tokens,
-                    cache_creation_tokens: counters.cache_creation_tokens,
-                    output_tokens: counters.output_tokens,
-                    reasoning_tokens: counters.reasoning_tokens,
-                    total_tokens: counters.total_tokens,
-                    cost,
-                    unpriced_tokens: unpriced,
-                });
-            }
-        }
-    }
-    fn nodes(node: &UsageNode, rows: &mut Vec<UsageRow>) {
-        parts_rows(Some(&node.thread_id), &node.label, &node.tokens_by_model, rows);
-        for child in &node.children {
-            nodes(child, rows);
-        }
-    }
-    for node in &tree.agents {
-        nodes(node, &mut rows);
-    }
-    for outside in &tree.outside_tree {
-        parts_rows(None, &outside.label, &outside.tokens_by_model, &mut rows);
-    }
-    let total_tokens = tree.agents.iter().map(UsageNode::total_tokens).sum();
-    catalog.put_usage(id.as_str(), &json, total_tokens, tree.cwd.as_deref(), &rows)?;
-    Ok(())
-}
-
-/// The usage index as an import writes it: the usage trees of the runs it
-/// records, in the catalog.
-pub struct UsageIndex;
-
-impl UsageIndex {
-    /// Keeps the usage of run `id` (its log as it is now). A run whose log
-    /// cannot be stat'ed keeps its old tree, which no longer matches the
-    /// log and is then not used. Returns the log's length.
-    pub fn insert(catalog: &Catalog, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<u64>> {
-        let Some(log) = LogStamp::of(home, id) else {
-            return Ok(None);
-        };
-        keep_tree(catalog, id, &UsageTree::of(view, log, PriceBook::database().id()))?;
-        Ok(Some(log.bytes))
-    }
 }
 
 /// The head of a listed run's kept usage when it still matches its log
@@ -815,7 +390,7 @@ fn provider_name(provider: Provider) -> &'static str {
 /// One session found in the provider folders.
 enum FoundSession {
     /// A Codex session: its root's id and its rollouts.
-    Codex(String, Vec<crate::commands::import::RolloutHead>),
+    Codex(String, Vec<RolloutHead>),
     Claude(FoundClaude),
 }
 
@@ -1166,7 +741,7 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 /// first, as `agentrace runs` lists them), one per session, as they are
 /// asked for; with the catalog their usage is read from.
 fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, Catalog)> {
-    let catalog = crate::commands::catalog::synced(home)?;
+    let catalog = crate::catalog::synced(home)?;
     if args.runs.is_empty() {
         let runs = every_run(home, &catalog, prices)?;
         // The trees are then read one by one in one read transaction.

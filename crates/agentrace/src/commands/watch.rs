@@ -258,7 +258,7 @@ struct Seen {
 impl Notifier {
     fn new(home: &Home, args: &WatchArgs) -> anyhow::Result<Self> {
         let config = if args.on_warning.is_some() {
-            crate::commands::check::config(home, &crate::commands::check::WarningArgs::default())?
+            crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?
         } else {
             WarningConfig::default()
         };

@@ -1,28 +1,28 @@
 //! Claude Code input on disk: finding transcripts (a session file, a project
-//! folder, a `projects` folder, or `$CLAUDE_CONFIG_DIR`), feeding each
-//! session's files to the recorder in order, and continuing the run a
-//! session already has (so transcripts add what stdout lacked, once). Also
-//! the run lock every Claude writer takes. I/O only; attribution is the
-//! core's.
+//! folder, a `projects` folder, or `$CLAUDE_CONFIG_DIR`) with their
+//! subagents' files, dating a session and finding its working folder, and
+//! feeding a session's files to a recorder in the one order every reading
+//! uses ([`crate::sources::session_feed`]). I/O only; attribution is the
+//! core's, and a run is written by the recording shell, never here.
 
 use crate::sources::dirs::{DirCache, Kind};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::Read as _;
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use agentrace_core::model::{Provider, RunId, SessionEndReason};
-use agentrace_core::recorder::{Format, SourcePart};
-use agentrace_store::{validate_run_id, Home, RunLock};
+use agentrace_core::decode;
+use agentrace_core::model::{Provider, RunId, Timestamp};
+use agentrace_core::recorder::SourcePart;
+use agentrace_core::Recorder;
+use agentrace_store::Home;
 use serde::{Deserialize, Serialize};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
-use crate::commands::ingest::FormatArg;
-use crate::commands::import::FileStamp;
-use crate::commands::ingest::IngestOptions;
-use crate::run_ids::new_run_id;
-use crate::recording::{Cadence, Recording, Setup};
+use crate::clock::now;
+use crate::sources::session_feed::{feed_whole, ReadMark, Sink, TornLines};
+use crate::sources::stamps::FileStamp;
 
 /// The Claude config dir: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn claude_config_dir() -> Option<PathBuf> {
@@ -34,22 +34,7 @@ pub fn claude_config_dir() -> Option<PathBuf> {
         .map(|home| PathBuf::from(home).join(".claude"))
 }
 
-/// True when `ingest` should read Claude transcripts from disk: asked for,
-/// a folder given, or a file whose first line is a transcript line.
-pub fn wants_transcripts(input: Option<&str>, format: Option<FormatArg>) -> bool {
-    match (format, input) {
-        (Some(FormatArg::ClaudeTranscript), Some("-")) => false,
-        (Some(FormatArg::ClaudeTranscript), _) => true,
-        (Some(_), _) => false,
-        (None, Some("-") | None) => false,
-        (None, Some(path)) => {
-            let path = Path::new(path);
-            path.is_dir() || first_line(path).is_some_and(|line| line.get("sessionId").is_some())
-        }
-    }
-}
-
-fn first_line(path: &Path) -> Option<Value> {
+pub(crate) fn first_line(path: &Path) -> Option<Value> {
     let mut file = File::open(path).ok()?;
     let mut buffer = vec![0; 64 * 1024];
     let read = file.read(&mut buffer).ok()?;
@@ -434,70 +419,79 @@ fn collect_agent_files(
     Ok(())
 }
 
-/// Records transcripts: one run per session, continuing the run that
-/// already holds the session (given by `--run-id`, else found by its root
-/// thread) so nothing already recorded is added twice. Returns the run ids.
-pub fn ingest_transcripts(
-    home: &Home,
-    input: Option<&str>,
-    options: &IngestOptions,
-) -> anyhow::Result<Vec<RunId>> {
-    let path = match input {
-        Some(path) => PathBuf::from(path),
-        None => claude_config_dir()
-            .context("no input given and neither CLAUDE_CONFIG_DIR nor HOME is set")?,
-    };
-    let sessions = find_sessions(&path)?;
-    if sessions.is_empty() {
-        bail!("no Claude Code sessions under {}", path.display());
-    }
-    if options.run_id.is_some() && sessions.len() > 1 {
-        bail!(
-            "{} holds {} sessions; --run-id names one run\nhint: pass one session file",
-            path.display(),
-            sessions.len()
-        );
-    }
-    let mut ids = Vec::new();
-    for session in sessions {
-        let id = match &options.run_id {
-            Some(text) => validate_run_id(text)?,
-            None => run_of_session(home, &session.session_id)?.unwrap_or_else(new_run_id),
-        };
-        let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
-            .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
-        let recording = record_transcripts(home, &id, &session)?;
-        let resumed = recording.resumed;
-        let summary = recording.finish(Some(SessionEndReason::EndOfInput))?.summary;
-        if !options.quiet {
-            eprintln!(
-                "{} {id}: claude session {}, {} events, result {}",
-                if resumed { "added to" } else { "recorded" },
-                session.session_id,
-                summary.counts.events,
-                if summary.result.is_some() {
-                    "set"
-                } else {
-                    "none"
-                },
-            );
+/// The first `timestamp` of a transcript (read line by line until one is
+/// found, each line's other members skimmed over, never built).
+pub(crate) fn first_time(path: &Path) -> Option<Timestamp> {
+    let file = fs::File::open(path).ok()?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
         }
-        ids.push(id);
+        let mut found = None;
+        decode::visit_members(&line, &mut |key, raw| {
+            if key == "timestamp" {
+                found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            return found;
+        }
     }
-    Ok(ids)
 }
 
-/// Records every file of `session` (read whole) into run `id`, continued
-/// when it exists; the caller ends the recording. `ingest` and `import` of
-/// a session whose run was recorded live both add its transcripts so.
-pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<Recording> {
-    let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
-    let mut recording = Recording::open(home, id, &setup, || crate::commands::import::claude_start(session))?;
-    for (part, file) in &session.parts {
-        let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-        recording.feed(part, &bytes)?;
+/// When a Claude session started: the first time its main file names,
+/// else now (`import` and `usage` date a session alike).
+pub fn claude_start(session: &SessionFiles) -> Timestamp {
+    session
+        .parts
+        .first()
+        .and_then(|(_, path)| first_time(path))
+        .unwrap_or_else(now)
+}
+
+/// A Claude session's working folder: the first `cwd` its main file's
+/// lines name (each transcript line carries it; the first few are
+/// enough, and a file without one is not read to its end).
+pub fn claude_cwd(session: &SessionFiles) -> Option<String> {
+    let (_, path) = session.parts.first()?;
+    let mut reader = BufReader::new(fs::File::open(path).ok()?);
+    let mut line = Vec::new();
+    for _ in 0..CWD_LINES {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+        let mut found = None;
+        decode::visit_members(&line, &mut |key, raw| {
+            if key == "cwd" {
+                found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
+            }
+            found.is_none()
+        });
+        if found.is_some() {
+            return found;
+        }
     }
-    Ok(recording)
+    None
+}
+
+/// How many lines of a transcript [`claude_cwd`] looks at.
+const CWD_LINES: usize = 64;
+
+/// Feeds one Claude session's files to `recorder`, merged in time order (a
+/// metadata document is one line, just before its subagent's first line);
+/// `sink` gets each batch. Returns where the reading of each file stopped,
+/// by path.
+pub fn feed_claude(
+    recorder: &mut Recorder,
+    session: &SessionFiles,
+    sink: Sink<'_>,
+) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
 }
 
 /// The newest Claude run whose root is `session`.

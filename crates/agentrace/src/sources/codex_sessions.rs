@@ -3,16 +3,20 @@
 //! and grouped before any session is read (a child joins its root wherever
 //! its rollout lies): rollouts are kept packed (their paths and ids in two
 //! shared buffers, a few dozen bytes of fixed fields each), so 50,000
-//! rollouts hold about 10 MB. Heads come in, sessions go out.
+//! rollouts hold about 10 MB. Heads come in, sessions go out
+//! ([`codex_sessions`] walks a home and reads its heads through
+//! [`crate::sources::rollouts`]). It never feeds a session's lines to a
+//! recorder.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agentrace_core::model::Timestamp;
 
-use crate::commands::import::{FileStamp, RolloutHead};
+use crate::sources::rollouts::{rollout_head, RolloutHead, RolloutWalk};
+use crate::sources::stamps::FileStamp;
 
 /// How many bytes of packed rollouts are reserved at first (some 12,000
 /// rollouts).
@@ -264,6 +268,29 @@ impl Iterator for CodexSessions {
         self.next_session().transpose()
     }
 }
+
+/// Rollouts grouped into sessions: top-most known ancestor → files,
+/// parents before children (see [`Packer::group`]); rollouts are set aside
+/// in the system's temporary folder past the packer's budget.
+pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
+    let mut packer = Packer::default();
+    let mut walk = RolloutWalk::new(codex_home, false).map(|(path, _)| path);
+    loop {
+        let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        for head in crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))?.into_iter().flatten() {
+            packer.push_head(&head)?;
+        }
+    }
+    packer.group()
+}
+
+/// How many rollout heads are read together on every core (each is a
+/// first line of tens of KB to read and check); the heads of all
+/// rollouts are never held unpacked at once.
+pub(crate) const HEADS_CHUNK: usize = 1024;
 
 #[cfg(test)]
 mod tests {

@@ -29,7 +29,7 @@
 
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::cmp::Reverse;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -39,11 +39,28 @@ use agentrace_core::model::{RawRef, Timestamp};
 use agentrace_core::recorder::SourcePart;
 use agentrace_core::{Envelope, InputLine, Recorder};
 use anyhow::Context as _;
-
-use crate::commands::import::ReadMark;
+use serde::{Deserialize, Serialize};
 
 /// A sink of envelopes, given each batch as it is made.
 pub type Sink<'a> = &'a mut dyn FnMut(Vec<Envelope>) -> anyhow::Result<()>;
+
+/// Where the reading of one source file stopped (kept per file in the
+/// import state, so the next import reads on from there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadMark {
+    /// Bytes read, up to the end of the last whole line.
+    pub offset: u64,
+    /// Lines read (numbering goes on from here).
+    pub lines: u64,
+    /// A last line with no newline was read as it was: the file cannot be
+    /// read on from `offset` without reading that line twice.
+    #[serde(default)]
+    pub torn: bool,
+    /// The file's number among its session's rollouts, in feeding order.
+    #[serde(default)]
+    pub number: u32,
+}
 
 /// Where a line sorts: the latest time its file named up to it (none
 /// before the file named one).
@@ -247,7 +264,7 @@ impl SessionFeed {
                 if !reach.allows(&document.path) {
                     return Ok(Err(Diverged { path: document.path.clone() }));
                 }
-                let bytes = crate::commands::import::read_small(&document.path)?;
+                let bytes = read_small(&document.path)?;
                 let at = self.references.then(|| agentrace_store::raw_ref::reference(&document.path, 0, &bytes));
                 batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, at, clock));
                 document.fed = Some(bytes.len() as u64);
@@ -449,4 +466,72 @@ fn line_time(bytes: &[u8]) -> Option<Timestamp> {
         true
     });
     found
+}
+
+/// How much of a file one read asks for.
+const READ_SIZE: usize = 256 * 1024;
+
+thread_local! {
+    /// The buffer files are read through, one per thread for all the files
+    /// it reads: one per session (allocated, zeroed and faulted in each
+    /// time) was a tenth of reading usage straight from folders.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_SIZE]);
+}
+
+/// A small file whole (`fs::read` asks for the size first and reads once
+/// more to see the end: two system calls more per subagent's metadata).
+pub(crate) fn read_small(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let mut file = fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut bytes = Vec::new();
+    read_chunks(&mut file, path, |chunk| {
+        bytes.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    Ok(bytes)
+}
+
+/// Reads `file` (`path`) to its end through this thread's read buffer (a
+/// fresh one, were it in use), handing `each` every chunk; returns the
+/// bytes read. A read that comes back short is the end (as the file is now:
+/// what an agent appends later is read by the next import, from the offset
+/// returned): asking again only to be told so was a system call per file.
+fn read_chunks(
+    file: &mut fs::File,
+    path: &Path,
+    mut each: impl FnMut(&[u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut chunks = |buffer: &mut [u8]| {
+        let mut total = 0u64;
+        loop {
+            let read = file.read(buffer).with_context(|| format!("cannot read {}", path.display()))?;
+            total += read as u64;
+            if read > 0 {
+                each(&buffer[..read])?;
+            }
+            if read < buffer.len() {
+                return Ok(total);
+            }
+        }
+    };
+    READ_BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut buffer) => chunks(&mut buffer),
+        Err(_) => chunks(&mut vec![0u8; READ_SIZE]),
+    })
+}
+
+/// Feeds `parts` whole from their start (lines that name no time get
+/// `start` until one does).
+pub(crate) fn feed_whole(
+    recorder: &mut Recorder,
+    parts: &[(SourcePart, PathBuf)],
+    start: Timestamp,
+    torn_lines: TornLines,
+    sink: Sink<'_>,
+) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    let mut feed = SessionFeed::new(parts, start, torn_lines).referencing();
+    match feed.feed(recorder, Reach::Ends, sink)? {
+        Ok(()) => Ok(feed.marks()),
+        // Nothing was fed before this pass, so nothing can come too late.
+        Err(diverged) => anyhow::bail!("{} could not be read in order", diverged.path.display()),
+    }
 }

@@ -1,6 +1,8 @@
 //! The catalog as the commands use it: opened with its note on stderr when
 //! it had to be made anew, brought up to the runs folder before it is read
-//! (see [`agentrace_store::catalog`]), and `agentrace reindex`.
+//! (see [`agentrace_store::catalog`]), and a recorded run indexed from what
+//! its recorder holds. Its tables and files are the store's: nothing here
+//! writes them but through the store's calls.
 
 use agentrace_core::model::RunId;
 use agentrace_core::state::{AgentNode, FinalActors, RunSummary};
@@ -8,7 +10,6 @@ use agentrace_core::Envelope;
 use agentrace_store::catalog::{Rebuilt, TextRow};
 use agentrace_store::LineAt;
 use agentrace_store::{Catalog, Home};
-use clap::Args;
 
 /// Opens the home's catalog; says on stderr when it was made anew over one
 /// that could not be used (or, with runs already recorded, when there was
@@ -34,37 +35,6 @@ pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = open(home)?;
     catalog.sync(home)?;
     Ok(catalog)
-}
-
-/// Arguments of `agentrace reindex`.
-#[derive(Debug, Args)]
-pub struct ReindexArgs {
-    /// Do not import the sources again (only the run logs are read).
-    #[arg(long)]
-    no_import: bool,
-    /// No progress bar and no summary on stderr.
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-/// `agentrace reindex`: the catalog made anew from the run logs, then the
-/// sources imported again (an import's offsets and stamps live only in the
-/// catalog, so every session is read once more).
-pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<()> {
-    let path = home.catalog_path();
-    // Emptied, not removed: another agentrace may be using it.
-    let catalog = Catalog::open(home)?;
-    catalog.clear()?;
-    let count = catalog.sync(home)?;
-    drop(catalog);
-    if !args.no_import {
-        let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(args.quiet);
-        crate::commands::import::run(home, &import)?;
-    }
-    if !args.quiet {
-        eprintln!("reindexed {} runs into {}", count.indexed, path.display());
-    }
-    Ok(())
 }
 
 /// The searchable text of the envelopes a run is written with, collected
