@@ -34,8 +34,10 @@ pub const CATALOG_SCHEMA: i64 = 4;
 /// merging them. [`Catalog::put_usage`] now writes the head itself.
 const MIGRATIONS: &[(i64, &str)] = &[(3, "DROP TRIGGER IF EXISTS runs_usage_head;")];
 
-/// The catalog's file name in the home.
-pub const CATALOG_FILE: &str = "catalog.sqlite";
+// Named in `home.rs` with every other file of the home; kept here too, where
+// callers have always found them.
+pub use crate::home::{log_stamp, LogStampRow, CATALOG_FILE};
+use crate::home::stamp_of;
 
 /// How long a writer waits for another process's transaction.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -744,6 +746,26 @@ impl Catalog {
             .map_err(err)
     }
 
+    /// Run `id`'s kept usage tree read from its row `row`
+    /// ([`UsageListed::row`]): one descent of the table where the id takes
+    /// two (its index, then the table), a third of `usage`'s reading
+    /// thread after an import. A row since given to another run (removed,
+    /// then another put) is not trusted: the tree is looked up by id.
+    pub fn usage_tree_at(&self, row: i64, id: &str) -> Result<Option<String>, StoreError> {
+        let err = sql(&self.path);
+        let found = self
+            .conn
+            .prepare_cached("SELECT id, usage_tree FROM runs WHERE rowid = ?1")
+            .map_err(&err)?
+            .query_row([row], |found| Ok((found.get::<_, String>(0)?, found.get::<_, Option<String>>(1)?)))
+            .optional()
+            .map_err(&err)?;
+        match found {
+            Some((at, tree)) if at == id => Ok(tree),
+            _ => self.usage_tree(id),
+        }
+    }
+
     /// Keeps run `id`'s usage tree with its head (read from the tree as
     /// it is written; a tree that is not JSON has none), the total tokens
     /// of its agents and its usage rows (a run the catalog does not list
@@ -1231,24 +1253,6 @@ pub fn role_word(role: Role) -> &'static str {
     }
 }
 
-fn stamp_of(metadata: &fs::Metadata) -> LogStampRow {
-    let modified_ns = metadata
-        .modified()
-        .ok()
-        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-        .and_then(|elapsed| u64::try_from(elapsed.as_nanos()).ok())
-        .unwrap_or(0);
-    LogStampRow {
-        bytes: metadata.len(),
-        modified_ns,
-    }
-}
-
-/// The stamp of a log now (`None` when it is not there).
-pub fn log_stamp(path: &Path) -> Option<LogStampRow> {
-    fs::metadata(path).ok().map(|metadata| stamp_of(&metadata))
-}
-
 /// The agents of a run, flattened, from its log's fold (its record has no
 /// tree); none when it cannot be folded.
 fn agents_of_log(home: &Home, id: &RunId) -> Vec<AgentRow> {
@@ -1439,15 +1443,6 @@ pub struct UsageRow {
     pub unpriced_tokens: u64,
 }
 
-/// A log's length and modification time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LogStampRow {
-    /// Bytes.
-    pub bytes: u64,
-    /// Nanoseconds since the epoch.
-    pub modified_ns: u64,
-}
-
 /// What `usage` checks of a kept usage tree before it reads the tree:
 /// whether it is the tree of the log as it is, priced by the same book, in
 /// the shape it reads, and what places the run in the report. Columns
@@ -1476,6 +1471,9 @@ pub struct UsageHead {
 pub struct UsageListed {
     /// Its id.
     pub id: String,
+    /// Its row in the `runs` table (SQLite's rowid), for
+    /// [`Catalog::usage_tree_at`].
+    pub row: i64,
     /// When it started (ms since the epoch).
     pub started_at: Option<i64>,
     /// Its kept usage tree's head, when one is kept.
@@ -1483,7 +1481,7 @@ pub struct UsageListed {
 }
 
 /// The columns [`usage_listed`] reads.
-const USAGE_LISTED: &str = "id, started_at, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens";
+const USAGE_LISTED: &str = "id, started_at, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens, rowid";
 
 /// A row of [`USAGE_LISTED`]. A tree that does not say its log's stamp
 /// (unreadable, or written by hand) has no head: it is never trusted.
@@ -1506,6 +1504,7 @@ fn usage_listed(row: &rusqlite::Row<'_>) -> rusqlite::Result<UsageListed> {
     };
     Ok(UsageListed {
         id: row.get(0)?,
+        row: row.get(9)?,
         started_at: row.get(1)?,
         head,
     })
@@ -1815,18 +1814,24 @@ mod tests {
             session_id: "thread".to_owned(),
             total_tokens: 42,
         };
-        let older = UsageListed { id: "older".to_owned(), started_at: Some(1), head: Some(head) };
-        let newer = UsageListed { id: "newer".to_owned(), started_at: Some(2), head: None };
+        let older = UsageListed { id: "older".to_owned(), row: 1, started_at: Some(1), head: Some(head) };
+        let newer = UsageListed { id: "newer".to_owned(), row: 2, started_at: Some(2), head: None };
         assert_eq!(catalog.usage_listing().ok(), Some(vec![newer, older.clone()]));
         assert_eq!(catalog.usage_listed("older").ok(), Some(Some(older)));
         assert_eq!(catalog.usage_listed("gone").ok(), Some(None));
+        // Read from its row, as by its id; a row that now holds another
+        // run (or none) is not taken for it.
+        assert_eq!(catalog.usage_tree_at(1, "older").ok(), Some(Some(tree.to_owned())));
+        assert_eq!(catalog.usage_tree_at(2, "older").ok(), Some(Some(tree.to_owned())));
+        assert_eq!(catalog.usage_tree_at(99, "older").ok(), Some(Some(tree.to_owned())));
+        assert_eq!(catalog.usage_tree_at(1, "gone").ok(), Some(None));
         // A tree put again is listed as it now says; one that says no
         // stamp (or is not JSON) has no head.
         catalog.put_usage("older", &tree.replace("\"book\"", "\"other\""), 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
         let prices = catalog.usage_listed("older").ok().flatten().and_then(|listed| listed.head).map(|head| head.prices);
         assert_eq!(prices.as_deref(), Some("other"));
         catalog.put_usage("older", "not json", 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), started_at: Some(1), head: None })));
+        assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), row: 1, started_at: Some(1), head: None })));
     }
 
     /// A connection told to leave its write-ahead log when it closes; the

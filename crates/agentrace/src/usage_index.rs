@@ -313,6 +313,12 @@ impl From<LogStamp> for LogStampRow {
     }
 }
 
+impl From<LogStampRow> for LogStamp {
+    fn from(stamp: LogStampRow) -> Self {
+        Self { bytes: stamp.bytes, modified_ns: stamp.modified_ns }
+    }
+}
+
 impl LogStamp {
     /// The stamp of run `id`'s log now.
     pub(crate) fn of(home: &Home, id: &RunId) -> Option<Self> {

@@ -322,6 +322,28 @@ fn the_retired_import_tables_are_removed_and_nothing_else_is() -> TestResult {
 }
 
 #[test]
+fn a_logs_stamp_through_the_open_runs_folder_is_its_stamp_by_path() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    let unopened = home.runs_folder().is_none();
+    fs::create_dir_all(home.runs_dir())?;
+    let (written, empty) = (run_id("written"), run_id("empty"));
+    fs::write(home.log_path(&written), "{\"v\":3}\n")?;
+    fs::write(home.log_path(&empty), "")?;
+    // A record alone is no log.
+    fs::write(home.record_path(&run_id("recorded")), "{}")?;
+    let folder = home.runs_folder().ok_or("the runs folder did not open")?;
+
+    let stamps: Vec<_> = ["written", "empty", "recorded", "gone"].iter().map(|id| folder.log_stamp(&run_id(id))).collect();
+
+    let by_path = |id: &str| agentrace_store::catalog::log_stamp(&home.log_path(&run_id(id)));
+    assert!(unopened);
+    assert_eq!(stamps, vec![by_path("written"), by_path("empty"), None, None]);
+    assert_eq!(stamps[0].map(|stamp| stamp.bytes), Some(8));
+    assert!(stamps[0].is_some_and(|stamp| stamp.modified_ns > 0));
+    Ok(())
+}
+
+#[test]
 fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
     let (_directory, home) = temporary_home()?;
     let before = home.list_run_files();

@@ -682,8 +682,8 @@ impl Place {
 
 /// Where a recorded run's usage is.
 enum RecordedUsage {
-    /// In the catalog.
-    Kept,
+    /// In the catalog, at the run's row when the listing said it.
+    Kept(Option<i64>),
     /// Folded from its log (not kept, or kept for another state of it).
     Folded(Box<UsageTree>),
 }
@@ -699,8 +699,12 @@ impl Recorded {
     /// is called).
     fn tree(self, catalog: &Catalog) -> anyhow::Result<ReadTree> {
         let tree = match self.usage {
-            RecordedUsage::Kept => {
-                let json = catalog.usage_tree(self.id.as_str())?.with_context(|| format!("run {} lost its usage in the catalog", self.id))?;
+            RecordedUsage::Kept(row) => {
+                let json = match row {
+                    Some(row) => catalog.usage_tree_at(row, self.id.as_str())?,
+                    None => catalog.usage_tree(self.id.as_str())?,
+                };
+                let json = json.with_context(|| format!("run {} lost its usage in the catalog", self.id))?;
                 TreeOf::Text(json)
             }
             RecordedUsage::Folded(tree) => TreeOf::Tree(tree),
@@ -768,7 +772,7 @@ fn recorded(home: &Home, catalog: &Catalog, (id, stamp): (RunId, Option<LogStamp
         Some(head) => Recorded {
             id,
             place: Place::of_head(head),
-            usage: RecordedUsage::Kept,
+            usage: RecordedUsage::Kept(listed.map(|listed| listed.row)),
         },
         None => {
             let log = stamp.unwrap_or_default();
@@ -778,7 +782,7 @@ fn recorded(home: &Home, catalog: &Catalog, (id, stamp): (RunId, Option<LogStamp
                 // Best effort: a catalog another process holds only means
                 // folding again next time.
                 if keep_tree(catalog, &id, &tree).is_ok() {
-                    return Ok(Recorded { id, place, usage: RecordedUsage::Kept });
+                    return Ok(Recorded { id, place, usage: RecordedUsage::Kept(listed.map(|listed| listed.row)) });
                 }
             }
             Recorded {
@@ -802,8 +806,14 @@ fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow:
             home.root().display()
         );
     }
-    // Each log's stamp is a stat: thousands, on every core.
-    let stamps = crate::parallel::map_small(&listing, |listed| LogStamp::of(home, &RunId::from(listed.id.as_str())));
+    // Each log's stamp is a stat: thousands, on every core, each by name
+    // through the runs folder's handle (none when there is no folder, so
+    // no log).
+    let folder = home.runs_folder();
+    let stamps = crate::parallel::map_small(&listing, |listed| {
+        let folder = folder.as_ref()?;
+        folder.log_stamp(&RunId::from(listed.id.as_str())).map(LogStamp::from)
+    });
     let mut runs = Vec::with_capacity(listing.len());
     catalog.begin()?;
     for (listed, stamp) in listing.into_iter().zip(stamps) {
@@ -837,9 +847,6 @@ pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyho
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = load_prices(args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
-    if !straight {
-        crate::memory::prefer_small_pages();
-    }
     let window = Window::of(args);
     if args.json && args.by == By::Run {
         // Sessions by their start, for the groupings of whole sessions.
