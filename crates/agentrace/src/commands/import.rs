@@ -520,6 +520,20 @@ struct Importer<'a> {
     changed: Vec<RunId>,
     /// The last import's sessions, read a page at a time.
     pages: KnownPages,
+    /// The batch the pool last read, noted while the pool reads the next
+    /// (see [`Importer::run_jobs`]).
+    read: Option<(Vec<Job>, Vec<JobDone>)>,
+}
+
+/// What reading a session's files into its run takes, and nothing of the
+/// import's bookkeeping: the pool reads one batch with it while the
+/// import's thread notes the batch before.
+#[derive(Clone, Copy)]
+struct Reading<'a> {
+    home: &'a Home,
+    args: &'a ImportArgs,
+    /// What becomes of a last line with no newline yet.
+    torn_lines: TornLines,
 }
 
 /// How many of the last import's sessions are read at a time.
@@ -557,6 +571,14 @@ impl KnownPages {
             },
             Err(_) => Ok(None),
         }
+    }
+}
+
+impl<'a> Importer<'a> {
+    /// What the pool reads sessions with (borrowing the import's inputs,
+    /// not the import: it is noting the batch before meanwhile).
+    fn reading(&self) -> Reading<'a> {
+        Reading { home: self.home, args: self.args, torn_lines: self.torn_lines }
     }
 }
 
@@ -600,6 +622,221 @@ impl Importer<'_> {
         }
         true
     }
+
+    /// The Claude runs recorded live (not by an import), by session: of the
+    /// runs there when the import started, those whose ids no import gives
+    /// (reading the record of every imported run was a good part of a
+    /// first import).
+    fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
+        let ids = self
+            .runs
+            .live_ids()
+            .filter(|id| agentrace_store::validate_run_id(id).is_ok())
+            .map(RunId::from);
+        // Listed newest first, as `runs` lists them: of two runs of one
+        // session, the oldest is continued.
+        Ok(self
+            .home
+            .list_these_runs(ids)?
+            .into_iter()
+            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
+            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
+            .collect())
+    }
+
+    /// Adds `job` to `pending`, running them once they make a batch.
+    fn queue(&mut self, pending: &mut Vec<Job>, job: Job) -> anyhow::Result<()> {
+        pending.push(job);
+        if pending.len() >= BATCH {
+            self.run_jobs(pending)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the runs of `jobs` on every core while this thread notes the
+    /// batch read before (its runs, text and usage in the catalog, each
+    /// session as imported, in order); `jobs` is left empty, read, and
+    /// noted by the next call or by [`Importer::finish_jobs`]. One after
+    /// the other, the pool waited for the notes of every batch: a third of
+    /// a cold import's time on both cores.
+    fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
+        let batch = std::mem::take(jobs);
+        let before = self.read.take();
+        if batch.is_empty() && before.is_none() {
+            return Ok(());
+        }
+        let reading = self.reading();
+        // Both on the pool: a worker takes the notes (the older task) while
+        // the other reads, and both read once the notes are done.
+        let (read, noted) = rayon::join(
+            || crate::parallel::map(&batch, |job| reading.run_job(job)),
+            || before.map_or(Ok(()), |(jobs, results)| self.note(jobs, results)),
+        );
+        noted?;
+        let read = read?;
+        if !batch.is_empty() {
+            self.read = Some((batch, read));
+        }
+        Ok(())
+    }
+
+    /// Runs `jobs` as [`Importer::run_jobs`] does, then notes them: all
+    /// that was read is noted.
+    fn finish_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
+        self.run_jobs(jobs)?;
+        match self.read.take() {
+            Some((jobs, results)) => self.note(jobs, results),
+            None => Ok(()),
+        }
+    }
+
+    /// Notes the runs of `jobs`, read as `results`, in order: each run,
+    /// its text and usage in the catalog, each session as imported.
+    fn note(&mut self, jobs: Vec<Job>, results: Vec<JobDone>) -> anyhow::Result<()> {
+        let home = self.home;
+        let mut logs = Vec::with_capacity(jobs.len());
+        {
+            let catalog = self.catalog()?;
+            catalog.begin()?;
+            for (job, (view, _, read_on, texts)) in jobs.iter().zip(&results) {
+                let log = agentrace_store::catalog::log_stamp(&home.log_path(&job.id)).unwrap_or_default();
+                // Its session: the root thread (Codex) or session id (Claude).
+                let agents = agentrace_store::catalog::agent_rows(&view.agents);
+                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
+                catalog.add_texts(&job.id, texts, log.bytes, !*read_on)?;
+                logs.push(UsageIndex::insert(&catalog, home, &job.id, view)?);
+            }
+        }
+        self.tally.read_on += results.iter().filter(|(_, _, read_on, _)| *read_on).count() as u64;
+        for ((job, (_, marks, _, _)), log) in jobs.into_iter().zip(results).zip(logs) {
+            let claude = matches!(job.source, JobSource::Claude(_));
+            self.imported(claude, &job.key, &job.id, job.stamps, marks, Left { log, open: !job.still })?;
+        }
+        Ok(())
+    }
+
+    /// The catalog, locked.
+    fn catalog(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Catalog>> {
+        locked(self.catalog)
+    }
+
+    /// What the last import kept of session `key`.
+    /// The lookups of a repeated import share one read transaction (see
+    /// [`Catalog::begin_read`]), ended by the next write.
+    fn known(&mut self, provider: &'static str, key: &str) -> anyhow::Result<Option<Imported>> {
+        // Locked through the shared reference, not `self`: the pages are
+        // borrowed mutably beside the guard.
+        let catalog = locked(self.catalog)?;
+        catalog.begin_read()?;
+        Ok(self.pages.get(&catalog, provider, key)?.map(Imported::of_row))
+    }
+
+    /// Saves the usage index and then the state (a run the state calls done
+    /// always has its usage kept, or folds), when something changed and,
+    /// unless `now`, the last save is old enough.
+    fn save(&mut self, now: bool) -> anyhow::Result<()> {
+        if !self.unsaved || !now && self.last_save.elapsed() < SAVE_INTERVAL {
+            return Ok(());
+        }
+        let catalog = self.catalog()?;
+        catalog.commit()?;
+        catalog.begin()?;
+        drop(catalog);
+        self.last_save = std::time::Instant::now();
+        self.unsaved = false;
+        Ok(())
+    }
+
+    /// Notes a session as imported (and exports it when asked).
+    fn imported(
+        &mut self,
+        claude: bool,
+        key: &str,
+        id: &RunId,
+        files: BTreeMap<String, FileStamp>,
+        read: BTreeMap<String, ReadMark>,
+        Left { log, open }: Left,
+    ) -> anyhow::Result<()> {
+        if let Some(endpoint) = &self.args.otlp {
+            let home = self.home;
+            self.bar
+                .suspend(|| crate::commands::export::export_after_run(home, id, endpoint));
+        }
+        self.changed.push(id.clone());
+        let entry = Imported {
+            run_id: id.to_string(),
+            files: files
+                .into_iter()
+                .map(|(path, stamp)| {
+                    let read = read.get(&path).copied();
+                    // A reading that stopped before a last line still being
+                    // written counts the file only as far as it read: the
+                    // next import then finds it grown, and reads on.
+                    let size = match read {
+                        Some(mark) if !mark.torn && mark.offset < stamp.size => mark.offset,
+                        _ => stamp.size,
+                    };
+                    (path, FileRecord { size, modified_ns: stamp.modified_ns, read })
+                })
+                .collect(),
+            log,
+            merged: true,
+            open,
+        };
+        {
+            let catalog = self.catalog()?;
+            catalog.begin()?;
+            catalog.put_import_session(if claude { CLAUDE } else { CODEX }, key, &entry.to_row())?;
+        }
+        self.unsaved = true;
+        self.save(false)
+    }
+}
+
+impl Reading<'_> {
+    /// Rebuilds or continues one job's run; returns its view, the marks of
+    /// all its files, and whether it was read on (not rebuilt).
+    fn read_job(&self, job: &Job) -> anyhow::Result<JobDone> {
+        // A Codex session's folder comes with its rollout's `session_meta`.
+        // A Claude session's is looked up in its transcript for the usage
+        // index alone (`run_job`): put in the log, it would depend on how
+        // much of the transcript the first import saw, and a session read
+        // in pieces would not end as one read whole.
+        let (format, parts, start) = match &job.source {
+            JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
+            JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
+        };
+        let still = job.still;
+        if let Some(read_on) = &job.read_on {
+            // A metadata document is one line: one that changed cannot be
+            // read on.
+            let document_changed = parts.iter().any(|(part, path)| {
+                let key = path.to_string_lossy();
+                matches!(part, SourcePart::AgentMeta { .. })
+                    && read_on.marks.contains_key(key.as_ref())
+                    && !read_on.unchanged.contains(key.as_ref())
+            });
+            if !document_changed {
+                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
+                    return Ok((view, marks, true, texts));
+                }
+            }
+        }
+        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
+        Ok((view, marks, false, texts))
+    }
+
+    /// [`Reading::read_job`], with a Claude session's working folder
+    /// looked up in its transcript when its run has none (for the usage
+    /// index alone; see `read_job`).
+    fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
+        let mut done = self.read_job(job)?;
+        if let (JobSource::Claude(session), None) = (&job.source, &done.0.usage.cwd) {
+            done.0.usage.cwd = claude_cwd(session);
+        }
+        Ok(done)
+    }
+
 
     /// Writes run `id` anew from its session's `parts`, fed whole; returns
     /// the run's view and where the reading of each file stopped.
@@ -695,180 +932,6 @@ impl Importer<'_> {
         }
         let log = self.home.log_path(id);
         Ok(Some(if read_on { CopyWriter::append(&log)? } else { CopyWriter::create(&log)? }))
-    }
-
-    /// The Claude runs recorded live (not by an import), by session: of the
-    /// runs there when the import started, those whose ids no import gives
-    /// (reading the record of every imported run was a good part of a
-    /// first import).
-    fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
-        let ids = self
-            .runs
-            .live_ids()
-            .filter(|id| agentrace_store::validate_run_id(id).is_ok())
-            .map(RunId::from);
-        // Listed newest first, as `runs` lists them: of two runs of one
-        // session, the oldest is continued.
-        Ok(self
-            .home
-            .list_these_runs(ids)?
-            .into_iter()
-            .filter(|run| run.provider == agentrace_core::model::Provider::Claude)
-            .filter_map(|run| run.root_thread_id.map(|root| (root.to_string(), run.id)))
-            .collect())
-    }
-
-    /// Adds `job` to `pending`, running them once they make a batch.
-    fn queue(&mut self, pending: &mut Vec<Job>, job: Job) -> anyhow::Result<()> {
-        pending.push(job);
-        if pending.len() >= BATCH {
-            self.run_jobs(pending)?;
-        }
-        Ok(())
-    }
-
-    /// Rebuilds the runs of `jobs` on every core, then notes each as
-    /// imported in order; `jobs` is left empty.
-    fn run_jobs(&mut self, jobs: &mut Vec<Job>) -> anyhow::Result<()> {
-        let this = &*self;
-        let mut results = crate::parallel::map(jobs, |job| this.run_job(job))?;
-        for (job, (view, _, _, _)) in jobs.iter().zip(results.iter_mut()) {
-            if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
-                view.usage.cwd = claude_cwd(session);
-            }
-        }
-        if jobs.is_empty() {
-            return Ok(());
-        }
-        let home = self.home;
-        let mut logs = Vec::with_capacity(jobs.len());
-        {
-            let catalog = self.catalog()?;
-            catalog.begin()?;
-            for (job, (view, _, read_on, texts)) in jobs.iter().zip(&results) {
-                let log = agentrace_store::catalog::log_stamp(&home.log_path(&job.id)).unwrap_or_default();
-                // Its session: the root thread (Codex) or session id (Claude).
-                let agents = agentrace_store::catalog::agent_rows(&view.agents);
-                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
-                catalog.add_texts(&job.id, texts, log.bytes, !*read_on)?;
-                logs.push(UsageIndex::insert(&catalog, home, &job.id, view)?);
-            }
-        }
-        self.tally.read_on += results.iter().filter(|(_, _, read_on, _)| *read_on).count() as u64;
-        for ((job, (_, marks, _, _)), log) in jobs.drain(..).zip(results).zip(logs) {
-            let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, &job.key, &job.id, job.stamps, marks, Left { log, open: !job.still })?;
-        }
-        Ok(())
-    }
-
-    /// The catalog, locked.
-    fn catalog(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Catalog>> {
-        locked(self.catalog)
-    }
-
-    /// What the last import kept of session `key`.
-    /// The lookups of a repeated import share one read transaction (see
-    /// [`Catalog::begin_read`]), ended by the next write.
-    fn known(&mut self, provider: &'static str, key: &str) -> anyhow::Result<Option<Imported>> {
-        // Locked through the shared reference, not `self`: the pages are
-        // borrowed mutably beside the guard.
-        let catalog = locked(self.catalog)?;
-        catalog.begin_read()?;
-        Ok(self.pages.get(&catalog, provider, key)?.map(Imported::of_row))
-    }
-
-    /// Saves the usage index and then the state (a run the state calls done
-    /// always has its usage kept, or folds), when something changed and,
-    /// unless `now`, the last save is old enough.
-    fn save(&mut self, now: bool) -> anyhow::Result<()> {
-        if !self.unsaved || !now && self.last_save.elapsed() < SAVE_INTERVAL {
-            return Ok(());
-        }
-        let catalog = self.catalog()?;
-        catalog.commit()?;
-        catalog.begin()?;
-        drop(catalog);
-        self.last_save = std::time::Instant::now();
-        self.unsaved = false;
-        Ok(())
-    }
-
-    /// Rebuilds or continues one job's run; returns its view, the marks of
-    /// all its files, and whether it was read on (not rebuilt).
-    fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
-        // A Codex session's folder comes with its rollout's `session_meta`.
-        // A Claude session's is looked up in its transcript for the usage
-        // index alone (`run_jobs`): put in the log, it would depend on how
-        // much of the transcript the first import saw, and a session read
-        // in pieces would not end as one read whole.
-        let (format, parts, start) = match &job.source {
-            JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
-            JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
-        };
-        let still = job.still;
-        if let Some(read_on) = &job.read_on {
-            // A metadata document is one line: one that changed cannot be
-            // read on.
-            let document_changed = parts.iter().any(|(part, path)| {
-                let key = path.to_string_lossy();
-                matches!(part, SourcePart::AgentMeta { .. })
-                    && read_on.marks.contains_key(key.as_ref())
-                    && !read_on.unchanged.contains(key.as_ref())
-            });
-            if !document_changed {
-                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
-                    return Ok((view, marks, true, texts));
-                }
-            }
-        }
-        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
-        Ok((view, marks, false, texts))
-    }
-
-    /// Notes a session as imported (and exports it when asked).
-    fn imported(
-        &mut self,
-        claude: bool,
-        key: &str,
-        id: &RunId,
-        files: BTreeMap<String, FileStamp>,
-        read: BTreeMap<String, ReadMark>,
-        Left { log, open }: Left,
-    ) -> anyhow::Result<()> {
-        if let Some(endpoint) = &self.args.otlp {
-            let home = self.home;
-            self.bar
-                .suspend(|| crate::commands::export::export_after_run(home, id, endpoint));
-        }
-        self.changed.push(id.clone());
-        let entry = Imported {
-            run_id: id.to_string(),
-            files: files
-                .into_iter()
-                .map(|(path, stamp)| {
-                    let read = read.get(&path).copied();
-                    // A reading that stopped before a last line still being
-                    // written counts the file only as far as it read: the
-                    // next import then finds it grown, and reads on.
-                    let size = match read {
-                        Some(mark) if !mark.torn && mark.offset < stamp.size => mark.offset,
-                        _ => stamp.size,
-                    };
-                    (path, FileRecord { size, modified_ns: stamp.modified_ns, read })
-                })
-                .collect(),
-            log,
-            merged: true,
-            open,
-        };
-        {
-            let catalog = self.catalog()?;
-            catalog.begin()?;
-            catalog.put_import_session(if claude { CLAUDE } else { CODEX }, key, &entry.to_row())?;
-        }
-        self.unsaved = true;
-        self.save(false)
     }
 }
 
@@ -1014,6 +1077,7 @@ fn import_sessions(
         torn_lines,
         changed: Vec::new(),
         pages: KnownPages::default(),
+        read: None,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1075,7 +1139,7 @@ fn import_sessions(
         } else {
             // The sessions before it are noted first: the table is written
             // in order.
-            importer.run_jobs(&mut pending)?;
+            importer.finish_jobs(&mut pending)?;
             crate::commands::ingest::record_transcripts(home, &id, &session)?.finish(None)?;
             // Fed whole at every import: nothing to end later.
             importer.imported(true, &session.session_id, &id, stamps, BTreeMap::new(), Left { log: None, open: false })?;
@@ -1115,7 +1179,7 @@ fn import_sessions(
         };
         importer.queue(&mut pending, job)?;
     }
-    importer.run_jobs(&mut pending)?;
+    importer.finish_jobs(&mut pending)?;
     // A repeated import that found nothing changed writes nothing.
     importer.save(true)?;
     importer.catalog()?.commit()?;

@@ -152,6 +152,45 @@ fn import_turns_codex_and_claude_sessions_into_runs_and_skips_what_did_not_chang
     assert!(stderr.contains("imported 0 new sessions, 1 changed, 2 unchanged"), "{stderr}");
 }
 
+/// More sessions than two of the import's batches (64 sessions each): the
+/// pool reads one batch while the import notes the one before, and every
+/// batch, the last one too, is noted once, in order.
+#[test]
+fn an_import_of_more_sessions_than_two_batches_notes_every_one_once() {
+    const TEMPLATE: &str = "f3d2c77f-b109-4754-be2f-8e3565a1c05e";
+    let project = "projects/-home-dev-agents-work-v1-0-128-single";
+    let text = std::fs::read_to_string(fixtures().join("claude/v1.0.128_single/home_claude").join(project).join(format!("{TEMPLATE}.jsonl")))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let folder = dir.path().join("claude").join(project);
+    std::fs::create_dir_all(&folder).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(dir.path().join("codex")).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = (0..2 * 64 + 3).map(|n| format!("{n:08x}{}", &TEMPLATE[8..])).collect();
+    for id in &ids {
+        std::fs::write(folder.join(format!("{id}.jsonl")), text.replace(TEMPLATE, id)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let cli = Cli::new();
+    let (codex, claude) = (dir.path().join("codex").to_string_lossy().into_owned(), dir.path().join("claude").to_string_lossy().into_owned());
+
+    let first = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+
+    let said = |output: &std::process::Output| String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or_default().to_owned();
+    let noted: Vec<String> = catalog_rows(&cli, "SELECT key FROM import_sessions WHERE provider = 'claude' ORDER BY key")
+        .into_iter()
+        .filter_map(|row| row[0].as_str().map(str::to_owned))
+        .collect();
+    let runs = catalog_rows(&cli, "SELECT count(*), count(DISTINCT total_tokens), min(total_tokens) FROM runs");
+    let report = usage(&cli, &[]);
+    assert!(first.status.success() && again.status.success(), "{}", said(&first));
+    assert!(said(&first).starts_with(&format!("imported {} new sessions, 0 changed, 0 unchanged", ids.len())), "{}", said(&first));
+    assert!(said(&again).starts_with(&format!("imported 0 new sessions, 0 changed, {} unchanged", ids.len())), "{}", said(&again));
+    assert_eq!(noted, ids);
+    assert_eq!(runs, vec![vec![Value::from(ids.len()), Value::from(1), runs[0][2].clone()]]);
+    assert!(runs[0][2].as_u64().is_some_and(|tokens| tokens > 0), "{runs:?}");
+    assert_eq!(report.sessions.len(), ids.len());
+}
+
 /// The rows `sql` selects from the home's catalog, each as its columns'
 /// values.
 pub fn catalog_rows(cli: &Cli, sql: &str) -> Vec<Vec<Value>> {
