@@ -225,10 +225,14 @@ pub fn ingest_reader(
     // Frames without a time of their own take the last one seen.
     let setup = Setup::new(format).texts(TextsTo::Catalog);
     let mut session = Recording::create(home, &id, &setup, start, None)?;
-    for line in &ahead {
-        session.line(&SourcePart::Main, line)?;
-    }
-    session.lines_beside(&SourcePart::Main, || chunks.next_lines())?;
+    // The lines read ahead go to the reading thread too: fed here, the
+    // first one priced waited for the price database (decoded beside,
+    // about 50 ms) before that thread was even started.
+    let mut ahead = Some(ahead);
+    session.lines_beside(&SourcePart::Main, || match ahead.take() {
+        Some(lines) if !lines.is_empty() => Ok(lines),
+        _ => chunks.next_lines(),
+    })?;
     if let Some(files) = &exec_files {
         session.join_rollouts(files)?;
     }
