@@ -83,6 +83,15 @@ pub fn map_streamed<T: Send + Sync, R: Send, E>(
     })
 }
 
+/// `first` and `second` on the pool at once, both waited for: a step of
+/// this thread's (writing what the last batch made) overlapped with the
+/// pool's next batch, where the pool would wait for it. From outside the
+/// pool both run on it: a worker takes `second` while the other starts
+/// `first`, and helps with `first` once done.
+pub fn join<A: Send, B: Send>(first: impl FnOnce() -> A + Send, second: impl FnOnce() -> B + Send) -> (A, B) {
+    rayon::join(first, second)
+}
+
 /// `work` started on the pool and not waited for: for a warm-up whose
 /// result only a later call reads (through its own lazy cell), done on a
 /// spare core while this one goes on.

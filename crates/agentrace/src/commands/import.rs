@@ -666,9 +666,7 @@ impl Importer<'_> {
             return Ok(());
         }
         let reading = self.reading();
-        // Both on the pool: a worker takes the notes (the older task) while
-        // the other reads, and both read once the notes are done.
-        let (read, noted) = rayon::join(
+        let (read, noted) = crate::parallel::join(
             || crate::parallel::map(&batch, |job| reading.run_job(job)),
             || before.map_or(Ok(()), |(jobs, results)| self.note(jobs, results)),
         );
