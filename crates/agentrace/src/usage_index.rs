@@ -322,17 +322,7 @@ impl From<LogStampRow> for LogStamp {
 impl LogStamp {
     /// The stamp of run `id`'s log now.
     pub(crate) fn of(home: &Home, id: &RunId) -> Option<Self> {
-        let metadata = std::fs::metadata(home.log_path(id)).ok()?;
-        let modified_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-            .and_then(|elapsed| u64::try_from(elapsed.as_nanos()).ok())
-            .unwrap_or(0);
-        Some(Self {
-            bytes: metadata.len(),
-            modified_ns,
-        })
+        agentrace_store::catalog::log_stamp(&home.log_path(id)).map(Self::from)
     }
 }
 
