@@ -6,7 +6,7 @@
 /// Longest summary kept in `input` / `output` / `summary` fields.
 const SUMMARY_CHARS: usize = 2_000;
 
-/// Cuts a text to [`SUMMARY_CHARS`] characters, marking the cut.
+/// Cuts a text to `SUMMARY_CHARS` (2,000) characters, marking the cut.
 pub fn summarize(text: &str) -> String {
     match text.char_indices().nth(SUMMARY_CHARS) {
         Some((index, _)) => format!("{}…", &text[..index]),

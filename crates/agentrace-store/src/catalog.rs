@@ -22,7 +22,7 @@ use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, StoreError}
 
 /// The schema this build writes; a catalog of another is made anew, but
 /// for the one before it, brought up to this one in place (see
-/// [`MIGRATIONS`]).
+/// `MIGRATIONS`).
 pub const CATALOG_SCHEMA: i64 = 4;
 
 /// How a catalog of the schema before [`CATALOG_SCHEMA`] becomes one of
