@@ -65,6 +65,9 @@ pub(crate) type Entries = Vec<(Box<[u8]>, Kind)>;
 #[derive(Debug, Default)]
 pub(crate) struct DirCache {
     known: HashMap<Vec<u8>, DirRow>,
+    /// The known paths in byte order, made when first needed: the rows
+    /// under a folder are a range of it.
+    sorted: std::sync::OnceLock<Vec<Vec<u8>>>,
     /// Rows to keep (`Some`) or forget (`None`), by path.
     changed: Mutex<Vec<(Vec<u8>, Option<DirRow>)>>,
     /// Folders listed (read_dir) by this import: what a test counts.
@@ -93,8 +96,9 @@ impl DirCache {
     }
 
     /// What to write to the catalog: rows kept anew, and the paths of
-    /// those to forget. Known rows no longer there are left (a folder gone
-    /// is never asked for again; a row for it costs only its bytes).
+    /// those to forget: a folder listed again forgets the rows of each
+    /// subfolder it no longer holds, and of everything under it (a folder
+    /// gone is never asked for again, so its row would stay for good).
     pub(crate) fn take_changes(&self) -> Vec<(Vec<u8>, Option<DirRow>)> {
         self.changed.lock().map(|mut changed| std::mem::take(&mut *changed)).unwrap_or_default()
     }
@@ -118,12 +122,35 @@ impl DirCache {
             .collect();
         let now_ns = u64::try_from(crate::clock::now().millis()).unwrap_or(0).saturating_mul(1_000_000);
         let row = (now_ns.saturating_sub(mtime_ns) >= RACY_NS).then(|| DirRow { mtime_ns, ctime_ns, inode, entries: encode(&entries) });
-        if row.is_some() || self.known.contains_key(key) {
+        let gone = self.gone_under(key, &entries);
+        if row.is_some() || self.known.contains_key(key) || !gone.is_empty() {
             if let Ok(mut changed) = self.changed.lock() {
                 changed.push((key.to_vec(), row));
+                changed.extend(gone.into_iter().map(|path| (path, None)));
             }
         }
         Some(entries)
+    }
+
+    /// The known rows of the folders under `dir` whose first folder below
+    /// it is not among its `entries` as listed now: a subfolder gone, and
+    /// everything under it. Found among the known rows, not in `dir`'s kept
+    /// listing, which a listing too young to trust never was.
+    fn gone_under(&self, dir: &[u8], entries: &Entries) -> Vec<Vec<u8>> {
+        let prefix = [dir, b"/"].concat();
+        let sorted = self.sorted.get_or_init(|| {
+            let mut paths: Vec<Vec<u8>> = self.known.keys().cloned().collect();
+            paths.sort_unstable();
+            paths
+        });
+        let from = sorted.partition_point(|path| path[..] < prefix[..]);
+        let here: std::collections::HashSet<&[u8]> = entries.iter().map(|(name, _)| &name[..]).collect();
+        sorted[from..]
+            .iter()
+            .map_while(|path| Some((path, path.strip_prefix(&prefix[..])?)))
+            .filter(|(_, below)| !here.contains(below.split(|byte| *byte == b'/').next().unwrap_or_default()))
+            .map(|(path, _)| path.clone())
+            .collect()
     }
 }
 

@@ -428,10 +428,23 @@ pub(crate) mod tests {
         let (grown, listed, known) = walk_with(home.path(), known);
         assert_eq!((grown, listed), (vec![day.join("rollout-a.jsonl"), next.join("rollout-b.jsonl")], 2));
 
-        // A deleted day folder: its rollouts are gone from the walk.
+        // A deleted day folder: its rollouts are gone from the walk, and
+        // its kept listing from the catalog.
         fs::remove_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-        let (left, _, _) = walk_with(home.path(), known);
+        age_folders(home.path());
+        let (left, _, known) = walk_with(home.path(), known);
         assert_eq!(left, vec![next.join("rollout-b.jsonl")]);
+        let key = |path: &Path| path.as_os_str().as_encoded_bytes().to_vec();
+        assert_eq!((known.contains_key(&key(&day)), known.contains_key(&key(&next))), (false, true));
+
+        // A deleted month: its listing and its days' go with it.
+        fs::remove_dir_all(home.path().join("sessions/2026/01")).unwrap_or_else(|e| panic!("{e}"));
+        age_folders(home.path());
+        let (left, _, known) = walk_with(home.path(), known);
+        let mut kept: Vec<String> = known.keys().map(|path| String::from_utf8_lossy(path).into_owned()).collect();
+        kept.sort();
+        let root = home.path().to_string_lossy().into_owned();
+        assert_eq!((left, kept), (Vec::<PathBuf>::new(), vec![format!("{root}/sessions"), format!("{root}/sessions/2026")]));
     }
 
     #[test]
