@@ -580,9 +580,7 @@ impl<'a> Importer<'a> {
     fn reading(&self) -> Reading<'a> {
         Reading { home: self.home, args: self.args, torn_lines: self.torn_lines }
     }
-}
 
-impl Importer<'_> {
     /// `change`, unless it is to read on and run `id` (one an import made)
     /// does not have the log the last import left (`log` bytes): a log an
     /// import wrote after its last save, or one from before logs' lengths

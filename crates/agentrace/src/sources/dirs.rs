@@ -144,6 +144,11 @@ impl DirCache {
             paths
         });
         let from = sorted.partition_point(|path| path[..] < prefix[..]);
+        // Nothing known under it (every folder of a first import): the
+        // listing is not even looked at.
+        if !sorted.get(from).is_some_and(|path| path.starts_with(&prefix)) {
+            return Vec::new();
+        }
         let here: std::collections::HashSet<&[u8]> = entries.iter().map(|(name, _)| &name[..]).collect();
         sorted[from..]
             .iter()
