@@ -18,12 +18,12 @@ use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
 use serde::Serialize;
 
-use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, StoreError};
+use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, Packed, StoreError};
 
 /// The schema this build writes; a catalog of another is made anew, but
 /// for the one before it, brought up to this one in place (see
 /// `MIGRATIONS`).
-pub const CATALOG_SCHEMA: i64 = 4;
+pub const CATALOG_SCHEMA: i64 = 5;
 
 /// How a catalog of the schema before [`CATALOG_SCHEMA`] becomes one of
 /// it, when that is cheaper than the rebuild (a cold import's work).
@@ -32,7 +32,12 @@ pub const CATALOG_SCHEMA: i64 = 4;
 /// flushes the search index's pending text to disk, so an import wrote
 /// one index segment per session and spent a fifth of its main thread
 /// merging them. [`Catalog::put_usage`] now writes the head itself.
-const MIGRATIONS: &[(i64, &str)] = &[(3, "DROP TRIGGER IF EXISTS runs_usage_head;")];
+/// Schema 5 added the usage report beside the tree; the trees kept before
+/// are of an older shape, which `usage` folds again (and keeps anew).
+const MIGRATIONS: &[(i64, &str)] = &[
+    (3, "DROP TRIGGER IF EXISTS runs_usage_head; ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
+    (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
+];
 
 // Named in `home.rs` with every other file of the home; kept here too, where
 // callers have always found them.
@@ -77,14 +82,15 @@ CREATE TABLE runs (
   log_bytes INTEGER NOT NULL,
   log_modified_ns INTEGER NOT NULL,
   texts_bytes INTEGER NOT NULL DEFAULT 0,
-  usage_tree TEXT,
+  usage_tree BLOB,
   usage_total_tokens INTEGER,
   usage_log_bytes INTEGER,
   usage_log_modified_ns INTEGER,
   usage_prices TEXT,
   usage_format INTEGER,
   usage_provider TEXT,
-  usage_session_id TEXT
+  usage_session_id TEXT,
+  usage_report BLOB
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
 CREATE INDEX runs_usage_heads ON runs (started_at DESC, id DESC, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens);
@@ -735,15 +741,8 @@ impl Catalog {
     // ----- usage -----
 
     /// Run `id`'s kept usage tree (JSON, as the binary's `usage` keeps it).
-    pub fn usage_tree(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let err = sql(&self.path);
-        self.conn
-            .prepare_cached("SELECT usage_tree FROM runs WHERE id = ?1")
-            .map_err(&err)?
-            .query_row([id], |row| row.get::<_, Option<String>>(0))
-            .optional()
-            .map(Option::flatten)
-            .map_err(err)
+    pub fn usage_tree(&self, id: &str) -> Result<Option<Packed>, StoreError> {
+        self.kept(Kept::Tree, id)
     }
 
     /// Run `id`'s kept usage tree read from its row `row`
@@ -752,41 +751,75 @@ impl Catalog {
     /// of `usage`'s reading thread after an import. A row since given to
     /// another run (removed, then another put) is not trusted: the tree is
     /// looked up by id.
-    pub fn usage_tree_at(&self, row: i64, id: &str) -> Result<Option<String>, StoreError> {
+    pub fn usage_tree_at(&self, row: i64, id: &str) -> Result<Option<Packed>, StoreError> {
+        self.kept_at(Kept::Tree, row, id)
+    }
+
+    /// Run `id`'s kept usage report: its session as `usage --json` shows
+    /// it (as the binary's `usage` keeps it).
+    pub fn usage_report(&self, id: &str) -> Result<Option<Packed>, StoreError> {
+        self.kept(Kept::Report, id)
+    }
+
+    /// Run `id`'s kept usage report, read from its row `row` as
+    /// [`Catalog::usage_tree_at`] reads the tree.
+    pub fn usage_report_at(&self, row: i64, id: &str) -> Result<Option<Packed>, StoreError> {
+        self.kept_at(Kept::Report, row, id)
+    }
+
+    fn kept(&self, kept: Kept, id: &str) -> Result<Option<Packed>, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached(&format!("SELECT {} FROM runs WHERE id = ?1", kept.column()))
+            .map_err(&err)?
+            .query_row([id], |row| row.get::<_, Option<Packed>>(0))
+            .optional()
+            .map(Option::flatten)
+            .map_err(err)
+    }
+
+    fn kept_at(&self, kept: Kept, row: i64, id: &str) -> Result<Option<Packed>, StoreError> {
         let err = sql(&self.path);
         let found = self
             .conn
-            .prepare_cached("SELECT id, usage_tree FROM runs WHERE rowid = ?1")
+            .prepare_cached(&format!("SELECT id, {} FROM runs WHERE rowid = ?1", kept.column()))
             .map_err(&err)?
-            .query_row([row], |found| Ok((found.get::<_, String>(0)?, found.get::<_, Option<String>>(1)?)))
+            .query_row([row], |found| Ok((found.get::<_, String>(0)?, found.get::<_, Option<Packed>>(1)?)))
             .optional()
             .map_err(&err)?;
         match found {
-            Some((at, tree)) if at == id => Ok(tree),
-            _ => self.usage_tree(id),
+            Some((at, text)) if at == id => Ok(text),
+            _ => self.kept(kept, id),
         }
     }
 
-    /// Keeps run `id`'s usage tree with its head (read from the tree as
-    /// it is written; a tree that is not JSON has none), the total tokens
-    /// of its agents and its usage rows (a run the catalog does not list
-    /// yet is left as it is).
-    pub fn put_usage(&self, id: &str, tree: &str, total_tokens: u64, project: Option<&str>, rows: &[UsageRow]) -> Result<(), StoreError> {
+    /// Keeps run `id`'s usage (a run the catalog does not list yet is left
+    /// as it is): its tree and report, the head `usage` checks them by,
+    /// and its usage rows.
+    pub fn put_usage(&self, id: &str, usage: &KeptUsage<'_>) -> Result<(), StoreError> {
         let err = sql(&self.path);
+        let head = usage.head;
         // One row's update, with no trigger: see `MIGRATIONS` for why.
         self.conn
             .prepare_cached(
-                "UPDATE runs SET usage_tree = ?2, project = coalesce(?3, project), usage_total_tokens = ?4, \
-                 usage_log_bytes = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.log.bytes') END, \
-                 usage_log_modified_ns = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.log.modifiedNs') END, \
-                 usage_prices = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.prices') END, \
-                 usage_format = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.format') END, \
-                 usage_provider = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.provider') END, \
-                 usage_session_id = CASE WHEN json_valid(?2) THEN json_extract(?2, '$.sessionId') END \
-                 WHERE id = ?1",
+                "UPDATE runs SET usage_tree = ?2, usage_report = ?3, project = coalesce(?4, project), usage_total_tokens = ?5, \
+                 usage_log_bytes = ?6, usage_log_modified_ns = ?7, usage_prices = ?8, usage_format = ?9, usage_provider = ?10, \
+                 usage_session_id = ?11 WHERE id = ?1",
             )
             .map_err(&err)?
-            .execute(params![id, tree, project, total_tokens as i64])
+            .execute(params![
+                id,
+                usage.tree,
+                usage.report,
+                usage.project,
+                head.total_tokens as i64,
+                head.log.bytes as i64,
+                head.log.modified_ns as i64,
+                head.prices,
+                i64::from(head.format),
+                head.provider,
+                head.session_id,
+            ])
             .map_err(&err)?;
         self.conn.prepare_cached("DELETE FROM usage WHERE run_id = ?1").map_err(&err)?.execute([id]).map_err(&err)?;
         let mut put = self
@@ -796,7 +829,7 @@ impl Catalog {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )
             .map_err(&err)?;
-        for row in rows {
+        for row in usage.rows {
             put.execute(params![
                 id,
                 row.thread_id,
@@ -1444,13 +1477,44 @@ pub struct UsageRow {
     pub unpriced_tokens: u64,
 }
 
+/// Which kept usage text of a run.
+#[derive(Debug, Clone, Copy)]
+enum Kept {
+    Tree,
+    Report,
+}
+
+impl Kept {
+    fn column(self) -> &'static str {
+        match self {
+            Kept::Tree => "usage_tree",
+            Kept::Report => "usage_report",
+        }
+    }
+}
+
+/// A run's usage as [`Catalog::put_usage`] keeps it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptUsage<'a> {
+    /// Its usage tree (what every grouping of `usage` is made from).
+    pub tree: &'a Packed,
+    /// Its usage report (the session as `usage --json` shows it).
+    pub report: &'a Packed,
+    /// What `usage` checks them by.
+    pub head: &'a UsageHead,
+    /// Its working folder, when known (the run keeps the one it has
+    /// otherwise).
+    pub project: Option<&'a str>,
+    /// Its tokens by agent, model and hour.
+    pub rows: &'a [UsageRow],
+}
+
 /// What `usage` checks of a kept usage tree before it reads the tree:
 /// whether it is the tree of the log as it is, priced by the same book, in
 /// the shape it reads, and what places the run in the report. Columns
-/// beside the tree, read from it by [`Catalog::put_usage`] as it is
-/// written (but the total, which its writer adds up), in an index that
-/// covers them: listing thousands of runs reads neither their trees nor
-/// their rows.
+/// beside the tree, written with it by [`Catalog::put_usage`], in an index
+/// that covers them: listing thousands of runs reads neither their trees
+/// nor their rows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UsageHead {
     /// The log's stamp when the tree was written.
@@ -1805,34 +1869,39 @@ mod tests {
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        let tree = r#"{"log":{"bytes":10,"modifiedNs":19},"provider":"codex","sessionId":"thread","startedAt":null,"format":1,"agents":[],"prices":"book"}"#;
-        catalog.put_usage("older", tree, 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let (tree, report) = (Packed::pack(r#"{"agents":[]}"#), Packed::pack(r#"{"sessionId":"thread"}"#));
         let head = UsageHead {
             log: LogStampRow { bytes: 10, modified_ns: 19 },
             prices: "book".to_owned(),
-            format: 1,
+            format: 2,
             provider: "codex".to_owned(),
             session_id: "thread".to_owned(),
             total_tokens: 42,
         };
-        let older = UsageListed { id: "older".to_owned(), row: 1, started_at: Some(1), head: Some(head) };
+        let kept = KeptUsage { tree: &tree, report: &report, head: &head, project: None, rows: &[] };
+        catalog.put_usage("older", &kept).unwrap_or_else(|e| panic!("{e}"));
+        let older = UsageListed { id: "older".to_owned(), row: 1, started_at: Some(1), head: Some(head.clone()) };
         let newer = UsageListed { id: "newer".to_owned(), row: 2, started_at: Some(2), head: None };
         assert_eq!(catalog.usage_listing().ok(), Some(vec![newer, older.clone()]));
         assert_eq!(catalog.usage_listed("older").ok(), Some(Some(older)));
         assert_eq!(catalog.usage_listed("gone").ok(), Some(None));
         // Read from its row, as by its id; a row that now holds another
         // run (or none) is not taken for it.
-        assert_eq!(catalog.usage_tree_at(1, "older").ok(), Some(Some(tree.to_owned())));
-        assert_eq!(catalog.usage_tree_at(2, "older").ok(), Some(Some(tree.to_owned())));
-        assert_eq!(catalog.usage_tree_at(99, "older").ok(), Some(Some(tree.to_owned())));
+        assert_eq!(catalog.usage_tree_at(1, "older").ok(), Some(Some(tree.clone())));
+        assert_eq!(catalog.usage_tree_at(2, "older").ok(), Some(Some(tree.clone())));
+        assert_eq!(catalog.usage_tree_at(99, "older").ok(), Some(Some(tree.clone())));
         assert_eq!(catalog.usage_tree_at(1, "gone").ok(), Some(None));
-        // A tree put again is listed as it now says; one that says no
-        // stamp (or is not JSON) has no head.
-        catalog.put_usage("older", &tree.replace("\"book\"", "\"other\""), 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.usage_report_at(1, "older").ok(), Some(Some(report.clone())));
+        assert_eq!(catalog.usage_report_at(2, "older").ok(), Some(Some(report.clone())));
+        assert_eq!(catalog.usage_report_at(2, "newer").ok(), Some(None));
+        // Put again, it is listed as it now says.
+        let other = UsageHead { prices: "other".to_owned(), ..head.clone() };
+        catalog.put_usage("older", &KeptUsage { head: &other, ..kept }).unwrap_or_else(|e| panic!("{e}"));
         let prices = catalog.usage_listed("older").ok().flatten().and_then(|listed| listed.head).map(|head| head.prices);
         assert_eq!(prices.as_deref(), Some("other"));
-        catalog.put_usage("older", "not json", 42, None, &[]).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(catalog.usage_listed("older").ok(), Some(Some(UsageListed { id: "older".to_owned(), row: 1, started_at: Some(1), head: None })));
+        // A tree an older agentrace kept as plain text reads as it is.
+        catalog.connection().execute("UPDATE runs SET usage_tree = 'plain' WHERE id = 'older'", []).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(catalog.usage_tree("older").ok(), Some(Some(Packed::Plain("plain".to_owned()))));
     }
 
     /// A connection told to leave its write-ahead log when it closes; the
@@ -1876,29 +1945,32 @@ mod tests {
         assert_eq!(catalog.rebuilt(), Some(&Rebuilt::OtherSchema(99)));
     }
 
-    /// A catalog of schema 3 (its usage head filled by a trigger) is
-    /// brought to this schema in place: its rows kept, the trigger gone,
-    /// and no rebuild noted.
+    /// A catalog of schema 3 (its usage head filled by a trigger) or 4 is
+    /// brought to this schema in place: its rows kept, the trigger gone, a
+    /// column for the reports, and no rebuild noted.
     #[test]
     fn a_catalog_of_the_schema_before_is_migrated_in_place() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join(CATALOG_FILE);
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
-        catalog
-            .connection()
-            .execute_batch(
-                "INSERT INTO meta (key, value) VALUES ('kept', 'yes'); \
-                 CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END; \
-                 PRAGMA user_version = 3;",
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+        catalog.connection().execute_batch("INSERT INTO meta (key, value) VALUES ('kept', 'yes');").unwrap_or_else(|e| panic!("{e}"));
         drop(catalog);
-        let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(catalog.rebuilt(), None);
-        let conn = catalog.connection();
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
-        let triggers: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
-        let kept: String = conn.query_row("SELECT value FROM meta WHERE key = 'kept'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((version, triggers, kept.as_str()), (CATALOG_SCHEMA, 0, "yes"));
+        // Schema 3 had the trigger; 3 and 4 had no report.
+        for (before, trigger) in [(3, "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;"), (4, "")] {
+            let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+            catalog
+                .connection()
+                .execute_batch(&format!("ALTER TABLE runs DROP COLUMN usage_report; {trigger} PRAGMA user_version = {before};"))
+                .unwrap_or_else(|e| panic!("{e}"));
+            drop(catalog);
+            let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(catalog.rebuilt(), None);
+            let conn = catalog.connection();
+            let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            let triggers: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            let kept: String = conn.query_row("SELECT value FROM meta WHERE key = 'kept'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            let reports: i64 = conn.query_row("SELECT count(usage_report) FROM runs", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((version, triggers, kept.as_str(), reports), (CATALOG_SCHEMA, 0, "yes", 0), "from schema {before}");
+        }
     }
 }

@@ -131,6 +131,15 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
 
+    /// A value the catalog keeps packed does not unpack.
+    #[error("a {what} kept in the catalog is damaged: {reason}")]
+    Damaged {
+        /// What it is, e.g. `usage tree`.
+        what: &'static str,
+        /// Why it does not unpack.
+        reason: String,
+    },
+
     /// The catalog could not be made anew.
     #[error("cannot make the catalog {}: {cause}", path.display())]
     CatalogBroken {

@@ -32,6 +32,7 @@ pub mod fold;
 mod home;
 pub mod lean;
 mod lock;
+mod packed;
 pub mod raw_ref;
 mod reader;
 mod run_id;
@@ -45,6 +46,7 @@ pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, I
 pub use lean::Dictionary;
 pub use home::{Home, LoadedRun, RunFiles, RunsFolder, HOME_ENV, WARNING_CONFIG_FILE};
 pub use lock::{ImportLock, RunLock};
+pub use packed::Packed;
 pub use reader::{
     read_log, read_log_line, LineAt, LineDecoder, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };

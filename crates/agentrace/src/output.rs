@@ -81,9 +81,116 @@ pub fn pretty_fragment<T: serde::Serialize>(value: &T, depth: usize) -> serde_js
     String::from_utf8(bytes).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }
 
+/// The compact JSON `compact` (as serde_json writes it) laid out as
+/// [`pretty_fragment`] lays the same value out at `depth`, byte for byte,
+/// without parsing it: a line break and indent after each opening bracket
+/// and comma, one before each closing bracket, a space after each colon,
+/// and empty lists and objects left as they are; strings are copied as
+/// they are. What is kept compact (a session's report in the catalog) is
+/// then written pretty at a fraction of what serializing it again costs.
+pub fn pretty_from_compact(compact: &str, depth: usize) -> String {
+    let bytes = compact.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + bytes.len() / 2);
+    let indent = |out: &mut Vec<u8>, level: usize| {
+        out.push(b'\n');
+        for _ in 0..level {
+            out.extend_from_slice(b"  ");
+        }
+    };
+    let (mut level, mut at) = (depth, 0);
+    while let Some(&byte) = bytes.get(at) {
+        at += 1;
+        match byte {
+            b'"' => {
+                // To the closing quote, past escaped ones.
+                let start = at - 1;
+                while let Some(found) = memchr::memchr2(b'"', b'\\', &bytes[at.min(bytes.len())..]) {
+                    at += found + 1;
+                    if bytes[at - 1] == b'"' {
+                        break;
+                    }
+                    at += 1;
+                }
+                at = at.min(bytes.len());
+                out.extend_from_slice(&bytes[start..at]);
+            }
+            b'{' | b'[' => {
+                let close = if byte == b'{' { b'}' } else { b']' };
+                out.push(byte);
+                if bytes.get(at) == Some(&close) {
+                    out.push(close);
+                    at += 1;
+                } else {
+                    level += 1;
+                    indent(&mut out, level);
+                }
+            }
+            b'}' | b']' => {
+                level = level.saturating_sub(1);
+                indent(&mut out, level);
+                out.push(byte);
+            }
+            b',' => {
+                out.push(byte);
+                indent(&mut out, level);
+            }
+            b':' => out.extend_from_slice(b": "),
+            _ => out.push(byte),
+        }
+    }
+    // Only ASCII was added, and only beside ASCII: the text stays UTF-8.
+    String::from_utf8(out).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::pretty_fragment;
+    use super::{pretty_fragment, pretty_from_compact};
+    use proptest::prelude::*;
+
+    /// JSON values of every kind, strings with the characters the layout
+    /// turns on (quotes, escapes, brackets, commas, colons) and beyond
+    /// ASCII.
+    fn text() -> impl Strategy<Value = String> {
+        proptest::string::string_regex(r#"[a-z"\\{}\[\],: é\n\u{1F600}]{0,8}"#).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn values() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>().prop_filter("finite", |x| x.is_finite()).prop_map(serde_json::Value::from),
+            text().prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 40, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                proptest::collection::vec((text(), inner), 0..5)
+                    .prop_map(|members| serde_json::Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Laid out from its compact text, a value reads as serde_json's
+        /// pretty layout of it, at any depth.
+        #[test]
+        fn a_compact_value_laid_out_reads_as_its_pretty_fragment(value in values(), depth in 0usize..4) {
+            let compact = serde_json::to_string(&value).unwrap_or_else(|e| panic!("{e}"));
+            let pretty = pretty_fragment(&value, depth).unwrap_or_else(|e| panic!("{e}"));
+            prop_assert_eq!(pretty_from_compact(&compact, depth), pretty);
+        }
+    }
+
+    #[test]
+    fn a_compact_value_laid_out_keeps_its_strings_and_empty_members() {
+        let value = serde_json::json!({"a": [], "b": {}, "c": "x\"],{:y\\", "d": [1, {"e": null}], "f": "é"});
+        let compact = serde_json::to_string(&value).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            pretty_from_compact(&compact, 1),
+            "{\n    \"a\": [],\n    \"b\": {},\n    \"c\": \"x\\\"],{:y\\\\\",\n    \"d\": [\n      1,\n      {\n        \"e\": null\n      }\n    ],\n    \"f\": \"é\"\n  }"
+        );
+    }
 
     /// A fragment set into a document at its depth reads as the document
     /// serialized whole, empty lists and objects included.

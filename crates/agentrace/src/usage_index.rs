@@ -1,15 +1,19 @@
 //! The usage index: each run's agent tree with its own tokens and costs
-//! ([`UsageTree`]), as `import` keeps it in the catalog and `usage` reads it
-//! back instead of folding the log, the token counters its rows are made
-//! of, and the trees priced again when the price book changed. It never
-//! folds a run beside the run book (a tree is made of the book's
-//! [`RunView`]) and never prints: the `usage` command reports.
+//! ([`UsageTree`]), the session `usage` reports of it ([`SessionUsage`]),
+//! both as `import` keeps them in the catalog and `usage` reads them back
+//! instead of folding the log, the token counters its rows are made of,
+//! and the trees priced again when the price book changed. It never folds
+//! a run beside the run book (a tree is made of the book's [`RunView`])
+//! and never prints: the `usage` command reports.
 
 use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
 use agentrace_core::prices::PriceBook;
 use agentrace_core::state::{judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
-use agentrace_store::catalog::{LogStampRow, UsageRow};
-use agentrace_store::{Catalog, Home};
+use std::collections::BTreeMap;
+
+use agentrace_core::state::hour_start;
+use agentrace_store::catalog::{KeptUsage, LogStampRow, UsageHead, UsageRow};
+use agentrace_store::{Catalog, Home, Packed};
 use serde::{Deserialize, Serialize};
 
 /// Why figures miss tokens, as a set small enough to copy.
@@ -54,8 +58,14 @@ impl Serialize for Reasons {
     }
 }
 
+impl<'de> Deserialize<'de> for Reasons {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::of(&Vec::<IncompleteReason>::deserialize(deserializer)?))
+    }
+}
+
 /// Token counters, ccusage's convention, with their cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
     /// Input tokens, cache reads and writes excluded.
@@ -76,10 +86,10 @@ pub struct Counters {
     /// How complete `cost` is: `exact`, `floor` or `unknown`.
     pub cost_status: CostStatus,
     /// Tokens of requests no price was found for.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub unpriced_tokens: u64,
     /// Why the tokens miss some, when they do.
-    #[serde(skip_serializing_if = "Reasons::is_empty")]
+    #[serde(default, skip_serializing_if = "Reasons::is_empty")]
     pub incomplete: Reasons,
 }
 
@@ -151,6 +161,263 @@ impl Counters {
     }
 }
 
+/// One agent's usage.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentUsage {
+    /// Thread / agent id.
+    pub thread_id: String,
+    /// Label.
+    pub label: String,
+    /// Spawner.
+    pub parent_thread_id: Option<String>,
+    /// Model, when known.
+    pub model: Option<String>,
+    /// Its own tokens.
+    pub own: Counters,
+    /// Its own and every descendant's.
+    pub subtree: Counters,
+    /// Its own by model (one part per model it used), for `--by model`.
+    #[serde(skip)]
+    pub by_model: Vec<(Option<String>, Counters)>,
+}
+
+/// One session's usage.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    /// `codex` or `claude`.
+    pub provider: String,
+    /// Codex: the root thread id; Claude: the session id.
+    pub session_id: String,
+    /// The run it was recorded as, when recorded.
+    pub run_id: Option<String>,
+    /// When it started.
+    pub started_at: Option<Timestamp>,
+    /// Its working folder (the project of `--by project`), when known.
+    pub cwd: Option<String>,
+    /// Counters of all its agents and of what is outside the tree.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// Per agent, in tree order.
+    pub agents: Vec<AgentUsage>,
+    /// Tokens of no agent: `startup` (Claude's warmup agents) and
+    /// `unattributed`, each with its counters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outside_tree: Vec<OutsideRow>,
+    /// Its tokens by agent, model and UTC hour of the requests, for the
+    /// groupings by time, project and model.
+    #[serde(skip)]
+    pub hours: Vec<HourRow>,
+}
+
+impl SessionUsage {
+    /// Each model's part of each agent, then of the rows outside the tree.
+    pub fn model_parts(&self) -> impl Iterator<Item = &(Option<String>, Counters)> {
+        self.agents
+            .iter()
+            .flat_map(|agent| &agent.by_model)
+            .chain(self.outside_tree.iter().flat_map(|row| &row.by_model))
+    }
+
+    /// The tokens no price was found for, by model (`unknown` for none).
+    pub fn unpriced(&self) -> BTreeMap<String, u64> {
+        let mut unpriced = BTreeMap::new();
+        for (model, counters) in self.model_parts() {
+            if counters.unpriced_tokens > 0 {
+                *unpriced.entry(model.clone().unwrap_or_else(|| "unknown".to_owned())).or_default() += counters.unpriced_tokens;
+            }
+        }
+        unpriced
+    }
+}
+
+/// What a session's report sums, kept before its text (see
+/// [`Kept::of`]): what `usage --json` needs of a kept session besides the
+/// text it writes as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportSums {
+    /// When the session started (what `--since` and `--until` look at).
+    pub started_at: Option<Timestamp>,
+    /// Its counters.
+    pub counters: Counters,
+    /// The tokens no price was found for, by model.
+    pub unpriced: BTreeMap<String, u64>,
+}
+
+/// A session's report as it is kept: its sums, then its compact JSON,
+/// each on a line of its own.
+pub fn split_report(kept: &str) -> Option<(ReportSums, &str)> {
+    let (sums, report) = kept.split_once('\n')?;
+    Some((sonic_rs::from_str(sums).ok()?, report))
+}
+
+/// One agent's (or the outside rows') tokens with one model in one UTC
+/// hour.
+#[derive(Debug, Clone)]
+pub struct HourRow {
+    /// The model.
+    pub model: Option<String>,
+    /// The hour's start; `None` when unknown (figures that say only that
+    /// tokens are missing, of a session of unknown start).
+    pub hour: Option<Timestamp>,
+    /// Its counters (with the reasons its agent and session miss tokens).
+    pub counters: Counters,
+}
+
+/// Tokens outside the agent tree, as `usage` reports them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutsideRow {
+    /// `startup` or `unattributed`.
+    pub label: String,
+    /// Its counters.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// By model, for `--by model`.
+    #[serde(skip)]
+    pub by_model: Vec<(Option<String>, Counters)>,
+}
+
+/// The hour rows of parts, each with `reasons`; a part kept without
+/// hours, or an agent without parts (whose figures only say tokens are
+/// missing), counts at `start`'s hour.
+fn hour_rows(parts: &[ModelTokens], model: Option<&String>, reasons: Reasons, start: Option<Timestamp>, rows: &mut Vec<HourRow>) {
+    let start = start.map(hour_start);
+    let mut row = |model: Option<&String>, hour: Option<Timestamp>, mut counters: Counters| {
+        counters.missing(reasons);
+        rows.push(HourRow { model: model.cloned(), hour, counters });
+    };
+    if parts.is_empty() {
+        if !reasons.is_empty() {
+            row(model, start, Counters::default());
+        }
+        return;
+    }
+    for part in parts {
+        if part.hours.is_empty() {
+            row(part.model.as_ref(), start, Counters::of(part));
+        }
+        for hour in &part.hours {
+            row(part.model.as_ref(), Some(hour.hour), Counters::of_hour(hour));
+        }
+    }
+}
+
+fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>, hours: &mut Vec<HourRow>, start: Option<Timestamp>) -> Counters {
+    hour_rows(&node.tokens_by_model, node.model.as_ref(), Reasons::of(&node.incomplete), start, hours);
+    let by_model = by_model(node);
+    let mut own = Counters::default();
+    for (_, counters) in &by_model {
+        own.add(counters);
+    }
+    own.missing(Reasons::of(&node.incomplete));
+    let index = out.len();
+    out.push(AgentUsage {
+        thread_id: node.thread_id.clone(),
+        label: node.label.clone(),
+        parent_thread_id: node.parent_thread_id.clone(),
+        model: node.model.clone(),
+        own,
+        subtree: own,
+        by_model,
+    });
+    let mut subtree = own;
+    for child in &node.children {
+        subtree.add(&walk(child, out, hours, start));
+    }
+    out[index].subtree = subtree;
+    subtree
+}
+
+/// An agent's own counters by model, each part priced by its own model as
+/// the fold priced it.
+fn by_model(node: &UsageNode) -> Vec<(Option<String>, Counters)> {
+    let mut parts: Vec<(Option<String>, Counters)> = node
+        .tokens_by_model
+        .iter()
+        .map(|part| (part.model.clone(), Counters::of(part)))
+        .collect();
+    if parts.is_empty() {
+        // No tokens: an agent whose usage is missing still says so.
+        let mut none = Counters::default();
+        none.missing(Reasons::of(&node.incomplete));
+        parts.push((node.model.clone(), none));
+    } else if !node.incomplete.is_empty() {
+        for (_, counters) in &mut parts {
+            counters.missing(Reasons::of(&node.incomplete));
+        }
+    }
+    parts
+}
+
+/// The session `usage` reports of `tree`, recorded as run `run_id`.
+pub fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
+    let mut agents = Vec::new();
+    let mut hours = Vec::new();
+    let mut counters = Counters::default();
+    for node in &tree.agents {
+        counters.add(&walk(node, &mut agents, &mut hours, tree.started_at));
+    }
+    for outside in &tree.outside_tree {
+        hour_rows(&outside.tokens_by_model, None, Reasons::default(), tree.started_at, &mut hours);
+    }
+    let session_reasons = Reasons::of(&tree.incomplete);
+    if !session_reasons.is_empty() {
+        for row in &mut hours {
+            row.counters.missing(session_reasons);
+        }
+        if hours.is_empty() {
+            hour_rows(&[], None, session_reasons, tree.started_at, &mut hours);
+        }
+    }
+    let outside_tree: Vec<OutsideRow> = tree
+        .outside_tree
+        .iter()
+        .map(|outside| {
+            let by_model: Vec<(Option<String>, Counters)> = outside
+                .tokens_by_model
+                .iter()
+                .map(|part| (part.model.clone(), Counters::of(part)))
+                .collect();
+            let mut row = Counters::default();
+            for (_, part) in &by_model {
+                row.add(part);
+            }
+            OutsideRow {
+                label: outside.label.clone(),
+                counters: row,
+                by_model,
+            }
+        })
+        .collect();
+    for row in &outside_tree {
+        counters.add(&row.counters);
+    }
+    counters.missing(Reasons::of(&tree.incomplete));
+    SessionUsage {
+        provider: provider_name(tree.provider).to_owned(),
+        session_id: tree.session_id.clone(),
+        run_id: run_id.map(|id| id.to_string()),
+        started_at: tree.started_at,
+        cwd: tree.cwd.clone(),
+        counters,
+        agents,
+        outside_tree,
+        hours,
+    }
+}
+
+/// A provider's name in the report.
+pub fn provider_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Codex => "codex",
+        Provider::Claude => "claude",
+        Provider::Unknown => "unknown",
+    }
+}
+
 /// What `usage` needs of one run: its agent tree with each agent's own
 /// tokens. `import` keeps it in the usage index so that `usage` reads a
 /// few hundred bytes instead of folding the whole log.
@@ -190,8 +457,9 @@ pub struct UsageTree {
 }
 
 /// The shape of [`UsageTree`] `usage` reads: 1 added the hours of each
-/// part and the working folder.
-pub(crate) const TREE_FORMAT: u32 = 1;
+/// part and the working folder; 2 kept the session's report beside it,
+/// both packed.
+pub(crate) const TREE_FORMAT: u32 = 2;
 
 /// One agent of a [`UsageTree`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -347,7 +615,8 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
         if listed.head.as_ref().is_none_or(|head| head.prices == book.id() && head.format == TREE_FORMAT) {
             continue;
         }
-        let Some(old) = catalog.usage_tree(&listed.id)?.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
+        let old = catalog.usage_tree(&listed.id)?.and_then(|packed| packed.unpack("usage tree").ok());
+        let Some(old) = old.and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()) else {
             continue;
         };
         let run = RunId::from(listed.id.as_str());
@@ -369,10 +638,62 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
     Ok(())
 }
 
-/// Keeps run `id`'s usage tree in the catalog, with its usage rows (per
-/// agent, model and hour) for those who query the catalog themselves.
+/// Keeps run `id`'s usage tree in the catalog, with its report and its
+/// usage rows (per agent, model and hour) for those who query the catalog
+/// themselves.
 pub fn keep_tree(catalog: &Catalog, id: &RunId, tree: &UsageTree) -> anyhow::Result<()> {
-    let json = serde_json::to_string(tree)?;
+    Kept::of(id, tree)?.put(catalog, id)
+}
+
+/// A run's usage as the catalog keeps it, made ready to be put (on any
+/// thread: the catalog's writer only puts it).
+pub struct Kept {
+    tree: Packed,
+    report: Packed,
+    head: UsageHead,
+    project: Option<String>,
+    rows: Vec<UsageRow>,
+}
+
+impl Kept {
+    /// Run `id`'s usage, of `tree`: the tree, and its session as
+    /// `usage --json` reports it (compact; the report indents it), after a
+    /// line of what the report sums of it, so that `usage` after an import
+    /// writes each session without reading it.
+    pub fn of(id: &RunId, tree: &UsageTree) -> anyhow::Result<Self> {
+        let session = session(tree, Some(id));
+        let sums = ReportSums { started_at: session.started_at, counters: session.counters, unpriced: session.unpriced() };
+        let mut report = serde_json::to_string(&sums)?;
+        report.push('\n');
+        report.push_str(&serde_json::to_string(&session)?);
+        let total_tokens = tree.agents.iter().map(UsageNode::total_tokens).sum();
+        Ok(Self {
+            tree: Packed::pack(&serde_json::to_string(tree)?),
+            report: Packed::pack(&report),
+            head: UsageHead {
+                log: tree.log.into(),
+                prices: tree.prices.clone(),
+                format: tree.format,
+                provider: provider_name(tree.provider).to_owned(),
+                session_id: tree.session_id.clone(),
+                total_tokens,
+            },
+            project: tree.cwd.clone(),
+            rows: usage_rows(tree),
+        })
+    }
+
+    /// Puts it in `catalog` as run `id`'s.
+    pub fn put(&self, catalog: &Catalog, id: &RunId) -> anyhow::Result<()> {
+        let usage = KeptUsage { tree: &self.tree, report: &self.report, head: &self.head, project: self.project.as_deref(), rows: &self.rows };
+        catalog.put_usage(id.as_str(), &usage)?;
+        Ok(())
+    }
+}
+
+/// The usage rows of `tree`: per agent (and outside the tree), model and
+/// hour.
+fn usage_rows(tree: &UsageTree) -> Vec<UsageRow> {
     let mut rows = Vec::new();
     fn parts_rows(thread: Option<&str>, label: &str, parts: &[ModelTokens], rows: &mut Vec<UsageRow>) {
         for part in parts {
@@ -412,9 +733,7 @@ pub fn keep_tree(catalog: &Catalog, id: &RunId, tree: &UsageTree) -> anyhow::Res
     for outside in &tree.outside_tree {
         parts_rows(None, &outside.label, &outside.tokens_by_model, &mut rows);
     }
-    let total_tokens = tree.agents.iter().map(UsageNode::total_tokens).sum();
-    catalog.put_usage(id.as_str(), &json, total_tokens, tree.cwd.as_deref(), &rows)?;
-    Ok(())
+    rows
 }
 
 /// The usage index as an import writes it: the usage trees of the runs it

@@ -20,13 +20,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrace_core::model::{Provider, RunId, Timestamp};
+use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
-use agentrace_core::state::{hour_start, CostStatus, ModelTokens};
+use agentrace_core::state::CostStatus;
 use agentrace_core::Recorder;
 use agentrace_store::catalog::{LogStampRow, UsageHead, UsageListed};
-use agentrace_store::{Catalog, Home};
+use agentrace_store::{Catalog, Home, Packed};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -35,7 +35,7 @@ use crate::sources::claude_ingest::{claude_cwd, claude_start, feed_claude, sessi
 use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
 use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
-use crate::usage_index::{keep_tree, Counters, LogStamp, Reasons, UsageNode, UsageTree, TREE_FORMAT};
+use crate::usage_index::{keep_tree, provider_name, session, split_report, AgentUsage, Counters, HourRow, LogStamp, SessionUsage, UsageNode, UsageTree, TREE_FORMAT};
 
 /// Arguments of `agentrace usage`.
 #[derive(Debug, Args)]
@@ -153,93 +153,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// One agent's usage.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentUsage {
-    /// Thread / agent id.
-    pub thread_id: String,
-    /// Label.
-    pub label: String,
-    /// Spawner.
-    pub parent_thread_id: Option<String>,
-    /// Model, when known.
-    pub model: Option<String>,
-    /// Its own tokens.
-    pub own: Counters,
-    /// Its own and every descendant's.
-    pub subtree: Counters,
-    /// Its own by model (one part per model it used), for `--by model`.
-    #[serde(skip)]
-    pub by_model: Vec<(Option<String>, Counters)>,
-}
-
-/// One session's usage.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionUsage {
-    /// `codex` or `claude`.
-    pub provider: String,
-    /// Codex: the root thread id; Claude: the session id.
-    pub session_id: String,
-    /// The run it was recorded as, when recorded.
-    pub run_id: Option<String>,
-    /// When it started.
-    pub started_at: Option<Timestamp>,
-    /// Its working folder (the project of `--by project`), when known.
-    pub cwd: Option<String>,
-    /// Counters of all its agents and of what is outside the tree.
-    #[serde(flatten)]
-    pub counters: Counters,
-    /// Per agent, in tree order.
-    pub agents: Vec<AgentUsage>,
-    /// Tokens of no agent: `startup` (Claude's warmup agents) and
-    /// `unattributed`, each with its counters.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub outside_tree: Vec<OutsideRow>,
-    /// Its tokens by agent, model and UTC hour of the requests, for the
-    /// groupings by time, project and model.
-    #[serde(skip)]
-    pub hours: Vec<HourRow>,
-}
-
-impl SessionUsage {
-    /// Each model's part of each agent, then of the rows outside the tree.
-    pub fn model_parts(&self) -> impl Iterator<Item = &(Option<String>, Counters)> {
-        self.agents
-            .iter()
-            .flat_map(|agent| &agent.by_model)
-            .chain(self.outside_tree.iter().flat_map(|row| &row.by_model))
-    }
-}
-
-/// One agent's (or the outside rows') tokens with one model in one UTC
-/// hour.
-#[derive(Debug, Clone)]
-pub struct HourRow {
-    /// The model.
-    pub model: Option<String>,
-    /// The hour's start; `None` when unknown (figures that say only that
-    /// tokens are missing, of a session of unknown start).
-    pub hour: Option<Timestamp>,
-    /// Its counters (with the reasons its agent and session miss tokens).
-    pub counters: Counters,
-}
-
-/// Tokens outside the agent tree, as `usage` reports them.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OutsideRow {
-    /// `startup` or `unattributed`.
-    pub label: String,
-    /// Its counters.
-    #[serde(flatten)]
-    pub counters: Counters,
-    /// By model, for `--by model`.
-    #[serde(skip)]
-    pub by_model: Vec<(Option<String>, Counters)>,
-}
-
 /// The head of a listed run's kept usage when it still matches its log
 /// (stamped `log` now), checked without reading the tree. The log is
 /// stat'ed, not trusted to be as the catalog last saw it: a finished run's
@@ -248,143 +161,6 @@ pub struct OutsideRow {
 fn fresh_head<'l>(listed: &'l UsageListed, log: Option<LogStamp>, prices: &str) -> Option<&'l UsageHead> {
     let log = LogStampRow::from(log?);
     listed.head.as_ref().filter(|head| head.log == log && head.prices == prices && head.format == TREE_FORMAT)
-}
-
-/// The hour rows of parts, each with `reasons`; a part kept without
-/// hours, or an agent without parts (whose figures only say tokens are
-/// missing), counts at `start`'s hour.
-fn hour_rows(parts: &[ModelTokens], model: Option<&String>, reasons: Reasons, start: Option<Timestamp>, rows: &mut Vec<HourRow>) {
-    let start = start.map(hour_start);
-    let mut row = |model: Option<&String>, hour: Option<Timestamp>, mut counters: Counters| {
-        counters.missing(reasons);
-        rows.push(HourRow { model: model.cloned(), hour, counters });
-    };
-    if parts.is_empty() {
-        if !reasons.is_empty() {
-            row(model, start, Counters::default());
-        }
-        return;
-    }
-    for part in parts {
-        if part.hours.is_empty() {
-            row(part.model.as_ref(), start, Counters::of(part));
-        }
-        for hour in &part.hours {
-            row(part.model.as_ref(), Some(hour.hour), Counters::of_hour(hour));
-        }
-    }
-}
-
-fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>, hours: &mut Vec<HourRow>, start: Option<Timestamp>) -> Counters {
-    hour_rows(&node.tokens_by_model, node.model.as_ref(), Reasons::of(&node.incomplete), start, hours);
-    let by_model = by_model(node);
-    let mut own = Counters::default();
-    for (_, counters) in &by_model {
-        own.add(counters);
-    }
-    own.missing(Reasons::of(&node.incomplete));
-    let index = out.len();
-    out.push(AgentUsage {
-        thread_id: node.thread_id.clone(),
-        label: node.label.clone(),
-        parent_thread_id: node.parent_thread_id.clone(),
-        model: node.model.clone(),
-        own,
-        subtree: own,
-        by_model,
-    });
-    let mut subtree = own;
-    for child in &node.children {
-        subtree.add(&walk(child, out, hours, start));
-    }
-    out[index].subtree = subtree;
-    subtree
-}
-
-/// An agent's own counters by model, each part priced by its own model as
-/// the fold priced it.
-fn by_model(node: &UsageNode) -> Vec<(Option<String>, Counters)> {
-    let mut parts: Vec<(Option<String>, Counters)> = node
-        .tokens_by_model
-        .iter()
-        .map(|part| (part.model.clone(), Counters::of(part)))
-        .collect();
-    if parts.is_empty() {
-        // No tokens: an agent whose usage is missing still says so.
-        let mut none = Counters::default();
-        none.missing(Reasons::of(&node.incomplete));
-        parts.push((node.model.clone(), none));
-    } else if !node.incomplete.is_empty() {
-        for (_, counters) in &mut parts {
-            counters.missing(Reasons::of(&node.incomplete));
-        }
-    }
-    parts
-}
-
-fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
-    let mut agents = Vec::new();
-    let mut hours = Vec::new();
-    let mut counters = Counters::default();
-    for node in &tree.agents {
-        counters.add(&walk(node, &mut agents, &mut hours, tree.started_at));
-    }
-    for outside in &tree.outside_tree {
-        hour_rows(&outside.tokens_by_model, None, Reasons::default(), tree.started_at, &mut hours);
-    }
-    let session_reasons = Reasons::of(&tree.incomplete);
-    if !session_reasons.is_empty() {
-        for row in &mut hours {
-            row.counters.missing(session_reasons);
-        }
-        if hours.is_empty() {
-            hour_rows(&[], None, session_reasons, tree.started_at, &mut hours);
-        }
-    }
-    let outside_tree: Vec<OutsideRow> = tree
-        .outside_tree
-        .iter()
-        .map(|outside| {
-            let by_model: Vec<(Option<String>, Counters)> = outside
-                .tokens_by_model
-                .iter()
-                .map(|part| (part.model.clone(), Counters::of(part)))
-                .collect();
-            let mut row = Counters::default();
-            for (_, part) in &by_model {
-                row.add(part);
-            }
-            OutsideRow {
-                label: outside.label.clone(),
-                counters: row,
-                by_model,
-            }
-        })
-        .collect();
-    for row in &outside_tree {
-        counters.add(&row.counters);
-    }
-    counters.missing(Reasons::of(&tree.incomplete));
-    SessionUsage {
-        provider: provider_name(tree.provider).to_owned(),
-        session_id: tree.session_id.clone(),
-        run_id: run_id.map(|id| id.to_string()),
-        started_at: tree.started_at,
-        cwd: tree.cwd.clone(),
-        counters,
-        agents,
-        outside_tree,
-        hours,
-    }
-}
-
-/// A provider's name in the report.
-fn provider_name(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Codex => "codex",
-        Provider::Claude => "claude",
-        Provider::Unknown => "unknown",
-    }
 }
 
 /// One session found in the provider folders.
@@ -507,13 +283,26 @@ const SESSION_DEPTH: usize = 2;
 
 impl WrittenSession {
     fn of(session: &SessionUsage) -> anyhow::Result<Self> {
-        let mut unpriced = Unpriced::default();
-        unpriced.note(session);
         Ok(Self {
             counters: session.counters,
-            unpriced,
+            unpriced: Unpriced(session.unpriced()),
             json: crate::output::pretty_fragment(session, SESSION_DEPTH)?,
         })
+    }
+
+    /// A session of `kept`, its report as the catalog keeps it (see
+    /// [`crate::usage_index::Kept::of`]): `Some(None)` when `window` leaves
+    /// it out, `None` when it does not read.
+    fn of_kept(kept: &str, window: &Window) -> Option<Option<Self>> {
+        let (sums, report) = split_report(kept)?;
+        if !window.holds(sums.started_at) {
+            return Some(None);
+        }
+        Some(Some(Self {
+            counters: sums.counters,
+            unpriced: Unpriced(sums.unpriced),
+            json: crate::output::pretty_from_compact(report, SESSION_DEPTH),
+        }))
     }
 }
 
@@ -527,9 +316,7 @@ impl Unpriced {
     }
 
     fn note(&mut self, session: &SessionUsage) {
-        for (model, counters) in session.model_parts() {
-            self.add(model.as_ref(), counters.unpriced_tokens);
-        }
+        self.merge(Unpriced(session.unpriced()));
     }
 
     fn add(&mut self, model: Option<&String>, tokens: u64) {
@@ -690,51 +477,88 @@ enum RecordedUsage {
 
 impl Recorded {
     /// The run's session, its usage read from `catalog` when kept.
-    fn session(self, catalog: &Catalog) -> anyhow::Result<SessionUsage> {
-        self.tree(catalog)?.session()
+    fn session(self, catalog: &Catalog, home: &Home, prices: &Arc<PriceBook>) -> anyhow::Result<SessionUsage> {
+        self.tree(catalog)?.session(home, prices)
     }
 
-    /// The run's usage tree, read from `catalog` when kept (as its text:
-    /// the catalog is read here, the text parsed where [`ReadTree::session`]
-    /// is called).
+    /// The run's usage tree, read from `catalog` when kept (as its packed
+    /// text: the catalog is read here, the text unpacked and parsed where
+    /// [`ReadTree::session`] is called).
     fn tree(self, catalog: &Catalog) -> anyhow::Result<ReadTree> {
         let tree = match self.usage {
             RecordedUsage::Kept(row) => {
-                let json = match row {
+                let packed = match row {
                     Some(row) => catalog.usage_tree_at(row, self.id.as_str())?,
                     None => catalog.usage_tree(self.id.as_str())?,
                 };
-                let json = json.with_context(|| format!("run {} lost its usage in the catalog", self.id))?;
-                TreeOf::Text(json)
+                packed.map_or(TreeOf::Gone, TreeOf::Kept)
             }
             RecordedUsage::Folded(tree) => TreeOf::Tree(tree),
         };
         Ok(ReadTree { id: self.id, tree })
     }
+
+    /// The run's session as `usage --json` reports it, read from
+    /// `catalog` when kept (else its tree, as [`Recorded::tree`] reads it).
+    fn report(self, catalog: &Catalog) -> anyhow::Result<ReadTree> {
+        if let RecordedUsage::Kept(row) = &self.usage {
+            let packed = match row {
+                Some(row) => catalog.usage_report_at(*row, self.id.as_str())?,
+                None => catalog.usage_report(self.id.as_str())?,
+            };
+            if let Some(packed) = packed {
+                return Ok(ReadTree { id: self.id, tree: TreeOf::Report(packed) });
+            }
+        }
+        self.tree(catalog)
+    }
 }
 
-/// A recorded run's usage tree as read from the catalog or folded.
+/// A recorded run's usage as read from the catalog or folded.
 struct ReadTree {
     id: RunId,
     tree: TreeOf,
 }
 
 enum TreeOf {
-    Text(String),
+    /// Its kept tree.
+    Kept(Packed),
+    /// Its kept report.
+    Report(Packed),
+    /// Folded from its log.
     Tree(Box<UsageTree>),
+    /// Kept when it was listed, gone from the catalog since.
+    Gone,
 }
 
 impl ReadTree {
-    fn session(&self) -> anyhow::Result<SessionUsage> {
-        let parsed;
-        let tree = match &self.tree {
-            TreeOf::Text(json) => {
-                parsed = sonic_rs::from_str::<UsageTree>(json)?;
-                &parsed
-            }
-            TreeOf::Tree(tree) => tree,
+    /// The run's session. What was kept of it and no longer reads (gone
+    /// since it was listed, or damaged) is folded from its log: the
+    /// catalog is derived data, never a reason to fail.
+    fn session(&self, home: &Home, prices: &Arc<PriceBook>) -> anyhow::Result<SessionUsage> {
+        let kept = match &self.tree {
+            TreeOf::Tree(tree) => return Ok(session(tree, Some(&self.id))),
+            TreeOf::Kept(packed) => packed.unpack("usage tree").ok().and_then(|json| sonic_rs::from_str::<UsageTree>(&json).ok()),
+            TreeOf::Report(_) | TreeOf::Gone => None,
         };
-        Ok(session(tree, Some(&self.id)))
+        let tree = match kept {
+            Some(tree) => tree,
+            None => UsageTree::of(&home.load_run_with(&self.id, Arc::clone(prices))?.view(), LogStamp::default(), prices.id()),
+        };
+        Ok(session(&tree, Some(&self.id)))
+    }
+
+    /// The run's session as the streamed report writes it, `None` when
+    /// `window` leaves it out. A kept report is written as it is kept,
+    /// indented, never parsed: its sums are read from the line before it.
+    fn written(&self, window: &Window, home: &Home, prices: &Arc<PriceBook>) -> anyhow::Result<Option<WrittenSession>> {
+        if let TreeOf::Report(packed) = &self.tree {
+            if let Some(written) = packed.unpack("usage report").ok().and_then(|text| WrittenSession::of_kept(&text, window)) {
+                return Ok(written);
+            }
+        }
+        let session = self.session(home, prices)?;
+        window.holds(session.started_at).then(|| WrittenSession::of(&session)).transpose()
     }
 }
 
@@ -839,7 +663,7 @@ pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyho
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, prices)
     } else {
         let (runs, catalog) = recorded_runs(home, args, prices)?;
-        runs.map(|run| run?.session(&catalog)).collect()
+        runs.map(|run| run?.session(&catalog, home, prices)).collect()
     }
 }
 
@@ -861,8 +685,8 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
             // The catalog is read on this thread, the trees parsed and
             // serialized on the pool.
-            let trees = runs.map(|run| run?.tree(&catalog));
-            let report = StreamedReport::of(trees, |tree| written(tree.session()?), STREAM_CHUNK);
+            let trees = runs.map(|run| run?.report(&catalog));
+            let report = StreamedReport::of(trees, |tree| tree.written(&window, home, &prices), STREAM_CHUNK);
             report.write_to(out.writer())?;
             report.unpriced.take()
         };

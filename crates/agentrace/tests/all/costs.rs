@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use agentrace_testkit::files::{copy_dir, fixtures};
 
-use super::import_usage::{catalog_execute, catalog_rows};
+use super::import_usage::{catalog_execute, catalog_rows, keep_text, kept_text};
 use super::support::Cli;
 
 /// A Codex home and a Claude config dir holding every capture (both Codex
@@ -458,8 +458,9 @@ fn an_import_reprices_kept_usage_that_another_price_book_priced() {
     let fresh = cli.ok(&["usage", "--json"]);
     // As an older version kept it: no price book named, no costs.
     let stale = || {
-        for row in catalog_rows(&cli, "SELECT id, usage_tree FROM runs WHERE usage_tree IS NOT NULL") {
-            let mut tree: Value = serde_json::from_str(row[1].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+        for row in catalog_rows(&cli, "SELECT id FROM runs WHERE usage_tree IS NOT NULL") {
+            let run = row[0].as_str().unwrap_or_default();
+            let mut tree: Value = serde_json::from_str(&kept_text(&cli, "usage_tree", run).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
             tree["prices"] = Value::from("");
             for agent in tree["agents"].as_array_mut().into_iter().flatten() {
                 for part in agent["tokensByModel"].as_array_mut().into_iter().flatten() {
@@ -468,14 +469,18 @@ fn an_import_reprices_kept_usage_that_another_price_book_priced() {
             }
             // The head beside the tree says what the tree says, as the
             // catalog's writer keeps it.
-            catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1, usage_prices = '' WHERE id = ?2", &[&tree.to_string(), &row[0].as_str().unwrap_or_default()]);
+            keep_text(&cli, "usage_tree", run, &tree.to_string());
+            catalog_execute(&cli, "UPDATE runs SET usage_prices = '' WHERE id = ?1", &[&run]);
         }
         catalog_execute(&cli, "DELETE FROM meta WHERE key = 'usage_prices'", &[]);
     };
     let books = || -> Vec<Value> {
-        catalog_rows(&cli, "SELECT usage_tree FROM runs")
+        catalog_rows(&cli, "SELECT id FROM runs")
             .iter()
-            .map(|row| serde_json::from_str::<Value>(row[0].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"))["prices"].clone())
+            .map(|row| {
+                let tree = kept_text(&cli, "usage_tree", row[0].as_str().unwrap_or_default()).unwrap_or_default();
+                serde_json::from_str::<Value>(&tree).unwrap_or_else(|e| panic!("{e}"))["prices"].clone()
+            })
             .collect()
     };
     let priced = Value::from(format!("genai-prices {}", genai_prices_version()));

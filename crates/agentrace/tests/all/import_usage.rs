@@ -221,6 +221,21 @@ pub fn catalog_execute(cli: &Cli, sql: &str, values: &[&dyn rusqlite::ToSql]) {
     conn.execute(sql, values).unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
+/// Run `run`'s kept usage `column` (`usage_tree` or `usage_report`), as
+/// the catalog packs it, unpacked; `None` when none is kept.
+pub fn kept_text(cli: &Cli, column: &str, run: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(cli.home.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+    let packed: Option<agentrace_store::Packed> =
+        conn.query_row(&format!("SELECT {column} FROM runs WHERE id = ?1"), [run], |row| row.get(0)).unwrap_or_else(|e| panic!("{column} of {run}: {e}"));
+    packed.map(|packed| packed.unpack("kept usage").unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Keeps `text` as run `run`'s usage `column`, packed as the catalog
+/// packs it.
+pub fn keep_text(cli: &Cli, column: &str, run: &str, text: &str) {
+    catalog_execute(cli, &format!("UPDATE runs SET {column} = ?1 WHERE id = ?2"), &[&agentrace_store::Packed::pack(text), &run]);
+}
+
 /// The catalog's files (the database, its write-ahead log and index).
 fn catalog_files(home: &Path) -> Vec<PathBuf> {
     ["catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"].iter().map(|name| home.join(name)).collect()
@@ -312,15 +327,45 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     let folded = usage(&cli, &[]);
     assert_eq!(folded.sessions.len(), 1);
     let run = folded.sessions[0].run_id.clone().unwrap_or_default();
-    let kept = catalog_rows(&cli, "SELECT id, usage_tree FROM runs WHERE usage_tree IS NOT NULL");
+    let kept = catalog_rows(&cli, "SELECT id FROM runs WHERE usage_tree IS NOT NULL AND usage_report IS NOT NULL");
     assert_eq!(kept.iter().map(|row| row[0].clone()).collect::<Vec<_>>(), vec![Value::from(run.clone())]);
-    let mut tree: Value = serde_json::from_str(kept[0][1].as_str().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    let by_agent = |cli: &Cli| -> u64 {
+        let report: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--by", "agent"])).unwrap_or_else(|e| panic!("{e}"));
+        report["agents"][0]["agent"]["own"]["totalTokens"].as_u64().unwrap_or_else(|| panic!("{report}"))
+    };
+    // The kept report is the session as `usage --json` shows it, after a
+    // line of its sums.
+    let kept_report = kept_text(&cli, "usage_report", &run).unwrap_or_default();
+    let (sums, report) = kept_report.split_once('\n').unwrap_or_else(|| panic!("{kept_report}"));
+    let mut report: Value = serde_json::from_str(report).unwrap_or_else(|e| panic!("{e}"));
+    let folded_text = cli.ok(&["usage", "--json"]);
+    let folded_json: Value = serde_json::from_str(&folded_text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report, folded_json["sessions"][0]);
+    let sums: Value = serde_json::from_str(sums).unwrap_or_else(|e| panic!("{e}"));
+    let unpriced: serde_json::Map<String, Value> = folded_json["unpricedModels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| (row["model"].as_str().unwrap_or_default().to_owned(), row["tokens"].clone()))
+        .collect();
+    assert_eq!((&sums["startedAt"], &sums["counters"]["totalTokens"], &sums["unpriced"]), (&report["startedAt"], &report["totalTokens"], &Value::Object(unpriced)));
     // A kept copy that says otherwise than the log is what `usage` reads
-    // while the log keeps the length and time it was written for…
-    tree["agents"][0]["tokensByModel"][0]["tokens"]["totalTokens"] = Value::from(7);
-    catalog_execute(&cli, "UPDATE runs SET usage_tree = ?1 WHERE id = ?2", &[&tree.to_string(), &run]);
+    // while the log keeps the length and time it was written for: the
+    // report for `usage --json`, the tree for every other grouping…
+    report["agents"][0]["own"]["totalTokens"] = Value::from(7);
+    keep_text(&cli, "usage_report", &run, &format!("{sums}\n{report}"));
+    let mut tree: Value = serde_json::from_str(&kept_text(&cli, "usage_tree", &run).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    tree["agents"][0]["tokensByModel"][0]["tokens"]["totalTokens"] = Value::from(8);
+    keep_text(&cli, "usage_tree", &run, &tree.to_string());
     assert_eq!(usage(&cli, &[]).sessions[0].agents[0].own.total_tokens, 7);
     assert_eq!(usage(&cli, &[&run]).sessions[0].agents[0].own.total_tokens, 7);
+    assert_eq!(by_agent(&cli), 8);
+    // A kept copy that no longer reads is folded from the log again.
+    catalog_execute(&cli, "UPDATE runs SET usage_report = x'0a000000ff', usage_tree = 'not json' WHERE id = ?1", &[&run]);
+    assert_eq!(cli.ok(&["usage", "--json"]), folded_text);
+    assert_eq!(by_agent(&cli), folded.sessions[0].agents[0].own.total_tokens);
+    keep_text(&cli, "usage_report", &run, &format!("{sums}\n{report}"));
+    keep_text(&cli, "usage_tree", &run, &tree.to_string());
     // …and is ignored once the log grew.
     let log = cli.home.path().join("runs").join(format!("{run}.jsonl"));
     let mut text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
@@ -331,6 +376,7 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     let grown = usage(&cli, &[]).totals;
     assert_eq!((grown.total_tokens, grown.cost_status.as_str(), grown.incomplete.clone()), (folded.totals.total_tokens, "unknown", vec!["unreadableLine".to_owned()]));
     assert_ne!(folded.sessions[0].agents[0].own.total_tokens, 7);
+    assert_ne!(by_agent(&cli), 8);
 }
 
 #[test]
