@@ -741,14 +741,15 @@ fn usage_rows(tree: &UsageTree) -> Vec<UsageRow> {
 pub struct UsageIndex;
 
 impl UsageIndex {
-    /// Keeps the usage of run `id` (its log as it is now). A run whose log
-    /// cannot be stat'ed keeps its old tree, which no longer matches the
-    /// log and is then not used. Returns the log's length.
-    pub fn insert(catalog: &Catalog, home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<u64>> {
+    /// The usage of run `id` as the catalog keeps it, for its log as it is
+    /// now, with the log's stamp: made on any thread, put by
+    /// [`Kept::put`]. `None` for a run whose log cannot be stat'ed: it
+    /// keeps its old tree, which no longer matches the log and is then not
+    /// used.
+    pub fn of(home: &Home, id: &RunId, view: &RunView) -> anyhow::Result<Option<(LogStamp, Kept)>> {
         let Some(log) = LogStamp::of(home, id) else {
             return Ok(None);
         };
-        keep_tree(catalog, id, &UsageTree::of(view, log, PriceBook::database().id()))?;
-        Ok(Some(log.bytes))
+        Ok(Some((log, Kept::of(id, &UsageTree::of(view, log, PriceBook::database().id()))?)))
     }
 }

@@ -34,7 +34,7 @@ use crate::sources::dirs::DirCache;
 use crate::sources::rollouts::{codex_start, rollout_head, rollout_parts, RolloutHead, RolloutWalk};
 use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, TornLines};
 use crate::sources::stamps::FileStamp;
-use crate::usage_index::{LogStamp, UsageIndex};
+use crate::usage_index::{Kept, LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
 
@@ -458,7 +458,21 @@ type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
 
 /// A job done: its run's view, marks, whether it was read on (not
 /// rebuilt), and its text.
-type JobDone = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
+type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
+
+/// A session read on the pool (its run written), with what noting it in
+/// the catalog takes made there too.
+struct JobDone {
+    view: RunView,
+    /// Where the reading of each of its files stopped.
+    marks: BTreeMap<String, ReadMark>,
+    /// Read on from where the last import stopped (not rebuilt).
+    read_on: bool,
+    texts: Vec<TextRow>,
+    /// Its log's stamp as written, and its usage as the catalog keeps it
+    /// (`None`: the log could not be stat'ed).
+    usage: Option<(LogStamp, Kept)>,
+}
 
 /// Counts of one import.
 #[derive(Debug, Default)]
@@ -689,24 +703,26 @@ impl<'a> Importer<'a> {
     /// Notes the runs of `jobs`, read as `results`, in order: each run,
     /// its text and usage in the catalog, each session as imported.
     fn note(&mut self, jobs: Vec<Job>, results: Vec<JobDone>) -> anyhow::Result<()> {
-        let home = self.home;
         let mut logs = Vec::with_capacity(jobs.len());
         {
             let catalog = self.catalog()?;
             catalog.begin()?;
-            for (job, (view, _, read_on, texts)) in jobs.iter().zip(&results) {
-                let log = agentrace_store::catalog::log_stamp(&home.log_path(&job.id)).unwrap_or_default();
+            for (job, done) in jobs.iter().zip(&results) {
+                let log = done.usage.as_ref().map(|(log, _)| agentrace_store::catalog::LogStampRow::from(*log)).unwrap_or_default();
                 // Its session: the root thread (Codex) or session id (Claude).
-                let agents = agentrace_store::catalog::agent_rows(&view.agents);
-                catalog.put_run(&view.run, view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
-                catalog.add_texts(&job.id, texts, log.bytes, !*read_on)?;
-                logs.push(UsageIndex::insert(&catalog, home, &job.id, view)?);
+                let agents = agentrace_store::catalog::agent_rows(&done.view.agents);
+                catalog.put_run(&done.view.run, done.view.usage.cwd.as_deref(), Some(&job.key), &agents, log, None)?;
+                catalog.add_texts(&job.id, &done.texts, log.bytes, !done.read_on)?;
+                if let Some((_, kept)) = &done.usage {
+                    kept.put(&catalog, &job.id)?;
+                }
+                logs.push(done.usage.as_ref().map(|(log, _)| log.bytes));
             }
         }
-        self.tally.read_on += results.iter().filter(|(_, _, read_on, _)| *read_on).count() as u64;
-        for ((job, (_, marks, _, _)), log) in jobs.into_iter().zip(results).zip(logs) {
+        self.tally.read_on += results.iter().filter(|done| done.read_on).count() as u64;
+        for ((job, done), log) in jobs.into_iter().zip(results).zip(logs) {
             let claude = matches!(job.source, JobSource::Claude(_));
-            self.imported(claude, &job.key, &job.id, job.stamps, marks, Left { log, open: !job.still })?;
+            self.imported(claude, &job.key, &job.id, job.stamps, done.marks, Left { log, open: !job.still })?;
         }
         Ok(())
     }
@@ -792,7 +808,7 @@ impl<'a> Importer<'a> {
 impl Reading<'_> {
     /// Rebuilds or continues one job's run; returns its view, the marks of
     /// all its files, and whether it was read on (not rebuilt).
-    fn read_job(&self, job: &Job) -> anyhow::Result<JobDone> {
+    fn read_job(&self, job: &Job) -> anyhow::Result<JobRead> {
         // A Codex session's folder comes with its rollout's `session_meta`.
         // A Claude session's is looked up in its transcript for the usage
         // index alone (`run_job`): put in the log, it would depend on how
@@ -824,13 +840,15 @@ impl Reading<'_> {
 
     /// [`Reading::read_job`], with a Claude session's working folder
     /// looked up in its transcript when its run has none (for the usage
-    /// index alone; see `read_job`).
+    /// index alone; see `read_job`), and its usage made ready for the
+    /// catalog: here, on the pool, not on the thread that notes it.
     fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
-        let mut done = self.read_job(job)?;
-        if let (JobSource::Claude(session), None) = (&job.source, &done.0.usage.cwd) {
-            done.0.usage.cwd = claude_cwd(session);
+        let (mut view, marks, read_on, texts) = self.read_job(job)?;
+        if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
+            view.usage.cwd = claude_cwd(session);
         }
-        Ok(done)
+        let usage = UsageIndex::of(self.home, &job.id, &view)?;
+        Ok(JobDone { view, marks, read_on, texts, usage })
     }
 
 
