@@ -35,8 +35,10 @@ pub fn map_small<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync + 
 /// rows are) and hands the chunk before to `consume`, in the items' order.
 /// Taking items or consuming results on this thread between the pool's
 /// chunks left the pool idle for as long. The first error, of an item or
-/// of the work, is the last result consumed; the first error of `consume`
-/// ends it and is returned.
+/// of the work, is the last result consumed, after every result before it
+/// (those of its own chunk too: a report ends with the error after every
+/// session before it, none dropped); the first error of `consume` ends it
+/// and is returned.
 pub fn map_streamed<T: Send + Sync, R: Send, E>(
     mut items: impl Iterator<Item = anyhow::Result<T>>,
     chunk: usize,
@@ -45,32 +47,38 @@ pub fn map_streamed<T: Send + Sync, R: Send, E>(
 ) -> Result<(), E> {
     let work = &work;
     rayon::in_place_scope(|scope| {
-        let mut running: Option<std::sync::mpsc::Receiver<anyhow::Result<Vec<R>>>> = None;
+        let mut running: Option<std::sync::mpsc::Receiver<Vec<anyhow::Result<R>>>> = None;
+        // An item that fails is the last taken: the items before it are
+        // worked and consumed, then its error.
+        let mut failed = None;
         loop {
-            // An item that fails is the last taken: the chunk before is
-            // consumed, then its error.
-            let (taken, failed) = match items.by_ref().take(chunk.max(1)).collect::<anyhow::Result<Vec<T>>>() {
-                Ok(taken) => (taken, None),
-                Err(error) => (Vec::new(), Some(error)),
-            };
+            let mut taken = Vec::with_capacity(chunk.max(1));
+            while failed.is_none() && taken.len() < chunk.max(1) {
+                match items.next() {
+                    Some(Ok(item)) => taken.push(item),
+                    Some(Err(error)) => failed = Some(error),
+                    None => break,
+                }
+            }
             let next = (!taken.is_empty()).then(|| {
                 let (done, receive) = std::sync::mpsc::sync_channel(1);
                 scope.spawn(move |_| {
+                    use rayon::prelude::*;
                     // The receiver is gone only when consuming failed.
-                    let _ = done.send(map(&taken, work));
+                    let _ = done.send(taken.par_iter().with_max_len(1).map(work).collect());
                 });
                 receive
             });
             let last = next.is_none();
             if let Some(before) = std::mem::replace(&mut running, next) {
-                match before.recv() {
-                    Ok(Ok(done)) => {
-                        for result in done {
-                            consume(Ok(result))?;
-                        }
+                let Ok(done) = before.recv() else {
+                    return consume(Err(anyhow::anyhow!("a worker ended without its results (it panicked)")));
+                };
+                for result in done {
+                    if result.is_err() {
+                        return consume(result);
                     }
-                    Ok(Err(error)) => return consume(Err(error)),
-                    Err(_) => return consume(Err(anyhow::anyhow!("a worker ended without its results (it panicked)"))),
+                    consume(result)?;
                 }
             }
             if last {
@@ -104,14 +112,13 @@ mod tests {
     use super::{map, map_streamed};
 
     /// The streamed map consumes the results in the items' order, whatever
-    /// the chunk; an item that fails ends it with its error after the
-    /// chunks before its own.
+    /// the chunk; an item that fails, or whose work fails, ends it with its
+    /// error after every result before it.
     #[test]
     fn the_streamed_map_consumes_results_in_order_and_ends_at_the_first_error() {
         let items = || (0..10u64).map(|item| if item == 7 { Err(anyhow::anyhow!("item 7")) } else { Ok(item) });
         for chunk in [1usize, 3, 4, 100] {
-            let before = (7 / chunk * chunk) as u64;
-            let yielded: Vec<Result<u64, String>> = (0..before).map(|item| Ok(item * 2)).chain([Err("item 7".to_owned())]).collect();
+            let yielded: Vec<Result<u64, String>> = (0..7).map(|item| Ok(item * 2)).chain([Err("item 7".to_owned())]).collect();
             let mut consumed = Vec::new();
             let ended: Result<(), ()> = map_streamed(items(), chunk, |item| Ok(item * 2), |result| {
                 consumed.push(result.map_err(|error| error.to_string()));
@@ -127,7 +134,7 @@ mod tests {
             });
             consumed
         };
-        assert_eq!(work_fails, vec![Ok(0), Ok(1), Ok(2), Ok(3), Err("work 5".to_owned())]);
+        assert_eq!(work_fails, vec![Ok(0), Ok(1), Ok(2), Ok(3), Ok(4), Err("work 5".to_owned())]);
         let mut seen = 0;
         let stopped = map_streamed((0..100u64).map(Ok), 8, |item| Ok(*item), |result| {
             seen += 1;
