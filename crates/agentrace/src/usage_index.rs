@@ -596,10 +596,11 @@ impl LogStamp {
 
 /// Rebuilds the kept usage trees whose costs come from another price book
 /// than this binary's (a new database, or trees kept before costs were
-/// priced per request) from their runs' logs, each folded once, one at a
-/// time, so that `usage` after import reads costs it can trust without
-/// folding those logs on every call. The catalog's `meta` names the book it
-/// was last checked against, so the check runs once.
+/// priced per request), or that are of an older shape (kept by an older
+/// agentrace), from their runs' logs, each folded once, one at a time, so
+/// that `usage` after import reads costs it can trust without folding
+/// those logs on every call. The catalog's `meta` names the book and shape
+/// it was last checked against, so the check runs once.
 pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
     let book = PriceBook::database();
     // The marker names the book and the tree's shape it was checked for.
@@ -607,7 +608,7 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
     if catalog.meta("usage_prices")?.as_deref() == Some(checked.as_str()) {
         return Ok(());
     }
-    let mut repriced = 0;
+    let (mut repriced, mut reshaped) = (false, false);
     catalog.begin()?;
     for listed in catalog.usage_listing()? {
         // The head says how the tree was priced: a tree already priced by
@@ -621,9 +622,14 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
         };
         let run = RunId::from(listed.id.as_str());
         let Some(log) = LogStamp::of(home, &run) else { continue };
-        if repriced == 0 && !quiet {
+        // Said once each: a new price book, or only a new shape.
+        let priced = listed.head.as_ref().is_some_and(|head| head.prices == book.id());
+        if !quiet && !priced && !repriced {
             eprintln!("note: pricing the imported runs again with {} (once)", book.id());
+        } else if !quiet && priced && !reshaped {
+            eprintln!("note: keeping the imported runs' usage as this agentrace reads it (once)");
         }
+        (repriced, reshaped) = (repriced || !priced, reshaped || priced);
         let view = home.load_run(&run)?.view();
         let mut tree = UsageTree::of(&view, log, book.id());
         // A Claude session's folder is kept with its usage alone.
@@ -631,7 +637,6 @@ pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow
             tree.cwd = old.cwd;
         }
         keep_tree(catalog, &run, &tree)?;
-        repriced += 1;
     }
     catalog.set_meta("usage_prices", &checked)?;
     catalog.commit()?;

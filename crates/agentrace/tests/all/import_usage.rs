@@ -379,6 +379,31 @@ fn usage_after_import_reads_the_kept_usage_until_the_log_moves_on() {
     assert_ne!(by_agent(&cli), 8);
 }
 
+/// Usage an older agentrace kept (a tree of an older shape, no report) is
+/// kept anew by the next import, once, with a note that says so and not
+/// that prices changed; `usage` then reads it as before.
+#[test]
+fn an_import_keeps_anew_the_usage_an_older_version_kept() {
+    let dir = homes(&["v1_basic"], &["nested_fg"]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+    let before = cli.ok(&["usage", "--json"]);
+    let kept = || catalog_rows(&cli, "SELECT usage_format, usage_report IS NOT NULL FROM runs ORDER BY id");
+    assert_eq!(kept(), vec![vec![Value::from(2), Value::from(1)]; 2]);
+    catalog_execute(&cli, "UPDATE runs SET usage_format = 1, usage_report = NULL", &[]);
+    catalog_execute(&cli, "DELETE FROM meta WHERE key = 'usage_prices'", &[]);
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("note: keeping the imported runs' usage as this agentrace reads it (once)"), "{stderr}");
+    assert!(!stderr.contains("pricing"), "{stderr}");
+    assert_eq!(kept(), vec![vec![Value::from(2), Value::from(1)]; 2]);
+    assert_eq!(cli.ok(&["usage", "--json"]), before);
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("note: keeping"));
+}
+
 #[test]
 fn an_agent_that_switched_models_has_each_part_priced_by_its_own_model() {
     let dir = homes(&[], &["nested_fg"]);
