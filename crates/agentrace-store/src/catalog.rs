@@ -755,10 +755,10 @@ impl Catalog {
 
     /// Run `id`'s kept usage tree read from its row `row`
     /// ([`UsageListed::row`]): one descent of the table where the id takes
-    /// two (its index, then the table); reading the trees is about a third
-    /// of `usage`'s reading thread after an import. A row since given to
-    /// another run (removed, then another put) is not trusted: the tree is
-    /// looked up by id.
+    /// two (its index, then the table); reading what a run keeps is about
+    /// a third of `usage`'s reading thread after an import. A row since
+    /// given to another run (removed, then another put) is not trusted: the
+    /// tree is looked up by id.
     pub fn usage_tree_at(&self, row: i64, id: &str) -> Result<Option<Packed>, StoreError> {
         self.kept_at(Kept::Tree, row, id)
     }

@@ -13,11 +13,16 @@ pub fn map<T: Sync, R: Send>(
     items: &[T],
     work: impl Fn(&T) -> anyhow::Result<R> + Sync + Send,
 ) -> anyhow::Result<Vec<R>> {
-    use rayon::prelude::*;
     // Every item is done and the first error in the items' order is the one
     // reported, whichever thread met it first.
-    let done: Vec<anyhow::Result<R>> = items.par_iter().with_max_len(1).map(work).collect();
-    done.into_iter().collect()
+    map_each(items, work).into_iter().collect()
+}
+
+/// `work` applied to every item on the pool, one task each, every result
+/// kept in the items' order.
+fn map_each<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> anyhow::Result<R> + Sync + Send) -> Vec<anyhow::Result<R>> {
+    use rayon::prelude::*;
+    items.par_iter().with_max_len(1).map(work).collect()
 }
 
 /// [`map`] for work as small as a system call (a stat per item): the items
@@ -63,9 +68,8 @@ pub fn map_streamed<T: Send + Sync, R: Send, E>(
             let next = (!taken.is_empty()).then(|| {
                 let (done, receive) = std::sync::mpsc::sync_channel(1);
                 scope.spawn(move |_| {
-                    use rayon::prelude::*;
                     // The receiver is gone only when consuming failed.
-                    let _ = done.send(taken.par_iter().with_max_len(1).map(work).collect());
+                    let _ = done.send(map_each(&taken, work));
                 });
                 receive
             });

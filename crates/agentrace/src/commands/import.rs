@@ -703,7 +703,6 @@ impl<'a> Importer<'a> {
     /// Notes the runs of `jobs`, read as `results`, in order: each run,
     /// its text and usage in the catalog, each session as imported.
     fn note(&mut self, jobs: Vec<Job>, results: Vec<JobDone>) -> anyhow::Result<()> {
-        let mut logs = Vec::with_capacity(jobs.len());
         {
             let catalog = self.catalog()?;
             catalog.begin()?;
@@ -716,12 +715,12 @@ impl<'a> Importer<'a> {
                 if let Some((_, kept)) = &done.usage {
                     kept.put(&catalog, &job.id)?;
                 }
-                logs.push(done.usage.as_ref().map(|(log, _)| log.bytes));
             }
         }
         self.tally.read_on += results.iter().filter(|done| done.read_on).count() as u64;
-        for ((job, done), log) in jobs.into_iter().zip(results).zip(logs) {
+        for (job, done) in jobs.into_iter().zip(results) {
             let claude = matches!(job.source, JobSource::Claude(_));
+            let log = done.usage.as_ref().map(|(log, _)| log.bytes);
             self.imported(claude, &job.key, &job.id, job.stamps, done.marks, Left { log, open: !job.still })?;
         }
         Ok(())
@@ -850,7 +849,6 @@ impl Reading<'_> {
         let usage = UsageIndex::of(self.home, &job.id, &view)?;
         Ok(JobDone { view, marks, read_on, texts, usage })
     }
-
 
     /// Writes run `id` anew from its session's `parts`, fed whole; returns
     /// the run's view and where the reading of each file stopped.

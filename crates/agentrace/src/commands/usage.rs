@@ -290,6 +290,12 @@ impl WrittenSession {
         })
     }
 
+    /// `session`, when `window` holds its start (the groupings of whole
+    /// sessions place each by its start).
+    fn in_window(session: &SessionUsage, window: &Window) -> anyhow::Result<Option<Self>> {
+        window.holds(session.started_at).then(|| Self::of(session)).transpose()
+    }
+
     /// A session of `kept`, its report as the catalog keeps it (see
     /// [`crate::usage_index::Kept::of`]): `Some(None)` when `window` leaves
     /// it out, `None` when it does not read.
@@ -557,8 +563,7 @@ impl ReadTree {
                 return Ok(written);
             }
         }
-        let session = self.session(home, prices)?;
-        window.holds(session.started_at).then(|| WrittenSession::of(&session)).transpose()
+        WrittenSession::in_window(&self.session(home, prices)?, window)
     }
 }
 
@@ -673,18 +678,14 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
     let window = Window::of(args);
     if args.json && args.by == By::Run {
-        // Sessions by their start, for the groupings of whole sessions.
-        let written = |session: SessionUsage| -> anyhow::Result<Option<WrittenSession>> {
-            window.holds(session.started_at).then(|| WrittenSession::of(&session)).transpose()
-        };
         let unpriced = if straight {
-            let report = StreamedReport::of(found_in_folders(args)?, |found| written(attribute_one(found, &prices)?), STREAM_CHUNK);
+            let report = StreamedReport::of(found_in_folders(args)?, |found| WrittenSession::in_window(&attribute_one(found, &prices)?, &window), STREAM_CHUNK);
             report.write_to(out.writer())?;
             report.unpriced.take()
         } else {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
-            // The catalog is read on this thread, the trees parsed and
-            // serialized on the pool.
+            // The catalog is read on this thread; the reports are unpacked
+            // and laid out (or the trees parsed and serialized) on the pool.
             let trees = runs.map(|run| run?.report(&catalog));
             let report = StreamedReport::of(trees, |tree| tree.written(&window, home, &prices), STREAM_CHUNK);
             report.write_to(out.writer())?;
