@@ -521,17 +521,16 @@ fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, poll: bool) -> anyhow
         let sender = sender.clone();
         move |event: notify::Result<notify::Event>| {
             // Opening and reading a file (the import itself does) is no
-            // change; an error of the backend may hide one, so it counts.
-            if let Ok(notify::Event { kind: notify::EventKind::Access(_), .. }) = event {
-                return;
+            // change: the polling watcher is not asked for changes only.
+            if is_change(&event) {
+                let _ = sender.send(Wake::Changed);
             }
-            let _ = sender.send(Wake::Changed);
         }
     };
     let native = if poll {
         Err(anyhow::anyhow!("polling was asked for"))
     } else {
-        notify::recommended_watcher(handler.clone())
+        changes_watcher(handler.clone())
             .map_err(anyhow::Error::from)
             .and_then(|mut watcher| {
                 watch_all(&mut watcher, folders)?;
@@ -553,6 +552,25 @@ fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, poll: bool) -> anyhow
             Ok((Watching::Polling(watcher), warning))
         }
     }
+}
+
+/// The native watcher (inotify on Linux), asked for changes only: files
+/// and folders made, removed, renamed, written. Not opens and closes, which
+/// `notify` otherwise asks the kernel for: every file an import, `usage`,
+/// an editor or the agent itself opened in a watched folder was then an
+/// event, costing whoever opened it (a repeated import took half as long
+/// again while `top` ran) and waking the watcher for nothing; a follower
+/// that reads on each event woke itself by reading (`attach` spun).
+pub(crate) fn changes_watcher<F: notify::EventHandler>(handler: F) -> notify::Result<notify::RecommendedWatcher> {
+    use notify::Watcher as _;
+    notify::RecommendedWatcher::new(handler, notify::Config::default().with_event_kinds(notify::EventKindMask::CORE))
+}
+
+/// Whether an event is a change worth a look: an access (an open, a read, a
+/// close after reading) is not, should a backend report one anyway; an
+/// error of the backend may hide a change, so it is one.
+pub(crate) fn is_change(event: &notify::Result<notify::Event>) -> bool {
+    !matches!(event, Ok(notify::Event { kind: notify::EventKind::Access(_), .. }))
 }
 
 fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::Result<()> {

@@ -476,3 +476,33 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
     whole.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
 }
+
+/// `watch` asks the kernel to be told of changes only: every file read in
+/// a watched folder (by an import, `usage`, ccusage, the agent itself) was
+/// an event too, which cost the reader (a repeated import took half as long
+/// again while `top` ran) and woke the watcher for nothing. Checked where
+/// the kernel keeps it: each inotify watch's mask.
+#[test]
+fn watch_is_told_of_changes_not_of_reads() {
+    use super::import_usage::Watch;
+    use super::support::{inotify_masks, IN_MODIFY, IN_READ_ONLY};
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    growth.write(&homes, 0..growth.order.len(), true);
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &[]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cli.ok(&["runs", "--json"]).contains("\"status\": \"done\"") {
+        assert!(Instant::now() < deadline, "the first pass never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let masks = inotify_masks(watch.pid());
+    // The sessions folder and each folder below it down to the day's.
+    assert!(masks.len() >= 4, "{masks:x?}");
+    assert!(masks.iter().all(|mask| mask & IN_READ_ONLY == 0 && mask & IN_MODIFY != 0), "{masks:x?}");
+    let (status, _) = watch.stop();
+    assert!(status.success(), "{status}");
+}

@@ -1533,6 +1533,11 @@ impl Watch {
         Watch { child: Some(child), stderr }
     }
 
+    /// Its process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.as_ref().map(std::process::Child::id).unwrap_or_else(|| panic!("stopped"))
+    }
+
     /// The next stderr line, within the deadline.
     pub(super) fn said(&self) -> String {
         self.stderr.recv_timeout(WATCH_WITHIN).unwrap_or_else(|e| panic!("watch said nothing: {e}"))

@@ -312,6 +312,37 @@ fn attach_waits_for_the_line_the_runs_last_write_left_half_written() {
     assert_eq!(envelopes, lines.len());
 }
 
+/// `attach` on a live run that writes nothing sleeps until the log
+/// changes: reading the log was itself an event it woke on (an open), so
+/// it read a still log again and again on most of a core.
+#[test]
+fn attach_sleeps_while_a_live_run_writes_nothing() {
+    use super::support::{cpu_ticks, inotify_masks, IN_MODIFY, IN_READ_ONLY};
+
+    let cli = Cli::new();
+    let lines = live_lines(&cli, "v1_background_exec");
+    let half = done_at(&lines) / 2;
+    std::fs::write(live_log(&cli), lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let (mut child, received) = attach_live(&cli);
+    for seen in 0..half {
+        if let Err(error) = received.recv_timeout(Duration::from_secs(60)) {
+            let _ = child.kill();
+            panic!("attach printed {seen} lines, then {error}");
+        }
+    }
+    let masks = inotify_masks(child.id());
+    let before = cpu_ticks(child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_ticks(child.id()) - before;
+    let still = child.try_wait().ok().flatten().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(still, "attach waits for the run");
+    // Two idle seconds are 200 ticks of a core; spinning took about 170.
+    assert!(used < 40, "attach used {used} ticks of CPU in 2 idle seconds");
+    assert!(!masks.is_empty() && masks.iter().all(|mask| mask & IN_READ_ONLY == 0 && mask & IN_MODIFY != 0), "{masks:x?}");
+}
+
 /// A run recorded live: the log of an ingested capture, marked as a tapped
 /// connection, written in two halves while `attach` watches.
 #[test]

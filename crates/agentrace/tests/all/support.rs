@@ -104,3 +104,42 @@ pub fn otlp_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize
     });
     (format!("http://{address}"), count)
 }
+
+/// The event masks of every inotify watch process `pid` holds, as the
+/// kernel lists them (`/proc/PID/fdinfo`): what it asked to be told of.
+pub fn inotify_masks(pid: u32) -> Vec<u32> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap_or_else(|e| panic!("{e}"));
+    let mut masks = Vec::new();
+    for fd in fds.map_while(Result::ok) {
+        let is_inotify = std::fs::read_link(fd.path()).is_ok_and(|target| target.to_string_lossy().contains("inotify"));
+        if !is_inotify {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy())).unwrap_or_default();
+        for line in info.lines().filter(|line| line.starts_with("inotify wd:")) {
+            let mask = line
+                .split_whitespace()
+                .find_map(|field| field.strip_prefix("mask:"))
+                .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                .unwrap_or_else(|| panic!("no mask in {line:?}"));
+            masks.push(mask);
+        }
+    }
+    masks
+}
+
+/// The inotify events that only say a file was read (`IN_ACCESS`,
+/// `IN_OPEN`, `IN_CLOSE_NOWRITE`), and the one that says it grew.
+pub const IN_READ_ONLY: u32 = 0x01 | 0x20 | 0x10;
+pub const IN_MODIFY: u32 = 0x02;
+
+/// The CPU process `pid` has used so far, in clock ticks (user + system).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_else(|e| panic!("{e}"));
+    // After the command's name (in parentheses, which may hold spaces):
+    // state is field 3, utime 14 and stime 15.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_else(|| panic!("{stat}"));
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |at: usize| fields.get(at).and_then(|field| field.parse::<u64>().ok()).unwrap_or_else(|| panic!("{stat}"));
+    tick(11) + tick(12)
+}
