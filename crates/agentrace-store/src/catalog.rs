@@ -23,7 +23,7 @@ use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, Packed, Sto
 /// The schema this build writes; a catalog of another is made anew, but
 /// for the one before it, brought up to this one in place (see
 /// `MIGRATIONS`).
-pub const CATALOG_SCHEMA: i64 = 5;
+pub const CATALOG_SCHEMA: i64 = 6;
 
 /// How a catalog of the schema before [`CATALOG_SCHEMA`] becomes one of
 /// it, when that is cheaper than the rebuild (a cold import's work).
@@ -34,9 +34,12 @@ pub const CATALOG_SCHEMA: i64 = 5;
 /// merging them. [`Catalog::put_usage`] now writes the head itself.
 /// Schema 5 added the usage report beside the tree; the trees kept before
 /// are of an older shape, which `usage` folds again (and keeps anew).
+/// Schema 6 indexes the imported files by path: a pass of `watch` finds
+/// the sessions of the files it saw written.
 const MIGRATIONS: &[(i64, &str)] = &[
-    (3, "DROP TRIGGER IF EXISTS runs_usage_head; ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
-    (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
+    (3, "DROP TRIGGER IF EXISTS runs_usage_head; ALTER TABLE runs ADD COLUMN usage_report BLOB; CREATE INDEX import_files_by_path ON import_files (path);"),
+    (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB; CREATE INDEX import_files_by_path ON import_files (path);"),
+    (5, "CREATE INDEX import_files_by_path ON import_files (path);"),
 ];
 
 // Named in `home.rs` with every other file of the home; kept here too, where
@@ -146,6 +149,7 @@ CREATE TABLE import_files (
   read_number INTEGER,
   PRIMARY KEY (provider, key, path)
 ) WITHOUT ROWID;
+CREATE INDEX import_files_by_path ON import_files (path);
 CREATE TABLE import_dirs (
   path BLOB PRIMARY KEY,
   mtime_ns INTEGER NOT NULL,
@@ -641,14 +645,19 @@ impl Catalog {
             known.keys().cloned().collect()
         } else {
             let mut ids = Vec::new();
+            let mut listed = std::collections::HashSet::new();
             for entry in fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
                 let name = entry.file_name();
                 if let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) {
                     ids.push(stem.to_owned());
+                    listed.insert(stem.to_owned());
                 }
             }
+            // Looked up in a set: searching the listing for each known run
+            // was quadratic (25 million comparisons for 5,000 runs, on
+            // every import after a run was written, each `watch` pass).
             for id in known.keys() {
-                if !ids.contains(id) && !home.log_path(&RunId::from(id.as_str())).exists() {
+                if !listed.contains(id) && !home.log_path(&RunId::from(id.as_str())).exists() {
                     ids.push(id.clone());
                 }
             }
@@ -954,6 +963,15 @@ impl Catalog {
         Ok(Some(session))
     }
 
+    /// The sessions (provider and key) an import read the file `path`
+    /// into: none for a file no import read.
+    pub fn import_sessions_of(&self, path: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare_cached("SELECT provider, key FROM import_files WHERE path = ?1").map_err(&err)?;
+        let rows = statement.query_map([path], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))).map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
     /// Keeps what an import made of session `key` of `provider`.
     pub fn put_import_session(&self, provider: &str, key: &str, session: &ImportedSession) -> Result<(), StoreError> {
         let err = sql(&self.path);
@@ -997,10 +1015,24 @@ impl Catalog {
 
     /// Every folder listing the last import kept, by path.
     pub fn import_dirs(&self) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
+        self.import_dirs_where("", [])
+    }
+
+    /// The listings the last import kept of the folders `paths` (those it
+    /// kept), by path.
+    pub fn import_dirs_of(&self, paths: &[&[u8]]) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
+        let mut found = HashMap::new();
+        for path in paths {
+            found.extend(self.import_dirs_where(" WHERE path = ?1", [path])?);
+        }
+        Ok(found)
+    }
+
+    fn import_dirs_where(&self, clause: &str, values: impl rusqlite::Params) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
         let err = sql(&self.path);
-        let mut statement = self.conn.prepare("SELECT path, mtime_ns, ctime_ns, inode, entries FROM import_dirs").map_err(&err)?;
+        let mut statement = self.conn.prepare_cached(&format!("SELECT path, mtime_ns, ctime_ns, inode, entries FROM import_dirs{clause}")).map_err(&err)?;
         let rows = statement
-            .query_map([], |row| {
+            .query_map(values, |row| {
                 Ok((
                     row.get::<_, Vec<u8>>(0)?,
                     DirRow {
@@ -1053,6 +1085,26 @@ impl Catalog {
             })
             .map_err(&err)?;
         rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// The head kept for rollout `path`, if any.
+    pub fn rollout_head(&self, path: &str) -> Result<Option<HeadRow>, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("SELECT size, modified_ns, thread, parent, depth, started_at FROM rollout_heads WHERE path = ?1")
+            .map_err(&err)?
+            .query_row([path], |row| {
+                Ok(HeadRow {
+                    size: row.get::<_, i64>(0)? as u64,
+                    modified_ns: row.get::<_, i64>(1)? as u64,
+                    thread: row.get(2)?,
+                    parent: row.get(3)?,
+                    depth: row.get::<_, i64>(4)? as u64,
+                    started: row.get::<_, Option<i64>>(5)?.map(Timestamp),
+                })
+            })
+            .optional()
+            .map_err(err)
     }
 
     /// Keeps rollout `path`'s head.
@@ -1967,9 +2019,10 @@ mod tests {
         assert_eq!(catalog.rebuilt(), Some(&Rebuilt::OtherSchema(99)));
     }
 
-    /// A catalog of schema 3 (its usage head filled by a trigger) or 4 is
-    /// brought to this schema in place: its rows kept, the trigger gone, a
-    /// column for the reports, and no rebuild noted.
+    /// A catalog of schema 3 (its usage head filled by a trigger), 4 or 5
+    /// is brought to this schema in place: its rows kept, the trigger gone,
+    /// a column for the reports, the files indexed by path, and no rebuild
+    /// noted.
     #[test]
     fn a_catalog_of_the_schema_before_is_migrated_in_place() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -1977,12 +2030,15 @@ mod tests {
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
         catalog.connection().execute_batch("INSERT INTO meta (key, value) VALUES ('kept', 'yes');").unwrap_or_else(|e| panic!("{e}"));
         drop(catalog);
-        // Schema 3 had the trigger; 3 and 4 had no report.
-        for (before, trigger) in [(3, "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;"), (4, "")] {
+        // Schema 3 had the trigger; 3 and 4 had no report; none had the
+        // index of files by path.
+        let trigger = "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;";
+        let no_report = "ALTER TABLE runs DROP COLUMN usage_report;";
+        for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new())] {
             let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
             catalog
                 .connection()
-                .execute_batch(&format!("ALTER TABLE runs DROP COLUMN usage_report; {trigger} PRAGMA user_version = {before};"))
+                .execute_batch(&format!("DROP INDEX import_files_by_path; {older} PRAGMA user_version = {before};"))
                 .unwrap_or_else(|e| panic!("{e}"));
             drop(catalog);
             let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -1992,7 +2048,10 @@ mod tests {
             let triggers: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
             let kept: String = conn.query_row("SELECT value FROM meta WHERE key = 'kept'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
             let reports: i64 = conn.query_row("SELECT count(usage_report) FROM runs", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((version, triggers, kept.as_str(), reports), (CATALOG_SCHEMA, 0, "yes", 0), "from schema {before}");
+            let indexed: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'import_files_by_path'", [], |row| row.get(0))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((version, triggers, kept.as_str(), reports, indexed), (CATALOG_SCHEMA, 0, "yes", 0, 1), "from schema {before}");
         }
     }
 }

@@ -585,6 +585,18 @@ impl Home {
         runs
     }
 
+    /// Which of run `id`'s files are there now: what
+    /// [`Home::list_run_files`] gives for it, for a caller that asks about a
+    /// few runs (three stats, not a listing of thousands of files).
+    pub fn run_files(&self, id: &RunId) -> RunFiles {
+        let there = |path: PathBuf| fs::symlink_metadata(path).is_ok();
+        RunFiles {
+            log: there(self.log_path(id)),
+            record: there(self.record_path(id)),
+            snapshot: there(self.snapshot_path(id)),
+        }
+    }
+
     /// True when the runs folder holds anything at all (a folder that is
     /// missing or cannot be listed holds nothing).
     pub fn runs_dir_has_entries(&self) -> bool {

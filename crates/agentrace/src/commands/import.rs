@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::IsTerminal as _;
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
 use agentrace_core::model::{RunId, SessionEndReason, Timestamp};
@@ -202,7 +203,10 @@ const CLAUDE: &str = "claude";
 /// from the one the catalog keeps. The catalog is updated as the walk goes:
 /// a head read anew is put, one of a rollout no longer there removed (an
 /// import that found nothing changed writes nothing).
-fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, catalog: &std::sync::Mutex<Catalog>) -> anyhow::Result<CodexSessions> {
+/// `whole`: the walk is of the whole Codex home, so a kept head it did not
+/// list is of a rollout gone, and is forgotten (not so for the rollouts of
+/// the sessions a watcher saw written).
+fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, catalog: &std::sync::Mutex<Catalog>, whole: bool) -> anyhow::Result<CodexSessions> {
     /// A listed rollout and the head the catalog keeps for it (if any).
     struct Listed {
         path: PathBuf,
@@ -216,7 +220,8 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
         }
     }
     let lock = || locked(catalog);
-    let mut known = lock()?.rollout_heads()?;
+    // The whole walk reads every kept head at once; a few rollouts, theirs.
+    let mut known = if whole { lock()?.rollout_heads()? } else { HashMap::new() };
     let mut packer = Packer::default();
     // One that vanished since the listing (no stamp) is left out.
     let mut walk = walk.filter_map(|(path, stamp)| Some((path, stamp?)));
@@ -228,7 +233,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
         while unknown.len() < HEADS_CHUNK && window.len() < 4 * HEADS_CHUNK {
             let Some((path, stamp)) = walk.next() else { break };
             let key = path.to_string_lossy().into_owned();
-            let head = known.remove(&key);
+            let head = if whole { known.remove(&key) } else { lock()?.rollout_head(&key)? };
             let listed = Listed { path, key, stamp, known: head };
             if !listed.is_known() {
                 unknown.push(listed.path.clone());
@@ -491,25 +496,39 @@ fn made_by_import(id: &str) -> bool {
 }
 
 /// The runs folder as the import found it: the files of each run, by id
-/// (one listing, not a stat per session; a few dozen bytes per run).
-struct RunsListing {
-    runs: HashMap<String, RunFiles>,
+/// (one listing, not a stat per session; a few dozen bytes per run); or,
+/// for an import of a few sessions, each run's files looked at when asked
+/// (not a listing of thousands).
+enum RunsListing<'a> {
+    Listed(HashMap<String, RunFiles>),
+    Asked(&'a Home),
 }
 
-impl RunsListing {
+impl<'a> RunsListing<'a> {
     /// Lists `home`'s runs folder (empty when it is not there).
     fn of(home: &Home) -> anyhow::Result<Self> {
-        Ok(Self { runs: home.list_run_files() })
+        Ok(Self::Listed(home.list_run_files()))
     }
 
     /// The files run `id` had.
     fn files_of(&mut self, id: &RunId) -> anyhow::Result<RunFiles> {
-        Ok(self.runs.get(id.as_str()).copied().unwrap_or_default())
+        Ok(match self {
+            Self::Listed(runs) => runs.get(id.as_str()).copied().unwrap_or_default(),
+            Self::Asked(home) => home.run_files(id),
+        })
     }
 
-    /// The ids of the runs not made by an import that have a log.
-    fn live_ids(&self) -> impl Iterator<Item = &str> {
-        self.runs.iter().filter(|(id, files)| files.log && !made_by_import(id)).map(|(id, _)| id.as_str())
+    /// The ids of the runs not made by an import that have a log (the
+    /// folder is listed now, if it was not).
+    fn live_ids(&mut self) -> impl Iterator<Item = &str> {
+        if let Self::Asked(home) = self {
+            *self = Self::Listed(home.list_run_files());
+        }
+        let runs = match self {
+            Self::Listed(runs) => Some(runs),
+            Self::Asked(_) => None,
+        };
+        runs.into_iter().flatten().filter(|(id, files)| files.log && !made_by_import(id)).map(|(id, _)| id.as_str())
     }
 }
 
@@ -527,7 +546,7 @@ struct Importer<'a> {
     unsaved: bool,
     /// The runs folder when the import started (one listing, not a stat
     /// per session).
-    runs: RunsListing,
+    runs: RunsListing<'a>,
     /// What becomes of a last line with no newline yet.
     torn_lines: TornLines,
     /// The runs recorded or changed, in the order they were noted.
@@ -639,7 +658,7 @@ impl<'a> Importer<'a> {
     /// runs there when the import started, those whose ids no import gives
     /// (reading the record of every imported run was a good part of a
     /// first import).
-    fn live_claude_runs(&self) -> anyhow::Result<HashMap<String, RunId>> {
+    fn live_claude_runs(&mut self) -> anyhow::Result<HashMap<String, RunId>> {
         let ids = self
             .runs
             .live_ids()
@@ -961,8 +980,14 @@ fn claude_found(dir: Option<&Path>, dirs: &std::sync::Arc<DirCache>) -> anyhow::
         }
         _ => {}
     }
+    Ok(in_key_order(found))
+}
+
+/// Found sessions in the order of their table (which is read in step), with
+/// how many there are.
+fn in_key_order(mut found: Vec<FoundSession>) -> (usize, impl Iterator<Item = anyhow::Result<FoundSession>>) {
     found.sort_by(|a, b| a.session_id().cmp(b.session_id()));
-    Ok((found.len(), found.into_iter().map(Ok)))
+    (found.len(), found.into_iter().map(Ok))
 }
 
 /// How many Claude sessions are walked together.
@@ -997,10 +1022,29 @@ pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     import(home, args, TornLines::Feed).map(|_| ())
 }
 
+/// What one import reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// Every session under the homes (what `import` does).
+    Everything,
+    /// The sessions of these files, which a watcher saw written to (and
+    /// nothing else changed): when each is a file an import read before,
+    /// only their sessions are looked at, read on as a whole import would
+    /// read them; otherwise everything is. A pass of `watch` stat'ed every
+    /// file of the history (16,000 for 5,000 sessions) for each few lines
+    /// an agent wrote.
+    Written(std::collections::BTreeSet<PathBuf>),
+}
+
 /// Imports what changed since the last import (see the module's
 /// documentation); a last line with no newline yet is fed or waited for as
 /// `torn_lines` says. Returns the runs it recorded or changed.
 pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> anyhow::Result<Vec<RunId>> {
+    import_in(home, args, torn_lines, &Scope::Everything)
+}
+
+/// [`import`] of what `scope` says.
+pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<Vec<RunId>> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
@@ -1019,8 +1063,36 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
     // The tables the catalog replaced: removed, their sessions are imported
     // again once.
     home.remove_retired_import_tables();
-    let catalog = crate::catalog::synced(home)?;
+    let catalog = crate::catalog::open(home)?;
+    let written = match scope {
+        Scope::Everything => None,
+        Scope::Written(paths) => written_sessions(&catalog, paths)?,
+    };
+    // Runs recorded beside the import (`run`, `tap`) are brought into the
+    // catalog by a whole import, and by any command that lists runs.
+    if written.is_none() {
+        catalog.sync(home)?;
+    }
     crate::usage_index::reprice_kept_usage(home, &catalog, args.quiet)?;
+    if let Some(written) = written {
+        // The only folders listed are the written Claude sessions' projects
+        // and their own folders (a workflow's, deeper, is listed anew).
+        let folders: Vec<PathBuf> = written
+            .claude
+            .iter()
+            .flat_map(|main| {
+                let own = main.with_extension("");
+                [main.parent().map(Path::to_path_buf), Some(own.join("subagents")), Some(own)]
+            })
+            .flatten()
+            .collect();
+        let folders: Vec<&[u8]> = folders.iter().map(|folder| folder.as_os_str().as_bytes()).collect();
+        let dirs = std::sync::Arc::new(DirCache::new(catalog.import_dirs_of(&folders)?));
+        let catalog = std::sync::Mutex::new(catalog);
+        let changed = import_written(home, args, since, &written, &catalog, (torn_lines, &dirs))?;
+        keep_dirs(&catalog, &dirs)?;
+        return Ok(changed);
+    }
     let dirs = std::sync::Arc::new(DirCache::new(catalog.import_dirs()?));
     let catalog = std::sync::Mutex::new(catalog);
     // Finding what is on disk is thousands of small system calls: the Codex
@@ -1029,19 +1101,87 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
             let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true).with_dirs(dirs.clone()));
-            codex_sessions_known(walk.into_iter().flatten(), &catalog)
+            codex_sessions_known(walk.into_iter().flatten(), &catalog, true)
         });
         let codex = || {
             rollouts
                 .join()
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
-        import_sessions(home, args, since, claude_dir.as_deref(), &catalog, (torn_lines, &dirs), codex)
+        let claude = claude_found(claude_dir.as_deref(), &dirs)?;
+        import_sessions(home, args, since, claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home)?, codex))
     })
     .and_then(|changed| {
         keep_dirs(&catalog, &dirs)?;
         Ok(changed)
     })
+}
+
+/// The sessions the files `paths` were imported into: `None` when one of
+/// them is no file an import read (a new session, a new subagent's or
+/// child's file: only a whole import finds where it goes).
+fn written_sessions(catalog: &Catalog, paths: &std::collections::BTreeSet<PathBuf>) -> anyhow::Result<Option<WrittenSessions>> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let mut sessions = std::collections::BTreeSet::new();
+    for path in paths {
+        let of = catalog.import_sessions_of(&path.to_string_lossy())?;
+        if of.is_empty() {
+            return Ok(None);
+        }
+        sessions.extend(of);
+    }
+    let mut written = WrittenSessions::default();
+    for (provider, key) in sessions {
+        let Some(session) = catalog.import_session(&provider, &key)? else {
+            return Ok(None);
+        };
+        let files = session.files.into_keys().map(PathBuf::from);
+        match provider.as_str() {
+            CLAUDE => {
+                // The session's main file is named by its key.
+                let name = format!("{key}.jsonl");
+                let Some(main) = files.into_iter().find(|path| path.file_name().is_some_and(|file| file == name.as_str())) else {
+                    return Ok(None);
+                };
+                written.claude.insert(main);
+            }
+            CODEX => written.codex.extend(files),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(written))
+}
+
+/// The sessions an import of [`Scope::Written`] reads: each Claude
+/// session's main file, and every rollout of each Codex session.
+#[derive(Debug, Default)]
+struct WrittenSessions {
+    claude: std::collections::BTreeSet<PathBuf>,
+    codex: std::collections::BTreeSet<PathBuf>,
+}
+
+/// Imports the sessions of `written` as a whole import would (the same
+/// steps, given these sessions instead of the walk's).
+fn import_written(
+    home: &Home,
+    args: &ImportArgs,
+    since: Option<Timestamp>,
+    written: &WrittenSessions,
+    catalog: &std::sync::Mutex<Catalog>,
+    (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
+) -> anyhow::Result<Vec<RunId>> {
+    let mut found = Vec::new();
+    for main in &written.claude {
+        found.extend(crate::sources::claude_ingest::session_at(main, Some(dirs))?);
+    }
+    let codex = || {
+        // Stat'ed now; one gone since is left out, as the walk leaves it.
+        let walk = written.codex.iter().map(|path| (path.clone(), fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata))));
+        codex_sessions_known(walk, catalog, false)
+    };
+    import_sessions(home, args, since, in_key_order(found), catalog, (torn_lines, dirs), (RunsListing::Asked(home), codex))
 }
 
 /// Keeps the folder listings this import took (and forgets those it could
@@ -1069,14 +1209,11 @@ fn import_sessions(
     home: &Home,
     args: &ImportArgs,
     since: Option<Timestamp>,
-    claude_dir: Option<&Path>,
+    (found, claude): (usize, impl Iterator<Item = anyhow::Result<FoundSession>> + Send),
     catalog: &std::sync::Mutex<Catalog>,
     (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
-    codex: impl FnOnce() -> anyhow::Result<CodexSessions>,
+    (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<CodexSessions>),
 ) -> anyhow::Result<Vec<RunId>> {
-    let runs = RunsListing::of(home)?;
-    // In the order of their table, which is read in step.
-    let (found, claude) = claude_found(claude_dir, dirs)?;
     let mut importer = Importer {
         home,
         args,
@@ -1211,7 +1348,9 @@ fn import_sessions(
             codex_home(args)
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "nowhere".to_owned()),
-            claude_dir
+            args.claude_dir
+                .clone()
+                .or_else(claude_config_dir)
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "nowhere".to_owned()),
         );
@@ -1337,5 +1476,89 @@ mod tests {
                 3
             )
         );
+    }
+}
+
+#[cfg(test)]
+#[expect(clippy::disallowed_methods, reason = "the test writes the sources and copies a home")]
+mod written_tests {
+    use agentrace_testkit::files::{copy_dir, fixtures};
+
+    use super::*;
+
+    const PARALLEL: &str = "fd58dc89-e115-4779-9069-40516d4c7e70";
+    const NESTED: &str = "d882d213-4da9-4bcb-bd05-cb557061dd59";
+
+    /// Appends a file's last line to it once more.
+    fn grow(path: &Path) {
+        let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
+        let last = text.lines().last().unwrap_or_else(|| panic!("{} is empty", path.display()));
+        let mut file = fs::OpenOptions::new().append(true).open(path).unwrap_or_else(|e| panic!("{e}"));
+        std::io::Write::write_all(&mut file, format!("{last}\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn sorted(mut ids: Vec<RunId>) -> Vec<String> {
+        let mut ids: Vec<String> = ids.drain(..).map(|id| id.as_str().to_owned()).collect();
+        ids.sort();
+        ids
+    }
+
+    /// An import of the files a watcher saw written reads their sessions
+    /// and no other (a session grown but not named waits for a whole
+    /// import), and leaves each run as one whole import of the same files
+    /// makes it, byte for byte. A file no import read (a new session's)
+    /// makes it a whole import.
+    #[test]
+    fn an_import_of_written_files_reads_only_their_sessions_and_ends_them_as_a_whole_import() {
+        let fixtures = fixtures();
+        let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for capture in ["v1_basic", "v2_basic"] {
+            copy_dir(&fixtures.join("codex").join(capture).join("rollouts"), &sources.path().join("codex/sessions"));
+        }
+        for capture in ["parallel_fg", "nested_fg"] {
+            copy_dir(&fixtures.join("claude").join(capture).join("home_claude"), &sources.path().join("claude"));
+        }
+        let args = ImportArgs::quiet_of(Some(sources.path().join("codex")), Some(sources.path().join("claude")));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let first = import(&home, &args, TornLines::Feed).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.len(), 4, "{first:?}");
+
+        let projects = sources.path().join("claude/projects");
+        let parallel = projects.join("-home-dev-agents-work-parallel-fg").join(format!("{PARALLEL}.jsonl"));
+        let nested = projects.join("-home-dev-agents-work-nested-fg").join(format!("{NESTED}.jsonl"));
+        // The child's rollout of v1: its session is its root's.
+        let child = sources.path().join("codex/sessions/2026/11/29/rollout-2026-11-29T23-03-28-01a2298c-947a-75b0-8b49-6a2e1016272b.jsonl");
+        for path in [&parallel, &nested, &child] {
+            grow(path);
+        }
+        // The same home, to import whole.
+        let twin_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        copy_dir(dir.path(), twin_dir.path());
+        let twin = Home::at(twin_dir.path());
+
+        let written = Scope::Written([parallel.clone(), child.clone()].into());
+        let scoped = import_in(&home, &args, TornLines::Feed, &written).unwrap_or_else(|e| panic!("{e}"));
+        let rest = import(&home, &args, TornLines::Feed).unwrap_or_else(|e| panic!("{e}"));
+        let whole = import(&twin, &args, TornLines::Feed).unwrap_or_else(|e| panic!("{e}"));
+        let codex = whole.iter().find(|id| id.as_str().starts_with("codex-")).cloned().unwrap_or_else(|| panic!("{whole:?}"));
+        assert_eq!(
+            (sorted(scoped), sorted(rest), sorted(whole.clone())),
+            (
+                sorted(vec![RunId::from(format!("claude-{PARALLEL}")), codex.clone()]),
+                vec![format!("claude-{NESTED}")],
+                sorted(vec![RunId::from(format!("claude-{PARALLEL}")), RunId::from(format!("claude-{NESTED}")), codex]),
+            )
+        );
+        for id in &whole {
+            let log = |home: &Home| fs::read(home.log_path(id)).unwrap_or_else(|e| panic!("{e}"));
+            assert!(log(&home) == log(&twin), "{id}: the scoped import's log differs from the whole import's");
+        }
+
+        // A file no import read: everything is looked at.
+        grow(&nested);
+        let unknown = Scope::Written([projects.join("-home-dev-agents-work-nested-fg/new-session.jsonl")].into());
+        let everything = import_in(&home, &args, TornLines::Feed, &unknown).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sorted(everything), vec![format!("claude-{NESTED}")]);
     }
 }

@@ -110,12 +110,13 @@ fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let home = home.clone();
     std::thread::spawn(move || {
-        let mut first = true;
-        while first || follower.next() {
-            first = false;
-            if let Err(error) = crate::commands::import::import(&home, &import, crate::sources::session_feed::TornLines::Wait) {
+        // The first pass reads everything, each later one what changed.
+        let mut scope = Some(crate::commands::import::Scope::Everything);
+        while let Some(now) = scope {
+            if let Err(error) = crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now) {
                 eprintln!("warning: following the sessions: {error:#}");
             }
+            scope = follower.next();
         }
     });
     Ok(())

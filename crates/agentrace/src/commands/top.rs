@@ -699,13 +699,14 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     let (sender, passes) = mpsc::channel::<anyhow::Result<Vec<RunId>>>();
     let follow_home = home.clone();
     let thread = std::thread::spawn(move || {
-        let mut first = true;
-        while first || follower.next() {
-            first = false;
-            let changed = crate::commands::import::import(&follow_home, &import, crate::sources::session_feed::TornLines::Wait);
+        // The first pass reads everything, each later one what changed.
+        let mut scope = Some(crate::commands::import::Scope::Everything);
+        while let Some(now) = scope {
+            let changed = crate::commands::import::import_in(&follow_home, &import, crate::sources::session_feed::TornLines::Wait, &now);
             if sender.send(changed).is_err() {
                 return;
             }
+            scope = follower.next();
         }
     });
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());

@@ -21,7 +21,7 @@ use serde::Serialize;
 use anyhow::Context as _;
 use clap::Args;
 
-use crate::commands::import::ImportArgs;
+use crate::commands::import::{ImportArgs, Scope};
 use crate::output::Out;
 use crate::sources::session_feed::TornLines;
 
@@ -63,8 +63,10 @@ pub struct WatchArgs {
 
 /// Why the loop woke up.
 pub enum Wake {
-    /// Something under a followed folder changed.
-    Changed,
+    /// Something under a followed folder changed: these files were written
+    /// to, or (`None`) anything may have changed (a file made, removed or
+    /// renamed, events lost, an error of the watcher).
+    Changed(Option<Vec<PathBuf>>),
     /// Ctrl-C.
     Interrupt,
 }
@@ -104,14 +106,14 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut notifier = Notifier::new(home, args)?;
     // What the files hold already (what has ended by now is no news), then
     // what they gain.
-    let changed = pass(home, &import, out)?;
+    let changed = pass(home, &import, &Scope::Everything, out)?;
     notifier.baseline(home, &changed);
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
     loop {
         match follower.next_within(idle.next_due()) {
-            Next::Changed => {
-                let changed = pass(home, &import, out)?;
+            Next::Changed(scope) => {
+                let changed = pass(home, &import, &scope, out)?;
                 notifier.notify(home, &changed);
                 idle.saw(home, &changed);
             }
@@ -130,8 +132,8 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
 
 /// What [`Follower::next_within`] saw.
 pub enum Next {
-    /// Something changed (gathered).
-    Changed,
+    /// Something changed (gathered): what to import.
+    Changed(Scope),
     /// Nothing, for the time given.
     Quiet,
     /// The follower was stopped.
@@ -462,39 +464,67 @@ impl Follower {
             None => self.wakes.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
             Some(within) => self.wakes.recv_timeout(within),
         };
-        match first {
-            Ok(Wake::Changed) => {}
+        let written = match first {
+            Ok(Wake::Changed(written)) => written,
             Err(mpsc::RecvTimeoutError::Timeout) => return Next::Quiet,
             Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return Next::Stopped,
-        }
-        if self.gather() {
-            Next::Changed
-        } else {
-            Next::Stopped
+        };
+        match self.gather(written) {
+            Some(scope) => Next::Changed(scope),
+            None => Next::Stopped,
         }
     }
 
-    /// Waits for the next change (gathered); false once stopped.
-    pub fn next(&self) -> bool {
+    /// Waits for the next change (gathered): what to import; `None` once
+    /// stopped.
+    pub fn next(&self) -> Option<Scope> {
         match self.wakes.recv() {
-            Ok(Wake::Changed) => {}
-            Ok(Wake::Interrupt) | Err(_) => return false,
+            Ok(Wake::Changed(written)) => self.gather(written),
+            Ok(Wake::Interrupt) | Err(_) => None,
         }
-        self.gather()
     }
 
-    /// After a change: the changes that follow it within [`GATHER`] (for
-    /// at most [`GATHER_AT_MOST`]); false when stopped meanwhile.
-    fn gather(&self) -> bool {
+    /// After a change (`written`): the changes that follow it within
+    /// [`GATHER`] (for at most [`GATHER_AT_MOST`]), as what to import;
+    /// `None` when stopped meanwhile.
+    fn gather(&self, written: Option<Vec<PathBuf>>) -> Option<Scope> {
         let first = Instant::now();
+        let mut scope = widened(Scope::Written(std::collections::BTreeSet::new()), written);
         loop {
             match self.wakes.recv_timeout(GATHER) {
-                Ok(Wake::Changed) if first.elapsed() < GATHER_AT_MOST => {}
-                Ok(Wake::Changed) | Err(mpsc::RecvTimeoutError::Timeout) => return true,
-                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+                Ok(Wake::Changed(written)) => {
+                    scope = widened(scope, written);
+                    if first.elapsed() >= GATHER_AT_MOST {
+                        return Some(scope);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Some(scope),
+                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
             }
         }
     }
+}
+
+/// `scope` with the files of one more change (`None`: anything may have
+/// changed, so everything is imported).
+fn widened(scope: Scope, written: Option<Vec<PathBuf>>) -> Scope {
+    match (scope, written) {
+        (Scope::Written(mut files), Some(written)) => {
+            files.extend(written);
+            Scope::Written(files)
+        }
+        _ => Scope::Everything,
+    }
+}
+
+/// The files an event says were written to; `None` when it says something
+/// else may have changed: a file or folder made, removed or renamed (only a
+/// whole import finds where a new one goes), events lost (`Rescan`), or an
+/// event with no path.
+fn written_by(event: &notify::Event) -> Option<Vec<PathBuf>> {
+    use notify::event::ModifyKind;
+    let writes = matches!(event.kind, notify::EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_) | ModifyKind::Any));
+    (writes && !event.paths.is_empty() && !event.need_rescan()).then(|| event.paths.clone())
 }
 
 /// The folders to follow: each home's sessions folder, or the home itself
@@ -523,7 +553,7 @@ fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, poll: bool) -> anyhow
             // Opening and reading a file (the import itself does) is no
             // change: the polling watcher is not asked for changes only.
             if is_change(&event) {
-                let _ = sender.send(Wake::Changed);
+                let _ = sender.send(Wake::Changed(event.as_ref().ok().and_then(written_by)));
             }
         }
     };
@@ -585,8 +615,8 @@ fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::
 /// One import of what changed; prints each run it recorded or changed
 /// (`<run id> <status>`) and returns their ids. A last line still being
 /// written is left for the next pass.
-fn pass(home: &Home, import: &ImportArgs, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
-    let changed = crate::commands::import::import(home, import, TornLines::Wait)?;
+fn pass(home: &Home, import: &ImportArgs, scope: &Scope, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
+    let changed = crate::commands::import::import_in(home, import, TornLines::Wait, scope)?;
     if changed.is_empty() {
         return Ok(changed);
     }

@@ -183,6 +183,20 @@ pub(crate) fn sessions_by_project_in(
     })))
 }
 
+/// The session whose main file is `main`, found as the listing of its
+/// project folder finds it (with the 2.0.77 agent files beside it that name
+/// it, and whether its own folder is there): for an import of the sessions
+/// a watcher saw written, which walks nothing else. `None` when it is not
+/// there now.
+pub(crate) fn session_at(main: &Path, dirs: Option<&DirCache>) -> anyhow::Result<Option<FoundSession>> {
+    let Some(project) = main.parent() else {
+        return Ok(None);
+    };
+    let mut sessions = Vec::new();
+    project_sessions(&sorted_entries(project, false, dirs)?, &mut sessions);
+    Ok(sessions.into_iter().find(|found| found.main == main))
+}
+
 /// Adds the sessions of one project folder, given its entries; false when
 /// it holds none.
 fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool {
