@@ -1070,19 +1070,7 @@ impl Catalog {
         let err = sql(&self.path);
         let mut statement = self.conn.prepare("SELECT path, size, modified_ns, thread, parent, depth, started_at FROM rollout_heads").map_err(&err)?;
         let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    HeadRow {
-                        size: row.get::<_, i64>(1)? as u64,
-                        modified_ns: row.get::<_, i64>(2)? as u64,
-                        thread: row.get(3)?,
-                        parent: row.get(4)?,
-                        depth: row.get::<_, i64>(5)? as u64,
-                        started: row.get::<_, Option<i64>>(6)?.map(Timestamp),
-                    },
-                ))
-            })
+            .query_map([], |row| Ok((row.get::<_, String>(0)?, head_row(row, 1)?)))
             .map_err(&err)?;
         rows.collect::<Result<_, _>>().map_err(err)
     }
@@ -1093,16 +1081,7 @@ impl Catalog {
         self.conn
             .prepare_cached("SELECT size, modified_ns, thread, parent, depth, started_at FROM rollout_heads WHERE path = ?1")
             .map_err(&err)?
-            .query_row([path], |row| {
-                Ok(HeadRow {
-                    size: row.get::<_, i64>(0)? as u64,
-                    modified_ns: row.get::<_, i64>(1)? as u64,
-                    thread: row.get(2)?,
-                    parent: row.get(3)?,
-                    depth: row.get::<_, i64>(4)? as u64,
-                    started: row.get::<_, Option<i64>>(5)?.map(Timestamp),
-                })
-            })
+            .query_row([path], |row| head_row(row, 0))
             .optional()
             .map_err(err)
     }
@@ -1748,6 +1727,19 @@ pub struct SearchHit {
 
 /// The session an `import_sessions` row holds, without its files, its
 /// columns from `run_id` on starting at column `first`.
+/// A rollout head from the columns `size, modified_ns, thread, parent,
+/// depth, started_at`, the first at `first`.
+fn head_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<HeadRow> {
+    Ok(HeadRow {
+        size: row.get::<_, i64>(first)? as u64,
+        modified_ns: row.get::<_, i64>(first + 1)? as u64,
+        thread: row.get(first + 2)?,
+        parent: row.get(first + 3)?,
+        depth: row.get::<_, i64>(first + 4)? as u64,
+        started: row.get::<_, Option<i64>>(first + 5)?.map(Timestamp),
+    })
+}
+
 fn imported_head(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ImportedSession> {
     Ok(ImportedSession {
         run_id: row.get(first)?,

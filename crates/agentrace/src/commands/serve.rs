@@ -113,10 +113,12 @@ fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
         // The first pass reads everything, each later one what changed.
         let mut scope = Some(crate::commands::import::Scope::Everything);
         while let Some(now) = scope {
-            if let Err(error) = crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now) {
+            let result = crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now);
+            if let Err(error) = &result {
                 eprintln!("warning: following the sessions: {error:#}");
             }
-            scope = follower.next();
+            // After a pass that failed, what it left unread is read by a whole one.
+            scope = follower.next().map(|next| if result.is_err() { crate::commands::import::Scope::Everything } else { next });
         }
     });
     Ok(())

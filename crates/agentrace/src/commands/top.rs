@@ -703,10 +703,12 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         let mut scope = Some(crate::commands::import::Scope::Everything);
         while let Some(now) = scope {
             let changed = crate::commands::import::import_in(&follow_home, &import, crate::sources::session_feed::TornLines::Wait, &now);
+            // After a pass that failed, what it left unread is read by a whole one.
+            let failed = changed.is_err();
             if sender.send(changed).is_err() {
                 return;
             }
-            scope = follower.next();
+            scope = follower.next().map(|next| if failed { crate::commands::import::Scope::Everything } else { next });
         }
     });
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
