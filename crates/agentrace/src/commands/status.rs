@@ -211,13 +211,26 @@ fn outcome_word(outcome: agentrace_core::childwork::Outcome) -> &'static str {
     }
 }
 
-/// `850ms`, `4.2s`, `3m05s`, `2h10m`.
+/// `850ms`, `4.2s`, `3m05s`, `2h10m`, `5d06h` (a session days old read as
+/// `126h00m`).
 pub fn duration(millis: i64) -> String {
     let millis = millis.max(0);
     match millis {
         0..1_000 => format!("{millis}ms"),
         1_000..60_000 => format!("{:.1}s", millis as f64 / 1_000.0),
         60_000..3_600_000 => format!("{}m{:02}s", millis / 60_000, (millis / 1_000) % 60),
-        _ => format!("{}h{:02}m", millis / 3_600_000, (millis / 60_000) % 60),
+        3_600_000..86_400_000 => format!("{}h{:02}m", millis / 3_600_000, (millis / 60_000) % 60),
+        _ => format!("{}d{:02}h", millis / 86_400_000, (millis / 3_600_000) % 24),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration;
+
+    #[test]
+    fn durations_read_in_the_largest_two_units_that_fit() {
+        let read: Vec<String> = [-5, 850, 4_200, 185_000, 7_800_000, 86_399_999, 86_400_000, 453_600_000].into_iter().map(duration).collect();
+        assert_eq!(read, ["0ms", "850ms", "4.2s", "3m05s", "2h10m", "23h59m", "1d00h", "5d06h"]);
     }
 }

@@ -169,6 +169,10 @@ pub struct Top {
     pub sessions: Vec<Session>,
     /// The selected session's id.
     pub selected: Option<RunId>,
+    /// The user moved the selection: it stays on its session. Until then
+    /// it follows the top of the list (sessions come in any order, and the
+    /// first one loaded is not always the newest).
+    pub chosen: bool,
     /// By provider.
     pub provider: ProviderFilter,
     /// By state.
@@ -187,6 +191,7 @@ impl Top {
         Self {
             sessions: Vec::new(),
             selected: None,
+            chosen: false,
             provider: ProviderFilter::All,
             state: StateFilter::All,
             mode: Mode::List,
@@ -206,7 +211,7 @@ impl Top {
                 .then(b.run.started_at.cmp(&a.run.started_at))
                 .then(a.run.id.as_str().cmp(b.run.id.as_str()))
         });
-        if self.selected.is_none() {
+        if self.selected.is_none() || !self.chosen {
             self.selected = self.visible().first().map(|s| s.run.id.clone());
         }
     }
@@ -265,6 +270,9 @@ impl Top {
             return Asked::Nothing;
         }
         let index = self.selected_index();
+        if matches!(key, Key::Up | Key::Down | Key::PageUp | Key::PageDown | Key::First | Key::Last) {
+            self.chosen = true;
+        }
         match key {
             Key::Quit => return Asked::Quit,
             Key::Back => {}
@@ -369,6 +377,8 @@ impl Top {
         let width = usize::from(area.width);
         let mut lines: Vec<Line<'_>> = Vec::new();
         let mut selected_at = 0;
+        // Where each session's lines begin.
+        let mut starts = Vec::new();
         let visible = self.visible();
         if visible.is_empty() {
             lines.push(Line::from("no sessions yet: start codex or claude, or change the filters"));
@@ -378,6 +388,7 @@ impl Top {
             if chosen {
                 selected_at = lines.len();
             }
+            starts.push(lines.len());
             let style = if chosen {
                 Style::new().add_modifier(Modifier::REVERSED)
             } else {
@@ -397,6 +408,10 @@ impl Top {
         let height = usize::from(area.height);
         let scroll = selected_at.saturating_sub(height.saturating_sub(1) / 2);
         let scroll = scroll.min(lines.len().saturating_sub(height));
+        // From the start of a session's lines, not its middle (its agents
+        // under no header), when the selected line stays in sight.
+        let block = starts.iter().rev().find(|start| **start <= scroll).copied().unwrap_or(scroll);
+        let scroll = if selected_at < block + height { block } else { scroll };
         frame.render_widget(
             Paragraph::new(lines).scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)),
             area,
@@ -965,6 +980,43 @@ mod tests {
         top.upsert(v1_basic(usize::MAX));
         let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
         insta::assert_snapshot!(screen(&top, now));
+    }
+
+    /// Sessions loaded oldest first leave the newest selected, at the top;
+    /// once the user moves, the selection stays where they put it.
+    #[test]
+    fn the_selection_follows_the_top_of_the_list_until_the_user_moves_it() {
+        let mut top = Top::new(String::new(), false);
+        let mut older = v1_basic(usize::MAX);
+        older.run.id = RunId::from("run-older");
+        older.run.started_at = Timestamp::parse("2026-11-28T10:00:00.000Z");
+        let mut newest = v1_basic(usize::MAX);
+        newest.run.id = RunId::from("run-newest");
+        newest.run.started_at = Timestamp::parse("2026-11-30T10:00:00.000Z");
+        top.upsert(older.clone());
+        top.upsert(v1_basic(usize::MAX));
+        assert_eq!(top.selected, Some(RunId::from("run-top")));
+        assert_eq!(top.key(Key::Down, 20), Asked::Nothing);
+        top.upsert(newest);
+        assert_eq!((top.selected.clone(), top.visible().first().map(|s| s.run.id.clone())), (Some(RunId::from("run-older")), Some(RunId::from("run-newest"))));
+    }
+
+    /// A list scrolled to its selection starts at a session's first line,
+    /// not among the agents of the one above it.
+    #[test]
+    fn a_scrolled_list_starts_at_a_sessions_first_line() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        for n in 0..12 {
+            let mut session = v1_basic(usize::MAX);
+            session.run.id = RunId::from(format!("run-{n:02}"));
+            session.run.started_at = Timestamp::parse(&format!("2026-11-29T10:{n:02}:00.000Z"));
+            top.upsert(session);
+        }
+        assert_eq!(top.key(Key::Last, 20), Asked::Nothing);
+        let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
+        let drawn = screen(&top, now);
+        let first = drawn.lines().nth(1).unwrap_or_default();
+        assert!(first.starts_with("codex run-"), "{drawn}");
     }
 
     #[test]
