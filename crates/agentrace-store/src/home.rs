@@ -242,6 +242,13 @@ impl Home {
         self.import_dir().join("lock")
     }
 
+    /// `<root>/import/follower`, the lease of the follower (`watch`, `top`,
+    /// `serve --watch`) that keeps the catalog current
+    /// ([`FollowerLease`](crate::FollowerLease)).
+    pub fn follower_path(&self) -> PathBuf {
+        self.import_dir().join("follower")
+    }
+
     /// The files older versions kept what the catalog now holds in: the
     /// import's tables in [`Home::import_dir`] and, before them, the usage
     /// index and import state in the root.

@@ -45,7 +45,7 @@ pub use error::StoreError;
 pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use lean::Dictionary;
 pub use home::{Home, LoadedRun, RunFiles, RunsFolder, HOME_ENV, WARNING_CONFIG_FILE};
-pub use lock::{ImportLock, RunLock};
+pub use lock::{FollowerLease, FollowerState, ImportLock, RunLock};
 pub use packed::Packed;
 pub use reader::{
     read_log, read_log_line, LineAt, LineDecoder, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,

@@ -132,7 +132,87 @@ impl ImportLock {
     }
 }
 
+/// The lease of a follower (`watch`, `top`, `serve --watch`) that keeps
+/// the catalog current as the agents write: an advisory `flock` on
+/// [`Home::follower_path`], held while it lives (the kernel lets go of it
+/// however the process ends), and in the file what it follows and whether
+/// every change it was told of is imported. An import of the same folders
+/// can then trust the catalog instead of stat'ing every file. One follower
+/// holds it at a time; others follow without one.
+#[derive(Debug)]
+pub struct FollowerLease {
+    lock: Flock<File>,
+}
+
+/// What a live follower's lease says ([`Home::follower`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerState {
+    /// Every change the follower was told of is imported.
+    pub current: bool,
+    /// The follower's process id.
+    pub pid: u32,
+    /// What it follows, as it wrote it.
+    pub about: String,
+}
+
+impl FollowerLease {
+    /// Takes the lease for a follower of `about` (what it follows, in the
+    /// words an import compares), marked not current; `None` while another
+    /// process holds it.
+    pub fn take(home: &Home, about: &str) -> Result<Option<FollowerLease>, StoreError> {
+        let dir = home.import_dir();
+        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
+        let path = home.follower_path();
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|source| StoreError::io("open the follower's lease", &path, source))?;
+        let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => lock,
+            Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+            Err((_, errno)) => return Err(StoreError::io("lock", &path, io::Error::from(errno))),
+        };
+        lock.set_len(0).map_err(|source| StoreError::io("write the follower's lease", &path, source))?;
+        (&*lock)
+            .write_all(format!("-{}\n{about}", std::process::id()).as_bytes())
+            .map_err(|source| StoreError::io("write the follower's lease", &path, source))?;
+        Ok(Some(FollowerLease { lock }))
+    }
+
+    /// Says whether every change the follower was told of is imported
+    /// (its first byte: `+` or `-`).
+    pub fn mark(&self, current: bool) -> Result<(), StoreError> {
+        use std::os::unix::fs::FileExt as _;
+        let byte = if current { b"+" } else { b"-" };
+        self.lock.write_all_at(byte, 0).map_err(|source| StoreError::io("write the follower's lease", Path::new("follower"), source))
+    }
+}
+
 impl Home {
+    /// What the live follower's lease says; `None` when no follower holds
+    /// it (or it cannot be read).
+    pub fn follower(&self) -> Option<FollowerState> {
+        let path = self.follower_path();
+        let file = OpenOptions::new().read(true).open(&path).ok()?;
+        // A shared lock taken means no follower holds the lease.
+        let file = match Flock::lock(file, FlockArg::LockSharedNonblock) {
+            Ok(_free) => return None,
+            Err((file, Errno::EWOULDBLOCK)) => file,
+            Err(_) => return None,
+        };
+        let text = io::read_to_string(file).ok()?;
+        let (head, about) = text.split_once('\n')?;
+        let current = match head.as_bytes().first()? {
+            b'+' => true,
+            b'-' => false,
+            _ => return None,
+        };
+        Some(FollowerState { current, pid: head[1..].parse().ok()?, about: about.to_owned() })
+    }
+
     /// Removes the files older versions kept what the catalog now holds in
     /// ([`Home::retired_import_tables`]); their sessions are imported again
     /// once. Call it holding the [`ImportLock`]. What cannot be removed is
@@ -141,5 +221,30 @@ impl Home {
         for path in self.retired_import_tables() {
             let _ = fs::remove_file(path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lease says what its follower follows, and whether it is current,
+    /// while it is held; once let go (however the follower ended), nothing.
+    #[test]
+    fn a_follower_lease_is_read_while_held_and_not_once_let_go() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        assert_eq!(home.follower(), None);
+        let about = "codex /a\nclaude /b\nidle 600";
+        let lease = FollowerLease::take(&home, about).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("not taken"));
+        assert!(FollowerLease::take(&home, "another").unwrap_or_else(|e| panic!("{e}")).is_none(), "one follower at a time");
+        let state = |current| Some(FollowerState { current, pid: std::process::id(), about: about.to_owned() });
+        assert_eq!(home.follower(), state(false));
+        lease.mark(true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(home.follower(), state(true));
+        lease.mark(false).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(home.follower(), state(false));
+        drop(lease);
+        assert_eq!(home.follower(), None);
     }
 }

@@ -229,7 +229,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         Some(Command::Tap(args)) => return crate::commands::tap::run(&home, args),
-        Some(Command::Import(args)) => crate::commands::import::run(&home, &args)?,
+        Some(Command::Import(args)) => crate::commands::import::run_unless_followed(&home, &args)?,
         Some(Command::Watch(args)) => return crate::commands::watch::run(&home, &args, &mut out),
         Some(Command::Top(args)) => return crate::commands::top::run(&home, &args, &mut out),
         Some(Command::Usage(args)) => crate::commands::usage::run(&home, &args, &mut out)?,

@@ -106,6 +106,17 @@ impl ImportArgs {
     pub(crate) fn claude_dir(&self) -> Option<PathBuf> {
         self.claude_dir.clone().or_else(claude_config_dir)
     }
+
+    /// What a follower importing with these arguments follows, in the
+    /// words its lease keeps and an import compares; `None` for an import a
+    /// follower does not do (from a day, keeping copies, exporting).
+    pub(crate) fn followed_as(&self) -> Option<String> {
+        if self.since.is_some() || self.keep_raw || self.otlp.is_some() {
+            return None;
+        }
+        let shown = |dir: Option<PathBuf>| dir.map(|dir| dir.display().to_string()).unwrap_or_default();
+        Some(format!("codex {}\nclaude {}\nidle {}", shown(self.codex_home()), shown(self.claude_dir()), self.idle_limit))
+    }
 }
 
 /// One imported session: its run and its files.
@@ -1020,6 +1031,28 @@ fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> any
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
     import(home, args, TornLines::Feed).map(|_| ())
+}
+
+/// [`run`], unless a follower (`watch`, `top`, `serve --watch`) of the same
+/// folders holds its lease and has imported every change it was told of:
+/// then the catalog is as current as an import would make it, and nothing
+/// is stat'ed (a repeated import of 5,000 sessions stats 16,000 files).
+pub fn run_unless_followed(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+    let follower = home.follower();
+    match (args.followed_as(), follower) {
+        (Some(about), Some(follower)) if follower.current && follower.about == about => {
+            if !args.quiet {
+                eprintln!(
+                    "imported nothing new: the follower running as pid {} has imported every change to these folders (Codex from {}, Claude from {})",
+                    follower.pid,
+                    args.codex_home().map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string()),
+                    args.claude_dir().map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string()),
+                );
+            }
+            Ok(())
+        }
+        _ => run(home, args),
+    }
 }
 
 /// What one import reads.

@@ -255,7 +255,7 @@ const FIRST_PAGE: u64 = 20;
 /// bundled samples only when there is no history at all.
 pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(false);
-    crate::commands::import::run(home, &import)?;
+    crate::commands::import::run_unless_followed(home, &import)?;
     let catalog = crate::catalog::synced(home)?;
     let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
     let (mut runs, total) = listed(home, &catalog, &filter)?;

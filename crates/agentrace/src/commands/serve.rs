@@ -102,7 +102,7 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
 /// streams follow the run logs as they grow).
 fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
     let import = crate::commands::import::ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
-    let follower = crate::commands::watch::Follower::start(&import, false)?;
+    let follower = crate::commands::watch::Follower::start(home, &import, false)?;
     if let Some(warning) = follower.fallback() {
         eprintln!("{warning}");
     } else {
@@ -113,7 +113,7 @@ fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
         // The first pass reads everything, each later one what changed.
         let mut scope = Some(crate::commands::import::Scope::Everything);
         while let Some(now) = scope {
-            let result = crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now);
+            let result = follower.imported(|| crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now));
             if let Err(error) = &result {
                 eprintln!("warning: following the sessions: {error:#}");
             }

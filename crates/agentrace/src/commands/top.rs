@@ -708,7 +708,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     if !std::io::stdout().is_terminal() {
         return plain(home, &import, args, out);
     }
-    let follower = Follower::start(&import, args.poll)?;
+    let follower = Follower::start(home, &import, args.poll)?;
     let watching = follower.mode().to_owned();
     let stopper = follower.stopper();
     let (sender, passes) = mpsc::channel::<anyhow::Result<Vec<RunId>>>();
@@ -717,7 +717,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         // The first pass reads everything, each later one what changed.
         let mut scope = Some(crate::commands::import::Scope::Everything);
         while let Some(now) = scope {
-            let changed = crate::commands::import::import_in(&follow_home, &import, crate::sources::session_feed::TornLines::Wait, &now);
+            let changed = follower.imported(|| crate::commands::import::import_in(&follow_home, &import, crate::sources::session_feed::TornLines::Wait, &now));
             // After a pass that failed, what it left unread is read by a whole one.
             let failed = changed.is_err();
             if sender.send(changed).is_err() {

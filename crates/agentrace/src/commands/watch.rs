@@ -92,7 +92,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // The import ends a session its first pass finds idle past the limit
     // itself; later ones this loop ends when they reach it.
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone()).with_idle_limit(args.idle_limit);
-    let follower = Follower::start(&import, args.poll)?;
+    let follower = Follower::start(home, &import, args.poll)?;
     if let Some(warning) = follower.fallback() {
         eprintln!("{warning}");
     } else if !args.quiet {
@@ -106,14 +106,14 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut notifier = Notifier::new(home, args)?;
     // What the files hold already (what has ended by now is no news), then
     // what they gain.
-    let changed = pass(home, &import, &Scope::Everything, out)?;
+    let changed = follower.imported(|| pass(home, &import, &Scope::Everything, out))?;
     notifier.baseline(home, &changed);
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
     loop {
         match follower.next_within(idle.next_due()) {
             Next::Changed(scope) => {
-                let changed = pass(home, &import, &scope, out)?;
+                let changed = follower.imported(|| pass(home, &import, &scope, out))?;
                 notifier.notify(home, &changed);
                 idle.saw(home, &changed);
             }
@@ -388,6 +388,10 @@ fn fire(command: &str, event: &str, run: &RunSummary, warning: Option<&Warning>)
 /// so both see a session the same way.
 pub struct Follower {
     watching: Watching,
+    /// The lease that lets an import trust the catalog, when this follower
+    /// holds it (set once the native watcher runs: polling may miss a
+    /// change for a second, so a polling follower never claims one).
+    lease: std::sync::Arc<std::sync::OnceLock<Lease>>,
     wakes: mpsc::Receiver<Wake>,
     sender: mpsc::Sender<Wake>,
     folders: String,
@@ -408,8 +412,10 @@ impl Stopper {
 
 impl Follower {
     /// Starts watching the folders `import` reads: with inotify, or by
-    /// polling where inotify cannot be used (or `poll` asks for it).
-    pub fn start(import: &ImportArgs, poll: bool) -> anyhow::Result<Self> {
+    /// polling where inotify cannot be used (or `poll` asks for it). With
+    /// inotify it takes `home`'s follower lease when no other follower
+    /// holds it.
+    pub fn start(home: &Home, import: &ImportArgs, poll: bool) -> anyhow::Result<Self> {
         let folders = followed(import);
         if folders.is_empty() {
             anyhow::bail!(
@@ -417,13 +423,20 @@ impl Follower {
             );
         }
         let (sender, wakes) = mpsc::channel();
-        let (watching, fallback) = watch(&folders, &sender, poll)?;
+        let lease = std::sync::Arc::new(std::sync::OnceLock::new());
+        let (watching, fallback) = watch(&folders, &sender, poll, &lease)?;
+        if let (Watching::Native(_), Some(about)) = (&watching, import.followed_as()) {
+            if let Some(taken) = agentrace_store::FollowerLease::take(home, &about)? {
+                let _ = lease.set(Lease { lease: taken, told: std::sync::Mutex::new(0) });
+            }
+        }
         let mode = match &watching {
             Watching::Native(_) => "inotify".to_owned(),
             Watching::Polling(_) => format!("polling every {} s", POLL_EVERY.as_secs()),
         };
         Ok(Self {
             watching,
+            lease,
             wakes,
             sender,
             folders: folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", "),
@@ -451,6 +464,17 @@ impl Follower {
     /// True when it polls (inotify could not be used, or was asked away).
     pub fn polling(&self) -> bool {
         matches!(self.watching, Watching::Polling(_))
+    }
+
+    /// Runs `pass` (an import of what changed); once it succeeds with no
+    /// change told meanwhile, the lease says every change is imported.
+    pub fn imported<T>(&self, pass: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let before = self.lease.get().map(Lease::changes);
+        let result = pass();
+        if let (Ok(_), Some(lease), Some(before)) = (&result, self.lease.get(), before) {
+            lease.current_unless_told_since(before);
+        }
+        result
     }
 
     /// What ends the following.
@@ -517,6 +541,42 @@ fn widened(scope: Scope, written: Option<Vec<PathBuf>>) -> Scope {
     }
 }
 
+/// A follower's lease and the changes it was told of: each change marks it
+/// not current at once (from the watcher's thread), and a pass marks it
+/// current only when none came since the pass began; one lock orders the
+/// two, so a change told between the check and the mark is never lost.
+struct Lease {
+    lease: agentrace_store::FollowerLease,
+    told: std::sync::Mutex<u64>,
+}
+
+impl Lease {
+    /// A change was told.
+    fn told(&self) {
+        if let Ok(mut told) = self.told.lock() {
+            *told += 1;
+            // Unwritten, an import would trust a catalog a change is missing
+            // from; said, and the lease is let go of.
+            if let Err(error) = self.lease.mark(false) {
+                eprintln!("warning: {error}");
+            }
+        }
+    }
+
+    /// How many changes were told so far.
+    fn changes(&self) -> u64 {
+        self.told.lock().map(|told| *told).unwrap_or(u64::MAX)
+    }
+
+    fn current_unless_told_since(&self, before: u64) {
+        if let Ok(told) = self.told.lock() {
+            if *told == before {
+                let _ = self.lease.mark(true);
+            }
+        }
+    }
+}
+
 /// The files an event says were written to; `None` when it says something
 /// else may have changed: a file or folder made, removed or renamed (only a
 /// whole import finds where a new one goes), events lost (`Rescan`), or an
@@ -546,13 +606,22 @@ fn followed(import: &ImportArgs) -> Vec<PathBuf> {
 /// Starts watching `folders` (recursively), each change sent on `sender`:
 /// with inotify, or by polling where inotify cannot be used (not there, or
 /// out of watches); then with the warning to print.
-fn watch(folders: &[PathBuf], sender: &mpsc::Sender<Wake>, poll: bool) -> anyhow::Result<(Watching, Option<String>)> {
+fn watch(
+    folders: &[PathBuf],
+    sender: &mpsc::Sender<Wake>,
+    poll: bool,
+    lease: &std::sync::Arc<std::sync::OnceLock<Lease>>,
+) -> anyhow::Result<(Watching, Option<String>)> {
     let handler = {
         let sender = sender.clone();
+        let lease = lease.clone();
         move |event: notify::Result<notify::Event>| {
             // Opening and reading a file (the import itself does) is no
             // change: the polling watcher is not asked for changes only.
             if is_change(&event) {
+                if let Some(lease) = lease.get() {
+                    lease.told();
+                }
                 let _ = sender.send(Wake::Changed(event.as_ref().ok().and_then(written_by)));
             }
         }
@@ -625,4 +694,34 @@ fn pass(home: &Home, import: &ImportArgs, scope: &Scope, out: &mut Out) -> anyho
     }
     out.flush()?;
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change told marks the lease not current at once; a pass marks it
+    /// current only when no change was told since it began.
+    #[test]
+    fn a_pass_marks_the_lease_current_only_when_no_change_came_while_it_ran() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let taken = agentrace_store::FollowerLease::take(&home, "about").unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("not taken"));
+        let lease = Lease { lease: taken, told: std::sync::Mutex::new(0) };
+        let current = || home.follower().map(|state| state.current);
+        assert_eq!(current(), Some(false), "not current before a first pass");
+        let before = lease.changes();
+        lease.current_unless_told_since(before);
+        assert_eq!(current(), Some(true));
+        // A change told while a pass ran: that pass leaves it not current.
+        let before = lease.changes();
+        lease.told();
+        assert_eq!(current(), Some(false));
+        lease.current_unless_told_since(before);
+        assert_eq!(current(), Some(false));
+        // The next pass, with nothing told meanwhile, makes it current.
+        let before = lease.changes();
+        lease.current_unless_told_since(before);
+        assert_eq!(current(), Some(true));
+    }
 }

@@ -506,3 +506,48 @@ fn watch_is_told_of_changes_not_of_reads() {
     let (status, _) = watch.stop();
     assert!(status.success(), "{status}");
 }
+
+/// While a watch follows the folders and has imported every change it was
+/// told of, an import of the same folders trusts the catalog and says so;
+/// one from a day, or once the watch is gone, imports as ever.
+#[test]
+fn an_import_trusts_a_current_watch_of_the_same_folders_only_while_it_runs() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    growth.write(&homes, 0..growth.order.len(), true);
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &[]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let import = |extra: &[&str]| -> String {
+        let mut args = vec!["import", "--codex-home", codex.as_str(), "--claude-dir", claude.as_str()];
+        args.extend_from_slice(extra);
+        let output = cli.run(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let trusted = format!(
+        "imported nothing new: the follower running as pid {} has imported every change to these folders (Codex from {codex}, Claude from {claude})\n",
+        watch.pid()
+    );
+    // Its first pass over, the watch says every change is imported.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let said = import(&[]);
+        if said == trusted {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the import never trusted the watch: {said}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let from_a_day = import(&["--since", "2020-01-01"]);
+    assert!(from_a_day.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{from_a_day}");
+    let (status, _) = watch.stop();
+    assert!(status.success(), "{status}");
+    let after = import(&[]);
+    assert!(after.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{after}");
+}
