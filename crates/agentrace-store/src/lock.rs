@@ -132,6 +132,17 @@ impl ImportLock {
     }
 }
 
+/// True when process `pid` is stopped (by a signal or a tracer), or its
+/// state cannot be read: it may have missed changes.
+fn is_stopped(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    // The state follows the command's name, in parentheses that may hold anything.
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some(state) if state != "T" && state != "t")
+}
+
 /// The lease of a follower (`watch`, `top`, `serve --watch`) that keeps
 /// the catalog current as the agents write: an advisory `flock` on
 /// [`Home::follower_path`], held while it lives (the kernel lets go of it
@@ -210,7 +221,11 @@ impl Home {
             b'-' => false,
             _ => return None,
         };
-        Some(FollowerState { current, pid: head[1..].parse().ok()?, about: about.to_owned() })
+        let pid: u32 = head[1..].parse().ok()?;
+        // A follower stopped (Ctrl-Z) is told of nothing while it is, and
+        // its lease would say current all the while.
+        let current = current && !is_stopped(pid);
+        Some(FollowerState { current, pid, about: about.to_owned() })
     }
 
     /// Removes the files older versions kept what the catalog now holds in
@@ -246,5 +261,25 @@ mod tests {
         assert_eq!(home.follower(), state(false));
         drop(lease);
         assert_eq!(home.follower(), None);
+    }
+
+    /// A follower stopped by a signal is told of nothing: its lease is
+    /// never read as current while it is stopped.
+    #[test]
+    fn a_stopped_process_is_told_from_a_running_one() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap_or_else(|e| panic!("{e}"));
+        let pid = child.id();
+        let running = is_stopped(pid);
+        let sent = std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap_or_else(|e| panic!("{e}"));
+        assert!(sent.success());
+        // The signal is delivered asynchronously.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !is_stopped(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stopped = is_stopped(pid);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!((running, stopped, is_stopped(u32::MAX)), (false, true, true));
     }
 }
