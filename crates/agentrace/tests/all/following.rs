@@ -484,16 +484,9 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
 /// the kernel keeps it: each inotify watch's mask.
 #[test]
 fn watch_is_told_of_changes_not_of_reads() {
-    use super::import_usage::Watch;
     use super::support::{inotify_masks, IN_MODIFY, IN_READ_ONLY};
 
-    let growth = Growth::of(Provider::Codex, "v1_basic");
-    let homes = Homes::new();
-    growth.write(&homes, 0..growth.order.len(), true);
-    let cli = Cli::new();
-    let watch = Watch::start(&cli, &homes, &[]);
-    let said = watch.said();
-    assert!(said.starts_with("watching "), "{said}");
+    let (_homes, cli, watch) = watching_a_finished_session();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !cli.ok(&["runs", "--json"]).contains("\"status\": \"done\"") {
         assert!(Instant::now() < deadline, "the first pass never ended");
@@ -512,15 +505,7 @@ fn watch_is_told_of_changes_not_of_reads() {
 /// one from a day, or once the watch is gone, imports as ever.
 #[test]
 fn an_import_trusts_a_current_watch_of_the_same_folders_only_while_it_runs() {
-    use super::import_usage::Watch;
-
-    let growth = Growth::of(Provider::Codex, "v1_basic");
-    let homes = Homes::new();
-    growth.write(&homes, 0..growth.order.len(), true);
-    let cli = Cli::new();
-    let watch = Watch::start(&cli, &homes, &[]);
-    let said = watch.said();
-    assert!(said.starts_with("watching "), "{said}");
+    let (homes, cli, watch) = watching_a_finished_session();
     let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
     let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
     let import = |extra: &[&str]| -> String {
@@ -550,4 +535,17 @@ fn an_import_trusts_a_current_watch_of_the_same_folders_only_while_it_runs() {
     assert!(status.success(), "{status}");
     let after = import(&[]);
     assert!(after.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{after}");
+}
+
+/// A finished Codex session (`v1_basic`) in its homes, and a `watch` of
+/// them that has begun.
+fn watching_a_finished_session() -> (Homes, Cli, super::import_usage::Watch) {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    growth.write(&homes, 0..growth.order.len(), true);
+    let cli = Cli::new();
+    let watch = super::import_usage::Watch::start(&cli, &homes, &[]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    (homes, cli, watch)
 }
