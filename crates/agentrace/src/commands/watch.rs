@@ -427,7 +427,7 @@ impl Follower {
         let (watching, fallback) = watch(&folders, &sender, poll, &lease)?;
         if let (Watching::Native(_), Some(about)) = (&watching, import.followed_as()) {
             if let Some(taken) = agentrace_store::FollowerLease::take(home, &about)? {
-                let _ = lease.set(Lease { lease: taken, told: std::sync::Mutex::new(0) });
+                let _ = lease.set(Lease::new(taken));
             }
         }
         let mode = match &watching {
@@ -548,9 +548,23 @@ fn widened(scope: Scope, written: Option<Vec<PathBuf>>) -> Scope {
 struct Lease {
     lease: agentrace_store::FollowerLease,
     told: std::sync::Mutex<u64>,
+    /// The watcher failed once (a folder it could not watch, say: out of
+    /// inotify watches): changes may go untold from then on, so the lease
+    /// never says current again.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl Lease {
+    fn new(lease: agentrace_store::FollowerLease) -> Self {
+        Self { lease, told: std::sync::Mutex::new(0), failed: std::sync::atomic::AtomicBool::new(false) }
+    }
+
+    /// The watcher failed: see [`Lease::failed`].
+    fn failed(&self) {
+        self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.told();
+    }
+
     /// A change was told.
     fn told(&self) {
         if let Ok(mut told) = self.told.lock() {
@@ -570,7 +584,7 @@ impl Lease {
 
     fn current_unless_told_since(&self, before: u64) {
         if let Ok(told) = self.told.lock() {
-            if *told == before {
+            if *told == before && !self.failed.load(std::sync::atomic::Ordering::SeqCst) {
                 let _ = self.lease.mark(true);
             }
         }
@@ -619,8 +633,10 @@ fn watch(
             // Opening and reading a file (the import itself does) is no
             // change: the polling watcher is not asked for changes only.
             if is_change(&event) {
-                if let Some(lease) = lease.get() {
-                    lease.told();
+                match (lease.get(), &event) {
+                    (Some(lease), Err(_)) => lease.failed(),
+                    (Some(lease), Ok(_)) => lease.told(),
+                    (None, _) => {}
                 }
                 let _ = sender.send(Wake::Changed(event.as_ref().ok().and_then(written_by)));
             }
@@ -707,7 +723,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let home = Home::at(dir.path());
         let taken = agentrace_store::FollowerLease::take(&home, "about").unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("not taken"));
-        let lease = Lease { lease: taken, told: std::sync::Mutex::new(0) };
+        let lease = Lease::new(taken);
         let current = || home.follower().map(|state| state.current);
         assert_eq!(current(), Some(false), "not current before a first pass");
         let before = lease.changes();
@@ -723,5 +739,11 @@ mod tests {
         let before = lease.changes();
         lease.current_unless_told_since(before);
         assert_eq!(current(), Some(true));
+        // Once the watcher failed, never again.
+        lease.failed();
+        assert_eq!(current(), Some(false));
+        let before = lease.changes();
+        lease.current_unless_told_since(before);
+        assert_eq!(current(), Some(false));
     }
 }
