@@ -115,7 +115,32 @@ impl ImportArgs {
             return None;
         }
         let shown = |dir: Option<PathBuf>| dir.map(|dir| dir.display().to_string()).unwrap_or_default();
-        Some(format!("codex {}\nclaude {}\nidle {}", shown(self.codex_home()), shown(self.claude_dir()), self.idle_limit))
+        // The folders watched too: an archive folder made after the follower
+        // began is one it does not watch.
+        let folders: String = self.followed_folders().iter().map(|folder| format!("\nfollows {}", folder.display())).collect();
+        Some(format!("codex {}\nclaude {}\nidle {}{folders}", shown(self.codex_home()), shown(self.claude_dir()), self.idle_limit))
+    }
+
+    /// The folders a follower of these arguments watches (recursively):
+    /// each home's sessions folder (and Codex's archived sessions, when
+    /// there), or the home itself while that folder is not there yet (so
+    /// it is seen when it comes).
+    pub(crate) fn followed_folders(&self) -> Vec<PathBuf> {
+        let mut folders = Vec::new();
+        for (home, inner) in [(self.codex_home(), "sessions"), (self.claude_dir(), "projects")] {
+            let Some(home) = home else { continue };
+            let inside = home.join(inner);
+            if inside.is_dir() {
+                folders.push(inside);
+                let archived = home.join("archived_sessions");
+                if inner == "sessions" && archived.is_dir() {
+                    folders.push(archived);
+                }
+            } else if home.is_dir() {
+                folders.push(home);
+            }
+        }
+        folders
     }
 }
 

@@ -416,7 +416,7 @@ impl Follower {
     /// inotify it takes `home`'s follower lease when no other follower
     /// holds it.
     pub fn start(home: &Home, import: &ImportArgs, poll: bool) -> anyhow::Result<Self> {
-        let folders = followed(import);
+        let folders = import.followed_folders();
         if folders.is_empty() {
             anyhow::bail!(
                 "no Codex home or Claude config dir to follow\nhint: pass --codex-home DIR or --claude-dir DIR, or set CODEX_HOME / CLAUDE_CONFIG_DIR"
@@ -599,22 +599,6 @@ fn written_by(event: &notify::Event) -> Option<Vec<PathBuf>> {
     use notify::event::ModifyKind;
     let writes = matches!(event.kind, notify::EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Metadata(_) | ModifyKind::Any));
     (writes && !event.paths.is_empty() && !event.need_rescan()).then(|| event.paths.clone())
-}
-
-/// The folders to follow: each home's sessions folder, or the home itself
-/// while that folder is not there yet (so it is seen when it comes).
-fn followed(import: &ImportArgs) -> Vec<PathBuf> {
-    let mut folders = Vec::new();
-    for (home, inner) in [(import.codex_home(), "sessions"), (import.claude_dir(), "projects")] {
-        let Some(home) = home else { continue };
-        let inside = home.join(inner);
-        if inside.is_dir() {
-            folders.push(inside);
-        } else if home.is_dir() {
-            folders.push(home);
-        }
-    }
-    folders
 }
 
 /// Starts watching `folders` (recursively), each change sent on `sender`:

@@ -531,6 +531,13 @@ fn an_import_trusts_a_current_watch_of_the_same_folders_only_while_it_runs() {
     }
     let from_a_day = import(&["--since", "2020-01-01"]);
     assert!(from_a_day.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{from_a_day}");
+    // An archive folder made since the watch began is not one it watches.
+    let archived = homes.of(Provider::Codex).join("archived_sessions");
+    std::fs::create_dir(&archived).unwrap_or_else(|e| panic!("{e}"));
+    let unwatched = import(&[]);
+    assert!(unwatched.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{unwatched}");
+    std::fs::remove_dir(&archived).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(import(&[]), trusted);
     let (status, _) = watch.stop();
     assert!(status.success(), "{status}");
     let after = import(&[]);
