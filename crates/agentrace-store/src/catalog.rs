@@ -25,8 +25,11 @@ use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, Packed, Sto
 /// `MIGRATIONS`).
 pub const CATALOG_SCHEMA: i64 = 6;
 
-/// How a catalog of the schema before [`CATALOG_SCHEMA`] becomes one of
-/// it, when that is cheaper than the rebuild (a cold import's work).
+/// How a catalog of an older schema becomes one of [`CATALOG_SCHEMA`] in
+/// place, when that is cheaper than the rebuild (a cold import's work):
+/// one step per schema, the row of schema N taking a catalog to N + 1, and
+/// a catalog of schema N given every step from its own on (one older than
+/// the first row is rebuilt). A new schema adds its one step.
 /// Schema 3 filled a usage tree's head from a trigger; a trigger made
 /// every usage write a statement with its own savepoint, at which SQLite
 /// flushes the search index's pending text to disk, so an import wrote
@@ -37,8 +40,8 @@ pub const CATALOG_SCHEMA: i64 = 6;
 /// Schema 6 indexes the imported files by path: a pass of `watch` finds
 /// the sessions of the files it saw written.
 const MIGRATIONS: &[(i64, &str)] = &[
-    (3, "DROP TRIGGER IF EXISTS runs_usage_head; ALTER TABLE runs ADD COLUMN usage_report BLOB; CREATE INDEX import_files_by_path ON import_files (path);"),
-    (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB; CREATE INDEX import_files_by_path ON import_files (path);"),
+    (3, "DROP TRIGGER IF EXISTS runs_usage_head;"),
+    (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
     (5, "CREATE INDEX import_files_by_path ON import_files (path);"),
 ];
 
@@ -324,13 +327,15 @@ impl Catalog {
                 return Err(NotOpened::Rebuild(Rebuilt::OtherSchema(version)));
             }
             conn.execute_batch("COMMIT").map_err(unreadable)?;
-        } else if let Some((_, migration)) = MIGRATIONS.iter().find(|(from, _)| *from == version) {
+        } else if MIGRATIONS.iter().any(|(from, _)| *from == version) {
             // In one exclusive transaction, checked again inside it: another
             // process may have migrated it meanwhile.
             conn.execute_batch("BEGIN IMMEDIATE").map_err(unreadable)?;
             let again: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(unreadable)?;
             if again == version {
-                conn.execute_batch(migration).map_err(unreadable)?;
+                for (_, step) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
+                    conn.execute_batch(step).map_err(unreadable)?;
+                }
                 conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_SCHEMA}")).map_err(unreadable)?;
             } else if again != CATALOG_SCHEMA {
                 let _ = conn.execute_batch("ROLLBACK");
@@ -645,22 +650,23 @@ impl Catalog {
             known.keys().cloned().collect()
         } else {
             let mut ids = Vec::new();
-            let mut listed = std::collections::HashSet::new();
             for entry in fs::read_dir(&runs_dir).into_iter().flatten().flatten() {
                 let name = entry.file_name();
                 if let Some(stem) = name.to_str().and_then(|name| name.strip_suffix(".jsonl")) {
                     ids.push(stem.to_owned());
-                    listed.insert(stem.to_owned());
                 }
             }
-            // Looked up in a set: searching the listing for each known run
-            // was quadratic (25 million comparisons for 5,000 runs, on
-            // every import after a run was written, each `watch` pass).
-            for id in known.keys() {
-                if !listed.contains(id) && !home.log_path(&RunId::from(id.as_str())).exists() {
-                    ids.push(id.clone());
-                }
-            }
+            // Looked up in a set of the listed ones: searching the listing
+            // for each known run was quadratic (25 million comparisons for
+            // 5,000 runs, on every import after a run was written, each
+            // `watch` pass).
+            let listed: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+            let gone: Vec<String> = known
+                .keys()
+                .filter(|id| !listed.contains(id.as_str()) && !home.log_path(&RunId::from(id.as_str())).exists())
+                .cloned()
+                .collect();
+            ids.extend(gone);
             ids
         };
         self.begin()?;
@@ -1725,8 +1731,6 @@ pub struct SearchHit {
     pub snippet: String,
 }
 
-/// The session an `import_sessions` row holds, without its files, its
-/// columns from `run_id` on starting at column `first`.
 /// A rollout head from the columns `size, modified_ns, thread, parent,
 /// depth, started_at`, the first at `first`.
 fn head_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<HeadRow> {
@@ -1740,6 +1744,8 @@ fn head_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<HeadRow> 
     })
 }
 
+/// The session an `import_sessions` row holds, without its files, its
+/// columns from `run_id` on starting at column `first`.
 fn imported_head(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ImportedSession> {
     Ok(ImportedSession {
         run_id: row.get(first)?,
