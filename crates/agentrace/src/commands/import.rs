@@ -107,6 +107,13 @@ impl ImportArgs {
         self.claude_dir.clone().or_else(claude_config_dir)
     }
 
+    /// Where this import reads from, as its summary says it: `Codex from
+    /// DIR, Claude from DIR` (`nowhere` for a home there is none of).
+    fn read_from(&self) -> String {
+        let shown = |dir: Option<PathBuf>| dir.map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string());
+        format!("Codex from {}, Claude from {}", shown(self.codex_home()), shown(self.claude_dir()))
+    }
+
     /// What a follower importing with these arguments follows, in the
     /// words its lease keeps and an import compares; `None` for an import a
     /// follower does not do (from a day, keeping copies, exporting).
@@ -1068,10 +1075,9 @@ pub fn run_unless_followed(home: &Home, args: &ImportArgs) -> anyhow::Result<()>
         (Some(about), Some(follower)) if follower.current && follower.about == about => {
             if !args.quiet {
                 eprintln!(
-                    "imported nothing new: the follower running as pid {} has imported every change to these folders (Codex from {}, Claude from {})",
+                    "imported nothing new: the follower running as pid {} has imported every change to these folders ({})",
                     follower.pid,
-                    args.codex_home().map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string()),
-                    args.claude_dir().map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string()),
+                    args.read_from(),
                 );
             }
             Ok(())
@@ -1398,19 +1404,12 @@ fn import_sessions(
             count => format!("; {count} of the changed read on from where the last import stopped"),
         };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged (Codex from {}, Claude from {}){read_on}",
+            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,
             tally.unchanged,
-            codex_home(args)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "nowhere".to_owned()),
-            args.claude_dir
-                .clone()
-                .or_else(claude_config_dir)
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "nowhere".to_owned()),
+            args.read_from(),
         );
     }
     Ok(importer.changed)
