@@ -110,16 +110,12 @@ fn follow(home: &Home, args: &ServeArgs) -> anyhow::Result<()> {
     }
     let home = home.clone();
     std::thread::spawn(move || {
-        // The first pass reads everything, each later one what changed.
-        let mut scope = Some(crate::commands::import::Scope::Everything);
-        while let Some(now) = scope {
-            let result = follower.imported(|| crate::commands::import::import_in(&home, &import, crate::sources::session_feed::TornLines::Wait, &now));
+        follower.follow(&home, &import, |result| {
             if let Err(error) = &result {
                 eprintln!("warning: following the sessions: {error:#}");
             }
-            // After a pass that failed, what it left unread is read by a whole one.
-            scope = follower.next().map(|next| if result.is_err() { crate::commands::import::Scope::Everything } else { next });
-        }
+            true
+        });
     });
     Ok(())
 }

@@ -714,17 +714,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     let (sender, passes) = mpsc::channel::<anyhow::Result<Vec<RunId>>>();
     let follow_home = home.clone();
     let thread = std::thread::spawn(move || {
-        // The first pass reads everything, each later one what changed.
-        let mut scope = Some(crate::commands::import::Scope::Everything);
-        while let Some(now) = scope {
-            let changed = follower.imported(|| crate::commands::import::import_in(&follow_home, &import, crate::sources::session_feed::TornLines::Wait, &now));
-            // After a pass that failed, what it left unread is read by a whole one.
-            let failed = changed.is_err();
-            if sender.send(changed).is_err() {
-                return;
-            }
-            scope = follower.next().map(|next| if failed { crate::commands::import::Scope::Everything } else { next });
-        }
+        follower.follow(&follow_home, &import, |changed| sender.send(changed).is_ok());
     });
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut top = Top::new(watching, color);

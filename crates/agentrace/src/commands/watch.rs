@@ -384,8 +384,9 @@ fn fire(command: &str, event: &str, run: &RunSummary, warning: Option<&Warning>)
 
 /// Follows the provider folders: each [`Follower::next`] returns once
 /// something under them changed (changes gathered a moment, as an agent
-/// writes a few lines in a few files at once). Shared by `watch` and `top`,
-/// so both see a session the same way.
+/// writes a few lines in a few files at once), with what to import. Shared
+/// by `watch`, `top` and `serve --watch` (through [`Follower::follow`]), so
+/// each sees a session the same way.
 pub struct Follower {
     watching: Watching,
     /// The lease that lets an import trust the catalog, when this follower
@@ -404,7 +405,8 @@ pub struct Follower {
 pub struct Stopper(mpsc::Sender<Wake>);
 
 impl Stopper {
-    /// The follower's next [`Follower::next`] returns false.
+    /// The follower's next [`Follower::next`] returns `None` (and
+    /// [`Follower::next_within`] [`Next::Stopped`]).
     pub fn stop(&self) {
         let _ = self.0.send(Wake::Interrupt);
     }
@@ -468,13 +470,31 @@ impl Follower {
 
     /// Runs `pass` (an import of what changed); once it succeeds with no
     /// change told meanwhile, the lease says every change is imported.
-    pub fn imported<T>(&self, pass: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    fn imported<T>(&self, pass: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
         let before = self.lease.get().map(Lease::changes);
         let result = pass();
         if let (Ok(_), Some(lease), Some(before)) = (&result, self.lease.get(), before) {
             lease.current_unless_told_since(before);
         }
         result
+    }
+
+    /// Imports until stopped: everything first, then each time what changed
+    /// (everything again after a pass that failed: a pass of what changed
+    /// would leave what the failed one did not read until its session
+    /// grew again). `each` is given every pass's result; following ends
+    /// when it returns false. For `top` and `serve --watch`; `watch` runs
+    /// its own loop, which also ends idle sessions.
+    pub fn follow(&self, home: &Home, import: &ImportArgs, mut each: impl FnMut(anyhow::Result<Vec<RunId>>) -> bool) {
+        let mut scope = Some(Scope::Everything);
+        while let Some(now) = scope {
+            let result = self.imported(|| crate::commands::import::import_in(home, import, TornLines::Wait, &now));
+            let failed = result.is_err();
+            if !each(result) {
+                return;
+            }
+            scope = self.next().map(|next| if failed { Scope::Everything } else { next });
+        }
     }
 
     /// What ends the following.
@@ -501,7 +521,7 @@ impl Follower {
 
     /// Waits for the next change (gathered): what to import; `None` once
     /// stopped.
-    pub fn next(&self) -> Option<Scope> {
+    fn next(&self) -> Option<Scope> {
         match self.wakes.recv() {
             Ok(Wake::Changed(written)) => self.gather(written),
             Ok(Wake::Interrupt) | Err(_) => None,
@@ -560,7 +580,7 @@ impl Lease {
     }
 
     /// The watcher failed: see [`Lease::failed`].
-    fn failed(&self) {
+    fn watcher_failed(&self) {
         self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.told();
     }
@@ -618,7 +638,7 @@ fn watch(
             // change: the polling watcher is not asked for changes only.
             if is_change(&event) {
                 match (lease.get(), &event) {
-                    (Some(lease), Err(_)) => lease.failed(),
+                    (Some(lease), Err(_)) => lease.watcher_failed(),
                     (Some(lease), Ok(_)) => lease.told(),
                     (None, _) => {}
                 }
@@ -724,7 +744,7 @@ mod tests {
         lease.current_unless_told_since(before);
         assert_eq!(current(), Some(true));
         // Once the watcher failed, never again.
-        lease.failed();
+        lease.watcher_failed();
         assert_eq!(current(), Some(false));
         let before = lease.changes();
         lease.current_unless_told_since(before);
