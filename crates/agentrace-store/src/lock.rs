@@ -111,15 +111,8 @@ impl ImportLock {
     /// process holds it, calls `waiting` once, then waits for as long as it
     /// takes.
     pub fn acquire(home: &Home, waiting: impl FnOnce()) -> Result<ImportLock, StoreError> {
-        let dir = home.import_dir();
-        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
         let path = home.import_lock_path();
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| StoreError::io("open import lock", &path, source))?;
+        let file = open_in_import_dir(home, &path, "open import lock")?;
         let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => return Ok(ImportLock { _lock: lock }),
             Err((file, Errno::EWOULDBLOCK)) => file,
@@ -130,6 +123,21 @@ impl ImportLock {
             .map(|lock| ImportLock { _lock: lock })
             .map_err(|(_, errno)| StoreError::io("lock", &path, io::Error::from(errno)))
     }
+}
+
+/// The file `path` of the import's folder, opened to read and write (made,
+/// with the folder, when it is not there; never truncated): the import's
+/// lock and the follower's lease.
+fn open_in_import_dir(home: &Home, path: &Path, what: &'static str) -> Result<File, StoreError> {
+    let dir = home.import_dir();
+    fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|source| StoreError::io(what, path, source))
 }
 
 /// True when process `pid` is stopped (by a signal or a tracer), or its
@@ -153,6 +161,8 @@ fn is_stopped(pid: u32) -> bool {
 #[derive(Debug)]
 pub struct FollowerLease {
     lock: Flock<File>,
+    /// Its file, for what an error says.
+    path: PathBuf,
 }
 
 /// What a live follower's lease says ([`Home::follower`]).
@@ -171,16 +181,8 @@ impl FollowerLease {
     /// words an import compares), marked not current; `None` while another
     /// process holds it.
     pub fn take(home: &Home, about: &str) -> Result<Option<FollowerLease>, StoreError> {
-        let dir = home.import_dir();
-        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
         let path = home.follower_path();
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|source| StoreError::io("open the follower's lease", &path, source))?;
+        let file = open_in_import_dir(home, &path, "open the follower's lease")?;
         let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => lock,
             Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
@@ -190,7 +192,7 @@ impl FollowerLease {
         (&*lock)
             .write_all(format!("-{}\n{about}", std::process::id()).as_bytes())
             .map_err(|source| StoreError::io("write the follower's lease", &path, source))?;
-        Ok(Some(FollowerLease { lock }))
+        Ok(Some(FollowerLease { lock, path }))
     }
 
     /// Says whether every change the follower was told of is imported
@@ -198,7 +200,7 @@ impl FollowerLease {
     pub fn mark(&self, current: bool) -> Result<(), StoreError> {
         use std::os::unix::fs::FileExt as _;
         let byte = if current { b"+" } else { b"-" };
-        self.lock.write_all_at(byte, 0).map_err(|source| StoreError::io("write the follower's lease", Path::new("follower"), source))
+        self.lock.write_all_at(byte, 0).map_err(|source| StoreError::io("write the follower's lease", &self.path, source))
     }
 }
 
