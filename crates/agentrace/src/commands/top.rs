@@ -904,6 +904,14 @@ mod tests {
 
     /// The Codex V1 capture fed up to `lines` of its server's stdout: the
     /// session as `top` shows it then.
+    /// The whole `v1_basic` session as run `id`, started at `started`.
+    fn v1_basic_as(id: &str, started: &str) -> Session {
+        let mut session = v1_basic(usize::MAX);
+        session.run.id = RunId::from(id);
+        session.run.started_at = Timestamp::parse(started);
+        session
+    }
+
     fn v1_basic(lines: usize) -> Session {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/server.jsonl");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -977,17 +985,11 @@ mod tests {
     #[test]
     fn the_selection_follows_the_top_of_the_list_until_the_user_moves_it() {
         let mut top = Top::new(String::new(), false);
-        let mut older = v1_basic(usize::MAX);
-        older.run.id = RunId::from("run-older");
-        older.run.started_at = Timestamp::parse("2026-11-28T10:00:00.000Z");
-        let mut newest = v1_basic(usize::MAX);
-        newest.run.id = RunId::from("run-newest");
-        newest.run.started_at = Timestamp::parse("2026-11-30T10:00:00.000Z");
-        top.upsert(older.clone());
+        top.upsert(v1_basic_as("run-older", "2026-11-28T10:00:00.000Z"));
         top.upsert(v1_basic(usize::MAX));
         assert_eq!(top.selected, Some(RunId::from("run-top")));
         assert_eq!(top.key(Key::Down, 20), Asked::Nothing);
-        top.upsert(newest);
+        top.upsert(v1_basic_as("run-newest", "2026-11-30T10:00:00.000Z"));
         assert_eq!((top.selected.clone(), top.visible().first().map(|s| s.run.id.clone())), (Some(RunId::from("run-older")), Some(RunId::from("run-newest"))));
     }
 
@@ -997,10 +999,7 @@ mod tests {
     fn a_scrolled_list_starts_at_a_sessions_first_line() {
         let mut top = Top::new("inotify".to_owned(), false);
         for n in 0..12 {
-            let mut session = v1_basic(usize::MAX);
-            session.run.id = RunId::from(format!("run-{n:02}"));
-            session.run.started_at = Timestamp::parse(&format!("2026-11-29T10:{n:02}:00.000Z"));
-            top.upsert(session);
+            top.upsert(v1_basic_as(&format!("run-{n:02}"), &format!("2026-11-29T10:{n:02}:00.000Z")));
         }
         assert_eq!(top.key(Key::Last, 20), Asked::Nothing);
         let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
@@ -1012,11 +1011,8 @@ mod tests {
     #[test]
     fn keys_move_between_sessions_filter_them_open_events_and_quit() {
         let mut top = Top::new(String::new(), false);
-        let mut older = v1_basic(usize::MAX);
-        older.run.id = RunId::from("run-older");
-        older.run.started_at = Timestamp::parse("2026-11-28T10:00:00.000Z");
         top.upsert(v1_basic(usize::MAX));
-        top.upsert(older);
+        top.upsert(v1_basic_as("run-older", "2026-11-28T10:00:00.000Z"));
         assert_eq!(top.selected, Some(RunId::from("run-top")));
         assert_eq!(top.key(Key::Down, 20), Asked::Nothing);
         assert_eq!(top.selected, Some(RunId::from("run-older")));
