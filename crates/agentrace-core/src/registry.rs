@@ -77,6 +77,10 @@ pub struct ChildDetails {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     threads: BTreeMap<ThreadId, ThreadEntry>,
+    /// Each helper under its parent, kept with the links: a subtree was
+    /// found by a pass over every thread, once per link, which made a run
+    /// with thousands of helpers quadratic.
+    children: BTreeMap<ThreadId, BTreeSet<ThreadId>>,
     primary_root: Option<ThreadId>,
     helpers: u32,
     roots: u32,
@@ -159,6 +163,7 @@ impl Registry {
                 entry.parent = Some(parent.clone());
                 entry.link_via = Some(via.to_owned());
                 entry.helper_number = Some(self.helpers);
+                self.children.entry(parent.clone()).or_default().insert(child.clone());
                 LinkOutcome::Linked
             }
         }
@@ -232,14 +237,14 @@ impl Registry {
 
     /// A thread and every thread below it.
     pub fn subtree(&self, thread: &ThreadId) -> Vec<ThreadId> {
+        // Breadth first, each level's children in id order. A link never
+        // makes a cycle (refused in `link`), so no thread comes twice.
         let mut out = vec![thread.clone()];
         let mut index = 0;
-        while index < out.len() {
-            let current = out[index].clone();
-            for (id, entry) in &self.threads {
-                if entry.parent.as_ref() == Some(&current) && !out.contains(id) {
-                    out.push(id.clone());
-                }
+        while let Some(current) = out.get(index) {
+            if let Some(children) = self.children.get(current) {
+                let children: Vec<ThreadId> = children.iter().cloned().collect();
+                out.extend(children);
             }
             index += 1;
         }
@@ -313,5 +318,49 @@ fn unlinked_actor(thread: &ThreadId) -> Actor {
         depth: None,
         confidence: Confidence::Provider,
         reason: Some("thread not in registry".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> ThreadId {
+        ThreadId::from(text)
+    }
+
+    fn ids(texts: &[&str]) -> Vec<ThreadId> {
+        texts.iter().map(|text| id(text)).collect()
+    }
+
+    #[test]
+    fn a_subtree_is_the_thread_then_its_helpers_level_by_level_in_id_order() {
+        let mut registry = Registry::default();
+        registry.mark_root(&id("root"));
+        assert_eq!(registry.link(&id("root"), &id("b"), "spawn"), LinkOutcome::Linked);
+        assert_eq!(registry.link(&id("root"), &id("a"), "spawn"), LinkOutcome::Linked);
+        assert_eq!(registry.link(&id("b"), &id("b1"), "spawn"), LinkOutcome::Linked);
+        assert_eq!(registry.link(&id("a"), &id("a1"), "spawn"), LinkOutcome::Linked);
+        // Refused or repeated links add no edge.
+        assert_eq!(registry.link(&id("b"), &id("a1"), "spawn"), LinkOutcome::Conflict { existing: Some(id("a")) });
+        assert_eq!(registry.link(&id("a1"), &id("root"), "spawn"), LinkOutcome::Cycle);
+        assert_eq!(registry.link(&id("a"), &id("a1"), "spawn"), LinkOutcome::Known);
+        registry.observe(&id("stray"));
+
+        assert_eq!(registry.subtree(&id("root")), ids(&["root", "a", "b", "a1", "b1"]));
+        assert_eq!(registry.subtree(&id("b")), ids(&["b", "b1"]));
+        assert_eq!(registry.subtree(&id("stray")), ids(&["stray"]));
+        assert_eq!(registry.subtree(&id("never seen")), ids(&["never seen"]));
+    }
+
+    #[test]
+    fn a_subtree_of_a_long_chain_holds_every_thread_once() {
+        let mut registry = Registry::default();
+        registry.mark_root(&id("t0"));
+        for n in 1..500 {
+            assert_eq!(registry.link(&id(&format!("t{}", n - 1)), &id(&format!("t{n}")), "spawn"), LinkOutcome::Linked);
+        }
+        let expected: Vec<ThreadId> = (0..500).map(|n| id(&format!("t{n}"))).collect();
+        assert_eq!(registry.subtree(&id("t0")), expected);
     }
 }

@@ -287,15 +287,23 @@ pub struct SharedRun {
     updates: broadcast::Sender<Arc<Update>>,
     /// A poller follows the log for the stream clients.
     polled: AtomicBool,
+    /// The run's log (what the poller watches).
+    log: PathBuf,
 }
 
 impl SharedRun {
     fn new(run: LiveRun) -> Self {
         Self {
+            log: run.path.clone(),
             run: Mutex::new(run),
             updates: broadcast::channel(UPDATES_QUEUED).0,
             polled: AtomicBool::new(false),
         }
+    }
+
+    /// The run's log.
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log
     }
 
     /// The fold, locked.

@@ -107,10 +107,21 @@ fn json_event(name: &str, value: &impl serde::Serialize) -> Option<SseEvent> {
 }
 
 /// Follows the run's log while anyone listens, broadcasting each read
-/// (with the run judged at the time of the tick).
+/// (with the run judged at the time of the tick): when the log changes
+/// (inotify, on its folder), and at every poll period besides, for the
+/// time-based detectors and for a file system that tells nothing. Polling
+/// alone left a new line up to a period (250 ms) behind its writer.
 async fn poll(state: AppState, run: Arc<SharedRun>) {
+    let changed = Arc::new(tokio::sync::Notify::new());
+    // Without a watcher (none left to the user, say) the poll alone serves.
+    let _watcher = watch_log(run.log_path(), Arc::clone(&changed));
+    // A line written before the watcher was made is read at once.
+    changed.notify_one();
     loop {
-        tokio::time::sleep(state.inner.options.poll).await;
+        tokio::select! {
+            () = tokio::time::sleep(state.inner.options.poll) => {}
+            () = changed.notified() => {}
+        }
         if run.clients() == 0 {
             run.release_poller();
             // A client may have come between the count and the release.
@@ -124,6 +135,24 @@ async fn poll(state: AppState, run: Arc<SharedRun>) {
         // A failed read is broadcast as an `error`; the poller goes on.
         let _ = tokio::task::spawn_blocking(move || shared.refresh(Some((&config, now)))).await;
     }
+}
+
+/// A watcher that wakes `changed` when the log at `path` may have changed;
+/// `None` when none could be made.
+fn watch_log(path: &std::path::Path, changed: Arc<tokio::sync::Notify>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher as _;
+    let watched = path.to_path_buf();
+    let mut watcher = agentrace_store::watching::changes_watcher(move |event: notify::Result<notify::Event>| {
+        if agentrace_store::watching::may_change(&event, &watched) {
+            // One stored wake however many writes came: the poller reads
+            // all that was appended.
+            changed.notify_one();
+        }
+    })
+    .ok()?;
+    // The folder, not the file: a log not made yet, or replaced, is seen.
+    watcher.watch(path.parent()?, notify::RecursiveMode::NonRecursive).ok()?;
+    Some(watcher)
 }
 
 /// Sends until the client goes away.

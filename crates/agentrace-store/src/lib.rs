@@ -38,6 +38,7 @@ mod reader;
 mod run_id;
 mod scratch;
 mod spool;
+pub mod watching;
 mod writer;
 
 pub use catalog::Catalog;

@@ -409,6 +409,64 @@ async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
     assert!(text.contains("event: run"), "{text}");
 }
 
+#[tokio::test]
+async fn the_stream_of_a_live_run_is_woken_by_a_write_not_by_its_poll_period() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(super::support::capture("v1_basic"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut writer, mut recorder) =
+        scratch.record("live", lines[..40].join("\n").as_bytes(), false);
+    // A poll period far past the test's deadline: only the watcher of the
+    // log can bring the new lines in time.
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            poll: std::time::Duration::from_secs(3600),
+            ..Options::default()
+        },
+    );
+    let response = app(state.clone())
+        .oneshot(
+            Request::get("/api/runs/live/stream")
+                .body(Body::empty())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut body = response.into_body();
+    // The stream's first view, of the 40 lines, before anything is written.
+    let (_, before) = get(&state, "/api/runs/live", None).await;
+    let written = before["run"]["counts"]["events"].as_u64().unwrap_or(0);
+    streamed_records(&mut body, written).await;
+    // Written a while after the poller started, and in two writes.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    super::support::push(&mut writer, &mut recorder, lines[40..60].join("\n").as_bytes());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    super::support::push(&mut writer, &mut recorder, lines[60..].join("\n").as_bytes());
+    // Nothing else reads the run now (a request would bring it up to date
+    // and so wake the stream itself).
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !text.contains("\"status\":\"done\"") {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("the written lines were not streamed within 10 s: {text}"));
+        let Some(Ok(frame)) = frame else { panic!("the stream ended: {text}") };
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let last = text
+        .split("\n\n")
+        .filter(|event| event.starts_with("event: envelope"))
+        .filter_map(|event| event.split_once("data: "))
+        .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
+        .filter_map(|envelope| envelope["sequence"].as_u64())
+        .max();
+    assert!(last.is_some_and(|last| last > written), "{last:?} after {written}: {text}");
+}
+
 /// Reads an SSE body until a `run` event counts `events` envelopes; returns
 /// the records it holds then (its `records`, then each `record` change).
 async fn streamed_records(body: &mut Body, events: u64) -> Vec<Value> {

@@ -88,14 +88,9 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
     let watched = path.clone();
     // Changes only: the follower opens the log on each wake, and an open
     // that woke it again kept it reading a still log at most of a core.
-    let mut watcher = crate::commands::watch::changes_watcher(move |event: notify::Result<notify::Event>| {
-        if !crate::commands::watch::is_change(&event) {
-            return;
-        }
-        if let Ok(event) = event {
-            if event.paths.iter().any(|changed| changed == &watched) || event.paths.is_empty() {
-                let _ = sender.send(Wake::File);
-            }
+    let mut watcher = agentrace_store::watching::changes_watcher(move |event: notify::Result<notify::Event>| {
+        if agentrace_store::watching::may_change(&event, &watched) {
+            let _ = sender.send(Wake::File);
         }
     })
     .context("watching the run log for changes")?;
