@@ -382,24 +382,8 @@ async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
         lines[40..].join("\n").as_bytes(),
     );
     let mut body = response.into_body();
-    let mut text = String::new();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !text.contains("\"status\":\"done\"") {
-        let frame = tokio::time::timeout_at(deadline, body.frame())
-            .await
-            .unwrap_or_else(|_| panic!("no done in the stream within 10 s: {text}"));
-        let Some(Ok(frame)) = frame else { break };
-        if let Ok(data) = frame.into_data() {
-            text.push_str(&String::from_utf8_lossy(&data));
-        }
-    }
-    let sequences: Vec<u64> = text
-        .split("\n\n")
-        .filter(|event| event.starts_with("event: envelope"))
-        .filter_map(|event| event.split_once("data: "))
-        .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
-        .filter_map(|envelope| envelope["sequence"].as_u64())
-        .collect();
+    let text = streamed_until_done(&mut body).await;
+    let sequences = envelope_sequences(&text);
     assert_eq!(sequences.first(), Some(&(last + 1)));
     assert!(
         sequences.windows(2).all(|pair| pair[1] == pair[0] + 1),
@@ -446,25 +430,36 @@ async fn the_stream_of_a_live_run_is_woken_by_a_write_not_by_its_poll_period() {
     super::support::push(&mut writer, &mut recorder, lines[60..].join("\n").as_bytes());
     // Nothing else reads the run now (a request would bring it up to date
     // and so wake the stream itself).
+    let text = streamed_until_done(&mut body).await;
+    let last = envelope_sequences(&text).into_iter().max();
+    assert!(last.is_some_and(|last| last > written), "{last:?} after {written}: {text}");
+}
+
+/// Reads an SSE body until the run is done (its view says so); the text
+/// read. Panics after 10 s, or when the stream ends before.
+async fn streamed_until_done(body: &mut Body) -> String {
     let mut text = String::new();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while !text.contains("\"status\":\"done\"") {
         let frame = tokio::time::timeout_at(deadline, body.frame())
             .await
-            .unwrap_or_else(|_| panic!("the written lines were not streamed within 10 s: {text}"));
+            .unwrap_or_else(|_| panic!("no done in the stream within 10 s: {text}"));
         let Some(Ok(frame)) = frame else { panic!("the stream ended: {text}") };
         if let Ok(data) = frame.into_data() {
             text.push_str(&String::from_utf8_lossy(&data));
         }
     }
-    let last = text
-        .split("\n\n")
+    text
+}
+
+/// The sequences of the `envelope` events of an SSE text, in order.
+fn envelope_sequences(text: &str) -> Vec<u64> {
+    text.split("\n\n")
         .filter(|event| event.starts_with("event: envelope"))
         .filter_map(|event| event.split_once("data: "))
         .filter_map(|(_, data)| serde_json::from_str::<Value>(data).ok())
         .filter_map(|envelope| envelope["sequence"].as_u64())
-        .max();
-    assert!(last.is_some_and(|last| last > written), "{last:?} after {written}: {text}");
+        .collect()
 }
 
 /// Reads an SSE body until a `run` event counts `events` envelopes; returns
