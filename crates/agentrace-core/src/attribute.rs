@@ -56,7 +56,10 @@ pub struct Emitted {
     pub raw: Option<Box<RawValue>>,
     /// The frame is the line this event was made of, not copied into
     /// `raw`: the attributor was told the caller references lines where
-    /// they are ([`Attributor::reference_frames`]).
+    /// they are ([`Attributor::reference_frames`]), or its own parse
+    /// checked the line whole and it leaves the copy to the caller (the
+    /// recorder copies it, on the thread that numbers events when the
+    /// attribution is lent).
     pub line_frame: bool,
 }
 

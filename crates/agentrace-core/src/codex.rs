@@ -339,7 +339,6 @@ impl CodexAttributor {
                         if error.is_none() {
                             unfinished_turn_ids = result
                                 .read_back_turns()
-                                .iter()
                                 .filter(|turn| turn.is_unfinished())
                                 .filter_map(|turn| turn.id().map(TurnId::from))
                                 .collect();
@@ -364,12 +363,12 @@ impl CodexAttributor {
     /// thread the response is about, if one.
     fn response_threads(
         &mut self,
-        result: &ResponseResult<'_>,
+        result: &ResponseResult,
         method: Option<&str>,
         pending: &mut Pending,
     ) -> Option<ThreadId> {
         let mut about = None;
-        if let Some(thread) = result.thread() {
+        if let Some(thread) = &result.thread {
             // thread/start, thread/resume and thread/fork answer with the
             // thread *and* its settings (`model`); thread/read does not.
             let started = matches!(
@@ -377,18 +376,18 @@ impl CodexAttributor {
                 Some("thread/start" | "thread/resume" | "thread/fork")
             ) || (method.is_none() && result.model);
             let id = ThreadId::from(thread.id.as_str());
-            self.thread_object(&thread, started, "threadRead", pending);
+            self.thread_object(thread, started, "threadRead", pending);
             about = Some(id);
         }
-        for thread in result.listed_threads() {
-            self.thread_object(&thread, false, "threadList", pending);
+        for thread in &result.listed_threads {
+            self.thread_object(thread, false, "threadList", pending);
         }
         about
     }
 
     /// A thread object: a spawn source links it; otherwise, when the client
     /// started it, it is a root.
-    fn thread_object(&mut self, thread: &Thread, started: bool, via: &str, pending: &mut Pending) {
+    fn thread_object<T>(&mut self, thread: &Thread<T>, started: bool, via: &str, pending: &mut Pending) {
         let id = ThreadId::from(thread.id.as_str());
         self.observe(&id);
         if let Some(spawn) = thread.thread_spawn() {
@@ -994,18 +993,23 @@ impl CodexAttributor {
         timestamp: Timestamp,
         actor: Actor,
         event: Event,
-        raw: Option<Box<RawValue>>,
+        frame: FrameOf,
     ) {
         if let Some(thread) = &actor.thread_id {
             self.announced.insert(thread.clone(), actor.clone());
         }
+        let (raw, line_frame) = match frame {
+            FrameOf::Line => (None, true),
+            FrameOf::Copy(raw) => (Some(raw), false),
+            FrameOf::None => (None, false),
+        };
         out.push(Emitted {
             timestamp,
-            direction: if raw.is_some() { base.direction } else { None },
+            direction: if raw.is_some() || line_frame { base.direction } else { None },
             actor,
             event,
             raw,
-            line_frame: false,
+            line_frame,
         });
     }
 
@@ -1037,7 +1041,7 @@ impl CodexAttributor {
                         thread_id: thread.clone(),
                         actor,
                     },
-                    None,
+                    FrameOf::None,
                 );
             }
         }
@@ -1050,38 +1054,40 @@ impl Attributor for CodexAttributor {
         let mut pending = Pending {
             derived: Vec::new(),
         };
-        // Decode once: the line is checked and kept as written (`raw`), its
-        // envelope read with the payload borrowed from that text, and the
-        // payload typed by its method; no value tree is built.
-        let (thread, event, raw, timestamp) = match decode_raw(line.bytes, line.truncated_from) {
-            DecodedRaw::Undecodable {
+        // Decode once: the line's envelope is read with its payload
+        // borrowed from the text, and the payload typed by its method; no
+        // value tree is built. That parse checks the whole line as JSON, so
+        // the line is its own frame, copied where it is numbered (on the
+        // other thread when the attribution is lent: the check of a copy
+        // was an eighth of this thread's time). A line it cannot read is
+        // checked and copied here, to say why.
+        let (thread, event, frame, timestamp) = match frame_of(line) {
+            Ok(frame) => {
+                let timestamp = frame
+                    .emitted_at_ms
+                    .map(Timestamp::from_millis)
+                    .unwrap_or(line.observed_at);
+                let (thread, event) =
+                    self.handle_frame(&frame, line.direction, line.line_number, &mut pending);
+                (thread, event, FrameOf::Line, timestamp)
+            }
+            Err(DecodedRaw::Undecodable {
                 reason,
                 raw,
                 raw_base64,
-            } => (
+            }) => (
                 None,
                 Event::undecodable(reason, line.line_number, raw_base64),
-                Some(raw),
+                FrameOf::Copy(raw),
                 line.observed_at,
             ),
-            DecodedRaw::Json(raw) => match serde_json::from_str::<Frame<'_>>(raw.get()) {
-                Ok(frame) => {
-                    let timestamp = frame
-                        .emitted_at_ms
-                        .map(Timestamp::from_millis)
-                        .unwrap_or(line.observed_at);
-                    let (thread, event) =
-                        self.handle_frame(&frame, line.direction, line.line_number, &mut pending);
-                    (thread, event, Some(raw), timestamp)
-                }
-                // Valid JSON, but not an object of JSON-RPC's members.
-                Err(_) => (
-                    None,
-                    not_json_rpc(line.line_number),
-                    Some(raw),
-                    line.observed_at,
-                ),
-            },
+            // Valid JSON, but not an object of JSON-RPC's members.
+            Err(DecodedRaw::Json(raw)) => (
+                None,
+                not_json_rpc(line.line_number),
+                FrameOf::Copy(raw),
+                line.observed_at,
+            ),
         };
         let actor = match &thread {
             Some(thread) => self.registry.actor(thread),
@@ -1090,9 +1096,9 @@ impl Attributor for CodexAttributor {
         // Corrections first: they compare against what was announced before
         // this line, and the frame below already carries the new actor.
         self.corrections(&mut out, line, timestamp, thread.as_ref());
-        self.emit(&mut out, line, timestamp, actor, event, raw);
+        self.emit(&mut out, line, timestamp, actor, event, frame);
         for (actor, event) in pending.derived {
-            self.emit(&mut out, line, timestamp, actor, event, None);
+            self.emit(&mut out, line, timestamp, actor, event, FrameOf::None);
         }
         out
     }
@@ -1100,6 +1106,27 @@ impl Attributor for CodexAttributor {
     fn finish(&mut self) -> Vec<Emitted> {
         Vec::new()
     }
+}
+
+/// Where an emitted event's frame is.
+enum FrameOf {
+    /// The line itself, checked whole by the parse that read it
+    /// ([`Emitted::line_frame`]).
+    Line,
+    /// A copy: a line that is not JSON-RPC, or not JSON (then a string).
+    Copy(Box<RawValue>),
+    /// None: a derived event.
+    None,
+}
+
+/// The line's JSON-RPC envelope, its members borrowed from the line; else
+/// the line checked and copied as [`decode_raw`] does, which says whether
+/// it is JSON at all. A parse of the envelope accepts no line that check
+/// refuses: its members are typed or skimmed by the same parser.
+fn frame_of<'a>(line: &InputLine<'a>) -> Result<Frame<'a>, DecodedRaw> {
+    crate::decode::checked_line(line.bytes, line.truncated_from)
+        .and_then(|text| serde_json::from_str::<Frame<'a>>(text).ok())
+        .ok_or_else(|| decode_raw(line.bytes, line.truncated_from))
 }
 
 fn thread_of(id: Option<&str>) -> Option<ThreadId> {

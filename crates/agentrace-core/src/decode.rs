@@ -76,6 +76,13 @@ pub fn decode_raw(bytes: &[u8], truncated_from: Option<u64>) -> DecodedRaw {
     }
 }
 
+/// The text of one line (without its newline) when it can be read as JSON
+/// at all: whole and UTF-8, its surrounding whitespace trimmed; for a reader
+/// whose own typed parse checks it (see [`decode_raw`] for why one cannot).
+pub fn checked_line(bytes: &[u8], truncated_from: Option<u64>) -> Option<&str> {
+    checked_text(bytes, truncated_from).ok().map(str::trim)
+}
+
 /// Why a line is undecodable: the reason, the line as a JSON string, its
 /// bytes in base64 when they were not UTF-8.
 type Unreadable = (String, Box<RawValue>, Option<String>);

@@ -550,10 +550,11 @@ pub struct ErrorParams {
 }
 
 /// A thread object (`thread/started`, `thread/start`, `thread/read`,
-/// `thread/list` answers).
+/// `thread/list` answers), its turns read as `T`: whole [`Turn`]s, or
+/// [`TurnHead`]s for a reader that needs only how each ended.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Thread {
+pub struct Thread<T = Turn> {
     /// Thread id.
     pub id: String,
     /// Parent thread (null in `thread/list` entries even for sub-agents).
@@ -590,8 +591,8 @@ pub struct Thread {
     #[serde(default)]
     pub cli_version: Option<String>,
     /// Turns, when the read asked for them.
-    #[serde(default)]
-    pub turns: Vec<Turn>,
+    #[serde(default = "Vec::new")]
+    pub turns: Vec<T>,
 }
 
 /// `source.subAgent.thread_spawn` (also `source.subagent…` in rollouts).
@@ -614,7 +615,7 @@ pub struct ThreadSpawn {
     pub agent_role: Option<String>,
 }
 
-impl Thread {
+impl<T> Thread<T> {
     /// The `thread_spawn` source of a sub-agent, if this thread is one.
     pub fn thread_spawn(&self) -> Option<ThreadSpawn> {
         let source = self.source.as_ref()?;

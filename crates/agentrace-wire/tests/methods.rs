@@ -159,7 +159,6 @@ fn a_read_back_names_the_turns_it_reads_as_interrupted_with_no_completion_time()
     let result = ResponseResult::of(&result);
     let unfinished: Vec<String> = result
         .read_back_turns()
-        .iter()
         .filter(|turn| turn.is_unfinished())
         .filter_map(|turn| turn.id().map(str::to_owned))
         .collect();

@@ -320,6 +320,12 @@ pub struct TurnHead {
     /// End time; null or absent while running and for a turn a restart cut.
     #[serde(default)]
     pub completed_at: Option<IgnoredAny>,
+    /// Whether the entry has `turns` (with an id, a listed thread's mark).
+    #[serde(default, rename = "turns", deserialize_with = "present")]
+    has_turns: bool,
+    /// Whether the entry has `source` (a listed thread's other mark).
+    #[serde(default, rename = "source", deserialize_with = "present")]
+    has_source: bool,
 }
 
 impl TurnHead {
@@ -333,38 +339,47 @@ impl TurnHead {
     pub fn id(&self) -> Option<&str> {
         self.id.as_ref().and_then(|id| id.0.as_deref())
     }
+
+    /// True for an entry of a `data` list that is a thread object rather
+    /// than a turn or an item: one with an id and `turns`, or a `source`.
+    fn marks_a_thread(&self) -> bool {
+        self.id.is_some() && self.has_turns || self.has_source
+    }
 }
 
-/// The members of a response's `result` agentrace reads (thread objects and
-/// read-back turns), whatever the request was; anything of another shape
-/// reads as absent.
+/// The members of a response's `result` agentrace reads, borrowed from it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResponseResult<'a> {
-    /// `thread` (thread/start, thread/resume, thread/fork, thread/read).
+struct ResultMembers<'a> {
     #[serde(default, borrow)]
-    pub thread: Option<&'a RawValue>,
-    /// Whether `model` is there: thread/start, thread/resume and thread/fork
-    /// answer with the thread *and* its settings; thread/read does not.
+    thread: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
-    pub model: bool,
-    /// `data` (thread/list, thread/turns/list, thread/items/list, …).
+    model: bool,
     #[serde(default, borrow)]
-    pub data: Option<&'a RawValue>,
-    /// `turns`.
+    data: Option<&'a RawValue>,
     #[serde(default, borrow)]
-    pub turns: Option<&'a RawValue>,
+    turns: Option<&'a RawValue>,
 }
 
-/// One entry of a `data` list, read for whether it is a thread.
-#[derive(Debug, Default, Deserialize)]
-struct ListEntryHead {
-    #[serde(default, deserialize_with = "present")]
-    id: bool,
-    #[serde(default, deserialize_with = "present")]
-    turns: bool,
-    #[serde(default, deserialize_with = "present")]
-    source: bool,
+/// What agentrace reads of a response's `result` (thread objects and
+/// read-back turns), whatever the request was; anything of another shape
+/// reads as absent. Each member is walked once: a `thread/read` answer with
+/// its turns was walked five times when each question parsed it anew, and
+/// answers are the largest frames of a session.
+#[derive(Debug, Default)]
+pub struct ResponseResult {
+    /// `result.thread`, when it is a thread object (thread/start,
+    /// thread/resume, thread/fork, thread/read), its turns read as heads.
+    pub thread: Option<Thread<TurnHead>>,
+    /// Whether `model` is there: thread/start, thread/resume and thread/fork
+    /// answer with the thread *and* its settings; thread/read does not.
+    pub model: bool,
+    /// The thread objects of `result.data` (a `thread/list` answer, or a
+    /// list whose entries carry a thread's `source` or `turns`).
+    pub listed_threads: Vec<Thread<TurnHead>>,
+    /// The turns read back besides the thread's own (`thread.turns` of a
+    /// thread of another shape, `data`, `turns`), in that order.
+    read_back: Vec<TurnHead>,
 }
 
 /// The entries of a list member, each as written (none when it is no list).
@@ -373,46 +388,60 @@ fn entries(list: Option<&RawValue>) -> Vec<&RawValue> {
         .unwrap_or_default()
 }
 
-impl<'a> ResponseResult<'a> {
+/// The entries of a list member that read as turn heads.
+fn heads(list: Option<&RawValue>) -> impl Iterator<Item = TurnHead> + '_ {
+    entries(list)
+        .into_iter()
+        .filter_map(|entry| serde_json::from_str::<TurnHead>(entry.get()).ok())
+}
+
+impl ResponseResult {
     /// Reads a `result` as written; one of another shape says nothing.
-    pub fn of(result: &'a RawValue) -> ResponseResult<'a> {
-        serde_json::from_str(result.get()).unwrap_or_default()
-    }
-
-    /// `result.thread`, when it is a thread object.
-    pub fn thread(&self) -> Option<Thread> {
-        self.thread
-            .and_then(|thread| serde_json::from_str(thread.get()).ok())
-    }
-
-    /// The thread objects of `result.data` (a `thread/list` answer, or a
-    /// list whose entries carry a thread's `source` or `turns`).
-    pub fn listed_threads(&self) -> Vec<Thread> {
-        entries(self.data)
-            .into_iter()
-            .filter(|entry| {
-                let head: ListEntryHead = serde_json::from_str(entry.get()).unwrap_or_default();
-                head.id && head.turns || head.source
-            })
-            .filter_map(|entry| serde_json::from_str(entry.get()).ok())
-            .collect()
+    pub fn of(result: &RawValue) -> ResponseResult {
+        let members: ResultMembers<'_> = serde_json::from_str(result.get()).unwrap_or_default();
+        let mut read_back = Vec::new();
+        let thread = members.thread.and_then(|raw| {
+            match serde_json::from_str::<Thread<TurnHead>>(raw.get()) {
+                Ok(thread) => Some(thread),
+                Err(_) => {
+                    // Not a thread object, yet its turns are still read back.
+                    #[derive(Default, Deserialize)]
+                    struct Turns<'b> {
+                        #[serde(default, borrow)]
+                        turns: Option<&'b RawValue>,
+                    }
+                    let turns = serde_json::from_str::<Turns<'_>>(raw.get())
+                        .ok()
+                        .and_then(|thread| thread.turns);
+                    read_back.extend(heads(turns));
+                    None
+                }
+            }
+        });
+        let mut listed_threads = Vec::new();
+        for entry in entries(members.data) {
+            let Ok(head) = serde_json::from_str::<TurnHead>(entry.get()) else {
+                continue;
+            };
+            if head.marks_a_thread() {
+                listed_threads.extend(serde_json::from_str::<Thread<TurnHead>>(entry.get()).ok());
+            }
+            read_back.push(head);
+        }
+        read_back.extend(heads(members.turns));
+        ResponseResult {
+            thread,
+            model: members.model,
+            listed_threads,
+            read_back,
+        }
     }
 
     /// The turns the answer reads back (`thread.turns`, `data`, `turns`).
-    pub fn read_back_turns(&self) -> Vec<TurnHead> {
-        #[derive(Default, Deserialize)]
-        struct Turns<'b> {
-            #[serde(default, borrow)]
-            turns: Option<&'b RawValue>,
-        }
-        let thread_turns = self
-            .thread
-            .and_then(|thread| serde_json::from_str::<Turns<'_>>(thread.get()).ok())
-            .and_then(|thread| thread.turns);
-        [thread_turns, self.data, self.turns]
-            .into_iter()
-            .flat_map(entries)
-            .filter_map(|turn| serde_json::from_str::<TurnHead>(turn.get()).ok())
-            .collect()
+    pub fn read_back_turns(&self) -> impl Iterator<Item = &TurnHead> {
+        self.thread
+            .iter()
+            .flat_map(|thread| &thread.turns)
+            .chain(&self.read_back)
     }
 }
