@@ -617,6 +617,62 @@ mod tests {
         assert_eq!(split.push(&line(again, lines.len())), alone.push(&line(again, lines.len())));
     }
 
+    /// Each line is kept whole in one envelope's `raw`, copied where the
+    /// event is numbered, lent or not: a frame its envelope's parse read,
+    /// and the lines that parse refuses, which are checked and copied as
+    /// before (not an object, a member twice, an escape the check takes but
+    /// the typed parse does not, not JSON at all: a string copy).
+    #[test]
+    fn every_line_is_kept_whole_in_one_envelope_lent_or_not() {
+        let lines = [
+            r#"{"method":"thread/started","params":{"thread":{"id":"t1"}},"emittedAtMs":1795000000000}"#,
+            r#"[1,2]"#,
+            r#"{"method":"a","method":"b"}"#,
+            r#"{"method":"\ud800x","params":{}}"#,
+            r#"{"method": "#,
+            "  {\"method\":\"turn/started\",\"params\":{\"threadId\":\"t1\",\"turn\":{\"id\":\"u1\"}}}\r",
+        ];
+        let kept = |envelopes: &[Envelope]| -> Vec<(String, String)> {
+            envelopes
+                .iter()
+                .filter_map(|envelope| {
+                    let raw = envelope.raw.as_ref()?.get().to_owned();
+                    let kind = match &envelope.event {
+                        EventBody::Known(Event::Unknown { kind, .. }) => kind.clone(),
+                        EventBody::Known(event) => event.type_name().to_owned(),
+                        EventBody::Foreign(_) => "foreign".to_owned(),
+                    };
+                    Some((raw, kind))
+                })
+                .collect()
+        };
+        let at = Timestamp::from_millis(1_795_000_000_000);
+        let mut alone = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+        let mut split = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+        let (mut expected, mut got) = (alone.start(at), split.start(at));
+        let mut attribution = split.lend_attribution();
+        for (number, bytes) in lines.iter().enumerate() {
+            expected.extend(alone.push(&line(bytes, number)));
+            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number));
+            got.extend(split.number_attributed(made));
+        }
+        assert_eq!(got, expected);
+        let pairs = |items: &[(&str, &str)]| -> Vec<(String, String)> {
+            items.iter().map(|(raw, kind)| ((*raw).to_owned(), (*kind).to_owned())).collect()
+        };
+        assert_eq!(
+            kept(&got),
+            pairs(&[
+                (lines[0], "thread_started"),
+                (lines[1], "notJsonRpc"),
+                (lines[2], "notJsonRpc"),
+                (lines[3], "notJsonRpc"),
+                (r#""{\"method\": ""#, "undecodable"),
+                (lines[5].trim(), "turn_started"),
+            ])
+        );
+    }
+
     /// A rollout recorded with its lines' frames referenced makes the
     /// envelopes it makes with them copied, each frame's copy (redacted of
     /// a key, too) replaced by its line's reference; lines pushed without

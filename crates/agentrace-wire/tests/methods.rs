@@ -164,3 +164,60 @@ fn a_read_back_names_the_turns_it_reads_as_interrupted_with_no_completion_time()
         .collect();
     assert_eq!(unfinished, ["a", "c"]);
 }
+
+/// One walk of a `result` finds the thread (with its turns, one of them
+/// without an id), the listed threads among a `data` list's turns and
+/// ids, and every turn read back, in the order `thread`, `data`, `turns`.
+#[test]
+fn a_result_is_read_for_its_thread_its_listed_threads_and_its_turns_in_one_walk() {
+    let result = RawValue::from_string(
+        r#"{"thread":{"id":"t","source":"vscode","turns":[{"id":"a","status":"completed"},{"status":"interrupted"}]},"model":"m",
+            "data":[{"id":"c","turns":[]},{"id":"d","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"t"}}}},{"id":"e","status":"interrupted"},"loaded-id",{"id":7,"turns":[]}],
+            "turns":[{"id":"f"}]}"#
+            .to_owned(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let result = ResponseResult::of(&result);
+    let thread = result.thread.as_ref().map(|thread| (thread.id.clone(), thread.turns.len()));
+    let listed: Vec<(String, Option<String>)> = result
+        .listed_threads
+        .iter()
+        .map(|thread| (thread.id.clone(), thread.thread_spawn().and_then(|spawn| spawn.parent_thread_id)))
+        .collect();
+    let read_back: Vec<(Option<&str>, bool)> =
+        result.read_back_turns().map(|turn| (turn.id(), turn.is_unfinished())).collect();
+    assert_eq!(
+        (thread, result.model, listed, read_back),
+        (
+            Some(("t".to_owned(), 2)),
+            true,
+            vec![("c".to_owned(), None), ("d".to_owned(), Some("t".to_owned()))],
+            vec![
+                (Some("a"), false),
+                (None, true),
+                (Some("c"), false),
+                (Some("d"), false),
+                (Some("e"), true),
+                (None, false),
+                (Some("f"), false),
+            ]
+        )
+    );
+}
+
+/// A `thread` that is no thread object (no id) is no thread, yet its turns
+/// are read back; a `data` that is no list lists nothing.
+#[test]
+fn a_result_of_other_shapes_still_reads_back_its_turns() {
+    let result = RawValue::from_string(
+        r#"{"thread":{"turns":[{"id":"a","status":"interrupted"}]},"data":{"id":"x"},"turns":"no"}"#.to_owned(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let result = ResponseResult::of(&result);
+    let read_back: Vec<(Option<&str>, bool)> =
+        result.read_back_turns().map(|turn| (turn.id(), turn.is_unfinished())).collect();
+    assert_eq!(
+        (result.thread.is_none(), result.model, result.listed_threads.len(), read_back),
+        (true, false, 0, vec![(Some("a"), true)])
+    );
+}
