@@ -3,7 +3,9 @@
 //! token, run id validation, the CSP, and the stream of a live run.
 
 use agentrace_core::warnings::WarningConfig;
+use agentrace_core::Recorder;
 use agentrace_server::{app, AppState, Options, CONTENT_SECURITY_POLICY};
+use agentrace_store::RunWriter;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt as _;
@@ -346,29 +348,12 @@ async fn the_viewer_never_inserts_html() {
 
 #[tokio::test]
 async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
-    let scratch = Scratch::new();
-    let text = std::fs::read_to_string(super::support::capture("v1_basic"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let lines: Vec<&str> = text.lines().collect();
-    let (mut writer, mut recorder) =
-        scratch.record("live", lines[..40].join("\n").as_bytes(), false);
-    let state = AppState::new(
-        scratch.home(),
-        Options {
-            poll: std::time::Duration::from_millis(20),
-            ..Options::default()
-        },
-    );
+    let (scratch, lines) = (Scratch::new(), capture_lines("v1_basic"));
+    let (mut writer, mut recorder, state) =
+        live_run(&scratch, &lines, std::time::Duration::from_millis(20));
     let (_, before) = get(&state, "/api/runs/live", None).await;
     let last = before["run"]["counts"]["events"].as_u64().unwrap_or(0);
-    let response = app(state.clone())
-        .oneshot(
-            Request::get(format!("/api/runs/live/stream?after={last}"))
-                .body(Body::empty())
-                .unwrap_or_else(|e| panic!("{e}")),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let response = stream(&state, &format!("/api/runs/live/stream?after={last}")).await;
     assert_eq!(
         response
             .headers()
@@ -395,29 +380,12 @@ async fn the_stream_of_a_live_run_sends_new_envelopes_as_they_are_written() {
 
 #[tokio::test]
 async fn the_stream_of_a_live_run_is_woken_by_a_write_not_by_its_poll_period() {
-    let scratch = Scratch::new();
-    let text = std::fs::read_to_string(super::support::capture("v1_basic"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let lines: Vec<&str> = text.lines().collect();
-    let (mut writer, mut recorder) =
-        scratch.record("live", lines[..40].join("\n").as_bytes(), false);
+    let (scratch, lines) = (Scratch::new(), capture_lines("v1_basic"));
     // A poll period far past the test's deadline: only the watcher of the
     // log can bring the new lines in time.
-    let state = AppState::new(
-        scratch.home(),
-        Options {
-            poll: std::time::Duration::from_secs(3600),
-            ..Options::default()
-        },
-    );
-    let response = app(state.clone())
-        .oneshot(
-            Request::get("/api/runs/live/stream")
-                .body(Body::empty())
-                .unwrap_or_else(|e| panic!("{e}")),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut writer, mut recorder, state) =
+        live_run(&scratch, &lines, std::time::Duration::from_secs(3600));
+    let response = stream(&state, "/api/runs/live/stream").await;
     let mut body = response.into_body();
     // The stream's first view, of the 40 lines, before anything is written.
     let (_, before) = get(&state, "/api/runs/live", None).await;
@@ -433,6 +401,45 @@ async fn the_stream_of_a_live_run_is_woken_by_a_write_not_by_its_poll_period() {
     let text = streamed_until_done(&mut body).await;
     let last = envelope_sequences(&text).into_iter().max();
     assert!(last.is_some_and(|last| last > written), "{last:?} after {written}: {text}");
+}
+
+/// The lines of a capture's transcript.
+fn capture_lines(name: &str) -> Vec<String> {
+    std::fs::read_to_string(super::support::capture(name))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A live run `live` recorded from the first 40 lines, still open, and a
+/// server over its home that polls live runs every `poll`.
+fn live_run(
+    scratch: &Scratch,
+    lines: &[String],
+    poll: std::time::Duration,
+) -> (RunWriter, Recorder, AppState) {
+    let (writer, recorder) = scratch.record("live", lines[..40].join("\n").as_bytes(), false);
+    let state = AppState::new(
+        scratch.home(),
+        Options {
+            poll,
+            ..Options::default()
+        },
+    );
+    (writer, recorder, state)
+}
+
+/// The response to a request for a stream, its body not yet read.
+async fn stream(state: &AppState, uri: &str) -> axum::response::Response {
+    app(state.clone())
+        .oneshot(
+            Request::get(uri)
+                .body(Body::empty())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Reads an SSE body until the run is done (its view says so); the text
@@ -517,14 +524,7 @@ async fn two_clients_of_a_live_run_get_the_one_folds_records_as_records_gives_th
     );
     let mut bodies = Vec::new();
     for _ in 0..2 {
-        let response = app(state.clone())
-            .oneshot(
-                Request::get("/api/runs/live/stream")
-                    .body(Body::empty())
-                    .unwrap_or_else(|e| panic!("{e}")),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let response = stream(&state, "/api/runs/live/stream").await;
         bodies.push(response.into_body());
     }
     super::support::push(&mut writer, &mut recorder, lines[20..].join("\n").as_bytes());
