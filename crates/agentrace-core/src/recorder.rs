@@ -78,6 +78,9 @@ pub struct Recorder {
     source: Option<Source>,
     /// Secrets in stored frames are redacted unless the user opted out.
     keep_secrets: bool,
+    /// Frames are kept (copied or referenced): not for a caller that reads
+    /// only usage ([`Recorder::for_usage`]).
+    keeps_frames: bool,
     /// The trace context `run_started` names.
     traceparent: Option<String>,
 }
@@ -108,6 +111,7 @@ impl Recorder {
             format,
             source: None,
             keep_secrets: false,
+            keeps_frames: true,
             traceparent: None,
         }
     }
@@ -186,6 +190,7 @@ impl Recorder {
     /// kinds can be missing.
     pub fn for_usage(mut self) -> Self {
         self.keep_secrets = true;
+        self.keeps_frames = false;
         self.attributor.drop_frames();
         self.attributor.usage_only();
         self
@@ -310,6 +315,13 @@ impl Recorder {
         let emitted = self.attributor.push_part(part, line);
         let emitted = copied_line_frames(emitted, line.bytes);
         self.number(emitted)
+    }
+
+    /// Whether the envelopes keep frames at all: false for a recorder made
+    /// [`Recorder::for_usage`], whose caller need not say where a line is
+    /// (a reference's checksum was 2 % of `usage` straight from folders).
+    pub fn keeps_frames(&self) -> bool {
+        self.keeps_frames
     }
 
     /// From now on, lines' frames are referenced where they are, not copied

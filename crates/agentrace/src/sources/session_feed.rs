@@ -235,7 +235,9 @@ impl SessionFeed {
     /// `sink` the envelopes; `Err(Diverged)` (before anything is fed) when
     /// what they gained since the last pass cannot follow it.
     pub fn feed(&mut self, recorder: &mut Recorder, reach: Reach<'_>, sink: Sink<'_>) -> anyhow::Result<Result<(), Diverged>> {
-        if self.references {
+        // A recorder that keeps no frames has no use for where a line is.
+        let references = self.references && recorder.keeps_frames();
+        if references {
             recorder.reference_frames();
         }
         let mut heads = BinaryHeap::new();
@@ -265,13 +267,13 @@ impl SessionFeed {
                     return Ok(Err(Diverged { path: document.path.clone() }));
                 }
                 let bytes = read_small(&document.path)?;
-                let at = self.references.then(|| agentrace_store::raw_ref::reference(&document.path, 0, &bytes));
+                let at = references.then(|| agentrace_store::raw_ref::reference(&document.path, 0, &bytes));
                 batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, at, clock));
                 document.fed = Some(bytes.len() as u64);
             }
             if let Some(line) = stream.lines.queued.pop_front() {
                 if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
-                    let at = (self.references && line.truncated_from.is_none())
+                    let at = (references && line.truncated_from.is_none())
                         .then(|| agentrace_store::raw_ref::reference(&stream.lines.path, line.start, &line.bytes));
                     batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, at, clock));
                 }
