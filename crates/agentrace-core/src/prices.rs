@@ -16,8 +16,10 @@
 //! day's start and end and at request sizes across every tier threshold in
 //! the database (up to ten million input tokens), and when an empty request
 //! costs nothing (no per-request fee). Anything else (a tiered price, one
-//! that changes within the day, a model the database lacks) is priced per
-//! request, as before. The database is decoded on the first miss only.
+//! that changes within the day, a model the database lacks, and every
+//! request of an unknown provider, which may reach a price by the time of
+//! day that a day's start and end cannot see) is priced per request, as
+//! before. The database is decoded on the first miss only.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -233,6 +235,16 @@ impl PriceBook {
     /// The flat rates of `request`'s key, resolved on first use; `None`
     /// for a book without the cache.
     fn flat(&self, request: &Request<'_>) -> Option<Flat> {
+        // A day's rates are read at its start and end: sound for a price
+        // that changes at midnight UTC (the database's start dates), not
+        // for one by the time of day (DeepSeek's off-peak hours, 00:30 to
+        // 16:30 at twice the rate: a day starts and ends off-peak). No
+        // model the database finds for Codex or Claude has one (a test
+        // holds it to that); a request of an unknown provider is matched
+        // across every provider, so it is priced one by one.
+        if !matches!(request.provider, Provider::Codex | Provider::Claude) {
+            return None;
+        }
         let mut cache = self.flat.as_ref()?.lock().ok()?;
         let day = request.at.millis().div_euclid(DAY_MS);
         if let Some(found) = cache
@@ -468,6 +480,83 @@ mod tests {
 
     /// 2026-11-30, when the fixtures were captured.
     const DAY: i64 = 20_785;
+
+    /// The models whose price at some half hour of `day` differs from
+    /// their price at its start, among those the database lists under
+    /// `listed`, priced as `provider`'s requests, with each service tier.
+    fn priced_by_the_time_of_day(listed: &str, provider: Provider) -> Vec<String> {
+        let tokens = TokenUsage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 250_000,
+            cache_creation_input_tokens: 125_000,
+            output_tokens: 100_000,
+            ..TokenUsage::default()
+        };
+        let models: Vec<String> = Calculator::bundled()
+            .providers()
+            .filter(|info| info.id() == listed)
+            .flat_map(|info| info.models().map(|model| model.id().to_owned()).collect::<Vec<_>>())
+            .collect();
+        let mut varying = Vec::new();
+        for model in models {
+            for tier in [None, Some("flex"), Some("priority")] {
+                let at = |half: i64| Timestamp(DAY * DAY_MS + half * 30 * 60 * 1000);
+                let price = |half| {
+                    database_calculation(provider, &model, tier, at(half), &tokens)
+                        .ok()
+                        .map(|calculation| calculation.total_price.to_bits())
+                };
+                if (1..48).any(|half| price(half) != price(0)) {
+                    varying.push(format!("{model} {}", tier.unwrap_or("standard")));
+                }
+            }
+        }
+        varying.dedup();
+        varying
+    }
+
+    /// The flat-rate cache reads a day's rates at its start and end, so no
+    /// model a Codex or Claude request can reach may be priced by the time
+    /// of day; DeepSeek's are, so the check can tell.
+    #[test]
+    fn no_model_of_codex_or_claude_is_priced_by_the_time_of_day() {
+        assert_eq!(
+            (
+                priced_by_the_time_of_day("openai", Provider::Codex),
+                priced_by_the_time_of_day("anthropic", Provider::Claude),
+                priced_by_the_time_of_day("deepseek", Provider::Unknown).contains(&"deepseek-chat standard".to_owned()),
+            ),
+            (Vec::new(), Vec::new(), true)
+        );
+    }
+
+    /// A request of an unknown provider may reach a price by the time of
+    /// day: at noon DeepSeek's peak rate, twice its off-peak one, as the
+    /// database says, where a day's rates read at its start and end were
+    /// both off-peak.
+    #[test]
+    fn a_request_of_an_unknown_provider_is_priced_at_its_own_hour() {
+        let tokens = TokenUsage { input_tokens: 1_000_000, output_tokens: 1_000_000, ..TokenUsage::default() };
+        let book = PriceBook::database();
+        let price = |hour: i64| {
+            book.price(&Request {
+                provider: Provider::Unknown,
+                model: "deepseek-chat",
+                at: Timestamp(DAY * DAY_MS + hour * 3_600_000),
+                service_tier: None,
+                tokens: &tokens,
+            })
+        };
+        let uncached = |hour: i64| {
+            database_calculation(Provider::Unknown, "deepseek-chat", None, Timestamp(DAY * DAY_MS + hour * 3_600_000), &tokens)
+                .ok()
+                .map(|calculation| calculation.total_price)
+        };
+        // The night's request first, so a day's cache would be made then.
+        let priced = [price(20), price(12)];
+        assert_eq!(priced, [uncached(20), uncached(12)]);
+        assert!(priced[1] > priced[0], "{priced:?}");
+    }
 
     #[test]
     fn the_flat_prices_of_the_fixtures_models_resolve_to_rates_and_a_tiered_one_does_not() {
