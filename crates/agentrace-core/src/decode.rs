@@ -78,7 +78,8 @@ pub fn decode_raw(bytes: &[u8], truncated_from: Option<u64>) -> DecodedRaw {
 
 /// The text of one line (without its newline) when it can be read as JSON
 /// at all: whole and UTF-8, its surrounding whitespace trimmed; for a reader
-/// whose own typed parse checks it (see [`decode_raw`] for why one cannot).
+/// whose own typed parse checks the JSON. When that parse fails,
+/// [`decode_raw`] says whether the line is JSON at all.
 pub fn checked_line(bytes: &[u8], truncated_from: Option<u64>) -> Option<&str> {
     checked_text(bytes, truncated_from).ok().map(str::trim)
 }
