@@ -245,23 +245,33 @@ impl PriceBook {
         if !matches!(request.provider, Provider::Codex | Provider::Claude) {
             return None;
         }
-        let mut cache = self.flat.as_ref()?.lock().ok()?;
+        let flat = self.flat.as_ref()?;
         let day = request.at.millis().div_euclid(DAY_MS);
-        if let Some(found) = cache
-            .get(request.model)
-            .and_then(|days| days.get(&(request.provider, day)))
-            .and_then(|tiers| tiers.iter().find(|(tier, _)| tier.as_deref() == request.service_tier))
-        {
-            return Some(found.1);
+        let cached = |cache: &FlatRates| {
+            cache
+                .get(request.model)
+                .and_then(|days| days.get(&(request.provider, day)))
+                .and_then(|tiers| tiers.iter().find(|(tier, _)| tier.as_deref() == request.service_tier))
+                .map(|(_, found)| *found)
+        };
+        if let Some(found) = cached(&*flat.lock().ok()?) {
+            return Some(found);
         }
-        let flat = resolve_flat(request.provider, request.model, request.service_tier, day);
-        cache
-            .entry(request.model.to_owned())
-            .or_default()
-            .entry((request.provider, day))
-            .or_default()
-            .push((request.service_tier.map(Box::from), flat));
-        Some(flat)
+        // Resolved with the lock released: it takes about thirty database
+        // requests, and every other worker's request would wait on the lock
+        // meanwhile (a history of many days resolves once per model and
+        // day). Two workers may resolve one key at once; they find the same.
+        let resolved = resolve_flat(request.provider, request.model, request.service_tier, day);
+        let mut cache = flat.lock().ok()?;
+        if cached(&cache).is_none() {
+            cache
+                .entry(request.model.to_owned())
+                .or_default()
+                .entry((request.provider, day))
+                .or_default()
+                .push((request.service_tier.map(Box::from), resolved));
+        }
+        Some(resolved)
     }
 }
 
