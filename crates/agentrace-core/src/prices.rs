@@ -505,7 +505,7 @@ mod tests {
         let models: Vec<String> = Calculator::bundled()
             .providers()
             .filter(|info| info.id() == listed)
-            .flat_map(|info| info.models().map(|model| model.id().to_owned()).collect::<Vec<_>>())
+            .flat_map(|info| info.models().map(|model| model.id().to_owned()))
             .collect();
         let mut varying = Vec::new();
         for model in models {
@@ -521,7 +521,6 @@ mod tests {
                 }
             }
         }
-        varying.dedup();
         varying
     }
 
@@ -548,17 +547,18 @@ mod tests {
     fn a_request_of_an_unknown_provider_is_priced_at_its_own_hour() {
         let tokens = TokenUsage { input_tokens: 1_000_000, output_tokens: 1_000_000, ..TokenUsage::default() };
         let book = PriceBook::database();
-        let price = |hour: i64| {
+        let at = |hour: i64| Timestamp(DAY * DAY_MS + hour * 3_600_000);
+        let price = |hour| {
             book.price(&Request {
                 provider: Provider::Unknown,
                 model: "deepseek-chat",
-                at: Timestamp(DAY * DAY_MS + hour * 3_600_000),
+                at: at(hour),
                 service_tier: None,
                 tokens: &tokens,
             })
         };
-        let uncached = |hour: i64| {
-            database_calculation(Provider::Unknown, "deepseek-chat", None, Timestamp(DAY * DAY_MS + hour * 3_600_000), &tokens)
+        let uncached = |hour| {
+            database_calculation(Provider::Unknown, "deepseek-chat", None, at(hour), &tokens)
                 .ok()
                 .map(|calculation| calculation.total_price)
         };

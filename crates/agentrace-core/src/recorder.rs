@@ -423,8 +423,7 @@ impl Recorder {
         let keep_secrets = self.keep_secrets;
         self.number_redacted(attributed.into_iter().map(|Attributed { mut emitted, line }| {
             if let Some(line) = line {
-                emitted.raw = crate::decode::json_frame(&line);
-                emitted.line_frame = false;
+                copy_line_frame(&mut emitted, &line);
             }
             redacted_unless(keep_secrets, emitted)
         }))
@@ -521,10 +520,16 @@ impl Attributor for Lent {
 /// does not reference lines: [`Recorder::push_referenced`] does).
 fn copied_line_frames(mut emitted: Vec<Emitted>, line: &[u8]) -> Vec<Emitted> {
     for emitted in emitted.iter_mut().filter(|emitted| emitted.line_frame) {
-        emitted.raw = crate::decode::json_frame(line);
-        emitted.line_frame = false;
+        copy_line_frame(emitted, line);
     }
     emitted
+}
+
+/// Copies `line`, the frame of an event marked [`Emitted::line_frame`],
+/// into its `raw`.
+fn copy_line_frame(emitted: &mut Emitted, line: &[u8]) {
+    emitted.raw = crate::decode::json_frame(line);
+    emitted.line_frame = false;
 }
 
 /// An event whose frame is the line (referenced, not copied), with the

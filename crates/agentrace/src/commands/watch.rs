@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use agentrace_core::model::{RunId, RunStatus, SessionEndReason, Severity, Warning};
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
+use agentrace_store::watching::{changes_watcher, is_change};
 use agentrace_store::Home;
 use serde::Serialize;
 use anyhow::Context as _;
@@ -672,8 +673,6 @@ fn watch(
         }
     }
 }
-
-pub(crate) use agentrace_store::watching::{changes_watcher, is_change};
 
 fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::Result<()> {
     for folder in folders {
