@@ -1208,6 +1208,8 @@ fn tokens(breakdown: &TokenBreakdown) -> TokenUsage {
         input_tokens: breakdown.input_tokens,
         cached_input_tokens: breakdown.cached_input_tokens,
         cache_creation_input_tokens: breakdown.cache_write_input_tokens,
+        // Codex names no cache lifetime.
+        cache_creation_1h_input_tokens: 0,
         output_tokens: breakdown.output_tokens,
         reasoning_output_tokens: breakdown.reasoning_output_tokens,
         total_tokens: breakdown.total_tokens,

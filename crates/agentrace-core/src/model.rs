@@ -434,6 +434,12 @@ pub struct TokenUsage {
     /// `cacheWriteInputTokens`); included in `inputTokens`.
     #[serde(default)]
     pub cache_creation_input_tokens: u64,
+    /// The part of `cacheCreationInputTokens` kept in the cache for an hour
+    /// (Claude's `cache_creation.ephemeral_1h_input_tokens`): it costs more
+    /// than a five-minute write. Absent when none, so a record without it
+    /// reads as before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_1h_input_tokens: u64,
     /// Output tokens, reasoning included.
     pub output_tokens: u64,
     /// Reasoning output tokens.
@@ -477,6 +483,11 @@ impl IncompleteReason {
     }
 }
 
+/// For counters a record leaves out when nothing was counted.
+pub(crate) fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 impl TokenUsage {
     /// Field-wise sum.
     pub fn add(&self, other: &TokenUsage) -> TokenUsage {
@@ -485,6 +496,8 @@ impl TokenUsage {
             cached_input_tokens: self.cached_input_tokens + other.cached_input_tokens,
             cache_creation_input_tokens: self.cache_creation_input_tokens
                 + other.cache_creation_input_tokens,
+            cache_creation_1h_input_tokens: self.cache_creation_1h_input_tokens
+                + other.cache_creation_1h_input_tokens,
             output_tokens: self.output_tokens + other.output_tokens,
             reasoning_output_tokens: self.reasoning_output_tokens + other.reasoning_output_tokens,
             total_tokens: self.total_tokens + other.total_tokens,
@@ -500,6 +513,9 @@ impl TokenUsage {
             cache_creation_input_tokens: self
                 .cache_creation_input_tokens
                 .saturating_sub(part.cache_creation_input_tokens),
+            cache_creation_1h_input_tokens: self
+                .cache_creation_1h_input_tokens
+                .saturating_sub(part.cache_creation_1h_input_tokens),
             output_tokens: self.output_tokens.saturating_sub(part.output_tokens),
             reasoning_output_tokens: self
                 .reasoning_output_tokens

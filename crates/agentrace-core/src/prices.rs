@@ -48,6 +48,10 @@ pub struct FilePrice {
     /// Cache writes.
     #[serde(default)]
     pub cache_creation: f64,
+    /// Cache writes kept for an hour (Claude), when they cost otherwise
+    /// than `cacheCreation`; absent, they cost what it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_1h: Option<f64>,
     /// Output (reasoning included).
     pub output: f64,
 }
@@ -87,8 +91,11 @@ pub struct Rates {
     pub input: f64,
     /// Cache reads.
     pub cached_input: f64,
-    /// Cache writes.
+    /// Cache writes (kept five minutes, for Claude).
     pub cache_write: f64,
+    /// Cache writes kept for an hour (Claude's); the same as `cache_write`
+    /// for a model whose writes have one price.
+    pub cache_write_1h: f64,
     /// Output.
     pub output: f64,
     /// True when a large request pays other rates than these (the rates
@@ -130,21 +137,26 @@ enum Flat {
 
 /// A flat price's rates per million tokens. A cache rate the database may
 /// not have (it then bills those tokens as input) is `None` when it equals
-/// the input rate: a request with such tokens is priced per request.
+/// the input rate: a request with such tokens is priced per request. The
+/// hour-long write rate is `None` when it equals the write rate (the
+/// database then has none, and bills those tokens as any write).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct FlatRate {
     input: f64,
     cache_read: Option<f64>,
     cache_write: Option<f64>,
+    cache_write_1h: Option<f64>,
     output: f64,
 }
 
 impl FlatRate {
     /// The cost of `tokens` as the database computes it, operation for
     /// operation (each unit's `rate × count / 10⁶`, input units summed in
-    /// the database's unit order: cache reads, cache writes, input), so the
-    /// figure is the database's to the bit; `None` when it cannot be
-    /// (tokens of a cache unit whose rate is unknown).
+    /// the database's order of price keys: cache reads, hour-long cache
+    /// writes, the other cache writes, input), so the figure is the
+    /// database's to the bit; `None` when it cannot be (tokens of a cache
+    /// unit whose rate is unknown). The caller holds each part within its
+    /// whole.
     fn cost(&self, tokens: &TokenUsage) -> Option<f64> {
         const PER: f64 = 1_000_000.0;
         let part = |rate: Option<f64>, count: u64| match (rate, count) {
@@ -152,11 +164,19 @@ impl FlatRate {
             (Some(rate), count) => Some(rate * count as f64 / PER),
             (None, _) => None,
         };
-        let uncached = tokens.input_tokens - tokens.cached_input_tokens - tokens.cache_creation_input_tokens;
-        let input = 0.0
-            + part(self.cache_read, tokens.cached_input_tokens)?
-            + part(self.cache_write, tokens.cache_creation_input_tokens)?
-            + self.input * uncached as f64 / PER;
+        let writes = tokens.cache_creation_input_tokens;
+        let uncached = tokens.input_tokens - tokens.cached_input_tokens - writes;
+        let read = 0.0 + part(self.cache_read, tokens.cached_input_tokens)?;
+        let written = match self.cache_write_1h {
+            // The database bills what is left of the writes once the
+            // hour-long ones are taken out (its "leaf").
+            Some(hour_rate) => {
+                let hour = tokens.cache_creation_1h_input_tokens;
+                read + part(Some(hour_rate), hour)? + part(self.cache_write, writes - hour)?
+            }
+            None => read + part(self.cache_write, writes)?,
+        };
+        let input = written + self.input * uncached as f64 / PER;
         let output = self.output * tokens.output_tokens as f64 / PER;
         Some(input + output)
     }
@@ -222,9 +242,11 @@ impl PriceBook {
             return Some(file_cost(price, request.tokens));
         }
         let tokens = request.tokens;
-        // A request whose cache reads and writes exceed its input is
-        // refused by the database (or priced oddly): never by the rates.
-        let consistent = tokens.cached_input_tokens.saturating_add(tokens.cache_creation_input_tokens) <= tokens.input_tokens;
+        // A request whose cache reads and writes exceed its input, or whose
+        // hour-long writes exceed its writes, is refused by the database (or
+        // priced oddly): never by the rates.
+        let consistent = tokens.cached_input_tokens.saturating_add(tokens.cache_creation_input_tokens) <= tokens.input_tokens
+            && tokens.cache_creation_1h_input_tokens <= tokens.cache_creation_input_tokens;
         match self.flat(request).filter(|_| consistent) {
             Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| database_price(request)),
             Some(Flat::Unpriced) => None,
@@ -329,8 +351,11 @@ fn resolve_flat(provider: Provider, model: &str, service_tier: Option<&str>, day
     let agrees = shapes.into_iter().all(|total| {
         let cache_write = if rate.cache_write.is_some() { total / 8 } else { 0 };
         let cache_read = if rate.cache_read.is_some() { total / 4 } else { 0 };
+        let mixed = TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() };
         [
-            TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() },
+            mixed,
+            // A third of the writes kept for an hour.
+            TokenUsage { cache_creation_1h_input_tokens: cache_write / 3, ..mixed },
             TokenUsage { input_tokens: total, output_tokens: 3, ..TokenUsage::default() },
         ]
         .iter()
@@ -356,11 +381,25 @@ fn rate_at(
     let input = price(at, TokenUsage { input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
     let read = price(at, TokenUsage { input_tokens: MILLION, cached_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
     let write = price(at, TokenUsage { input_tokens: MILLION, cache_creation_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
+    let hour = price(
+        at,
+        TokenUsage {
+            input_tokens: MILLION,
+            cache_creation_input_tokens: MILLION,
+            cache_creation_1h_input_tokens: MILLION,
+            ..TokenUsage::default()
+        },
+    )?
+    .input_price;
     let output = price(at, TokenUsage { output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
     let input = database_rate(input);
     // Equal to the input rate: billed as input, or priced alike; unknown.
     let cache = |figure: f64| Some(database_rate(figure)).filter(|rate| *rate != input);
-    Ok(FlatRate { input, cache_read: cache(read), cache_write: cache(write), output: database_rate(output) })
+    let cache_write = cache(write);
+    // Equal to the write rate: billed as any write (the agreement probes
+    // catch a model that prices both alike but apart).
+    let cache_write_1h = cache(hour).filter(|rate| Some(*rate) != cache_write);
+    Ok(FlatRate { input, cache_read: cache(read), cache_write, cache_write_1h, output: database_rate(output) })
 }
 
 /// The database's rate (a short decimal, as its data writes it) from the
@@ -380,6 +419,7 @@ impl PriceBook {
                 input: price.input,
                 cached_input: price.cached_input,
                 cache_write: price.cache_creation,
+                cache_write_1h: price.cache_creation_1h.unwrap_or(price.cache_creation),
                 output: price.output,
                 tiered: false,
                 source: PriceSource::File,
@@ -405,12 +445,24 @@ impl PriceBook {
             cache_creation_input_tokens: tokens,
             ..TokenUsage::default()
         };
+        let written_1h = |tokens| TokenUsage {
+            input_tokens: tokens,
+            cache_creation_input_tokens: tokens,
+            cache_creation_1h_input_tokens: tokens,
+            ..TokenUsage::default()
+        };
         let output = |tokens| TokenUsage { output_tokens: tokens, ..TokenUsage::default() };
         let (input_rate, matched_model) = rate_of(SMALL, input)?;
         let (cached_rate, _) = rate_of(SMALL, cached)?;
         let (write_rate, _) = rate_of(SMALL, written)?;
+        let (write_1h_rate, _) = rate_of(SMALL, written_1h)?;
         let (output_rate, _) = rate_of(SMALL, output)?;
-        let tiered = [(input as fn(u64) -> TokenUsage, input_rate), (cached, cached_rate), (written, write_rate)]
+        let tiered = [
+            (input as fn(u64) -> TokenUsage, input_rate),
+            (cached, cached_rate),
+            (written, write_rate),
+            (written_1h, write_1h_rate),
+        ]
             .into_iter()
             .any(|(part, small)| rate_of(LARGE, part).is_some_and(|(large, _)| (large - small).abs() > small * 1e-9));
         Some(Rates {
@@ -418,6 +470,7 @@ impl PriceBook {
             input: input_rate,
             cached_input: cached_rate,
             cache_write: write_rate,
+            cache_write_1h: write_1h_rate,
             output: output_rate,
             tiered,
             source: PriceSource::Database,
@@ -459,6 +512,11 @@ fn genai_usage(tokens: &TokenUsage) -> Usage {
     if tokens.cache_creation_input_tokens > 0 {
         usage.insert(UsageKey::CACHE_WRITE_TOKENS, tokens.cache_creation_input_tokens as f64);
     }
+    // A part of the writes: a model with an hour-long write price bills
+    // them at it, and the rest of the writes at the write price.
+    if tokens.cache_creation_1h_input_tokens > 0 {
+        usage.insert(UsageKey::CACHE_WRITE_1H_TOKENS, tokens.cache_creation_1h_input_tokens as f64);
+    }
     usage.insert(UsageKey::OUTPUT_TOKENS, tokens.output_tokens as f64);
     usage
 }
@@ -469,9 +527,12 @@ fn file_cost(price: &FilePrice, tokens: &TokenUsage) -> f64 {
         .input_tokens
         .saturating_sub(tokens.cached_input_tokens)
         .saturating_sub(tokens.cache_creation_input_tokens);
+    let hour = tokens.cache_creation_1h_input_tokens.min(tokens.cache_creation_input_tokens);
+    let five_minutes = tokens.cache_creation_input_tokens - hour;
     (uncached as f64 * price.input
         + tokens.cached_input_tokens as f64 * price.cached_input
-        + tokens.cache_creation_input_tokens as f64 * price.cache_creation
+        + five_minutes as f64 * price.cache_creation
+        + hour as f64 * price.cache_creation_1h.unwrap_or(price.cache_creation)
         + tokens.output_tokens as f64 * price.output)
         / 1_000_000.0
 }
@@ -597,5 +658,17 @@ mod tests {
                 ("mock-model", "unpriced"),
             ]
         );
+    }
+
+    #[test]
+    fn an_hour_long_write_rate_is_resolved_apart_only_where_the_database_has_one() {
+        let write_rates = |provider, model| match resolve_flat(provider, model, None, DAY) {
+            Flat::Rates(rate) => Some((rate.cache_write, rate.cache_write_1h)),
+            Flat::Unpriced | Flat::PerRequest => None,
+        };
+        assert_eq!(write_rates(Provider::Claude, "claude-opus-5-5"), Some((Some(5.0), Some(8.0))));
+        assert_eq!(write_rates(Provider::Claude, "claude-haiku-4-5"), Some((Some(1.25), Some(2.0))));
+        // OpenAI has one write price: hour-long writes are any writes.
+        assert_eq!(write_rates(Provider::Codex, "gpt-5").map(|(_, hour)| hour), Some(None));
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    Actor, AgentStatus, Envelope, Event, EventBody, FinalMessageConfidence, IncompleteReason,
+    is_zero, Actor, AgentStatus, Envelope, Event, EventBody, FinalMessageConfidence, IncompleteReason,
     ItemId, Provider, Role, RunId, RunStatus, Source, ThreadId, Timestamp, TokenUsage, Warning,
     WARMUP_LABEL,
 };
@@ -229,10 +229,6 @@ pub struct ModelTokens {
     /// fold and the usage index; `show` leaves them out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hours: Vec<HourTokens>,
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
 }
 
 /// How complete a cost figure is.

@@ -204,6 +204,21 @@ pub struct ApiUsage {
     /// The service tier that served the request (`standard`, `priority`, …).
     #[serde(default)]
     pub service_tier: Option<String>,
+    /// `cache_creation_input_tokens` by how long the cache keeps them
+    /// (Claude Code 2.x; older records lack it).
+    #[serde(default, deserialize_with = "lenient_object")]
+    pub cache_creation: Option<CacheCreation>,
+}
+
+/// Cache writes by lifetime: an hour's costs more than five minutes'.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CacheCreation {
+    /// Written for five minutes.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub ephemeral_5m_input_tokens: u64,
+    /// Written for an hour.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub ephemeral_1h_input_tokens: u64,
 }
 
 /// One content block of a message; unknown block types are kept as `Unknown`.

@@ -150,6 +150,12 @@ pub fn tokens(usage: &ApiUsage) -> TokenUsage {
         input_tokens: input,
         cached_input_tokens: usage.cache_read_input_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        // A part, never more than the whole: the price database refuses a
+        // request whose hour-long writes exceed its writes.
+        cache_creation_1h_input_tokens: usage
+            .cache_creation
+            .as_ref()
+            .map_or(0, |split| split.ephemeral_1h_input_tokens.min(usage.cache_creation_input_tokens)),
         output_tokens: usage.output_tokens,
         reasoning_output_tokens: 0,
         total_tokens: input + usage.output_tokens,

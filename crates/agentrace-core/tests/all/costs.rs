@@ -22,6 +22,7 @@ fn tokens(input: u64, cached: u64, output: u64) -> TokenUsage {
         input_tokens: input,
         cached_input_tokens: cached,
         cache_creation_input_tokens: 0,
+        cache_creation_1h_input_tokens: 0,
         output_tokens: output,
         reasoning_output_tokens: 0,
         total_tokens: input + output,
@@ -109,8 +110,8 @@ fn a_model_the_database_lacks_has_no_price_not_a_zero() {
 #[test]
 fn a_file_price_overrides_and_extends_the_database() {
     let file = BTreeMap::from([
-        ("mock".to_owned(), FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 0.0, output: 10.0 }),
-        ("claude-opus-5-5".to_owned(), FilePrice { input: 2.0, cached_input: 0.0, cache_creation: 0.0, output: 0.0 }),
+        ("mock".to_owned(), FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 0.0, cache_creation_1h: None, output: 10.0 }),
+        ("claude-opus-5-5".to_owned(), FilePrice { input: 2.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0 }),
     ]);
     let book = PriceBook::with_file(file, "abc");
     assert_eq!(book.id(), format!("genai-prices {DATABASE_VERSION} + file abc"));
@@ -129,8 +130,75 @@ fn rates_are_those_of_a_small_request_and_say_when_a_large_one_pays_more() {
     let sol = book.rates(Provider::Codex, "gpt-6.1-sol", at()).unwrap_or_else(|| panic!("no rates"));
     assert_eq!((sol.input, sol.cached_input, sol.cache_write, sol.output, sol.tiered), (2.0, 0.1, 2.5, 10.0, true));
     let opus = book.rates(Provider::Claude, "claude-opus-5-5", at()).unwrap_or_else(|| panic!("no rates"));
-    assert_eq!((opus.input, opus.cached_input, opus.cache_write, opus.output, opus.tiered), (4.0, 0.2, 5.0, 20.0, false));
+    assert_eq!(
+        (opus.input, opus.cached_input, opus.cache_write, opus.cache_write_1h, opus.output, opus.tiered),
+        (4.0, 0.2, 5.0, 8.0, 20.0, false)
+    );
     assert_eq!(opus.source, PriceSource::Database);
+    // OpenAI's writes have one price, whatever the cache keeps them for.
+    assert_eq!(sol.cache_write_1h, sol.cache_write);
+}
+
+/// A Claude request with `writes` cache writes, `hour` of them kept an hour.
+fn written(writes: u64, hour: u64) -> TokenUsage {
+    TokenUsage {
+        input_tokens: 3_000 + writes,
+        cached_input_tokens: 1_000,
+        cache_creation_input_tokens: writes,
+        cache_creation_1h_input_tokens: hour,
+        output_tokens: 400,
+        reasoning_output_tokens: 0,
+        total_tokens: 3_400 + writes,
+    }
+}
+
+#[test]
+fn a_cache_write_kept_for_an_hour_costs_the_hour_rate_and_the_rest_the_five_minute_rate() {
+    let (book, uncached) = (PriceBook::database(), PriceBook::database().without_cache());
+    fn request<'a>(model: &'a str, tokens: &'a TokenUsage) -> Request<'a> {
+        Request { provider: Provider::Claude, model, at: at(), service_tier: None, tokens }
+    }
+    let tokens = written(100_000, 60_000);
+    // Claude Opus 5.5: input 4, cache reads 0.2, writes 5 (five minutes)
+    // and 8 (an hour), output 20, per million.
+    let due = (2_000.0 * 4.0 + 1_000.0 * 0.2 + 40_000.0 * 5.0 + 60_000.0 * 8.0 + 400.0 * 20.0) / 1e6;
+    let ours = book.price(&request("claude-opus-5-5", &tokens));
+    assert!(ours.is_some_and(|cost| (cost - due).abs() < 1e-12), "{ours:?} where {due} is due");
+    // The flat rates give the database's figure to the bit, for any split,
+    // a tiered model's too.
+    for model in ["claude-opus-5-5", "claude-haiku-4-5", "claude-3-haiku", "claude-sonnet-4-5", "claude-2"] {
+        for hour in [0, 1, 33_333, 99_999, 100_000] {
+            let tokens = written(100_000, hour);
+            let (ours, theirs) = (book.price(&request(model, &tokens)), uncached.price(&request(model, &tokens)));
+            assert!(theirs.is_some(), "{model}: no price");
+            assert_eq!(ours.map(f64::to_bits), theirs.map(f64::to_bits), "{model} {hour}: {ours:?} {theirs:?}");
+        }
+    }
+    // More kept for an hour than written is refused, not priced.
+    let odd = written(100, 101);
+    assert_eq!(book.price(&request("claude-opus-5-5", &odd)), uncached.price(&request("claude-opus-5-5", &odd)));
+}
+
+#[test]
+fn a_file_price_of_hour_long_writes_is_used_and_without_one_they_cost_the_write_price() {
+    let price = |hour: Option<f64>| {
+        let file = BTreeMap::from([(
+            "mock".to_owned(),
+            FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 2.0, cache_creation_1h: hour, output: 10.0 },
+        )]);
+        let book = PriceBook::with_file(file, "abc");
+        let tokens = written(1_000_000, 250_000);
+        book.price(&Request { provider: Provider::Claude, model: "mock-model", at: at(), service_tier: None, tokens: &tokens })
+    };
+    // 2,000 uncached at 1, 1,000 cached at 0.5, 750,000 written at 2,
+    // 250,000 written for an hour at 3 (or 2), 400 output at 10.
+    assert_eq!(price(Some(3.0)), Some((2_000.0 + 500.0 + 1_500_000.0 + 750_000.0 + 4_000.0) / 1e6));
+    assert_eq!(price(None), Some((2_000.0 + 500.0 + 1_500_000.0 + 500_000.0 + 4_000.0) / 1e6));
+    // The file's member is `cacheCreation1h`, and may be left out.
+    let read: BTreeMap<String, FilePrice> =
+        serde_json::from_str(r#"{"a": {"input": 1, "output": 2, "cacheCreation1h": 3}, "b": {"input": 1, "output": 2}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((read["a"].cache_creation_1h, read["b"].cache_creation_1h), (Some(3.0), None));
 }
 
 #[test]
@@ -251,7 +319,7 @@ fn usage_of_no_thread_counts_outside_the_tree_startup_for_warmup_agents() {
 #[test]
 fn a_fold_priced_by_a_users_file_uses_it_where_the_database_has_nothing() {
     let usage = tokens(1_000_000, 0, 0);
-    let file = BTreeMap::from([("mock-model".to_owned(), FilePrice { input: 3.0, cached_input: 0.0, cache_creation: 0.0, output: 0.0 })]);
+    let file = BTreeMap::from([("mock-model".to_owned(), FilePrice { input: 3.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0 })]);
     let state = fold(
         "codex",
         vec![

@@ -46,8 +46,11 @@ struct Priced {
     input: f64,
     /// Per million cache reads.
     cached_input: f64,
-    /// Per million cache writes.
+    /// Per million cache writes (kept five minutes, for Claude).
     cache_write: f64,
+    /// Per million cache writes kept for an hour (Claude's; the same as
+    /// `cache_write` where writes have one price).
+    cache_write_1h: f64,
     /// Per million output tokens.
     output: f64,
     /// True when a large request pays other rates (these are a small one's).
@@ -114,18 +117,19 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         });
     }
     out.line(format!(
-        "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10}  {:<20} {:>12}",
-        "MODEL", "PROVIDER", "INPUT $/M", "CACHED", "CACHE-WRITE", "OUTPUT", "SOURCE", "TOKENS"
+        "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10} {:>10}  {:<20} {:>12}",
+        "MODEL", "PROVIDER", "INPUT $/M", "CACHED", "CACHE-WRITE", "WRITE-1H", "OUTPUT", "SOURCE", "TOKENS"
     ))?;
     for model in &priced {
         let name = if model.tiered { format!("{} (tiered)", model.model) } else { model.model.clone() };
         out.line(format!(
-            "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4}  {:<20} {:>12}",
+            "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4} {:>10.4}  {:<20} {:>12}",
             crate::render::one_line(&name, 36),
             model.provider,
             model.input,
             model.cached_input,
             model.cache_write,
+            model.cache_write_1h,
             model.output,
             model.source,
             model.tokens
@@ -148,6 +152,7 @@ fn row(provider: String, model: String, rates: Rates, database: &str, tokens: u6
         input: rates.input,
         cached_input: rates.cached_input,
         cache_write: rates.cache_write,
+        cache_write_1h: rates.cache_write_1h,
         output: rates.output,
         tiered: rates.tiered,
         source: match rates.source {

@@ -55,7 +55,7 @@ pub struct StatuslineArgs {
 }
 
 /// The state format; a state of another version is dropped (read again).
-const STATE_VERSION: u32 = 2;
+const STATE_VERSION: u32 = 3;
 
 /// The most of stdin read: Claude Code's input is a few hundred bytes.
 const MAX_INPUT: u64 = 1024 * 1024;
@@ -239,6 +239,9 @@ struct Rates {
     cached_input: f64,
     #[serde(with = "exact_float")]
     cache_write: f64,
+    /// Per token of a cache write kept for an hour.
+    #[serde(with = "exact_float")]
+    cache_write_1h: f64,
     #[serde(with = "exact_float")]
     output: f64,
 }
@@ -264,9 +267,12 @@ impl Rates {
             .input_tokens
             .saturating_sub(tokens.cached_input_tokens)
             .saturating_sub(tokens.cache_creation_input_tokens);
+        let hour = tokens.cache_creation_1h_input_tokens.min(tokens.cache_creation_input_tokens);
+        let five_minutes = tokens.cache_creation_input_tokens - hour;
         uncached as f64 * self.input
             + tokens.cached_input_tokens as f64 * self.cached_input
-            + tokens.cache_creation_input_tokens as f64 * self.cache_write
+            + five_minutes as f64 * self.cache_write
+            + hour as f64 * self.cache_write_1h
             + tokens.output_tokens as f64 * self.output
     }
 }
@@ -636,11 +642,12 @@ fn flat_rates(book: &PriceBook, what: &Priced<'_>) -> Option<Rates> {
     let input = |n| TokenUsage { input_tokens: n, ..TokenUsage::default() };
     let cached = |n| TokenUsage { input_tokens: n, cached_input_tokens: n, ..TokenUsage::default() };
     let written = |n| TokenUsage { input_tokens: n, cache_creation_input_tokens: n, ..TokenUsage::default() };
+    let written_1h = |n| TokenUsage { cache_creation_1h_input_tokens: n, ..written(n) };
     let output = |n| TokenUsage { output_tokens: n, ..TokenUsage::default() };
     const SMALL: u64 = 1_000;
     const LARGE: u64 = 2_000_000;
-    let parts: [&dyn Fn(u64) -> TokenUsage; 4] = [&input, &cached, &written, &output];
-    let mut small = [0.0; 4];
+    let parts: [&dyn Fn(u64) -> TokenUsage; 5] = [&input, &cached, &written, &written_1h, &output];
+    let mut small = [0.0; 5];
     for (index, part) in parts.iter().enumerate() {
         small[index] = rate(SMALL, part)?;
         let large = rate(LARGE, part)?;
@@ -652,12 +659,14 @@ fn flat_rates(book: &PriceBook, what: &Priced<'_>) -> Option<Rates> {
         input: small[0],
         cached_input: small[1],
         cache_write: small[2],
-        output: small[3],
+        cache_write_1h: small[3],
+        output: small[4],
     };
     let mixed = TokenUsage {
         input_tokens: 5_000,
         cached_input_tokens: 2_000,
         cache_creation_input_tokens: 1_000,
+        cache_creation_1h_input_tokens: 400,
         output_tokens: 700,
         reasoning_output_tokens: 0,
         total_tokens: 5_700,

@@ -160,10 +160,12 @@ fn claude_costs(projects: &Path) -> HashMap<String, f64> {
     for reply in replies.values() {
         let number = |key: &str| reply.usage[key].as_f64().unwrap_or(0.0);
         let (read, write) = (number("cache_read_input_tokens"), number("cache_creation_input_tokens"));
+        let hour = reply.usage["cache_creation"]["ephemeral_1h_input_tokens"].as_f64().unwrap_or(0.0);
         let usage = [
             ("input_tokens", number("input_tokens") + read + write),
             ("cache_read_tokens", read),
             ("cache_write_tokens", write),
+            ("cache_write_1h_tokens", hour),
             ("output_tokens", number("output_tokens")),
         ];
         let cost = price("anthropic", &reply.model, &usage, &reply.timestamp).unwrap_or(0.0);
@@ -406,6 +408,65 @@ fn as_snapshot(line: &str, message: &str) -> String {
     record.to_string()
 }
 
+/// An assistant record with `writes` cache writes, `hour` of them kept for
+/// an hour, split as Claude Code 2.x records it (`usage.cache_creation`).
+fn with_cache_writes(line: &str, writes: u64, hour: u64) -> String {
+    let Ok(mut record) = serde_json::from_str::<Value>(line) else {
+        return line.to_owned();
+    };
+    if record["type"] != "assistant" || !record["message"]["usage"].is_object() {
+        return line.to_owned();
+    }
+    let usage = &mut record["message"]["usage"];
+    usage["cache_creation_input_tokens"] = Value::from(writes);
+    usage["cache_creation"] =
+        serde_json::json!({"ephemeral_5m_input_tokens": writes - hour, "ephemeral_1h_input_tokens": hour});
+    record.to_string()
+}
+
+#[test]
+fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
+    let hour_long = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 6_000));
+    let five_minutes = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 0));
+    let (session, shorter) = (only_session(hour_long.path()), only_session(five_minutes.path()));
+    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
+    let expected: f64 = claude_costs(&hour_long.path().join("claude/projects")).values().sum();
+    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    // Claude Opus 5.5 writes for an hour at 8 per million, for five minutes
+    // at 5: 6,000 tokens of each response cost 3 per million more.
+    let responses = files(&hour_long.path().join("claude/projects"))
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
+            text.lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .filter(|record| record["type"] == "assistant" && record["message"]["usage"].is_object())
+                .filter_map(|record| record["message"]["id"].as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    assert!(responses >= 3, "{responses} responses");
+    let more = cost(&session) - cost(&shorter);
+    assert!(close(more, responses as f64 * 6_000.0 * 3.0 / 1e6), "{more} more for {responses} responses");
+    // The same tokens, priced otherwise; `show --json` names the hour-long
+    // part of the run's writes, and leaves it out where there is none.
+    assert_eq!(session["totalTokens"], shorter["totalTokens"]);
+    let shown_writes = |dir: &Path| {
+        let cli = Cli::new();
+        let claude = dir.join("claude").to_string_lossy().into_owned();
+        cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
+        let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let id = runs["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("no run: {runs}")).to_owned();
+        let shown: Value = serde_json::from_str(&cli.ok(&["show", "--json", &id])).unwrap_or_else(|e| panic!("{e}"));
+        let tokens = &shown["run"]["tokens"];
+        (tokens["cacheCreationInputTokens"].clone(), tokens["cacheCreation1hInputTokens"].clone())
+    };
+    let writes = responses as u64 * 10_000;
+    assert_eq!(shown_writes(hour_long.path()), (Value::from(writes), Value::from(responses as u64 * 6_000)));
+    assert_eq!(shown_writes(five_minutes.path()), (Value::from(writes), Value::Null));
+}
+
 #[test]
 fn a_subagent_transcript_without_its_last_final_usage_takes_it_from_the_hand_back() {
     // claude-code #84223: the subagent's last response never got its final
@@ -528,18 +589,22 @@ fn prices_lists_the_models_of_the_runs_with_their_rates_and_those_without_one() 
         listed,
         serde_json::json!({
             "models": [{"provider": "claude", "model": "claude-opus-5-5", "matchedModel": "claude-opus-5-5",
-                        "input": 4.0, "cachedInput": 0.2, "cacheWrite": 5.0, "output": 20.0, "tiered": false,
-                        "source": source, "tokens": tokens_of("claude", "claude-opus-5-5")}],
+                        "input": 4.0, "cachedInput": 0.2, "cacheWrite": 5.0, "cacheWrite1h": 8.0, "output": 20.0,
+                        "tiered": false, "source": source, "tokens": tokens_of("claude", "claude-opus-5-5")}],
             "unpricedModels": [{"provider": "codex", "model": "mock-model", "tokens": tokens_of("codex", "mock-model")}],
         })
     );
     // A price file prices the rest, and says so.
     let file = dir.path().join("prices.json");
-    std::fs::write(&file, r#"{"mock-model": {"input": 1.5, "cachedInput": 0.5, "output": 6}}"#).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, r#"{"mock-model": {"input": 1.5, "cachedInput": 0.5, "cacheCreation": 2, "cacheCreation1h": 3, "output": 6}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
     let with_file: Value =
         serde_json::from_str(&cli.ok(&["prices", "--json", "--prices", &file.to_string_lossy()])).unwrap_or_else(|e| panic!("{e}"));
     let mock = &with_file["models"][1];
-    assert_eq!((&mock["model"], &mock["source"], &mock["input"], &mock["cacheWrite"]), (&Value::from("mock-model"), &Value::from("file"), &Value::from(1.5), &Value::from(0.0)));
+    assert_eq!(
+        (&mock["model"], &mock["source"], &mock["input"], &mock["cacheWrite"], &mock["cacheWrite1h"]),
+        (&Value::from("mock-model"), &Value::from("file"), &Value::from(1.5), &Value::from(2.0), &Value::from(3.0))
+    );
     assert_eq!(with_file["unpricedModels"], serde_json::json!([]));
     let table = cli.ok(&["prices"]);
     assert!(table.lines().next().is_some_and(|line| line.starts_with("MODEL")), "{table}");

@@ -304,3 +304,47 @@ fn the_cost_of_every_finished_capture_is_the_cost_usage_gives_it() {
         }
     }
 }
+
+#[test]
+fn an_hour_long_cache_write_costs_on_the_line_what_usage_says() {
+    let prices = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("tempfile: {e}"));
+    std::fs::write(
+        prices.path(),
+        r#"{"claude-opus-5-5": {"input": 1.5, "cachedInput": 0.15, "cacheCreation": 2.0, "cacheCreation1h": 3.0, "output": 7.0}}"#,
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let prices = prices.path().to_string_lossy().into_owned();
+    for extra in [&[][..], &["--prices", prices.as_str()][..]] {
+        let cost_with = |hour: u64| {
+            let session = Session::of("single_fg");
+            // Every response wrote 10,000 tokens to the cache, `hour` of
+            // them for an hour, as Claude Code 2.x splits them.
+            for file in session.files() {
+                let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("read: {e}"));
+                let edited: String = text
+                    .lines()
+                    .map(|line| {
+                        let Ok(mut record) = serde_json::from_str::<serde_json::Value>(line) else {
+                            return format!("{line}\n");
+                        };
+                        let usage = &mut record["message"]["usage"];
+                        if usage.is_object() {
+                            usage["cache_creation_input_tokens"] = 10_000.into();
+                            usage["cache_creation"] = serde_json::json!({
+                                "ephemeral_5m_input_tokens": 10_000 - hour,
+                                "ephemeral_1h_input_tokens": hour,
+                            });
+                        }
+                        format!("{record}\n")
+                    })
+                    .collect();
+                std::fs::write(&file, edited).unwrap_or_else(|e| panic!("write: {e}"));
+            }
+            let shown = figures(&Cli::new(), &session, extra)["cost"].as_f64().unwrap_or(f64::NAN);
+            let (cost, _) = usage_cost(session.dir.path(), extra);
+            assert!((shown - cost).abs() <= 1e-9, "{extra:?} {hour}: statusline {shown}, usage {cost}");
+            shown
+        };
+        assert!(cost_with(6_000) > cost_with(0), "{extra:?}");
+    }
+}
