@@ -331,11 +331,12 @@ impl CodexAttributor {
                         .unwrap_or_else(|| compact(error))
                 });
                 let mut thread = None;
+                let mut model = None;
                 let mut unfinished_turn_ids = Vec::new();
                 if direction != Some(Direction::ToServer) {
                     if let Some(result) = frame.result {
                         let result = ResponseResult::of(result);
-                        thread = self.response_threads(&result, method.as_deref(), pending);
+                        (thread, model) = self.response_threads(&result, method.as_deref(), pending);
                         if error.is_none() {
                             unfinished_turn_ids = result
                                 .read_back_turns()
@@ -352,6 +353,7 @@ impl CodexAttributor {
                         method,
                         error,
                         unfinished_turn_ids,
+                        model,
                     },
                 )
             }
@@ -360,14 +362,16 @@ impl CodexAttributor {
     }
 
     /// Learns roots and links from thread objects in a response; returns the
-    /// thread the response is about, if one.
+    /// thread the response is about, if one, and the model it runs when the
+    /// response started it.
     fn response_threads(
         &mut self,
         result: &ResponseResult,
         method: Option<&str>,
         pending: &mut Pending,
-    ) -> Option<ThreadId> {
+    ) -> (Option<ThreadId>, Option<String>) {
         let mut about = None;
+        let mut model = None;
         if let Some(thread) = &result.thread {
             // thread/start, thread/resume and thread/fork answer with the
             // thread *and* its settings (`model`); thread/read does not.
@@ -376,18 +380,20 @@ impl CodexAttributor {
                 Some("thread/start" | "thread/resume" | "thread/fork")
             ) || (method.is_none() && result.model);
             let id = ThreadId::from(thread.id.as_str());
-            self.thread_object(thread, started, "threadRead", pending);
+            model = self.thread_object(thread, started, "threadRead", pending);
             about = Some(id);
         }
         for thread in &result.listed_threads {
             self.thread_object(thread, false, "threadList", pending);
         }
-        about
+        (about, model)
     }
 
     /// A thread object: a spawn source links it; otherwise, when the client
-    /// started it, it is a root.
-    fn thread_object<T>(&mut self, thread: &Thread<T>, started: bool, via: &str, pending: &mut Pending) {
+    /// started it, it is a root. Returns the model a started thread's
+    /// settings name: its tokens are priced by it, as no token update of
+    /// the stream names one.
+    fn thread_object<T>(&mut self, thread: &Thread<T>, started: bool, via: &str, pending: &mut Pending) -> Option<String> {
         let id = ThreadId::from(thread.id.as_str());
         self.observe(&id);
         if let Some(spawn) = thread.thread_spawn() {
@@ -415,6 +421,7 @@ impl CodexAttributor {
         } else if started {
             self.mark_root(&id);
         }
+        thread.model.clone().filter(|model| started && !model.is_empty())
     }
 
     #[expect(
@@ -446,10 +453,11 @@ impl CodexAttributor {
         }
         let event = match notification {
             Notification::ThreadStarted(started) => {
-                self.thread_object(&started.thread, true, "threadStarted", pending);
+                let model = self.thread_object(&started.thread, true, "threadStarted", pending);
                 Event::ThreadStarted {
                     thread_id: ThreadId::from(started.thread.id.as_str()),
                     cwd: started.thread.cwd.clone(),
+                    model,
                 }
             }
             Notification::ThreadStatusChanged(changed) => Event::Status {

@@ -84,9 +84,11 @@ impl ExecAttributor {
                 self.registry.mark_root(&thread);
                 self.named.insert(thread.clone());
                 self.root.get_or_insert(thread.clone());
+                // `codex exec --json` names no model: the rollouts do.
                 Event::ThreadStarted {
                     thread_id: thread,
                     cwd: None,
+                    model: None,
                 }
             }
             ExecEvent::TurnStarted => {

@@ -847,6 +847,10 @@ pub enum Event {
         /// Its working folder, when the provider names it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<String>,
+        /// The model it runs, when its start names it (Codex
+        /// `thread/started`): what its tokens are priced by.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// An agent spawned a child.
     AgentSpawned {
@@ -927,6 +931,10 @@ pub enum Event {
         /// time: turns the host lost (a restart cut them).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unfinished_turn_ids: Vec<TurnId>,
+        /// The model the answer's thread runs, when the answer started it
+        /// (Codex `thread/start`, `thread/resume`, `thread/fork`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// A provider error.
     Error {

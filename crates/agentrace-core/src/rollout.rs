@@ -386,7 +386,8 @@ impl RolloutAttributor {
             }
         }
         let cwd = payload.get("cwd").and_then(Value::as_str).map(str::to_owned);
-        (Some(id.clone()), Event::ThreadStarted { thread_id: id, cwd })
+        // The model comes with each turn's `turn_context`.
+        (Some(id.clone()), Event::ThreadStarted { thread_id: id, cwd, model: None })
     }
 
     fn task_started(&mut self, thread: &ThreadId, payload: &Value) -> Event {

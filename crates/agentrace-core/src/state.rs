@@ -643,12 +643,22 @@ impl RunState {
                     self.traceparent = traceparent.clone();
                 }
             }
-            // The root's folder is the session's; a helper's counts only
-            // until the root names one (a helper can work elsewhere).
-            Event::ThreadStarted {
-                cwd: Some(cwd), ..
-            } if self.cwd.is_none() || envelope.actor.role == Role::Root => {
-                self.cwd = Some(cwd.clone());
+            Event::ThreadStarted { thread_id, cwd, model } => {
+                // The root's folder is the session's; a helper's counts only
+                // until the root names one (a helper can work elsewhere).
+                if let Some(cwd) = cwd.as_ref().filter(|_| self.cwd.is_none() || envelope.actor.role == Role::Root) {
+                    self.cwd = Some(cwd.clone());
+                }
+                // The model its start names prices its tokens, as a later
+                // `model_selected` would.
+                if let Some(model) = model {
+                    self.with(thread_id, |stats| stats.model = Some(model.clone()));
+                }
+            }
+            Event::Response { model: Some(model), .. } => {
+                if let Some(thread) = &thread {
+                    self.with(thread, |stats| stats.model = Some(model.clone()));
+                }
             }
             Event::ToolUse { .. } => {
                 if let Some(thread) = &thread {
@@ -810,7 +820,7 @@ impl RunState {
                     self.unknown_frames += 1;
                 }
             }
-            Event::Message { .. } | Event::Reasoning { .. } | Event::ItemStarted { .. } | Event::ItemCompleted { .. } | Event::Delta { .. } | Event::ToolResult { .. } | Event::Status { .. } | Event::ThreadStarted { .. } | Event::AgentWaitStarted { .. } | Event::ActorResolved { .. } | Event::ServerRequest { .. } | Event::ClientRequest { .. } | Event::Response { .. } | Event::Error { .. } | Event::Notice { .. } | Event::Replayed { .. } | Event::SessionEnded { .. } => {}
+            Event::Message { .. } | Event::Reasoning { .. } | Event::ItemStarted { .. } | Event::ItemCompleted { .. } | Event::Delta { .. } | Event::ToolResult { .. } | Event::Status { .. } | Event::AgentWaitStarted { .. } | Event::ActorResolved { .. } | Event::ServerRequest { .. } | Event::ClientRequest { .. } | Event::Response { .. } | Event::Error { .. } | Event::Notice { .. } | Event::Replayed { .. } | Event::SessionEnded { .. } => {}
         }
     }
 

@@ -451,3 +451,64 @@ fn a_price_tiered_by_request_size_is_still_priced_per_request() {
     let rates = book.rates(Provider::Claude, "claude-sonnet-4-5", at()).map(|rates| rates.tiered);
     assert_eq!(rates, Some(true));
 }
+
+/// The model and cost of each agent of a Codex app-server capture folded
+/// with the lines `keep` keeps, by thread.
+fn app_server_agents(capture: &str, keep: impl Fn(&str) -> bool) -> Vec<(String, Option<String>, Option<f64>)> {
+    use agentrace_core::recorder::Format;
+    use agentrace_core::InputLine;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(capture).join("server.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new("r".into(), Format::CodexAppServer);
+    let mut envelopes = recorder.start(at());
+    for (index, line) in text.lines().enumerate().filter(|(_, line)| keep(line)) {
+        envelopes.extend(recorder.push(&InputLine {
+            bytes: line.as_bytes(),
+            line_number: index as u64 + 1,
+            observed_at: at(),
+            direction: None,
+            truncated_from: None,
+        }));
+    }
+    envelopes.extend(recorder.finish());
+    let mut state = RunState::new("r".into()).with_prices(PriceBook::shared_database());
+    for envelope in &envelopes {
+        state.apply(envelope);
+    }
+    state.agents().into_iter().map(|agent| (agent.thread_id.as_str().to_owned(), agent.model.clone(), agent.cost)).collect()
+}
+
+/// The thread `thread/start` answered with: the capture's root.
+fn root_thread(capture: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(capture).join("server.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|frame| frame["id"] == 2)
+        .and_then(|frame| frame["result"]["thread"]["id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no thread/start answer in {capture}"))
+}
+
+#[test]
+fn an_app_server_thread_is_priced_by_the_model_its_start_or_its_start_notice_names() {
+    for capture in ["codex/real_model_basic", "codex-0.171/real_model_basic"] {
+        let started = |line: &str| line.contains(r#""method":"thread/started""#);
+        // `thread/start`'s answer: a line with the thread and its settings.
+        let answered = |line: &str| line.starts_with(r#"{"id":2,"result":{"thread":"#);
+        let whole = app_server_agents(capture, |_| true);
+        let root = root_thread(capture);
+        let without_notice = app_server_agents(capture, |line| !started(line));
+        let without_answer = app_server_agents(capture, |line| !answered(line));
+        let without_both = app_server_agents(capture, |line| !started(line) && !answered(line));
+        let of_root = |agents: &[(String, Option<String>, Option<f64>)]| {
+            agents.iter().find(|agent| agent.0 == root.as_str()).map(|agent| (agent.1.clone(), agent.2.is_some()))
+        };
+        let priced = Some((Some("gpt-6.1-sol".to_owned()), true));
+        assert_eq!(of_root(&whole), priced, "{capture}");
+        // Either names it; the same cost whichever did.
+        assert_eq!(without_notice, whole, "{capture}");
+        assert_eq!(without_answer, whole, "{capture}");
+        // Neither: the root's tokens stay unpriced, never guessed.
+        assert_eq!(of_root(&without_both), Some((None, false)), "{capture}");
+    }
+}

@@ -566,6 +566,7 @@ fn events_carry_the_facts_the_child_work_reducer_once_read_from_raw() {
                 method: None,
                 error: None,
                 unfinished_turn_ids: vec!["t-lost".into()],
+                model: None,
             },
         ]
     );

@@ -76,9 +76,10 @@ fn event() -> impl Strategy<Value = EventBody> {
                 item_id: None,
                 turn_id: Some(TurnId::from("turn-1")),
             })),
-        any::<String>().prop_map(|thread| EventBody::Known(Event::ThreadStarted {
+        (any::<String>(), proptest::option::of(any::<String>())).prop_map(|(thread, model)| EventBody::Known(Event::ThreadStarted {
             thread_id: ThreadId::from(thread),
             cwd: None,
+            model,
         })),
         (json_value(), any::<String>()).prop_map(|(request_id, method)| EventBody::Known(
             Event::ClientRequest { request_id, method }
@@ -168,6 +169,7 @@ fn known_envelope() -> Envelope {
         event: EventBody::Known(Event::ThreadStarted {
             thread_id: ThreadId::from("t"),
             cwd: None,
+            model: None,
         }),
         raw: RawValue::from_string(String::from("{\"method\":\"x\"}")).ok(),
         raw_ref: None,

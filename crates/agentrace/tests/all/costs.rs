@@ -610,3 +610,34 @@ fn prices_lists_the_models_of_the_runs_with_their_rates_and_those_without_one() 
     assert!(table.lines().next().is_some_and(|line| line.starts_with("MODEL")), "{table}");
     assert!(table.contains("no price: mock-model (codex, "), "{table}");
 }
+
+#[test]
+fn an_app_server_stream_prices_the_root_by_the_model_its_start_names_as_its_rollouts_do() {
+    for version in ["codex", "codex-0.171"] {
+        let capture = fixtures().join(version).join("real_model_basic");
+        let cli = Cli::new();
+        let id = cli.ok(&["ingest", "--quiet", &capture.join("server.jsonl").to_string_lossy()]);
+        let shown: Value = serde_json::from_str(&cli.ok(&["show", "--json", id.trim()])).unwrap_or_else(|e| panic!("{e}"));
+        let mut live = Vec::new();
+        let mut todo: Vec<&Value> = shown["agents"].as_array().into_iter().flatten().collect();
+        while let Some(agent) = todo.pop() {
+            live.push((agent["label"].clone(), agent["model"].clone(), agent["cost"].clone(), agent["costStatus"].clone()));
+            todo.extend(agent["children"].as_array().into_iter().flatten());
+        }
+        live.sort_by_key(|agent| agent.0.to_string());
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        copy_dir(&capture.join("rollouts"), &dir.path().join("sessions"));
+        let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--codex-home", &dir.path().to_string_lossy()]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut rollouts: Vec<_> = straight["sessions"][0]["agents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|agent| (agent["label"].clone(), agent["model"].clone(), agent["own"]["cost"].clone(), agent["own"]["costStatus"].clone()))
+            .collect();
+        rollouts.sort_by_key(|agent| agent.0.to_string());
+        assert_eq!(live, rollouts, "{version}");
+        let root = live.iter().find(|agent| agent.0 == "Main").unwrap_or_else(|| panic!("no Main: {live:?}"));
+        assert_eq!((&root.1, &root.3), (&Value::from("gpt-6.1-sol"), &Value::from("exact")), "{version}");
+    }
+}
