@@ -104,7 +104,7 @@ impl ImportArgs {
 
     /// The Claude config dir this import reads, if any.
     pub(crate) fn claude_dir(&self) -> Option<PathBuf> {
-        self.claude_dir.clone().or_else(claude_config_dir)
+        claude_dir(self)
     }
 
     /// Where this import reads from, as its summary says it: `Codex from
@@ -395,12 +395,28 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
 }
 
 fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
-    args.codex_home.clone().or_else(|| {
+    let dir = args.codex_home.clone().or_else(|| {
         std::env::var_os("CODEX_HOME")
             .filter(|value| !value.is_empty())
             .map(PathBuf::from)
             .or_else(|| dirs_home().map(|home| home.join(".codex")))
-    })
+    });
+    dir.map(from_the_root)
+}
+
+fn claude_dir(args: &ImportArgs) -> Option<PathBuf> {
+    args.claude_dir.clone().or_else(claude_config_dir).map(from_the_root)
+}
+
+/// A folder named from the root: every path found under it is then too,
+/// and the references the import writes need no working folder each (a
+/// relative folder made one `getcwd` per line read), nor does a key made
+/// of it depend on where the import ran.
+fn from_the_root(dir: PathBuf) -> PathBuf {
+    match dir.is_relative() {
+        true => std::path::absolute(&dir).unwrap_or(dir),
+        false => dir,
+    }
 }
 
 fn dirs_home() -> Option<PathBuf> {
@@ -1111,7 +1127,7 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
 pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<Vec<RunId>> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
-    let claude_dir = args.claude_dir.clone().or_else(claude_config_dir);
+    let claude_dir = claude_dir(args);
     // A folder named on the command line that is not there is most likely
     // a typo: said, not silently read as empty.
     for dir in [&args.codex_home, &args.claude_dir].into_iter().flatten() {

@@ -137,6 +137,33 @@ fn an_imported_codex_and_claude_envelope_references_its_line_in_place_of_raw() {
     assert!(claude.iter().filter(|line| line.get("rawRef").is_some()).count() > 40);
 }
 
+#[test]
+fn folders_named_relatively_are_imported_from_the_root_and_known_by_their_absolute_names() {
+    let dir = homes(&["v1_basic"], &["single_bg"]);
+    let cli = Cli::new();
+    let imported = |cwd: &Path, codex: &str, claude: &str| {
+        let output = cli
+            .command(&["import", "--codex-home", codex, "--claude-dir", claude])
+            .current_dir(cwd)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        stderr.lines().last().unwrap_or_default().split(" (").next().unwrap_or_default().to_owned()
+    };
+    assert_eq!(imported(dir.path(), "./codex", "claude"), "imported 2 new sessions, 0 changed, 0 unchanged");
+    // The references name the sources from the root.
+    let rollout = jsonl_under(&dir.path().join("codex")).remove(0);
+    assert_eq!(log_lines(&cli, &run_id(&cli, "codex"))[1]["rawRef"], first_line_reference(&rollout));
+    // The same folders by their absolute names, from elsewhere: nothing to
+    // read again.
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    assert_eq!(
+        imported(Path::new("/"), &codex.to_string_lossy(), &claude.to_string_lossy()),
+        "imported 0 new sessions, 0 changed, 2 unchanged"
+    );
+}
+
 /// A source line holding a key is referenced like any other, and nothing
 /// read from it keeps the key: not the log, not `events --raw` (the frame
 /// is redacted as it is resolved), not the run's answer.
