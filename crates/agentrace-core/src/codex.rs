@@ -1216,8 +1216,9 @@ fn tokens(breakdown: &TokenBreakdown) -> TokenUsage {
         input_tokens: breakdown.input_tokens,
         cached_input_tokens: breakdown.cached_input_tokens,
         cache_creation_input_tokens: breakdown.cache_write_input_tokens,
-        // Codex names no cache lifetime.
+        // Codex names no cache lifetime, and counts no web search here.
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
         output_tokens: breakdown.output_tokens,
         reasoning_output_tokens: breakdown.reasoning_output_tokens,
         total_tokens: breakdown.total_tokens,

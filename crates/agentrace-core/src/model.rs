@@ -440,6 +440,11 @@ pub struct TokenUsage {
     /// reads as before.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_1h_input_tokens: u64,
+    /// Web searches the requests ran (Claude's
+    /// `server_tool_use.web_search_requests`): no tokens, but billed per
+    /// search. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub web_search_requests: u64,
     /// Output tokens, reasoning included.
     pub output_tokens: u64,
     /// Reasoning output tokens.
@@ -498,6 +503,7 @@ impl TokenUsage {
                 + other.cache_creation_input_tokens,
             cache_creation_1h_input_tokens: self.cache_creation_1h_input_tokens
                 + other.cache_creation_1h_input_tokens,
+            web_search_requests: self.web_search_requests + other.web_search_requests,
             output_tokens: self.output_tokens + other.output_tokens,
             reasoning_output_tokens: self.reasoning_output_tokens + other.reasoning_output_tokens,
             total_tokens: self.total_tokens + other.total_tokens,
@@ -516,6 +522,7 @@ impl TokenUsage {
             cache_creation_1h_input_tokens: self
                 .cache_creation_1h_input_tokens
                 .saturating_sub(part.cache_creation_1h_input_tokens),
+            web_search_requests: self.web_search_requests.saturating_sub(part.web_search_requests),
             output_tokens: self.output_tokens.saturating_sub(part.output_tokens),
             reasoning_output_tokens: self
                 .reasoning_output_tokens

@@ -54,6 +54,10 @@ pub struct FilePrice {
     pub cache_creation_1h: Option<f64>,
     /// Output (reasoning included).
     pub output: f64,
+    /// US dollars per thousand web searches; absent, searches cost nothing
+    /// more than their tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_searches: Option<f64>,
 }
 
 /// One model request to price.
@@ -98,6 +102,8 @@ pub struct Rates {
     pub cache_write_1h: f64,
     /// Output.
     pub output: f64,
+    /// US dollars per thousand web searches (zero when they are not billed).
+    pub web_searches: f64,
     /// True when a large request pays other rates than these (the rates
     /// listed are those of a small request).
     pub tiered: bool,
@@ -147,6 +153,8 @@ struct FlatRate {
     cache_write: Option<f64>,
     cache_write_1h: Option<f64>,
     output: f64,
+    /// Per thousand web searches (zero where the database has no price).
+    web_searches: f64,
 }
 
 impl FlatRate {
@@ -178,7 +186,10 @@ impl FlatRate {
         };
         let input = written + self.input * uncached as f64 / PER;
         let output = self.output * tokens.output_tokens as f64 / PER;
-        Some(input + output)
+        // A unit of neither direction is summed first, then input and
+        // output are added to it, as the database does.
+        let searches = 0.0 + self.web_searches * tokens.web_search_requests as f64 / 1_000.0;
+        Some(searches + (input + output))
     }
 }
 
@@ -354,8 +365,8 @@ fn resolve_flat(provider: Provider, model: &str, service_tier: Option<&str>, day
         let mixed = TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() };
         [
             mixed,
-            // A third of the writes kept for an hour.
-            TokenUsage { cache_creation_1h_input_tokens: cache_write / 3, ..mixed },
+            // A third of the writes kept for an hour, and web searches.
+            TokenUsage { cache_creation_1h_input_tokens: cache_write / 3, web_search_requests: total % 97 + 1, ..mixed },
             TokenUsage { input_tokens: total, output_tokens: 3, ..TokenUsage::default() },
         ]
         .iter()
@@ -392,6 +403,7 @@ fn rate_at(
     )?
     .input_price;
     let output = price(at, TokenUsage { output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
+    let searches = price(at, TokenUsage { web_search_requests: 1_000, ..TokenUsage::default() })?.total_price;
     let input = database_rate(input);
     // Equal to the input rate: billed as input, or priced alike; unknown.
     let cache = |figure: f64| Some(database_rate(figure)).filter(|rate| *rate != input);
@@ -399,7 +411,14 @@ fn rate_at(
     // Equal to the write rate: billed as any write (the agreement probes
     // catch a model that prices both alike but apart).
     let cache_write_1h = cache(hour).filter(|rate| Some(*rate) != cache_write);
-    Ok(FlatRate { input, cache_read: cache(read), cache_write, cache_write_1h, output: database_rate(output) })
+    Ok(FlatRate {
+        input,
+        cache_read: cache(read),
+        cache_write,
+        cache_write_1h,
+        output: database_rate(output),
+        web_searches: database_rate(searches),
+    })
 }
 
 /// The database's rate (a short decimal, as its data writes it) from the
@@ -421,6 +440,7 @@ impl PriceBook {
                 cache_write: price.cache_creation,
                 cache_write_1h: price.cache_creation_1h.unwrap_or(price.cache_creation),
                 output: price.output,
+                web_searches: price.web_searches.unwrap_or(0.0),
                 tiered: false,
                 source: PriceSource::File,
             });
@@ -457,6 +477,9 @@ impl PriceBook {
         let (write_rate, _) = rate_of(SMALL, written)?;
         let (write_1h_rate, _) = rate_of(SMALL, written_1h)?;
         let (output_rate, _) = rate_of(SMALL, output)?;
+        // `rate_of` is per million; a search is priced per thousand.
+        let searches = |count| TokenUsage { web_search_requests: count, ..TokenUsage::default() };
+        let (search_rate, _) = rate_of(SMALL, searches)?;
         let tiered = [
             (input as fn(u64) -> TokenUsage, input_rate),
             (cached, cached_rate),
@@ -472,6 +495,7 @@ impl PriceBook {
             cache_write: write_rate,
             cache_write_1h: write_1h_rate,
             output: output_rate,
+            web_searches: search_rate / 1_000.0,
             tiered,
             source: PriceSource::Database,
         })
@@ -517,6 +541,9 @@ fn genai_usage(tokens: &TokenUsage) -> Usage {
     if tokens.cache_creation_1h_input_tokens > 0 {
         usage.insert(UsageKey::CACHE_WRITE_1H_TOKENS, tokens.cache_creation_1h_input_tokens as f64);
     }
+    if tokens.web_search_requests > 0 {
+        usage.insert(UsageKey::WEB_SEARCHES, tokens.web_search_requests as f64);
+    }
     usage.insert(UsageKey::OUTPUT_TOKENS, tokens.output_tokens as f64);
     usage
 }
@@ -535,6 +562,7 @@ fn file_cost(price: &FilePrice, tokens: &TokenUsage) -> f64 {
         + hour as f64 * price.cache_creation_1h.unwrap_or(price.cache_creation)
         + tokens.output_tokens as f64 * price.output)
         / 1_000_000.0
+        + tokens.web_search_requests as f64 * price.web_searches.unwrap_or(0.0) / 1_000.0
 }
 
 fn system_time(at: Timestamp) -> SystemTime {
@@ -667,6 +695,11 @@ mod tests {
             Flat::Unpriced | Flat::PerRequest => None,
         };
         assert_eq!(write_rates(Provider::Claude, "claude-opus-5-5"), Some((Some(5.0), Some(8.0))));
+        let searches = match resolve_flat(Provider::Claude, "claude-opus-5-5", None, DAY) {
+            Flat::Rates(rate) => Some(rate.web_searches),
+            Flat::Unpriced | Flat::PerRequest => None,
+        };
+        assert_eq!(searches, Some(10.0));
         assert_eq!(write_rates(Provider::Claude, "claude-haiku-4-5"), Some((Some(1.25), Some(2.0))));
         // OpenAI has one write price: hour-long writes are any writes.
         assert_eq!(write_rates(Provider::Codex, "gpt-5").map(|(_, hour)| hour), Some(None));

@@ -884,8 +884,9 @@ fn usage(value: Option<&Value>) -> TokenUsage {
         input_tokens: number("input_tokens"),
         cached_input_tokens: number("cached_input_tokens"),
         cache_creation_input_tokens: number("cache_write_input_tokens"),
-        // Codex names no cache lifetime.
+        // Codex names no cache lifetime, and counts no web search here.
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
         output_tokens: number("output_tokens"),
         reasoning_output_tokens: number("reasoning_output_tokens"),
         total_tokens: number("total_tokens"),

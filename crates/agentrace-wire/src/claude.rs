@@ -208,6 +208,18 @@ pub struct ApiUsage {
     /// (Claude Code 2.x; older records lack it).
     #[serde(default, deserialize_with = "lenient_object")]
     pub cache_creation: Option<CacheCreation>,
+    /// The server-side tools the request ran (web searches, which are
+    /// billed per search).
+    #[serde(default, deserialize_with = "lenient_object")]
+    pub server_tool_use: Option<ServerToolUse>,
+}
+
+/// What a request's server-side tools did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ServerToolUse {
+    /// Web searches run.
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub web_search_requests: u64,
 }
 
 /// Cache writes by lifetime: an hour's costs more than five minutes'.

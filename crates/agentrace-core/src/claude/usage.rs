@@ -156,6 +156,7 @@ pub fn tokens(usage: &ApiUsage) -> TokenUsage {
             .cache_creation
             .as_ref()
             .map_or(0, |split| split.ephemeral_1h_input_tokens.min(usage.cache_creation_input_tokens)),
+        web_search_requests: usage.server_tool_use.as_ref().map_or(0, |tools| tools.web_search_requests),
         output_tokens: usage.output_tokens,
         reasoning_output_tokens: 0,
         total_tokens: input + usage.output_tokens,

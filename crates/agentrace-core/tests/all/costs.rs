@@ -23,6 +23,7 @@ fn tokens(input: u64, cached: u64, output: u64) -> TokenUsage {
         cached_input_tokens: cached,
         cache_creation_input_tokens: 0,
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
         output_tokens: output,
         reasoning_output_tokens: 0,
         total_tokens: input + output,
@@ -110,8 +111,8 @@ fn a_model_the_database_lacks_has_no_price_not_a_zero() {
 #[test]
 fn a_file_price_overrides_and_extends_the_database() {
     let file = BTreeMap::from([
-        ("mock".to_owned(), FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 0.0, cache_creation_1h: None, output: 10.0 }),
-        ("claude-opus-5-5".to_owned(), FilePrice { input: 2.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0 }),
+        ("mock".to_owned(), FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 0.0, cache_creation_1h: None, output: 10.0, web_searches: None }),
+        ("claude-opus-5-5".to_owned(), FilePrice { input: 2.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0, web_searches: None }),
     ]);
     let book = PriceBook::with_file(file, "abc");
     assert_eq!(book.id(), format!("genai-prices {DATABASE_VERSION} + file abc"));
@@ -146,6 +147,7 @@ fn written(writes: u64, hour: u64) -> TokenUsage {
         cached_input_tokens: 1_000,
         cache_creation_input_tokens: writes,
         cache_creation_1h_input_tokens: hour,
+        web_search_requests: 0,
         output_tokens: 400,
         reasoning_output_tokens: 0,
         total_tokens: 3_400 + writes,
@@ -180,11 +182,50 @@ fn a_cache_write_kept_for_an_hour_costs_the_hour_rate_and_the_rest_the_five_minu
 }
 
 #[test]
+fn a_web_search_costs_the_databases_price_per_search_on_top_of_its_tokens() {
+    let (book, uncached) = (PriceBook::database(), PriceBook::database().without_cache());
+    fn request<'a>(provider: Provider, model: &'a str, tokens: &'a TokenUsage) -> Request<'a> {
+        Request { provider, model, at: at(), service_tier: None, tokens }
+    }
+    let plain = written(10_000, 0);
+    let searched = TokenUsage { web_search_requests: 5, ..plain };
+    // Claude Opus 5.5: ten dollars a thousand searches.
+    let (without, with) = (book.price(&request(Provider::Claude, "claude-opus-5-5", &plain)), book.price(&request(Provider::Claude, "claude-opus-5-5", &searched)));
+    let more = with.zip(without).map(|(with, without)| with - without);
+    assert!(more.is_some_and(|more| (more - 0.05).abs() < 1e-12), "{with:?} - {without:?}");
+    // The flat rates give the database's figure to the bit.
+    for (provider, model) in [
+        (Provider::Claude, "claude-opus-5-5"),
+        (Provider::Claude, "claude-haiku-4-5"),
+        (Provider::Claude, "claude-sonnet-4-5"),
+        (Provider::Claude, "claude-2"),
+        (Provider::Codex, "gpt-5"),
+    ] {
+        for searches in [0, 1, 7, 1_000] {
+            let tokens = TokenUsage { web_search_requests: searches, ..written(10_000, 3_000) };
+            let (ours, theirs) = (book.price(&request(provider, model, &tokens)), uncached.price(&request(provider, model, &tokens)));
+            assert!(theirs.is_some(), "{model}: no price");
+            assert_eq!(ours.map(f64::to_bits), theirs.map(f64::to_bits), "{model} {searches}: {ours:?} {theirs:?}");
+        }
+    }
+    let rates = book.rates(Provider::Claude, "claude-opus-5-5", at()).map(|rates| rates.web_searches);
+    assert_eq!(rates, Some(10.0));
+    // A file's price per thousand searches, when it has one.
+    let file = |web_searches| {
+        let price = FilePrice { input: 1.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0, web_searches };
+        let book = PriceBook::with_file(BTreeMap::from([("mock".to_owned(), price)]), "abc");
+        let tokens = TokenUsage { input_tokens: 1_000_000, web_search_requests: 4, ..TokenUsage::default() };
+        book.price(&request(Provider::Claude, "mock-model", &tokens))
+    };
+    assert_eq!((file(Some(25.0)), file(None)), (Some(1.1), Some(1.0)));
+}
+
+#[test]
 fn a_file_price_of_hour_long_writes_is_used_and_without_one_they_cost_the_write_price() {
     let price = |hour: Option<f64>| {
         let file = BTreeMap::from([(
             "mock".to_owned(),
-            FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 2.0, cache_creation_1h: hour, output: 10.0 },
+            FilePrice { input: 1.0, cached_input: 0.5, cache_creation: 2.0, cache_creation_1h: hour, output: 10.0, web_searches: None },
         )]);
         let book = PriceBook::with_file(file, "abc");
         let tokens = written(1_000_000, 250_000);
@@ -319,7 +360,7 @@ fn usage_of_no_thread_counts_outside_the_tree_startup_for_warmup_agents() {
 #[test]
 fn a_fold_priced_by_a_users_file_uses_it_where_the_database_has_nothing() {
     let usage = tokens(1_000_000, 0, 0);
-    let file = BTreeMap::from([("mock-model".to_owned(), FilePrice { input: 3.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0 })]);
+    let file = BTreeMap::from([("mock-model".to_owned(), FilePrice { input: 3.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: None, output: 0.0, web_searches: None })]);
     let state = fold(
         "codex",
         vec![

@@ -53,6 +53,8 @@ struct Priced {
     cache_write_1h: f64,
     /// Per million output tokens.
     output: f64,
+    /// Per thousand web searches (zero where they are not billed).
+    web_searches: f64,
     /// True when a large request pays other rates (these are a small one's).
     tiered: bool,
     /// `genai-prices <version>` or `file`.
@@ -154,6 +156,7 @@ fn row(provider: String, model: String, rates: Rates, database: &str, tokens: u6
         cache_write: rates.cache_write,
         cache_write_1h: rates.cache_write_1h,
         output: rates.output,
+        web_searches: rates.web_searches,
         tiered: rates.tiered,
         source: match rates.source {
             PriceSource::Database => database.to_owned(),

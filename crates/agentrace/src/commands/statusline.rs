@@ -244,6 +244,9 @@ struct Rates {
     cache_write_1h: f64,
     #[serde(with = "exact_float")]
     output: f64,
+    /// Per web search.
+    #[serde(with = "exact_float")]
+    web_search: f64,
 }
 
 /// A float kept as its bits: serde_json's default float parsing may be off
@@ -274,6 +277,7 @@ impl Rates {
             + five_minutes as f64 * self.cache_write
             + hour as f64 * self.cache_write_1h
             + tokens.output_tokens as f64 * self.output
+            + tokens.web_search_requests as f64 * self.web_search
     }
 }
 
@@ -644,10 +648,11 @@ fn flat_rates(book: &PriceBook, what: &Priced<'_>) -> Option<Rates> {
     let written = |n| TokenUsage { input_tokens: n, cache_creation_input_tokens: n, ..TokenUsage::default() };
     let written_1h = |n| TokenUsage { cache_creation_1h_input_tokens: n, ..written(n) };
     let output = |n| TokenUsage { output_tokens: n, ..TokenUsage::default() };
+    let searches = |n| TokenUsage { web_search_requests: n, ..TokenUsage::default() };
     const SMALL: u64 = 1_000;
     const LARGE: u64 = 2_000_000;
-    let parts: [&dyn Fn(u64) -> TokenUsage; 5] = [&input, &cached, &written, &written_1h, &output];
-    let mut small = [0.0; 5];
+    let parts: [&dyn Fn(u64) -> TokenUsage; 6] = [&input, &cached, &written, &written_1h, &output, &searches];
+    let mut small = [0.0; 6];
     for (index, part) in parts.iter().enumerate() {
         small[index] = rate(SMALL, part)?;
         let large = rate(LARGE, part)?;
@@ -661,12 +666,14 @@ fn flat_rates(book: &PriceBook, what: &Priced<'_>) -> Option<Rates> {
         cache_write: small[2],
         cache_write_1h: small[3],
         output: small[4],
+        web_search: small[5],
     };
     let mixed = TokenUsage {
         input_tokens: 5_000,
         cached_input_tokens: 2_000,
         cache_creation_input_tokens: 1_000,
         cache_creation_1h_input_tokens: 400,
+        web_search_requests: 3,
         output_tokens: 700,
         reasoning_output_tokens: 0,
         total_tokens: 5_700,

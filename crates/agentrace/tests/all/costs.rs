@@ -167,6 +167,7 @@ fn claude_costs(projects: &Path) -> HashMap<String, f64> {
             ("cache_write_tokens", write),
             ("cache_write_1h_tokens", hour),
             ("output_tokens", number("output_tokens")),
+            ("web_searches", reply.usage["server_tool_use"]["web_search_requests"].as_f64().unwrap_or(0.0)),
         ];
         let cost = price("anthropic", &reply.model, &usage, &reply.timestamp).unwrap_or(0.0);
         *costs.entry(reply.session.clone()).or_insert(0.0) += cost;
@@ -424,17 +425,9 @@ fn with_cache_writes(line: &str, writes: u64, hour: u64) -> String {
     record.to_string()
 }
 
-#[test]
-fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
-    let hour_long = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 6_000));
-    let five_minutes = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 0));
-    let (session, shorter) = (only_session(hour_long.path()), only_session(five_minutes.path()));
-    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
-    let expected: f64 = claude_costs(&hour_long.path().join("claude/projects")).values().sum();
-    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
-    // Claude Opus 5.5 writes for an hour at 8 per million, for five minutes
-    // at 5: 6,000 tokens of each response cost 3 per million more.
-    let responses = files(&hour_long.path().join("claude/projects"))
+/// How many responses the transcripts under `dir` hold (by message id).
+fn responses(dir: &Path) -> usize {
+    let count = files(&dir.join("claude/projects"))
         .iter()
         .flat_map(|path| {
             let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
@@ -446,7 +439,48 @@ fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
         })
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    assert!(responses >= 3, "{responses} responses");
+    assert!(count >= 3, "{count} responses");
+    count
+}
+
+/// An assistant record whose request ran `searches` web searches.
+fn with_web_searches(line: &str, searches: u64) -> String {
+    let Ok(mut record) = serde_json::from_str::<Value>(line) else {
+        return line.to_owned();
+    };
+    if record["type"] != "assistant" || !record["message"]["usage"].is_object() {
+        return line.to_owned();
+    }
+    record["message"]["usage"]["server_tool_use"] = serde_json::json!({"web_search_requests": searches, "web_fetch_requests": 0});
+    record.to_string()
+}
+
+#[test]
+fn a_web_search_costs_its_price_per_search_on_top_of_the_tokens() {
+    let searched = edited_claude("single_fg", ".jsonl", |line| with_web_searches(line, 2));
+    let plain = edited_claude("single_fg", ".jsonl", |line| with_web_searches(line, 0));
+    let (session, without) = (only_session(searched.path()), only_session(plain.path()));
+    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
+    let expected: f64 = claude_costs(&searched.path().join("claude/projects")).values().sum();
+    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    // Ten dollars a thousand searches (Claude Opus 5.5), two per response.
+    let responses = responses(searched.path());
+    let more = cost(&session) - cost(&without);
+    assert!(close(more, responses as f64 * 0.02), "{more} more for {responses} responses");
+    assert_eq!(session["totalTokens"], without["totalTokens"]);
+}
+
+#[test]
+fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
+    let hour_long = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 6_000));
+    let five_minutes = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 0));
+    let (session, shorter) = (only_session(hour_long.path()), only_session(five_minutes.path()));
+    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
+    let expected: f64 = claude_costs(&hour_long.path().join("claude/projects")).values().sum();
+    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    // Claude Opus 5.5 writes for an hour at 8 per million, for five minutes
+    // at 5: 6,000 tokens of each response cost 3 per million more.
+    let responses = responses(hour_long.path());
     let more = cost(&session) - cost(&shorter);
     assert!(close(more, responses as f64 * 6_000.0 * 3.0 / 1e6), "{more} more for {responses} responses");
     // The same tokens, priced otherwise; `show --json` names the hour-long
@@ -590,7 +624,7 @@ fn prices_lists_the_models_of_the_runs_with_their_rates_and_those_without_one() 
         serde_json::json!({
             "models": [{"provider": "claude", "model": "claude-opus-5-5", "matchedModel": "claude-opus-5-5",
                         "input": 4.0, "cachedInput": 0.2, "cacheWrite": 5.0, "cacheWrite1h": 8.0, "output": 20.0,
-                        "tiered": false, "source": source, "tokens": tokens_of("claude", "claude-opus-5-5")}],
+                        "webSearches": 10.0, "tiered": false, "source": source, "tokens": tokens_of("claude", "claude-opus-5-5")}],
             "unpricedModels": [{"provider": "codex", "model": "mock-model", "tokens": tokens_of("codex", "mock-model")}],
         })
     );

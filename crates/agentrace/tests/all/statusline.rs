@@ -306,19 +306,20 @@ fn the_cost_of_every_finished_capture_is_the_cost_usage_gives_it() {
 }
 
 #[test]
-fn an_hour_long_cache_write_costs_on_the_line_what_usage_says() {
+fn an_hour_long_cache_write_and_a_web_search_cost_on_the_line_what_usage_says() {
     let prices = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("tempfile: {e}"));
     std::fs::write(
         prices.path(),
-        r#"{"claude-opus-5-5": {"input": 1.5, "cachedInput": 0.15, "cacheCreation": 2.0, "cacheCreation1h": 3.0, "output": 7.0}}"#,
+        r#"{"claude-opus-5-5": {"input": 1.5, "cachedInput": 0.15, "cacheCreation": 2.0, "cacheCreation1h": 3.0, "output": 7.0, "webSearches": 10.0}}"#,
     )
     .unwrap_or_else(|e| panic!("write: {e}"));
     let prices = prices.path().to_string_lossy().into_owned();
     for extra in [&[][..], &["--prices", prices.as_str()][..]] {
-        let cost_with = |hour: u64| {
+        let cost_with = |hour: u64, searches: u64| {
             let session = Session::of("single_fg");
             // Every response wrote 10,000 tokens to the cache, `hour` of
-            // them for an hour, as Claude Code 2.x splits them.
+            // them for an hour, as Claude Code 2.x splits them, and ran
+            // `searches` web searches.
             for file in session.files() {
                 let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("read: {e}"));
                 let edited: String = text
@@ -334,6 +335,7 @@ fn an_hour_long_cache_write_costs_on_the_line_what_usage_says() {
                                 "ephemeral_5m_input_tokens": 10_000 - hour,
                                 "ephemeral_1h_input_tokens": hour,
                             });
+                            usage["server_tool_use"] = serde_json::json!({"web_search_requests": searches});
                         }
                         format!("{record}\n")
                     })
@@ -342,9 +344,11 @@ fn an_hour_long_cache_write_costs_on_the_line_what_usage_says() {
             }
             let shown = figures(&Cli::new(), &session, extra)["cost"].as_f64().unwrap_or(f64::NAN);
             let (cost, _) = usage_cost(session.dir.path(), extra);
-            assert!((shown - cost).abs() <= 1e-9, "{extra:?} {hour}: statusline {shown}, usage {cost}");
+            assert!((shown - cost).abs() <= 1e-9, "{extra:?} {hour} {searches}: statusline {shown}, usage {cost}");
             shown
         };
-        assert!(cost_with(6_000) > cost_with(0), "{extra:?}");
+        let plain = cost_with(0, 0);
+        assert!(cost_with(6_000, 0) > plain, "{extra:?}");
+        assert!(cost_with(0, 3) > plain, "{extra:?}");
     }
 }
