@@ -524,6 +524,12 @@ impl CodexAttributor {
             | Notification::ReasoningTextDelta(delta)
             | Notification::FileChangeOutputDelta(delta)
             | Notification::PlanDelta(delta) => delta_event(method, delta),
+            // A client's `turn/start` may switch the thread's model: its
+            // tokens from then on are priced by the new one.
+            Notification::ThreadSettingsUpdated(updated) => match updated.thread_settings.model.filter(|model| !model.is_empty()) {
+                Some(model) => Event::ModelSelected { model, turn_id: None },
+                None => Event::Notice { method: method.to_owned(), message: None, item_id: None },
+            },
             Notification::CommandExecutionTerminalInteraction(interaction) => Event::Notice {
                 method: method.to_owned(),
                 message: None,

@@ -324,6 +324,35 @@ impl NamesThread for ThreadStartedParams {
     }
 }
 
+/// Params of `thread/settings/updated` (0.171): the settings a thread runs
+/// with from now on, sent when a client's `turn/start` overrides them (its
+/// `model`, say).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsUpdatedParams {
+    /// The thread.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_id: Option<String>,
+    /// Its settings.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub thread_settings: ThreadSettings,
+}
+
+impl NamesThread for SettingsUpdatedParams {
+    fn thread_id(&self) -> Option<&str> {
+        non_empty(self.thread_id.as_deref())
+    }
+}
+
+/// What agentrace reads of a thread's settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSettings {
+    /// The model its turns run.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub model: Option<String>,
+}
+
 /// Params of `item/commandExecution/terminalInteraction`: input written to
 /// a running command's terminal.
 #[derive(Debug, Clone, Default, Deserialize)]

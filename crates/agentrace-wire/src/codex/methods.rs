@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 
 use super::{
     lenient, lenient_field, non_empty, present, strict, DeltaParams, ErrorParams, IdOnly,
-    ItemParams, MaybeText, NamesThread, NoticeParams, StatusChangedParams,
+    ItemParams, MaybeText, NamesThread, NoticeParams, SettingsUpdatedParams, StatusChangedParams,
     TerminalInteractionParams, Thread, ThreadRef, ThreadStartedParams, TokenUsageParams,
     TurnParams,
 };
@@ -75,6 +75,8 @@ methods! {
         ThreadStarted(ThreadStartedParams, strict) = "thread/started",
         /// A thread's loaded status changed.
         ThreadStatusChanged(StatusChangedParams, strict) = "thread/status/changed",
+        /// A thread's settings changed (a `turn/start` overrode its model).
+        ThreadSettingsUpdated(SettingsUpdatedParams, lenient) = "thread/settings/updated",
         /// A turn began.
         TurnStarted(TurnParams, strict) = "turn/started",
         /// A turn ended.
@@ -201,6 +203,7 @@ impl Notification {
             | N::WindowsSandboxSetupCompleted(params) => Some(params),
             N::ThreadStarted(_)
             | N::ThreadStatusChanged(_)
+            | N::ThreadSettingsUpdated(_)
             | N::TurnStarted(_)
             | N::TurnCompleted(_)
             | N::ItemStarted(_)

@@ -327,6 +327,12 @@ fn run_codex_records_a_grandchild_at_depth_two() {
 
 /// A small app-server client of our own, talking through `agentrace tap`.
 fn drive_through_tap(codex: &Codex, run_id: &str, prompt: &str) -> (Vec<String>, Option<i32>) {
+    drive_turns_through_tap(codex, run_id, &[(prompt, json!({}))])
+}
+
+/// The client of [`drive_through_tap`], starting one turn after another
+/// with `turns`' prompts, each `turn/start` with its extra params.
+fn drive_turns_through_tap(codex: &Codex, run_id: &str, turns: &[(&str, Value)]) -> (Vec<String>, Option<i32>) {
     let binary = agentrace_testkit::agents::codex();
     let binary = binary.to_string_lossy().into_owned();
     let mut command = codex.cli.command(&["tap", "--run-id", run_id, "--", &binary, "app-server"]);
@@ -359,6 +365,20 @@ fn drive_through_tap(codex: &Codex, run_id: &str, prompt: &str) -> (Vec<String>,
     let deadline = Instant::now() + SCENARIO_LIMIT;
     let mut received = Vec::new();
     let mut root = None;
+    let mut turns = turns.iter();
+    let mut next_turn = 3;
+    let mut start_turn = |send: &mut dyn FnMut(Value), thread: &str| match turns.next() {
+        Some((prompt, extra)) => {
+            let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": prompt}]});
+            for (key, value) in extra.as_object().into_iter().flatten() {
+                params[key] = value.clone();
+            }
+            send(json!({"id": next_turn, "method": "turn/start", "params": params}));
+            next_turn += 1;
+            true
+        }
+        None => false,
+    };
     loop {
         let line = receiver
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -370,10 +390,11 @@ fn drive_through_tap(codex: &Codex, run_id: &str, prompt: &str) -> (Vec<String>,
             send(json!({"id": 2, "method": "thread/start", "params": {"cwd": work}}));
         } else if message["id"] == 2 && message.get("result").is_some() {
             let thread = message["result"]["thread"]["id"].as_str().unwrap_or_default().to_owned();
-            send(json!({"id": 3, "method": "turn/start", "params": {"threadId": thread, "input": [{"type": "text", "text": prompt}]}}));
+            start_turn(&mut send, &thread);
             root = Some(thread);
         } else if message["method"] == "turn/completed"
             && root.as_deref().is_some_and(|root| message["params"]["threadId"] == root)
+            && !start_turn(&mut send, root.as_deref().unwrap_or_default())
         {
             break;
         }
@@ -828,4 +849,36 @@ fn tap_keeps_the_trace_context_it_was_started_in_with_the_run() {
     let (kept, stderr) = tap("badly-traced", "00-not-a-trace-01");
     assert_eq!(kept, Value::Null);
     assert!(stderr.contains("warning: TRACEPARENT ignored: `00-not-a-trace-01` is not a W3C traceparent"), "{stderr}");
+}
+
+#[test]
+fn a_model_a_client_switches_to_in_turn_start_prices_the_turns_after_it() {
+    // Codex 0.171 answers a `turn/start` that overrides the model with
+    // `thread/settings/updated`, naming it; the thread's token updates never
+    // name one.
+    let script = Script::new().agent("ROOT", vec![Step::Message("FIRST".to_owned()), Step::Message("SECOND".to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let (received, code) = drive_turns_through_tap(
+        &codex,
+        "switched",
+        &[("[[ROOT]] One.", json!({})), ("[[ROOT]] Two.", json!({"model": "gpt-6.1-sol"}))],
+    );
+    assert_eq!(code, Some(0));
+    assert!(received.iter().any(|line| line.contains(r#""method":"thread/settings/updated""#)), "no settings update");
+    let view = codex.show("switched");
+    let root = &view["agents"][0];
+    let parts: Vec<(Value, bool)> = root["tokensByModel"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|part| (part["model"].clone(), part["cost"].as_f64().is_some_and(|cost| cost > 0.0)))
+        .collect();
+    // The first turn ran the configured model (no price), the second the
+    // one the client switched to.
+    assert_eq!(parts, vec![(json!("mock-model"), false), (json!("gpt-6.1-sol"), true)], "{root:#}");
+    assert_eq!((&root["model"], &root["costStatus"]), (&json!("gpt-6.1-sol"), &json!("floor")), "{root:#}");
+    // The settings update is read, not an unknown frame.
+    let events = codex.events("switched");
+    let unknown: Vec<&Value> = events.iter().filter(|event| event["event"]["type"] == "unknown").collect();
+    assert!(unknown.is_empty(), "{unknown:?}");
 }
