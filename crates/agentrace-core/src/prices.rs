@@ -14,7 +14,8 @@
 //! and at what rates, and prices each request of that key by those rates.
 //! A price is taken as flat only when probes agree with the rates at the
 //! day's start and end and at request sizes across every tier threshold in
-//! the database (up to ten million input tokens), and when an empty request
+//! the database (up to ten million input tokens), with and without cache
+//! writes kept for an hour and web searches, and when an empty request
 //! costs nothing (no per-request fee). Anything else (a tiered price, one
 //! that changes within the day, a model the database lacks, and every
 //! request of an unknown provider, which may reach a price by the time of
