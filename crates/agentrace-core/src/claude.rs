@@ -601,9 +601,11 @@ impl ClaudeAttributor {
         self.models.insert(thread.clone(), model.to_owned());
         derived.push((
             Who::Thread(thread.clone()),
+            // Each response names its own tier.
             Event::ModelSelected {
                 model: model.to_owned(),
                 turn_id: turn,
+                service_tier: None,
             },
         ));
     }

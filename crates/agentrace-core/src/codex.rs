@@ -524,10 +524,16 @@ impl CodexAttributor {
             | Notification::ReasoningTextDelta(delta)
             | Notification::FileChangeOutputDelta(delta)
             | Notification::PlanDelta(delta) => delta_event(method, delta),
-            // A client's `turn/start` may switch the thread's model: its
-            // tokens from then on are priced by the new one.
+            // A client's `turn/start` may switch the thread's model or
+            // service tier (its "fast" is sent as `priority`): its tokens
+            // from then on are priced by them. No tier is the default one,
+            // said as such so that it replaces a tier said before.
             Notification::ThreadSettingsUpdated(updated) => match updated.thread_settings.model.filter(|model| !model.is_empty()) {
-                Some(model) => Event::ModelSelected { model, turn_id: None },
+                Some(model) => Event::ModelSelected {
+                    model,
+                    turn_id: None,
+                    service_tier: Some(updated.thread_settings.service_tier.unwrap_or_else(|| "default".to_owned())),
+                },
                 None => Event::Notice { method: method.to_owned(), message: None, item_id: None },
             },
             Notification::CommandExecutionTerminalInteraction(interaction) => Event::Notice {

@@ -1015,6 +1015,12 @@ pub enum Event {
         model: String,
         /// Turn id.
         turn_id: Option<TurnId>,
+        /// The service tier the thread's requests run on from now, when the
+        /// provider says it (Codex `thread/settings/updated`: `flex`,
+        /// `priority`, `default` for none): what they are priced at unless
+        /// a usage names its own.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service_tier: Option<String>,
     },
     /// Input the live recorder could not keep up with and did not record
     /// (the traffic itself passed through untouched).

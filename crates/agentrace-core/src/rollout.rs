@@ -160,6 +160,8 @@ impl RolloutAttributor {
                         .get("turn_id")
                         .and_then(Value::as_str)
                         .map(TurnId::from),
+                    // The captures' turn contexts name no tier.
+                    service_tier: None,
                 },
                 None => notice(record_type, payload_type),
             },

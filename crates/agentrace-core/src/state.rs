@@ -32,6 +32,10 @@ struct ThreadStats {
     reported_message: Option<String>,
     prompt: Option<String>,
     model: Option<String>,
+    /// The service tier its requests run on, as the provider last said it
+    /// for the thread (a usage that names its own wins).
+    #[serde(default)]
+    service_tier: Option<String>,
     tokens: Option<TokenUsage>,
     /// `tokens` by the model in use when each part was reported.
     #[serde(default)]
@@ -723,6 +727,8 @@ impl RunState {
                         if model.is_some() && stats.model.is_none() {
                             stats.model = model.clone();
                         }
+                        let tier = pricing.service_tier.or(stats.service_tier.as_deref()).map(str::to_owned);
+                        let pricing = Pricing { service_tier: tier.as_deref(), ..pricing };
                         stats.count_tokens(*total, *last, &pricing);
                         stats.incomplete = incomplete.iter().copied().collect();
                     }),
@@ -808,9 +814,14 @@ impl RunState {
                 }
             }
             Event::Dropped { bytes, .. } => self.dropped_bytes += bytes,
-            Event::ModelSelected { model, .. } => {
+            Event::ModelSelected { model, service_tier, .. } => {
                 if let Some(thread) = &thread {
-                    self.with(thread, |stats| stats.model = Some(model.clone()));
+                    self.with(thread, |stats| {
+                        stats.model = Some(model.clone());
+                        if service_tier.is_some() {
+                            stats.service_tier = service_tier.clone();
+                        }
+                    });
                 }
             }
             Event::Unknown { kind, .. } => {
@@ -930,6 +941,7 @@ impl RunState {
                 reported_message: None,
                 prompt: None,
                 model: None,
+                service_tier: None,
                 tokens: None,
                 tokens_by_model: Vec::new(),
                 reported: None,

@@ -351,6 +351,10 @@ pub struct ThreadSettings {
     /// The model its turns run.
     #[serde(default, deserialize_with = "lenient_field")]
     pub model: Option<String>,
+    /// The service tier its requests ask for (`flex`, `priority`; null for
+    /// the default), as the server sends it to the model's API.
+    #[serde(default, deserialize_with = "lenient_field")]
+    pub service_tier: Option<String>,
 }
 
 /// Params of `item/commandExecution/terminalInteraction`: input written to

@@ -50,18 +50,23 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn price(provider: &str, model: &str, usage: &[(&str, f64)], timestamp: &str) -> Option<f64> {
+    priced_at_tier(provider, model, usage, timestamp, None)
+}
+
+/// A request priced by the database straight, at `tier` when one is given.
+pub(super) fn priced_at_tier(provider: &str, model: &str, usage: &[(&str, f64)], timestamp: &str, tier: Option<&str>) -> Option<f64> {
     let mut request = genai_prices::Usage::new();
     for (key, value) in usage {
         request.insert(*key, *value);
     }
     let at = chrono_millis(timestamp);
-    genai_prices::calculate(
-        &genai_prices::PriceRequest::new(model, &request)
-            .with_provider_id(provider)
-            .with_timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_millis(at)),
-    )
-    .ok()
-    .map(|calculation| calculation.total_price)
+    let mut request = genai_prices::PriceRequest::new(model, &request)
+        .with_provider_id(provider)
+        .with_timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_millis(at));
+    if let Some(tier) = tier {
+        request = request.with_price_context("service_tier", tier);
+    }
+    genai_prices::calculate(&request).ok().map(|calculation| calculation.total_price)
 }
 
 /// Milliseconds of an RFC 3339 UTC time (`2026-11-29T23:03:28.665Z`).

@@ -882,3 +882,54 @@ fn a_model_a_client_switches_to_in_turn_start_prices_the_turns_after_it() {
     let unknown: Vec<&Value> = events.iter().filter(|event| event["event"]["type"] == "unknown").collect();
     assert!(unknown.is_empty(), "{unknown:?}");
 }
+
+#[test]
+fn a_service_tier_a_client_switches_to_prices_the_turns_after_it() {
+    // Codex 0.171 sends a `turn/start`'s `serviceTier` to the model's API
+    // as `service_tier` ("fast" as "priority") and announces it in
+    // `thread/settings/updated`; a tier unchanged is not announced again.
+    let script = Script::new().agent(
+        "ROOT",
+        vec![Step::Message("FIRST".to_owned()), Step::Message("SECOND".to_owned()), Step::Message("THIRD".to_owned())],
+    );
+    let codex = Codex::new(script, "gpt-6.1-sol", "");
+    let (_, code) = drive_turns_through_tap(
+        &codex,
+        "tiers",
+        &[
+            ("[[ROOT]] One.", json!({})),
+            ("[[ROOT]] Two.", json!({"serviceTier": "flex"})),
+            ("[[ROOT]] Three.", json!({"serviceTier": "fast"})),
+        ],
+    );
+    assert_eq!(code, Some(0));
+    let sent: Vec<Value> = codex.mock.requests().iter().map(|request| request["service_tier"].clone()).collect();
+    assert_eq!(sent, vec![Value::Null, json!("flex"), json!("priority")]);
+    // Each turn's request priced straight by the database at the tier the
+    // API was asked for.
+    let usages: Vec<Value> = codex.events("tiers").into_iter().filter(|event| event["event"]["type"] == "usage").collect();
+    assert_eq!(usages.len(), 3);
+    let priced = |tiers: [Option<&str>; 3]| -> f64 {
+        usages
+            .iter()
+            .zip(tiers)
+            .map(|(usage, tier)| {
+                let last = &usage["event"]["last"];
+                let number = |key: &str| last[key].as_f64().unwrap_or(0.0);
+                let tokens = [
+                    ("input_tokens", number("inputTokens")),
+                    ("cache_read_tokens", number("cachedInputTokens")),
+                    ("output_tokens", number("outputTokens")),
+                ];
+                let timestamp = usage["timestamp"].as_str().unwrap_or_default();
+                super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, tier).unwrap_or_else(|| panic!("no price"))
+            })
+            .sum()
+    };
+    let (expected, standard) = (priced([None, Some("flex"), Some("priority")]), priced([None; 3]));
+    let root = &codex.show("tiers")["agents"][0];
+    let cost = root["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {root:#}"));
+    assert!((cost - expected).abs() <= expected * 1e-9, "{cost} where {expected} is due");
+    // Not what the standard tier would have cost.
+    assert!((cost - standard).abs() > standard * 1e-3, "{cost} is the standard tier's {standard}");
+}
