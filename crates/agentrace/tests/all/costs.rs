@@ -417,16 +417,23 @@ fn as_snapshot(line: &str, message: &str) -> String {
 /// An assistant record with `writes` cache writes, `hour` of them kept for
 /// an hour, split as Claude Code 2.x records it (`usage.cache_creation`).
 fn with_cache_writes(line: &str, writes: u64, hour: u64) -> String {
+    with_usage(line, |usage| {
+        usage["cache_creation_input_tokens"] = Value::from(writes);
+        usage["cache_creation"] =
+            serde_json::json!({"ephemeral_5m_input_tokens": writes - hour, "ephemeral_1h_input_tokens": hour});
+    })
+}
+
+/// An assistant record with its `message.usage` passed through `edit`
+/// (any other line as it is).
+fn with_usage(line: &str, edit: impl Fn(&mut Value)) -> String {
     let Ok(mut record) = serde_json::from_str::<Value>(line) else {
         return line.to_owned();
     };
     if record["type"] != "assistant" || !record["message"]["usage"].is_object() {
         return line.to_owned();
     }
-    let usage = &mut record["message"]["usage"];
-    usage["cache_creation_input_tokens"] = Value::from(writes);
-    usage["cache_creation"] =
-        serde_json::json!({"ephemeral_5m_input_tokens": writes - hour, "ephemeral_1h_input_tokens": hour});
+    edit(&mut record["message"]["usage"]);
     record.to_string()
 }
 
@@ -450,14 +457,9 @@ fn responses(dir: &Path) -> usize {
 
 /// An assistant record whose request ran `searches` web searches.
 fn with_web_searches(line: &str, searches: u64) -> String {
-    let Ok(mut record) = serde_json::from_str::<Value>(line) else {
-        return line.to_owned();
-    };
-    if record["type"] != "assistant" || !record["message"]["usage"].is_object() {
-        return line.to_owned();
-    }
-    record["message"]["usage"]["server_tool_use"] = serde_json::json!({"web_search_requests": searches, "web_fetch_requests": 0});
-    record.to_string()
+    with_usage(line, |usage| {
+        usage["server_tool_use"] = serde_json::json!({"web_search_requests": searches, "web_fetch_requests": 0});
+    })
 }
 
 #[test]
