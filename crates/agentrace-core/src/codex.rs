@@ -332,11 +332,14 @@ impl CodexAttributor {
                 });
                 let mut thread = None;
                 let mut model = None;
+                let mut service_tier = None;
                 let mut unfinished_turn_ids = Vec::new();
                 if direction != Some(Direction::ToServer) {
                     if let Some(result) = frame.result {
                         let result = ResponseResult::of(result);
                         (thread, model) = self.response_threads(&result, method.as_deref(), pending);
+                        // The settings' tier, with the model they started.
+                        service_tier = model.as_ref().and(result.service_tier.clone());
                         if error.is_none() {
                             unfinished_turn_ids = result
                                 .read_back_turns()
@@ -354,6 +357,7 @@ impl CodexAttributor {
                         error,
                         unfinished_turn_ids,
                         model,
+                        service_tier,
                     },
                 )
             }

@@ -942,6 +942,10 @@ pub enum Event {
         /// (Codex `thread/start`, `thread/resume`, `thread/fork`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
+        /// The service tier of those settings, when not the default one
+        /// (`config.toml`'s `service_tier`, as the API is sent it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        service_tier: Option<String>,
     },
     /// A provider error.
     Error {

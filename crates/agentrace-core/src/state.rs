@@ -659,9 +659,14 @@ impl RunState {
                     self.with(thread_id, |stats| stats.model = Some(model.clone()));
                 }
             }
-            Event::Response { model: Some(model), .. } => {
+            // A started thread's settings: its model, and its tier (none is
+            // the default one).
+            Event::Response { model: Some(model), service_tier, .. } => {
                 if let Some(thread) = &thread {
-                    self.with(thread, |stats| stats.model = Some(model.clone()));
+                    self.with(thread, |stats| {
+                        stats.model = Some(model.clone());
+                        stats.service_tier = service_tier.clone();
+                    });
                 }
             }
             Event::ToolUse { .. } => {

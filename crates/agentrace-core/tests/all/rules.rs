@@ -567,6 +567,7 @@ fn events_carry_the_facts_the_child_work_reducer_once_read_from_raw() {
                 error: None,
                 unfinished_turn_ids: vec!["t-lost".into()],
                 model: None,
+                service_tier: None,
             },
         ]
     );

@@ -358,6 +358,8 @@ struct ResultMembers<'a> {
     thread: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     model: bool,
+    #[serde(default, deserialize_with = "lenient_field")]
+    service_tier: Option<String>,
     #[serde(default, borrow)]
     data: Option<&'a RawValue>,
     #[serde(default, borrow)]
@@ -377,6 +379,9 @@ pub struct ResponseResult {
     /// Whether `model` is there: thread/start, thread/resume and thread/fork
     /// answer with the thread *and* its settings; thread/read does not.
     pub model: bool,
+    /// The service tier of those settings (`flex`, `priority`; none for the
+    /// default), as the server sends it to the model's API.
+    pub service_tier: Option<String>,
     /// The thread objects of `result.data` (a `thread/list` answer, or a
     /// list whose entries carry a thread's `source` or `turns`).
     pub listed_threads: Vec<Thread<TurnHead>>,
@@ -435,6 +440,7 @@ impl ResponseResult {
         ResponseResult {
             thread,
             model: members.model,
+            service_tier: members.service_tier,
             listed_threads,
             read_back,
         }

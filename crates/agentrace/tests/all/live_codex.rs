@@ -933,3 +933,29 @@ fn a_service_tier_a_client_switches_to_prices_the_turns_after_it() {
     // Not what the standard tier would have cost.
     assert!((cost - standard).abs() > standard * 1e-3, "{cost} is the standard tier's {standard}");
 }
+
+#[test]
+fn a_service_tier_set_in_the_codex_config_prices_the_thread() {
+    // The answer to `thread/start` names the configured tier
+    // (`serviceTier`), as the API is sent it.
+    let script = Script::new().agent("ROOT", vec![Step::Message("FIRST".to_owned())]);
+    let codex = Codex::new(script, "gpt-6.1-sol", "");
+    let config = codex.home.path().join("config.toml");
+    let written = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, format!("service_tier = \"flex\"\n{written}")).unwrap_or_else(|e| panic!("{e}"));
+    let (_, code) = drive_turns_through_tap(&codex, "configured", &[("[[ROOT]] One.", json!({}))]);
+    assert_eq!(code, Some(0));
+    let sent: Vec<Value> = codex.mock.requests().iter().map(|request| request["service_tier"].clone()).collect();
+    assert_eq!(sent, vec![json!("flex")]);
+    let usages: Vec<Value> = codex.events("configured").into_iter().filter(|event| event["event"]["type"] == "usage").collect();
+    let [usage] = &usages[..] else { panic!("{} usages", usages.len()) };
+    let last = &usage["event"]["last"];
+    let number = |key: &str| last[key].as_f64().unwrap_or(0.0);
+    let tokens = [("input_tokens", number("inputTokens")), ("cache_read_tokens", number("cachedInputTokens")), ("output_tokens", number("outputTokens"))];
+    let timestamp = usage["timestamp"].as_str().unwrap_or_default();
+    let flex = super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, Some("flex")).unwrap_or_else(|| panic!("no price"));
+    let standard = super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, None).unwrap_or_else(|| panic!("no price"));
+    let root = &codex.show("configured")["agents"][0];
+    let cost = root["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {root:#}"));
+    assert!((cost - flex).abs() <= flex * 1e-9 && flex < standard, "{cost} where {flex} is due (standard {standard})");
+}
