@@ -462,40 +462,41 @@ fn with_web_searches(line: &str, searches: u64) -> String {
     })
 }
 
+/// The one session of `single_fg` with every response's usage edited by
+/// `priced` and by `plain`: how much more the first costs than the second
+/// (the same tokens; the first costs what its requests priced one by one
+/// cost), and how many responses there are.
+fn costlier(priced: impl Fn(&str) -> String, plain: impl Fn(&str) -> String) -> (f64, usize) {
+    let (dir, other) = (edited_claude("single_fg", ".jsonl", priced), edited_claude("single_fg", ".jsonl", plain));
+    let (session, without) = (only_session(dir.path()), only_session(other.path()));
+    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
+    let expected: f64 = claude_costs(&dir.path().join("claude/projects")).values().sum();
+    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    assert_eq!(session["totalTokens"], without["totalTokens"]);
+    (cost(&session) - cost(&without), responses(dir.path()))
+}
+
 #[test]
 fn a_web_search_costs_its_price_per_search_on_top_of_the_tokens() {
-    let searched = edited_claude("single_fg", ".jsonl", |line| with_web_searches(line, 2));
-    let plain = edited_claude("single_fg", ".jsonl", |line| with_web_searches(line, 0));
-    let (session, without) = (only_session(searched.path()), only_session(plain.path()));
-    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
-    let expected: f64 = claude_costs(&searched.path().join("claude/projects")).values().sum();
-    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    let (more, responses) = costlier(|line| with_web_searches(line, 2), |line| with_web_searches(line, 0));
     // Ten dollars a thousand searches (Claude Opus 5.5), two per response.
-    let responses = responses(searched.path());
-    let more = cost(&session) - cost(&without);
     assert!(close(more, responses as f64 * 0.02), "{more} more for {responses} responses");
-    assert_eq!(session["totalTokens"], without["totalTokens"]);
 }
 
 #[test]
 fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
-    let hour_long = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 6_000));
-    let five_minutes = edited_claude("single_fg", ".jsonl", |line| with_cache_writes(line, 10_000, 0));
-    let (session, shorter) = (only_session(hour_long.path()), only_session(five_minutes.path()));
-    let cost = |session: &Value| session["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {session:#}"));
-    let expected: f64 = claude_costs(&hour_long.path().join("claude/projects")).values().sum();
-    assert!(close(cost(&session), expected), "{} != {expected}", cost(&session));
+    let hour_long = |line: &str| with_cache_writes(line, 10_000, 6_000);
+    let five_minutes = |line: &str| with_cache_writes(line, 10_000, 0);
+    let (more, responses) = costlier(hour_long, five_minutes);
     // Claude Opus 5.5 writes for an hour at 8 per million, for five minutes
     // at 5: 6,000 tokens of each response cost 3 per million more.
-    let responses = responses(hour_long.path());
-    let more = cost(&session) - cost(&shorter);
     assert!(close(more, responses as f64 * 6_000.0 * 3.0 / 1e6), "{more} more for {responses} responses");
-    // The same tokens, priced otherwise; `show --json` names the hour-long
-    // part of the run's writes, and leaves it out where there is none.
-    assert_eq!(session["totalTokens"], shorter["totalTokens"]);
-    let shown_writes = |dir: &Path| {
+    // `show --json` names the hour-long part of the run's writes, and
+    // leaves it out where there is none.
+    let shown_writes = |edit: &dyn Fn(&str) -> String| {
+        let dir = edited_claude("single_fg", ".jsonl", edit);
         let cli = Cli::new();
-        let claude = dir.join("claude").to_string_lossy().into_owned();
+        let claude = dir.path().join("claude").to_string_lossy().into_owned();
         cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
         let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
         let id = runs["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("no run: {runs}")).to_owned();
@@ -504,8 +505,8 @@ fn a_cache_write_kept_for_an_hour_costs_the_hour_rate() {
         (tokens["cacheCreationInputTokens"].clone(), tokens["cacheCreation1hInputTokens"].clone())
     };
     let writes = responses as u64 * 10_000;
-    assert_eq!(shown_writes(hour_long.path()), (Value::from(writes), Value::from(responses as u64 * 6_000)));
-    assert_eq!(shown_writes(five_minutes.path()), (Value::from(writes), Value::Null));
+    assert_eq!(shown_writes(&hour_long), (Value::from(writes), Value::from(responses as u64 * 6_000)));
+    assert_eq!(shown_writes(&five_minutes), (Value::from(writes), Value::Null));
 }
 
 #[test]

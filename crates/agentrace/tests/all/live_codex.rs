@@ -883,6 +883,20 @@ fn a_model_a_client_switches_to_in_turn_start_prices_the_turns_after_it() {
     assert!(unknown.is_empty(), "{unknown:?}");
 }
 
+/// A Codex usage event's request (its `last`) priced straight by the
+/// database as gpt-6.1-sol, at `tier` when one is given.
+fn sol_price(usage: &Value, tier: Option<&str>) -> f64 {
+    let last = &usage["event"]["last"];
+    let number = |key: &str| last[key].as_f64().unwrap_or(0.0);
+    let tokens = [
+        ("input_tokens", number("inputTokens")),
+        ("cache_read_tokens", number("cachedInputTokens")),
+        ("output_tokens", number("outputTokens")),
+    ];
+    let timestamp = usage["timestamp"].as_str().unwrap_or_default();
+    super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, tier).unwrap_or_else(|| panic!("no price"))
+}
+
 #[test]
 fn a_service_tier_a_client_switches_to_prices_the_turns_after_it() {
     // Codex 0.171 sends a `turn/start`'s `serviceTier` to the model's API
@@ -909,23 +923,7 @@ fn a_service_tier_a_client_switches_to_prices_the_turns_after_it() {
     // API was asked for.
     let usages: Vec<Value> = codex.events("tiers").into_iter().filter(|event| event["event"]["type"] == "usage").collect();
     assert_eq!(usages.len(), 3);
-    let priced = |tiers: [Option<&str>; 3]| -> f64 {
-        usages
-            .iter()
-            .zip(tiers)
-            .map(|(usage, tier)| {
-                let last = &usage["event"]["last"];
-                let number = |key: &str| last[key].as_f64().unwrap_or(0.0);
-                let tokens = [
-                    ("input_tokens", number("inputTokens")),
-                    ("cache_read_tokens", number("cachedInputTokens")),
-                    ("output_tokens", number("outputTokens")),
-                ];
-                let timestamp = usage["timestamp"].as_str().unwrap_or_default();
-                super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, tier).unwrap_or_else(|| panic!("no price"))
-            })
-            .sum()
-    };
+    let priced = |tiers: [Option<&str>; 3]| -> f64 { usages.iter().zip(tiers).map(|(usage, tier)| sol_price(usage, tier)).sum() };
     let (expected, standard) = (priced([None, Some("flex"), Some("priority")]), priced([None; 3]));
     let root = &codex.show("tiers")["agents"][0];
     let cost = root["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {root:#}"));
@@ -949,12 +947,7 @@ fn a_service_tier_set_in_the_codex_config_prices_the_thread() {
     assert_eq!(sent, vec![json!("flex")]);
     let usages: Vec<Value> = codex.events("configured").into_iter().filter(|event| event["event"]["type"] == "usage").collect();
     let [usage] = &usages[..] else { panic!("{} usages", usages.len()) };
-    let last = &usage["event"]["last"];
-    let number = |key: &str| last[key].as_f64().unwrap_or(0.0);
-    let tokens = [("input_tokens", number("inputTokens")), ("cache_read_tokens", number("cachedInputTokens")), ("output_tokens", number("outputTokens"))];
-    let timestamp = usage["timestamp"].as_str().unwrap_or_default();
-    let flex = super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, Some("flex")).unwrap_or_else(|| panic!("no price"));
-    let standard = super::costs::priced_at_tier("openai", "gpt-6.1-sol", &tokens, timestamp, None).unwrap_or_else(|| panic!("no price"));
+    let (flex, standard) = (sol_price(usage, Some("flex")), sol_price(usage, None));
     let root = &codex.show("configured")["agents"][0];
     let cost = root["cost"].as_f64().unwrap_or_else(|| panic!("no cost: {root:#}"));
     assert!((cost - flex).abs() <= flex * 1e-9 && flex < standard, "{cost} where {flex} is due (standard {standard})");
