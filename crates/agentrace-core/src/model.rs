@@ -494,6 +494,13 @@ pub(crate) fn is_zero(value: &u64) -> bool {
 }
 
 impl TokenUsage {
+    /// The cache writes by lifetime: (kept five minutes, kept an hour), the
+    /// hour's part held within the writes.
+    pub fn writes_by_lifetime(&self) -> (u64, u64) {
+        let hour = self.cache_creation_1h_input_tokens.min(self.cache_creation_input_tokens);
+        (self.cache_creation_input_tokens - hour, hour)
+    }
+
     /// Field-wise sum.
     pub fn add(&self, other: &TokenUsage) -> TokenUsage {
         TokenUsage {

@@ -180,8 +180,8 @@ impl FlatRate {
             // The database bills what is left of the writes once the
             // hour-long ones are taken out (its "leaf").
             Some(hour_rate) => {
-                let hour = tokens.cache_creation_1h_input_tokens;
-                read + part(Some(hour_rate), hour)? + part(self.cache_write, writes - hour)?
+                let (five_minutes, hour) = tokens.writes_by_lifetime();
+                read + part(Some(hour_rate), hour)? + part(self.cache_write, five_minutes)?
             }
             None => read + part(self.cache_write, writes)?,
         };
@@ -555,8 +555,7 @@ fn file_cost(price: &FilePrice, tokens: &TokenUsage) -> f64 {
         .input_tokens
         .saturating_sub(tokens.cached_input_tokens)
         .saturating_sub(tokens.cache_creation_input_tokens);
-    let hour = tokens.cache_creation_1h_input_tokens.min(tokens.cache_creation_input_tokens);
-    let five_minutes = tokens.cache_creation_input_tokens - hour;
+    let (five_minutes, hour) = tokens.writes_by_lifetime();
     (uncached as f64 * price.input
         + tokens.cached_input_tokens as f64 * price.cached_input
         + five_minutes as f64 * price.cache_creation

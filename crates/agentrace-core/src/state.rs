@@ -732,8 +732,10 @@ impl RunState {
                         if model.is_some() && stats.model.is_none() {
                             stats.model = model.clone();
                         }
-                        let tier = pricing.service_tier.or(stats.service_tier.as_deref()).map(str::to_owned);
-                        let pricing = Pricing { service_tier: tier.as_deref(), ..pricing };
+                        // The thread's tier, copied (it is borrowed beside
+                        // the stats it prices) only when the usage names none.
+                        let thread_tier = pricing.service_tier.is_none().then(|| stats.service_tier.clone()).flatten();
+                        let pricing = Pricing { service_tier: pricing.service_tier.or(thread_tier.as_deref()), ..pricing };
                         stats.count_tokens(*total, *last, &pricing);
                         stats.incomplete = incomplete.iter().copied().collect();
                     }),

@@ -270,8 +270,7 @@ impl Rates {
             .input_tokens
             .saturating_sub(tokens.cached_input_tokens)
             .saturating_sub(tokens.cache_creation_input_tokens);
-        let hour = tokens.cache_creation_1h_input_tokens.min(tokens.cache_creation_input_tokens);
-        let five_minutes = tokens.cache_creation_input_tokens - hour;
+        let (five_minutes, hour) = tokens.writes_by_lifetime();
         uncached as f64 * self.input
             + tokens.cached_input_tokens as f64 * self.cached_input
             + five_minutes as f64 * self.cache_write
