@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use agentrace_core::lines::LineAssembler;
 use agentrace_core::model::{
-    Confidence, Envelope, Event, EventBody, Role, RunId, RunStatus, Timestamp,
+    Confidence, Envelope, Event, EventBody, RawRef, Role, RunId, RunStatus, Timestamp,
 };
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
@@ -127,11 +127,13 @@ fn transcript_parts(dir: &Path) -> Vec<(SourcePart, PathBuf)> {
     parts
 }
 
-/// Feeds parts to a recorder as `agentrace ingest` does.
+/// Feeds parts to a recorder as `agentrace ingest` does (as `import`
+/// does, when its frames are `referenced`).
 struct Feed {
     recorder: Recorder,
     envelopes: Vec<Envelope>,
     clock: Timestamp,
+    referenced: bool,
 }
 
 impl Feed {
@@ -142,7 +144,15 @@ impl Feed {
             recorder,
             envelopes,
             clock: Timestamp::from_millis(T0),
+            referenced: false,
         }
+    }
+
+    fn referenced(format: Format) -> Self {
+        let mut feed = Self::new(format);
+        feed.recorder.reference_frames();
+        feed.referenced = true;
+        feed
     }
 
     fn part(&mut self, part: &SourcePart, bytes: &[u8]) {
@@ -161,16 +171,18 @@ impl Feed {
     }
 
     fn line(&mut self, part: &SourcePart, bytes: &[u8], line_number: u64) {
-        let produced = self.recorder.push_part(
-            part,
-            &InputLine {
-                bytes,
-                line_number,
-                observed_at: self.clock,
-                direction: None,
-                truncated_from: None,
-            },
-        );
+        let line = InputLine {
+            bytes,
+            line_number,
+            observed_at: self.clock,
+            direction: None,
+            truncated_from: None,
+        };
+        let produced = if self.referenced {
+            self.recorder.push_referenced(part, &line, line_ref(part, line_number, bytes))
+        } else {
+            self.recorder.push_part(part, &line)
+        };
         if let Some(last) = produced.last() {
             self.clock = last.timestamp;
         }
@@ -188,6 +200,33 @@ impl Feed {
         self.envelopes.extend(last);
         (self.recorder.state().view(), self.envelopes)
     }
+}
+
+/// A stand-in reference of a line, told apart by part and number.
+fn line_ref(part: &SourcePart, line_number: u64, bytes: &[u8]) -> RawRef {
+    RawRef {
+        path: format!("{part:?}"),
+        offset: line_number,
+        length: bytes.len() as u64,
+        crc32: 0,
+    }
+}
+
+/// `envelopes` with each frame's copy put where its reference is (the
+/// reference's line the one `frames` holds under it).
+fn with_copies(envelopes: &[Envelope], copied: &[Envelope]) -> Vec<Envelope> {
+    envelopes
+        .iter()
+        .zip(copied)
+        .map(|(envelope, copy)| {
+            let mut envelope = envelope.clone();
+            if envelope.raw_ref.is_some() && envelope.raw.is_none() {
+                envelope.raw_ref = None;
+                envelope.raw = copy.raw.clone();
+            }
+            envelope
+        })
+        .collect()
 }
 
 fn raw_value(envelope: &Envelope) -> Option<Value> {
@@ -533,6 +572,21 @@ fn check(name: &str) {
     feed.transcripts(&dir);
     let (transcript, transcript_envelopes) = feed.done();
     check_transcript(name, &dir, &transcript, &transcript_envelopes);
+
+    // An import references each line instead of copying it, and reads a
+    // transcript's message lines straight into their records: the same
+    // envelopes, each frame referenced where a copy was.
+    let mut feed = Feed::referenced(Format::ClaudeTranscript);
+    feed.transcripts(&dir);
+    let (imported, imported_envelopes) = feed.done();
+    assert_eq!(imported, transcript, "{name}: the imported view");
+    assert_eq!(imported_envelopes.len(), transcript_envelopes.len(), "{name}");
+    assert_eq!(with_copies(&imported_envelopes, &transcript_envelopes), transcript_envelopes, "{name}");
+    assert_eq!(
+        imported_envelopes.iter().filter(|envelope| envelope.raw_ref.is_some()).count(),
+        transcript_envelopes.iter().filter(|envelope| envelope.raw.is_some()).count(),
+        "{name}: every frame referenced"
+    );
 
     let mut feed = Feed::new(Format::ClaudeStream);
     feed.part(&SourcePart::Main, &stdout);
