@@ -9,7 +9,7 @@ use crate::run_ids::new_run_id;
 use crate::clock::now;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use agentrace_core::lines::{AssembledLine, LineAssembler};
@@ -530,7 +530,10 @@ pub fn ingest_transcripts(
     options: &IngestOptions,
 ) -> anyhow::Result<Vec<RunId>> {
     let path = match input {
-        Some(path) => PathBuf::from(path),
+        // Named from the root: a file's folder is listed for its subagents
+        // (a bare name's parent is empty), and each line's reference must
+        // hold wherever it is read.
+        Some(path) => std::path::absolute(path).with_context(|| format!("cannot read {path}"))?,
         None => claude_config_dir()
             .context("no input given and neither CLAUDE_CONFIG_DIR nor HOME is set")?,
     };

@@ -151,7 +151,7 @@ pub(crate) fn sessions_by_project_in(
     dirs: Option<std::sync::Arc<DirCache>>,
 ) -> anyhow::Result<Box<dyn Iterator<Item = anyhow::Result<Vec<FoundSession>>>>> {
     if path.is_file() {
-        let siblings = match path.parent() {
+        let siblings = match project_of(path) {
             Some(project) => loose_agent_files(&sorted_entries(project, false, dirs.as_deref())?),
             None => Vec::new(),
         };
@@ -189,12 +189,18 @@ pub(crate) fn sessions_by_project_in(
 /// a watcher saw written, which walks nothing else. `None` when it is not
 /// there now.
 pub(crate) fn session_at(main: &Path, dirs: Option<&DirCache>) -> anyhow::Result<Option<FoundSession>> {
-    let Some(project) = main.parent() else {
+    let Some(project) = project_of(main) else {
         return Ok(None);
     };
     let mut sessions = Vec::new();
     project_sessions(&sorted_entries(project, false, dirs)?, &mut sessions);
     Ok(sessions.into_iter().find(|found| found.main == main))
+}
+
+/// The folder a session file is in: a bare file name's is the current
+/// one (its parent is an empty path, which cannot be listed).
+fn project_of(main: &Path) -> Option<&Path> {
+    main.parent().map(|parent| if parent.as_os_str().is_empty() { Path::new(".") } else { parent })
 }
 
 /// Adds the sessions of one project folder, given its entries; false when

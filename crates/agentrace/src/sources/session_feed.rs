@@ -228,6 +228,15 @@ impl SessionFeed {
     /// a string) stays in `raw`.
     pub fn referencing(mut self) -> Self {
         self.references = true;
+        // A reference must hold wherever it is read, so a file named by a
+        // relative path is named from the root: once here, not once per
+        // line where each reference is made (a `getcwd` each).
+        for stream in &mut self.streams {
+            from_the_root(&mut stream.lines.path);
+            if let Some(document) = &mut stream.document {
+                from_the_root(&mut document.path);
+            }
+        }
         self
     }
 
@@ -519,6 +528,16 @@ fn read_chunks(
         Ok(mut buffer) => chunks(&mut buffer),
         Err(_) => chunks(&mut vec![0u8; READ_SIZE]),
     })
+}
+
+/// Makes a relative `path` absolute (left as it is if that fails: the
+/// reference then says so where it is made).
+fn from_the_root(path: &mut PathBuf) {
+    if path.is_relative() {
+        if let Ok(absolute) = std::path::absolute(&*path) {
+            *path = absolute;
+        }
+    }
 }
 
 /// Feeds `parts` whole from their start (lines that name no time get

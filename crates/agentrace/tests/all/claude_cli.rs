@@ -222,3 +222,27 @@ fn transcripts_are_found_under_claude_config_dir_when_no_input_is_given() {
         )
     );
 }
+
+#[test]
+fn a_transcript_named_by_its_bare_file_name_is_read_with_its_subagents() {
+    // `agentrace ingest <session>.jsonl` from the project folder: the
+    // file's folder is an empty path, which said "cannot read : No such
+    // file or directory".
+    let cli = Cli::new();
+    let projects = claude_capture("nested_fg").join("home_claude/projects");
+    let project = projects.join("-home-dev-agents-work-nested-fg");
+    let output = cli
+        .command(&["ingest", "d882d213-4da9-4bcb-bd05-cb557061dd59.jsonl"])
+        .current_dir(&project)
+        .output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let by_name = show(&cli, &id);
+    let by_path = show(&cli, &cli.ingest(&projects, &["--format", "claude-transcript", "--run-id", "run-by-path"]));
+    assert_eq!(
+        (by_name["run"]["result"].clone(), tree(&by_name)),
+        (by_path["run"]["result"].clone(), tree(&by_path))
+    );
+    assert_eq!(tree(&by_name).len(), 3);
+}
