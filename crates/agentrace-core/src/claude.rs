@@ -2000,24 +2000,20 @@ impl ClaudeAttributor {
 
     fn process(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Emitted> {
         let mut derived = Derived::new();
-        // A line whose frame is not copied needs no tree of it: a
-        // transcript's message line is read straight into its record. An
-        // import's lines were a quarter of its time as trees.
-        let copies_frames = !self.drop_frames && !self.reference_frames;
-        let typed = match (!copies_frames).then(|| line_route(part, line.bytes)) {
-            Some(Route::PassOver) if self.usage_only => return Vec::new(),
+        let typed = match self.usage_only.then(|| usage_route(part, line.bytes)) {
+            Some(Route::PassOver) => return Vec::new(),
             Some(Route::Transcript) => self.typed_transcript(part, line, &mut derived),
             _ => None,
         };
         let (owner, event, frame, timestamp) = match typed {
-            Some((owner, event, timestamp)) => (owner, event, Frame(None, self.reference_frames), timestamp),
+            Some((owner, event, raw, timestamp)) => (owner, event, Frame(raw, false), timestamp),
             None => self.decoded(part, line, &mut derived),
         };
         self.emit_all(line, owner, event, frame, timestamp, derived)
     }
 
     /// A transcript line read straight into a [`Record`] (no tree of the
-    /// line is built), for a caller that copies no frame: what `handle`
+    /// line is built), for a caller that reads only usage: what `handle`
     /// makes of a transcript line. `None` when it is not valid UTF-8 or
     /// not a record (it is then decoded as any line is).
     fn typed_transcript(
@@ -2025,7 +2021,7 @@ impl ClaudeAttributor {
         part: &SourcePart,
         line: &InputLine<'_>,
         derived: &mut Derived,
-    ) -> Option<(Owner, Event, Timestamp)> {
+    ) -> Option<(Owner, Event, Option<Box<RawValue>>, Timestamp)> {
         let text = crate::decode::utf8(line.bytes).ok()?;
         let record: Record = serde_json::from_str(text.trim()).ok()?;
         let timestamp = record
@@ -2039,7 +2035,7 @@ impl ClaudeAttributor {
         };
         self.reading_transcript = true;
         let (owner, event) = self.transcript(&record, agent, line.line_number, derived);
-        Some((owner, event, timestamp))
+        Some((owner, event, None, timestamp))
     }
 
     /// A line decoded (its frame kept unless frames are dropped or
@@ -2225,10 +2221,8 @@ impl Attributor for ClaudeAttributor {
     }
 }
 
-/// How a line whose frame is not copied is read. A transcript's message
-/// line is read straight into its record. For a caller that reads only
-/// usage, a transcript line that `transcript` would only turn into a
-/// notice is passed over (a request shape, an
+/// For a caller that reads only usage: passes over a transcript line that
+/// `transcript` would only turn into a notice (a request shape, an
 /// attachment, a prompt or cost record: most of a transcript's bytes),
 /// found without decoding the line, and most often without reading it to
 /// its end: members are looked at until the type and the kind of line are
@@ -2236,8 +2230,9 @@ impl Attributor for ClaudeAttributor {
 /// sidechain line with no agent id (1.0.128 links those through the chain
 /// of parent uuids, notices included) are always decoded. The two keys that
 /// can only be ruled out by reading everything are looked for in the bytes
-/// first (a line that merely mentions them is decoded, to be safe).
-fn line_route(part: &SourcePart, bytes: &[u8]) -> Route {
+/// first (a line that merely mentions them is decoded, to be safe). A
+/// transcript's message line is read straight into its record.
+fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
     let in_agent_file = match part {
         SourcePart::AgentMeta { .. } => return Route::Decode,
         SourcePart::AgentFile { .. } => true,
@@ -2276,12 +2271,12 @@ fn line_route(part: &SourcePart, bytes: &[u8]) -> Route {
     }
 }
 
-/// The searchers of [`line_route`], built once: building one per line
+/// The searchers of [`usage_route`], built once: building one per line
 /// cost more than the search.
 static HOOK_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"hook_event_name"));
 static SIDECHAIN_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\"isSidechain\""));
 
-/// What a reader that copies no frame does with a line (see [`line_route`]).
+/// What a reader of usage does with a line (see [`usage_route`]).
 enum Route {
     /// Nothing: it can carry no usage.
     PassOver,
@@ -2291,7 +2286,7 @@ enum Route {
     Decode,
 }
 
-/// What [`line_route`] has seen of a line's members so far.
+/// What [`usage_route`] has seen of a line's members so far.
 #[derive(Default)]
 struct Seen {
     in_agent_file: bool,

@@ -676,6 +676,12 @@ pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyho
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let prices = load_prices(args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
+    if straight {
+        // The price database is decoded on a spare core while the folders
+        // are listed: on the first request priced, the other worker waited
+        // for it (about 70 ms).
+        crate::parallel::beside(agentrace_core::prices::warm_database);
+    }
     let window = Window::of(args);
     if args.json && args.by == By::Run {
         let unpriced = if straight {
