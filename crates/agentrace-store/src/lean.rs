@@ -206,6 +206,11 @@ pub(crate) struct Encoder {
     paths: HashMap<String, u32>,
     next_actor: u32,
     next_path: u32,
+    /// The actor and path encoded last, with their indices: most envelopes
+    /// repeat their neighbour's, found by one comparison rather than a
+    /// hash of each of their strings (a hundredth of an import).
+    last_actor: Option<(Actor, u32)>,
+    last_path: Option<(String, u32)>,
     /// Definitions made since the last successful write, in order.
     pending: Vec<Definition>,
 }
@@ -219,6 +224,8 @@ impl Encoder {
             paths: dictionary.paths.iter().map(|(index, path)| (path.clone(), *index)).collect(),
             next_actor: dictionary.actors.keys().next_back().map_or(0, |last| last.saturating_add(1)),
             next_path: dictionary.paths.keys().next_back().map_or(0, |last| last.saturating_add(1)),
+            last_actor: None,
+            last_path: None,
             pending: Vec::new(),
         }
     }
@@ -241,6 +248,8 @@ impl Encoder {
     /// Forgets the definitions made from `mark` on (their bytes were cut
     /// from the batch, or their write failed). Their indices stay used.
     pub(crate) fn forget_since(&mut self, mark: usize) {
+        self.last_actor = None;
+        self.last_path = None;
         for definition in self.pending.drain(mark.min(self.pending.len())..) {
             match definition {
                 Definition::Actor(_, actor) => {
@@ -257,29 +266,15 @@ impl Encoder {
     /// lines it needs (each ending in `\n`); returns where the envelope's
     /// own line starts in `out`, for the caller to end it.
     pub(crate) fn encode(&mut self, envelope: &Envelope, out: &mut Vec<u8>) -> serde_json::Result<usize> {
-        let actor = match self.actors.get(&envelope.actor) {
-            Some(index) => *index,
-            None => {
-                let index = self.next_actor;
-                self.next_actor = self.next_actor.saturating_add(1);
-                write_definition(out, "actor", index, Some(&envelope.actor), None)?;
-                self.actors.insert(envelope.actor.clone(), index);
-                self.pending.push(Definition::Actor(index, envelope.actor.clone()));
-                index
-            }
+        let actor = match self.last_actor.as_ref().filter(|(last, _)| *last == envelope.actor).map(|(_, index)| *index) {
+            Some(index) => index,
+            None => self.actor_index(envelope, out)?,
         };
         let raw_ref = match &envelope.raw_ref {
             Some(reference) => {
-                let path = match self.paths.get(&reference.path) {
-                    Some(index) => *index,
-                    None => {
-                        let index = self.next_path;
-                        self.next_path = self.next_path.saturating_add(1);
-                        write_definition(out, "path", index, None, Some(&reference.path))?;
-                        self.paths.insert(reference.path.clone(), index);
-                        self.pending.push(Definition::Path(index, reference.path.clone()));
-                        index
-                    }
+                let path = match self.last_path.as_ref().filter(|(last, _)| *last == reference.path).map(|(_, index)| *index) {
+                    Some(index) => index,
+                    None => self.path_index(&reference.path, out)?,
                 };
                 Some((path, reference.offset, reference.length, reference.crc32))
             }
@@ -301,6 +296,40 @@ impl Encoder {
             },
         )?;
         Ok(start)
+    }
+
+    /// The index of `envelope`'s actor, defined on `out` when new.
+    fn actor_index(&mut self, envelope: &Envelope, out: &mut Vec<u8>) -> serde_json::Result<u32> {
+        let actor = match self.actors.get(&envelope.actor) {
+            Some(index) => *index,
+            None => {
+                let index = self.next_actor;
+                self.next_actor = self.next_actor.saturating_add(1);
+                write_definition(out, "actor", index, Some(&envelope.actor), None)?;
+                self.actors.insert(envelope.actor.clone(), index);
+                self.pending.push(Definition::Actor(index, envelope.actor.clone()));
+                index
+            }
+        };
+        self.last_actor = Some((envelope.actor.clone(), actor));
+        Ok(actor)
+    }
+
+    /// The index of `path`, defined on `out` when new.
+    fn path_index(&mut self, path: &str, out: &mut Vec<u8>) -> serde_json::Result<u32> {
+        let index = match self.paths.get(path) {
+            Some(index) => *index,
+            None => {
+                let index = self.next_path;
+                self.next_path = self.next_path.saturating_add(1);
+                write_definition(out, "path", index, None, Some(path))?;
+                self.paths.insert(path.to_owned(), index);
+                self.pending.push(Definition::Path(index, path.to_owned()));
+                index
+            }
+        };
+        self.last_path = Some((path.to_owned(), index));
+        Ok(index)
     }
 }
 

@@ -294,3 +294,29 @@ fn a_torn_definition_at_the_tail_loses_only_the_tail_and_a_writer_continuing_def
     assert_eq!(definition_lines(&home, &id)?.len(), distinct_values(&envelopes) + 1);
     Ok(())
 }
+
+#[test]
+fn a_refused_call_forgets_the_actors_and_paths_it_defined_and_the_next_defines_them_again() -> TestResult {
+    // The encoder remembers the actor and path it encoded last; a call cut
+    // back (here by a sequence out of place after them) must forget them
+    // with their definitions, or the next line would name an undefined one.
+    let (_directory, home) = temporary_home()?;
+    let id = run_id("refused");
+    let envelopes = referenced(record("refused", SESSION).1);
+    let first_new_actor = (1..envelopes.len())
+        .find(|index| envelopes[..*index].iter().all(|earlier| earlier.actor != envelopes[*index].actor))
+        .unwrap_or_else(|| panic!("a second actor"));
+    let mut writer = home.create_run(&id)?.with_lean_lines();
+    writer.append(&envelopes[..first_new_actor])?;
+    let mut out_of_place = envelopes[first_new_actor + 1].clone();
+    out_of_place.sequence += 1;
+    let refused = [envelopes[first_new_actor].clone(), out_of_place];
+    assert!(writer.append(&refused).is_err());
+    writer.append(&envelopes[first_new_actor..])?;
+    drop(writer);
+
+    let (read, skipped) = read_log(&home.log_path(&id))?;
+    assert_eq!((read, skipped.len()), (envelopes.clone(), 0));
+    assert_eq!(definition_lines(&home, &id)?.len(), distinct_values(&envelopes));
+    Ok(())
+}
