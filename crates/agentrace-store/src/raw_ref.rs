@@ -27,14 +27,24 @@ use crate::StoreError;
 /// The reference to `bytes` (a line without its line break) found at
 /// `offset` of `path`.
 pub fn reference(path: &Path, offset: u64, bytes: &[u8]) -> RawRef {
-    // A folder given as a relative path (`import --codex-home ./x`) is named
-    // from the root: the reference must hold wherever it is read.
-    let path = match path.is_relative() {
+    reference_in(&source_name(path), offset, bytes)
+}
+
+/// How a reference names the file `path`: from the root, as text. A
+/// folder given as a relative path (`import --codex-home ./x`) is named
+/// from the root: the reference must hold wherever it is read.
+pub fn source_name(path: &Path) -> String {
+    match path.is_relative() {
         true => std::path::absolute(path).map_or_else(|_| path.to_string_lossy().into_owned(), |path| path.to_string_lossy().into_owned()),
         false => path.to_string_lossy().into_owned(),
-    };
+    }
+}
+
+/// [`reference`] in the file named `name` (as [`source_name`] names it):
+/// for a reader of many lines of one file, which names it once.
+pub fn reference_in(name: &str, offset: u64, bytes: &[u8]) -> RawRef {
     RawRef {
-        path,
+        path: name.to_owned(),
         offset,
         length: bytes.len() as u64,
         crc32: crc32fast::hash(bytes),

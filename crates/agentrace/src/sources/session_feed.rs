@@ -165,6 +165,9 @@ struct Lines {
     fed: ReadMark,
     /// Where the next line queued starts.
     next_start: u64,
+    /// How its lines' references name the file, once a feed references
+    /// them (made once: per line, it was a hundredth of an import).
+    source_name: Option<String>,
 }
 
 /// A line read and not yet fed.
@@ -233,6 +236,7 @@ impl SessionFeed {
         // line where each reference is made (a `getcwd` each).
         for stream in &mut self.streams {
             from_the_root(&mut stream.lines.path);
+            stream.lines.source_name = Some(agentrace_store::raw_ref::source_name(&stream.lines.path));
             if let Some(document) = &mut stream.document {
                 from_the_root(&mut document.path);
             }
@@ -282,8 +286,10 @@ impl SessionFeed {
             }
             if let Some(line) = stream.lines.queued.pop_front() {
                 if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
-                    let at = (references && line.truncated_from.is_none())
-                        .then(|| agentrace_store::raw_ref::reference(&stream.lines.path, line.start, &line.bytes));
+                    let at = (references && line.truncated_from.is_none()).then(|| match &stream.lines.source_name {
+                        Some(name) => agentrace_store::raw_ref::reference_in(name, line.start, &line.bytes),
+                        None => agentrace_store::raw_ref::reference(&stream.lines.path, line.start, &line.bytes),
+                    });
                     batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, at, clock));
                 }
                 if !line.torn {
@@ -371,6 +377,7 @@ impl Lines {
             ended: false,
             fed: ReadMark::default(),
             next_start: 0,
+            source_name: None,
         }
     }
 
