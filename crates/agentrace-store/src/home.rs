@@ -610,6 +610,54 @@ impl Home {
         fs::read_dir(self.runs_dir()).is_ok_and(|mut entries| entries.next().is_some())
     }
 
+    /// `<root>/placeholder-runs`: the runs recorded only so that a new
+    /// user with no history had something to look at (the bundled
+    /// samples), one id a line.
+    fn placeholder_list_path(&self) -> PathBuf {
+        self.root.join("placeholder-runs")
+    }
+
+    /// Notes `ids` as placeholders, to be removed once the user has runs
+    /// of their own ([`Home::placeholder_runs`]).
+    pub fn mark_placeholders(&self, ids: &[RunId]) -> Result<(), StoreError> {
+        let text: String = ids.iter().map(|id| format!("{id}\n")).collect();
+        fs::create_dir_all(&self.root).map_err(|source| StoreError::io("create home", &self.root, source))?;
+        crate::files::replace_unsynced(&self.placeholder_list_path(), text.as_bytes(), "note placeholder runs")
+    }
+
+    /// The runs noted as placeholders (none when nothing was noted, or the
+    /// note cannot be read: a run is never removed on a guess).
+    pub fn placeholder_runs(&self) -> Vec<RunId> {
+        fs::read_to_string(self.placeholder_list_path())
+            .map(|text| text.lines().filter_map(|line| validate_run_id(line.trim()).ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets that any run is a placeholder (the user asked for the
+    /// samples, or they were removed).
+    pub fn forget_placeholders(&self) -> Result<(), StoreError> {
+        let path = self.placeholder_list_path();
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(StoreError::io("forget placeholder runs", &path, source)),
+        }
+    }
+
+    /// Removes run `id`: its log, record, snapshot and kept copies (the
+    /// catalog's rows are the caller's to remove).
+    pub fn remove_run(&self, id: &RunId) -> Result<(), StoreError> {
+        let id = validate_run_id(id.as_str())?;
+        for path in [self.log_path(&id), self.record_path(&id), self.snapshot_path(&id), self.kept_copies_path(&id)] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(StoreError::io("remove run", &path, source)),
+            }
+        }
+        Ok(())
+    }
+
     /// Removes run `id`'s log and record where `listed` (from
     /// [`Home::list_run_files`]) says they are, so the run can be written
     /// anew with [`Home::create_run_unsynced`], which sees to its snapshot.

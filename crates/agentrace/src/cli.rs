@@ -25,7 +25,8 @@ use crate::commands::samples;
 /// With no command, agentrace imports what grew in your Codex and Claude
 /// Code folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR) and lists your newest
 /// runs; when there is no history at all it records the bundled sample
-/// runs so there is something to look at.
+/// runs so there is something to look at, and removes them once your own runs
+/// are there.
 #[derive(Debug, Parser)]
 #[command(name = "agentrace", version, propagate_version = true)]
 pub struct Cli {
@@ -229,7 +230,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
         Some(Command::Tap(args)) => return crate::commands::tap::run(&home, args),
-        Some(Command::Import(args)) => crate::commands::import::run_unless_followed(&home, &args)?,
+        Some(Command::Import(args)) => {
+            crate::commands::import::run_unless_followed(&home, &args)?;
+            // The catalog is opened again only when there are samples to
+            // retire (a repeated import is a stat of every file, no more).
+            if !home.placeholder_runs().is_empty() {
+                crate::commands::samples::retire_placeholders(&home, &crate::catalog::synced(&home)?)?;
+            }
+        }
         Some(Command::Watch(args)) => return crate::commands::watch::run(&home, &args, &mut out),
         Some(Command::Top(args)) => return crate::commands::top::run(&home, &args, &mut out),
         Some(Command::Usage(args)) => crate::commands::usage::run(&home, &args, &mut out)?,

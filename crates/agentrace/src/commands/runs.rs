@@ -258,10 +258,11 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     crate::commands::import::run_unless_followed(home, &import)?;
     let catalog = crate::catalog::synced(home)?;
     let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
+    crate::commands::samples::retire_placeholders(home, &catalog)?;
     let (mut runs, total) = listed(home, &catalog, &filter)?;
     if total == 0 {
         eprintln!("No Codex or Claude Code history found, and no runs in {} yet; recording the bundled sample runs.", home.root().display());
-        crate::commands::samples::record(home)?;
+        crate::commands::samples::record_placeholders(home)?;
         catalog.sync(home)?;
         filter.limit = Some(FIRST_PAGE);
         (runs, _) = listed(home, &catalog, &filter)?;

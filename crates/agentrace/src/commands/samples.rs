@@ -3,7 +3,7 @@
 //! recording anything of their own.
 
 use agentrace_core::model::RunId;
-use agentrace_store::Home;
+use agentrace_store::{Catalog, Home};
 
 use crate::commands::ingest::FormatArg;
 use crate::commands::ingest::{ingest_reader, IngestOptions};
@@ -47,9 +47,38 @@ pub fn record(home: &Home) -> anyhow::Result<Vec<RunId>> {
     Ok(ids)
 }
 
-/// `agentrace samples`.
+/// Records the samples for a new user with no history, noted as
+/// placeholders: [`retire_placeholders`] removes them once the user has
+/// runs of their own.
+pub fn record_placeholders(home: &Home) -> anyhow::Result<Vec<RunId>> {
+    let ids = record(home)?;
+    home.mark_placeholders(&ids)?;
+    Ok(ids)
+}
+
+/// Removes the placeholder samples once the catalog (brought up to the
+/// runs folder) holds a run that is not one of them: the samples appear
+/// only when there is no history at all, and their tokens and cost must
+/// not add to the user's own. Says so on stderr. Returns how many were
+/// removed.
+pub fn retire_placeholders(home: &Home, catalog: &Catalog) -> anyhow::Result<usize> {
+    let placeholders: Vec<RunId> = home.placeholder_runs().into_iter().filter(|id| home.exists(id)).collect();
+    if placeholders.is_empty() || catalog.run_count()? <= placeholders.len() as u64 {
+        return Ok(0);
+    }
+    for id in &placeholders {
+        home.remove_run(id)?;
+        catalog.remove_run(id.as_str())?;
+    }
+    home.forget_placeholders()?;
+    eprintln!("note: your own runs are here, so the bundled sample runs recorded when there were none are removed (`agentrace samples` records them again)");
+    Ok(placeholders.len())
+}
+
+/// `agentrace samples`: asked for, they are kept.
 pub fn record_and_list(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     record(home)?;
+    home.forget_placeholders()?;
     for (id, what, _) in SAMPLES {
         out.line(format!("{id:<24} {what}"))?;
     }

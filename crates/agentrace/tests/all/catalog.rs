@@ -206,3 +206,54 @@ fn search_gives_the_hits_and_snippets_it_gave_when_the_catalog_kept_a_copy_of_ea
     let found: serde_json::Map<String, Value> = words.iter().map(|word| (word.clone(), json_of(&cli.ok(&["search", word, "--limit", "1000", "--json"])))).collect();
     assert_eq!(Value::Object(found), expected);
 }
+
+/// `agentrace` with no arguments, reading the history in `sources` (the
+/// Codex and Claude folders, empty or not there): its stdout and stderr.
+fn first_command_over(cli: &Cli, sources: &std::path::Path, args: &[&str]) -> (String, String) {
+    let output = cli
+        .command(args)
+        .env("CODEX_HOME", sources.join("codex"))
+        .env("CLAUDE_CONFIG_DIR", sources.join("claude"))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+#[test]
+fn the_samples_recorded_for_a_new_user_are_removed_once_their_own_runs_are_there() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let (listed, _) = first_command_over(&cli, sources.path(), &[]);
+    assert!(listed.contains("sample-codex-nested"), "{listed}");
+    // Their history arrives (Claude Code is used for the first time).
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let (listed, said) = first_command_over(&cli, sources.path(), &[]);
+    assert!(said.contains("the bundled sample runs recorded when there were none are removed"), "{said}");
+    assert!(!listed.contains("sample-"), "{listed}");
+    assert_eq!(ids(&json_of(&cli.ok(&["runs", "--json"]))), vec![json!("claude-d882d213-4da9-4bcb-bd05-cb557061dd59")]);
+    // The samples' tokens and cost no longer add to the user's own: the
+    // same usage as a home that never held them.
+    let fresh = Cli::new();
+    first_command_over(&fresh, sources.path(), &["import"]);
+    assert_eq!(json_of(&cli.ok(&["usage", "--json"])), json_of(&fresh.ok(&["usage", "--json"])));
+    assert!(cli.run(&["show", "sample-codex-nested"]).status.code() != Some(0));
+    // Once retired, nothing more is said.
+    let (_, said) = first_command_over(&cli, sources.path(), &[]);
+    assert!(!said.contains("sample runs"), "{said}");
+}
+
+#[test]
+fn an_import_retires_the_placeholder_samples_and_samples_asked_for_are_kept() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let retired = Cli::new();
+    let kept = Cli::new();
+    first_command_over(&retired, sources.path(), &[]);
+    kept.ok(&["samples"]);
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    for cli in [&retired, &kept] {
+        first_command_over(cli, sources.path(), &["import"]);
+    }
+    let listed = |cli: &Cli| ids(&json_of(&cli.ok(&["runs", "--json"]))).len();
+    assert_eq!((listed(&retired), listed(&kept)), (1, 4));
+}
