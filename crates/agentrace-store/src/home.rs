@@ -33,6 +33,10 @@ pub const HOME_ENV: &str = "AGENTRACE_HOME";
 /// The name of the user's warning configuration in the home.
 pub const WARNING_CONFIG_FILE: &str = "warnings.json";
 
+/// How an import names a run: the provider, then its root thread or
+/// session.
+const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
+
 /// Words `resolve` reads as "the newest run".
 const NEWEST_KEYWORDS: [&str; 2] = ["latest", "last"];
 
@@ -512,7 +516,11 @@ impl Home {
     }
 
     /// Finds the run a user means: the exact id, else `latest` / `last` for
-    /// the newest run, else the one run whose id starts with `text`.
+    /// the newest run, else the one run whose id starts with `text`, or
+    /// whose session starts with it: an imported run is named after its
+    /// Codex root thread or Claude session (`codex-<thread>`,
+    /// `claude-<session>`), the id the user has seen in Codex or Claude
+    /// Code.
     ///
     /// The words come before prefixes so that `latest` always means the
     /// newest run, even when some run's id happens to start with it.
@@ -529,7 +537,10 @@ impl Home {
         let mut candidates: Vec<RunId> = self
             .run_ids()?
             .into_iter()
-            .filter(|id| id.as_str().starts_with(prefix.as_str()))
+            .filter(|id| {
+                let session = IMPORTED_PREFIXES.iter().find_map(|provider| id.as_str().strip_prefix(provider));
+                id.as_str().starts_with(prefix.as_str()) || session.is_some_and(|session| session.starts_with(prefix.as_str()))
+            })
             .collect();
         match candidates.len() {
             0 => Err(self.not_found(text)),

@@ -54,7 +54,7 @@ enum Command {
     Reindex(crate::commands::reindex::ReindexArgs),
     /// Show one run: summary, agent tree, the result and who produced it, counts.
     Show {
-        /// Run id, a unique prefix of one, or `latest`.
+        /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
         run: String,
         /// Print `{"run": {...}, "agents": [...], "warnings": [...]}`.
         #[arg(long)]
@@ -194,7 +194,7 @@ struct IngestArgs {
 
 #[derive(Debug, Args)]
 struct EventsArgs {
-    /// Run id, a unique prefix of one, or `latest`.
+    /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
     run: String,
     /// Print JSON Lines (one envelope per line).
     #[arg(long)]

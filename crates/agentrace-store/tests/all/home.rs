@@ -331,3 +331,27 @@ fn resolve_says_what_it_could_not_find() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn resolve_finds_an_imported_run_by_its_session_or_thread_id_or_a_prefix_of_it() -> TestResult {
+    // What Codex and Claude Code show the user is the thread or session
+    // id; an import names the run after it, behind its provider.
+    let (_directory, home) = temporary_home()?;
+    let claude = "claude-d882d213-4da9-4bcb-bd05-cb557061dd59";
+    let codex = "codex-01a2298e-95f7-7860-9d07-bbdef83673ed";
+    for id in [claude, codex, "run-d882", "d88-own"] {
+        write_run(&home, &record(id, SESSION).1, id)?;
+    }
+
+    assert_eq!(home.resolve("d882d213-4da9-4bcb-bd05-cb557061dd59")?, run_id(claude));
+    assert_eq!(home.resolve("01a2298e")?, run_id(codex));
+    assert_eq!(home.resolve("claude-d882")?, run_id(claude));
+    // Only a run's own id or its session is matched, not any part of it.
+    assert_eq!(home.resolve("d882")?, run_id(claude));
+    // An id and a session that both start with it are two candidates.
+    match home.resolve("d88") {
+        Err(StoreError::Ambiguous { candidates, .. }) => assert_eq!(candidates, vec![run_id(claude), run_id("d88-own")]),
+        other => return Err(format!("expected Ambiguous, got {other:?}").into()),
+    }
+    Ok(())
+}

@@ -35,7 +35,7 @@ const RECHECK: Duration = Duration::from_secs(5);
 /// `agentrace attach` arguments.
 #[derive(Debug, Args)]
 pub struct AttachArgs {
-    /// Run id, a unique prefix of one, or `latest`.
+    /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
     run: String,
     /// Print JSON Lines: `{"envelope": {...}}`, `{"change": "...", "record":
     /// {...}}` and `{"warning": {...}}`.

@@ -21,7 +21,7 @@ use crate::warning_config::{config, WarningArgs};
 /// `agentrace check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Run id, a unique prefix of one, or `latest`.
+    /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
     run: String,
     /// Print `{"run", "status", "ok", "warnings"}`.
     #[arg(long, conflicts_with = "format")]

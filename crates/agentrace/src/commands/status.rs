@@ -21,7 +21,7 @@ use crate::render::{one_line, skipped_warning};
 /// `agentrace status` arguments.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Run id, a unique prefix of one, or `latest` (the default).
+    /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest` (the default).
     run: Option<String>,
     /// Print `{"records": [...]}`.
     #[arg(long)]
