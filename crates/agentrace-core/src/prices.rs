@@ -205,7 +205,8 @@ static DATABASE: LazyLock<Arc<PriceBook>> = LazyLock::new(|| Arc::new(PriceBook:
 /// Decodes the compiled-in database now (about 160 million instructions,
 /// 15 to 70 ms by the machine, once per process: its JSON, and a regex per
 /// model match), so a shell with a spare core can do it beside its reading
-/// instead of on the first request a fold prices. Pure: the same data whoever decodes it.
+/// instead of on the first request a fold prices. Pure: the same data
+/// whoever decodes it.
 pub fn warm_database() {
     let _ = Calculator::bundled();
 }

@@ -8,6 +8,15 @@ use std::path::Path;
 
 use crate::error::StoreError;
 
+/// Removes the file `path`; one that is not there is already removed.
+pub(crate) fn remove_if_present(path: &Path, action: &'static str) -> Result<(), StoreError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StoreError::io(action, path, source)),
+    }
+}
+
 /// Writes `bytes` to `<path>.tmp-<pid>` and renames it over `path`, without
 /// `fsync`: readers see the old file or the new one, never a mix.
 pub(crate) fn replace_unsynced(path: &Path, bytes: &[u8], action: &'static str) -> Result<(), StoreError> {

@@ -345,17 +345,7 @@ impl Home {
         // must not stand for the new one, even by a fingerprint collision.
         let snapshot_path = self.snapshot_path(&id);
         if stale_snapshot {
-            match fs::remove_file(&snapshot_path) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => {
-                    return Err(StoreError::io(
-                        "remove stale snapshot",
-                        &snapshot_path,
-                        source,
-                    ))
-                }
-            }
+            crate::files::remove_if_present(&snapshot_path, "remove stale snapshot")?;
         }
         if sync {
             sync_directory(&runs_dir);
@@ -647,12 +637,7 @@ impl Home {
     /// Forgets that any run is a placeholder (the user asked for the
     /// samples, or they were removed).
     pub fn forget_placeholders(&self) -> Result<(), StoreError> {
-        let path = self.placeholder_list_path();
-        match fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StoreError::io("forget placeholder runs", &path, source)),
-        }
+        crate::files::remove_if_present(&self.placeholder_list_path(), "forget placeholder runs")
     }
 
     /// Removes run `id`: its log, record, snapshot and kept copies (the
@@ -660,11 +645,7 @@ impl Home {
     pub fn remove_run(&self, id: &RunId) -> Result<(), StoreError> {
         let id = validate_run_id(id.as_str())?;
         for path in [self.log_path(&id), self.record_path(&id), self.snapshot_path(&id), self.kept_copies_path(&id)] {
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(StoreError::io("remove run", &path, source)),
-            }
+            crate::files::remove_if_present(&path, "remove run")?;
         }
         Ok(())
     }
@@ -677,13 +658,8 @@ impl Home {
     pub fn remove_listed_run(&self, id: &RunId, listed: RunFiles) -> Result<(), StoreError> {
         let id = validate_run_id(id.as_str())?;
         for (path, present) in [(self.log_path(&id), listed.log), (self.record_path(&id), listed.record)] {
-            if !present {
-                continue;
-            }
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(StoreError::io("replace", &path, source)),
+            if present {
+                crate::files::remove_if_present(&path, "replace")?;
             }
         }
         Ok(())

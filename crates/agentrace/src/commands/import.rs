@@ -401,22 +401,11 @@ fn codex_home(args: &ImportArgs) -> Option<PathBuf> {
             .map(PathBuf::from)
             .or_else(|| dirs_home().map(|home| home.join(".codex")))
     });
-    dir.map(from_the_root)
+    dir.map(crate::sources::from_the_root)
 }
 
 fn claude_dir(args: &ImportArgs) -> Option<PathBuf> {
-    args.claude_dir.clone().or_else(claude_config_dir).map(from_the_root)
-}
-
-/// A folder named from the root: every path found under it is then too,
-/// and the references the import writes need no working folder each (a
-/// relative folder made one `getcwd` per line read), nor does a key made
-/// of it depend on where the import ran.
-fn from_the_root(dir: PathBuf) -> PathBuf {
-    match dir.is_relative() {
-        true => std::path::absolute(&dir).unwrap_or(dir),
-        false => dir,
-    }
+    args.claude_dir.clone().or_else(claude_config_dir).map(crate::sources::from_the_root)
 }
 
 fn dirs_home() -> Option<PathBuf> {

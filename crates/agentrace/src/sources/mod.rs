@@ -9,3 +9,17 @@ pub(crate) mod dirs;
 pub mod rollouts;
 pub mod session_feed;
 pub(crate) mod stamps;
+
+use std::path::PathBuf;
+
+/// `path` named from the root (as it is, when that fails). A reference an
+/// import writes must hold wherever it is read, and a folder named from the
+/// root makes every path found under it so too: a relative one made a
+/// `getcwd` per line read, and a key made of it depended on where the
+/// import ran.
+pub(crate) fn from_the_root(path: PathBuf) -> PathBuf {
+    match path.is_relative() {
+        true => std::path::absolute(&path).unwrap_or(path),
+        false => path,
+    }
+}

@@ -235,10 +235,10 @@ impl SessionFeed {
         // relative path is named from the root: once here, not once per
         // line where each reference is made (a `getcwd` each).
         for stream in &mut self.streams {
-            from_the_root(&mut stream.lines.path);
+            stream.lines.path = crate::sources::from_the_root(std::mem::take(&mut stream.lines.path));
             stream.lines.source_name = Some(agentrace_store::raw_ref::source_name(&stream.lines.path));
             if let Some(document) = &mut stream.document {
-                from_the_root(&mut document.path);
+                document.path = crate::sources::from_the_root(std::mem::take(&mut document.path));
             }
         }
         self
@@ -286,10 +286,13 @@ impl SessionFeed {
             }
             if let Some(line) = stream.lines.queued.pop_front() {
                 if !decode::is_blank(&line.bytes) || line.truncated_from.is_some() {
-                    let at = (references && line.truncated_from.is_none()).then(|| match &stream.lines.source_name {
-                        Some(name) => agentrace_store::raw_ref::reference_in(name, line.start, &line.bytes),
-                        None => agentrace_store::raw_ref::reference(&stream.lines.path, line.start, &line.bytes),
-                    });
+                    // Only a referencing feed names its files (`referencing`).
+                    let at = stream
+                        .lines
+                        .source_name
+                        .as_deref()
+                        .filter(|_| references && line.truncated_from.is_none())
+                        .map(|name| agentrace_store::raw_ref::reference_in(name, line.start, &line.bytes));
                     batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, at, clock));
                 }
                 if !line.torn {
@@ -535,16 +538,6 @@ fn read_chunks(
         Ok(mut buffer) => chunks(&mut buffer),
         Err(_) => chunks(&mut vec![0u8; READ_SIZE]),
     })
-}
-
-/// Makes a relative `path` absolute (left as it is if that fails: the
-/// reference then says so where it is made).
-fn from_the_root(path: &mut PathBuf) {
-    if path.is_relative() {
-        if let Ok(absolute) = std::path::absolute(&*path) {
-            *path = absolute;
-        }
-    }
 }
 
 /// Feeds `parts` whole from their start (lines that name no time get
