@@ -13,6 +13,7 @@ pub mod book;
 pub mod childwork;
 pub mod claude;
 pub mod codex;
+pub mod days;
 pub mod decode;
 pub mod exec;
 mod legacy_facts;

@@ -7,6 +7,7 @@ mod all {
     pub mod childwork_fixtures;
     pub mod claude;
     pub mod costs;
+    pub mod days;
     pub mod exec;
     pub mod fixtures;
     pub mod properties;

@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentrace_core::days;
 use agentrace_core::model::Timestamp;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::Home;
@@ -264,11 +265,10 @@ struct RunsQuery {
 const RUNS_PAGE: u64 = 100;
 const MAX_RUNS_PAGE: u64 = 1000;
 
-/// The start of a `YYYY-MM-DD` day (UTC), ms.
-fn day_start(name: &str, day: &str) -> Result<i64, ApiError> {
-    Timestamp::parse(&format!("{day}T00:00:00Z"))
-        .map(|at| at.0)
-        .ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected a day like 2026-11-30")))
+/// The bound a `since=`/`until=` names (`until` keeps its own day), ms.
+fn day_bound(name: &str, day: &str, now: Timestamp) -> Result<i64, ApiError> {
+    let bound = if name == "until" { days::day_end(day, now) } else { days::day_start(day, now) };
+    bound.map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected {}", days::DAY_FORMS)))
 }
 
 /// Opens the home's catalog, brought up to the runs folder (a catalog made
@@ -283,12 +283,13 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
 }
 
 async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>) -> Result<Response, ApiError> {
+    let now = state.now();
     let filter = agentrace_store::catalog::RunFilter {
         provider: query.provider,
         project: query.project,
         status: query.status,
-        since: query.since.as_deref().map(|day| day_start("since", day)).transpose()?,
-        until: query.until.as_deref().map(|day| day_start("until", day).map(|start| start + 86_400_000)).transpose()?,
+        since: query.since.as_deref().map(|day| day_bound("since", day, now)).transpose()?,
+        until: query.until.as_deref().map(|day| day_bound("until", day, now)).transpose()?,
         limit: Some(query.limit.unwrap_or(RUNS_PAGE).min(MAX_RUNS_PAGE)),
         offset: query.offset.unwrap_or(0),
     };

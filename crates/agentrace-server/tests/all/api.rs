@@ -736,8 +736,22 @@ async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
     assert_eq!(claude, json!({"runs": [], "total": 0}));
     let (_, later) = get(&state, "/api/runs?since=2100-01-01&limit=1", None).await;
     assert_eq!(later, json!({"runs": [], "total": 0}));
-    let (status, _) = get(&state, "/api/runs?since=yesterday", None).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, body) = get(&state, "/api/runs?since=someday", None).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::BAD_REQUEST, json!({"error": "since=someday: expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)"}))
+    );
+    // Days counted back from the server's today (2026-11-29, when the
+    // runs were recorded), and ccusage's form of a day.
+    let fixed = served_at_a_fixed_time(&scratch);
+    let total = |query: &'static str| {
+        let fixed = fixed.clone();
+        async move { get(&fixed, &format!("/api/runs?{query}"), None).await.1["total"].clone() }
+    };
+    assert_eq!(
+        [total("since=today").await, total("until=yesterday").await, total("since=1d&until=0d").await, total("since=20261129&until=20261129").await, total("since=1w").await],
+        [json!(3), json!(0), json!(3), json!(3), json!(3)]
+    );
 }
 
 #[tokio::test]

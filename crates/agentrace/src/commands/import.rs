@@ -418,8 +418,8 @@ fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
     args.since
         .as_ref()
         .map(|day| {
-            Timestamp::parse(&format!("{day}T00:00:00Z"))
-                .with_context(|| format!("--since {day}: expected a day like 2026-11-30"))
+            agentrace_core::days::day_start(day, crate::clock::now())
+                .with_context(|| format!("--since {day}: expected {}", agentrace_core::days::DAY_FORMS))
         })
         .transpose()
 }

@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use agentrace_core::model::{Role, Timestamp};
+use agentrace_core::days;
+use agentrace_core::model::Role;
 use agentrace_core::state::{CostStatus, RunSummary};
 use agentrace_store::catalog::{ActorQuery, RunColumns, RunFilter, SearchHit, SearchQuery};
 use agentrace_store::{Catalog, Home};
@@ -39,10 +40,11 @@ pub struct RunsArgs {
     /// Only runs of this status: running, done, failed, interrupted.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
-    /// Only runs started on or after this day (`YYYY-MM-DD`, UTC).
+    /// Only runs started on or after this day (UTC): `YYYY-MM-DD`,
+    /// `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or `2w` (weeks ago).
     #[arg(long, value_name = "D")]
     pub since: Option<String>,
-    /// Only runs started on or before this day (`YYYY-MM-DD`, UTC).
+    /// Only runs started on or before this day (UTC, included), as `--since`.
     #[arg(long, value_name = "D")]
     pub until: Option<String>,
     /// At most this many runs (all when not given).
@@ -53,11 +55,11 @@ pub struct RunsArgs {
     pub offset: u64,
 }
 
-/// The start of a `YYYY-MM-DD` day (UTC), ms.
-fn day_start(flag: &str, day: &str) -> anyhow::Result<i64> {
-    Timestamp::parse(&format!("{day}T00:00:00Z"))
-        .map(|at| at.0)
-        .with_context(|| format!("{flag} {day}: expected a day like 2026-11-30"))
+/// The bound of `--since`/`--until` (`--until` keeps its own day), ms.
+fn day_bound(flag: &str, day: &str) -> anyhow::Result<i64> {
+    let now = crate::clock::now();
+    let bound = if flag == "--until" { days::day_end(day, now) } else { days::day_start(day, now) };
+    bound.map(|at| at.0).with_context(|| format!("{flag} {day}: expected {}", days::DAY_FORMS))
 }
 
 /// The filter of `--provider`, `--project`, … as the catalog takes it.
@@ -72,8 +74,8 @@ pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option
         provider: provider.map(str::to_owned),
         project,
         status,
-        since: since.map(|day| day_start("--since", day)).transpose()?,
-        until: until.map(|day| day_start("--until", day).map(|start| start + 86_400_000)).transpose()?,
+        since: since.map(|day| day_bound("--since", day)).transpose()?,
+        until: until.map(|day| day_bound("--until", day)).transpose()?,
         limit,
         offset,
     })

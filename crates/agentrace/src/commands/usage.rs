@@ -49,11 +49,13 @@ pub struct UsageArgs {
     pub by: By,
     /// Count from this day (UTC, included): requests by their time for
     /// the groupings by model, day, week, month, project and block;
-    /// sessions by their start for `--by run` and `--by agent`.
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_day)]
+    /// sessions by their start for `--by run` and `--by agent`. The day is
+    /// `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or
+    /// `2w` (weeks ago).
+    #[arg(long, value_name = "D", value_parser = parse_day)]
     pub since: Option<Timestamp>,
     /// Count up to this day (UTC, included), as `--since`.
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_day)]
+    #[arg(long, value_name = "D", value_parser = parse_day)]
     pub until: Option<Timestamp>,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
@@ -90,10 +92,9 @@ pub enum By {
     Block,
 }
 
-/// The start (UTC midnight) of a `YYYY-MM-DD` day.
+/// The start (UTC midnight) of the day a `--since`/`--until` names.
 fn parse_day(text: &str) -> Result<Timestamp, String> {
-    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|error| format!("expected YYYY-MM-DD: {error}"))?;
-    Ok(Timestamp(day.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_millis()))
+    agentrace_core::days::day_start(text, crate::clock::now()).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
 }
 
 /// Milliseconds in a day and in a billing block.

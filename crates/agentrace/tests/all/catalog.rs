@@ -101,6 +101,16 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
     assert_eq!(list(&["--project", "/nowhere"]), (vec![], json!(0)));
     assert_eq!(list(&["--since", "2100-01-01"]), (vec![], json!(0)));
     assert_eq!(list(&["--until", "2000-01-01"]), (vec![], json!(0)));
+    // The captures ran on 2026-11-29: ccusage's form of that day, and days
+    // counted back from today, which is later.
+    assert_eq!(list(&["--since", "20261129", "--until", "20261129", "--limit", "1"]), (vec![json!("c")], json!(3)));
+    assert_eq!(list(&["--since", "today"]), (vec![], json!(0)));
+    assert_eq!(list(&["--until", "yesterday", "--since", "9999d", "--limit", "1"]), (vec![json!("c")], json!(3)));
+    let bad = cli.run(&["runs", "--since", "last week"]);
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "error: --since last week: expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n"
+    );
     let bad = cli.run(&["runs", "--status", "finished"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed or interrupted"));
 }

@@ -1462,6 +1462,9 @@ fn since_and_until_count_requests_by_their_day_and_sessions_by_their_start() {
     assert!(early_days.iter().all(|day| day.as_str() < "2026-12-01"), "{early_days:?}");
     assert_eq!(rounded(only_early["totals"].clone()), rounded(counters(&early)));
     assert_eq!(days(&["--since", "2026-12-02"])["days"], serde_json::json!({}));
+    // ccusage's form of a day is the same day; today is after every request.
+    assert_eq!(days(&["--since", "20261201", "--until", "20261201"]), only_late);
+    assert_eq!(days(&["--since", "today"])["days"], serde_json::json!({}));
     // Sessions by their start for --by run.
     let runs = straight(&cli, dir.path(), &["--since", "2026-12-01"]);
     let ids: Vec<&Value> = runs["sessions"].as_array().into_iter().flatten().map(|session| &session["sessionId"]).collect();
