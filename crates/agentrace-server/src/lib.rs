@@ -334,15 +334,7 @@ struct SearchParams {
 }
 
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Result<Response, ApiError> {
-    use agentrace_core::model::Role;
-    use agentrace_store::catalog::ActorQuery;
-    let actor = match params.actor.as_deref() {
-        None | Some("all") => None,
-        Some("main" | "root") => Some(ActorQuery::Role(Role::Root)),
-        Some("helpers" | "helper") => Some(ActorQuery::Role(Role::Helper)),
-        Some("unknown") => Some(ActorQuery::Role(Role::Unknown)),
-        Some(thread) => Some(ActorQuery::Thread(thread.to_owned())),
-    };
+    let actor = params.actor.as_deref().and_then(agentrace_store::catalog::ActorQuery::parse);
     let hits = blocking(move || {
         let catalog = synced_catalog(&state.inner.home)?;
         let run = params.run.as_deref().map(|run| state.inner.home.resolve(run)).transpose()?;

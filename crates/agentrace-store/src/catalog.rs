@@ -1711,6 +1711,20 @@ pub enum ActorQuery {
     Thread(String),
 }
 
+impl ActorQuery {
+    /// The filter `--actor` (or the API's `actor=`) names: `main`,
+    /// `helpers`, `unknown`, or a thread; `None` for `all`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "all" => None,
+            "main" | "root" => Some(Self::Role(Role::Root)),
+            "helpers" | "helper" => Some(Self::Role(Role::Helper)),
+            "unknown" => Some(Self::Role(Role::Unknown)),
+            thread => Some(Self::Thread(thread.to_owned())),
+        }
+    }
+}
+
 /// One search hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

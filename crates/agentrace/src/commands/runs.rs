@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 
 use agentrace_core::days;
-use agentrace_core::model::Role;
 use agentrace_core::state::{CostStatus, RunSummary};
 use agentrace_store::catalog::{ActorQuery, RunColumns, RunFilter, SearchHit, SearchQuery};
 use agentrace_store::{Catalog, Home};
@@ -103,7 +102,9 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     } else {
         table(out, &catalog, &runs)?;
         let shown = args.offset + runs.len() as u64;
-        if shown < total {
+        if runs.is_empty() && total > 0 {
+            eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
+        } else if shown < total {
             eprintln!("{} of {total} runs shown; `--offset {shown}` shows the next", runs.len());
         }
     }
@@ -192,6 +193,7 @@ pub fn table(out: &mut Out, catalog: &Catalog, runs: &[RunSummary]) -> anyhow::R
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// The words to find (all of them, in message, reasoning and tool text).
+    #[arg(value_parser = words)]
     pub text: String,
     /// Only in this run (id, unique prefix, or `latest`).
     #[arg(long)]
@@ -207,22 +209,19 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// The actor filter of a search's `--actor`.
-pub fn actor_of(text: Option<&str>) -> Option<ActorQuery> {
-    match text? {
-        "all" => None,
-        "main" | "root" => Some(ActorQuery::Role(Role::Root)),
-        "helpers" | "helper" => Some(ActorQuery::Role(Role::Helper)),
-        "unknown" => Some(ActorQuery::Role(Role::Unknown)),
-        thread => Some(ActorQuery::Thread(thread.to_owned())),
-    }
-}
-
 /// `{"hits": [...]}`, as `search --json` and `GET /api/search` print it.
 #[derive(Debug, Serialize)]
 pub struct Hits {
     /// Best first.
     pub hits: Vec<SearchHit>,
+}
+
+/// The words of a search, refused when there are none (a usage error).
+fn words(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("give the words to find, as `agentrace search \"retry budget\"`".to_owned());
+    }
+    Ok(text.to_owned())
 }
 
 /// Runs `agentrace search`.
@@ -232,7 +231,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
     let query = SearchQuery {
         text: args.text.clone(),
         run: run.map(|id| id.to_string()),
-        actor: actor_of(args.actor.as_deref()),
+        actor: args.actor.as_deref().and_then(ActorQuery::parse),
         limit: args.limit,
     };
     let hits = catalog.search(home, &query)?;

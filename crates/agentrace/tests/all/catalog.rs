@@ -106,6 +106,20 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
     assert_eq!(list(&["--since", "20261129", "--until", "20261129", "--limit", "1"]), (vec![json!("c")], json!(3)));
     assert_eq!(list(&["--since", "today"]), (vec![], json!(0)));
     assert_eq!(list(&["--until", "yesterday", "--since", "9999d", "--limit", "1"]), (vec![json!("c")], json!(3)));
+    // A page past the matches says how many there are, never where the
+    // next page is.
+    let past = cli.run(&["runs", "--offset", "5"]);
+    assert_eq!(
+        (String::from_utf8_lossy(&past.stdout).into_owned(), String::from_utf8_lossy(&past.stderr).into_owned()),
+        ("no runs\n".to_owned(), "3 runs match, none in this page (--offset 5, --limit none)\n".to_owned())
+    );
+    let first = cli.run(&["runs", "--limit", "1"]);
+    assert_eq!(String::from_utf8_lossy(&first.stderr), "1 of 3 runs shown; `--offset 1` shows the next\n");
+    let blank = cli.run(&["search", " "]);
+    assert_eq!(
+        (blank.status.code(), String::from_utf8_lossy(&blank.stderr).lines().next().map(str::to_owned)),
+        (Some(2), Some("error: invalid value ' ' for '<TEXT>': give the words to find, as `agentrace search \"retry budget\"`".to_owned()))
+    );
     let bad = cli.run(&["runs", "--since", "last week"]);
     assert_eq!(
         String::from_utf8_lossy(&bad.stderr),
