@@ -155,16 +155,17 @@ async function loadRuns() {
   clear(body);
   for (const run of runs) {
     const tokens = run.tokens ? run.tokens.totalTokens : 0;
+    // The times are RFC 3339 text: a difference of two texts is NaN.
     const ended = run.endedAt || run.updatedAt;
-    const duration = run.startedAt && ended ? ended - run.startedAt : null;
+    const duration = run.startedAt && ended ? Date.parse(ended) - Date.parse(run.startedAt) : null;
     body.append(el("tr", { "data-run-id": run.id, "data-run": run.id, "data-tokens": tokens, "data-cost": run.cost === null || run.cost === undefined ? "" : run.cost },
       el("td", {}, el("input", { type: "checkbox", value: run.id, "aria-label": "pick " + run.id })),
-      el("td", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
+      el("td", { class: "run-id" }, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
       el("td", {}, el("span", { class: "badge state-" + run.status }, run.status)),
       el("td", {}, run.provider),
       el("td", { class: "project", title: run.project || "" }, run.project || ""),
-      el("td", {}, fmtTime(run.startedAt)),
-      el("td", { class: "num" }, fmtDuration(duration)),
+      el("td", { class: "started" }, fmtTime(run.startedAt)),
+      el("td", { class: "num duration" }, fmtDuration(duration)),
       el("td", { class: "num" }, run.agents === undefined ? "" : run.agents),
       el("td", { class: "num" }, fmtTokens(tokens)),
       el("td", { class: "num" }, fmtCost(run.cost, run.costStatus)),

@@ -324,18 +324,23 @@ fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_an
     assert_eq!(browser.script(ROWS), json!(1));
 }
 
-/// Every event of a run, from the API (one request: the captures are small).
-fn all_events(served: &Served, id: &str) -> Vec<Value> {
+/// What the API answers at `path`, bounded in time.
+fn api_json(served: &Served, path: &str) -> Value {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(30)))
         .build()
         .into();
     let body = agent
-        .get(format!("{}/api/runs/{id}/events?limit=1000", served.url))
+        .get(format!("{}{path}", served.url))
         .call()
         .and_then(|mut response| response.body_mut().read_to_string())
-        .unwrap_or_else(|e| panic!("events of {id}: {e}"));
-    let page: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every event of a run, from the API (one request: the captures are small).
+fn all_events(served: &Served, id: &str) -> Vec<Value> {
+    let page = api_json(served, &format!("/api/runs/{id}/events?limit=1000"));
     assert!(page["next"].is_null(), "more than one page of events");
     page["events"].as_array().cloned().unwrap_or_default()
 }
@@ -466,7 +471,8 @@ fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_
     let scratch = Scratch::new();
     // Nested (root → helper → grandchild) and parallel (two helpers at once).
     scratch.capture("nested", "real_model_nested");
-    scratch.capture("parallel", "v1_parallel");
+    // As long as the id an import gives, which must not wrap in the list.
+    scratch.capture(PARALLEL, "v1_parallel");
     let served = serve(&scratch);
     let browser = Browser::start();
 
@@ -639,7 +645,8 @@ fn hostile_agent_text_is_inert_in_the_waterfall_tooltip_and_the_comparison() {
 fn compare_puts_two_runs_side_by_side_and_marks_the_agents_only_one_has() {
     let scratch = Scratch::new();
     scratch.capture("basic", "v1_basic");
-    scratch.capture("parallel", "v1_parallel");
+    // As long as the id an import gives, which must not wrap in the list.
+    scratch.capture(PARALLEL, "v1_parallel");
     let served = serve(&scratch);
     let browser = Browser::start();
     browser.goto(&format!("{}/compare?a=basic&b=parallel", served.url));
@@ -690,11 +697,15 @@ fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
     }
 }
 
+/// A run of the dashboard's test, named as an import names a Codex run.
+const PARALLEL: &str = "codex-01a2299c-0000-7000-8000-00000000002a";
+
 #[test]
 fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_the_event() {
     let scratch = Scratch::new();
     scratch.capture("basic", "v1_basic");
-    scratch.capture("parallel", "v1_parallel");
+    // As long as the id an import gives, which must not wrap in the list.
+    scratch.capture(PARALLEL, "v1_parallel");
     let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
     let lines: Vec<&str> = text.lines().collect();
     // Cut short: still running.
@@ -713,12 +724,38 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         (
             json!([
                 ["basic", true, true],
-                ["live", true, true],
-                ["parallel", true, true]
+                [PARALLEL, true, true],
+                ["live", true, true]
             ]),
             "1–3 of 3 runs".to_owned()
         )
     );
+    // Each run's time from its start to its end (to its last line while
+    // it runs), as the API's times give it and as the list shows it.
+    let listed = api_json(&served, "/api/runs");
+    let millis = |run: &Value, field: &str| run[field].as_str().and_then(agentrace_core::model::Timestamp::parse).map(|at| at.millis());
+    let mut spans: Vec<(String, Option<i64>)> = listed["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|run| {
+            let end = millis(run, "endedAt").or_else(|| millis(run, "updatedAt"));
+            (run["id"].as_str().unwrap_or_default().to_owned(), end.zip(millis(run, "startedAt")).map(|(end, start)| end - start))
+        })
+        .collect();
+    spans.sort();
+    let shown = "const column = Array.from(document.querySelectorAll('#runs thead th')).findIndex(th => th.textContent === 'duration'); return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => [r.getAttribute('data-run-id'), r.children[column].textContent]).sort();";
+    assert_eq!(
+        (spans, browser.script(shown)),
+        (
+            vec![("basic".to_owned(), Some(9460)), (PARALLEL.to_owned(), Some(18803)), ("live".to_owned(), Some(9075))],
+            json!([["basic", "9.5 s"], [PARALLEL, "19 s"], ["live", "9.1 s"]])
+        )
+    );
+    // A run's id and start each on one line (an inline box broken over
+    // lines has a rectangle per line), so a row is one line tall.
+    let lines = "return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => { const started = document.createRange(); started.selectNodeContents(r.children[5]); return [r.querySelector('a').getClientRects().length, started.getClientRects().length]; });";
+    assert_eq!(browser.script(lines), json!([[1, 1], [1, 1], [1, 1]]));
 
     browser.script("const s = document.getElementById('filter-status'); s.value = 'running'; s.dispatchEvent(new Event('change', {bubbles: true})); return true;");
     browser.wait_for(
@@ -735,7 +772,7 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         "the hits",
         "return document.querySelectorAll('#search-hits li.hit').length > 0;",
     );
-    let hit = browser.script("const hit = Array.from(document.querySelectorAll('#search-hits li.hit')).find(h => h.getAttribute('data-run-id') === 'parallel' || h.getAttribute('data-run-id') === 'basic'); return [hit.getAttribute('data-run-id'), hit.getAttribute('data-seq')];");
+    let hit = browser.script(&format!("const hit = Array.from(document.querySelectorAll('#search-hits li.hit')).find(h => h.getAttribute('data-run-id') === '{PARALLEL}' || h.getAttribute('data-run-id') === 'basic'); return [hit.getAttribute('data-run-id'), hit.getAttribute('data-seq')];"));
     let (run, sequence) = (
         hit[0].as_str().unwrap_or_default().to_owned(),
         hit[1].as_str().unwrap_or_default().to_owned(),
