@@ -230,6 +230,29 @@ function roleBadge(actor) {
   return span;
 }
 
+// The run's time, tokens and cost, as `agentrace show` gives them.
+function summaryFigures(run) {
+  const rows = [];
+  if (run.startedAt) {
+    const ended = run.endedAt
+      ? ", ended " + run.endedAt + " (" + fmtDuration(Date.parse(run.endedAt) - Date.parse(run.startedAt)) + ")"
+      : run.status === "running" && run.updatedAt ? ", last line " + run.updatedAt : "";
+    rows.push(el("dt", {}, "time"), el("dd", { id: "run-time" }, "started " + run.startedAt + ended));
+  }
+  if (run.tokens) {
+    const t = run.tokens;
+    rows.push(el("dt", {}, "tokens"), el("dd", { id: "run-tokens", "data-tokens": t.totalTokens },
+      t.totalTokens + " total (" + t.inputTokens + " in, " + t.cachedInputTokens + " cached, " + t.outputTokens + " out, " + t.reasoningOutputTokens + " reasoning)"));
+    const missing = (run.incomplete || []).join(", ");
+    const why = run.costStatus === "floor"
+      ? (missing ? " (a floor: tokens missing: " + missing + ")" : " (a floor: some tokens have no price)")
+      : run.costStatus === "unknown" ? " (no price for its models)" : "";
+    rows.push(el("dt", {}, "cost"), el("dd", { id: "run-cost", "data-cost": run.cost === null || run.cost === undefined ? "" : run.cost },
+      fmtCost(run.cost, run.costStatus) + why));
+  }
+  return rows;
+}
+
 function renderSummary() {
   const run = view.run;
   const box = document.getElementById("summary");
@@ -245,6 +268,7 @@ function renderSummary() {
       el("dt", {}, "root"), el("dd", {}, run.rootThreadId || "unknown"),
       el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result === null || run.result === undefined ? "—" : run.result),
       el("dt", {}, "from"), el("dd", { id: "run-source" }, sourceText),
+      ...summaryFigures(run),
       el("dt", {}, "counts"), el("dd", {},
         run.counts.events + " events · " + run.counts.unknownActor + " message/tool events of unknown actor · " +
         run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames")));

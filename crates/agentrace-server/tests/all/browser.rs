@@ -71,6 +71,25 @@ fn the_viewer_shows_the_tree_filters_to_helpers_expands_raw_json_and_searches() 
         json!(["Main", "Dewey"])
     );
     assert_eq!(browser.text("#run-status"), "done");
+    // Its time, tokens and cost, as the API gives them and `show` prints
+    // them (v1_basic's model has no price).
+    let run = api_json(&served, "/api/runs/basic")["run"].clone();
+    assert_eq!(
+        (run["startedAt"].clone(), run["endedAt"].clone(), run["tokens"]["totalTokens"].clone(), run["costStatus"].clone()),
+        (json!("2026-11-29T23:03:20.000Z"), json!("2026-11-29T23:03:29.460Z"), json!(33090), json!("unknown"))
+    );
+    let tokens = &run["tokens"];
+    assert_eq!(
+        [browser.text("#run-time"), browser.text("#run-tokens"), browser.text("#run-cost")],
+        [
+            "started 2026-11-29T23:03:20.000Z, ended 2026-11-29T23:03:29.460Z (9.5 s)".to_owned(),
+            format!(
+                "33090 total ({} in, {} cached, {} out, {} reasoning)",
+                tokens["inputTokens"], tokens["cachedInputTokens"], tokens["outputTokens"], tokens["reasoningOutputTokens"]
+            ),
+            "$? (no price for its models)".to_owned(),
+        ]
+    );
     assert_eq!(
         browser
             .text("#run-source")
