@@ -60,6 +60,10 @@ pub struct TopArgs {
 pub struct Session {
     /// The run's record.
     pub run: RunSummary,
+    /// True until the session is over by the run book's rule: a root whose
+    /// turn ended while a helper works on (Claude's `run_in_background`)
+    /// is not over, though its run is `done`.
+    pub live: bool,
     /// Its agents and background commands, in tree order.
     pub agents: Vec<AgentRow>,
 }
@@ -205,9 +209,8 @@ impl Top {
         self.sessions.retain(|known| known.run.id != session.run.id);
         self.sessions.push(session);
         self.sessions.sort_by(|a, b| {
-            let live = |s: &Session| s.run.status == RunStatus::Running;
-            live(b)
-                .cmp(&live(a))
+            b.live
+                .cmp(&a.live)
                 .then(b.run.started_at.cmp(&a.run.started_at))
                 .then(a.run.id.as_str().cmp(b.run.id.as_str()))
         });
@@ -225,11 +228,10 @@ impl Top {
                 ProviderFilter::Only(provider) => session.run.provider == provider,
             })
             .filter(|session| {
-                let live = session.run.status == RunStatus::Running;
                 match self.state {
                     StateFilter::All => true,
-                    StateFilter::Live => live,
-                    StateFilter::Ended => !live,
+                    StateFilter::Live => session.live,
+                    StateFilter::Ended => !session.live,
                 }
             })
             .collect()
@@ -325,7 +327,7 @@ impl Top {
         match &self.mode {
             Mode::List => {
                 let visible = self.visible();
-                let live = visible.iter().filter(|s| s.run.status == RunStatus::Running).count();
+                let live = visible.iter().filter(|s| s.live).count();
                 frame.render_widget(
                     Paragraph::new(fit(
                         &format!(
@@ -446,10 +448,13 @@ fn agent_style(agent: &AgentRow) -> Style {
     }
 }
 
-/// `<provider> <id> <status> · started 12m ago · 3 agents · 41k tokens · $0.42`.
+/// `<provider> <id> <status> · started 12m ago · 3 agents · 41k tokens · $0.42`;
+/// the status is `helpers working` while helpers work on after the root's
+/// turn ended.
 fn session_line(session: &Session, now: Timestamp) -> String {
     let run = &session.run;
-    let mut parts = vec![format!("{} {} {}", run.provider.as_str(), run.id, run.status.as_str())];
+    let status = if session.live && run.status != RunStatus::Running { "helpers working" } else { run.status.as_str() };
+    let mut parts = vec![format!("{} {} {status}", run.provider.as_str(), run.id)];
     if let Some(started) = run.started_at {
         parts.push(format!("started {} ago", duration(now.millis() - started.millis())));
     }
@@ -537,11 +542,11 @@ fn fit(text: &str, width: usize) -> String {
 /// A session's rows: its agent tree (from the run's view) with each
 /// child's live facts from its child-work record, and each background
 /// command under the agent that launched it.
-pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRecord]) -> Session {
+pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRecord], over: bool) -> Session {
     let mut rows = Vec::new();
     let live_run = run.status == RunStatus::Running;
     for agent in agents {
-        push_agent(&mut rows, agent, 0, records, live_run, &run);
+        push_agent(&mut rows, agent, 0, records, (live_run, over), &run);
     }
     // Records of threads the tree does not hold (a child seen only by its
     // record) still show, at the top level.
@@ -554,6 +559,7 @@ pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRec
     }
     Session {
         run,
+        live: !over,
         agents: rows.into_iter().map(|(_, row)| row).collect(),
     }
 }
@@ -563,7 +569,7 @@ fn push_agent(
     agent: &AgentNode,
     depth: usize,
     records: &[ChildWorkRecord],
-    live_run: bool,
+    (live_run, over): (bool, bool),
     run: &RunSummary,
 ) {
     let cost = short_cost(agent.cost, agent.cost_status);
@@ -581,6 +587,8 @@ fn push_agent(
                 label: agent.label.clone(),
                 state: match (depth, live, agent.status) {
                     (_, true, _) => "working".to_owned(),
+                    // Its turn ended, its helpers' reports will wake it.
+                    (0, false, _) if run.status == RunStatus::Done && !over => "waiting on helpers".to_owned(),
                     (0, false, _) if !live_run => format!("ended {}", run.status.as_str()),
                     (_, false, status) => status_word(status).to_owned(),
                 },
@@ -605,7 +613,7 @@ fn push_agent(
         rows.push((command.provider_id.clone(), record_row(command, depth + 1, Some(String::new()))));
     }
     for child in &agent.children {
-        push_agent(rows, child, depth + 1, records, live_run, run);
+        push_agent(rows, child, depth + 1, records, (live_run, over), run);
     }
 }
 
@@ -667,7 +675,7 @@ fn status_word(status: AgentStatus) -> &'static str {
 fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
     let loaded = home.load_run(id)?;
     let view = loaded.view();
-    Ok(session_of(view.run, &view.agents, &loaded.records()))
+    Ok(session_of(view.run, &view.agents, &loaded.records(), loaded.book.session_over()))
 }
 
 /// A run's events as `attach` prints them.
@@ -778,7 +786,7 @@ fn measure_redraw(draws: usize, out: &mut Out) -> anyhow::Result<ExitCode> {
         "tokens": null, "warningCount": 0
     }))?;
     let mut top = Top::new("inotify".to_owned(), true);
-    top.upsert(Session { run, agents });
+    top.upsert(Session { run, live: true, agents });
     let backend = ratatui::backend::CrosstermBackend::new(std::io::sink());
     let mut terminal = ratatui::Terminal::with_options(
         backend,
@@ -932,7 +940,7 @@ mod tests {
             book.apply(envelope);
         }
         let view = book.state().view();
-        session_of(view.run, &view.agents, &book.records())
+        session_of(view.run, &view.agents, &book.records(), book.session_over())
     }
 
     /// The line of the child's tool call: the capture cut there has the

@@ -153,6 +153,46 @@ fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
     tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
 }
 
+/// A Claude root whose turn ended while its background helper works on is
+/// not an ended session in `top`: it stays live, its line says `helpers
+/// working` and the root's row `waiting on helpers` (it read `done`, `0
+/// live` and `ended done` above a helper at work). Once the helper and the
+/// root's last turn are written, the session is done.
+#[test]
+fn top_keeps_a_session_live_while_a_background_helper_works_after_the_roots_turn() {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let homes = Homes::new();
+    let cut = growth.through_the_roots_first_answer();
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    let command = format!(
+        "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
+        quoted(cli.home.path()),
+        quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
+        quoted(&homes.of(Provider::Codex)),
+        quoted(&homes.of(Provider::Claude)),
+    );
+    let tmux = Tmux::start(&command);
+    let waiting = tmux.wait_for("the helper at work", |screen| helper_row(screen).is_some_and(|row| row.contains("working")));
+    let line_of = |start: &str| waiting.lines().find(|line| line.starts_with(start)).unwrap_or_default().to_owned();
+    assert_eq!(
+        (line_of("agentrace top").contains("1 session, 1 live"), line_of("claude ").contains(" helpers working · "), line_of("Main").contains(" waiting on helpers ")),
+        (true, true, true),
+        "{waiting}"
+    );
+    // The state filter counts it live.
+    tmux.keys(&["s"]);
+    tmux.wait_for("the live filter", |screen| screen.contains("state live") && screen.contains("1 session, 1 live"));
+    tmux.keys(&["s"]);
+    tmux.wait_for("the ended filter", |screen| screen.contains("state ended") && screen.contains("0 sessions"));
+    tmux.keys(&["s"]);
+    growth.write(&homes, cut..growth.order.len(), true);
+    let ended = tmux.wait_for("the session ended", |screen| screen.contains("state all") && screen.contains("0 live") && screen.lines().any(|line| line.starts_with("Main") && line.contains("ended done")));
+    assert!(ended.lines().any(|line| line.starts_with("claude ") && line.contains(" done · ")), "{ended}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
+}
+
 /// Not on a terminal, `top` prints each session and its agents once, as
 /// rows of text.
 #[test]
