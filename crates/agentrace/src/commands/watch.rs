@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use agentrace_core::model::{RunId, RunStatus, SessionEndReason, Severity, Warning};
+use agentrace_core::model::{RunId, SessionEndReason, Severity, Warning};
 use agentrace_core::state::RunSummary;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::watching::{changes_watcher, is_change};
@@ -208,11 +208,12 @@ impl IdleLimit {
     }
 }
 
-/// True while something in the run is live: its root's turn or a child
-/// (one the records show settled too: a background child after its root's
-/// turn ended, which only its own end or `session_ended` settles).
+/// True until the session is over by the run book's rule, which `top` and
+/// `status` share: its root's turn or a child is live (a background child
+/// after its root's turn ended, which only its own end or `session_ended`
+/// settles), and no `session_ended` was the last word.
 fn live(loaded: &agentrace_store::LoadedRun) -> bool {
-    loaded.summary().status == RunStatus::Running || loaded.book.children_working()
+    !loaded.book.session_over()
 }
 
 /// Ends an idle session: `session_ended` (idle) appended to its log, its

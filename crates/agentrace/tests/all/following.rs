@@ -18,7 +18,10 @@ struct Tmux {
 impl Tmux {
     /// Starts `command` in an 80×24 window.
     fn start(command: &str) -> Self {
-        let socket = format!("agentrace-top-{}", std::process::id());
+        // A server per test: tests of one process run at once.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let number = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let socket = format!("agentrace-top-{}-{number}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
             .command(&["new-session", "-d", "-s", "top", "-x", "80", "-y", "24", command])
