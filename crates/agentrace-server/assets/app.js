@@ -201,6 +201,7 @@ const view = {
   run: null,
   agents: [],
   records: new Map(), // threadId → record
+  working: new Set(), // childWorkId of each record not ended (agents and commands)
   actor: "all",
   q: "",
   next: 0,
@@ -272,7 +273,23 @@ function renderSummary() {
       el("dt", {}, "counts"), el("dd", {},
         run.counts.events + " events · " + run.counts.unknownActor + " message/tool events of unknown actor · " +
         run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames")));
-  document.getElementById("live").hidden = run.status !== "running";
+  renderLive();
+}
+
+// Live until the session is over, by the rule `top` and `watch` share: a
+// root whose turn ended while a helper or background command works on
+// (Claude's run_in_background) leaves its run `done`, not its session.
+function sessionLive() {
+  return view.run.status === "running" || view.working.size > 0;
+}
+
+function noteRecord(record) {
+  if (record.state === "ended") view.working.delete(record.childWorkId); else view.working.add(record.childWorkId);
+  if (record.kind === "agent") view.records.set(record.providerId, record);
+}
+
+function renderLive() {
+  document.getElementById("live").hidden = !sessionLive();
 }
 
 function renderWarnings(warnings) {
@@ -562,10 +579,11 @@ async function loadRun(id) {
   renderWarnings(detail.warnings);
   try {
     const { records } = await api("/api/runs/" + encodeURIComponent(id) + "/records");
-    records.forEach((record) => { if (record.kind === "agent") view.records.set(record.providerId, record); });
+    records.forEach(noteRecord);
   } catch (error) {
     showError(error);
   }
+  renderLive();
   renderTree();
 }
 
@@ -613,7 +631,7 @@ async function showRun(id) {
   new IntersectionObserver((entries) => {
     if (entries.some((entry) => entry.isIntersecting)) loadMore();
   }).observe(document.getElementById("more"));
-  if (view.run.status === "running") follow(id);
+  if (sessionLive()) follow(id);
 }
 
 function follow(id) {
@@ -630,7 +648,8 @@ function follow(id) {
   });
   source.addEventListener("record", (message) => {
     const { record } = JSON.parse(message.data);
-    if (record.kind === "agent") view.records.set(record.providerId, record);
+    noteRecord(record);
+    renderLive();
     renderTree();
   });
   source.addEventListener("warnings", (message) => renderWarnings(JSON.parse(message.data)));

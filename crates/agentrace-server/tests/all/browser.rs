@@ -10,7 +10,9 @@ use agentrace_server::Options;
 use agentrace_testkit::browser::Browser;
 use serde_json::{json, Value};
 
-use super::support::{capture, push, record_generated_run, Scratch};
+use agentrace_core::recorder::SourcePart;
+
+use super::support::{capture, push, record_generated_run, Scratch, Transcripts};
 
 /// The server on a free loopback port, on its own runtime (dropped with it).
 struct Served {
@@ -160,6 +162,47 @@ fn an_agent_message_with_html_is_shown_as_text_and_executes_nothing() {
     assert_eq!(
         browser.script("return [document.title, window.pwned === undefined, document.querySelectorAll('main img, main script').length];"),
         json!(["agentrace", true, 0])
+    );
+}
+
+/// A Claude session whose root's turn ended while its background helper
+/// works on: the run reads `done`, yet the page is live (its badge shown,
+/// its stream followed), so the helper's end arrives without a reload and
+/// the badge goes once the session is over. It was taken for over: no
+/// badge, no stream, the helper `working` until the page was reloaded.
+#[test]
+fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
+    use agentrace_core::model::RunId;
+    let scratch = Scratch::new();
+    let session = Transcripts::of("single_bg");
+    // Through the root's first answer (its turn's end): the helper works on.
+    let cut = session
+        .lines
+        .iter()
+        .position(|(part, line, _)| matches!(part, SourcePart::Main) && line.contains("\"stop_reason\":\"end_turn\""))
+        .unwrap_or_else(|| panic!("the root never answers"))
+        + 1;
+    let mut writer = scratch.home().create_run(&RunId::from("bg")).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
+    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
+    Transcripts::feed(&session.lines[..cut], &mut writer, &mut recorder);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/bg", served.url));
+    browser.wait_for("the run page", READY);
+    let states = "return Array.from(document.querySelectorAll('#tree .agent > .state')).map(n => n.textContent);";
+    assert_eq!(
+        (browser.text("#run-status"), browser.script("return document.getElementById('live').hidden;"), browser.script(states)),
+        ("done".to_owned(), json!(false), json!(["completed", "working"]))
+    );
+
+    Transcripts::feed(&session.lines[cut..], &mut writer, &mut recorder);
+    let last = recorder.finish();
+    writer.append(&last).unwrap_or_else(|e| panic!("{e}"));
+    browser.wait_for("the session's end", "return document.getElementById('live').hidden;");
+    assert_eq!(
+        (browser.text("#run-status"), browser.script(states)),
+        ("done".to_owned(), json!(["completed", "ended · succeeded"]))
     );
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use agentrace_core::lines::LineAssembler;
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::recorder::Format;
+use agentrace_core::recorder::SourcePart;
 use agentrace_core::{InputLine, Recorder};
 use agentrace_store::{Home, RunWriter};
 
@@ -213,4 +214,63 @@ pub fn record_generated_run_as(scratch: &Scratch, id: &str, events: u64, needle:
     writer
         .write_record(&state.summary())
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A Claude capture's session as its transcripts hold it: the main file's
+/// and each subagent file's lines, merged by their times as Claude Code
+/// wrote them.
+pub struct Transcripts {
+    pub lines: Vec<(SourcePart, String, Timestamp)>,
+}
+
+impl Transcripts {
+    /// The session of the Claude capture `name` (its one project).
+    pub fn of(name: &str) -> Self {
+        let projects = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude").join(name).join("home_claude/projects");
+        let project = std::fs::read_dir(&projects).unwrap_or_else(|e| panic!("{e}")).next().unwrap_or_else(|| panic!("no project")).unwrap_or_else(|e| panic!("{e}")).path();
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&project).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.extension().is_some_and(|extension| extension == "jsonl") {
+                files.push((SourcePart::Main, path));
+            } else if path.is_dir() {
+                for agent in std::fs::read_dir(path.join("subagents")).unwrap_or_else(|e| panic!("{e}")) {
+                    let agent = agent.unwrap_or_else(|e| panic!("{e}")).path();
+                    let name = agent.file_name().and_then(|name| name.to_str()).unwrap_or_default().to_owned();
+                    if let Some(id) = name.strip_prefix("agent-").and_then(|rest| rest.strip_suffix(".jsonl")) {
+                        files.push((SourcePart::AgentFile { agent_id: id.to_owned() }, agent));
+                    }
+                }
+            }
+        }
+        let mut lines = Vec::new();
+        for (part, path) in files {
+            let mut last = Timestamp::from_millis(0);
+            for line in std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")).lines() {
+                let at = serde_json::from_str::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|value| value["timestamp"].as_str().and_then(Timestamp::parse))
+                    .unwrap_or(last);
+                last = at;
+                lines.push((part.clone(), line.to_owned(), at));
+            }
+        }
+        // Stable: a file's lines of one time keep their order.
+        lines.sort_by_key(|(_, _, at)| *at);
+        Self { lines }
+    }
+
+    /// Feeds `lines` to the recorder and the writer, as an import does.
+    pub fn feed(lines: &[(SourcePart, String, Timestamp)], writer: &mut RunWriter, recorder: &mut Recorder) {
+        for (number, (part, line, at)) in lines.iter().enumerate() {
+            let envelopes = recorder.push_part(part, &InputLine {
+                bytes: line.as_bytes(),
+                line_number: number as u64 + 1,
+                observed_at: *at,
+                direction: None,
+                truncated_from: None,
+            });
+            writer.append(&envelopes).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
 }
