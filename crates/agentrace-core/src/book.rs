@@ -22,11 +22,17 @@
 //!   by a guess; only a `session_ended` settles it (the recorders write one
 //!   at their end; `watch` writes one when a session's files stayed still
 //!   for its idle limit).
+//! - In a Claude session, a helper that ends after its root's turn ended
+//!   (a `run_in_background` helper) has its report handed to the root,
+//!   which answers it in a new turn (the main transcript's next lines, 44
+//!   to 170 ms later in every capture). Until that turn starts, the
+//!   session is not over: it was, for that moment, and `watch --on-end`
+//!   fired then, once, with the root's interim answer as the result.
 
 use serde::{Deserialize, Serialize};
 
-use crate::childwork::{ChildWork, ChildWorkChange, ChildWorkRecord};
-use crate::model::{Envelope, Event, EventBody, RunId, RunStatus, Timestamp, Warning};
+use crate::childwork::{ChangeKind, ChildWork, ChildWorkChange, ChildWorkRecord};
+use crate::model::{Envelope, Event, EventBody, Provider, RunId, RunStatus, Timestamp, Warning};
 use crate::prices::PriceBook;
 use crate::state::{FinalActors, RunState, RunView};
 use crate::warnings::{checked, Evidence, WarningConfig};
@@ -70,6 +76,10 @@ struct Session {
     ended: bool,
     /// The log has had a `session_ended`: only another one ends it.
     ever_ended: bool,
+    /// A Claude helper ended after its root's turn ended, and the root has
+    /// not yet started the turn that takes its report.
+    #[serde(default)]
+    report_pending: bool,
 }
 
 /// The fold of one run log. Serializable so the store can snapshot a long
@@ -172,7 +182,15 @@ impl RunBook {
                 self.session.ended = false;
             }
             self.price_child(envelope);
-            self.child_work.apply(envelope)
+            let records = self.child_work.apply(envelope);
+            if status == RunStatus::Running {
+                self.session.report_pending = false;
+            } else if self.state.provider() == Provider::Claude
+                && records.iter().any(|change| change.change == ChangeKind::Ended)
+            {
+                self.session.report_pending = true;
+            }
+            records
         };
         changes
             .warnings
@@ -209,7 +227,8 @@ impl RunBook {
         self.session.ended
             || (!self.session.ever_ended
                 && self.state.status() != RunStatus::Running
-                && !self.child_work.any_live())
+                && !self.child_work.any_live()
+                && !self.session.report_pending)
     }
 
     /// True while a child-work record is live (working or waiting): a

@@ -1184,6 +1184,8 @@ impl ClaudeAttributor {
                     let output = content_text(&content);
                     if self.spawns.contains_key(&tool_use_id) {
                         self.spawn_result(&tool_use_id, is_error, &content, record, derived);
+                    } else if name == "SendMessage" && !is_error && self.reading_transcript {
+                        self.resumed_by_message(record, derived);
                     }
                     if self.recorded_tool_results.insert(tool_use_id.clone()) {
                         events.push(Event::ToolResult {
@@ -1435,6 +1437,26 @@ impl ClaudeAttributor {
             FinalMessageConfidence::Derived,
             derived,
         );
+    }
+
+    /// The result of a `SendMessage` in a transcript: Claude Code says the
+    /// helper it resumed (`resumedAgentId`), whose new run starts here, in
+    /// the sender's file, whatever order the files are read in. Its end is
+    /// the task notification that follows. (The stream says the same with
+    /// `task_started`; a hook input with `SubagentStart`.)
+    fn resumed_by_message(&mut self, record: &Record, derived: &mut Derived) {
+        let structured = record
+            .tool_use_result
+            .as_ref()
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let resumed = structured
+            .as_ref()
+            .and_then(|result| result.get("resumedAgentId").or_else(|| result.get("revivedAgentId")))
+            .and_then(Value::as_str);
+        let Some(thread) = resumed.and_then(|agent| self.by_agent.get(agent)).cloned() else {
+            return;
+        };
+        self.start_helper(&thread, None, derived);
     }
 
     /// A root user text holding a `<task-notification>` (transcripts of

@@ -575,6 +575,11 @@ impl RunState {
         self.status
     }
 
+    /// The provider whose lines it folds.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
     /// The primary root.
     pub fn root_thread_id(&self) -> Option<&ThreadId> {
         self.root_thread_id.as_ref()

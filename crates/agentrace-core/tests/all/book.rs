@@ -151,28 +151,52 @@ fn a_session_ended_settles_what_is_live_as_the_reducer_would_at_the_session_end(
 /// Without a `session_ended` nothing is settled by a guess: the records
 /// are the reducer's as folded (a child at work after its root's turn
 /// ended still reads live), and the session is over once the run is not
-/// running and no record is live.
+/// running, no record is live, and no Claude child's report waits for the
+/// root (a child that ended after its root's turn ended, with no root turn
+/// since: Claude Code hands the root its report, which it answers).
 #[test]
 fn a_log_without_session_ended_shows_its_records_as_folded_and_is_over_once_nothing_runs() {
     let mut live_after_the_root = 0;
+    let mut reports_waiting = 0;
     for (name, envelopes) in fixtures() {
+        // After each envelope: whether a Claude child's report waits for
+        // the root, from the reducer's endings and the run's status.
+        let claude = name.contains("/claude/");
+        let mut waiting_after = Vec::new();
+        let (mut reducer, mut waiting) = (agentrace_core::childwork::ChildWork::new(), false);
+        let mut state = agentrace_core::RunState::new(RunId::from("run-test"));
+        for envelope in &envelopes {
+            state.apply(envelope);
+            let ended = reducer.apply(envelope).iter().any(|change| change.change == ChangeKind::Ended);
+            if state.status() == RunStatus::Running {
+                waiting = false;
+            } else if claude && ended {
+                waiting = true;
+            }
+            waiting_after.push(waiting);
+        }
         for cut in 1..=envelopes.len() {
             let (book, _) = book_of(&envelopes[..cut]);
             let (reducer, _) = fold(&envelopes[..cut], false);
             let reducer = reducer.records();
             let live = reducer.iter().any(|record| record.state != ChildWorkState::Ended);
             let running = book.state().status() == RunStatus::Running;
+            let waiting = waiting_after[cut - 1];
             if live && !running {
                 live_after_the_root += 1;
             }
+            if waiting && !live {
+                reports_waiting += 1;
+            }
             assert_eq!(
                 (unpriced(book.records(), &reducer), book.session_over(), book.children_working()),
-                (reducer, !running && !live, live),
+                (reducer, !running && !live && !waiting, live),
                 "{name} cut at {cut}"
             );
         }
     }
     assert!(live_after_the_root > 0, "no capture has a child at work after its root's turn");
+    assert!(reports_waiting > 0, "no capture has a report waiting for its root");
 }
 
 /// id, change, state, outcome, end.
@@ -289,3 +313,70 @@ fn a_child_record_carries_its_agents_cost_as_the_tree_prices_it() {
     }
     assert!(priced > 5, "only {priced} records were priced");
 }
+
+/// A Claude capture's transcripts (main file, agent metas and files), their
+/// lines merged by time as Claude Code wrote them, fed as an import does.
+fn claude_transcripts_in_time_order(name: &str) -> Vec<Envelope> {
+    use agentrace_core::recorder::{Format, SourcePart};
+    let mut lines: Vec<(Timestamp, SourcePart, Vec<u8>)> = Vec::new();
+    for (part, path) in super::claude::transcript_parts(&super::claude::capture(name)) {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        if matches!(part, SourcePart::AgentMeta { .. }) {
+            // Written at the spawn: before the helper's first line.
+            lines.push((Timestamp::from_millis(0), part, text.into_bytes()));
+            continue;
+        }
+        for line in text.lines() {
+            let at = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|value| value["timestamp"].as_str().and_then(Timestamp::parse))
+                .unwrap_or_else(|| lines.last().map_or(Timestamp::from_millis(0), |last| last.0));
+            lines.push((at, part.clone(), line.as_bytes().to_vec()));
+        }
+    }
+    lines.sort_by_key(|(at, _, _)| *at);
+    let mut recorder = agentrace_core::Recorder::new(RunId::from("run-test"), Format::ClaudeTranscript);
+    let mut envelopes = recorder.start(Timestamp::from_millis(0));
+    for (number, (at, part, bytes)) in lines.iter().enumerate() {
+        envelopes.extend(recorder.push_part(
+            part,
+            &agentrace_core::InputLine { bytes, line_number: number as u64 + 1, observed_at: *at, direction: None, truncated_from: None },
+        ));
+    }
+    envelopes
+}
+
+/// In a Claude session whose helper works in the background, the helper's
+/// report goes to the root, which answers it in a new turn: the session is
+/// over only once the root's last turn ended, at no cut before (it was
+/// over between the helper's end and the root's next turn, and `watch
+/// --on-end` fired there with the root's interim answer).
+#[test]
+fn a_claude_session_is_not_over_while_a_background_helpers_report_waits_for_the_root() {
+    for name in ["single_bg", "parallel_bg", "sdk_single_bg", "followup_same_subagent"] {
+        let envelopes = claude_transcripts_in_time_order(name);
+        let last_root_end = envelopes
+            .iter()
+            .rposition(|envelope| {
+                matches!(envelope.event, EventBody::Known(Event::TurnCompleted { .. }))
+                    && envelope.actor.role == agentrace_core::model::Role::Root
+            })
+            .unwrap_or_else(|| panic!("{name}: the root's turn never ends"));
+        let mut book = RunBook::new(RunId::from("run-test"));
+        let mut over_before_the_end = Vec::new();
+        let mut pending = 0;
+        for (index, envelope) in envelopes.iter().enumerate() {
+            book.apply(envelope);
+            let by_the_old_rule = book.state().status() != RunStatus::Running && !book.children_working();
+            if by_the_old_rule && !book.session_over() {
+                pending += 1;
+            }
+            if index < last_root_end && book.session_over() {
+                over_before_the_end.push(index);
+            }
+        }
+        assert_eq!((over_before_the_end, book.session_over()), (vec![], true), "{name}");
+        assert!(pending > 0, "{name}: no cut had a report waiting for the root");
+    }
+}
+

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::support::{finalized, T0};
 
-fn capture(name: &str) -> PathBuf {
+pub(super) fn capture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/claude")
         .join(name)
@@ -85,7 +85,7 @@ fn agent_id_of(path: &Path) -> String {
 
 /// The transcript files of the capture's one session, in the order the CLI
 /// reads them: the session file, then each subagent's metadata and file.
-fn transcript_parts(dir: &Path) -> Vec<(SourcePart, PathBuf)> {
+pub(super) fn transcript_parts(dir: &Path) -> Vec<(SourcePart, PathBuf)> {
     let projects = dir.join("home_claude/projects");
     let project = sorted_files(&projects, |_| false);
     assert!(project.is_empty());
