@@ -533,8 +533,7 @@ fn the_waterfall_nests_a_lane_per_agent_and_draws_each_bar_where_its_events_put_
     let scratch = Scratch::new();
     // Nested (root → helper → grandchild) and parallel (two helpers at once).
     scratch.capture("nested", "real_model_nested");
-    // As long as the id an import gives, which must not wrap in the list.
-    scratch.capture(PARALLEL, "v1_parallel");
+    scratch.capture("parallel", "v1_parallel");
     let served = serve(&scratch);
     let browser = Browser::start();
 
@@ -707,8 +706,7 @@ fn hostile_agent_text_is_inert_in_the_waterfall_tooltip_and_the_comparison() {
 fn compare_puts_two_runs_side_by_side_and_marks_the_agents_only_one_has() {
     let scratch = Scratch::new();
     scratch.capture("basic", "v1_basic");
-    // As long as the id an import gives, which must not wrap in the list.
-    scratch.capture(PARALLEL, "v1_parallel");
+    scratch.capture("parallel", "v1_parallel");
     let served = serve(&scratch);
     let browser = Browser::start();
     browser.goto(&format!("{}/compare?a=basic&b=parallel", served.url));
