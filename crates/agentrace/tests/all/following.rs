@@ -31,6 +31,18 @@ impl Tmux {
         tmux
     }
 
+    /// `agentrace top` of `cli`'s home over `homes`' folders, without
+    /// colour; when it exits, the window says `top-exited=<status>`.
+    fn top(cli: &Cli, homes: &Homes) -> Self {
+        Self::start(&format!(
+            "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
+            quoted(cli.home.path()),
+            quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
+            quoted(&homes.of(Provider::Codex)),
+            quoted(&homes.of(Provider::Claude)),
+        ))
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("tmux");
         command.arg("-L").arg(&self.socket).args(args);
@@ -115,14 +127,7 @@ fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
     let cut = growth.order.iter().position(|at| *at == (helper_file, call)).unwrap_or_else(|| panic!("order")) + 1;
     growth.write(&homes, 0..cut, true);
     let cli = Cli::new();
-    let command = format!(
-        "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
-        quoted(cli.home.path()),
-        quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
-        quoted(&homes.of(Provider::Codex)),
-        quoted(&homes.of(Provider::Claude)),
-    );
-    let tmux = Tmux::start(&command);
+    let tmux = Tmux::top(&cli, &homes);
     let live = tmux.wait_for("the helper working", |screen| {
         screen.contains("1 live") && helper_row(screen).is_some_and(|row| row.contains("working"))
     });
@@ -168,14 +173,7 @@ fn top_keeps_a_session_live_while_a_background_helper_works_after_the_roots_turn
     let cut = growth.through_the_roots_first_answer();
     growth.write(&homes, 0..cut, true);
     let cli = Cli::new();
-    let command = format!(
-        "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
-        quoted(cli.home.path()),
-        quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
-        quoted(&homes.of(Provider::Codex)),
-        quoted(&homes.of(Provider::Claude)),
-    );
-    let tmux = Tmux::start(&command);
+    let tmux = Tmux::top(&cli, &homes);
     let waiting = tmux.wait_for("the helper at work", |screen| helper_row(screen).is_some_and(|row| row.contains("working")));
     let line_of = |start: &str| waiting.lines().find(|line| line.starts_with(start)).unwrap_or_default().to_owned();
     assert_eq!(
