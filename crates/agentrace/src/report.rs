@@ -254,6 +254,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
     }
     if let Some(tokens) = &run.tokens {
         field("tokens", &tokens_text(tokens));
+        field("cost", &crate::render::cost_text(run.cost, run.cost_status));
     }
     let counts = &run.counts;
     field(
@@ -356,7 +357,7 @@ fn html_node(out: &mut String, node: &AgentNode) {
         node.event_count,
         node.tool_count,
         node.tokens
-            .map(|t| format!(" · {} tokens", t.total_tokens))
+            .map(|t| format!(" · {} tokens · {}", t.total_tokens, escape(&crate::render::cost_text(node.cost, node.cost_status))))
             .unwrap_or_default(),
         node.model
             .as_deref()
@@ -404,6 +405,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
     }
     if let Some(tokens) = &run.tokens {
         let _ = writeln!(out, "| tokens | {} |", tokens_text(tokens));
+        let _ = writeln!(out, "| cost | {} |", md(&crate::render::cost_text(run.cost, run.cost_status)));
     }
     let counts = &run.counts;
     let _ = writeln!(
@@ -474,7 +476,7 @@ fn md_node(out: &mut String, node: &AgentNode, depth: usize) {
         node.event_count,
         node.tool_count,
         node.tokens
-            .map(|t| format!(" · {} tokens", t.total_tokens))
+            .map(|t| format!(" · {} tokens · {}", t.total_tokens, md(&crate::render::cost_text(node.cost, node.cost_status))))
             .unwrap_or_default(),
         node.final_message
             .as_deref()
