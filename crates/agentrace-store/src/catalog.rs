@@ -1020,21 +1020,21 @@ impl Catalog {
     }
 
     /// Every folder listing the last import kept, by path.
-    pub fn import_dirs(&self) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
+    pub fn import_dirs(&self) -> Result<crate::FastMap<Vec<u8>, DirRow>, StoreError> {
         self.import_dirs_where("", [])
     }
 
     /// The listings the last import kept of the folders `paths` (those it
     /// kept), by path.
-    pub fn import_dirs_of(&self, paths: &[&[u8]]) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
-        let mut found = HashMap::new();
+    pub fn import_dirs_of(&self, paths: &[&[u8]]) -> Result<crate::FastMap<Vec<u8>, DirRow>, StoreError> {
+        let mut found = crate::FastMap::default();
         for path in paths {
             found.extend(self.import_dirs_where(" WHERE path = ?1", [path])?);
         }
         Ok(found)
     }
 
-    fn import_dirs_where(&self, clause: &str, values: impl rusqlite::Params) -> Result<HashMap<Vec<u8>, DirRow>, StoreError> {
+    fn import_dirs_where(&self, clause: &str, values: impl rusqlite::Params) -> Result<crate::FastMap<Vec<u8>, DirRow>, StoreError> {
         let err = sql(&self.path);
         let mut statement = self.conn.prepare_cached(&format!("SELECT path, mtime_ns, ctime_ns, inode, entries FROM import_dirs{clause}")).map_err(&err)?;
         let rows = statement
@@ -1991,13 +1991,13 @@ mod tests {
         let wal = PathBuf::from(format!("{}-wal", path.display()));
         assert!(wal.exists(), "the log is left");
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(catalog.import_dirs().ok(), Some(HashMap::from([(b"/kept".to_vec(), row)])), "read through the log left");
+        assert_eq!(catalog.import_dirs().ok(), Some(crate::FastMap::from_iter([(b"/kept".to_vec(), row)])), "read through the log left");
         catalog.unsynced_appends().unwrap_or_else(|e| panic!("{e}"));
         drop(catalog);
         assert!(wal.exists(), "the log is left again");
         fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
         let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((catalog.rebuilt(), catalog.import_dirs().ok()), (Some(&Rebuilt::Missing), Some(HashMap::new())));
+        assert_eq!((catalog.rebuilt(), catalog.import_dirs().ok()), (Some(&Rebuilt::Missing), Some(crate::FastMap::default())));
     }
 
     /// A catalog made anew has pages of [`PAGE_SIZE`]; one made with

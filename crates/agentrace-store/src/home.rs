@@ -7,7 +7,6 @@
 //! `spool.rs`, the statusline's state, `top`'s log and the tap's spill in
 //! `scratch.rs`.
 
-use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
@@ -576,8 +575,8 @@ impl Home {
     /// about thousands). Names are not checked as run ids: a caller asks by
     /// the ids it has. A folder that is missing, or cannot be listed, lists
     /// as empty.
-    pub fn list_run_files(&self) -> HashMap<String, RunFiles> {
-        let mut runs: HashMap<String, RunFiles> = HashMap::new();
+    pub fn list_run_files(&self) -> crate::FastMap<String, RunFiles> {
+        let mut runs: crate::FastMap<String, RunFiles> = crate::FastMap::default();
         let Ok(entries) = fs::read_dir(self.runs_dir()) else {
             return runs;
         };

@@ -42,6 +42,15 @@ pub mod watching;
 mod writer;
 
 pub use catalog::Catalog;
+
+/// A hash map of keys read from the user's disk and the catalog (paths,
+/// run ids), by the thousand on every import: `foldhash` hashes one in a
+/// few instructions, where std's SipHash (with `Path`'s own hashing, which
+/// parses the path) was a sixth of a repeated import's. Seeded per process,
+/// as std's is.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The set of [`FastMap`].
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 pub use error::StoreError;
 pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use lean::Dictionary;

@@ -4,7 +4,6 @@
 //! also with what goes wrong (a torn line, a stale lock, a home that cannot
 //! be written).
 
-use std::collections::HashMap;
 use std::fs;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
@@ -362,7 +361,7 @@ fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
 
     let files = |log, record, snapshot| RunFiles { log, record, snapshot };
     // `claude-a-b` is a run of its own, not a file of `claude-a`.
-    let expected: HashMap<String, RunFiles> = [
+    let expected: agentrace_store::FastMap<String, RunFiles> = [
         ("claude-a", files(true, true, true)),
         ("claude-a-b", files(true, false, false)),
         ("claude-b", files(true, false, false)),
@@ -372,7 +371,7 @@ fn the_runs_folder_lists_each_runs_files_by_id() -> TestResult {
     .into_iter()
     .map(|(id, files)| (id.to_owned(), files))
     .collect();
-    assert_eq!(before, HashMap::new());
+    assert_eq!(before, agentrace_store::FastMap::default());
     assert!(!empty_has_entries);
     assert!(has_entries);
     assert_eq!(listed, expected);

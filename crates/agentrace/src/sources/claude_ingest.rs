@@ -209,17 +209,18 @@ fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool
     // The folder is listed and its loose agent files read once, not once
     // per session: that was quadratic in the sessions of a project.
     let siblings = loose_agent_files(entries);
-    let folders: std::collections::HashSet<&Path> = entries
+    // By name: the entries are one folder's.
+    let folders: agentrace_store::FastSet<&str> = entries
         .iter()
         .filter(|entry| entry.is_dir)
-        .map(|entry| entry.path.as_path())
+        .map(|entry| file_name(&entry.path))
         .collect();
     let mut any = false;
     for file in entries
         .iter()
         .filter(|entry| entry.is_file && is_session_name(&entry.path))
     {
-        let has_folder = folders.contains(file.path.with_extension("").as_path());
+        let has_folder = folders.contains(session_id_of(&file.path));
         sessions.push(found(&file.path, &siblings, has_folder));
         any = true;
     }
@@ -228,7 +229,8 @@ fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool
 
 /// The session id a session file's name gives.
 fn session_id_of(main: &Path) -> &str {
-    file_name(main).trim_end_matches(".jsonl")
+    let name = file_name(main);
+    name.strip_suffix(".jsonl").unwrap_or(name)
 }
 
 fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool) -> FoundSession {
@@ -318,10 +320,15 @@ fn sorted_entries_in(dir: &Path, parent: Option<&fs::File>, stat: bool, dirs: &D
     Ok((entries, handle))
 }
 
+/// The name of a listed file: what follows its path's last `/` (a listing
+/// joins each name to its folder). `Path::file_name` parses the path's
+/// components from the back, and with the hashing of whole paths that was
+/// a fifth of a repeated import's instructions.
 fn file_name(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default()
+    use std::os::unix::ffi::OsStrExt as _;
+    let bytes = path.as_os_str().as_bytes();
+    let name = memchr::memrchr(b'/', bytes).map_or(bytes, |slash| &bytes[slash + 1..]);
+    std::str::from_utf8(name).unwrap_or_default()
 }
 
 /// The name of a session file of a project folder (not an `agent-*` file).
@@ -352,11 +359,10 @@ fn loose_agent_files(entries: &[Entry]) -> Vec<(PathBuf, Option<String>)> {
 }
 
 fn agent_id_of(path: &Path) -> String {
-    file_name(path)
-        .trim_start_matches("agent-")
-        .trim_end_matches(".meta.json")
-        .trim_end_matches(".jsonl")
-        .to_owned()
+    let name = file_name(path);
+    let name = name.strip_prefix("agent-").unwrap_or(name);
+    let name = name.strip_suffix(".meta.json").or_else(|| name.strip_suffix(".jsonl")).unwrap_or(name);
+    name.to_owned()
 }
 
 /// The files of the session whose main file is `main`: 2.1.x subagents in
@@ -374,7 +380,7 @@ fn session_files(
     let mut stamps = vec![None];
     let folder = main.with_extension("");
     let mut agent_files = Vec::new();
-    let mut files = std::collections::HashMap::new();
+    let mut files = agentrace_store::FastMap::default();
     if has_folder {
         collect_agent_files((&folder, None), &mut agent_files, &mut files, (0, stat), dirs)?;
     }
@@ -382,7 +388,7 @@ fn session_files(
     for (file, file_stamp) in agent_files {
         let agent_id = agent_id_of(&file);
         let meta = file.with_file_name(format!("agent-{agent_id}.meta.json"));
-        if let Some(meta_stamp) = files.remove(&meta) {
+        if let Some(meta_stamp) = files.remove(meta.as_os_str()) {
             parts.push((
                 SourcePart::AgentMeta {
                     agent_id: agent_id.clone(),
@@ -411,7 +417,7 @@ fn session_files(
 fn collect_agent_files(
     (dir, parent): (&Path, Option<&fs::File>),
     out: &mut Vec<(PathBuf, Option<FileStamp>)>,
-    files: &mut std::collections::HashMap<PathBuf, Option<FileStamp>>,
+    files: &mut agentrace_store::FastMap<std::ffi::OsString, Option<FileStamp>>,
     (depth, stat): (u32, bool),
     dirs: Option<&DirCache>,
 ) -> anyhow::Result<()> {
@@ -433,7 +439,8 @@ fn collect_agent_files(
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
             out.push((entry.path, entry.stamp));
         } else if entry.is_file {
-            files.insert(entry.path, entry.stamp);
+            // Keyed by the path's bytes: hashing a `Path` parses it.
+            files.insert(entry.path.into_os_string(), entry.stamp);
         }
     }
     Ok(())

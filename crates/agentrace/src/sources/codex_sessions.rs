@@ -8,7 +8,6 @@
 //! [`crate::sources::rollouts`]). It never feeds a session's lines to a
 //! recorder.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
@@ -160,7 +159,7 @@ impl Packer {
 fn group_packed(texts: Texts, mut rollouts: Vec<Packed>) -> CodexSessions {
     let text = |span: Span| texts.id(span);
     // By index, not by copies of the ids: this runs over every rollout.
-    let by_thread: HashMap<&str, usize> = rollouts
+    let by_thread: agentrace_store::FastMap<&str, usize> = rollouts
         .iter()
         .enumerate()
         .map(|(at, packed)| (text(packed.thread), at))

@@ -3,7 +3,6 @@
 //! come from the catalog. Listing each of thousands of folders was most of
 //! what was left of a repeated import (issue 19).
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
@@ -64,7 +63,7 @@ pub(crate) type Entries = Vec<(Box<[u8]>, Kind)>;
 /// The folder listings of the last import and the ones this import takes.
 #[derive(Debug, Default)]
 pub(crate) struct DirCache {
-    known: HashMap<Vec<u8>, DirRow>,
+    known: agentrace_store::FastMap<Vec<u8>, DirRow>,
     /// The known paths in byte order, made when first needed: the rows
     /// under a folder are a range of it.
     sorted: std::sync::OnceLock<Vec<Vec<u8>>>,
@@ -85,7 +84,7 @@ fn stamp_of(stat: &nix::sys::stat::FileStat) -> (u64, u64, u64) {
 
 impl DirCache {
     /// The listings `known` (as the catalog keeps them).
-    pub(crate) fn new(known: HashMap<Vec<u8>, DirRow>) -> Self {
+    pub(crate) fn new(known: agentrace_store::FastMap<Vec<u8>, DirRow>) -> Self {
         Self { known, ..Self::default() }
     }
 
@@ -149,7 +148,7 @@ impl DirCache {
         if !sorted.get(from).is_some_and(|path| path.starts_with(&prefix)) {
             return Vec::new();
         }
-        let here: std::collections::HashSet<&[u8]> = entries.iter().map(|(name, _)| &name[..]).collect();
+        let here: agentrace_store::FastSet<&[u8]> = entries.iter().map(|(name, _)| &name[..]).collect();
         sorted[from..]
             .iter()
             .map_while(|path| Some((path, path.strip_prefix(&prefix[..])?)))

@@ -260,7 +260,6 @@ pub fn codex_start(files: &[RolloutHead]) -> Timestamp {
 #[cfg(test)]
 #[expect(clippy::disallowed_methods, reason = "the tests make the folders and files they list")]
 pub(crate) mod tests {
-    use std::collections::HashMap;
 
     use super::*;
 
@@ -388,7 +387,7 @@ pub(crate) mod tests {
     }
 
     /// The listings a walk took, as the next import finds them kept.
-    pub(crate) fn kept(dirs: &DirCache, before: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> HashMap<Vec<u8>, agentrace_store::catalog::DirRow> {
+    pub(crate) fn kept(dirs: &DirCache, before: agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow> {
         let mut known = before;
         for (path, row) in dirs.take_changes() {
             match row {
@@ -401,7 +400,7 @@ pub(crate) mod tests {
 
     /// Walks `home` with the listings `known`; returns the rollouts, how
     /// many folders were listed, and the listings kept after.
-    fn walk_with(home: &Path, known: HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> (Vec<PathBuf>, u64, HashMap<Vec<u8>, agentrace_store::catalog::DirRow>) {
+    fn walk_with(home: &Path, known: agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow>) -> (Vec<PathBuf>, u64, agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow>) {
         let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
         let listed: Vec<PathBuf> = RolloutWalk::new(home, true).with_dirs(dirs.clone()).map(|(path, _)| path).collect();
         (listed, dirs.listed(), kept(&dirs, known))
@@ -415,7 +414,7 @@ pub(crate) mod tests {
         fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
         age_folders(home.path());
         // sessions, 2026, 01, 02 (no archived_sessions).
-        let (first, listed, known) = walk_with(home.path(), HashMap::new());
+        let (first, listed, known) = walk_with(home.path(), agentrace_store::FastMap::default());
         assert_eq!((first.clone(), listed, known.len()), (vec![day.join("rollout-a.jsonl")], 4, 4));
         let (again, listed, known) = walk_with(home.path(), known);
         assert_eq!((again, listed), (first, 0));
@@ -455,7 +454,7 @@ pub(crate) mod tests {
         fs::write(day.join("rollout-a.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
         let modified = fs::metadata(&day).and_then(|metadata| metadata.modified()).unwrap_or_else(|e| panic!("{e}"));
         // Listed in the same tick as its last change: not kept.
-        let (_, _, known) = walk_with(home.path(), HashMap::new());
+        let (_, _, known) = walk_with(home.path(), agentrace_store::FastMap::default());
         assert!(!known.contains_key(day.as_os_str().as_bytes()));
         // A file added in that tick leaves a coarse mtime as it was.
         fs::write(day.join("rollout-b.jsonl"), "").unwrap_or_else(|e| panic!("{e}"));
