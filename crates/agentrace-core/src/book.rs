@@ -22,12 +22,13 @@
 //!   by a guess; only a `session_ended` settles it (the recorders write one
 //!   at their end; `watch` writes one when a session's files stayed still
 //!   for its idle limit).
-//! - In a Claude session, a helper that ends after its root's turn ended
-//!   (a `run_in_background` helper) has its report handed to the root,
-//!   which answers it in a new turn (the main transcript's next lines, 44
-//!   to 170 ms later in every capture). Until that turn starts, the
-//!   session is not over: it was, for that moment, and `watch --on-end`
-//!   fired then, once, with the root's interim answer as the result.
+//! - In a Claude session, a helper or background shell that ends after its
+//!   root's turn completed (`run_in_background`) has its report handed to
+//!   the root, which answers it in a new turn (44 to 241 ms later in every
+//!   capture). Until that turn starts, the session is not over: it was, for
+//!   that moment, and `watch --on-end` fired then, once, with the root's
+//!   interim answer as the result. A root that failed or was interrupted
+//!   waits for no report.
 
 use serde::{Deserialize, Serialize};
 
@@ -76,8 +77,8 @@ struct Session {
     ended: bool,
     /// The log has had a `session_ended`: only another one ends it.
     ever_ended: bool,
-    /// A Claude helper ended after its root's turn ended, and the root has
-    /// not yet started the turn that takes its report.
+    /// A Claude child ended after its root's turn completed, and the root
+    /// has not yet started the turn that takes its report.
     #[serde(default)]
     report_pending: bool,
 }
@@ -185,7 +186,8 @@ impl RunBook {
             let records = self.child_work.apply(envelope);
             if status == RunStatus::Running {
                 self.session.report_pending = false;
-            } else if self.state.provider() == Provider::Claude
+            } else if status == RunStatus::Done
+                && self.state.provider() == Provider::Claude
                 && records.iter().any(|change| change.change == ChangeKind::Ended)
             {
                 self.session.report_pending = true;

@@ -152,8 +152,8 @@ fn a_session_ended_settles_what_is_live_as_the_reducer_would_at_the_session_end(
 /// are the reducer's as folded (a child at work after its root's turn
 /// ended still reads live), and the session is over once the run is not
 /// running, no record is live, and no Claude child's report waits for the
-/// root (a child that ended after its root's turn ended, with no root turn
-/// since: Claude Code hands the root its report, which it answers).
+/// root (a child that ended after its root's turn completed, with no root
+/// turn since: Claude Code hands the root its report, which it answers).
 #[test]
 fn a_log_without_session_ended_shows_its_records_as_folded_and_is_over_once_nothing_runs() {
     let mut live_after_the_root = 0;
@@ -170,7 +170,7 @@ fn a_log_without_session_ended_shows_its_records_as_folded_and_is_over_once_noth
             let ended = reducer.apply(envelope).iter().any(|change| change.change == ChangeKind::Ended);
             if state.status() == RunStatus::Running {
                 waiting = false;
-            } else if claude && ended {
+            } else if claude && ended && state.status() == RunStatus::Done {
                 waiting = true;
             }
             waiting_after.push(waiting);
