@@ -212,7 +212,7 @@ pub struct SearchArgs {
 /// `{"hits": [...]}`, as `search --json` and `GET /api/search` print it.
 #[derive(Debug, Serialize)]
 pub struct Hits {
-    /// Best first.
+    /// Newest first (each hit's event time), as the catalog orders them.
     pub hits: Vec<SearchHit>,
 }
 
