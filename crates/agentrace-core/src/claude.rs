@@ -1387,10 +1387,7 @@ impl ClaudeAttributor {
         record: &Record,
         derived: &mut Derived,
     ) {
-        let structured = record
-            .tool_use_result
-            .as_ref()
-            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let structured = structured_result(record);
         let structured = structured.as_ref();
         let agent = structured
             .and_then(|result| result.get("agentId"))
@@ -1445,10 +1442,7 @@ impl ClaudeAttributor {
     /// the task notification that follows. (The stream says the same with
     /// `task_started`; a hook input with `SubagentStart`.)
     fn resumed_by_message(&mut self, record: &Record, derived: &mut Derived) {
-        let structured = record
-            .tool_use_result
-            .as_ref()
-            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        let structured = structured_result(record);
         let resumed = structured
             .as_ref()
             .and_then(|result| result.get("resumedAgentId").or_else(|| result.get("revivedAgentId")))
@@ -2241,6 +2235,14 @@ impl Attributor for ClaudeAttributor {
         self.process(&part, &line);
         self.priming = false;
     }
+}
+
+/// A tool result's structured form (`toolUseResult`), when it has one.
+fn structured_result(record: &Record) -> Option<Value> {
+    record
+        .tool_use_result
+        .as_ref()
+        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
 }
 
 /// For a caller that reads only usage: passes over a transcript line that

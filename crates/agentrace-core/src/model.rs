@@ -149,7 +149,7 @@ impl Timestamp {
     /// has a time, snapshots hold thousands, and `write!` with seven
     /// formatted numbers was most of the cost of writing one.
     fn rfc3339(self, buffer: &mut [u8; 24]) -> Option<&str> {
-        const DAY_MS: i64 = 86_400_000;
+        use crate::days::DAY_MS;
         let days = self.0.div_euclid(DAY_MS);
         let in_day = self.0.rem_euclid(DAY_MS);
         // Howard Hinnant's `civil_from_days`, in the proleptic Gregorian

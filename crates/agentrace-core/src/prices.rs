@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use genai_prices::{Calculator, ErrorKind, PriceRequest, Usage, UsageKey};
 use serde::{Deserialize, Serialize};
 
+use crate::days::DAY_MS;
 use crate::model::{Provider, Timestamp, TokenUsage};
 
 /// The version of the `genai-prices` crate whose database is compiled in
@@ -310,9 +311,6 @@ impl PriceBook {
         Some(resolved)
     }
 }
-
-/// Milliseconds in a day.
-const DAY_MS: i64 = 86_400_000;
 
 /// The price of one request through the database.
 fn database_price(request: &Request<'_>) -> Option<f64> {

@@ -572,15 +572,15 @@ fn push_agent(
     (live_run, over): (bool, bool),
     run: &RunSummary,
 ) {
-    // No request yet, no cost: a `$0` beside a helper at work read as a
-    // figure (`show` leaves both out too).
-    let cost = match (&agent.tokens, records.iter().find(|record| record.provider_id == agent.thread_id.0).and_then(|record| record.total_tokens)) {
-        (None, None) => String::new(),
-        _ => short_cost(agent.cost, agent.cost_status),
-    };
     let record = records
         .iter()
         .find(|record| record.kind == ChildWorkKind::Agent && record.provider_id == agent.thread_id.0);
+    // No request yet, no cost: a `$0` beside a helper at work read as a
+    // figure (`show` leaves both out too).
+    let cost = match (&agent.tokens, record.and_then(|record| record.total_tokens)) {
+        (None, None) => String::new(),
+        _ => short_cost(agent.cost, agent.cost_status),
+    };
     let row = match record {
         Some(record) => record_row(record, depth, Some(cost)),
         None => {

@@ -54,8 +54,9 @@ pub struct UsageArgs {
     /// `2w` (weeks ago).
     #[arg(long, value_name = "D", value_parser = parse_day)]
     pub since: Option<Timestamp>,
-    /// Count up to this day (UTC, included), as `--since`.
-    #[arg(long, value_name = "D", value_parser = parse_day)]
+    /// Count up to this day (UTC, included), as `--since`; held as the
+    /// day's end (the next day's start).
+    #[arg(long, value_name = "D", value_parser = parse_day_end)]
     pub until: Option<Timestamp>,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
@@ -92,13 +93,17 @@ pub enum By {
     Block,
 }
 
-/// The start (UTC midnight) of the day a `--since`/`--until` names.
+/// The start (UTC midnight) of the day a `--since` names.
 fn parse_day(text: &str) -> Result<Timestamp, String> {
     agentrace_core::days::day_start(text, crate::clock::now()).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
 }
 
-/// Milliseconds in a day and in a billing block.
-const DAY_MS: i64 = 86_400_000;
+/// The end of the day an `--until` names, which it keeps.
+fn parse_day_end(text: &str) -> Result<Timestamp, String> {
+    agentrace_core::days::day_end(text, crate::clock::now()).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
+}
+
+/// Milliseconds in a billing block.
 const BLOCK_MS: i64 = 5 * 3_600_000;
 
 /// The days `--since` and `--until` leave in, as times: from `since`
@@ -113,7 +118,7 @@ impl Window {
     fn of(args: &UsageArgs) -> Self {
         Self {
             since: args.since,
-            until: args.until.map(|day| Timestamp(day.0 + DAY_MS)),
+            until: args.until,
         }
     }
 
