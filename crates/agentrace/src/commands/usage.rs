@@ -54,8 +54,8 @@ pub struct UsageArgs {
     /// `2w` (weeks ago).
     #[arg(long, value_name = "D", value_parser = parse_day)]
     pub since: Option<Timestamp>,
-    /// Count up to this day (UTC, included), as `--since`; held as the
-    /// day's end (the next day's start).
+    /// Count up to this day (UTC, included), as `--since`.
+    // Held as the day's end (the next day's start).
     #[arg(long, value_name = "D", value_parser = parse_day_end)]
     pub until: Option<Timestamp>,
     /// Read this Codex home straight (nothing is recorded).
