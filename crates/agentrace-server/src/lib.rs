@@ -296,23 +296,11 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
     let (runs, total) = blocking(move || {
         let catalog = synced_catalog(&state.inner.home)?;
         let (runs, total) = catalog.list_runs(&filter)?;
-        let ids: Vec<&str> = runs.iter().map(|run| run.id.as_str()).collect();
-        let columns = catalog.run_columns(&ids)?;
-        // Counted as `/api/runs/:id` counts them, the allowed codes left out;
-        // with the catalog's project and agent count (what `agentrace runs`
-        // lists beside the record).
+        // Counted as `/api/runs/:id` counts them, the allowed codes left out.
         let config = &state.inner.options.config;
         let runs = runs
             .into_iter()
-            .map(|run| {
-                let column = columns.get(run.id.as_str()).cloned();
-                let mut value = serde_json::to_value(config.listed(run)).unwrap_or_default();
-                if let (Some(object), Some(column)) = (value.as_object_mut(), column) {
-                    object.insert("project".to_owned(), column.project.into());
-                    object.insert("agents".to_owned(), column.agents.into());
-                }
-                value
-            })
+            .map(|listed| agentrace_store::catalog::ListedRun { run: config.listed(listed.run), ..listed })
             .collect::<Vec<_>>();
         Ok((runs, total))
     })

@@ -716,7 +716,7 @@ impl Catalog {
 
     /// Runs matching `filter`, newest first, a page of them, with how many
     /// match in all.
-    pub fn list_runs(&self, filter: &RunFilter) -> Result<(Vec<RunSummary>, u64), StoreError> {
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<(Vec<ListedRun>, u64), StoreError> {
         let err = sql(&self.path);
         let (clause, values) = filter.clause();
         let total: i64 = self
@@ -726,34 +726,21 @@ impl Catalog {
         let limit = filter.limit.map_or(-1, |limit| limit as i64);
         let mut statement = self
             .conn
-            .prepare(&format!("SELECT record FROM runs{clause} ORDER BY started_at DESC, id DESC LIMIT {limit} OFFSET {}", filter.offset))
+            .prepare(&format!("SELECT record, project, agents FROM runs{clause} ORDER BY started_at DESC, id DESC LIMIT {limit} OFFSET {}", filter.offset))
             .map_err(&err)?;
-        let rows = statement.query_map(rusqlite::params_from_iter(values.iter()), |row| row.get::<_, String>(0)).map_err(&err)?;
+        let rows = statement
+            .query_map(rusqlite::params_from_iter(values.iter()), |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?, row.get::<_, i64>(2)?))
+            })
+            .map_err(&err)?;
         let mut runs = Vec::new();
         for row in rows {
-            let record = row.map_err(&err)?;
-            if let Ok(summary) = serde_json::from_str::<RunSummary>(&record) {
-                runs.push(summary);
+            let (record, project, agents) = row.map_err(&err)?;
+            if let Ok(run) = serde_json::from_str::<RunSummary>(&record) {
+                runs.push(ListedRun { run, project, agents: agents.max(0) as u64 });
             }
         }
         Ok((runs, total as u64))
-    }
-
-    /// The extra columns of the listed runs (project, agents), by id.
-    pub fn run_columns(&self, ids: &[&str]) -> Result<HashMap<String, RunColumns>, StoreError> {
-        let err = sql(&self.path);
-        let mut statement = self.conn.prepare_cached("SELECT project, agents FROM runs WHERE id = ?1").map_err(&err)?;
-        let mut found = HashMap::new();
-        for id in ids {
-            if let Some(columns) = statement
-                .query_row([id], |row| Ok(RunColumns { project: row.get(0)?, agents: row.get::<_, i64>(1)? as u64 }))
-                .optional()
-                .map_err(&err)?
-            {
-                found.insert((*id).to_owned(), columns);
-            }
-        }
-        Ok(found)
     }
 
     /// How many runs the catalog holds.
@@ -1629,9 +1616,14 @@ pub struct SyncCount {
     pub removed: u64,
 }
 
-/// Columns of a listed run beyond its record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunColumns {
+/// A listed run: its record, with the catalog's project and agent count
+/// beside it, as `agentrace runs --json` and `GET /api/runs` give it (the
+/// record's members, then `project` and `agents`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListedRun {
+    /// The run record.
+    #[serde(flatten)]
+    pub run: RunSummary,
     /// The working folder.
     pub project: Option<String>,
     /// How many agents its tree has.

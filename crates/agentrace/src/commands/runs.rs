@@ -2,11 +2,9 @@
 //! with no command: each reads the catalog ([`crate::catalog`]), never the
 //! whole runs folder.
 
-use std::collections::HashMap;
-
 use agentrace_core::days;
 use agentrace_core::state::{CostStatus, RunSummary};
-use agentrace_store::catalog::{ActorQuery, RunColumns, RunFilter, SearchHit, SearchQuery};
+use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, SearchHit, SearchQuery};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -82,10 +80,10 @@ pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option
 
 /// The runs a filter keeps, newest first, with the listed warnings (the
 /// codes the home's configuration allows left out), and how many match.
-pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Result<(Vec<RunSummary>, u64)> {
+pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Result<(Vec<ListedRun>, u64)> {
     let (runs, total) = catalog.list_runs(filter)?;
     let config = crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?;
-    Ok((runs.into_iter().map(|run| config.listed(run)).collect(), total))
+    Ok((runs.into_iter().map(|listed| ListedRun { run: config.listed(listed.run), ..listed }).collect(), total))
 }
 
 /// Runs `agentrace runs`.
@@ -100,7 +98,7 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     if args.json {
         out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
     } else {
-        table(out, &catalog, &runs)?;
+        table(out, &runs)?;
         let shown = args.offset + runs.len() as u64;
         if runs.is_empty() && total > 0 {
             eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
@@ -153,19 +151,16 @@ fn project_text(project: Option<&str>) -> String {
 
 /// The runs as a table: id, provider, project, started, duration,
 /// agents, tokens, cost, warnings, result.
-pub fn table(out: &mut Out, catalog: &Catalog, runs: &[RunSummary]) -> anyhow::Result<()> {
+pub fn table(out: &mut Out, runs: &[ListedRun]) -> anyhow::Result<()> {
     if runs.is_empty() {
         out.line("no runs")?;
         return Ok(());
     }
-    let ids: Vec<&str> = runs.iter().map(|run| run.id.as_str()).collect();
-    let columns: HashMap<String, RunColumns> = catalog.run_columns(&ids)?;
     out.line(format!(
         "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  RESULT",
         "RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"
     ))?;
-    for run in runs {
-        let column = columns.get(run.id.as_str());
+    for ListedRun { run, project, agents } in runs {
         let started = run.started_at.map(|at| at.to_string().chars().take(16).collect::<String>().replace('T', " ")).unwrap_or_else(|| "-".to_owned());
         let result = match (&run.result, &run.error) {
             (Some(result), _) => one_line(result, 50),
@@ -176,10 +171,10 @@ pub fn table(out: &mut Out, catalog: &Catalog, runs: &[RunSummary]) -> anyhow::R
             "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  {}",
             one_line(run.id.as_str(), 44),
             serde_json::to_value(run.provider).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default(),
-            project_text(column.and_then(|column| column.project.as_deref())),
+            project_text(project.as_deref()),
             started,
             duration_text(run),
-            column.map_or(0, |column| column.agents),
+            agents,
             tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
             cost_text(run),
             run.warning_count,
@@ -267,11 +262,11 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         catalog.sync(home)?;
         filter.limit = Some(FIRST_PAGE);
         (runs, _) = listed(home, &catalog, &filter)?;
-        table(out, &catalog, &runs)?;
+        table(out, &runs)?;
         eprintln!("hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered");
         return Ok(());
     }
-    table(out, &catalog, &runs)?;
+    table(out, &runs)?;
     if total > runs.len() as u64 {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
     }

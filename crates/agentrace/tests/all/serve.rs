@@ -7,6 +7,9 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use agentrace_testkit::files::{copy_dir, fixtures};
+use serde_json::{json, Value};
+
 use super::support::{capture, Cli};
 
 /// Ends the server when the test ends, whatever happened.
@@ -37,10 +40,9 @@ fn get(address: &str, path: &str) -> String {
     response
 }
 
-#[test]
-fn serve_prints_where_it_listens_first_and_answers_there() {
-    let cli = Cli::new();
-    cli.ingest(&capture("v1_basic"), &["--run-id", "basic", "--quiet"]);
+/// `agentrace serve` on a free loopback port: the server, and the address
+/// its first stdout line names.
+fn served(cli: &Cli) -> (Killed, String) {
     let mut server = Killed(
         cli.command(&["serve", "--bind", "127.0.0.1:0"])
             .stdout(Stdio::piped())
@@ -62,6 +64,14 @@ fn serve_prints_where_it_listens_first_and_answers_there() {
         .strip_prefix("listening on http://127.0.0.1:")
         .map(|port| format!("127.0.0.1:{port}"))
         .unwrap_or_else(|| panic!("first line: {first:?}"));
+    (server, address)
+}
+
+#[test]
+fn serve_prints_where_it_listens_first_and_answers_there() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic", "--quiet"]);
+    let (_server, address) = served(&cli);
     let response = get(&address, "/api/runs/basic");
     let page = get(&address, "/runs/basic");
     assert_eq!(
@@ -72,6 +82,53 @@ fn serve_prints_where_it_listens_first_and_answers_there() {
             page.contains("/assets/app.js"),
         ),
         (true, true, true, true)
+    );
+}
+
+#[test]
+fn runs_json_lists_what_the_api_lists_with_each_runs_project_and_agents() {
+    // An imported Claude session (its project is the transcript's cwd, and
+    // it has a helper) beside an ingested Codex run (no project known).
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(
+        &fixtures().join("claude/nested_fg/home_claude"),
+        &sources.path().join("claude"),
+    );
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic", "--quiet"]);
+    let claude_dir = sources.path().join("claude");
+    let claude_dir = claude_dir.to_str().unwrap_or_else(|| panic!("path"));
+    cli.ok(&["import", "--quiet", "--claude-dir", claude_dir, "--codex-home", claude_dir]);
+    let listed: Value =
+        serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let (_server, address) = served(&cli);
+    let response = get(&address, "/api/runs");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, body)| body);
+    let api: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"));
+    let columns: Vec<(Value, Value, Value)> = listed["runs"]
+        .as_array()
+        .map(|runs| {
+            runs.iter()
+                .map(|run| (run["id"].clone(), run["project"].clone(), run["agents"].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        (columns, &listed["total"], &api),
+        (
+            vec![
+                (json!("basic"), Value::Null, json!(2)),
+                (
+                    json!("claude-d882d213-4da9-4bcb-bd05-cb557061dd59"),
+                    json!("/home/dev/agents/work/nested_fg"),
+                    json!(3)
+                ),
+            ],
+            &json!(2),
+            &listed
+        )
     );
 }
 
