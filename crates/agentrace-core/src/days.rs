@@ -1,43 +1,104 @@
 //! The days `--since` and `--until` name, read one way by every command and
 //! the API: a calendar day (`2026-11-30`, or ccusage's `20261130`, so a
 //! command line from ccusage works as it is), or a day counted back from
-//! today (`today`, `yesterday`, `7d`, `2w`). Days are UTC, as every day the
-//! reports group by. Today is the caller's: the core reads no clock.
+//! today (`today`, `yesterday`, `7d`, `2w`). And the day, week, month and
+//! minute a time falls in, as the reports group and print them.
+//!
+//! Days are UTC unless the caller gives a time zone (`--tz`): a day is then
+//! the zone's own, from its midnight to the next (23 or 25 hours across a
+//! change of clocks). Today and the zone are the caller's: the core reads
+//! no clock and no zone database.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::ToSpan as _;
 
 use crate::model::Timestamp;
 
-/// Milliseconds in a day.
+/// Milliseconds in a (UTC) day.
 pub const DAY_MS: i64 = 86_400_000;
 
 /// The forms a day may take, as an error names them.
 pub const DAY_FORMS: &str = "a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)";
 
+/// A day as `--since`/`--until` name it, before a zone and a today make a
+/// time of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Day {
+    /// A calendar day.
+    On(Date),
+    /// So many days before today (`today` is 0, `yesterday` 1, `2w` 14).
+    Back(i64),
+}
+
+impl Day {
+    /// The day `text` names; `None` when it names none.
+    pub fn parse(text: &str) -> Option<Day> {
+        let text = text.trim();
+        match text.to_ascii_lowercase().as_str() {
+            "today" => return Some(Day::Back(0)),
+            "yesterday" => return Some(Day::Back(1)),
+            _ => {}
+        }
+        if let Some(days) = counted(text, 'd') {
+            return Some(Day::Back(days));
+        }
+        if let Some(weeks) = counted(text, 'w') {
+            return Some(Day::Back(weeks * 7));
+        }
+        let (year, month, day) = if text.len() == 8 && text.bytes().all(|byte| byte.is_ascii_digit()) {
+            (text.get(..4)?, text.get(4..6)?, text.get(6..)?)
+        } else {
+            let mut parts = text.splitn(3, '-');
+            (parts.next()?, parts.next()?, parts.next()?)
+        };
+        let number = |part: &str, most: usize| -> Option<i64> {
+            (!part.is_empty() && part.len() <= most && part.bytes().all(|byte| byte.is_ascii_digit())).then(|| part.parse().ok()).flatten()
+        };
+        let date = Date::new(i16::try_from(number(year, 4)?).ok()?, i8::try_from(number(month, 2)?).ok()?, i8::try_from(number(day, 2)?).ok()?).ok()?;
+        Some(Day::On(date))
+    }
+
+    /// The calendar day it is in `zone`, today being the day `now` falls on
+    /// there.
+    fn date(self, now: Timestamp, zone: &TimeZone) -> Option<Date> {
+        match self {
+            Day::On(date) => Some(date),
+            Day::Back(days) => {
+                let today = zone.to_datetime(jiff::Timestamp::from_millisecond(now.0).ok()?).date();
+                today.checked_sub(days.days()).ok()
+            }
+        }
+    }
+
+    /// Its start: its midnight in `zone` (where a change of clocks skips
+    /// midnight, the first time the day has).
+    pub fn start(self, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
+        start_of(self.date(now, zone)?, zone)
+    }
+
+    /// Its end: the next day's start, for an `--until` that keeps its day.
+    pub fn end(self, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
+        start_of(self.date(now, zone)?.tomorrow().ok()?, zone)
+    }
+}
+
+/// When `date` starts in `zone`.
+fn start_of(date: Date, zone: &TimeZone) -> Option<Timestamp> {
+    let at = zone.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).ok()?;
+    Some(Timestamp(at.as_millisecond()))
+}
+
 /// The start (UTC midnight) of the day `text` names, `now` being the time
 /// today is told from; `None` when it names no day.
 pub fn day_start(text: &str, now: Timestamp) -> Option<Timestamp> {
-    let text = text.trim();
-    let today = now.0.div_euclid(DAY_MS) * DAY_MS;
-    let back = |days: i64| today.checked_sub(days.checked_mul(DAY_MS)?).map(Timestamp);
-    match text.to_ascii_lowercase().as_str() {
-        "today" => return Some(Timestamp(today)),
-        "yesterday" => return back(1),
-        _ => {}
-    }
-    if let Some(days) = counted(text, 'd') {
-        return back(days);
-    }
-    if let Some(weeks) = counted(text, 'w') {
-        return back(weeks.checked_mul(7)?);
-    }
-    let format = if text.len() == 8 && text.bytes().all(|byte| byte.is_ascii_digit()) { "%Y%m%d" } else { "%Y-%m-%d" };
-    let day = chrono::NaiveDate::parse_from_str(text, format).ok()?;
-    Some(Timestamp(day.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_millis()))
+    Day::parse(text)?.start(now, &TimeZone::UTC)
 }
 
-/// The end of the day `text` names (the next day's start), for an `--until`
-/// that keeps its own day.
+/// The end of the (UTC) day `text` names (the next day's start), for an
+/// `--until` that keeps its own day.
 pub fn day_end(text: &str, now: Timestamp) -> Option<Timestamp> {
-    day_start(text, now).and_then(|start| start.0.checked_add(DAY_MS)).map(Timestamp)
+    Day::parse(text)?.end(now, &TimeZone::UTC)
 }
 
 /// `N` of `N<unit>` (`7d`), for a count of a few digits: a longer one is
@@ -48,4 +109,36 @@ fn counted(text: &str, unit: char) -> Option<i64> {
         return None;
     }
     digits.parse().ok()
+}
+
+/// The date and time `at` shows in `zone`.
+fn civil(at: Timestamp, zone: &TimeZone) -> Option<jiff::civil::DateTime> {
+    Some(zone.to_datetime(jiff::Timestamp::from_millisecond(at.0).ok()?))
+}
+
+/// `YYYY-MM-DD`, the day `at` falls on in `zone`.
+pub fn day_of(at: Timestamp, zone: &TimeZone) -> String {
+    civil(at, zone).map_or_else(unknown, |time| time.date().strftime("%Y-%m-%d").to_string())
+}
+
+/// `YYYY-MM`, the month `at` falls in in `zone`.
+pub fn month_of(at: Timestamp, zone: &TimeZone) -> String {
+    civil(at, zone).map_or_else(unknown, |time| time.date().strftime("%Y-%m").to_string())
+}
+
+/// `YYYY-Www`, the ISO week `at` falls in in `zone`.
+pub fn week_of(at: Timestamp, zone: &TimeZone) -> String {
+    civil(at, zone).map_or_else(unknown, |time| {
+        let week = time.date().iso_week_date();
+        format!("{:04}-W{:02}", week.year(), week.week())
+    })
+}
+
+/// `YYYY-MM-DD HH:MM`, the minute `at` falls in in `zone`.
+pub fn minute_of(at: Timestamp, zone: &TimeZone) -> String {
+    civil(at, zone).map_or_else(unknown, |time| time.strftime("%Y-%m-%d %H:%M").to_string())
+}
+
+fn unknown() -> String {
+    "unknown".to_owned()
 }

@@ -20,6 +20,7 @@ mod trace_context;
 mod secrets;
 mod usage_index;
 mod warning_config;
+mod zone;
 
 use std::process::ExitCode;
 

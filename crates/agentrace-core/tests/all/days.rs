@@ -1,8 +1,9 @@
 //! The days `--since` and `--until` name, in every form, against one
 //! fixed now.
 
-use agentrace_core::days::{day_end, day_start};
+use agentrace_core::days::{day_end, day_of, day_start, minute_of, month_of, week_of, Day};
 use agentrace_core::model::Timestamp;
+use jiff::tz::TimeZone;
 
 /// 2026-12-05T18:32:34.500Z.
 fn now() -> Timestamp {
@@ -45,4 +46,72 @@ fn a_day_ends_where_the_next_begins() {
     assert_eq!(day_end("2026-11-30", now()), Some(day("2026-12-01")));
     assert_eq!(day_end("today", now()), Some(day("2026-12-06")));
     assert_eq!(day_end("nope", now()), None);
+}
+
+/// A zone `hours` east of UTC (no database needed).
+fn east(hours: i8) -> TimeZone {
+    TimeZone::fixed(jiff::tz::Offset::constant(hours))
+}
+
+/// New York's rule (a change of clocks twice a year), from its POSIX form.
+fn new_york() -> TimeZone {
+    TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn at(text: &str) -> Timestamp {
+    Timestamp::parse(text).unwrap_or_else(|| panic!("bad time {text}"))
+}
+
+#[test]
+fn in_a_zone_a_day_runs_from_its_own_midnight_to_the_next() {
+    let parsed = |text: &str| Day::parse(text).unwrap_or_else(|| panic!("no day in {text}"));
+    let bounds = |text: &str, zone: &TimeZone| (parsed(text).start(now(), zone), parsed(text).end(now(), zone));
+    let got = [
+        // Now is 18:32 UTC on the 5th: already the 6th in Tokyo, still
+        // the 5th eight hours west.
+        bounds("today", &east(9)),
+        bounds("today", &east(-8)),
+        bounds("yesterday", &east(9)),
+        bounds("2026-11-30", &east(9)),
+        // The day New York's clocks go forward has 23 hours, the day they
+        // go back 25.
+        bounds("2026-03-08", &new_york()),
+        bounds("20261101", &new_york()),
+        bounds("2026-11-30", &TimeZone::UTC),
+    ];
+    assert_eq!(
+        got,
+        [
+            (Some(at("2026-12-05T15:00:00Z")), Some(at("2026-12-06T15:00:00Z"))),
+            (Some(at("2026-12-05T08:00:00Z")), Some(at("2026-12-06T08:00:00Z"))),
+            (Some(at("2026-12-04T15:00:00Z")), Some(at("2026-12-05T15:00:00Z"))),
+            (Some(at("2026-11-29T15:00:00Z")), Some(at("2026-11-30T15:00:00Z"))),
+            (Some(at("2026-03-08T05:00:00Z")), Some(at("2026-03-09T04:00:00Z"))),
+            (Some(at("2026-11-01T04:00:00Z")), Some(at("2026-11-02T05:00:00Z"))),
+            (Some(day("2026-11-30")), Some(day("2026-12-01"))),
+        ]
+    );
+}
+
+#[test]
+fn a_time_is_grouped_by_the_day_week_and_month_of_the_zone() {
+    let groups = |text: &str, zone: &TimeZone| {
+        let time = at(text);
+        (day_of(time, zone), week_of(time, zone), month_of(time, zone), minute_of(time, zone))
+    };
+    let owned = |day: &str, week: &str, month: &str, minute: &str| (day.to_owned(), week.to_owned(), month.to_owned(), minute.to_owned());
+    assert_eq!(
+        [
+            groups("2026-12-31T20:00:00Z", &TimeZone::UTC),
+            groups("2026-12-31T20:00:00Z", &east(9)),
+            groups("2027-01-01T03:30:00Z", &new_york()),
+            groups("2026-07-01T03:30:00Z", &new_york()),
+        ],
+        [
+            owned("2026-12-31", "2026-W53", "2026-12", "2026-12-31 20:00"),
+            owned("2027-01-01", "2026-W53", "2027-01", "2027-01-01 05:00"),
+            owned("2026-12-31", "2026-W53", "2026-12", "2026-12-31 22:30"),
+            owned("2026-06-30", "2026-W27", "2026-06", "2026-06-30 23:30"),
+        ]
+    );
 }

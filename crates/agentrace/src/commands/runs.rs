@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::output::Out;
 use crate::render::one_line;
+use crate::zone::Zone;
 
 /// Providers `--provider` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,13 +38,19 @@ pub struct RunsArgs {
     /// Only runs of this status: running, done, failed, interrupted.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
-    /// Only runs started on or after this day (UTC): `YYYY-MM-DD`,
+    /// Only runs started on or after this day (of `--tz`): `YYYY-MM-DD`,
     /// `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or `2w` (weeks ago).
     #[arg(long, value_name = "D")]
     pub since: Option<String>,
-    /// Only runs started on or before this day (UTC, included), as `--since`.
+    /// Only runs started on or before this day (of `--tz`, included), as
+    /// `--since`.
     #[arg(long, value_name = "D")]
     pub until: Option<String>,
+    /// The time zone of `--since`, `--until` and the start times shown:
+    /// `UTC`, `local` (this machine's), a name like `Europe/Paris`, or an
+    /// offset like `+05:30`.
+    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
+    pub tz: Zone,
     /// At most this many runs (all when not given).
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
@@ -52,16 +59,23 @@ pub struct RunsArgs {
     pub offset: u64,
 }
 
-/// The bound of `--since`/`--until` (`--until` keeps its own day), ms.
-fn day_bound(flag: &str, day: &str) -> anyhow::Result<i64> {
+/// The bound of `--since`/`--until` in `zone` (`--until` keeps its own
+/// day), ms.
+fn day_bound(flag: &str, text: &str, zone: &Zone) -> anyhow::Result<i64> {
     let now = crate::clock::now();
-    let bound = if flag == "--until" { days::day_end(day, now) } else { days::day_start(day, now) };
-    bound.map(|at| at.0).with_context(|| format!("{flag} {day}: expected {}", days::DAY_FORMS))
+    let day = days::Day::parse(text).with_context(|| format!("{flag} {text}: expected {}", days::DAY_FORMS))?;
+    let bound = if flag == "--until" { day.end(now, &zone.tz) } else { day.start(now, &zone.tz) };
+    bound.map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
 }
 
 /// The filter of `--provider`, `--project`, … as the catalog takes it.
-pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option<String>, since: Option<&str>, until: Option<&str>, limit: Option<u64>, offset: u64) -> anyhow::Result<RunFilter> {
-    if let Some(status) = &status {
+fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
+    let provider = args.provider.map(|provider| match provider {
+        ProviderArg::Codex => "codex",
+        ProviderArg::Claude => "claude",
+    });
+    let RunsArgs { project, status, since, until, limit, offset, tz, .. } = args;
+    if let Some(status) = status {
         anyhow::ensure!(
             ["running", "done", "failed", "interrupted"].contains(&status.as_str()),
             "--status {status}: expected running, done, failed or interrupted"
@@ -69,12 +83,12 @@ pub fn filter_of(provider: Option<&str>, project: Option<String>, status: Option
     }
     Ok(RunFilter {
         provider: provider.map(str::to_owned),
-        project,
-        status,
-        since: since.map(|day| day_bound("--since", day)).transpose()?,
-        until: until.map(|day| day_bound("--until", day)).transpose()?,
-        limit,
-        offset,
+        project: project.clone(),
+        status: status.clone(),
+        since: since.as_deref().map(|day| day_bound("--since", day, tz)).transpose()?,
+        until: until.as_deref().map(|day| day_bound("--until", day, tz)).transpose()?,
+        limit: *limit,
+        offset: *offset,
     })
 }
 
@@ -88,17 +102,13 @@ pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Res
 
 /// Runs `agentrace runs`.
 pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
-    let provider = args.provider.map(|provider| match provider {
-        ProviderArg::Codex => "codex",
-        ProviderArg::Claude => "claude",
-    });
-    let filter = filter_of(provider, args.project.clone(), args.status.clone(), args.since.as_deref(), args.until.as_deref(), args.limit, args.offset)?;
+    let filter = filter_of(args)?;
     let catalog = crate::catalog::synced(home)?;
     let (runs, total) = listed(home, &catalog, &filter)?;
     if args.json {
         out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
     } else {
-        table(out, &runs)?;
+        table(out, &runs, &args.tz)?;
         let shown = args.offset + runs.len() as u64;
         if runs.is_empty() && total > 0 {
             eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
@@ -151,7 +161,7 @@ fn project_text(project: Option<&str>) -> String {
 
 /// The runs as a table: id, provider, project, started, duration,
 /// agents, tokens, cost, warnings, result.
-pub fn table(out: &mut Out, runs: &[ListedRun]) -> anyhow::Result<()> {
+pub fn table(out: &mut Out, runs: &[ListedRun], zone: &Zone) -> anyhow::Result<()> {
     if runs.is_empty() {
         out.line("no runs")?;
         return Ok(());
@@ -161,7 +171,7 @@ pub fn table(out: &mut Out, runs: &[ListedRun]) -> anyhow::Result<()> {
         "RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"
     ))?;
     for ListedRun { run, project, agents } in runs {
-        let started = run.started_at.map(|at| at.to_string().chars().take(16).collect::<String>().replace('T', " ")).unwrap_or_else(|| "-".to_owned());
+        let started = run.started_at.map_or_else(|| "-".to_owned(), |at| days::minute_of(at, &zone.tz));
         let result = match (&run.result, &run.error) {
             (Some(result), _) => one_line(result, 50),
             (None, Some(error)) => one_line(&format!("error: {error}"), 50),
@@ -250,6 +260,7 @@ const FIRST_PAGE: u64 = 20;
 /// folders (a progress bar on a terminal), then lists the newest runs; the
 /// bundled samples only when there is no history at all.
 pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
+    let zone = &crate::zone::from_env()?;
     let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(false);
     crate::commands::import::run_unless_followed(home, &import)?;
     let catalog = crate::catalog::synced(home)?;
@@ -262,11 +273,11 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         catalog.sync(home)?;
         filter.limit = Some(FIRST_PAGE);
         (runs, _) = listed(home, &catalog, &filter)?;
-        table(out, &runs)?;
+        table(out, &runs, zone)?;
         eprintln!("hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered");
         return Ok(());
     }
-    table(out, &runs)?;
+    table(out, &runs, zone)?;
     if total > runs.len() as u64 {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
     }

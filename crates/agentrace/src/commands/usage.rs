@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use agentrace_core::days::{self, Day};
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::prices::{FilePrice, PriceBook};
 use agentrace_core::recorder::Format;
@@ -35,6 +36,7 @@ use crate::sources::claude_ingest::{claude_cwd, claude_start, feed_claude, sessi
 use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
 use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
+use crate::zone::Zone;
 use crate::usage_index::{keep_tree, provider_name, session, split_report, AgentUsage, Counters, HourRow, LogStamp, SessionUsage, UsageNode, UsageTree, TREE_FORMAT};
 
 /// Arguments of `agentrace usage`.
@@ -47,17 +49,20 @@ pub struct UsageArgs {
     /// or block (5-hour billing window).
     #[arg(long, value_enum, default_value_t = By::Run)]
     pub by: By,
-    /// Count from this day (UTC, included): requests by their time for
-    /// the groupings by model, day, week, month, project and block;
+    /// Count from this day (of `--tz`, included): requests by their time
+    /// for the groupings by model, day, week, month, project and block;
     /// sessions by their start for `--by run` and `--by agent`. The day is
     /// `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or
     /// `2w` (weeks ago).
     #[arg(long, value_name = "D", value_parser = parse_day)]
-    pub since: Option<Timestamp>,
-    /// Count up to this day (UTC, included), as `--since`.
-    // Held as the day's end (the next day's start).
-    #[arg(long, value_name = "D", value_parser = parse_day_end)]
-    pub until: Option<Timestamp>,
+    pub since: Option<Day>,
+    /// Count up to this day (of `--tz`, included), as `--since`.
+    #[arg(long, value_name = "D", value_parser = parse_day)]
+    pub until: Option<Day>,
+    /// The time zone of the days, weeks and months: `UTC`, `local` (this
+    /// machine's), a name like `Europe/Paris`, or an offset like `+05:30`.
+    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
+    pub tz: Zone,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
@@ -81,11 +86,11 @@ pub enum By {
     Agent,
     /// One row per model.
     Model,
-    /// One row per day (UTC) of the requests.
+    /// One row per day of the requests (of `--tz`, UTC unless told).
     Day,
-    /// One row per ISO week (UTC, `YYYY-Www`) of the requests.
+    /// One row per ISO week (`YYYY-Www`, of `--tz`) of the requests.
     Week,
-    /// One row per month (UTC, `YYYY-MM`) of the requests.
+    /// One row per month (`YYYY-MM`, of `--tz`) of the requests.
     Month,
     /// One row per project: the session's working folder.
     Project,
@@ -93,14 +98,9 @@ pub enum By {
     Block,
 }
 
-/// The start (UTC midnight) of the day a `--since` names.
-fn parse_day(text: &str) -> Result<Timestamp, String> {
-    agentrace_core::days::day_start(text, crate::clock::now()).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
-}
-
-/// The end of the day an `--until` names, which it keeps.
-fn parse_day_end(text: &str) -> Result<Timestamp, String> {
-    agentrace_core::days::day_end(text, crate::clock::now()).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
+/// The day a `--since` or `--until` names (made a time with `--tz`).
+pub fn parse_day(text: &str) -> Result<Day, String> {
+    Day::parse(text).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
 }
 
 /// Milliseconds in a billing block.
@@ -115,11 +115,21 @@ struct Window {
 }
 
 impl Window {
-    fn of(args: &UsageArgs) -> Self {
-        Self {
-            since: args.since,
-            until: args.until,
-        }
+    /// From the start of `--since`'s day to the end of `--until`'s, in
+    /// `--tz`.
+    fn of(args: &UsageArgs) -> anyhow::Result<Self> {
+        let now = crate::clock::now();
+        let bound = |day: Option<Day>, end: bool, flag: &str| -> anyhow::Result<Option<Timestamp>> {
+            day.map(|day| {
+                let at = if end { day.end(now, &args.tz.tz) } else { day.start(now, &args.tz.tz) };
+                at.with_context(|| format!("{flag}: the day is out of range"))
+            })
+            .transpose()
+        };
+        Ok(Self {
+            since: bound(args.since, false, "--since")?,
+            until: bound(args.until, true, "--until")?,
+        })
     }
 
     fn is_open(&self) -> bool {
@@ -127,7 +137,10 @@ impl Window {
     }
 
     /// Whether a time falls in it; an unknown time only when it is open.
-    /// An hour's bucket is in when its start is: days begin on hours.
+    /// An hour's bucket is in when its start is: usage is kept by UTC hour,
+    /// and a day begins on an hour but in a zone of a half or quarter hour's
+    /// offset (`--tz`), where the hour around midnight counts on the day it
+    /// began.
     fn holds(&self, at: Option<Timestamp>) -> bool {
         match at {
             None => self.is_open(),
@@ -688,7 +701,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         // for it (15 to 20 ms here; 160 million instructions).
         crate::parallel::beside(agentrace_core::prices::warm_database);
     }
-    let window = Window::of(args);
+    let window = Window::of(args)?;
     if args.json && args.by == By::Run {
         let unpriced = if straight {
             let report = StreamedReport::of(found_in_folders(args)?, |found| WrittenSession::in_window(&attribute_one(found, &prices)?, &window), STREAM_CHUNK);
@@ -769,9 +782,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 match args.by {
                     By::Model => row.model.clone().unwrap_or_else(unknown),
                     By::Project => session.cwd.clone().unwrap_or_else(unknown),
-                    By::Day => row.hour.map_or_else(unknown, day_of),
-                    By::Week => row.hour.map_or_else(unknown, week_of),
-                    By::Month => row.hour.map_or_else(unknown, month_of),
+                    By::Day => row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.tz.tz)),
+                    By::Week => row.hour.map_or_else(unknown, |hour| days::week_of(hour, &args.tz.tz)),
+                    By::Month => row.hour.map_or_else(unknown, |hour| days::month_of(hour, &args.tz.tz)),
                     By::Run | By::Agent | By::Block => unknown(),
                 }
             };
@@ -815,8 +828,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             if args.json {
                 out.json_pretty(&serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
-                let rows = blocks.iter().map(|block| (format!("{} .. {}", minute_of(block.start_at), minute_of(block.end_at)), block.counters));
-                table(out, "BLOCK (UTC)", rows, &totals)?;
+                let zone = &args.tz.tz;
+                let rows = blocks.iter().map(|block| (format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone)), block.counters));
+                table(out, &format!("BLOCK ({})", args.tz.name), rows, &totals)?;
             }
             unpriced.warn();
             return Ok(());
@@ -857,38 +871,6 @@ fn blocks(hours: BTreeMap<Timestamp, Counters>) -> Vec<Block> {
         }
     }
     blocks
-}
-
-/// A time's UTC date and time.
-fn utc(at: Timestamp) -> Option<chrono::DateTime<chrono::Utc>> {
-    chrono::DateTime::from_timestamp_millis(at.0)
-}
-
-/// `YYYY-MM-DD` (UTC).
-fn day_of(at: Timestamp) -> String {
-    at.to_string().chars().take(10).collect()
-}
-
-/// `YYYY-MM` (UTC).
-fn month_of(at: Timestamp) -> String {
-    at.to_string().chars().take(7).collect()
-}
-
-/// The ISO week, `YYYY-Www` (UTC).
-fn week_of(at: Timestamp) -> String {
-    use chrono::Datelike as _;
-    match utc(at) {
-        Some(time) => {
-            let week = time.iso_week();
-            format!("{:04}-W{:02}", week.year(), week.week())
-        }
-        None => "unknown".to_owned(),
-    }
-}
-
-/// `YYYY-MM-DD HH:MM` (UTC).
-fn minute_of(at: Timestamp) -> String {
-    at.to_string().chars().take(16).collect::<String>().replace('T', " ")
 }
 
 /// Each agent's depth under its session's root(s).
@@ -987,6 +969,7 @@ fn counters_table(
 /// and the agent labels that cost most.
 pub fn charts(home: &Home) -> anyhow::Result<serde_json::Value> {
     let args = UsageArgs {
+        tz: crate::zone::Zone::utc(),
         json: true,
         by: By::Day,
         since: None,
@@ -1007,7 +990,7 @@ pub fn charts(home: &Home) -> anyhow::Result<serde_json::Value> {
     let mut labels: BTreeMap<String, (Counters, u64)> = BTreeMap::new();
     for session in &sessions {
         for row in &session.hours {
-            let day = row.hour.map_or_else(unknown, day_of);
+            let day = row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.tz.tz));
             by_provider.entry(day.clone()).or_default().entry(session.provider.clone()).or_default().add(&row.counters);
             by_model.entry(day.clone()).or_default().entry(row.model.clone().unwrap_or_else(unknown)).or_default().add(&row.counters);
             days.entry(day).or_default().add(&row.counters);
@@ -1067,6 +1050,7 @@ mod tests {
             copy_dir(&fixtures.join("claude").join(capture).join("home_claude"), &home.path().join("claude"));
         }
         let args = UsageArgs {
+            tz: crate::zone::Zone::utc(),
             json: true,
             by: By::Run,
             since: None,

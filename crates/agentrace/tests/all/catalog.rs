@@ -106,6 +106,30 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
     assert_eq!(list(&["--since", "20261129", "--until", "20261129", "--limit", "1"]), (vec![json!("c")], json!(3)));
     assert_eq!(list(&["--since", "today"]), (vec![], json!(0)));
     assert_eq!(list(&["--until", "yesterday", "--since", "9999d", "--limit", "1"]), (vec![json!("c")], json!(3)));
+    // They started at 23:03 to 23:05 UTC: the next day in India, from its
+    // midnight (--tz, or AGENTRACE_TZ), and so the table shows them.
+    assert_eq!(list(&["--since", "2026-11-30", "--tz", "Asia/Kolkata"]), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
+    assert_eq!(list(&["--until", "2026-11-29", "--tz", "+05:30"]), (vec![], json!(0)));
+    assert_eq!(list(&["--since", "2026-11-30"]), (vec![], json!(0)));
+    let started = |output: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&output.stdout).lines().skip(1).map(|line| line.split_whitespace().skip(3).take(2).collect::<Vec<_>>().join(" ")).collect()
+    };
+    let in_india = cli.command(&["runs"]).env("AGENTRACE_TZ", "Asia/Kolkata").output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (started(&cli.run(&["runs"])), started(&in_india)),
+        (
+            vec!["2026-11-29 23:05".to_owned(), "2026-11-29 23:04".to_owned(), "2026-11-29 23:03".to_owned()],
+            vec!["2026-11-30 04:35".to_owned(), "2026-11-30 04:34".to_owned(), "2026-11-30 04:33".to_owned()]
+        )
+    );
+    let bad_zone = cli.run(&["runs", "--tz", "Europe/Atlantis"]);
+    assert_eq!(
+        (bad_zone.status.code(), String::from_utf8_lossy(&bad_zone.stderr).lines().next().map(str::to_owned)),
+        (
+            Some(2),
+            Some("error: invalid value 'Europe/Atlantis' for '--tz <ZONE>': no time zone \"Europe/Atlantis\": expected UTC, local (this machine's zone), a name like Europe/Paris, or an offset like +05:30".to_owned())
+        )
+    );
     // A page past the matches says how many there are, never where the
     // next page is.
     let past = cli.run(&["runs", "--offset", "5"]);

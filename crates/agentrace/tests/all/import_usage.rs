@@ -1476,6 +1476,57 @@ fn since_and_until_count_requests_by_their_day_and_sessions_by_their_start() {
 }
 
 #[test]
+fn days_weeks_months_and_blocks_are_those_of_the_zone_tz_names() {
+    // Every request of these captures ran at about 22:55 UTC on
+    // 2026-11-29: the next morning in Tokyo, the afternoon before in Los
+    // Angeles.
+    let dir = homes(&[], &["nested_fg", "v2.0.77_single"]);
+    let cli = Cli::new();
+    let utc = straight(&cli, dir.path(), &["--by", "day"]);
+    let totals = utc["totals"].clone();
+    let grouped = |by: &str, zone: &str| {
+        let value = straight(&cli, dir.path(), &["--by", by, "--tz", zone]);
+        let key = if by == "block" { "blocks".to_owned() } else { format!("{by}s") };
+        rounded(value[key.as_str()].clone())
+    };
+    assert_eq!(
+        [grouped("day", "Asia/Tokyo"), grouped("week", "Asia/Tokyo"), grouped("month", "+09:00"), grouped("day", "America/Los_Angeles"), grouped("day", "UTC")],
+        [
+            rounded(serde_json::json!({"2026-11-30": totals})),
+            rounded(serde_json::json!({"2026-W49": totals})),
+            rounded(serde_json::json!({"2026-11": totals})),
+            rounded(serde_json::json!({"2026-11-29": totals})),
+            rounded(utc["days"].clone()),
+        ]
+    );
+    // A block is the same hours whatever the zone; the table shows them in
+    // it, and says which.
+    assert_eq!(grouped("block", "Asia/Tokyo"), grouped("block", "UTC"));
+    let table = |zone: &str| {
+        let stdout = cli.ok(&["usage", "--by", "block", "--tz", zone, "--codex-home", &dir.path().join("codex").to_string_lossy(), "--claude-dir", &dir.path().join("claude").to_string_lossy()]);
+        stdout.lines().take(2).map(|line| line.split("  ").next().unwrap_or_default().trim().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (table("UTC"), table("Asia/Tokyo")),
+        (
+            vec!["BLOCK (UTC)".to_owned(), "2026-11-29 22:00 .. 2026-11-30 03:00".to_owned()],
+            vec!["BLOCK (Asia/Tokyo)".to_owned(), "2026-11-30 07:00 .. 2026-11-30 12:00".to_owned()]
+        )
+    );
+    // --since and --until are the zone's days.
+    let since_tokyo = straight(&cli, dir.path(), &["--by", "day", "--since", "2026-11-30", "--tz", "Asia/Tokyo"]);
+    let since_utc = straight(&cli, dir.path(), &["--by", "day", "--since", "2026-11-30"]);
+    assert_eq!((rounded(since_tokyo["totals"].clone()), since_utc["days"].clone()), (rounded(totals.clone()), serde_json::json!({})));
+    // AGENTRACE_TZ names it once for every command; the same after an
+    // import.
+    import_all(&cli, dir.path());
+    let from_env = cli.command(&["usage", "--by", "day", "--json"]).env("AGENTRACE_TZ", "Asia/Tokyo").output().unwrap_or_else(|e| panic!("{e}"));
+    let from_env: Value = serde_json::from_slice(&from_env.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rounded(from_env["days"].clone()), grouped("day", "Asia/Tokyo"));
+    assert_eq!(rounded(usage_value(&cli, &["--by", "day", "--tz", "Asia/Tokyo"])["days"].clone()), grouped("day", "Asia/Tokyo"));
+}
+
+#[test]
 fn a_gap_of_more_than_five_hours_starts_a_new_billing_block() {
     let dir = homes(&[], &["single_fg"]);
     // The helper's transcript runs six hours after the main one.

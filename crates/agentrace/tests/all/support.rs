@@ -25,6 +25,8 @@ impl Cli {
             .env("CODEX_HOME", self.home.path().join("no-codex-home"))
             .env("CLAUDE_CONFIG_DIR", self.home.path().join("no-claude-dir"))
             .env("NO_COLOR", "1")
+            // Days are UTC unless a test names a zone.
+            .env_remove("AGENTRACE_TZ")
             .stdin(Stdio::null());
         command
     }
