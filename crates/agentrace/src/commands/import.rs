@@ -50,9 +50,15 @@ pub struct ImportArgs {
     /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`).
     #[arg(long, value_name = "DIR")]
     claude_dir: Option<PathBuf>,
-    /// Only sessions started on or after this day (`YYYY-MM-DD`, UTC).
-    #[arg(long, value_name = "DATE")]
+    /// Only sessions started on or after this day (of `--tz`):
+    /// `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or
+    /// `2w` (weeks ago).
+    #[arg(long, value_name = "D")]
     since: Option<String>,
+    /// The time zone of `--since`'s day: `UTC`, `local` (this machine's), a
+    /// name like `Europe/Paris`, or an offset like `+05:30`.
+    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
+    tz: crate::zone::Zone,
     /// No progress bar and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -84,7 +90,7 @@ impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, quiet: true, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
+        Self { codex_home, claude_dir, since: None, tz: crate::zone::Zone::utc(), quiet: true, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
     }
 
     /// These arguments, with another idle limit (`watch --idle-limit`).
@@ -418,7 +424,8 @@ fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
     args.since
         .as_ref()
         .map(|day| {
-            agentrace_core::days::day_start(day, crate::clock::now())
+            agentrace_core::days::Day::parse(day)
+                .and_then(|parsed| parsed.start(crate::clock::now(), &args.tz.tz))
                 .with_context(|| format!("--since {day}: expected {}", agentrace_core::days::DAY_FORMS))
         })
         .transpose()

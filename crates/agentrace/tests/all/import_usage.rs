@@ -1202,6 +1202,10 @@ fn import_since_a_day_skips_older_codex_and_claude_sessions_alike() {
     let same_day = Cli::new();
     let output = same_day.run(&["import", "--since", "2026-11-29", "--codex-home", &codex, "--claude-dir", &claude]);
     assert!(String::from_utf8_lossy(&output.stderr).contains("imported 2 new sessions"));
+    // They started at about 23:00 UTC: already 2026-11-30 in Tokyo.
+    let in_tokyo = Cli::new();
+    let output = in_tokyo.run(&["import", "--since", "2026-11-30", "--tz", "Asia/Tokyo", "--codex-home", &codex, "--claude-dir", &claude]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("imported 2 new sessions"), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
 #[test]
