@@ -77,6 +77,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     let book = usage::load_prices(args.prices.as_ref())?;
     let usage_args = UsageArgs {
         tz: crate::zone::Zone::utc(),
+        breakdown: false,
         json: args.json,
         by: By::Model,
         since: None,

@@ -63,6 +63,11 @@ pub struct UsageArgs {
     /// machine's), a name like `Europe/Paris`, or an offset like `+05:30`.
     #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
     pub tz: Zone,
+    /// Each day, week, month, project or block also split by model (a
+    /// `models` object in each group with `--json`; rows under it in the
+    /// table), as ccusage's `--breakdown`.
+    #[arg(long)]
+    pub breakdown: bool,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
@@ -693,6 +698,10 @@ pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyho
 
 /// Runs `agentrace usage`.
 pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !args.breakdown || matches!(args.by, By::Day | By::Week | By::Month | By::Project | By::Block),
+        "--breakdown splits a day, week, month, project or block by model: use it with --by day, week, month, project or block (--by model is one row per model, --by run and --by agent give each agent's own)"
+    );
     let prices = load_prices(args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
     if straight {
@@ -788,11 +797,11 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                     By::Run | By::Agent | By::Block => unknown(),
                 }
             };
-            let mut groups: BTreeMap<String, Counters> = BTreeMap::new();
+            let mut groups: BTreeMap<String, Group> = BTreeMap::new();
             let (mut totals, mut unpriced) = (Counters::default(), Unpriced::default());
             for session in &sessions {
                 for row in session.hours.iter().filter(|row| window.holds(row.hour)) {
-                    groups.entry(key(session, row)).or_default().add(&row.counters);
+                    groups.entry(key(session, row)).or_default().add(row, args.breakdown);
                     totals.add(&row.counters);
                     unpriced.note_row(row);
                 }
@@ -807,29 +816,29 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             if args.json {
                 out.json_pretty(&serde_json::json!({json_key: groups, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
-                table(out, title, groups.into_iter(), &totals)?;
+                table(out, title, groups.iter().flat_map(|(name, group)| group.rows(name.clone())), &totals)?;
             }
             unpriced.warn();
             return Ok(());
         }
         By::Block => {
-            let (mut hours, mut unpriced) = (BTreeMap::<Timestamp, Counters>::new(), Unpriced::default());
+            let (mut hours, mut unpriced) = (BTreeMap::<Timestamp, Group>::new(), Unpriced::default());
             for row in sessions.iter().flat_map(|session| &session.hours) {
                 if let Some(hour) = row.hour.filter(|hour| window.holds(Some(*hour))) {
-                    hours.entry(hour).or_default().add(&row.counters);
+                    hours.entry(hour).or_default().add(row, args.breakdown);
                     unpriced.note_row(row);
                 }
             }
             let blocks = blocks(hours);
             let mut totals = Counters::default();
             for block in &blocks {
-                totals.add(&block.counters);
+                totals.add(&block.group.counters);
             }
             if args.json {
                 out.json_pretty(&serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
                 let zone = &args.tz.tz;
-                let rows = blocks.iter().map(|block| (format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone)), block.counters));
+                let rows = blocks.iter().flat_map(|block| block.group.rows(format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone))));
                 table(out, &format!("BLOCK ({})", args.tz.name), rows, &totals)?;
             }
             unpriced.warn();
@@ -848,9 +857,47 @@ pub struct Block {
     pub start_at: Timestamp,
     /// Five hours after its start.
     pub end_at: Timestamp,
+    /// Its requests' counters (and, with `--breakdown`, by model).
+    #[serde(flatten)]
+    pub group: Group,
+}
+
+/// The counters of one group of requests (a day, a project, a block…),
+/// and with `--breakdown` those of each model in it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Group {
     /// Its requests' counters.
     #[serde(flatten)]
     pub counters: Counters,
+    /// By model (`unknown` when a request named none); only with
+    /// `--breakdown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub models: Option<BTreeMap<String, Counters>>,
+}
+
+impl Group {
+    /// Adds an hour row's requests; `by_model` keeps them by model too.
+    fn add(&mut self, row: &HourRow, by_model: bool) {
+        self.counters.add(&row.counters);
+        if by_model {
+            let model = row.model.clone().unwrap_or_else(|| "unknown".to_owned());
+            self.models.get_or_insert_with(BTreeMap::new).entry(model).or_default().add(&row.counters);
+        }
+    }
+
+    /// Adds another group (the hours of a block).
+    fn merge(&mut self, other: &Group) {
+        self.counters.add(&other.counters);
+        for (model, counters) in other.models.iter().flatten() {
+            self.models.get_or_insert_with(BTreeMap::new).entry(model.clone()).or_default().add(counters);
+        }
+    }
+
+    /// Its table rows: itself named `name`, then each model indented
+    /// under it.
+    fn rows(&self, name: String) -> impl Iterator<Item = (String, Counters)> + '_ {
+        std::iter::once((name, self.counters)).chain(self.models.iter().flatten().map(|(model, counters)| (format!("  {model}"), *counters)))
+    }
 }
 
 /// The billing blocks of hours in time order, as ccusage's `blocks` makes
@@ -858,15 +905,15 @@ pub struct Block {
 /// a request at or after its end starts the next. (ccusage also starts one
 /// after a gap of over five hours since the last request, which a block
 /// that starts at its first request's hour has always ended by then.)
-fn blocks(hours: BTreeMap<Timestamp, Counters>) -> Vec<Block> {
+fn blocks(hours: BTreeMap<Timestamp, Group>) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
-    for (hour, counters) in hours {
+    for (hour, group) in hours {
         match blocks.last_mut() {
-            Some(block) if hour < block.end_at => block.counters.add(&counters),
+            Some(block) if hour < block.end_at => block.group.merge(&group),
             _ => blocks.push(Block {
                 start_at: hour,
                 end_at: Timestamp(hour.0 + BLOCK_MS),
-                counters,
+                group,
             }),
         }
     }
@@ -970,6 +1017,7 @@ fn counters_table(
 pub fn charts(home: &Home) -> anyhow::Result<serde_json::Value> {
     let args = UsageArgs {
         tz: crate::zone::Zone::utc(),
+        breakdown: false,
         json: true,
         by: By::Day,
         since: None,
@@ -1051,6 +1099,7 @@ mod tests {
         }
         let args = UsageArgs {
             tz: crate::zone::Zone::utc(),
+            breakdown: false,
             json: true,
             by: By::Run,
             since: None,

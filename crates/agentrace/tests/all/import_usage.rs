@@ -1480,6 +1480,60 @@ fn since_and_until_count_requests_by_their_day_and_sessions_by_their_start() {
 }
 
 #[test]
+fn a_breakdown_splits_each_group_by_model_as_by_model_counts_the_models() {
+    // Every request of these captures ran on 2026-11-29 (UTC), in one
+    // block: the one day's models are those of the whole history.
+    let dir = homes(&["v1_basic", "real_model_nested"], &["nested_fg", "v2.0.77_single"]);
+    let cli = Cli::new();
+    let by_model = rounded(straight(&cli, dir.path(), &["--by", "model"])["models"].clone());
+    assert_eq!(keys(&by_model).len(), 5, "{by_model}");
+    for (by, key) in [("day", "days"), ("week", "weeks"), ("month", "months"), ("block", "blocks")] {
+        let plain = straight(&cli, dir.path(), &["--by", by]);
+        let split = straight(&cli, dir.path(), &["--by", by, "--breakdown"]);
+        let groups: Vec<Value> = match &split[key] {
+            Value::Object(groups) => groups.values().cloned().collect(),
+            Value::Array(groups) => groups.clone(),
+            other => panic!("{other}"),
+        };
+        assert_eq!(groups.len(), 1, "--by {by}");
+        assert_eq!(rounded(groups[0]["models"].clone()), by_model, "--by {by}");
+        // Nothing else changes: the groups without their `models` are the
+        // plain report's.
+        let mut without = split.clone();
+        let groups: Vec<&mut Value> = match &mut without[key] {
+            Value::Object(groups) => groups.values_mut().collect(),
+            Value::Array(groups) => groups.iter_mut().collect(),
+            _ => Vec::new(),
+        };
+        for group in groups {
+            group.as_object_mut().map(|group| group.remove("models"));
+        }
+        assert_eq!(without, plain, "--by {by}");
+    }
+    // A project's models add up to it.
+    let projects = straight(&cli, dir.path(), &["--by", "project", "--breakdown"])["projects"].clone();
+    for (project, group) in projects.as_object().into_iter().flatten() {
+        let sum: u64 = group["models"].as_object().into_iter().flatten().filter_map(|(_, model)| model["totalTokens"].as_u64()).sum();
+        assert_eq!(Some(sum), group["totalTokens"].as_u64(), "{project}");
+    }
+    // The table puts each model under its group.
+    let table = cli.ok(&["usage", "--by", "day", "--breakdown", "--codex-home", &dir.path().join("codex").to_string_lossy(), "--claude-dir", &dir.path().join("claude").to_string_lossy()]);
+    let names: Vec<&str> = table.lines().map(|line| line.split("   ").next().unwrap_or_default().trim_end()).collect();
+    let mut expected = vec!["DAY".to_owned(), "2026-11-29".to_owned()];
+    expected.extend(keys(&by_model).into_iter().map(|model| format!("  {model}")));
+    expected.push("TOTAL".to_owned());
+    assert_eq!(names, expected);
+    // The same after an import; and only where a group holds many models.
+    import_all(&cli, dir.path());
+    assert_eq!(usage_value(&cli, &["--by", "day", "--breakdown"]), straight(&cli, dir.path(), &["--by", "day", "--breakdown"]));
+    let refused = cli.run(&["usage", "--by", "run", "--breakdown"]);
+    assert_eq!(
+        (refused.status.code(), String::from_utf8_lossy(&refused.stderr).lines().next().map(str::to_owned)),
+        (Some(1), Some("error: --breakdown splits a day, week, month, project or block by model: use it with --by day, week, month, project or block (--by model is one row per model, --by run and --by agent give each agent's own)".to_owned()))
+    );
+}
+
+#[test]
 fn days_weeks_months_and_blocks_are_those_of_the_zone_tz_names() {
     // Every request of these captures ran at about 22:55 UTC on
     // 2026-11-29: the next morning in Tokyo, the afternoon before in Los
