@@ -198,6 +198,11 @@ impl RunBook {
             .warnings
             .extend_from_slice(&self.child_work.warnings()[reducer_warnings_before..]);
         changes.records = records;
+        // Child work live, or its report on its way to the root: not a
+        // session merely left open between prompts (a resumed one, whose
+        // next end has not come, is not over either).
+        let working = status != RunStatus::Running && !self.session.ended && (self.child_work.any_live() || self.session.report_pending);
+        self.state.set_helpers_working(working);
         changes
     }
 

@@ -341,6 +341,10 @@ pub struct RunState {
     /// The trace context the run was started in.
     #[serde(default)]
     traceparent: Option<String>,
+    /// Set by the run book, which knows the child work: the root's turn
+    /// ended yet the session goes on (see [`RunSummary::helpers_working`]).
+    #[serde(default)]
+    helpers_working: bool,
     #[serde(skip)]
     book: Book,
 }
@@ -435,6 +439,14 @@ pub struct RunSummary {
     /// one was given: an OTLP export puts the run's spans in that trace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// True while the root's turn has ended (`status` is not `running`) but
+    /// the session's work goes on: a helper or background command still at
+    /// work, or its report on its way to the root, which will answer it in
+    /// a new turn (Claude Code's background agents). What keeps the run
+    /// book's `session_over` false, as `top`, `status` and the viewer judge
+    /// a session. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub helpers_working: bool,
 }
 
 /// One agent of the tree.
@@ -554,6 +566,7 @@ impl RunState {
             outside: BTreeMap::new(),
             cwd: None,
             traceparent: None,
+            helpers_working: false,
             book: Book::default(),
         }
     }
@@ -1046,7 +1059,14 @@ impl RunState {
             warning_count: self.warnings.len(),
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
             traceparent: self.traceparent.clone(),
+            helpers_working: self.helpers_working,
         }
+    }
+
+    /// Whether the session goes on after the root's turn ended, as the run
+    /// book (which holds the child work) judges it.
+    pub(crate) fn set_helpers_working(&mut self, working: bool) {
+        self.helpers_working = working;
     }
 
     /// What one thread's requests cost so far, as its agent node gives it;

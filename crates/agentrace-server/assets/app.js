@@ -161,7 +161,9 @@ async function loadRuns() {
     body.append(el("tr", { "data-run-id": run.id, "data-run": run.id, "data-tokens": tokens, "data-cost": run.cost === null || run.cost === undefined ? "" : run.cost },
       el("td", {}, el("input", { type: "checkbox", value: run.id, "aria-label": "pick " + run.id })),
       el("td", { class: "run-id" }, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
-      el("td", {}, el("span", { class: "badge state-" + run.status }, run.status)),
+      el("td", {}, el("span", { class: "badge state-" + run.status }, run.status),
+        // The root answered, but a helper still works (or reports back).
+        run.helpersWorking ? el("span", { class: "badge state-working helpers-working", title: "the root's turn ended; a helper or background command still works" }, "helpers working") : null),
       el("td", {}, run.provider),
       el("td", { class: "project", title: run.project || "" }, run.project || ""),
       el("td", { class: "started" }, fmtTime(run.startedAt)),

@@ -798,6 +798,9 @@ impl RunWriter {
                 RunSummary {
                     warning_count: view.run.warning_count,
                     warning_codes: view.run.warning_codes,
+                    // The book holds the child work a state-only
+                    // recorder's summary knows nothing of.
+                    helpers_working: view.run.helpers_working,
                     ..summary.clone()
                 }
             }

@@ -63,7 +63,11 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
         json_word(&run.provider),
         json_word(&run.source)
     ))?;
-    out.line(format!("status    {}", run.status.as_str()))?;
+    if run.helpers_working {
+        out.line(format!("status    {}, helpers still working (`agentrace status` shows them)", run.status.as_str()))?;
+    } else {
+        out.line(format!("status    {}", run.status.as_str()))?;
+    }
     out.line(format!(
         "root      {}",
         run.root_thread_id

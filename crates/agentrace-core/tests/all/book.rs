@@ -380,3 +380,28 @@ fn a_claude_session_is_not_over_while_a_background_helpers_report_waits_for_the_
     }
 }
 
+/// The run record says what keeps such a session going: between the root's
+/// interim answer and its last turn, `helpersWorking` is true at every cut
+/// where the session is not over with the root's turn ended, and the
+/// record of the whole session no longer has it.
+#[test]
+fn the_run_record_says_helpers_are_working_while_the_roots_turn_ended_and_the_session_goes_on() {
+    for name in ["single_bg", "parallel_bg", "sdk_single_bg", "followup_same_subagent"] {
+        let mut book = RunBook::new(RunId::from("run-test"));
+        let mut working_cuts = 0;
+        let mut mismatches = Vec::new();
+        for (index, envelope) in claude_transcripts_in_time_order(name).iter().enumerate() {
+            book.apply(envelope);
+            let expected = book.state().status() != RunStatus::Running && !book.session_over();
+            let summary = book.state().summary();
+            if summary.helpers_working != expected || book.state().view().run != summary {
+                mismatches.push(index);
+            }
+            working_cuts += usize::from(summary.helpers_working);
+        }
+        let summary = serde_json::to_value(book.state().summary()).unwrap_or_default();
+        assert_eq!((mismatches, summary.get("helpersWorking")), (vec![], None), "{name}");
+        assert!(working_cuts > 0, "{name}: no cut had helpers working after the root's turn");
+    }
+}
+

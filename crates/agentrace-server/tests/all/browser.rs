@@ -186,8 +186,15 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
     let mut recorder = agentrace_core::Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
     writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
     Transcripts::feed(&session.lines[..cut], &mut writer, &mut recorder);
+    // The record, as a recording rewrites it while it runs.
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
     let served = serve(&scratch);
     let browser = Browser::start();
+    // The runs list says the root's answer is not the session's last word.
+    let listed_states = "return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id=\"bg\"] td:nth-child(3) .badge')).map(n => n.textContent);";
+    browser.goto(&format!("{}/", served.url));
+    browser.wait_for("the runs list", "return document.querySelector('#runs tbody tr[data-run-id=\"bg\"]') !== null;");
+    assert_eq!(browser.script(listed_states), json!(["done", "helpers working"]));
     browser.goto(&format!("{}/runs/bg", served.url));
     browser.wait_for("the run page", READY);
     let states = "return Array.from(document.querySelectorAll('#tree .agent > .state')).map(n => n.textContent);";
@@ -199,11 +206,15 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
     Transcripts::feed(&session.lines[cut..], &mut writer, &mut recorder);
     let last = recorder.finish();
     writer.append(&last).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
     browser.wait_for("the session's end", "return document.getElementById('live').hidden;");
     assert_eq!(
         (browser.text("#run-status"), browser.script(states)),
         ("done".to_owned(), json!(["completed", "ended · succeeded"]))
     );
+    browser.goto(&format!("{}/", served.url));
+    browser.wait_for("the runs list", "return document.querySelector('#runs tbody tr[data-run-id=\"bg\"]') !== null;");
+    assert_eq!(browser.script(listed_states), json!(["done"]));
 }
 
 #[test]

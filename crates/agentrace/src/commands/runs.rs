@@ -173,10 +173,13 @@ pub fn table(out: &mut Out, runs: &[ListedRun], zone: &Zone) -> anyhow::Result<(
     for ListedRun { run, project, agents } in runs {
         let started = run.started_at.map_or_else(|| "-".to_owned(), |at| days::minute_of(at, &zone.tz));
         let result = match (&run.result, &run.error) {
-            (Some(result), _) => one_line(result, 50),
-            (None, Some(error)) => one_line(&format!("error: {error}"), 50),
+            (Some(result), _) => result.clone(),
+            (None, Some(error)) => format!("error: {error}"),
             (None, None) => run.status.as_str().to_owned(),
         };
+        // The root answered, but its helpers still work: that answer is
+        // not the session's last word.
+        let result = if run.helpers_working { one_line(&format!("(helpers working) {result}"), 50) } else { one_line(&result, 50) };
         out.line(format!(
             "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  {}",
             one_line(run.id.as_str(), 44),

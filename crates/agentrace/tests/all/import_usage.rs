@@ -1838,6 +1838,18 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     let open = events(&young, &id);
     assert_ne!(open.last().map(|envelope| envelope["event"]["type"].clone()), Some(Value::from("session_ended")));
     assert_eq!(helper(&young, &id), ("working".to_owned(), None));
+    // The root has answered, but its helper still works: the run list and
+    // `show` say so, where they said `done` with the interim answer.
+    let listed = |cli: &Cli| -> Value {
+        let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        runs["runs"][0]["helpersWorking"].clone()
+    };
+    let result_cell = |cli: &Cli| cli.ok(&["runs"]).lines().nth(1).and_then(|line| line.split("  ").last()).map(str::to_owned);
+    let status_line = |cli: &Cli| cli.ok(&["show", &id]).lines().find(|line| line.starts_with("status")).map(str::to_owned);
+    assert_eq!(
+        (listed(&young), result_cell(&young).map(|cell| cell.starts_with("(helpers working) ")), status_line(&young)),
+        (Value::Bool(true), Some(true), Some("status    done, helpers still working (`agentrace status` shows them)".to_owned()))
+    );
 
     // Every file of the session (transcripts and the helper's metadata)
     // last written an hour ago.
@@ -1857,6 +1869,10 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
         )
     );
     assert_eq!(helper(&still, &id), ("ended".to_owned(), Some("unknown".to_owned())));
+    assert_eq!(
+        (listed(&still), result_cell(&still).map(|cell| cell.starts_with("(helpers working) ")), status_line(&still)),
+        (Value::Null, Some(false), Some("status    done".to_owned()))
+    );
     // Nothing more to end: an import again changes nothing.
     homes.import(&still);
     assert_eq!(events(&still, &id), ended);
