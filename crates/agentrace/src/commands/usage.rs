@@ -104,7 +104,7 @@ pub enum By {
 }
 
 /// The day a `--since` or `--until` names (made a time with `--tz`).
-pub fn parse_day(text: &str) -> Result<Day, String> {
+fn parse_day(text: &str) -> Result<Day, String> {
     Day::parse(text).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
 }
 
