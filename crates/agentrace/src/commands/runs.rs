@@ -151,25 +151,77 @@ fn duration_text(run: &RunSummary) -> String {
     }
 }
 
-/// The last two parts of a folder (`work/agentrace`).
-fn project_text(project: Option<&str>) -> String {
+/// The last two parts of a folder (`work/agentrace`), in `width`.
+fn project_text(project: Option<&str>, width: usize) -> String {
     let Some(project) = project else { return "-".to_owned() };
     let parts: Vec<&str> = project.trim_end_matches('/').rsplit('/').take(2).collect();
     let short: Vec<&str> = parts.into_iter().rev().collect();
-    one_line(&short.join("/"), 24)
+    one_line(&short.join("/"), width)
+}
+
+/// The widths of a runs table's run id, project and result columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Widths {
+    id: usize,
+    project: usize,
+    result: usize,
+    /// The result on a line of its own under its run, indented: on a
+    /// terminal too narrow for it beside the rest.
+    result_below: bool,
+}
+
+impl Widths {
+    /// Where output is read by a program (a pipe, a file): the one fixed
+    /// layout, whatever the runs.
+    const FIXED: Widths = Widths { id: 44, project: 24, result: 50, result_below: false };
+
+    /// On a terminal `columns` wide: the id column as wide as the longest
+    /// id listed (ids stay whole: they are what `show` takes), and the
+    /// project and result sharing what is left, so that each run stays on
+    /// one line. Where that would leave the result fewer than 24
+    /// characters, it goes on a line of its own under its run.
+    fn fitted(runs: &[ListedRun], columns: usize) -> Widths {
+        let id = runs.iter().map(|listed| listed.run.id.as_str().chars().count()).max().unwrap_or(3).clamp(3, 44);
+        // Provider, started, time, agents, tokens, cost and warnings, and
+        // the ten spaces between the columns.
+        let others = 8 + 17 + 6 + 6 + 7 + 9 + 4 + 10;
+        let left = columns.saturating_sub(id + others);
+        // A text cut to `n` characters ends with one more, `…`.
+        let project = (left / 3).clamp(12, 25);
+        if left >= project + 24 {
+            return Widths { id, project: project - 1, result: left - project - 1, result_below: false };
+        }
+        let project = left.clamp(12, 25);
+        Widths { id, project: project - 1, result: columns.saturating_sub(5).max(20), result_below: true }
+    }
 }
 
 /// The runs as a table: id, provider, project, started, duration,
-/// agents, tokens, cost, warnings, result.
+/// agents, tokens, cost, warnings, result. On a terminal it fits its width
+/// ([`Widths::fitted`]); elsewhere its layout is fixed.
 pub fn table(out: &mut Out, runs: &[ListedRun], zone: &Zone) -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    let columns = std::io::stdout().is_terminal().then(|| crossterm::terminal::size().ok()).flatten().map(|(columns, _)| usize::from(columns));
+    let widths = columns.map_or(Widths::FIXED, |columns| Widths::fitted(runs, columns));
+    table_of(out, runs, zone, widths)
+}
+
+fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> anyhow::Result<()> {
     if runs.is_empty() {
         out.line("no runs")?;
         return Ok(());
     }
-    out.line(format!(
-        "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  RESULT",
+    let Widths { id: id_width, project: project_width, result: result_width, result_below } = widths;
+    let header = format!(
+        "{:<id_width$} {:<8} {:<project_width$} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}",
         "RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"
-    ))?;
+    );
+    if result_below {
+        out.line(header)?;
+        out.line("    RESULT")?;
+    } else {
+        out.line(format!("{header}  RESULT"))?;
+    }
     for ListedRun { run, project, agents } in runs {
         let started = run.started_at.map_or_else(|| "-".to_owned(), |at| days::minute_of(at, &zone.tz));
         let result = match (&run.result, &run.error) {
@@ -179,20 +231,25 @@ pub fn table(out: &mut Out, runs: &[ListedRun], zone: &Zone) -> anyhow::Result<(
         };
         // The root answered, but its helpers still work: that answer is
         // not the session's last word.
-        let result = if run.helpers_working { one_line(&format!("(helpers working) {result}"), 50) } else { one_line(&result, 50) };
-        out.line(format!(
-            "{:<44} {:<8} {:<24} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}  {}",
-            one_line(run.id.as_str(), 44),
+        let result = if run.helpers_working { format!("(helpers working) {result}") } else { result };
+        let columns = format!(
+            "{:<id_width$} {:<8} {:<project_width$} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}",
+            one_line(run.id.as_str(), id_width),
             serde_json::to_value(run.provider).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default(),
-            project_text(project.as_deref()),
+            project_text(project.as_deref(), project_width),
             started,
             duration_text(run),
             agents,
             tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
             cost_text(run),
             run.warning_count,
-            result
-        ))?;
+        );
+        if result_below {
+            out.line(columns)?;
+            out.line(format!("    {}", one_line(&result, result_width)))?;
+        } else {
+            out.line(format!("{columns}  {}", one_line(&result, result_width)))?;
+        }
     }
     Ok(())
 }

@@ -18,13 +18,18 @@ struct Tmux {
 impl Tmux {
     /// Starts `command` in an 80×24 window.
     fn start(command: &str) -> Self {
+        Self::start_sized(command, 80)
+    }
+
+    /// Starts `command` in a window `columns` wide and 24 lines high.
+    fn start_sized(command: &str, columns: u16) -> Self {
         // A server per test: tests of one process run at once.
         static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let number = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let socket = format!("agentrace-top-{}-{number}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
-            .command(&["new-session", "-d", "-s", "top", "-x", "80", "-y", "24", command])
+            .command(&["new-session", "-d", "-s", "top", "-x", &columns.to_string(), "-y", "24", command])
             .status()
             .unwrap_or_else(|e| panic!("tmux: {e}"));
         assert!(status.success(), "tmux new-session: {status}");
@@ -54,6 +59,13 @@ impl Tmux {
         args.extend_from_slice(keys);
         let status = self.command(&args).status().unwrap_or_else(|e| panic!("tmux: {e}"));
         assert!(status.success(), "tmux send-keys: {status}");
+    }
+
+    /// The screen with its wrapped lines joined: each line as the program
+    /// wrote it.
+    fn joined_screen(&self) -> String {
+        let output = self.command(&["capture-pane", "-p", "-J", "-t", "top"]).output().unwrap_or_else(|e| panic!("tmux: {e}"));
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     fn screen(&self) -> String {
@@ -596,4 +608,47 @@ fn watching_a_finished_session() -> (Homes, Cli, super::import_usage::Watch) {
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
     (homes, cli, watch)
+}
+
+/// On a terminal, `runs` (and `agentrace` alone) fits the window: the ids
+/// whole, the project and result cut to what is left, each run on one line;
+/// in a window too narrow for the result beside the rest, the result goes
+/// on its own line under its run. (A pipe gets the one fixed layout.)
+#[test]
+fn runs_on_a_terminal_fits_the_window_and_keeps_each_id_whole() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let cli = Cli::new();
+    cli.ingest(&super::support::capture("v1_basic"), &["--run-id", "a-run-of-a-rather-long-name", "--quiet"]);
+    cli.ok(&["import", "--quiet", "--claude-dir", &sources.path().join("claude").to_string_lossy(), "--codex-home", &sources.path().join("none").to_string_lossy()]);
+    let ids = ["a-run-of-a-rather-long-name", "claude-d882d213-4da9-4bcb-bd05-cb557061dd59"];
+    let results = ["ROOT DONE: all sub-agents finished; final answer from the root agent.", "ROOT-FINAL: all subagents finished for scenario nested_fg."];
+    let shown = |columns: u16| -> Vec<String> {
+        let tmux = Tmux::start_sized(
+            &format!("env AGENTRACE_HOME={} NO_COLOR=1 {} runs; echo runs-exited=$?; sleep 30", quoted(cli.home.path()), quoted(Path::new(env!("CARGO_BIN_EXE_agentrace")))),
+            columns,
+        );
+        tmux.wait_for("runs to exit", |screen| screen.contains("runs-exited=0"));
+        let screen = tmux.joined_screen();
+        let lines: Vec<String> = screen.lines().take_while(|line| !line.starts_with("runs-exited")).map(|line| line.trim_end().to_owned()).collect();
+        for line in &lines {
+            assert!(line.chars().count() <= usize::from(columns), "wider than {columns}: {line:?}");
+        }
+        lines
+    };
+    // Wide: one line a run, its whole result at its end.
+    let wide = shown(220);
+    assert_eq!(wide.len(), 3, "{wide:#?}");
+    assert!(wide[0].starts_with("RUN ") && wide[0].ends_with("  RESULT"), "{wide:#?}");
+    for (line, (id, result)) in wide[1..].iter().zip(ids.iter().zip(results)) {
+        assert!(line.starts_with(&format!("{id} ")) && line.ends_with(&format!("  {result}")), "{line:?}");
+    }
+    // Narrow: the result under its run.
+    let narrow = shown(120);
+    assert_eq!(narrow.len(), 6, "{narrow:#?}");
+    assert_eq!((narrow[0].split_whitespace().last(), narrow[1].as_str()), (Some("WARN"), "    RESULT"));
+    for (pair, (id, result)) in narrow[2..].chunks(2).zip(ids.iter().zip(results)) {
+        assert!(pair[0].starts_with(&format!("{id} ")), "{pair:?}");
+        assert_eq!(pair[1], format!("    {result}"));
+    }
 }
