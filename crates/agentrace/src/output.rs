@@ -4,6 +4,17 @@
 
 use std::io::{self, BufWriter, Stdout, Write};
 
+/// How many columns wide stdout's terminal is; `None` when stdout is not
+/// a terminal (a pipe, a file: a program reads it, and gets the fixed
+/// layouts).
+pub fn terminal_columns() -> Option<usize> {
+    use std::io::IsTerminal as _;
+    if !io::stdout().is_terminal() {
+        return None;
+    }
+    crossterm::terminal::size().ok().map(|(columns, _)| usize::from(columns))
+}
+
 /// Buffered stdout.
 pub struct Out {
     inner: BufWriter<Stdout>,

@@ -200,9 +200,7 @@ impl Widths {
 /// agents, tokens, cost, warnings, result. On a terminal it fits its width
 /// ([`Widths::fitted`]); elsewhere its layout is fixed.
 pub fn table(out: &mut Out, runs: &[ListedRun], zone: &Zone) -> anyhow::Result<()> {
-    use std::io::IsTerminal as _;
-    let columns = std::io::stdout().is_terminal().then(|| crossterm::terminal::size().ok()).flatten().map(|(columns, _)| usize::from(columns));
-    let widths = columns.map_or(Widths::FIXED, |columns| Widths::fitted(runs, columns));
+    let widths = crate::output::terminal_columns().map_or(Widths::FIXED, |columns| Widths::fitted(runs, columns));
     table_of(out, runs, zone, widths)
 }
 

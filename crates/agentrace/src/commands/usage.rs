@@ -946,7 +946,14 @@ fn depths(agents: &[AgentUsage]) -> std::collections::HashMap<&str, usize> {
 fn indented(name: &str, width: usize) -> String {
     let text = name.trim_start();
     let indent = &name[..name.len() - text.len()];
-    format!("{indent}{}", crate::render::one_line(text, width.saturating_sub(indent.len())))
+    let width = width.saturating_sub(indent.len());
+    // A folder (a project) keeps its end, which names it.
+    let count = text.chars().count();
+    if text.starts_with('/') && count > width {
+        let tail: String = text.chars().skip(count - width).collect();
+        return format!("{indent}…{tail}");
+    }
+    format!("{indent}{}", crate::render::one_line(text, width))
 }
 
 /// One row per group, then the totals.
@@ -979,9 +986,18 @@ fn counters_table(
     subtree_column: bool,
 ) -> anyhow::Result<()> {
     let subtree_title = if subtree_column { "SUBTREE" } else { "" };
+    // On a terminal the names' column gives way so the figures fit the
+    // window (a name cut to `n` characters ends with one more, `…`), but
+    // for the sessions of `--by run`, whose ids are not cut; piped, the
+    // fixed layout.
+    let terminal = crate::output::terminal_columns().filter(|_| !subtree_column);
+    let (width, cut) = terminal.map_or((60, 60), |columns| {
+        let width = columns.saturating_sub(5 * 13 + 11).clamp(title.chars().count().max(20), 60);
+        (width, width - 1)
+    });
     out.line(
         format!(
-            "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
+            "{:<width$} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
             title, "INPUT", "CACHED", "CACHE-WRITE", "OUTPUT", "TOTAL", "COST $", subtree_title
         )
         .trim_end(),
@@ -989,8 +1005,8 @@ fn counters_table(
     let mut line = |name: &str, c: &Counters, subtree: Option<u64>| {
         out.line(
             format!(
-                "{:<60} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
-                indented(name, 60),
+                "{:<width$} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}",
+                indented(name, cut),
                 c.input_tokens,
                 c.cached_input_tokens,
                 c.cache_creation_tokens,

@@ -652,3 +652,24 @@ fn runs_on_a_terminal_fits_the_window_and_keeps_each_id_whole() {
         assert_eq!(pair[1], format!("    {result}"));
     }
 }
+
+/// On a terminal, `usage` grouped by model, day or project fits the window:
+/// its names' column gives way to the figures (the sessions of `--by run`
+/// keep their ids whole).
+#[test]
+fn usage_on_a_terminal_fits_the_window() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--claude-dir", &sources.path().join("claude").to_string_lossy(), "--codex-home", &sources.path().join("none").to_string_lossy()]);
+    let tmux = Tmux::start_sized(
+        &format!("env AGENTRACE_HOME={} NO_COLOR=1 {} usage --by project; echo usage-exited=$?; sleep 30", quoted(cli.home.path()), quoted(Path::new(env!("CARGO_BIN_EXE_agentrace")))),
+        100,
+    );
+    tmux.wait_for("usage to exit", |screen| screen.contains("usage-exited=0"));
+    let screen = tmux.joined_screen();
+    let lines: Vec<&str> = screen.lines().filter(|line| !line.starts_with("warning") && !line.starts_with("hint")).take_while(|line| !line.starts_with("usage-exited")).map(str::trim_end).collect();
+    let names: Vec<&str> = lines.iter().map(|line| line.split("  ").next().unwrap_or_default()).collect();
+    assert_eq!(names, ["PROJECT", "…v/agents/work/nested_fg", "TOTAL"], "{lines:#?}");
+    assert!(lines.iter().all(|line| line.chars().count() <= 100), "{lines:#?}");
+}
