@@ -77,9 +77,40 @@ function fmtDuration(ms) {
   return Math.floor(m / 60) + " h " + (m % 60) + " min";
 }
 
-function fmtTime(ms) {
-  if (ms === null || ms === undefined) return "";
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 16);
+// The reader's time zone: the run list's start times and day filters and
+// the usage charts' days are the reader's own (the API's `tz=`), as
+// `agentrace runs --tz local` gives them. UTC where the browser names none
+// the server knows.
+let ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+// `path` asked in the reader's zone; in UTC if the server knows no such zone.
+async function apiInZone(path) {
+  const zoned = path + (path.includes("?") ? "&" : "?") + "tz=" + encodeURIComponent(ZONE);
+  try {
+    return await api(zoned);
+  } catch (error) {
+    if (ZONE === "UTC" || !String(error.message).startsWith("tz=")) throw error;
+    ZONE = "UTC";
+    return api(path);
+  }
+}
+
+// `YYYY-MM-DD HH:MM` in the reader's zone (`ZONE`).
+function fmtTime(at) {
+  if (at === null || at === undefined) return "";
+  const time = new Date(at);
+  if (isNaN(time.getTime())) return "";
+  const parts = {};
+  for (const part of new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(time)) parts[part.type] = part.value;
+  return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute;
+}
+
+// Says which zone the start times are in.
+function zoneHeads() {
+  for (const head of document.querySelectorAll("th.started-head")) {
+    head.textContent = "started (" + ZONE + ")";
+    head.title = "times in " + ZONE;
+  }
 }
 
 function nav(current) {
@@ -150,7 +181,8 @@ async function loadRuns() {
   history.replaceState(null, "", "/" + (shown.toString() ? "?" + shown : ""));
   query.set("limit", String(RUNS_PAGE));
   query.set("offset", String(list.offset));
-  const { runs, total } = await api("/api/runs?" + query);
+  const { runs, total } = await apiInZone("/api/runs?" + query);
+  zoneHeads();
   const body = document.querySelector("#runs tbody");
   clear(body);
   for (const run of runs) {
@@ -920,7 +952,8 @@ function stackedChart(id, days, group, measure, format) {
 async function showUsage() {
   nav("/usage");
   document.getElementById("usage-view").hidden = false;
-  const report = await api("/api/usage");
+  const report = await apiInZone("/api/usage");
+  zoneHeads();
   const draw = () => {
     const group = document.getElementById("usage-by").value === "model" ? "models" : "providers";
     stackedChart("chart-tokens", report.days, group, "tokens", fmtTokens);
@@ -932,7 +965,7 @@ async function showUsage() {
   const line = document.getElementById("usage-totals");
   line.setAttribute("data-tokens", totals.totalTokens);
   line.setAttribute("data-cost", totals.cost === null ? "" : totals.cost);
-  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + " days";
+  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + " days (" + ZONE + ")";
   const runs = document.querySelector("#top-runs tbody");
   clear(runs);
   for (const run of report.topRuns) {

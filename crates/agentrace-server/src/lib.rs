@@ -25,6 +25,7 @@ use std::time::Duration;
 use agentrace_core::days;
 use agentrace_core::model::Timestamp;
 use agentrace_core::warnings::WarningConfig;
+use agentrace_store::zone::Zone;
 use agentrace_store::Home;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -240,10 +241,13 @@ async fn blocking<T: Send + 'static>(
         .map_err(|error| ApiError::Internal(format!("worker failed: {error}")))?
 }
 
-/// `?provider=&project=&status=&since=&until=&limit=&offset=`, as
+/// `?provider=&project=&status=&since=&until=&tz=&limit=&offset=`, as
 /// `agentrace runs` takes them.
 #[derive(Debug, Deserialize)]
 struct RunsQuery {
+    /// The zone of `since`/`until`'s days (UTC when not given).
+    #[serde(default)]
+    tz: Option<String>,
     #[serde(default)]
     provider: Option<String>,
     #[serde(default)]
@@ -265,10 +269,18 @@ struct RunsQuery {
 const RUNS_PAGE: u64 = 100;
 const MAX_RUNS_PAGE: u64 = 1000;
 
-/// The bound a `since=`/`until=` names (`until` keeps its own day), ms.
-fn day_bound(name: &str, day: &str, now: Timestamp) -> Result<i64, ApiError> {
-    let bound = if name == "until" { days::day_end(day, now) } else { days::day_start(day, now) };
-    bound.map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected {}", days::DAY_FORMS)))
+/// The bound a `since=`/`until=` names in `zone` (`until` keeps its own
+/// day), ms.
+fn day_bound(name: &str, day: &str, now: Timestamp, zone: &Zone) -> Result<i64, ApiError> {
+    let parsed = days::Day::parse(day).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected {}", days::DAY_FORMS)))?;
+    let bound = if name == "until" { parsed.end(now, &zone.tz) } else { parsed.start(now, &zone.tz) };
+    bound.map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: the day is out of range")))
+}
+
+/// The zone a `tz=` names; UTC when none is given.
+pub(crate) fn zone_of(tz: Option<&str>) -> Result<Zone, ApiError> {
+    tz.filter(|tz| !tz.trim().is_empty())
+        .map_or_else(|| Ok(Zone::utc()), |tz| agentrace_store::zone::parse_zone(tz).map_err(|error| ApiError::BadRequest(format!("tz={tz}: {error}"))))
 }
 
 /// Opens the home's catalog, brought up to the runs folder (a catalog made
@@ -284,12 +296,13 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
 
 async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>) -> Result<Response, ApiError> {
     let now = state.now();
+    let zone = zone_of(query.tz.as_deref())?;
     let filter = agentrace_store::catalog::RunFilter {
         provider: query.provider,
         project: query.project,
         status: query.status,
-        since: query.since.as_deref().map(|day| day_bound("since", day, now)).transpose()?,
-        until: query.until.as_deref().map(|day| day_bound("until", day, now)).transpose()?,
+        since: query.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?,
+        until: query.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?,
         limit: Some(query.limit.unwrap_or(RUNS_PAGE).min(MAX_RUNS_PAGE)),
         offset: query.offset.unwrap_or(0),
     };

@@ -13,13 +13,15 @@ use serde::Deserialize;
 
 use agentrace_core::waterfall::Waterfall;
 
+use agentrace_store::zone::Zone;
+
 use crate::{blocking, ApiError, AppState};
 
 /// What `/api/usage` answers: `agentrace usage`'s figures over every
 /// recorded run, as the binary counts them (the server does not own the
 /// counting; `agentrace serve` hands its function in).
 #[derive(Clone)]
-pub struct UsageSource(pub Arc<dyn Fn() -> Result<serde_json::Value, String> + Send + Sync>);
+pub struct UsageSource(pub Arc<dyn Fn(&Zone) -> Result<serde_json::Value, String> + Send + Sync>);
 
 impl std::fmt::Debug for UsageSource {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -146,12 +148,20 @@ pub(crate) async fn compare(
     Ok(Json(comparison).into_response())
 }
 
-pub(crate) async fn usage(State(state): State<AppState>) -> Result<Response, ApiError> {
+/// `?tz=`: the zone whose days the charts count by (UTC when not given).
+#[derive(Debug, Deserialize)]
+pub(crate) struct UsageQuery {
+    #[serde(default)]
+    tz: Option<String>,
+}
+
+pub(crate) async fn usage(State(state): State<AppState>, Query(query): Query<UsageQuery>) -> Result<Response, ApiError> {
     let Some(source) = state.inner.options.usage.clone() else {
         return Err(ApiError::NotFound(
             "usage is counted by `agentrace serve`".to_owned(),
         ));
     };
-    let report = blocking(move || (source.0)().map_err(ApiError::Internal)).await?;
+    let zone = crate::zone_of(query.tz.as_deref())?;
+    let report = blocking(move || (source.0)(&zone).map_err(ApiError::Internal)).await?;
     Ok(Json(report).into_response())
 }

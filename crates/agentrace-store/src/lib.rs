@@ -39,6 +39,7 @@ mod run_id;
 mod scratch;
 mod spool;
 pub mod watching;
+pub mod zone;
 mod writer;
 
 pub use catalog::Catalog;

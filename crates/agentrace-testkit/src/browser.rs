@@ -44,7 +44,13 @@ pub struct Browser {
 }
 
 impl Browser {
+    /// A browser whose time zone is UTC, whatever the machine's.
     pub fn start() -> Self {
+        Self::start_in_zone("UTC")
+    }
+
+    /// A browser whose time zone is `zone` (an IANA name, as `TZ` takes it).
+    pub fn start_in_zone(zone: &str) -> Self {
         for path in [CHROMIUM, CHROMEDRIVER] {
             assert!(
                 Path::new(path).exists(),
@@ -55,6 +61,8 @@ impl Browser {
         let driver = Reaped(
             Command::new(CHROMEDRIVER)
                 .arg(format!("--port={port}"))
+                // Chromium takes its zone from its driver's environment.
+                .env("TZ", zone)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

@@ -752,6 +752,23 @@ async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
         [total("since=today").await, total("until=yesterday").await, total("since=1d&until=0d").await, total("since=20261129&until=20261129").await, total("since=1w").await],
         [json!(3), json!(0), json!(3), json!(3), json!(3)]
     );
+    // In a zone (`tz=`): the runs started at 23:03 UTC, the next morning in
+    // Tokyo; a zone the server does not know is refused.
+    assert_eq!(
+        [
+            total("since=2026-11-30").await,
+            total("since=2026-11-30&tz=Asia/Tokyo").await,
+            total("until=2026-11-29&tz=Asia/Tokyo").await,
+            total("since=2026-11-30&tz=%2B09:00").await,
+            total("since=2026-11-30&tz=").await,
+        ],
+        [json!(0), json!(3), json!(0), json!(3), json!(0)]
+    );
+    let (status, body) = get(&state, "/api/runs?tz=Mars/Olympus", None).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::BAD_REQUEST, json!({"error": "tz=Mars/Olympus: no time zone \"Mars/Olympus\": expected UTC, local (this machine's zone), a name like Europe/Paris, or an offset like +05:30"}))
+    );
 }
 
 #[tokio::test]

@@ -217,6 +217,32 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
     assert_eq!(browser.script(listed_states), json!(["done"]));
 }
 
+/// The run list is in the reader's time zone: its start times, its
+/// heading, and the days its `since` filter names (the API's `tz=`). The
+/// run started at 23:03 UTC on 2026-11-29, the next morning in Tokyo.
+#[test]
+fn the_run_list_shows_start_times_and_days_in_the_readers_time_zone() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let listed = |browser: &Browser, query: &str| -> Value {
+        browser.goto(&format!("{}/{query}", served.url));
+        browser.wait_for("the run list", "return document.getElementById('runs-total').textContent !== '';");
+        browser.script("const column = Array.from(document.querySelectorAll('#runs thead th')).findIndex(th => th.textContent.startsWith('started')); return [document.querySelectorAll('#runs thead th')[column].textContent, Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => r.children[column].textContent)];")
+    };
+    let tokyo = Browser::start_in_zone("Asia/Tokyo");
+    let utc = Browser::start();
+    assert_eq!(
+        [listed(&tokyo, ""), listed(&tokyo, "?since=2026-11-30"), listed(&utc, ""), listed(&utc, "?since=2026-11-30")],
+        [
+            json!(["started (Asia/Tokyo)", ["2026-11-30 08:03"]]),
+            json!(["started (Asia/Tokyo)", ["2026-11-30 08:03"]]),
+            json!(["started (UTC)", ["2026-11-29 23:03"]]),
+            json!(["started (UTC)", []]),
+        ]
+    );
+}
+
 #[test]
 fn live_updates_appear_while_a_run_is_being_recorded() {
     let scratch = Scratch::new();

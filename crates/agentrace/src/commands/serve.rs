@@ -69,8 +69,8 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         config,
         // The viewer's /usage counts what `agentrace usage` counts, by the
         // same code.
-        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move || {
-            crate::commands::usage::charts(&usage_home).map_err(|error| format!("{error:#}"))
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |zone| {
+            crate::commands::usage::charts(&usage_home, zone).map_err(|error| format!("{error:#}"))
         }))),
         ..Options::default()
     };

@@ -1030,9 +1030,9 @@ fn counters_table(
 /// same sessions and hour rows as `usage --by day` / `--by model` (so the
 /// same numbers), grouped per day by provider and by model, with the runs
 /// and the agent labels that cost most.
-pub fn charts(home: &Home) -> anyhow::Result<serde_json::Value> {
+pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
     let args = UsageArgs {
-        tz: crate::zone::Zone::utc(),
+        tz: zone.clone(),
         breakdown: false,
         json: true,
         by: By::Day,

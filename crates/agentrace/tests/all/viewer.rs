@@ -280,6 +280,7 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
         .unwrap_or_default();
     let charted = browser.script("const days = {}; for (const r of document.querySelectorAll('#chart-tokens rect[data-day]')) days[r.getAttribute('data-day')] = (days[r.getAttribute('data-day')] || 0) + Number(r.getAttribute('data-value')); return days;");
     let shown = HOSTILE.replace("\\\"", "\"");
+    let utc_days = days.clone();
     assert_eq!(
         (
             charted,
@@ -293,5 +294,24 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
             json!(true),
             json!(["agentrace", true, 0]),
         )
+    );
+
+    // A reader in Tokyo gets Tokyo's days, as `usage --by day --tz` counts
+    // them (the captures ran about 23:00 UTC: the next day there).
+    let tokyo_days = json_of(&cli.ok(&["usage", "--by", "day", "--json", "--tz", "Asia/Tokyo"]));
+    let in_tokyo = Browser::start_in_zone("Asia/Tokyo");
+    in_tokyo.goto(&format!("{url}/usage"));
+    in_tokyo.wait_for("the usage page", READY);
+    let day_totals = |by_day: &Value| -> Value {
+        by_day["days"]
+            .as_object()
+            .map(|days| days.iter().map(|(day, counters)| (day.clone(), counters["totalTokens"].clone())).collect::<serde_json::Map<_, _>>().into())
+            .unwrap_or_default()
+    };
+    let charted = in_tokyo.script("const days = {}; for (const r of document.querySelectorAll('#chart-tokens rect[data-day]')) days[r.getAttribute('data-day')] = (days[r.getAttribute('data-day')] || 0) + Number(r.getAttribute('data-value')); return days;");
+    assert_ne!(day_totals(&tokyo_days), utc_days);
+    assert_eq!(
+        (charted, in_tokyo.script("return document.getElementById('usage-totals').textContent.endsWith('(Asia/Tokyo)');")),
+        (day_totals(&tokyo_days), json!(true))
     );
 }
