@@ -21,7 +21,10 @@ use crate::{blocking, ApiError, AppState};
 /// recorded run, as the binary counts them (the server does not own the
 /// counting; `agentrace serve` hands its function in).
 #[derive(Clone)]
-pub struct UsageSource(pub Arc<dyn Fn(&Zone) -> Result<serde_json::Value, String> + Send + Sync>);
+pub struct UsageSource(pub Arc<UsageOfZone>);
+
+/// `agentrace usage`'s figures with days of a zone, or why not.
+pub type UsageOfZone = dyn Fn(&Zone) -> Result<serde_json::Value, String> + Send + Sync;
 
 impl std::fmt::Debug for UsageSource {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
