@@ -965,7 +965,7 @@ async function showUsage() {
   const line = document.getElementById("usage-totals");
   line.setAttribute("data-tokens", totals.totalTokens);
   line.setAttribute("data-cost", totals.cost === null ? "" : totals.cost);
-  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + " days (" + ZONE + ")";
+  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + (report.days.length === 1 ? " day (" : " days (") + ZONE + ")";
   const runs = document.querySelector("#top-runs tbody");
   clear(runs);
   for (const run of report.topRuns) {
