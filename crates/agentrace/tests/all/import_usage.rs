@@ -1846,9 +1846,15 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     };
     let result_cell = |cli: &Cli| cli.ok(&["runs"]).lines().nth(1).and_then(|line| line.split("  ").last()).map(str::to_owned);
     let status_line = |cli: &Cli| cli.ok(&["show", &id]).lines().find(|line| line.starts_with("status")).map(str::to_owned);
+    let exported = |cli: &Cli| cli.ok(&["export", "--markdown", &id]).lines().find(|line| line.starts_with("| status |")).map(str::to_owned);
     assert_eq!(
-        (listed(&young), result_cell(&young).map(|cell| cell.starts_with("(helpers working) ")), status_line(&young)),
-        (Value::Bool(true), Some(true), Some("status    done, helpers still working (`agentrace status` shows them)".to_owned()))
+        (listed(&young), result_cell(&young).map(|cell| cell.starts_with("(helpers working) ")), status_line(&young), exported(&young)),
+        (
+            Value::Bool(true),
+            Some(true),
+            Some("status    done, helpers still working (`agentrace status` shows them)".to_owned()),
+            Some("| status | done, helpers still working |".to_owned())
+        )
     );
 
     // Every file of the session (transcripts and the helper's metadata)
@@ -1870,8 +1876,8 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     );
     assert_eq!(helper(&still, &id), ("ended".to_owned(), Some("unknown".to_owned())));
     assert_eq!(
-        (listed(&still), result_cell(&still).map(|cell| cell.starts_with("(helpers working) ")), status_line(&still)),
-        (Value::Null, Some(false), Some("status    done".to_owned()))
+        (listed(&still), result_cell(&still).map(|cell| cell.starts_with("(helpers working) ")), status_line(&still), exported(&still)),
+        (Value::Null, Some(false), Some("status    done".to_owned()), Some("| status | done |".to_owned()))
     );
     // Nothing more to end: an import again changes nothing.
     homes.import(&still);
