@@ -30,6 +30,15 @@ pub struct PricesArgs {
     /// Prices per million tokens by model, JSON, as `usage --prices` takes.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
+    /// The price of this model (repeatable) instead of the runs' models:
+    /// what its next request would pay, and which database model it
+    /// matched. Its tokens are not counted (0).
+    #[arg(long, value_name = "NAME")]
+    model: Vec<String>,
+    /// Whose model `--model` names: `codex` (OpenAI's) or `claude`
+    /// (Anthropic's); both when not given.
+    #[arg(long, value_name = "PROVIDER", value_parser = ["codex", "claude"], requires = "model")]
+    provider: Option<String>,
 }
 
 /// A priced model of `prices --json`.
@@ -88,7 +97,8 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         runs: Vec::new(),
     };
     let mut models: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for session in usage::sessions(home, &usage_args, &book)? {
+    let sessions = if args.model.is_empty() { usage::sessions(home, &usage_args, &book)? } else { Vec::new() };
+    for session in sessions {
         for (model, counters) in session.model_parts() {
             if counters.total_tokens == 0 {
                 continue;
@@ -107,6 +117,19 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
             Some(rates) => priced.push(row(provider, model, rates, &database, tokens)),
             None => unpriced.push(Unpriced { provider, model, tokens }),
         }
+    }
+    // Models named on the command line: each provider asked, those that
+    // price it; no price under any of them is one unpriced row.
+    for model in &args.model {
+        let providers: Vec<&str> = args.provider.as_deref().map_or_else(|| vec!["codex", "claude"], |provider| vec![provider]);
+        let found: Vec<Priced> = providers
+            .iter()
+            .filter_map(|provider| book.rates(provider_of(provider), model, now).map(|rates| row((*provider).to_owned(), model.clone(), rates, &database, 0)))
+            .collect();
+        if found.is_empty() {
+            unpriced.push(Unpriced { provider: args.provider.clone().unwrap_or_else(|| "codex, claude".to_owned()), model: model.clone(), tokens: 0 });
+        }
+        priced.extend(found);
     }
     if args.json {
         #[derive(Serialize)]
@@ -140,7 +163,11 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         ))?;
     }
     for model in &unpriced {
-        out.line(format!("no price: {} ({}, {} tokens)", model.model, model.provider, model.tokens))?;
+        if args.model.is_empty() {
+            out.line(format!("no price: {} ({}, {} tokens)", model.model, model.provider, model.tokens))?;
+        } else {
+            out.line(format!("no price: {} (looked up as {})", model.model, model.provider))?;
+        }
     }
     if !unpriced.is_empty() {
         eprintln!("hint: pass --prices FILE (see the README) to `usage` to price the models without one");

@@ -654,6 +654,44 @@ fn prices_lists_the_models_of_the_runs_with_their_rates_and_those_without_one() 
 }
 
 #[test]
+fn prices_of_a_model_named_on_the_command_line_are_what_its_next_request_would_pay() {
+    // No runs at all: the models are looked up by name, under each
+    // provider asked (both by default), and a file's price wins.
+    let cli = Cli::new();
+    let named = |args: &[&str]| -> Value {
+        let mut all = vec!["prices", "--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&cli.ok(&all)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let source = format!("genai-prices {}", genai_prices_version());
+    assert_eq!(
+        named(&["--model", "claude-opus-5-5", "--model", "no-such-model"]),
+        serde_json::json!({
+            "models": [{"provider": "claude", "model": "claude-opus-5-5", "matchedModel": "claude-opus-5-5",
+                        "input": 4.0, "cachedInput": 0.2, "cacheWrite": 5.0, "cacheWrite1h": 8.0, "output": 20.0,
+                        "webSearches": 10.0, "tiered": false, "source": source, "tokens": 0}],
+            "unpricedModels": [{"provider": "codex, claude", "model": "no-such-model", "tokens": 0}],
+        })
+    );
+    assert_eq!(
+        named(&["--model", "claude-opus-5-5", "--provider", "codex"])["unpricedModels"],
+        serde_json::json!([{"provider": "codex", "model": "claude-opus-5-5", "tokens": 0}])
+    );
+    let file = cli.home.path().join("prices.json");
+    std::fs::write(&file, r#"{"mock-model": {"input": 1.5, "cachedInput": 0.5, "cacheCreation": 2, "cacheCreation1h": 3, "output": 6}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let from_file = named(&["--model", "mock-model", "--provider", "codex", "--prices", &file.to_string_lossy()]);
+    assert_eq!(
+        (&from_file["models"][0]["source"], &from_file["models"][0]["output"]),
+        (&Value::from("file"), &Value::from(6.0))
+    );
+    let table = cli.ok(&["prices", "--model", "no-such-model"]);
+    assert!(table.contains("no price: no-such-model (looked up as codex, claude)"), "{table}");
+    let alone = cli.run(&["prices", "--provider", "codex"]);
+    assert_eq!(alone.status.code(), Some(2));
+}
+
+#[test]
 fn an_app_server_stream_prices_the_root_by_the_model_its_start_names_as_its_rollouts_do() {
     for version in ["codex", "codex-0.171"] {
         let capture = fixtures().join(version).join("real_model_basic");
