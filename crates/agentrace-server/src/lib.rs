@@ -332,10 +332,23 @@ struct SearchParams {
     run: Option<String>,
     #[serde(default)]
     actor: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    project: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    tz: Option<String>,
 }
 
 async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Result<Response, ApiError> {
     let actor = params.actor.as_deref().and_then(agentrace_store::catalog::ActorQuery::parse);
+    let (now, zone) = (state.now(), zone_of(params.tz.as_deref())?);
+    let since = params.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?;
+    let until = params.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?;
     let hits = blocking(move || {
         let catalog = synced_catalog(&state.inner.home)?;
         let run = params.run.as_deref().map(|run| state.inner.home.resolve(run)).transpose()?;
@@ -343,6 +356,10 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
             text: params.q,
             run: run.map(|id| id.to_string()),
             actor,
+            provider: params.provider,
+            project: params.project,
+            since,
+            until,
             limit: params.limit.unwrap_or(20).min(MAX_RUNS_PAGE),
         };
         Ok(catalog.search(&state.inner.home, &query)?)

@@ -1134,6 +1134,27 @@ impl Catalog {
                 sql_text.push_str(&format!(" AND t.thread_id = ?{}", values.len()));
             }
         }
+        if let Some(since) = query.since {
+            values.push(since.into());
+            sql_text.push_str(&format!(" AND t.timestamp >= ?{}", values.len()));
+        }
+        if let Some(until) = query.until {
+            values.push(until.into());
+            sql_text.push_str(&format!(" AND t.timestamp < ?{}", values.len()));
+        }
+        // The run's own columns, as `runs` filters them.
+        let mut of_runs = Vec::new();
+        if let Some(provider) = &query.provider {
+            values.push(provider.clone().into());
+            of_runs.push(format!("provider = ?{}", values.len()));
+        }
+        if let Some(project) = &query.project {
+            values.push(project.clone().into());
+            of_runs.push(format!("instr(project, ?{}) > 0", values.len()));
+        }
+        if !of_runs.is_empty() {
+            sql_text.push_str(&format!(" AND t.run_id IN (SELECT id FROM runs WHERE {})", of_runs.join(" AND ")));
+        }
         // No LIMIT: a hit left out (its line changed) makes room for the
         // next; the rows are stepped only as far as the page needs.
         sql_text.push_str(" ORDER BY t.timestamp DESC, t.run_id, t.sequence");
@@ -1690,6 +1711,14 @@ pub struct SearchQuery {
     pub run: Option<String>,
     /// Only this actor.
     pub actor: Option<ActorQuery>,
+    /// Only runs of this provider (`codex`, `claude`).
+    pub provider: Option<String>,
+    /// Only runs whose project (working folder) contains this text.
+    pub project: Option<String>,
+    /// Only what was written at or after this time (ms).
+    pub since: Option<i64>,
+    /// Only what was written before this time (ms).
+    pub until: Option<i64>,
     /// At most this many hits.
     pub limit: u64,
 }

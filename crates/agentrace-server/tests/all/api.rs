@@ -818,4 +818,13 @@ async fn search_finds_a_tools_text_with_its_run_sequence_and_actor() {
             main(12, "2026-11-29T23:03:28.634Z", "…Run the shell command `echo [hello-from-child-A]` and report its…"),
         ]})
     );
+    // The same filters as the run list: provider, project, days (of tz=).
+    let count = |query: &'static str| {
+        let scratch = &scratch;
+        async move { get(&served(scratch), &format!("/api/search?q=hello-from-child-A&actor=main&{query}"), None).await.1["hits"].as_array().map(Vec::len) }
+    };
+    assert_eq!(
+        [count("provider=codex").await, count("provider=claude").await, count("project=nowhere").await, count("since=2026-11-30").await, count("since=2026-11-30&tz=Asia/Tokyo").await, count("until=2026-11-29").await],
+        [Some(3), Some(0), Some(0), Some(0), Some(3), Some(3)]
+    );
 }

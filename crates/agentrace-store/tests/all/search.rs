@@ -10,7 +10,7 @@ use crate::all::support::{record, run_id, temporary_home, write_run, Fallible, T
 
 /// Every search of these tests: the words, the whole home, a page of 10.
 fn query(text: &str) -> SearchQuery {
-    SearchQuery { text: text.to_owned(), run: None, actor: None, limit: 10 }
+    SearchQuery { text: text.to_owned(), run: None, actor: None, provider: None, project: None, since: None, until: None, limit: 10 }
 }
 
 /// The hit a search gives for run `id`'s answer, with `snippet`.

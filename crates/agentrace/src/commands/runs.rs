@@ -68,12 +68,17 @@ fn day_bound(flag: &str, text: &str, zone: &Zone) -> anyhow::Result<i64> {
     bound.map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
 }
 
-/// The filter of `--provider`, `--project`, … as the catalog takes it.
-fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
-    let provider = args.provider.map(|provider| match provider {
+/// The provider as the catalog names it.
+fn provider_name(provider: ProviderArg) -> &'static str {
+    match provider {
         ProviderArg::Codex => "codex",
         ProviderArg::Claude => "claude",
-    });
+    }
+}
+
+/// The filter of `--provider`, `--project`, … as the catalog takes it.
+fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
+    let provider = args.provider.map(provider_name);
     let RunsArgs { project, status, since, until, limit, offset, tz, .. } = args;
     if let Some(status) = status {
         anyhow::ensure!(
@@ -264,6 +269,23 @@ pub struct SearchArgs {
     /// Only what `main` (roots), `helpers`, `unknown`, or one thread wrote.
     #[arg(long)]
     pub actor: Option<String>,
+    /// Only in runs of this provider.
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// Only in runs whose project (working folder) contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub project: Option<String>,
+    /// Only what was written on or after this day (of `--tz`), in the forms
+    /// `runs --since` takes.
+    #[arg(long, value_name = "D")]
+    pub since: Option<String>,
+    /// Only what was written on or before this day (of `--tz`, included).
+    #[arg(long, value_name = "D")]
+    pub until: Option<String>,
+    /// The time zone of `--since` and `--until`: `UTC`, `local`, a name
+    /// like `Europe/Paris`, or an offset like `+05:30`.
+    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
+    pub tz: Zone,
     /// At most this many hits.
     #[arg(long, default_value_t = 20)]
     pub limit: u64,
@@ -295,6 +317,10 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         text: args.text.clone(),
         run: run.map(|id| id.to_string()),
         actor: args.actor.as_deref().and_then(ActorQuery::parse),
+        provider: args.provider.map(|provider| provider_name(provider).to_owned()),
+        project: args.project.clone(),
+        since: args.since.as_deref().map(|day| day_bound("--since", day, &args.tz)).transpose()?,
+        until: args.until.as_deref().map(|day| day_bound("--until", day, &args.tz)).transpose()?,
         limit: args.limit,
     };
     let hits = catalog.search(home, &query)?;

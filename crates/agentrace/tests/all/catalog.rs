@@ -223,6 +223,41 @@ fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew
 }
 
 #[test]
+fn search_keeps_to_the_provider_project_and_days_it_is_given() {
+    // A Codex run (ingested, no project) and a Claude session (imported,
+    // its project the transcript's folder); both root answers say DONE,
+    // written about 23:00 UTC on 2026-11-29: the next day in Tokyo.
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "codex-run", "--quiet"]);
+    cli.ok(&["import", "--quiet", "--claude-dir", &sources.path().join("claude").to_string_lossy(), "--codex-home", &sources.path().join("none").to_string_lossy()]);
+    let claude = "claude-d882d213-4da9-4bcb-bd05-cb557061dd59";
+    let runs_hit = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["search", "DONE", "--limit", "1000", "--json"];
+        all.extend_from_slice(args);
+        let hits = json_of(&cli.ok(&all));
+        let mut runs: Vec<String> = hits["hits"].as_array().into_iter().flatten().filter_map(|hit| hit["runId"].as_str().map(str::to_owned)).collect();
+        runs.sort();
+        runs.dedup();
+        runs
+    };
+    let both = vec![claude.to_owned(), "codex-run".to_owned()];
+    assert_eq!(
+        [
+            runs_hit(&[]),
+            runs_hit(&["--provider", "claude"]),
+            runs_hit(&["--provider", "codex"]),
+            runs_hit(&["--project", "nested_fg"]),
+            runs_hit(&["--since", "2026-11-30"]),
+            runs_hit(&["--since", "2026-11-30", "--tz", "Asia/Tokyo"]),
+            runs_hit(&["--until", "2026-11-29"]),
+        ],
+        [both.clone(), vec![claude.to_owned()], vec!["codex-run".to_owned()], vec![claude.to_owned()], vec![], both.clone(), both]
+    );
+}
+
+#[test]
 fn the_first_command_records_the_samples_only_when_there_is_no_history_at_all() {
     let cli = Cli::new();
     cli.ingest(&capture("v1_basic"), &["--run-id", "mine"]);
