@@ -218,7 +218,12 @@ async function searchRuns(q) {
   const box = document.getElementById("search-hits");
   clear(box);
   if (!q) return;
-  const { hits } = await api("/api/search?limit=50&q=" + encodeURIComponent(q));
+  // Within the list's filters (but its status, which is a run's, not a
+  // text's), their days the reader's.
+  const query = new URLSearchParams({ limit: "50", q });
+  const filters = runFilters();
+  for (const name of ["provider", "project", "since", "until"]) if (filters[name]) query.set(name, filters[name]);
+  const { hits } = await apiInZone("/api/search?" + query);
   for (const hit of hits) {
     box.append(el("li", { class: "hit", "data-run-id": hit.runId, "data-seq": hit.sequence },
       el("a", { href: withToken("/runs/" + encodeURIComponent(hit.runId) + "?seq=" + hit.sequence) }, hit.runId + " #" + hit.sequence),

@@ -241,6 +241,20 @@ fn the_run_list_shows_start_times_and_days_in_the_readers_time_zone() {
             json!(["started (UTC)", []]),
         ]
     );
+    // The search box finds text within the list's filters: on the reader's
+    // days.
+    let searched = |browser: &Browser| -> Value {
+        browser.goto(&format!("{}/?since=2026-11-30", served.url));
+        browser.wait_for("the run list", "return document.getElementById('runs-total').textContent !== '';");
+        browser.type_into("#run-search", "hello-from-child-A");
+        browser.wait_for("the hits", "return document.querySelectorAll('#search-hits li').length > 0;");
+        browser.script("return Array.from(document.querySelectorAll('#search-hits li')).map(li => li.getAttribute('data-run-id') || li.textContent);")
+    };
+    let tokyo_hits = searched(&tokyo);
+    assert_eq!(
+        (tokyo_hits.as_array().map(|hits| hits.iter().all(|hit| hit == "basic") && !hits.is_empty()), searched(&utc)),
+        (Some(true), json!(["no match"]))
+    );
 }
 
 #[test]
