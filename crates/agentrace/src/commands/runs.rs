@@ -29,21 +29,34 @@ pub struct RunsArgs {
     /// Print `{"runs": [...], "total": N}` instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Only runs of this status: running, done, failed, interrupted.
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// At most this many runs (all when not given).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Skip this many of the newest first.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u64,
+}
+
+/// Which runs and days `runs` and `search` keep to.
+#[derive(Debug, Args, Default)]
+pub struct Scope {
     /// Only runs of this provider.
     #[arg(long, value_enum)]
     pub provider: Option<ProviderArg>,
     /// Only runs whose project (working folder) contains this text.
     #[arg(long, value_name = "TEXT")]
     pub project: Option<String>,
-    /// Only runs of this status: running, done, failed, interrupted.
-    #[arg(long, value_name = "S")]
-    pub status: Option<String>,
-    /// Only runs started on or after this day (of `--tz`): `YYYY-MM-DD`,
-    /// `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or `2w` (weeks ago).
+    /// From this day (of `--tz`) on: runs by their start, search hits by
+    /// their own time. `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d`
+    /// (days ago) or `2w` (weeks ago).
     #[arg(long, value_name = "D")]
     pub since: Option<String>,
-    /// Only runs started on or before this day (of `--tz`, included), as
-    /// `--since`.
+    /// Up to this day (of `--tz`, included), as `--since`.
     #[arg(long, value_name = "D")]
     pub until: Option<String>,
     /// The time zone of `--since`, `--until` and the start times shown:
@@ -51,12 +64,17 @@ pub struct RunsArgs {
     /// offset like `+05:30`.
     #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
     pub tz: Zone,
-    /// At most this many runs (all when not given).
-    #[arg(long, value_name = "N")]
-    pub limit: Option<u64>,
-    /// Skip this many of the newest first.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub offset: u64,
+}
+
+impl Scope {
+    /// `--since` and `--until` as times (ms): from the start of one day to
+    /// the end of the other, in `--tz`.
+    fn bounds(&self) -> anyhow::Result<(Option<i64>, Option<i64>)> {
+        Ok((
+            self.since.as_deref().map(|day| day_bound("--since", day, &self.tz)).transpose()?,
+            self.until.as_deref().map(|day| day_bound("--until", day, &self.tz)).transpose()?,
+        ))
+    }
 }
 
 /// The bound of `--since`/`--until` in `zone` (`--until` keeps its own
@@ -78,8 +96,8 @@ fn provider_name(provider: ProviderArg) -> &'static str {
 
 /// The filter of `--provider`, `--project`, … as the catalog takes it.
 fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
-    let provider = args.provider.map(provider_name);
-    let RunsArgs { project, status, since, until, limit, offset, tz, .. } = args;
+    let RunsArgs { status, scope, limit, offset, .. } = args;
+    let (since, until) = scope.bounds()?;
     if let Some(status) = status {
         anyhow::ensure!(
             ["running", "done", "failed", "interrupted"].contains(&status.as_str()),
@@ -87,11 +105,11 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
         );
     }
     Ok(RunFilter {
-        provider: provider.map(str::to_owned),
-        project: project.clone(),
+        provider: scope.provider.map(|provider| provider_name(provider).to_owned()),
+        project: scope.project.clone(),
         status: status.clone(),
-        since: since.as_deref().map(|day| day_bound("--since", day, tz)).transpose()?,
-        until: until.as_deref().map(|day| day_bound("--until", day, tz)).transpose()?,
+        since,
+        until,
         limit: *limit,
         offset: *offset,
     })
@@ -113,7 +131,7 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     if args.json {
         out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
     } else {
-        table(out, &runs, &args.tz)?;
+        table(out, &runs, &args.scope.tz)?;
         let shown = args.offset + runs.len() as u64;
         if runs.is_empty() && total > 0 {
             eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
@@ -269,23 +287,8 @@ pub struct SearchArgs {
     /// Only what `main` (roots), `helpers`, `unknown`, or one thread wrote.
     #[arg(long)]
     pub actor: Option<String>,
-    /// Only in runs of this provider.
-    #[arg(long, value_enum)]
-    pub provider: Option<ProviderArg>,
-    /// Only in runs whose project (working folder) contains this text.
-    #[arg(long, value_name = "TEXT")]
-    pub project: Option<String>,
-    /// Only what was written on or after this day (of `--tz`), in the forms
-    /// `runs --since` takes.
-    #[arg(long, value_name = "D")]
-    pub since: Option<String>,
-    /// Only what was written on or before this day (of `--tz`, included).
-    #[arg(long, value_name = "D")]
-    pub until: Option<String>,
-    /// The time zone of `--since` and `--until`: `UTC`, `local`, a name
-    /// like `Europe/Paris`, or an offset like `+05:30`.
-    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
-    pub tz: Zone,
+    #[command(flatten)]
+    pub scope: Scope,
     /// At most this many hits.
     #[arg(long, default_value_t = 20)]
     pub limit: u64,
@@ -313,14 +316,15 @@ fn words(text: &str) -> Result<String, String> {
 pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> {
     let catalog = crate::catalog::synced(home)?;
     let run = args.run.as_deref().map(|run| home.resolve(run)).transpose()?;
+    let (since, until) = args.scope.bounds()?;
     let query = SearchQuery {
         text: args.text.clone(),
         run: run.map(|id| id.to_string()),
         actor: args.actor.as_deref().and_then(ActorQuery::parse),
-        provider: args.provider.map(|provider| provider_name(provider).to_owned()),
-        project: args.project.clone(),
-        since: args.since.as_deref().map(|day| day_bound("--since", day, &args.tz)).transpose()?,
-        until: args.until.as_deref().map(|day| day_bound("--until", day, &args.tz)).transpose()?,
+        provider: args.scope.provider.map(|provider| provider_name(provider).to_owned()),
+        project: args.scope.project.clone(),
+        since,
+        until,
         limit: args.limit,
     };
     let hits = catalog.search(home, &query)?;
