@@ -1143,15 +1143,7 @@ impl Catalog {
             sql_text.push_str(&format!(" AND t.timestamp < ?{}", values.len()));
         }
         // The run's own columns, as `runs` filters them.
-        let mut of_runs = Vec::new();
-        if let Some(provider) = &query.provider {
-            values.push(provider.clone().into());
-            of_runs.push(format!("provider = ?{}", values.len()));
-        }
-        if let Some(project) = &query.project {
-            values.push(project.clone().into());
-            of_runs.push(format!("instr(project, ?{}) > 0", values.len()));
-        }
+        let of_runs = run_conditions(query.provider.as_ref(), query.project.as_ref(), &mut values);
         if !of_runs.is_empty() {
             sql_text.push_str(&format!(" AND t.run_id IN (SELECT id FROM runs WHERE {})", of_runs.join(" AND ")));
         }
@@ -1672,16 +1664,8 @@ pub struct RunFilter {
 
 impl RunFilter {
     fn clause(&self) -> (String, Vec<rusqlite::types::Value>) {
-        let mut parts = Vec::new();
         let mut values: Vec<rusqlite::types::Value> = Vec::new();
-        if let Some(provider) = &self.provider {
-            values.push(provider.clone().into());
-            parts.push(format!("provider = ?{}", values.len()));
-        }
-        if let Some(project) = &self.project {
-            values.push(project.clone().into());
-            parts.push(format!("instr(project, ?{}) > 0", values.len()));
-        }
+        let mut parts = run_conditions(self.provider.as_ref(), self.project.as_ref(), &mut values);
         if let Some(status) = &self.status {
             values.push(status.clone().into());
             parts.push(format!("status = ?{}", values.len()));
@@ -1700,6 +1684,22 @@ impl RunFilter {
             (format!(" WHERE {}", parts.join(" AND ")), values)
         }
     }
+}
+
+/// The conditions on a run's provider and project (the project containing
+/// the text) of the `runs` table, their values pushed onto `values` and
+/// numbered after those already there.
+fn run_conditions(provider: Option<&String>, project: Option<&String>, values: &mut Vec<rusqlite::types::Value>) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(provider) = provider {
+        values.push(provider.clone().into());
+        parts.push(format!("provider = ?{}", values.len()));
+    }
+    if let Some(project) = project {
+        values.push(project.clone().into());
+        parts.push(format!("instr(project, ?{}) > 0", values.len()));
+    }
+    parts
 }
 
 /// What a search looks for.
