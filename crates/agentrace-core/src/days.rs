@@ -13,10 +13,8 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use jiff::ToSpan as _;
 
+pub use crate::model::DAY_MS;
 use crate::model::Timestamp;
-
-/// Milliseconds in a (UTC) day.
-pub const DAY_MS: i64 = 86_400_000;
 
 /// The forms a day may take, as an error names them.
 pub const DAY_FORMS: &str = "a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)";

@@ -142,6 +142,10 @@ impl Timestamp {
     }
 }
 
+/// Milliseconds in a (UTC) day: the one day length of the core (`days`
+/// and the price book take it from here, beside the time it divides).
+pub const DAY_MS: i64 = 86_400_000;
+
 impl Timestamp {
     /// The time as RFC 3339 (`2026-11-29T23:03:28.475Z`) in `buffer`, for a
     /// year from 0 to 9999; `None` for any other. Worked out by hand
@@ -149,7 +153,6 @@ impl Timestamp {
     /// has a time, snapshots hold thousands, and `write!` with seven
     /// formatted numbers was most of the cost of writing one.
     fn rfc3339(self, buffer: &mut [u8; 24]) -> Option<&str> {
-        use crate::days::DAY_MS;
         let days = self.0.div_euclid(DAY_MS);
         let in_day = self.0.rem_euclid(DAY_MS);
         // Howard Hinnant's `civil_from_days`, in the proleptic Gregorian
