@@ -3,6 +3,7 @@
 //! whole runs folder.
 
 use agentrace_core::days;
+use agentrace_core::model::RunStatus;
 use agentrace_core::state::{CostStatus, RunSummary};
 use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, SearchHit, SearchQuery};
 use agentrace_store::{Catalog, Home};
@@ -250,9 +251,15 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
             (None, Some(error)) => format!("error: {error}"),
             (None, None) => run.status.as_str().to_owned(),
         };
-        // The root answered, but its helpers still work: that answer is
-        // not the session's last word.
-        let result = if run.helpers_working { format!("(helpers working) {result}") } else { result };
+        // The root answered, but its helpers still work, or it is at work
+        // on a later turn: that answer is not the session's last word.
+        let result = if run.helpers_working {
+            format!("(helpers working) {result}")
+        } else if run.status == RunStatus::Running && (run.result.is_some() || run.error.is_some()) {
+            format!("(running) {result}")
+        } else {
+            result
+        };
         let columns = format!(
             "{:<id_width$} {:<8} {:<project_width$} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}",
             one_line(run.id.as_str(), id_width),

@@ -1884,6 +1884,38 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     assert_eq!(events(&still, &id), ended);
 }
 
+/// A resumed Claude session: while the root works on its second prompt,
+/// the run list shows the first prompt's answer marked `(running)`, not as
+/// the session's last word.
+#[test]
+fn a_root_at_work_on_a_later_turn_lists_its_earlier_answer_as_running() {
+    let growth = Growth::of(Provider::Claude, "resumed_session");
+    // Through the root's first line on the second prompt.
+    let main_line = |at: usize, text: &str| {
+        let (file, line) = growth.order[at];
+        file == 0 && String::from_utf8_lossy(&growth.files[0].lines[line]).contains(text)
+    };
+    let cut = (0..growth.order.len())
+        .find(|&at| main_line(at, "Second prompt (resumed session)"))
+        .unwrap_or_else(|| panic!("no second prompt at work"))
+        + 1;
+    let homes = Homes::new();
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    homes.import(&cli);
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let run = &runs["runs"][0];
+    let cell = cli.ok(&["runs"]).lines().nth(1).and_then(|line| line.split("  ").last()).map(str::to_owned).unwrap_or_default();
+    assert_eq!(
+        (&run["status"], &run["result"], cell),
+        (
+            &Value::from("running"),
+            &Value::from("ROOT-FINAL: all subagents finished for scenario resumed_first_fg."),
+            "(running) ROOT-FINAL: all subagents finished for s…".to_owned()
+        )
+    );
+}
+
 /// A session an import read while its files were young (no end written)
 /// is ended by a later import once they are still, though not one of them
 /// changed: the unchanged files alone used to make it skip the session
