@@ -95,13 +95,20 @@ async function apiInZone(path) {
   }
 }
 
+// The formatter of `fmtTime`, made once per zone (a page formats a time
+// per row).
+const timeFormats = new Map();
+
 // `YYYY-MM-DD HH:MM` in the reader's zone (`ZONE`).
 function fmtTime(at) {
   if (at === null || at === undefined) return "";
   const time = new Date(at);
   if (isNaN(time.getTime())) return "";
+  if (!timeFormats.has(ZONE)) {
+    timeFormats.set(ZONE, new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }));
+  }
   const parts = {};
-  for (const part of new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(time)) parts[part.type] = part.value;
+  for (const part of timeFormats.get(ZONE).formatToParts(time)) parts[part.type] = part.value;
   return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute;
 }
 
