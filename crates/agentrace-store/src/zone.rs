@@ -35,7 +35,8 @@ impl Default for Zone {
 /// The zone `text` names (clap's parser of `--tz`, the API's of `tz=`).
 pub fn parse_zone(text: &str) -> Result<Zone, String> {
     let text = text.trim();
-    if text.eq_ignore_ascii_case("utc") || text == "Z" {
+    // Blank is no zone named: `AGENTRACE_TZ=` in a shell means unset.
+    if text.is_empty() || text.eq_ignore_ascii_case("utc") || text == "Z" {
         return Ok(Zone::utc());
     }
     if text.eq_ignore_ascii_case("local") {
@@ -96,7 +97,7 @@ mod tests {
                 Err(format!("no time zone \"+26\": expected {ZONE_FORMS}")),
                 Err(format!("no time zone \"+05:60\": expected {ZONE_FORMS}")),
                 Err(format!("no time zone \"Mars/Olympus\": expected {ZONE_FORMS}")),
-                Err(format!("no time zone \"\": expected {ZONE_FORMS}")),
+                Ok("UTC".to_owned()),
             ]
         );
     }

@@ -115,6 +115,9 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
         String::from_utf8_lossy(&output.stdout).lines().skip(1).map(|line| line.split_whitespace().skip(3).take(2).collect::<Vec<_>>().join(" ")).collect()
     };
     let in_india = cli.command(&["runs"]).env("AGENTRACE_TZ", "Asia/Kolkata").output().unwrap_or_else(|e| panic!("{e}"));
+    // Set but blank is unset, as a shell's `AGENTRACE_TZ=` means.
+    let blank = cli.command(&["runs"]).env("AGENTRACE_TZ", "").output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(started(&blank), started(&cli.run(&["runs"])));
     assert_eq!(
         (started(&cli.run(&["runs"])), started(&in_india)),
         (
