@@ -137,6 +137,32 @@ pub fn minute_of(at: Timestamp, zone: &TimeZone) -> String {
     civil(at, zone).map_or_else(unknown, |time| time.strftime("%Y-%m-%d %H:%M").to_string())
 }
 
+/// `at` as RFC 3339 in `zone`: as the log writes it (`…Z`) in UTC, else
+/// with the zone's offset (`2026-11-30T08:03:28.437+09:00`), the same
+/// instant either way.
+pub fn rfc3339_in(at: Timestamp, zone: &TimeZone) -> String {
+    if zone.iana_name() == Some("UTC") || zone == &TimeZone::UTC {
+        return at.to_string();
+    }
+    let Ok(instant) = jiff::Timestamp::from_millisecond(at.0) else {
+        return at.to_string();
+    };
+    let offset = zone.to_offset(instant);
+    let seconds = offset.seconds();
+    let sign = if seconds < 0 { '-' } else { '+' };
+    format!("{}{sign}{:02}:{:02}", zone.to_datetime(instant).strftime("%Y-%m-%dT%H:%M:%S%.3f"), seconds.abs() / 3600, seconds.abs() / 60 % 60)
+}
+
+/// `HH:MM:SS.mmm`, the time of day `at` shows in `zone`.
+pub fn clock_of(at: Timestamp, zone: &TimeZone) -> String {
+    if zone == &TimeZone::UTC {
+        // The log's own text, cut: `events` prints one per event.
+        let text = at.to_string();
+        return text.get(11..23).map_or_else(|| text.clone(), str::to_owned);
+    }
+    civil(at, zone).map_or_else(unknown, |time| time.strftime("%H:%M:%S%.3f").to_string())
+}
+
 fn unknown() -> String {
     "unknown".to_owned()
 }

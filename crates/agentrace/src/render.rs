@@ -5,6 +5,7 @@
 use std::io;
 use std::path::Path;
 
+use agentrace_core::days;
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunStatus, TokenUsage};
 use agentrace_core::state::{AgentNode, CostStatus, RunView};
 use agentrace_store::SkippedLine;
@@ -76,14 +77,15 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
             .unwrap_or_else(|| "unknown (no root thread seen)".to_owned())
     ))?;
     if let Some(started) = run.started_at {
+        let zone = &crate::zone::shown().tz;
         let ended = run
             .ended_at
             .map(|ended| {
                 let seconds = (ended.millis() - started.millis()) as f64 / 1000.0;
-                format!(", ended {ended} ({seconds:.1} s)")
+                format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, zone))
             })
             .unwrap_or_default();
-        out.line(format!("time      started {started}{ended}"))?;
+        out.line(format!("time      started {}{ended}", days::rfc3339_in(started, zone)))?;
     }
     match (&run.result, &run.result_source) {
         (Some(result), Some(source)) => {
@@ -235,8 +237,7 @@ pub fn event_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
 
 /// The text of [`event_line`]: `sequence  clock  actor  what happened`.
 pub fn event_text(envelope: &Envelope) -> String {
-    let time = envelope.timestamp.to_string();
-    let clock = time.get(11..23).unwrap_or(&time);
+    let clock = days::clock_of(envelope.timestamp, &crate::zone::shown().tz);
     format!(
         "{:>6}  {}  {:<20}  {}",
         envelope.sequence,

@@ -1,6 +1,9 @@
 //! `--tz` and `AGENTRACE_TZ` in the binary: the store looks the zone up
 //! (`agentrace_store::zone`); a command without `--tz` reads the variable
-//! here.
+//! here, and the printers of times (`show`, `events`, `attach`, `top`'s
+//! events) take the zone it names once per process.
+
+use std::sync::OnceLock;
 
 pub use agentrace_store::zone::{parse_zone, Zone};
 
@@ -11,4 +14,16 @@ pub fn from_env() -> anyhow::Result<Zone> {
         Ok(text) if !text.trim().is_empty() => parse_zone(&text).map_err(|error| anyhow::anyhow!("AGENTRACE_TZ: {error}")),
         _ => Ok(Zone::utc()),
     }
+}
+
+/// The zone times are printed in: `AGENTRACE_TZ`'s, read once; UTC when it
+/// is not set, or (said once on stderr) when it names no zone.
+pub fn shown() -> &'static Zone {
+    static SHOWN: OnceLock<Zone> = OnceLock::new();
+    SHOWN.get_or_init(|| {
+        from_env().unwrap_or_else(|error| {
+            eprintln!("warning: {error:#}; times are shown in UTC");
+            Zone::utc()
+        })
+    })
 }

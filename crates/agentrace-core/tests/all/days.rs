@@ -1,7 +1,7 @@
 //! The days `--since` and `--until` name, in every form, against one
 //! fixed now.
 
-use agentrace_core::days::{day_end, day_of, day_start, minute_of, month_of, week_of, Day};
+use agentrace_core::days::{clock_of, day_end, day_of, day_start, minute_of, month_of, rfc3339_in, week_of, Day};
 use agentrace_core::model::Timestamp;
 use jiff::tz::TimeZone;
 
@@ -112,6 +112,27 @@ fn a_time_is_grouped_by_the_day_week_and_month_of_the_zone() {
             owned("2027-01-01", "2026-W53", "2027-01", "2027-01-01 05:00"),
             owned("2026-12-31", "2026-W53", "2026-12", "2026-12-31 22:30"),
             owned("2026-06-30", "2026-W27", "2026-06", "2026-06-30 23:30"),
+        ]
+    );
+}
+
+#[test]
+fn a_time_is_written_in_the_zone_with_its_offset_and_as_the_log_writes_it_in_utc() {
+    let time = at("2026-11-29T23:03:28.437Z");
+    assert_eq!(
+        [
+            rfc3339_in(time, &TimeZone::UTC),
+            rfc3339_in(time, &east(9)),
+            rfc3339_in(time, &new_york()),
+            clock_of(time, &TimeZone::UTC),
+            clock_of(time, &east(9)),
+        ],
+        [
+            "2026-11-29T23:03:28.437Z".to_owned(),
+            "2026-11-30T08:03:28.437+09:00".to_owned(),
+            "2026-11-29T18:03:28.437-05:00".to_owned(),
+            "23:03:28.437".to_owned(),
+            "08:03:28.437".to_owned(),
         ]
     );
 }

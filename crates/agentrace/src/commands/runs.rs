@@ -343,7 +343,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         eprintln!("no text matches {:?}", args.text);
     }
     for hit in &hits {
-        out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, hit.timestamp, hit.label, one_line(&hit.snippet, 120)))?;
+        out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.tz.tz), hit.label, one_line(&hit.snippet, 120)))?;
     }
     Ok(())
 }

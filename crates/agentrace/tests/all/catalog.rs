@@ -226,6 +226,37 @@ fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew
 }
 
 #[test]
+fn times_are_printed_in_the_zone_agentrace_tz_names() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a", "--quiet"]);
+    let in_zone = |zone: &str, args: &[&str]| -> (String, String) {
+        let output = cli.command(args).env("AGENTRACE_TZ", zone).output().unwrap_or_else(|e| panic!("{e}"));
+        (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let time_line = |shown: &str| shown.lines().find(|line| line.starts_with("time")).map(str::to_owned);
+    let first_clock = |events: &str| events.lines().next().map(|line| line.split_whitespace().nth(1).unwrap_or_default().to_owned());
+    let (tokyo_show, _) = in_zone("Asia/Tokyo", &["show", "a"]);
+    let (tokyo_events, _) = in_zone("Asia/Tokyo", &["events", "a"]);
+    let (tokyo_hits, _) = in_zone("Asia/Tokyo", &["search", "hello-from-child-A", "--limit", "1"]);
+    let (utc_show, _) = in_zone("", &["show", "a"]);
+    let (bad_events, said) = in_zone("Atlantis", &["events", "a"]);
+    assert_eq!(
+        (time_line(&tokyo_show), first_clock(&tokyo_events), tokyo_hits.split_whitespace().nth(2).map(str::to_owned)),
+        (
+            Some("time      started 2026-11-30T08:03:28.437+09:00, ended 2026-11-30T08:03:29.460+09:00 (1.0 s)".to_owned()),
+            Some("08:03:28.437".to_owned()),
+            Some("2026-11-30T08:03:29.240+09:00".to_owned())
+        )
+    );
+    // Unset or blank: UTC, as the log writes it; a zone it cannot find: UTC,
+    // and said once.
+    assert_eq!(
+        (time_line(&utc_show), first_clock(&bad_events), said.lines().filter(|line| line.starts_with("warning: AGENTRACE_TZ: no time zone \"Atlantis\"")).count()),
+        (Some("time      started 2026-11-29T23:03:28.437Z, ended 2026-11-29T23:03:29.460Z (1.0 s)".to_owned()), Some("23:03:28.437".to_owned()), 1)
+    );
+}
+
+#[test]
 fn search_keeps_to_the_provider_project_and_days_it_is_given() {
     // A Codex run (ingested, no project) and a Claude session (imported,
     // its project the transcript's folder); both root answers say DONE,
