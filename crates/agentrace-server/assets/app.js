@@ -112,6 +112,23 @@ function fmtTime(at) {
   return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute;
 }
 
+// An RFC 3339 time of the API in the reader's zone, with its offset
+// (`2026-11-30T08:03:20.000+09:00`), as `agentrace show` prints it with
+// AGENTRACE_TZ; in UTC, the API's own text.
+const instantFormats = new Map();
+function fmtInstant(text) {
+  const time = new Date(text);
+  if (ZONE === "UTC" || isNaN(time.getTime())) return text;
+  if (!instantFormats.has(ZONE)) {
+    instantFormats.set(ZONE, new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "longOffset" }));
+  }
+  const parts = {};
+  for (const part of instantFormats.get(ZONE).formatToParts(time)) parts[part.type] = part.value;
+  // `GMT+09:00`, or `GMT` alone at UTC's offset.
+  const offset = (parts.timeZoneName || "GMT").replace("GMT", "") || "+00:00";
+  return parts.year + "-" + parts.month + "-" + parts.day + "T" + parts.hour + ":" + parts.minute + ":" + parts.second + "." + parts.fractionalSecond + offset;
+}
+
 // Says which zone the start times are in.
 function zoneHeads() {
   for (const head of document.querySelectorAll("th.started-head")) {
@@ -282,9 +299,9 @@ function summaryFigures(run) {
   const rows = [];
   if (run.startedAt) {
     const ended = run.endedAt
-      ? ", ended " + run.endedAt + " (" + fmtDuration(Date.parse(run.endedAt) - Date.parse(run.startedAt)) + ")"
-      : run.status === "running" && run.updatedAt ? ", last line " + run.updatedAt : "";
-    rows.push(el("dt", {}, "time"), el("dd", { id: "run-time" }, "started " + run.startedAt + ended));
+      ? ", ended " + fmtInstant(run.endedAt) + " (" + fmtDuration(Date.parse(run.endedAt) - Date.parse(run.startedAt)) + ")"
+      : run.status === "running" && run.updatedAt ? ", last line " + fmtInstant(run.updatedAt) : "";
+    rows.push(el("dt", {}, "time"), el("dd", { id: "run-time" }, "started " + fmtInstant(run.startedAt) + ended));
   }
   if (run.tokens) {
     const t = run.tokens;

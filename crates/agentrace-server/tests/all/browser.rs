@@ -250,6 +250,10 @@ fn the_run_list_shows_start_times_and_days_in_the_readers_time_zone() {
         browser.wait_for("the hits", "return document.querySelectorAll('#search-hits li').length > 0;");
         browser.script("return Array.from(document.querySelectorAll('#search-hits li')).map(li => li.getAttribute('data-run-id') || li.textContent);")
     };
+    // A run's page gives its times in the reader's zone, with the offset.
+    tokyo.goto(&format!("{}/runs/basic", served.url));
+    tokyo.wait_for("the run page", READY);
+    assert_eq!(tokyo.text("#run-time"), "started 2026-11-30T08:03:20.000+09:00, ended 2026-11-30T08:03:29.460+09:00 (9.5 s)");
     let tokyo_hits = searched(&tokyo);
     assert_eq!(
         (tokyo_hits.as_array().map(|hits| hits.iter().all(|hit| hit == "basic") && !hits.is_empty()), searched(&utc)),
