@@ -24,6 +24,11 @@ impl Zone {
     pub fn utc() -> Self {
         Self { tz: TimeZone::UTC, name: "UTC".to_owned() }
     }
+
+    /// Whether its clocks read as UTC's at `at`.
+    pub fn reads_utc_at(&self, at: agentrace_core::model::Timestamp) -> bool {
+        jiff::Timestamp::from_millisecond(at.millis()).is_ok_and(|instant| self.tz.to_offset(instant).seconds() == 0)
+    }
 }
 
 impl Default for Zone {

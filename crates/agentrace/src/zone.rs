@@ -27,3 +27,14 @@ pub fn shown() -> &'static Zone {
         })
     })
 }
+
+/// This machine's zone, by name, when it is not UTC now and no zone is
+/// named (`AGENTRACE_TZ` unset): what a hint offers the user, whose times
+/// are otherwise UTC without their knowing.
+pub fn unnamed_local_zone() -> Option<String> {
+    if std::env::var("AGENTRACE_TZ").is_ok_and(|text| !text.trim().is_empty()) {
+        return None;
+    }
+    let local = parse_zone("local").ok()?;
+    (!local.reads_utc_at(crate::clock::now())).then_some(local.name)
+}

@@ -377,5 +377,8 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
+    if let Some(local) = crate::zone::unnamed_local_zone() {
+        eprintln!("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in {local}, this machine's zone");
+    }
     Ok(())
 }

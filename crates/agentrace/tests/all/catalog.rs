@@ -257,6 +257,24 @@ fn times_are_printed_in_the_zone_agentrace_tz_names() {
 }
 
 #[test]
+fn the_first_command_offers_the_machines_zone_when_times_are_utc_without_the_user_knowing() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "mine", "--quiet"]);
+    let hinted = |tz: &str, named: Option<&str>| -> bool {
+        let mut command = cli.command(&[]);
+        command.env("TZ", tz);
+        if let Some(named) = named {
+            command.env("AGENTRACE_TZ", named);
+        }
+        let output = command.output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).contains("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in Asia/Tokyo, this machine's zone")
+    };
+    // Only where the machine's clocks are not UTC's and no zone is named.
+    assert_eq!([hinted("Asia/Tokyo", None), hinted("UTC", None), hinted("Asia/Tokyo", Some("local")), hinted("Asia/Tokyo", Some("UTC"))], [true, false, false, false]);
+}
+
+#[test]
 fn search_keeps_to_the_provider_project_and_days_it_is_given() {
     // A Codex run (ingested, no project) and a Claude session (imported,
     // its project the transcript's folder); both root answers say DONE,

@@ -25,8 +25,10 @@ impl Cli {
             .env("CODEX_HOME", self.home.path().join("no-codex-home"))
             .env("CLAUDE_CONFIG_DIR", self.home.path().join("no-claude-dir"))
             .env("NO_COLOR", "1")
-            // Days are UTC unless a test names a zone.
+            // Days are UTC unless a test names a zone, and the machine's
+            // own zone is UTC whatever the machine's (`--tz local`).
             .env_remove("AGENTRACE_TZ")
+            .env("TZ", "UTC")
             .stdin(Stdio::null());
         command
     }
