@@ -150,7 +150,7 @@ function nav(current) {
 // One page of the run list (the server pages it: `{runs, total}`).
 const RUNS_PAGE = 50;
 
-const list = { offset: 0, filters: {} };
+const list = { offset: 0, filters: {}, follow: null };
 
 function runFilters() {
   const filters = {};
@@ -234,6 +234,27 @@ async function loadRuns() {
   count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
   document.getElementById("runs-prev").hidden = list.offset === 0;
   document.getElementById("runs-next").hidden = list.offset + runs.length >= total;
+  followRuns(runs);
+}
+
+// The list follows what goes on while you look at it: every few seconds
+// while one of its runs is live (running, or its helpers at work), or it
+// is the first page (where a new session appears). Not while the tab is
+// hidden (it catches up when shown), nor while two runs are being picked
+// to compare (a new page would drop the picks).
+const RUNS_FOLLOW_MS = 3000;
+function followRuns(runs) {
+  clearTimeout(list.follow);
+  const live = runs.some((run) => run.status === "running" || run.helpersWorking);
+  if (!live && list.offset !== 0) return;
+  list.follow = setTimeout(() => {
+    const picking = document.querySelector("#runs tbody input[type=checkbox]:checked");
+    if (document.hidden || picking || document.getElementById("runs-view").hidden) {
+      followRuns(runs);
+      return;
+    }
+    loadRuns().catch(showError);
+  }, RUNS_FOLLOW_MS);
 }
 
 // A search across every run (the catalog's), each hit opening its run at

@@ -261,6 +261,29 @@ fn the_run_list_shows_start_times_and_days_in_the_readers_time_zone() {
     );
 }
 
+/// The run list follows what goes on while it is looked at: a run being
+/// recorded turns `done` on the list, without a reload, once it ends.
+#[test]
+fn the_run_list_follows_a_run_to_its_end_without_a_reload() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut writer, mut recorder) = scratch.record("live", lines[..30].join("\n").as_bytes(), false);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/", served.url));
+    let row = "const row = document.querySelector('#runs tbody tr[data-run-id=\"live\"]');";
+    let status = format!("{row} return row ? row.children[2].textContent : null;");
+    browser.wait_for("the run list", &format!("{row} return row !== null;"));
+    assert_eq!(browser.script(&status), json!("running"));
+    browser.script("window.notReloaded = true; return true;");
+    push(&mut writer, &mut recorder, lines[30..].join("\n").as_bytes());
+    let last = recorder.finish();
+    writer.append(&last).unwrap_or_else(|e| panic!("{e}"));
+    browser.wait_for("the run to turn done on the list", &format!("{row} return row !== null && row.children[2].textContent === 'done';"));
+    assert_eq!(browser.script("return window.notReloaded === true;"), json!(true));
+}
+
 #[test]
 fn live_updates_appear_while_a_run_is_being_recorded() {
     let scratch = Scratch::new();
