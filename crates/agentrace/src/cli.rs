@@ -27,6 +27,10 @@ use crate::commands::samples;
 /// runs; when there is no history at all it records the bundled sample
 /// runs so there is something to look at, and removes them once your own runs
 /// are there.
+///
+/// Times and days are UTC unless a zone is named: `--tz ZONE` (`usage`,
+/// `runs`, `search`, `import`), or $AGENTRACE_TZ for every command (e.g.
+/// `export AGENTRACE_TZ=local`).
 #[derive(Debug, Parser)]
 #[command(name = "agentrace", version, propagate_version = true)]
 pub struct Cli {
