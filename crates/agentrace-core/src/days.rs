@@ -62,10 +62,7 @@ impl Day {
     fn date(self, now: Timestamp, zone: &TimeZone) -> Option<Date> {
         match self {
             Day::On(date) => Some(date),
-            Day::Back(days) => {
-                let today = zone.to_datetime(jiff::Timestamp::from_millisecond(now.0).ok()?).date();
-                today.checked_sub(days.days()).ok()
-            }
+            Day::Back(days) => civil(now, zone)?.date().checked_sub(days.days()).ok(),
         }
     }
 
@@ -79,24 +76,22 @@ impl Day {
     pub fn end(self, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
         start_of(self.date(now, zone)?.tomorrow().ok()?, zone)
     }
+
+    /// The bound it makes of a range of days: its start for a `--since`,
+    /// its end for an `--until` (`until`), which keeps its day.
+    pub fn bound(self, until: bool, now: Timestamp, zone: &TimeZone) -> Option<Timestamp> {
+        if until {
+            self.end(now, zone)
+        } else {
+            self.start(now, zone)
+        }
+    }
 }
 
 /// When `date` starts in `zone`.
 fn start_of(date: Date, zone: &TimeZone) -> Option<Timestamp> {
     let at = zone.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).ok()?;
     Some(Timestamp(at.as_millisecond()))
-}
-
-/// The start (UTC midnight) of the day `text` names, `now` being the time
-/// today is told from; `None` when it names no day.
-pub fn day_start(text: &str, now: Timestamp) -> Option<Timestamp> {
-    Day::parse(text)?.start(now, &TimeZone::UTC)
-}
-
-/// The end of the (UTC) day `text` names (the next day's start), for an
-/// `--until` that keeps its own day.
-pub fn day_end(text: &str, now: Timestamp) -> Option<Timestamp> {
-    Day::parse(text)?.end(now, &TimeZone::UTC)
 }
 
 /// `N` of `N<unit>` (`7d`), for a count of a few digits: a longer one is
@@ -141,26 +136,27 @@ pub fn minute_of(at: Timestamp, zone: &TimeZone) -> String {
 /// with the zone's offset (`2026-11-30T08:03:28.437+09:00`), the same
 /// instant either way.
 pub fn rfc3339_in(at: Timestamp, zone: &TimeZone) -> String {
-    if zone.iana_name() == Some("UTC") || zone == &TimeZone::UTC {
+    if is_utc(zone) {
         return at.to_string();
     }
-    let Ok(instant) = jiff::Timestamp::from_millisecond(at.0) else {
-        return at.to_string();
-    };
-    let offset = zone.to_offset(instant);
-    let seconds = offset.seconds();
-    let sign = if seconds < 0 { '-' } else { '+' };
-    format!("{}{sign}{:02}:{:02}", zone.to_datetime(instant).strftime("%Y-%m-%dT%H:%M:%S%.3f"), seconds.abs() / 3600, seconds.abs() / 60 % 60)
+    jiff::Timestamp::from_millisecond(at.0)
+        .map_or_else(|_| at.to_string(), |instant| instant.to_zoned_datetime(zone.clone()).strftime("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string())
 }
 
 /// `HH:MM:SS.mmm`, the time of day `at` shows in `zone`.
 pub fn clock_of(at: Timestamp, zone: &TimeZone) -> String {
-    if zone == &TimeZone::UTC {
+    if is_utc(zone) {
         // The log's own text, cut: `events` prints one per event.
         let text = at.to_string();
         return text.get(11..23).map_or_else(|| text.clone(), str::to_owned);
     }
     civil(at, zone).map_or_else(unknown, |time| time.strftime("%H:%M:%S%.3f").to_string())
+}
+
+/// UTC itself, or a zone the database names so: times print as the log
+/// writes them.
+fn is_utc(zone: &TimeZone) -> bool {
+    zone == &TimeZone::UTC || zone.iana_name() == Some("UTC")
 }
 
 fn unknown() -> String {

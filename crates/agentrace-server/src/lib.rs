@@ -273,14 +273,15 @@ const MAX_RUNS_PAGE: u64 = 1000;
 /// day), ms.
 fn day_bound(name: &str, day: &str, now: Timestamp, zone: &Zone) -> Result<i64, ApiError> {
     let parsed = days::Day::parse(day).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected {}", days::DAY_FORMS)))?;
-    let bound = if name == "until" { parsed.end(now, &zone.tz) } else { parsed.start(now, &zone.tz) };
-    bound.map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: the day is out of range")))
+    parsed
+        .bound(name == "until", now, &zone.tz)
+        .map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: the day is out of range")))
 }
 
 /// The zone a `tz=` names; UTC when none is given.
 pub(crate) fn zone_of(tz: Option<&str>) -> Result<Zone, ApiError> {
-    tz.filter(|tz| !tz.trim().is_empty())
-        .map_or_else(|| Ok(Zone::utc()), |tz| agentrace_store::zone::parse_zone(tz).map_err(|error| ApiError::BadRequest(format!("tz={tz}: {error}"))))
+    // A blank `tz=` is UTC, as the parser reads any blank zone.
+    tz.map_or_else(|| Ok(Zone::utc()), |tz| agentrace_store::zone::parse_zone(tz).map_err(|error| ApiError::BadRequest(format!("tz={tz}: {error}"))))
 }
 
 /// Opens the home's catalog, brought up to the runs folder (a catalog made

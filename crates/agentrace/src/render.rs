@@ -64,11 +64,8 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
         json_word(&run.provider),
         json_word(&run.source)
     ))?;
-    if run.helpers_working {
-        out.line(format!("status    {}, helpers still working (`agentrace status` shows them)", run.status.as_str()))?;
-    } else {
-        out.line(format!("status    {}", run.status.as_str()))?;
-    }
+    let shows_them = if run.helpers_working { " (`agentrace status` shows them)" } else { "" };
+    out.line(format!("status    {}{shows_them}", status_text(run)))?;
     out.line(format!(
         "root      {}",
         run.root_thread_id
@@ -438,5 +435,15 @@ pub fn skipped_warning(path: &Path, skipped: &[SkippedLine]) {
     );
     for line in skipped.iter().take(5) {
         eprintln!("  line {}: {}", line.line_number, line.reason);
+    }
+}
+
+/// The run's status as `show` and the reports say it: the root's, and
+/// whether its helpers still work after the root's turn ended.
+pub fn status_text(run: &agentrace_core::state::RunSummary) -> String {
+    if run.helpers_working {
+        format!("{}, helpers still working", run.status.as_str())
+    } else {
+        run.status.as_str().to_owned()
     }
 }

@@ -245,7 +245,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
         let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(value));
     };
     field("provider", &provider_text(view));
-    field("status", &status_text(run));
+    field("status", &crate::render::status_text(run));
     if let Some(root) = &run.root_thread_id {
         field("root", root.as_str());
     }
@@ -399,7 +399,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
     let _ = writeln!(out, "## agentrace run `{}`\n", code(run.id.as_str()));
     let _ = writeln!(out, "| | |\n| --- | --- |");
     let _ = writeln!(out, "| provider | {} |", provider_text(view));
-    let _ = writeln!(out, "| status | {} |", status_text(run));
+    let _ = writeln!(out, "| status | {} |", crate::render::status_text(run));
     if let Some(root) = &run.root_thread_id {
         let _ = writeln!(out, "| root | `{}` |", code(root.as_str()));
     }
@@ -678,15 +678,5 @@ fn push_result(out: &mut String, view: &RunView) {
                     .unwrap_or_default()
             );
         }
-    }
-}
-
-/// The run's status as a report says it: the root's, and whether its
-/// helpers still work after the root's turn ended (as `show` says it).
-fn status_text(run: &agentrace_core::state::RunSummary) -> String {
-    if run.helpers_working {
-        format!("{}, helpers still working", run.status.as_str())
-    } else {
-        run.status.as_str().to_owned()
     }
 }

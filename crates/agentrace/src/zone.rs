@@ -10,9 +10,10 @@ pub use agentrace_store::zone::{parse_zone, Zone};
 /// The zone `AGENTRACE_TZ` names, for a command without `--tz` (`agentrace`
 /// alone); UTC when it is not set.
 pub fn from_env() -> anyhow::Result<Zone> {
+    // Set but blank is UTC too: the parser reads a blank zone so.
     match std::env::var("AGENTRACE_TZ") {
-        Ok(text) if !text.trim().is_empty() => parse_zone(&text).map_err(|error| anyhow::anyhow!("AGENTRACE_TZ: {error}")),
-        _ => Ok(Zone::utc()),
+        Ok(text) => parse_zone(&text).map_err(|error| anyhow::anyhow!("AGENTRACE_TZ: {error}")),
+        Err(_) => Ok(Zone::utc()),
     }
 }
 

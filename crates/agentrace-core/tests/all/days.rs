@@ -1,13 +1,23 @@
 //! The days `--since` and `--until` name, in every form, against one
 //! fixed now.
 
-use agentrace_core::days::{clock_of, day_end, day_of, day_start, minute_of, month_of, rfc3339_in, week_of, Day};
+use agentrace_core::days::{clock_of, day_of, minute_of, month_of, rfc3339_in, week_of, Day};
 use agentrace_core::model::Timestamp;
 use jiff::tz::TimeZone;
 
 /// 2026-12-05T18:32:34.500Z.
 fn now() -> Timestamp {
     Timestamp::parse("2026-12-05T18:32:34.500Z").unwrap_or_else(|| panic!("bad time"))
+}
+
+/// The start of the UTC day `text` names.
+fn day_start(text: &str, now: Timestamp) -> Option<Timestamp> {
+    Day::parse(text)?.start(now, &TimeZone::UTC)
+}
+
+/// The end of the UTC day `text` names (the next day's start).
+fn day_end(text: &str, now: Timestamp) -> Option<Timestamp> {
+    Day::parse(text)?.end(now, &TimeZone::UTC)
 }
 
 fn day(text: &str) -> Timestamp {

@@ -83,8 +83,8 @@ impl Scope {
 fn day_bound(flag: &str, text: &str, zone: &Zone) -> anyhow::Result<i64> {
     let now = crate::clock::now();
     let day = days::Day::parse(text).with_context(|| format!("{flag} {text}: expected {}", days::DAY_FORMS))?;
-    let bound = if flag == "--until" { day.end(now, &zone.tz) } else { day.start(now, &zone.tz) };
-    bound.map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
+    day.bound(flag == "--until", now, &zone.tz)
+        .map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
 }
 
 /// The provider as the catalog names it.

@@ -124,12 +124,9 @@ impl Window {
     /// `--tz`.
     fn of(args: &UsageArgs) -> anyhow::Result<Self> {
         let now = crate::clock::now();
-        let bound = |day: Option<Day>, end: bool, flag: &str| -> anyhow::Result<Option<Timestamp>> {
-            day.map(|day| {
-                let at = if end { day.end(now, &args.tz.tz) } else { day.start(now, &args.tz.tz) };
-                at.with_context(|| format!("{flag}: the day is out of range"))
-            })
-            .transpose()
+        let bound = |day: Option<Day>, until: bool, flag: &str| -> anyhow::Result<Option<Timestamp>> {
+            day.map(|day| day.bound(until, now, &args.tz.tz).with_context(|| format!("{flag}: the day is out of range")))
+                .transpose()
         };
         Ok(Self {
             since: bound(args.since, false, "--since")?,
