@@ -95,35 +95,37 @@ async function apiInZone(path) {
   }
 }
 
-// The formatter of `fmtTime`, made once per zone (a page formats a time
-// per row).
-const timeFormats = new Map();
+// The date and time parts of `time` in the reader's zone, to the minute,
+// or (`exact`) to the millisecond with the zone's offset; the formatter
+// made once per zone and precision (a page formats a time per row).
+const zoneFormats = new Map();
+function partsInZone(time, exact) {
+  const key = ZONE + (exact ? " exact" : "");
+  if (!zoneFormats.has(key)) {
+    const more = exact ? { second: "2-digit", fractionalSecondDigits: 3, timeZoneName: "longOffset" } : {};
+    zoneFormats.set(key, new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23", ...more }));
+  }
+  const parts = {};
+  for (const part of zoneFormats.get(key).formatToParts(time)) parts[part.type] = part.value;
+  return parts;
+}
 
 // `YYYY-MM-DD HH:MM` in the reader's zone (`ZONE`).
 function fmtTime(at) {
   if (at === null || at === undefined) return "";
   const time = new Date(at);
   if (isNaN(time.getTime())) return "";
-  if (!timeFormats.has(ZONE)) {
-    timeFormats.set(ZONE, new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }));
-  }
-  const parts = {};
-  for (const part of timeFormats.get(ZONE).formatToParts(time)) parts[part.type] = part.value;
+  const parts = partsInZone(time, false);
   return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute;
 }
 
 // An RFC 3339 time of the API in the reader's zone, with its offset
 // (`2026-11-30T08:03:20.000+09:00`), as `agentrace show` prints it with
 // AGENTRACE_TZ; in UTC, the API's own text.
-const instantFormats = new Map();
 function fmtInstant(text) {
   const time = new Date(text);
   if (ZONE === "UTC" || isNaN(time.getTime())) return text;
-  if (!instantFormats.has(ZONE)) {
-    instantFormats.set(ZONE, new Intl.DateTimeFormat("en-CA", { timeZone: ZONE, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "longOffset" }));
-  }
-  const parts = {};
-  for (const part of instantFormats.get(ZONE).formatToParts(time)) parts[part.type] = part.value;
+  const parts = partsInZone(time, true);
   // `GMT+09:00`, or `GMT` alone at UTC's offset.
   const offset = (parts.timeZoneName || "GMT").replace("GMT", "") || "+00:00";
   return parts.year + "-" + parts.month + "-" + parts.day + "T" + parts.hour + ":" + parts.minute + ":" + parts.second + "." + parts.fractionalSecond + offset;
