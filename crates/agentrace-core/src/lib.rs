@@ -19,6 +19,7 @@ pub mod exec;
 mod legacy_facts;
 pub mod lines;
 pub mod model;
+pub mod overview;
 pub mod prices;
 mod pairs;
 pub mod recorder;

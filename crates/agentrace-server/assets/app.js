@@ -142,7 +142,7 @@ function zoneHeads() {
 function nav(current) {
   const bar = document.getElementById("nav");
   clear(bar);
-  [["/", "Runs"], ["/usage", "Usage"], ["/compare", "Compare"]].forEach(([href, text]) => {
+  [["/", "Runs"], ["/live", "Live"], ["/usage", "Usage"], ["/compare", "Compare"]].forEach(([href, text]) => {
     bar.append(el("a", { href: withToken(href), class: href === current ? "on" : null }, text));
   });
 }
@@ -1039,6 +1039,91 @@ async function showUsage() {
   }
 }
 
+// ----- live: every session at a glance, as `agentrace top` shows it --------
+
+// Read again this often while the tab is shown.
+const LIVE_FOLLOW_MS = 2000;
+const liveView = { follow: null, sessions: [], now: null };
+
+// `running`, `done`, … or `helpers working` while helpers work on after the
+// root's turn ended (as `top` says it).
+function sessionStatus(session) {
+  return session.live && session.run.status !== "running" ? "helpers working" : session.run.status;
+}
+
+// Time from `at` (RFC 3339) to the server's now, as `top` gives it.
+function since(at, now) {
+  if (!at || !now) return "";
+  return fmtDuration(new Date(now).getTime() - new Date(at).getTime());
+}
+
+function liveAgentRow(agent, now) {
+  const label = el("td", { class: "label" }, agent.label);
+  label.style.paddingLeft = (4 + agent.depth * 16) + "px";
+  const tool = agent.tool
+    ? el("span", { title: agent.tool.input }, agent.tool.name + " " + since(agent.tool.since, now), agent.tool.input ? el("span", { class: "tool-input" }, " " + agent.tool.input.slice(0, 80)) : null)
+    : "";
+  const cost = agent.costStatus ? fmtCost(agent.cost, agent.costStatus) : "";
+  return el("tr", { class: agent.live ? "agent-live" : null, "data-agent-row": "", "data-thread-id": agent.threadId, "data-depth": agent.depth, "data-state": agent.state, "data-live": String(agent.live), "data-command": String(agent.command) },
+    label,
+    el("td", { class: "state" }, agent.state),
+    el("td", { class: "tool" }, tool),
+    el("td", { class: "num" }, agent.tokens === undefined ? "" : fmtTokens(agent.tokens)),
+    el("td", { class: "num" }, cost),
+    el("td", { class: "num silent" }, agent.live && agent.heardAt ? since(agent.heardAt, now) : ""));
+}
+
+function renderLiveSessions() {
+  const only = document.getElementById("live-filter").value === "live";
+  const box = document.getElementById("live-sessions");
+  clear(box);
+  const shown = liveView.sessions.filter((session) => !only || session.live);
+  const live = liveView.sessions.filter((session) => session.live).length;
+  document.getElementById("live-summary").textContent = live + " live, " + (liveView.sessions.length - live) + " ended";
+  if (!shown.length) {
+    box.append(el("p", { class: "empty" }, only ? "No session is live." : "No sessions yet: `agentrace serve --watch` follows your Codex and Claude Code folders."));
+    return;
+  }
+  for (const session of shown) {
+    const run = session.run;
+    const status = sessionStatus(session);
+    const agents = session.agents.filter((agent) => !agent.command).length;
+    const meta = [run.provider, run.startedAt ? "started " + since(run.startedAt, liveView.now) + " ago" : null, agents + (agents === 1 ? " agent" : " agents"),
+      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, fmtCost(run.cost, run.costStatus), run.warningCount ? run.warningCount + " warnings" : null].filter(Boolean).join(" · ");
+    const table = el("table", { class: "live-agents" },
+      el("thead", {}, el("tr", {}, ...["agent", "state", "tool now", "tokens", "cost", "silent"].map((head) => el("th", {}, head)))),
+      el("tbody", {}, ...session.agents.map((agent) => liveAgentRow(agent, liveView.now))));
+    box.append(el("section", { class: "live-session" + (session.live ? " is-live" : ""), "data-live-session": run.id, "data-live": String(session.live), "data-status": status },
+      el("h2", {}, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id), " ", el("span", { class: "badge status-" + status.replace(/ /g, "-") }, status), " ", el("span", { class: "meta" }, meta)),
+      table));
+  }
+}
+
+async function loadLive() {
+  clearTimeout(liveView.follow);
+  try {
+    const answer = await api("/api/live");
+    liveView.sessions = answer.sessions;
+    liveView.now = answer.now;
+    renderLiveSessions();
+  } finally {
+    liveView.follow = setTimeout(function tick() {
+      if (document.hidden) {
+        liveView.follow = setTimeout(tick, LIVE_FOLLOW_MS);
+        return;
+      }
+      loadLive().catch(showError);
+    }, LIVE_FOLLOW_MS);
+  }
+}
+
+async function showLive() {
+  nav("/live");
+  document.getElementById("live-view").hidden = false;
+  document.getElementById("live-filter").addEventListener("change", renderLiveSessions);
+  await loadLive();
+}
+
 // ----- compare two runs -----------------------------------------------------------------
 
 function figureCells(figures, changed) {
@@ -1098,6 +1183,7 @@ async function main() {
   try {
     if (match) await showRun(decodeURIComponent(match[1]));
     else if (location.pathname === "/usage") await showUsage();
+    else if (location.pathname === "/live") await showLive();
     else if (location.pathname === "/compare") await showCompare();
     else await showRuns();
     // Since the navigation began (scripts/bench-viewer reads it).

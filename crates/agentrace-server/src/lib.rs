@@ -126,6 +126,7 @@ pub fn app(state: AppState) -> Router {
         .route("/", get(page))
         .route("/runs/{id}", get(run_page))
         .route("/usage", get(page))
+        .route("/live", get(page))
         .route("/compare", get(page))
         .route(
             "/assets/app.js",
@@ -144,6 +145,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/runs/{id}/waterfall", get(views::waterfall))
         .route("/api/compare", get(views::compare))
         .route("/api/usage", get(views::usage))
+        .route("/api/live", get(views::live))
         .fallback(|| async { ApiError::NotFound("no such page".to_owned()) })
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::map_response(secure_headers))

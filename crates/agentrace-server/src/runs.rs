@@ -136,6 +136,12 @@ impl LiveRun {
         (agentrace_store::WaterfallSource::of(&self.fold, &view.agents), self.path.clone())
     }
 
+    /// True once the session is over by the run book's rule (a root whose
+    /// turn ended while a helper works on is not).
+    pub fn session_over(&self) -> bool {
+        self.fold.book().session_over()
+    }
+
     /// The run status.
     pub fn status(&self) -> RunStatus {
         self.fold.state().status()

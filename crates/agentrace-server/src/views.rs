@@ -168,3 +168,77 @@ pub(crate) async fn usage(State(state): State<AppState>, Query(query): Query<Usa
     let report = blocking(move || (source.0)(&zone).map_err(ApiError::Internal)).await?;
     Ok(Json(report).into_response())
 }
+
+/// The sessions `/api/live` gives beside the running ones when no
+/// `recent` is asked for, and the most it gives.
+const RECENT: usize = 20;
+const MAX_RECENT: usize = 200;
+
+/// `?recent=`: how many ended sessions beside the running ones.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LiveQuery {
+    #[serde(default)]
+    recent: Option<usize>,
+}
+
+/// `GET /api/live`: every running session and the `recent` newest others,
+/// the live ones first, each part newest first, each with its agents and background commands as `top`
+/// shows them (the core's [`agentrace_core::overview`], from the run's
+/// one fold), and the server's time, which the page counts durations
+/// from.
+pub(crate) async fn live(State(state): State<AppState>, Query(query): Query<LiveQuery>) -> Result<Response, ApiError> {
+    let recent = query.recent.unwrap_or(RECENT).min(MAX_RECENT);
+    let now = state.now();
+    let sessions = blocking(move || {
+        let home = &state.inner.home;
+        let catalog = crate::synced_catalog(home)?;
+        let listed = |status: Option<&str>, limit: Option<u64>| {
+            let filter = agentrace_store::catalog::RunFilter {
+                status: status.map(str::to_owned),
+                limit,
+                ..agentrace_store::catalog::RunFilter::default()
+            };
+            catalog.list_runs(&filter).map(|(runs, _)| runs)
+        };
+        let running = listed(Some("running"), None)?;
+        // The newest, running or not, so that `recent` ended ones are among
+        // them; then in the catalog's order (newest first).
+        let newest = listed(None, Some((running.len() + recent) as u64))?;
+        let mut ended = 0;
+        let mut ids: Vec<agentrace_core::model::RunId> = Vec::new();
+        for listed in newest {
+            let id = listed.run.id;
+            if listed.run.status == agentrace_core::model::RunStatus::Running {
+                ids.push(id);
+            } else if ended < recent {
+                ended += 1;
+                ids.push(id);
+            }
+        }
+        // A running run older than the newest page still shows.
+        for listed in running {
+            if !ids.contains(&listed.run.id) {
+                ids.push(listed.run.id);
+            }
+        }
+        let config = &state.inner.options.config;
+        let mut sessions = Vec::with_capacity(ids.len());
+        for id in ids {
+            let shared = match state.inner.cache.get(home, &id) {
+                Ok(shared) => shared,
+                // Removed since it was listed: not a session now.
+                Err(ApiError::NotFound(_)) => continue,
+                Err(error) => return Err(error),
+            };
+            let run = shared.lock()?;
+            let view = run.view(config, now).0;
+            sessions.push(agentrace_core::overview::session_of(view.run, &view.agents, &run.records(), run.session_over()));
+        }
+        // The live ones first (what the page is for), each part newest
+        // first.
+        sessions.sort_by_key(|session| !session.live);
+        Ok(sessions)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({ "sessions": sessions, "now": now })).into_response())
+}

@@ -828,3 +828,58 @@ async fn search_finds_a_tools_text_with_its_run_sequence_and_actor() {
         [Some(3), Some(0), Some(0), Some(0), Some(3), Some(3)]
     );
 }
+
+/// `/api/live` gives each running session's agents as `top` shows them,
+/// with the tool a helper runs now and since when; the ended ones after,
+/// as many as `recent` asks.
+#[tokio::test]
+async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
+    use agentrace_core::model::RunId;
+    use super::support::Transcripts;
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let session = Transcripts::of("single_bg");
+    // Fed until the helper runs a tool.
+    let mut writer = scratch.home().create_run(&RunId::from("bg")).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
+    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
+    let home = scratch.home();
+    let records = || home.load_run(&RunId::from("bg")).unwrap_or_else(|e| panic!("{e}")).records();
+    let mut fed = 0;
+    while !records().iter().any(|record| record.operation.is_some()) {
+        assert!(fed < session.lines.len(), "the helper runs no tool");
+        Transcripts::feed(&session.lines[fed..=fed], &mut writer, &mut recorder);
+        fed += 1;
+    }
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let state = served(&scratch);
+    let (status, body) = get(&state, "/api/live", None).await;
+    let shown = |body: &Value| -> Vec<(Value, Value, Value)> {
+        body["sessions"]
+            .as_array()
+            .map(|sessions| sessions.iter().map(|s| (s["run"]["id"].clone(), s["live"].clone(), s["agents"].clone())).collect())
+            .unwrap_or_default()
+    };
+    let helper = recorder.state().view().agents[0].children[0].thread_id.0.clone();
+    let helper_record = records().remove(0);
+    let tool = helper_record.operation.clone().unwrap_or_else(|| panic!("no operation"));
+    assert_eq!(
+        (status, shown(&body)[0].clone()),
+        (
+            StatusCode::OK,
+            (
+                json!("bg"),
+                json!(true),
+                json!([
+                    {"threadId": "a276f0f8-9a47-40c2-b57a-1ea38e691bc2", "depth": 0, "label": "Main", "state": "working", "live": true, "tokens": 2769, "cost": 0.012196, "costStatus": "exact", "heardAt": "2026-11-29T22:54:12.337Z", "command": false},
+                    {"threadId": helper, "depth": 1, "label": "Echo task A [general-purpose]", "state": "working", "live": true,
+                     "tool": {"name": tool.tool_name, "input": tool.input, "since": tool.started_at},
+                     "tokens": 2208, "cost": 0.00968, "costStatus": "exact", "heardAt": helper_record.updated_at, "command": false},
+                ])
+            )
+        )
+    );
+    assert_eq!(shown(&body).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), vec![json!("bg"), json!("basic")]);
+    let (_, only_live) = get(&state, "/api/live?recent=0", None).await;
+    assert_eq!(shown(&only_live).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), vec![json!("bg")]);
+}

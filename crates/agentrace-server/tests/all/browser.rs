@@ -217,6 +217,61 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
     assert_eq!(browser.script(listed_states), json!(["done"]));
 }
 
+/// The live page shows every session with its agents as `top` does, the
+/// live ones first: a Claude session whose root's turn ended while its
+/// background helper works on reads `helpers working`, the root `waiting
+/// on helpers` and the helper `working`, with how long it has been silent;
+/// once the helper ends, the page says so without a reload, and "live
+/// only" then hides the session. An ended Codex session shows how each of
+/// its agents ended.
+#[test]
+fn the_live_page_shows_what_every_agent_of_every_session_is_doing_and_follows_it() {
+    use agentrace_core::model::RunId;
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let session = Transcripts::of("single_bg");
+    let cut = session
+        .lines
+        .iter()
+        .position(|(part, line, _)| matches!(part, SourcePart::Main) && line.contains("\"stop_reason\":\"end_turn\""))
+        .unwrap_or_else(|| panic!("the root never answers"))
+        + 1;
+    let mut writer = scratch.home().create_run(&RunId::from("bg")).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
+    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
+    Transcripts::feed(&session.lines[..cut], &mut writer, &mut recorder);
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/live", served.url));
+    browser.wait_for("the live page", READY);
+    let sessions = "return Array.from(document.querySelectorAll('#live-sessions [data-live-session]')).map(s => [s.getAttribute('data-live-session'), s.getAttribute('data-status'), Array.from(s.querySelectorAll('tr[data-agent-row]')).map(r => [r.getAttribute('data-depth'), r.children[0].textContent, r.getAttribute('data-state'), r.children[5].textContent !== ''])]);";
+    let ended_basic = json!(["basic", "done", [["0", "Main", "ended done", false], ["1", "Dewey", "ended succeeded", false]]]);
+    assert_eq!(
+        (browser.script(sessions), browser.text("#live-summary")),
+        (
+            json!([["bg", "helpers working", [["0", "Main", "waiting on helpers", false], ["1", "Echo task A [general-purpose]", "working", true]]], ended_basic]),
+            "1 live, 1 ended".to_owned()
+        )
+    );
+    browser.script("window.notReloaded = true; return true;");
+    Transcripts::feed(&session.lines[cut..], &mut writer, &mut recorder);
+    let last = recorder.finish();
+    writer.append(&last).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    browser.wait_for("the session's end on the live page", "const s = document.querySelector('[data-live-session=\"bg\"]'); return s !== null && s.getAttribute('data-live') === 'false';");
+    assert_eq!(
+        (browser.script(sessions), browser.text("#live-summary"), browser.script("return window.notReloaded === true;")),
+        (
+            json!([ended_basic, ["bg", "done", [["0", "Main", "ended done", false], ["1", "Echo task A [general-purpose]", "ended succeeded", false]]]]),
+            "0 live, 2 ended".to_owned(),
+            json!(true)
+        )
+    );
+    browser.script("const f = document.getElementById('live-filter'); f.value = 'live'; f.dispatchEvent(new Event('change')); return true;");
+    assert_eq!((browser.script(sessions), browser.text("#live-sessions")), (json!([]), "No session is live.".to_owned()));
+}
+
 /// The run list is in the reader's time zone: its start times, its
 /// heading, and the days its `since` filter names (the API's `tz=`). The
 /// run started at 23:03 UTC on 2026-11-29, the next morning in Tokyo.

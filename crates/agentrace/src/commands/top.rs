@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agentrace_core::childwork::{ChildWorkKind, ChildWorkRecord, ChildWorkState, Outcome, WaitingOn};
-use agentrace_core::model::{AgentStatus, Provider, RunId, RunStatus, Timestamp};
-use agentrace_core::state::{AgentNode, CostStatus, RunSummary};
+use agentrace_core::model::{Provider, RunId, RunStatus, Timestamp};
+use agentrace_core::overview::{session_of, AgentRow, Session, ToolNow};
+use agentrace_core::state::CostStatus;
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::Args;
@@ -53,43 +53,6 @@ pub struct TopArgs {
     /// times into a terminal backend that writes nowhere, print the times.
     #[arg(long, hide = true, value_name = "DRAWS")]
     measure_redraw: Option<usize>,
-}
-
-/// One session as the screen shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Session {
-    /// The run's record.
-    pub run: RunSummary,
-    /// True until the session is over by the run book's rule: a root whose
-    /// turn ended while a helper works on (Claude's `run_in_background`)
-    /// is not over, though its run is `done`.
-    pub live: bool,
-    /// Its agents and background commands, in tree order.
-    pub agents: Vec<AgentRow>,
-}
-
-/// One agent (or background command) line under its session.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentRow {
-    /// Nesting under the root (root 0).
-    pub depth: usize,
-    /// Its label (a command: its first line).
-    pub label: String,
-    /// working / waiting on approval / ended succeeded …
-    pub state: String,
-    /// True while it is working or waiting.
-    pub live: bool,
-    /// The tool it is running now, and since when.
-    pub tool: Option<(String, Timestamp)>,
-    /// Its tokens (its own; a record's running total while live).
-    pub tokens: Option<u64>,
-    /// Its cost, as `usage` prints it (`$0.12`, `≥$0.12`, `$?`); empty for
-    /// a command.
-    pub cost: String,
-    /// The last time it was heard from, while live.
-    pub heard_at: Option<Timestamp>,
-    /// A background command, not an agent.
-    pub command: bool,
 }
 
 /// Which sessions the list shows, by provider.
@@ -488,18 +451,15 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
     let tool = agent
         .tool
         .as_ref()
-        .map(|(name, since)| format!("{} {}", one_line(name, 12), duration(now.millis() - since.millis())))
+        .map(|tool| format!("{} {}", one_line(&tool.name, 12), duration(now.millis() - tool.since.millis())))
         .unwrap_or_default();
     let tokens = agent.tokens.map(short_count).unwrap_or_default();
     let silent = match (agent.live, agent.heard_at) {
         (true, Some(heard)) => duration(now.millis() - heard.millis()),
         _ => String::new(),
     };
-    let line = format!(
-        "{label:<18} {:<19} {tool:<19} {tokens:>6} {:>7} {silent:>6}",
-        one_line(&agent.state, 19),
-        agent.cost
-    );
+    let cost = agent.cost_status.map(|status| short_cost(agent.cost, status)).unwrap_or_default();
+    let line = format!("{label:<18} {:<19} {tool:<19} {tokens:>6} {cost:>7} {silent:>6}", one_line(&agent.state, 19));
     fit(line.trim_end(), width)
 }
 
@@ -536,143 +496,6 @@ fn fit(text: &str, width: usize) -> String {
         let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
         cut.push('…');
         cut
-    }
-}
-
-/// A session's rows: its agent tree (from the run's view) with each
-/// child's live facts from its child-work record, and each background
-/// command under the agent that launched it.
-pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRecord], over: bool) -> Session {
-    let mut rows = Vec::new();
-    let live_run = run.status == RunStatus::Running;
-    for agent in agents {
-        push_agent(&mut rows, agent, 0, records, (live_run, over), &run);
-    }
-    // Records of threads the tree does not hold (a child seen only by its
-    // record) still show, at the top level.
-    for record in records {
-        let placed = record.kind == ChildWorkKind::Command
-            || rows.iter().any(|row: &(String, AgentRow)| row.0 == record.provider_id);
-        if !placed {
-            rows.push((record.provider_id.clone(), record_row(record, 1, None)));
-        }
-    }
-    Session {
-        run,
-        live: !over,
-        agents: rows.into_iter().map(|(_, row)| row).collect(),
-    }
-}
-
-fn push_agent(
-    rows: &mut Vec<(String, AgentRow)>,
-    agent: &AgentNode,
-    depth: usize,
-    records: &[ChildWorkRecord],
-    (live_run, over): (bool, bool),
-    run: &RunSummary,
-) {
-    let record = records
-        .iter()
-        .find(|record| record.kind == ChildWorkKind::Agent && record.provider_id == agent.thread_id.0);
-    // No request yet, no cost: a `$0` beside a helper at work read as a
-    // figure (`show` leaves both out too).
-    let cost = match (&agent.tokens, record.and_then(|record| record.total_tokens)) {
-        (None, None) => String::new(),
-        _ => short_cost(agent.cost, agent.cost_status),
-    };
-    let row = match record {
-        Some(record) => record_row(record, depth, Some(cost)),
-        None => {
-            // The root (no record: §6 keeps records for children) or a
-            // child never admitted: its state from the tree.
-            let live = live_run && agent.status == AgentStatus::Running;
-            AgentRow {
-                depth,
-                label: agent.label.clone(),
-                state: match (depth, live, agent.status) {
-                    (_, true, _) => "working".to_owned(),
-                    // Its turn ended, its helpers' reports will wake it.
-                    (0, false, _) if run.status == RunStatus::Done && !over => "waiting on helpers".to_owned(),
-                    (0, false, _) if !live_run => format!("ended {}", run.status.as_str()),
-                    (_, false, status) => status_word(status).to_owned(),
-                },
-                live,
-                tool: None,
-                tokens: agent.tokens.as_ref().map(|tokens| tokens.total_tokens),
-                cost,
-                heard_at: live.then_some(run.updated_at).flatten(),
-                command: false,
-            }
-        }
-    };
-    rows.push((agent.thread_id.0.clone(), row));
-    // Its background commands, then its children.
-    for command in records.iter().filter(|record| {
-        record.kind == ChildWorkKind::Command
-            && record
-                .parent_child_work_id
-                .as_ref()
-                .is_some_and(|parent| parent.0.ends_with(&format!(":{}", agent.thread_id.0)))
-    }) {
-        rows.push((command.provider_id.clone(), record_row(command, depth + 1, Some(String::new()))));
-    }
-    for child in &agent.children {
-        push_agent(rows, child, depth + 1, records, (live_run, over), run);
-    }
-}
-
-fn record_row(record: &ChildWorkRecord, depth: usize, cost: Option<String>) -> AgentRow {
-    let live = record.state != ChildWorkState::Ended;
-    let label = match record.kind {
-        ChildWorkKind::Agent => record.label.clone(),
-        ChildWorkKind::Command => format!("$ {}", record.label),
-    };
-    AgentRow {
-        depth,
-        label,
-        state: record_state(record),
-        live,
-        tool: record
-            .operation
-            .as_ref()
-            .filter(|_| live)
-            .map(|operation| (operation.tool_name.clone(), operation.started_at)),
-        tokens: record.total_tokens,
-        cost: cost.unwrap_or_default(),
-        heard_at: live.then_some(record.updated_at),
-        command: record.kind == ChildWorkKind::Command,
-    }
-}
-
-/// working / waiting on approval / ended succeeded …, as `status` says it.
-fn record_state(record: &ChildWorkRecord) -> String {
-    match (record.state, record.waiting_on, record.outcome) {
-        (ChildWorkState::Working, _, _) => "working".to_owned(),
-        (ChildWorkState::Waiting, Some(WaitingOn::Approval), _) => "waiting on approval".to_owned(),
-        (ChildWorkState::Waiting, Some(WaitingOn::UserInput), _) => "waiting on input".to_owned(),
-        (ChildWorkState::Waiting, None, _) => "waiting".to_owned(),
-        (ChildWorkState::Ended, _, Some(outcome)) => format!("ended {}", outcome_word(outcome)),
-        (ChildWorkState::Ended, _, None) => "ended".to_owned(),
-    }
-}
-
-fn outcome_word(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Succeeded => "succeeded",
-        Outcome::Failed => "failed",
-        Outcome::Cancelled => "cancelled",
-        Outcome::Unknown => "unknown",
-    }
-}
-
-fn status_word(status: AgentStatus) -> &'static str {
-    match status {
-        AgentStatus::Pending => "pending",
-        AgentStatus::Running => "ended unknown",
-        AgentStatus::Completed => "ended succeeded",
-        AgentStatus::Failed => "ended failed",
-        AgentStatus::Interrupted => "ended cancelled",
     }
 }
 
@@ -772,18 +595,20 @@ fn measure_redraw(draws: usize, out: &mut Out) -> anyhow::Result<ExitCode> {
     let at = now();
     let agents = (0..50)
         .map(|index| AgentRow {
+            thread_id: format!("thread-{index}"),
             depth: usize::from(index > 0) + usize::from(index % 7 == 3),
             label: format!("helper {index}"),
             state: if index % 5 == 0 { "waiting on approval".to_owned() } else { "working".to_owned() },
             live: true,
-            tool: Some(("exec_command".to_owned(), at)),
+            tool: Some(ToolNow { name: "exec_command".to_owned(), input: "cargo test".to_owned(), since: at }),
             tokens: Some(1_000 * index),
-            cost: "$0.12".to_owned(),
+            cost: Some(0.12),
+            cost_status: Some(CostStatus::Exact),
             heard_at: Some(at),
             command: false,
         })
         .collect();
-    let run: RunSummary = serde_json::from_value(serde_json::json!({
+    let run: agentrace_core::state::RunSummary = serde_json::from_value(serde_json::json!({
         "id": "run-bench", "provider": "codex", "source": "codex-rollout", "status": "running",
         "rootThreadId": null, "result": null, "resultSource": null, "error": null,
         "startedAt": at, "updatedAt": at, "endedAt": null,

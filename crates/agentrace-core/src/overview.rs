@@ -1,0 +1,199 @@
+//! A session at a glance, as `top` and the viewer's live page show it: the
+//! run's record and one row per agent and background command, in tree
+//! order, each with its state, the tool it runs now and since when, its
+//! tokens and cost, and when it was last heard from. Made from the run
+//! book's view and child-work records, so it says what `status` and `show`
+//! say; the readers only print it.
+
+use serde::Serialize;
+
+use crate::childwork::{ChildWorkKind, ChildWorkRecord, ChildWorkState, Outcome, WaitingOn};
+use crate::model::{AgentStatus, RunStatus, Timestamp};
+use crate::state::{AgentNode, CostStatus, RunSummary};
+
+/// One session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    /// The run's record.
+    pub run: RunSummary,
+    /// True until the session is over by the run book's rule: a root whose
+    /// turn ended while a helper works on (Claude's `run_in_background`)
+    /// is not over, though its run is `done`.
+    pub live: bool,
+    /// Its agents and background commands, in tree order.
+    pub agents: Vec<AgentRow>,
+}
+
+/// One agent (or background command) under its session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentRow {
+    /// The agent's thread id, or the command's id at its provider.
+    pub thread_id: String,
+    /// Nesting under the root (root 0).
+    pub depth: usize,
+    /// Its label (a command: `$ ` and its first line).
+    pub label: String,
+    /// working / waiting on approval / ended succeeded …, as `status` says.
+    pub state: String,
+    /// True while it is working or waiting.
+    pub live: bool,
+    /// The tool it is running now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolNow>,
+    /// Its tokens (its own; a record's running total while live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Its cost in USD, when anything of it was priced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    /// How complete [`AgentRow::cost`] is; absent where there is no figure
+    /// to show (a command, or an agent before its first request: a `$0`
+    /// beside a helper at work would read as a figure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_status: Option<CostStatus>,
+    /// The last time it was heard from, while live.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heard_at: Option<Timestamp>,
+    /// A background command, not an agent.
+    pub command: bool,
+}
+
+/// A tool call under way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolNow {
+    /// `Bash`, `exec_command`, a Claude tool name, …
+    pub name: String,
+    /// What it was given, in short: the command, the paths, the query.
+    pub input: String,
+    /// When the call started.
+    pub since: Timestamp,
+}
+
+/// A session's rows: its agent tree (from the run's view) with each
+/// child's live facts from its child-work record, and each background
+/// command under the agent that launched it. `over` is the run book's
+/// [`crate::RunBook::session_over`].
+pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRecord], over: bool) -> Session {
+    let mut rows = Vec::new();
+    for agent in agents {
+        push_agent(&mut rows, agent, 0, records, over, &run);
+    }
+    // Records of threads the tree does not hold (a child seen only by its
+    // record) still show, at the top level.
+    for record in records {
+        let placed = record.kind == ChildWorkKind::Command || rows.iter().any(|row: &AgentRow| row.thread_id == record.provider_id);
+        if !placed {
+            rows.push(record_row(record, 1, None));
+        }
+    }
+    Session { run, live: !over, agents: rows }
+}
+
+fn push_agent(rows: &mut Vec<AgentRow>, agent: &AgentNode, depth: usize, records: &[ChildWorkRecord], over: bool, run: &RunSummary) {
+    let live_run = run.status == RunStatus::Running;
+    let record = records
+        .iter()
+        .find(|record| record.kind == ChildWorkKind::Agent && record.provider_id == agent.thread_id.0);
+    // No request yet, no cost (`show` leaves both out too).
+    let cost = match (&agent.tokens, record.and_then(|record| record.total_tokens)) {
+        (None, None) => None,
+        _ => Some((agent.cost, agent.cost_status)),
+    };
+    let row = match record {
+        Some(record) => record_row(record, depth, cost),
+        None => {
+            // The root (no record: §6 keeps records for children) or a
+            // child never admitted: its state from the tree.
+            let live = live_run && agent.status == AgentStatus::Running;
+            AgentRow {
+                thread_id: agent.thread_id.0.clone(),
+                depth,
+                label: agent.label.clone(),
+                state: match (depth, live, agent.status) {
+                    (_, true, _) => "working".to_owned(),
+                    // Its turn ended, its helpers' reports will wake it.
+                    (0, false, _) if run.status == RunStatus::Done && !over => "waiting on helpers".to_owned(),
+                    (0, false, _) if !live_run => format!("ended {}", run.status.as_str()),
+                    (_, false, status) => status_word(status).to_owned(),
+                },
+                live,
+                tool: None,
+                tokens: agent.tokens.as_ref().map(|tokens| tokens.total_tokens),
+                cost: cost.and_then(|(cost, _)| cost),
+                cost_status: cost.map(|(_, status)| status),
+                heard_at: live.then_some(run.updated_at).flatten(),
+                command: false,
+            }
+        }
+    };
+    rows.push(row);
+    // Its background commands, then its children.
+    let own = format!(":{}", agent.thread_id.0);
+    for command in records.iter().filter(|record| {
+        record.kind == ChildWorkKind::Command && record.parent_child_work_id.as_ref().is_some_and(|parent| parent.0.ends_with(&own))
+    }) {
+        rows.push(record_row(command, depth + 1, None));
+    }
+    for child in &agent.children {
+        push_agent(rows, child, depth + 1, records, over, run);
+    }
+}
+
+fn record_row(record: &ChildWorkRecord, depth: usize, cost: Option<(Option<f64>, CostStatus)>) -> AgentRow {
+    let live = record.state != ChildWorkState::Ended;
+    let command = match record.kind {
+        ChildWorkKind::Agent => false,
+        ChildWorkKind::Command => true,
+    };
+    AgentRow {
+        thread_id: record.provider_id.clone(),
+        depth,
+        label: if command { format!("$ {}", record.label) } else { record.label.clone() },
+        state: record_state(record),
+        live,
+        tool: record.operation.as_ref().filter(|_| live).map(|operation| ToolNow {
+            name: operation.tool_name.clone(),
+            input: operation.input.clone(),
+            since: operation.started_at,
+        }),
+        tokens: record.total_tokens,
+        cost: cost.and_then(|(cost, _)| cost),
+        cost_status: cost.map(|(_, status)| status),
+        heard_at: live.then_some(record.updated_at),
+        command,
+    }
+}
+
+/// working / waiting on approval / ended succeeded …, as `status` says it.
+fn record_state(record: &ChildWorkRecord) -> String {
+    match (record.state, record.waiting_on, record.outcome) {
+        (ChildWorkState::Working, _, _) => "working".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::Approval), _) => "waiting on approval".to_owned(),
+        (ChildWorkState::Waiting, Some(WaitingOn::UserInput), _) => "waiting on input".to_owned(),
+        (ChildWorkState::Waiting, None, _) => "waiting".to_owned(),
+        (ChildWorkState::Ended, _, Some(outcome)) => format!("ended {}", outcome_word(outcome)),
+        (ChildWorkState::Ended, _, None) => "ended".to_owned(),
+    }
+}
+
+fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Succeeded => "succeeded",
+        Outcome::Failed => "failed",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Unknown => "unknown",
+    }
+}
+
+fn status_word(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::Pending => "pending",
+        AgentStatus::Running => "ended unknown",
+        AgentStatus::Completed => "ended succeeded",
+        AgentStatus::Failed => "ended failed",
+        AgentStatus::Interrupted => "ended cancelled",
+    }
+}
