@@ -491,7 +491,11 @@ function eventRow(envelope) {
   const actor = envelope.actor;
   const raw = el("pre", { class: "raw", hidden: true });
   const toggle = el("button", { class: "raw-toggle", onclick: () => {
-    if (!raw.firstChild) raw.textContent = JSON.stringify(envelope.raw !== undefined ? envelope.raw : envelope, null, 2);
+    // An imported frame whose source changed or vanished since the import:
+    // why it is not shown (the attributed event above is kept whole).
+    if (!raw.firstChild) raw.textContent = envelope.rawUnavailable
+      ? "raw frame unavailable: " + envelope.rawUnavailable + " (" + (envelope.rawRef ? envelope.rawRef.path : "its source") + "); the event above was kept at import"
+      : JSON.stringify(envelope.raw !== undefined ? envelope.raw : envelope, null, 2);
     raw.hidden = !raw.hidden;
   } }, "raw");
   const failed = isFailure(event);

@@ -272,6 +272,24 @@ fn the_live_page_shows_what_every_agent_of_every_session_is_doing_and_follows_it
     assert_eq!((browser.script(sessions), browser.text("#live-sessions")), (json!([]), "No session is live.".to_owned()));
 }
 
+/// An imported run whose source transcript is gone (Claude Code's cleanup)
+/// still shows its events; its raw view says why the frame is missing,
+/// where it showed `null`.
+#[test]
+fn the_raw_view_of_an_imported_event_whose_source_is_gone_says_why() {
+    let scratch = Scratch::new();
+    super::support::record_generated_run_as(&scratch, "imported", 50, None, true);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/imported?events=all", served.url));
+    browser.wait_for("the run page", READY);
+    browser.click("#timeline .event .raw-toggle");
+    assert_eq!(
+        browser.text("#timeline .event pre.raw"),
+        "raw frame unavailable: source missing (/sources/session-1.jsonl); the event above was kept at import"
+    );
+}
+
 /// The run list is in the reader's time zone: its start times, its
 /// heading, and the days its `since` filter names (the API's `tz=`). The
 /// run started at 23:03 UTC on 2026-11-29, the next morning in Tokyo.
