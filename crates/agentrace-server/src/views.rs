@@ -191,36 +191,7 @@ pub(crate) async fn live(State(state): State<AppState>, Query(query): Query<Live
     let now = state.now();
     let sessions = blocking(move || {
         let home = &state.inner.home;
-        let catalog = crate::synced_catalog(home)?;
-        let listed = |status: Option<&str>, limit: Option<u64>| {
-            let filter = agentrace_store::catalog::RunFilter {
-                status: status.map(str::to_owned),
-                limit,
-                ..agentrace_store::catalog::RunFilter::default()
-            };
-            catalog.list_runs(&filter).map(|(runs, _)| runs)
-        };
-        let running = listed(Some("running"), None)?;
-        // The newest, running or not, so that `recent` ended ones are among
-        // them; then in the catalog's order (newest first).
-        let newest = listed(None, Some((running.len() + recent) as u64))?;
-        let mut ended = 0;
-        let mut ids: Vec<agentrace_core::model::RunId> = Vec::new();
-        for listed in newest {
-            let id = listed.run.id;
-            if listed.run.status == agentrace_core::model::RunStatus::Running {
-                ids.push(id);
-            } else if ended < recent {
-                ended += 1;
-                ids.push(id);
-            }
-        }
-        // A running run older than the newest page still shows.
-        for listed in running {
-            if !ids.contains(&listed.run.id) {
-                ids.push(listed.run.id);
-            }
-        }
+        let ids = crate::synced_catalog(home)?.live_and_recent(recent)?;
         let config = &state.inner.options.config;
         let mut sessions = Vec::with_capacity(ids.len());
         for id in ids {

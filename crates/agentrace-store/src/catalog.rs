@@ -743,6 +743,39 @@ impl Catalog {
         Ok((runs, total as u64))
     }
 
+    /// Every running run and the `recent` newest of the others, newest
+    /// first (what `top` and the viewer's live page show): a running run
+    /// older than the newest page is listed too.
+    pub fn live_and_recent(&self, recent: usize) -> Result<Vec<RunId>, StoreError> {
+        let listed = |status: Option<&str>, limit: Option<u64>| {
+            let filter = RunFilter {
+                status: status.map(str::to_owned),
+                limit,
+                ..RunFilter::default()
+            };
+            self.list_runs(&filter).map(|(runs, _)| runs)
+        };
+        let running = listed(Some(RunStatus::Running.as_str()), None)?;
+        // The newest, running or not, hold the `recent` newest others.
+        let newest = listed(None, Some((running.len() + recent) as u64))?;
+        let mut ended = 0;
+        let mut ids: Vec<RunId> = Vec::with_capacity(newest.len());
+        for listed in newest {
+            if listed.run.status == RunStatus::Running {
+                ids.push(listed.run.id);
+            } else if ended < recent {
+                ended += 1;
+                ids.push(listed.run.id);
+            }
+        }
+        for listed in running {
+            if !ids.contains(&listed.run.id) {
+                ids.push(listed.run.id);
+            }
+        }
+        Ok(ids)
+    }
+
     /// How many runs the catalog holds.
     pub fn run_count(&self) -> Result<u64, StoreError> {
         self.conn.query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))

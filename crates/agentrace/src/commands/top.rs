@@ -518,21 +518,11 @@ fn event_lines(home: &Home, id: &RunId) -> anyhow::Result<Vec<String>> {
 }
 
 /// The runs to show at start: every live one, and the `recent` newest of
-/// the others.
+/// the others (the catalog's, brought up to the runs folder).
 fn shown_at_start(home: &Home, recent: usize) -> anyhow::Result<Vec<RunId>> {
-    let mut runs = home.list_runs()?;
-    runs.sort_by_key(|run| std::cmp::Reverse(run.started_at));
-    let mut ended = 0;
-    Ok(runs
-        .into_iter()
-        .filter(|run| {
-            run.status == RunStatus::Running || {
-                ended += 1;
-                ended <= recent
-            }
-        })
-        .map(|run| run.id)
-        .collect())
+    let catalog = crate::catalog::open(home)?;
+    catalog.sync(home)?;
+    Ok(catalog.live_and_recent(recent)?)
 }
 
 /// Runs `agentrace top`.
