@@ -377,6 +377,12 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
+    // Sessions going on now: where to watch each agent at work.
+    let live = runs.iter().filter(|listed| listed.run.status == RunStatus::Running || listed.run.helpers_working).count();
+    if live > 0 {
+        let sessions = if live == 1 { "1 session is".to_owned() } else { format!("{live} sessions are") };
+        eprintln!("hint: {sessions} live; `agentrace top` follows what each agent does now (or `agentrace serve --watch`, page /live)");
+    }
     if let Some(local) = crate::zone::unnamed_local_zone() {
         eprintln!("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in {local}, this machine's zone");
     }

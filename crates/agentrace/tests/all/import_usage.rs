@@ -1847,6 +1847,21 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
     let result_cell = |cli: &Cli| cli.ok(&["runs"]).lines().nth(1).and_then(|line| line.split("  ").last()).map(str::to_owned);
     let status_line = |cli: &Cli| cli.ok(&["show", &id]).lines().find(|line| line.starts_with("status")).map(str::to_owned);
     let exported = |cli: &Cli| cli.ok(&["export", "--markdown", &id]).lines().find(|line| line.starts_with("| status |")).map(str::to_owned);
+    // `agentrace` alone says where to watch the helper at work.
+    let live_hint = |cli: &Cli| -> Vec<String> {
+        let output = cli
+            .command(&[])
+            .env("CODEX_HOME", homes.of(Provider::Codex))
+            .env("CLAUDE_CONFIG_DIR", homes.of(Provider::Claude))
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).lines().filter(|line| line.contains(" live;")).map(str::to_owned).collect()
+    };
+    assert_eq!(
+        live_hint(&young),
+        vec!["hint: 1 session is live; `agentrace top` follows what each agent does now (or `agentrace serve --watch`, page /live)".to_owned()]
+    );
     assert_eq!(
         (listed(&young), result_cell(&young).map(|cell| cell.starts_with("(helpers working) ")), status_line(&young), exported(&young)),
         (
@@ -1879,6 +1894,7 @@ fn an_import_ends_a_session_left_open_once_its_files_are_still_past_the_idle_lim
         (listed(&still), result_cell(&still).map(|cell| cell.starts_with("(helpers working) ")), status_line(&still), exported(&still)),
         (Value::Null, Some(false), Some("status    done".to_owned()), Some("| status | done |".to_owned()))
     );
+    assert_eq!(live_hint(&still), Vec::<String>::new());
     // Nothing more to end: an import again changes nothing.
     homes.import(&still);
     assert_eq!(events(&still, &id), ended);
