@@ -134,6 +134,11 @@ impl RunBook {
         self
     }
 
+    /// The id of the price book it prices with (see [`PriceBook::id`]).
+    pub fn prices_id(&self) -> &str {
+        self.state.prices_id()
+    }
+
     /// Hands the child-work reducer the cost of the thread whose usage this
     /// envelope changed (only usage moves a cost, so other lines cost
     /// nothing here).

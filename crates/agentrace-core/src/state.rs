@@ -578,6 +578,16 @@ impl RunState {
         self
     }
 
+    /// The id of the price book it prices with (see [`PriceBook::id`]).
+    pub fn prices_id(&self) -> &str {
+        self.book.0.id()
+    }
+
+    /// The price book it prices with.
+    pub fn prices(&self) -> Arc<PriceBook> {
+        Arc::clone(&self.book.0)
+    }
+
     /// The last sequence applied.
     pub fn last_sequence(&self) -> u64 {
         self.last_sequence

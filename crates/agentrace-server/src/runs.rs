@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use agentrace_core::childwork::{ChildWorkChange, ChildWorkRecord};
 use agentrace_core::model::{Actor, Envelope, Role, RunId, RunStatus, Timestamp};
+use agentrace_core::prices::PriceBook;
 use agentrace_core::state::RunView;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::raw_ref::Resolver;
@@ -56,11 +57,12 @@ pub struct LiveRun {
 }
 
 impl LiveRun {
-    /// A run not read yet: it will be folded from the start of its log.
-    pub fn new(id: RunId, path: PathBuf) -> Self {
+    /// A run not read yet: it will be folded from the start of its log,
+    /// priced by `prices` (the home's, [`Home::prices`]).
+    pub fn new(id: RunId, path: PathBuf, prices: Arc<PriceBook>) -> Self {
         Self {
             path,
-            fold: RunFold::new(id),
+            fold: RunFold::priced(id, prices),
             snapshot_to_write: None,
         }
     }
@@ -69,8 +71,8 @@ impl LiveRun {
     /// at `path` (else, and with the reason, one not read yet, which writes
     /// the snapshot once it has folded a log of [`SNAPSHOT_MIN_BYTES`] or
     /// more: the next server need not fold it again).
-    pub fn resume(id: RunId, path: PathBuf, snapshot: &Path) -> (Self, Option<SnapshotMiss>) {
-        match RunFold::load_snapshot(snapshot, &path, &id) {
+    pub fn resume(id: RunId, path: PathBuf, snapshot: &Path, prices: Arc<PriceBook>) -> (Self, Option<SnapshotMiss>) {
+        match RunFold::load_snapshot(snapshot, &path, &id, &prices) {
             Ok(fold) => (
                 Self {
                     path,
@@ -80,7 +82,7 @@ impl LiveRun {
                 None,
             ),
             Err(miss) => {
-                let mut run = Self::new(id, path);
+                let mut run = Self::new(id, path, prices);
                 run.snapshot_to_write = Some(snapshot.to_owned());
                 (run, Some(miss))
             }
@@ -404,7 +406,7 @@ impl RunCache {
                 .or_insert_with(|| {
                     // A miss only costs time: the run is folded from its start.
                     let (run, _miss) =
-                        LiveRun::resume(id.clone(), home.log_path(id), &home.snapshot_path(id));
+                        LiveRun::resume(id.clone(), home.log_path(id), &home.snapshot_path(id), home.prices());
                     Arc::new(SharedRun::new(run))
                 })
                 .clone()

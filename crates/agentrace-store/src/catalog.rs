@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentrace_core::model::{Event, EventBody, Role, RunStatus, Timestamp};
+use agentrace_core::prices::PriceBook;
 use agentrace_core::state::{FinalActors, RunSummary};
 use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -630,6 +631,71 @@ impl Catalog {
     /// Cheap when nothing changed: the runs folder's own stamp is kept, and
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
+        let repriced = self.reprice(home)?;
+        let mut count = self.sync_runs(home)?;
+        count.repriced = repriced;
+        Ok(count)
+    }
+
+    /// When the home prices with another book than the one the catalog's
+    /// runs were priced with (its price file was added, changed or
+    /// removed), works out each run's cost again from its log, and writes
+    /// it into the run's record and row: `runs`, the first command and the
+    /// viewer's list then give the cost `show` gives. A running run is left
+    /// to its recorder. Returns how many runs changed.
+    fn reprice(&self, home: &Home) -> Result<u64, StoreError> {
+        let prices = home.prices();
+        let known = self.meta("prices")?;
+        match known.as_deref() {
+            Some(id) if id == prices.id() => return Ok(0),
+            // A catalog from before its price book was kept: its runs were
+            // priced by the database.
+            None if prices.id() == PriceBook::shared_database().id() => {
+                self.set_meta("prices", prices.id())?;
+                return Ok(0);
+            }
+            _ => {}
+        }
+        let err = sql(&self.path);
+        let ids: Vec<String> = {
+            let mut statement = self.conn.prepare("SELECT id FROM runs WHERE status != 'running'").map_err(&err)?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0)).map_err(&err)?;
+            rows.collect::<Result<_, _>>().map_err(&err)?
+        };
+        let mut repriced = 0;
+        self.begin()?;
+        for id in ids {
+            let Ok(run_id) = validate_run_id(&id) else { continue };
+            let Some(mut record) = home.read_record_pub(&run_id) else { continue };
+            let priced = match home.load_run(&run_id) {
+                Ok(loaded) => loaded.view().run,
+                // Gone since it was listed: the sync forgets it.
+                Err(StoreError::NotFound { .. }) => continue,
+                Err(error) => {
+                    let _ = self.commit();
+                    return Err(error);
+                }
+            };
+            if (record.cost, record.cost_status) == (priced.cost, priced.cost_status) {
+                continue;
+            }
+            (record.cost, record.cost_status) = (priced.cost, priced.cost_status);
+            home.replace_record(&record)?;
+            let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
+            self.conn
+                .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, record = ?4 WHERE id = ?1")
+                .map_err(&err)?
+                .execute(params![id, record.cost, word(&record.cost_status), json])
+                .map_err(&err)?;
+            repriced += 1;
+        }
+        self.set_meta("prices", prices.id())?;
+        self.commit()?;
+        Ok(repriced)
+    }
+
+    /// [`Catalog::sync`] of the runs folder alone.
+    fn sync_runs(&self, home: &Home) -> Result<SyncCount, StoreError> {
         let runs_dir = home.runs_dir();
         let folder = match fs::metadata(&runs_dir) {
             Ok(metadata) => stamp_of(&metadata),
@@ -1660,6 +1726,9 @@ pub struct SyncCount {
     pub indexed: u64,
     /// Runs forgotten (their logs gone).
     pub removed: u64,
+    /// Runs whose cost was worked out again, the home's price book having
+    /// changed since the catalog last priced them.
+    pub repriced: u64,
 }
 
 /// A listed run: its record, with the catalog's project and agent count

@@ -60,6 +60,15 @@ pub enum StoreError {
         candidates: Vec<RunId>,
     },
 
+    /// A price file that is not the table it must be.
+    #[error("{}: {cause}", path.display())]
+    PriceFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        cause: String,
+    },
+
     /// A filesystem operation on a path failed.
     #[error("cannot {action} {}", path.display())]
     Io {

@@ -12,10 +12,12 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 
 use agentrace_core::book::{Changes, RunBook};
 use agentrace_core::childwork::{ChildWorkChange, ChildWorkRecord};
 use agentrace_core::model::{Envelope, RunId, Timestamp};
+use agentrace_core::prices::PriceBook;
 use agentrace_core::state::{FinalActors, RunState, RunView};
 use agentrace_core::warnings::WarningConfig;
 use serde::{Deserialize, Serialize};
@@ -96,6 +98,10 @@ pub enum SnapshotMiss {
     /// The log's bytes before the covered end are not the ones folded.
     #[error("the log was rewritten since the snapshot")]
     LogChanged,
+    /// Priced by another price book (the home's price file changed): its
+    /// costs are not this reader's.
+    #[error("snapshot priced by another price book")]
+    OtherPrices,
 }
 
 /// The file: the fold and what proves it belongs to the log.
@@ -104,15 +110,25 @@ pub enum SnapshotMiss {
 struct SnapshotFile {
     version: u32,
     build: String,
+    /// The id of the price book its costs were priced with (absent in
+    /// snapshots older than the home's price file: never taken then).
+    #[serde(default)]
+    prices: String,
     /// FNV-1a of the last [`FINGERPRINT_BYTES`] bytes before `fold.offset`.
     fingerprint: u64,
     fold: RunFold,
 }
 
 impl RunFold {
-    /// The fold of an empty log.
+    /// The fold of an empty log, priced by the database alone.
     pub fn new(id: RunId) -> Self {
         Self::of(RunBook::new(id))
+    }
+
+    /// The fold of an empty log, priced by `prices` (a home's, see
+    /// [`crate::Home::prices`]).
+    pub fn priced(id: RunId, prices: Arc<PriceBook>) -> Self {
+        Self::of(RunBook::new(id).with_prices(prices))
     }
 
     /// The fold of an empty log into `book` (one pricing with a user's
@@ -218,7 +234,7 @@ impl RunFold {
         let mut file = File::open(log)?;
         let length = file.metadata()?.len();
         if length < self.offset {
-            *self = RunFold::of(RunBook::new(self.book.state().summary().id));
+            *self = RunFold::priced(self.book.state().summary().id, self.book.state().prices());
         }
         let end = last_line_end(&mut file, self.offset, length)?;
         let mut followed = Followed::default();
@@ -310,9 +326,10 @@ impl RunFold {
     }
 
     /// Reads the snapshot at `snapshot` if it is of this build, of run
-    /// `id`, and covers a prefix of `log` as it is now; the caller then
-    /// follows the log from [`RunFold::offset`].
-    pub fn load_snapshot(snapshot: &Path, log: &Path, id: &RunId) -> Result<RunFold, SnapshotMiss> {
+    /// `id`, priced by `prices`, and covers a prefix of `log` as it is now;
+    /// the caller then follows the log from [`RunFold::offset`], pricing
+    /// with `prices`.
+    pub fn load_snapshot(snapshot: &Path, log: &Path, id: &RunId, prices: &Arc<PriceBook>) -> Result<RunFold, SnapshotMiss> {
         let bytes = match std::fs::read(snapshot) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -327,6 +344,9 @@ impl RunFold {
         }
         if file.fold.book.state().summary().id != *id {
             return Err(SnapshotMiss::OtherRun);
+        }
+        if file.prices != prices.id() {
+            return Err(SnapshotMiss::OtherPrices);
         }
         let mut log_file = File::open(log).map_err(|error| {
             if error.kind() == io::ErrorKind::NotFound {
@@ -347,7 +367,9 @@ impl RunFold {
         if found != file.fingerprint {
             return Err(SnapshotMiss::LogChanged);
         }
-        Ok(file.fold)
+        let mut fold = file.fold;
+        fold.book = fold.book.with_prices(Arc::clone(prices));
+        Ok(fold)
     }
 
     /// Writes this fold as the snapshot of `log` (which must still begin
@@ -402,12 +424,14 @@ impl RunFold {
         struct SnapshotRef<'a> {
             version: u32,
             build: &'static str,
+            prices: &'a str,
             fingerprint: u64,
             fold: FoldRef<'a>,
         }
         serde_json::to_writer(out, &SnapshotRef {
             version: SNAPSHOT_VERSION,
             build: env!("CARGO_PKG_VERSION"),
+            prices: book.prices_id(),
             fingerprint,
             fold: FoldRef {
                 book,

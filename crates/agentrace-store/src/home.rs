@@ -32,6 +32,10 @@ pub const HOME_ENV: &str = "AGENTRACE_HOME";
 /// The name of the user's warning configuration in the home.
 pub const WARNING_CONFIG_FILE: &str = "warnings.json";
 
+/// The user's price file in the home, which every command prices with
+/// (see [`Home::with_home_prices`]).
+pub const PRICE_FILE: &str = "prices.json";
+
 /// How an import names a run: the provider, then its root thread or
 /// session.
 const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
@@ -39,11 +43,28 @@ const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
 /// Words `resolve` reads as "the newest run".
 const NEWEST_KEYWORDS: [&str; 2] = ["latest", "last"];
 
-/// The agentrace home: runs live in `<root>/runs/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The agentrace home: runs live in `<root>/runs/`. It carries the price
+/// book every fold through it prices with: the database alone, or with
+/// the home's price file once [`Home::with_home_prices`] read it.
+#[derive(Clone)]
 pub struct Home {
     root: PathBuf,
+    prices: Arc<PriceBook>,
 }
+
+impl std::fmt::Debug for Home {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("Home").field("root", &self.root).field("prices", &self.prices.id()).finish()
+    }
+}
+
+impl PartialEq for Home {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root && self.prices.id() == other.prices.id()
+    }
+}
+
+impl Eq for Home {}
 
 /// A run read back from its log: its book (the one fold, see
 /// [`agentrace_core::book`]) and the lines skipped.
@@ -165,7 +186,37 @@ fn log_name(id: &RunId) -> String {
 impl Home {
     /// A home at `root`.
     pub fn at(root: impl Into<PathBuf>) -> Home {
-        Home { root: root.into() }
+        Home { root: root.into(), prices: PriceBook::shared_database() }
+    }
+
+    /// This home pricing with its price file ([`PRICE_FILE`]) over the
+    /// database, when there is one: what every command prices with, so
+    /// that `runs`, `show`, `usage`, `check`, `top`, the exports and the
+    /// viewer give one cost for one run. An error names the file when it
+    /// is not a price table.
+    pub fn with_home_prices(self) -> Result<Home, StoreError> {
+        let path = self.prices_path();
+        if !path.is_file() {
+            return Ok(self);
+        }
+        let prices = crate::prices::read_price_file(&path)?;
+        Ok(Home { prices, ..self })
+    }
+
+    /// This home pricing with `prices` (a `--prices FILE` given for one
+    /// command).
+    pub fn with_prices(self, prices: Arc<PriceBook>) -> Home {
+        Home { prices, ..self }
+    }
+
+    /// The price book every fold through this home prices with.
+    pub fn prices(&self) -> Arc<PriceBook> {
+        Arc::clone(&self.prices)
+    }
+
+    /// The home's price file (it need not exist).
+    pub fn prices_path(&self) -> PathBuf {
+        self.root.join(PRICE_FILE)
     }
 
     /// `$AGENTRACE_HOME` when set and not empty, else `agentrace` in the
@@ -355,7 +406,7 @@ impl Home {
             id.clone(),
             1,
             Resumed {
-                fold: Some(RunFold::new(id)),
+                fold: Some(RunFold::priced(id, self.prices())),
                 tail: Vec::new(),
                 snapshot_offset: 0,
             },
@@ -389,8 +440,8 @@ impl Home {
         // highest sequence, not the last: a hand-edited or concatenated log
         // must still never get a repeated sequence.
         let snapshot_path = self.snapshot_path(&id);
-        let mut fold = RunFold::load_snapshot(&snapshot_path, &log_path, &id)
-            .unwrap_or_else(|_| RunFold::new(id.clone()));
+        let mut fold = RunFold::load_snapshot(&snapshot_path, &log_path, &id, &self.prices)
+            .unwrap_or_else(|_| RunFold::priced(id.clone(), self.prices()));
         let snapshot_offset = fold.offset();
         fold.follow(&log_path, |_| {})
             .map_err(|source| StoreError::io("read run log", &log_path, source))?;
@@ -453,7 +504,7 @@ impl Home {
     /// Reads a run's log and folds every envelope into its state, counting
     /// the lines skipped.
     pub fn load_run(&self, id: &RunId) -> Result<LoadedRun, StoreError> {
-        self.load_run_with(id, PriceBook::shared_database())
+        self.load_run_with(id, self.prices())
     }
 
     /// [`Home::load_run`], pricing with `prices` (a user's price file)
@@ -488,8 +539,8 @@ impl Home {
         if !log_path.is_file() {
             return Err(self.not_found(id.as_str()));
         }
-        let mut fold = RunFold::load_snapshot(&self.snapshot_path(&id), &log_path, &id)
-            .unwrap_or_else(|_| RunFold::new(id.clone()));
+        let mut fold = RunFold::load_snapshot(&self.snapshot_path(&id), &log_path, &id, &self.prices)
+            .unwrap_or_else(|_| RunFold::priced(id.clone(), self.prices()));
         fold.follow(&log_path, |_| {})
             .map_err(|source| StoreError::io("read run log", &log_path, source))?;
         Ok(fold)
@@ -677,6 +728,20 @@ impl Home {
     /// catalog, which lists runs by their records).
     pub fn read_record_pub(&self, id: &RunId) -> Option<RunSummary> {
         self.read_record(id)
+    }
+
+    /// Replaces run `summary.id`'s record with `summary` (by a rename:
+    /// readers see the old record or the new one), outside any recording:
+    /// the catalog's repricing of a run that ended.
+    pub(crate) fn replace_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
+        let path = self.record_path(&summary.id);
+        let mut bytes = serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
+            what: String::from("the run record"),
+            path: path.clone(),
+            source,
+        })?;
+        bytes.push(b'\n');
+        crate::files::replace_unsynced(&path, &bytes, "write run record")
     }
 
     fn not_found(&self, query: &str) -> StoreError {

@@ -224,6 +224,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::from_env().context("cannot find where runs live")?;
+    // Every command prices with the home's price file, when it has one.
+    let home = home.with_home_prices().context("cannot read the home's price file")?;
     let mut out = Out::new();
     match cli.command {
         Some(Command::Run {

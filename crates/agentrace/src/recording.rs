@@ -360,7 +360,8 @@ impl Recording {
 
     fn assemble(home: &Home, setup: &Setup, recorder: Recorder, writer: RunWriter, clock: Timestamp, lent: bool) -> Self {
         Self {
-            recorder,
+            // Every recording prices with the home's book (its price file).
+            recorder: recorder.with_prices(home.prices()),
             sinks: Sinks {
                 writer,
                 cadence: setup.cadence,

@@ -7,7 +7,6 @@
 //! and never prints: the `usage` command reports.
 
 use agentrace_core::model::{IncompleteReason, Provider, RunId, Timestamp, TokenUsage};
-use agentrace_core::prices::PriceBook;
 use agentrace_core::state::{judge_cost, AgentNode, CostStatus, HourTokens, ModelTokens, OutsideUsage, RunView};
 use std::collections::BTreeMap;
 
@@ -602,7 +601,7 @@ impl LogStamp {
 /// those logs on every call. The catalog's `meta` names the book and shape
 /// it was last checked against, so the check runs once.
 pub fn reprice_kept_usage(home: &Home, catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
-    let book = PriceBook::database();
+    let book = home.prices();
     // The marker names the book and the tree's shape it was checked for.
     let checked = format!("{} format {TREE_FORMAT}", book.id());
     if catalog.meta("usage_prices")?.as_deref() == Some(checked.as_str()) {
@@ -755,6 +754,6 @@ impl UsageIndex {
         let Some(log) = LogStamp::of(home, id) else {
             return Ok(None);
         };
-        Ok(Some((log, Kept::of(id, &UsageTree::of(view, log, PriceBook::database().id()))?)))
+        Ok(Some((log, Kept::of(id, &UsageTree::of(view, log, home.prices().id()))?)))
     }
 }

@@ -596,6 +596,7 @@ async fn a_snapshot_taken_mid_run_never_changes_the_answers_of_the_api() {
             "run".into(),
             home.log_path(&id),
             &home.snapshot_path(&id),
+            home.prices(),
         );
         assert_eq!(miss, None, "{capture}");
 
@@ -652,7 +653,7 @@ async fn a_long_run_folded_without_a_snapshot_leaves_one_that_gives_the_same_ans
 
     let folded = answers(&served_at_a_fixed_time(&scratch), "long").await;
     let left =
-        agentrace_store::RunFold::load_snapshot(&home.snapshot_path(&id), &home.log_path(&id), &id)
+        agentrace_store::RunFold::load_snapshot(&home.snapshot_path(&id), &home.log_path(&id), &id, &home.prices())
             .map(|fold| fold.offset());
     let from_snapshot = answers(&served_at_a_fixed_time(&scratch), "long").await;
 
@@ -700,7 +701,7 @@ async fn pages_of_a_v3_log_from_any_seek_point_and_its_snapshot_answer_as_the_v2
     let id = "long".into();
     let home = v3.home();
     let log_length = std::fs::metadata(home.log_path(&id)).unwrap_or_else(|e| panic!("{e}")).len();
-    let (_, miss) = agentrace_server::runs::LiveRun::resume(id.clone(), home.log_path(&id), &home.snapshot_path(&id));
+    let (_, miss) = agentrace_server::runs::LiveRun::resume(id.clone(), home.log_path(&id), &home.snapshot_path(&id), home.prices());
 
     let from_snapshot = paged_answers(&served_at_a_fixed_time(&v3), "long").await;
     std::fs::remove_file(home.snapshot_path(&id)).unwrap_or_else(|e| panic!("{e}"));

@@ -32,7 +32,7 @@ pub fn full_fold(home: &Home, id: &RunId) -> Fallible<RunFold> {
 
 /// The snapshot of run `id`, or why it was refused.
 fn load(home: &Home, id: &RunId) -> Result<RunFold, SnapshotMiss> {
-    RunFold::load_snapshot(&home.snapshot_path(id), &home.log_path(id), id)
+    RunFold::load_snapshot(&home.snapshot_path(id), &home.log_path(id), id, &home.prices())
 }
 
 /// A capture's envelopes, recorded as run `name`.
@@ -344,6 +344,7 @@ fn a_snapshot_read_for_another_run_is_refused() -> TestResult {
         &home.snapshot_path(&id),
         &home.log_path(&id),
         &run_id("run-b"),
+        &home.prices(),
     );
 
     assert_eq!(refused.err(), Some(SnapshotMiss::OtherRun));
@@ -553,5 +554,29 @@ fn the_waterfall_read_passing_over_undrawn_lines_equals_the_one_built_from_every
         assert_eq!(agentrace_store::waterfall_of(&fold, &home.log_path(&id), &agents)?, every, "{name}");
     }
     assert!(drawn > 0, "no capture has a bar");
+    Ok(())
+}
+
+/// A snapshot's costs are those of the price book it was folded with: one
+/// read with another (the home's price file added or changed) is refused,
+/// and a home that prices with the same file takes it.
+#[test]
+fn a_snapshot_priced_by_another_price_book_is_refused() -> TestResult {
+    let (directory, home) = temporary_home()?;
+    snapshotted_session(&home, "run-a")?;
+    let id = run_id("run-a");
+    fs::write(directory.path().join(agentrace_store::PRICE_FILE), r#"{"mock-model": {"input": 1, "output": 2}}"#)?;
+    let priced = home.clone().with_home_prices()?;
+    let refused = RunFold::load_snapshot(&priced.snapshot_path(&id), &priced.log_path(&id), &id, &priced.prices());
+    assert_eq!(refused.err(), Some(SnapshotMiss::OtherPrices));
+
+    let writer = priced.append_run(&id)?;
+    writer.save_snapshot()?;
+    drop(writer);
+    let taken = RunFold::load_snapshot(&priced.snapshot_path(&id), &priced.log_path(&id), &id, &priced.prices())?;
+    assert_eq!(
+        (taken.book().prices_id(), load(&home, &id).err()),
+        (priced.prices().id(), Some(SnapshotMiss::OtherPrices))
+    );
     Ok(())
 }

@@ -132,7 +132,7 @@ fn write_in_parts(name: &str, envelopes: &[Envelope], cuts: (usize, usize)) -> F
     drop(writer);
     follow(&mut following)?;
 
-    let mut resumed = RunFold::load_snapshot(&home.snapshot_path(&id), &home.log_path(&id), &id)?;
+    let mut resumed = RunFold::load_snapshot(&home.snapshot_path(&id), &home.log_path(&id), &id, &home.prices())?;
     resumed.follow(&home.log_path(&id), |_| {})?;
     let full = value_of(&full_fold(&home, &id)?)?;
     let (read, skipped) = read_log(&home.log_path(&id))?;

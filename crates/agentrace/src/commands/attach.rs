@@ -104,7 +104,7 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
         .with_context(|| format!("watching {}", folder.display()))?;
 
     let config = crate::warning_config::config(home, &args.warnings)?;
-    let mut follower = Follower::new(id, path, args.json, config);
+    let mut follower = Follower::new(id, path, args.json, config, home.prices());
     loop {
         follower.read_new(out)?;
         let recheck = follower.detect(out)?;
@@ -146,11 +146,11 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(id: RunId, path: PathBuf, json: bool, config: WarningConfig) -> Self {
+    fn new(id: RunId, path: PathBuf, json: bool, config: WarningConfig, prices: std::sync::Arc<agentrace_core::prices::PriceBook>) -> Self {
         Self {
             path,
             json,
-            fold: RunFold::new(id),
+            fold: RunFold::priced(id, prices),
             config,
             printed: Vec::new(),
         }

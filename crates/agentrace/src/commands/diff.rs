@@ -32,7 +32,7 @@ fn side(
 )> {
     let id = home.resolve(name)?;
     let path = home.log_path(&id);
-    let mut fold = RunFold::new(id.clone());
+    let mut fold = RunFold::priced(id.clone(), home.prices());
     fold.follow(&path, |_| {})
         .with_context(|| format!("cannot read {}", path.display()))?;
     let view = fold.checked_view(&WarningConfig::default(), None).0;

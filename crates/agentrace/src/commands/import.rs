@@ -986,7 +986,7 @@ impl Reading<'_> {
         }) else {
             return Ok(None);
         };
-        let mut recorder = Recorder::new(id.clone(), format);
+        let mut recorder = Recorder::new(id.clone(), format).with_prices(self.home.prices());
         let _ = recorder.start_in(start, cwd);
         let mut feed = SessionFeed::new(parts, start, self.torn_lines).referencing();
         if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {

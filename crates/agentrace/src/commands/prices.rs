@@ -83,7 +83,7 @@ struct Unpriced {
 
 /// Runs `agentrace prices`.
 pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> {
-    let book = usage::load_prices(args.prices.as_ref())?;
+    let book = usage::load_prices(home, args.prices.as_ref())?;
     let usage_args = UsageArgs {
         tz: crate::zone::Zone::utc(),
         breakdown: false,

@@ -50,9 +50,9 @@ pub struct Folded {
 /// Reads a run's log and folds it through the run book, whose session rule
 /// (`session_ended`, or for a log without one the run's status) settles
 /// live records: the same records every other reader shows.
-pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId) -> anyhow::Result<Folded> {
+pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId, prices: std::sync::Arc<agentrace_core::prices::PriceBook>) -> anyhow::Result<Folded> {
     let mut reader = LogReader::open(path)?.with_run_id(run.clone());
-    let mut book = RunBook::new(run.clone());
+    let mut book = RunBook::new(run.clone()).with_prices(prices);
     let mut changes = Vec::new();
     for envelope in &mut reader {
         let envelope: Envelope = envelope?;
@@ -67,7 +67,7 @@ pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId) -> anyhow::Resu
 /// Runs `agentrace status`.
 pub fn run(home: &Home, args: &StatusArgs, out: &mut Out) -> anyhow::Result<()> {
     let id = home.resolve(args.run.as_deref().unwrap_or("latest"))?;
-    let folded = fold_log(&home.log_path(&id), &id)?;
+    let folded = fold_log(&home.log_path(&id), &id, home.prices())?;
     if args.changes {
         for change in &folded.changes {
             out.json(change)?;

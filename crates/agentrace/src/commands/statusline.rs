@@ -85,10 +85,13 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     let mut text = String::new();
     stdin.lock().take(MAX_INPUT).read_to_string(&mut text).ok()?;
     let input: StatuslineInput = serde_json::from_str(&text).ok()?;
+    // A price file the home has that cannot be read prices nothing with
+    // it: the line goes on with the database's prices.
     let home = Home::from_env().ok()?;
+    let home = home.clone().with_home_prices().unwrap_or(home);
     // A session id that is not a plain file name gets no state, and no line.
     agentrace_store::validate_run_id(&input.session_id).ok()?;
-    let book = crate::commands::usage::load_prices(args.prices.as_ref()).ok()?;
+    let book = crate::commands::usage::load_prices(&home, args.prices.as_ref()).ok()?;
     let summary = Session::at(&home, &input.transcript_path, &input.session_id, book)?.summary();
     if args.json {
         serde_json::to_string(&summary).ok()

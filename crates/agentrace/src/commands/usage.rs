@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use agentrace_core::days::{self, Day};
 use agentrace_core::model::{RunId, Timestamp};
-use agentrace_core::prices::{FilePrice, PriceBook};
+use agentrace_core::prices::PriceBook;
 use agentrace_core::recorder::Format;
 use agentrace_core::state::CostStatus;
 use agentrace_core::Recorder;
@@ -151,27 +151,13 @@ impl Window {
     }
 }
 
-/// Reads a `--prices` file into the book every fold prices with.
-pub fn load_prices(file: Option<&PathBuf>) -> anyhow::Result<Arc<PriceBook>> {
-    let Some(file) = file else {
-        return Ok(PriceBook::shared_database());
-    };
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: expected {{\"model\": {{\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}}}} (US dollars per million tokens)",
-            file.display()
-        )
-    })?;
-    // The file's content names the book: a usage index priced by another
-    // table is not reused.
-    let digest = format!("{:016x}", fnv1a(text.as_bytes()));
-    Ok(Arc::new(PriceBook::with_file(table, &digest)))
-}
-
-/// FNV-1a, 64 bits: a stable digest of a price file's bytes.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
+/// The book every fold of a command prices with: a `--prices` file's,
+/// else the home's (its `prices.json`, or the database alone).
+pub fn load_prices(home: &Home, file: Option<&PathBuf>) -> anyhow::Result<Arc<PriceBook>> {
+    match file {
+        Some(file) => Ok(agentrace_store::prices::read_price_file(file)?),
+        None => Ok(home.prices()),
+    }
 }
 
 /// The head of a listed run's kept usage when it still matches its log
@@ -628,7 +614,7 @@ fn recorded(home: &Home, catalog: &Catalog, (id, stamp): (RunId, Option<LogStamp
             let log = stamp.unwrap_or_default();
             let tree = UsageTree::of(&home.load_run_with(&id, Arc::clone(prices))?.view(), log, prices.id());
             let place = Place::of(&tree);
-            if prices.id() == PriceBook::database().id() && log.bytes > 0 {
+            if prices.id() == home.prices().id() && log.bytes > 0 {
                 // Best effort: a catalog another process holds only means
                 // folding again next time.
                 if keep_tree(catalog, &id, &tree).is_ok() {
@@ -699,7 +685,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         !args.breakdown || matches!(args.by, By::Day | By::Week | By::Month | By::Project | By::Block),
         "--breakdown splits a day, week, month, project or block by model: use it with --by day, week, month, project or block (--by model is one row per model, --by run and --by agent give each agent's own)"
     );
-    let prices = load_prices(args.prices.as_ref())?;
+    let prices = load_prices(home, args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
     if straight {
         // The price database is decoded on a spare core while the folders
@@ -1040,7 +1026,7 @@ pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
         prices: None,
         runs: Vec::new(),
     };
-    let prices = load_prices(None)?;
+    let prices = home.prices();
     let sessions = sessions(home, &args, &prices)?;
     let unknown = || "unknown".to_owned();
     // day → provider / model → counters, from the requests' hours.
@@ -1122,7 +1108,7 @@ mod tests {
             prices: None,
             runs: Vec::new(),
         };
-        let prices = load_prices(None).unwrap_or_else(|e| panic!("{e}"));
+        let prices = PriceBook::shared_database();
         let found = found_in_folders(&args)
             .and_then(Iterator::collect::<anyhow::Result<Vec<_>>>)
             .unwrap_or_else(|e| panic!("{e}"));

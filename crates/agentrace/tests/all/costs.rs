@@ -721,3 +721,65 @@ fn an_app_server_stream_prices_the_root_by_the_model_its_start_names_as_its_roll
         assert_eq!((&root.1, &root.3), (&Value::from("gpt-6.1-sol"), &Value::from("exact")), "{version}");
     }
 }
+
+/// A price file in the home (`$AGENTRACE_HOME/prices.json`) prices what
+/// every command shows of a run: the run list, `show`, `usage`, `check`'s
+/// budget and the viewer's API give one cost, the one `usage --prices` of
+/// the same file gives (where only `usage`, `prices` and `statusline` took
+/// a file, and the rest said `$?`). Changed, the runs are priced again;
+/// removed, they are the database's again. A file that is no price table
+/// is an error that names it, except for the hook, which never fails.
+#[test]
+fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
+    use super::raw_ref::{get_json, serve};
+    let cli = Cli::new();
+    let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let json = |text: String| -> Value { serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")) };
+    let figures = |cli: &Cli| -> Vec<(Value, Value)> {
+        let runs = json(cli.ok(&["runs", "--json"]));
+        let show = json(cli.ok(&["show", &id, "--json"]));
+        let usage = json(cli.ok(&["usage", "--json", &id]));
+        let (_server, address) = serve(cli);
+        let listed = get_json(&address, "/api/runs");
+        let viewed = get_json(&address, &format!("/api/runs/{id}"));
+        let pair = |value: &Value| (value["cost"].clone(), value["costStatus"].clone());
+        vec![pair(&runs["runs"][0]), pair(&show["run"]), pair(&usage["totals"]), pair(&listed["runs"][0]), pair(&viewed["run"])]
+    };
+    let priced_by = |file: &Path| -> (Value, Value) {
+        let usage = json(cli.ok(&["usage", "--json", "--prices", &file.to_string_lossy(), &id]));
+        (usage["totals"]["cost"].clone(), usage["totals"]["costStatus"].clone())
+    };
+    let unpriced = (Value::Null, Value::from("unknown"));
+    assert_eq!(figures(&cli), vec![unpriced.clone(); 5]);
+    let budget = |cli: &Cli| {
+        let output = cli.run(&["check", &id, "--max-cost", "0.001"]);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).lines().filter(|line| line.contains(" budget_")).map(|line| line.split(':').next().unwrap_or_default().to_owned()).collect::<Vec<_>>())
+    };
+    assert_eq!(budget(&cli), (Some(0), vec!["warning budget_unchecked".to_owned()]));
+
+    let file = cli.home.path().join("prices.json");
+    std::fs::write(&file, r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "cacheCreation": 0, "output": 10}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let priced = priced_by(&file);
+    assert_eq!((priced.0.as_f64().is_some_and(|cost| cost > 0.001), &priced.1), (true, &Value::from("exact")));
+    assert_eq!(figures(&cli), vec![priced.clone(); 5]);
+    assert_eq!(budget(&cli), (Some(1), vec!["error   budget_exceeded".to_owned()]));
+
+    // Dearer: every figure follows the file.
+    std::fs::write(&file, r#"{"mock-model": {"input": 2.5, "cachedInput": 0.25, "cacheCreation": 0, "output": 20}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let dearer = priced_by(&file);
+    assert_eq!((dearer.0.as_f64().zip(priced.0.as_f64()).map(|(dearer, priced)| (dearer / priced * 1e6).round() / 1e6), figures(&cli)), (Some(2.0), vec![dearer; 5]));
+
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(figures(&cli), vec![unpriced; 5]);
+
+    std::fs::write(&file, r#"{"mock-model": {"input": "cheap"}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["runs"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        (output.status.code(), stderr.lines().next().map(|line| line.starts_with(&format!("error: cannot read the home's price file: {}: ", file.display())))),
+        (Some(1), Some(true)),
+        "{stderr}"
+    );
+    let hook = cli.command(&["hook"]).output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hook.status.code(), Some(0));
+}

@@ -246,7 +246,7 @@ fn a_source_edited_since_the_import_shows_raw_null_and_source_changed() {
 }
 
 /// Ends the server when the test ends, whatever happened.
-struct Killed(Child);
+pub(super) struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -256,7 +256,7 @@ impl Drop for Killed {
 }
 
 /// `agentrace serve` on a free loopback port; its address.
-fn serve(cli: &Cli) -> (Killed, String) {
+pub(super) fn serve(cli: &Cli) -> (Killed, String) {
     let mut server = Killed(
         cli.command(&["serve", "--bind", "127.0.0.1:0"])
             .stdout(Stdio::piped())
@@ -276,7 +276,7 @@ fn serve(cli: &Cli) -> (Killed, String) {
 }
 
 /// The JSON body of `GET path`.
-fn get_json(address: &str, path: &str) -> Value {
+pub(super) fn get_json(address: &str, path: &str) -> Value {
     let mut stream = TcpStream::connect(address).unwrap_or_else(|e| panic!("connect {address}: {e}"));
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap_or_else(|e| panic!("{e}"));
     write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
