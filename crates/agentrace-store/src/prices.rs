@@ -20,7 +20,7 @@ pub fn read_price_file(path: &Path) -> Result<Arc<PriceBook>, StoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| StoreError::io("read price file", path, source))?;
     let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).map_err(|error| StoreError::PriceFile {
         path: path.to_owned(),
-        cause: format!("{error}; {EXPECTED}"),
+        cause: format!("{EXPECTED}: {error}"),
     })?;
     Ok(Arc::new(PriceBook::with_file(table, &format!("{:016x}", fnv1a(text.as_bytes())))))
 }

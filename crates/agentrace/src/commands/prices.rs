@@ -170,7 +170,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         }
     }
     if !unpriced.is_empty() {
-        eprintln!("hint: pass --prices FILE (see the README) to `usage` to price the models without one");
+        eprintln!("hint: prices for the models without one, in prices.json in the agentrace home ({}), price every command's figures (see the README)", home.root().display());
     }
     Ok(())
 }

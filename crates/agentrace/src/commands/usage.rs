@@ -352,7 +352,7 @@ impl Unpriced {
             eprintln!("warning: no price for {model} ({tokens} tokens); cost shown is a floor");
         }
         if !self.0.is_empty() {
-            eprintln!("hint: `agentrace prices` lists the prices found; pass --prices FILE to price the others (see the README)");
+            eprintln!("hint: `agentrace prices` lists the prices found; prices.json in the agentrace home prices the others (see the README)");
         }
     }
 }
