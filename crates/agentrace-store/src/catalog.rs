@@ -842,6 +842,12 @@ impl Catalog {
         Ok(ids)
     }
 
+    /// How many provider sessions an import has read into runs (none on a
+    /// home no import has read a history into yet).
+    pub fn imported_session_count(&self) -> Result<u64, StoreError> {
+        self.conn.query_row("SELECT count(*) FROM import_sessions", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))
+    }
+
     /// How many runs the catalog holds.
     pub fn run_count(&self) -> Result<u64, StoreError> {
         self.conn.query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))

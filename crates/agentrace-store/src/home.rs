@@ -296,6 +296,34 @@ impl Home {
         self.import_dir().join("lock")
     }
 
+    /// What an import running in the background says (its stderr).
+    pub fn background_import_log_path(&self) -> PathBuf {
+        self.import_dir().join("background.log")
+    }
+
+    /// Notes that process `pid` imports into this home in the background
+    /// (see [`Home::background_import`]).
+    pub fn note_background_import(&self, pid: u32) -> Result<(), StoreError> {
+        let path = self.import_dir().join("background.pid");
+        crate::files::replace_unsynced(&path, pid.to_string().as_bytes(), "note the background import")
+    }
+
+    /// The pid of the import a first `agentrace` started in the background,
+    /// while it is at work (it holds the import lock); `None` otherwise.
+    pub fn background_import(&self) -> Option<u32> {
+        let pid: u32 = fs::read_to_string(self.import_dir().join("background.pid")).ok()?.trim().parse().ok()?;
+        (Path::new(&format!("/proc/{pid}")).exists() && crate::ImportLock::held_elsewhere(self)).then_some(pid)
+    }
+
+    /// [`Home::background_import_log_path`], made anew for an import about
+    /// to start in the background, to hand it as its stderr.
+    pub fn create_background_import_log(&self) -> Result<File, StoreError> {
+        let dir = self.import_dir();
+        fs::create_dir_all(&dir).map_err(|source| StoreError::io("create import directory", &dir, source))?;
+        let path = self.background_import_log_path();
+        File::create(&path).map_err(|source| StoreError::io("create background import log", &path, source))
+    }
+
     /// `<root>/import/follower`, the lease of the follower (`watch`, `top`,
     /// `serve --watch`) that keeps the catalog current
     /// ([`FollowerLease`](crate::FollowerLease)).

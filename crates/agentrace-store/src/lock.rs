@@ -123,6 +123,23 @@ impl ImportLock {
             .map(|lock| ImportLock { _lock: lock })
             .map_err(|(_, errno)| StoreError::io("lock", &path, io::Error::from(errno)))
     }
+
+    /// Takes the lock when no other process holds it; `None` when one
+    /// does (an import at work, in the background say), without waiting.
+    pub fn try_acquire(home: &Home) -> Result<Option<ImportLock>, StoreError> {
+        let path = home.import_lock_path();
+        let file = open_in_import_dir(home, &path, "open import lock")?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => Ok(Some(ImportLock { _lock: lock })),
+            Err((_, Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, errno)) => Err(StoreError::io("lock", &path, io::Error::from(errno))),
+        }
+    }
+
+    /// True while another process imports into this home.
+    pub fn held_elsewhere(home: &Home) -> bool {
+        matches!(Self::try_acquire(home), Ok(None))
+    }
 }
 
 /// The file `path` of the import's folder, opened to read and write (made,

@@ -1112,6 +1112,71 @@ pub(crate) enum Scope {
     /// file of the history (16,000 for 5,000 sessions) for each few lines
     /// an agent wrote.
     Written(std::collections::BTreeSet<PathBuf>),
+    /// Only the sessions one of these files belongs to (the newest written,
+    /// which a first `agentrace` lists before the rest is imported in the
+    /// background); the others are left for a later import.
+    Newest(std::collections::BTreeSet<PathBuf>),
+}
+
+/// How many sessions a first import reads before `agentrace` lists runs,
+/// unless `AGENTRACE_BACKGROUND_IMPORT_AFTER` says otherwise: above it, the
+/// newest are imported and listed first, the rest in the background.
+const BACKGROUND_IMPORT_AFTER: usize = 400;
+
+/// The newest written session files of the homes `args` reads (Codex
+/// rollouts, Claude main transcripts), at most `newest` of them (and no
+/// more than a first import reads at once), when the
+/// history holds more sessions than a first import reads at once
+/// ([`BACKGROUND_IMPORT_AFTER`], or `AGENTRACE_BACKGROUND_IMPORT_AFTER`:
+/// a number, or `never`); `None` when it holds no more (it is imported
+/// whole), with how many session files there are.
+pub(crate) fn newest_when_large(args: &ImportArgs, newest: usize) -> anyhow::Result<(usize, Option<std::collections::BTreeSet<PathBuf>>)> {
+    let after = match std::env::var("AGENTRACE_BACKGROUND_IMPORT_AFTER") {
+        Ok(text) if text.trim() == "never" => return Ok((0, None)),
+        Ok(text) => text.trim().parse::<usize>().with_context(|| format!("AGENTRACE_BACKGROUND_IMPORT_AFTER={text}: expected a number of sessions, or `never`"))?,
+        Err(_) => BACKGROUND_IMPORT_AFTER,
+    };
+    let mut files: Vec<(u64, PathBuf)> = Vec::new();
+    if let Some(dir) = codex_home(args) {
+        for (path, stamp) in RolloutWalk::new(&dir, true) {
+            files.push((stamp.map_or(0, |stamp| stamp.modified_ns), path));
+        }
+    }
+    if let Some(dir) = claude_dir(args).filter(|dir| dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects")) {
+        for project in crate::sources::claude_ingest::sessions_by_project_in(&dir, None)? {
+            for session in project? {
+                let main = session.main().to_path_buf();
+                let modified = std::fs::metadata(&main).map_or(0, |metadata| FileStamp::of(&metadata).modified_ns);
+                files.push((modified, main));
+            }
+        }
+    }
+    let count = files.len();
+    if count <= after {
+        return Ok((count, None));
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    Ok((count, Some(files.into_iter().take(newest.min(after)).map(|(_, path)| path).collect())))
+}
+
+/// Starts `agentrace import --quiet` in the background, on its own (it
+/// outlives this process; its stderr goes to the home's background import
+/// log); returns its pid.
+pub(crate) fn import_in_background(home: &Home) -> anyhow::Result<u32> {
+    use std::os::unix::process::CommandExt as _;
+    let log = home.create_background_import_log()?;
+    let exe = std::env::current_exe().context("cannot find this program to import in the background")?;
+    let child = std::process::Command::new(exe)
+        .args(["import", "--quiet"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        // Its own process group: a Ctrl-C meant for the shell's next
+        // command does not stop it.
+        .process_group(0)
+        .spawn()
+        .context("cannot start the background import")?;
+    Ok(child.id())
 }
 
 /// Imports what changed since the last import (see the module's
@@ -1143,8 +1208,12 @@ pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, s
     home.remove_retired_import_tables();
     let catalog = crate::catalog::open(home)?;
     let written = match scope {
-        Scope::Everything => None,
+        Scope::Everything | Scope::Newest(_) => None,
         Scope::Written(paths) => written_sessions(&catalog, paths)?,
+    };
+    let only = match scope {
+        Scope::Newest(paths) => Some(paths),
+        Scope::Everything | Scope::Written(_) => None,
     };
     // Runs recorded beside the import (`run`, `tap`) are brought into the
     // catalog by a whole import, and by any command that lists runs.
@@ -1187,7 +1256,7 @@ pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, s
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
         let claude = claude_found(claude_dir.as_deref(), &dirs)?;
-        import_sessions(home, args, since, claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home)?, codex))
+        import_sessions(home, (args, since, only), claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home)?, codex))
     })
     .and_then(|changed| {
         keep_dirs(&catalog, &dirs)?;
@@ -1259,7 +1328,7 @@ fn import_written(
         let walk = written.codex.iter().map(|path| (path.clone(), fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata))));
         codex_sessions_known(walk, catalog, false)
     };
-    import_sessions(home, args, since, in_key_order(found), catalog, (torn_lines, dirs), (RunsListing::Asked(home), codex))
+    import_sessions(home, (args, since, None), in_key_order(found), catalog, (torn_lines, dirs), (RunsListing::Asked(home), codex))
 }
 
 /// Keeps the folder listings this import took (and forgets those it could
@@ -1285,8 +1354,7 @@ fn keep_dirs(catalog: &std::sync::Mutex<Catalog>, dirs: &DirCache) -> anyhow::Re
 /// gives them once listed); says what was done.
 fn import_sessions(
     home: &Home,
-    args: &ImportArgs,
-    since: Option<Timestamp>,
+    (args, since, only): (&ImportArgs, Option<Timestamp>, Option<&std::collections::BTreeSet<PathBuf>>),
     (found, claude): (usize, impl Iterator<Item = anyhow::Result<FoundSession>> + Send),
     catalog: &std::sync::Mutex<Catalog>,
     (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
@@ -1322,6 +1390,10 @@ fn import_sessions(
         // A session with no time of its own is imported whatever the day.
         let main = session.parts.first().map(|(_, path)| path.as_path());
         if since.is_some_and(|since| main.and_then(first_time).is_some_and(|started| started < since)) {
+            importer.bar.inc(1);
+            return Ok(());
+        }
+        if only.is_some_and(|only| !session.parts.iter().any(|(_, path)| only.contains(path))) {
             importer.bar.inc(1);
             return Ok(());
         }
@@ -1382,7 +1454,8 @@ fn import_sessions(
             files
                 .iter()
                 .all(|head| head.started.is_some_and(|t| t < since))
-        }) {
+        }) || only.is_some_and(|only| !files.iter().any(|head| only.contains(&head.path)))
+        {
             importer.bar.inc(1);
             continue;
         }

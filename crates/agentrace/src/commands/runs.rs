@@ -127,6 +127,9 @@ pub fn listed(home: &Home, catalog: &Catalog, filter: &RunFilter) -> anyhow::Res
 /// Runs `agentrace runs`.
 pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     let filter = filter_of(args)?;
+    if home.background_import().is_some() {
+        eprintln!("{IMPORT_AT_WORK}");
+    }
     let catalog = crate::catalog::synced(home)?;
     let (runs, total) = listed(home, &catalog, &filter)?;
     if args.json {
@@ -351,13 +354,54 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
 /// How many runs the first command lists.
 const FIRST_PAGE: u64 = 20;
 
+/// What the first command imported before listing.
+enum FirstImport {
+    /// What grew since the last import (or the whole history).
+    Whole,
+    /// A large history's newest sessions: the rest is imported by `pid`,
+    /// in the background; `files` session files in all.
+    Newest { files: usize, pid: u32 },
+    /// Nothing: another import is at work (the one a first command
+    /// started in the background, say).
+    Elsewhere,
+}
+
+/// Said while another import is at work in the home.
+pub(crate) const IMPORT_AT_WORK: &str = "note: an import is bringing in your history in the background; these are the runs imported so far (`agentrace import` waits for it to end)";
+
+/// The first command's import: what grew, as `import` reads it; or, on a
+/// home no history was imported into yet whose history is large, the
+/// newest sessions only (listed at once), the rest by an import started
+/// in the background; or nothing while another import is at work (it
+/// would only be waited for).
+fn first_import(home: &Home, import: &crate::commands::import::ImportArgs) -> anyhow::Result<FirstImport> {
+    use crate::commands::import;
+    if home.background_import().is_some() {
+        return Ok(FirstImport::Elsewhere);
+    }
+    if crate::catalog::open(home)?.imported_session_count()? == 0 {
+        // A session may be several files (a Codex root and its children's
+        // rollouts, written together): four a run fill the first page.
+        if let (files, Some(newest)) = import::newest_when_large(import, 4 * FIRST_PAGE as usize)? {
+            // Quietly: the note after the list says what was imported.
+            let quiet = import::ImportArgs::quiet_of(None, None);
+            import::import_in(home, &quiet, crate::sources::session_feed::TornLines::Feed, &import::Scope::Newest(newest))?;
+            let pid = import::import_in_background(home)?;
+            home.note_background_import(pid)?;
+            return Ok(FirstImport::Newest { files, pid });
+        }
+    }
+    import::run_unless_followed(home, import)?;
+    Ok(FirstImport::Whole)
+}
+
 /// `agentrace` with no command: imports what grew in the Codex and Claude
 /// folders (a progress bar on a terminal), then lists the newest runs; the
 /// bundled samples only when there is no history at all.
 pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     let zone = &crate::zone::from_env()?;
     let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(false);
-    crate::commands::import::run_unless_followed(home, &import)?;
+    let imported = first_import(home, &import)?;
     let catalog = crate::catalog::synced(home)?;
     let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
     crate::commands::samples::retire_placeholders(home, &catalog)?;
@@ -375,6 +419,14 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     table(out, &runs, zone)?;
     if total > runs.len() as u64 {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
+    }
+    match imported {
+        FirstImport::Whole => {}
+        FirstImport::Newest { files, pid } => eprintln!(
+            "note: your history is large ({files} session files): the newest sessions are listed, and the rest is being imported in the background (pid {pid}, log {}); `agentrace runs` lists runs as they come, `agentrace import` waits for it to end",
+            home.background_import_log_path().display()
+        ),
+        FirstImport::Elsewhere => eprintln!("{}", IMPORT_AT_WORK),
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
     // Sessions going on now: where to watch each agent at work.

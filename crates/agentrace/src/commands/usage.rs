@@ -687,6 +687,11 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     );
     let prices = load_prices(home, args.prices.as_ref())?;
     let straight = args.codex_home.is_some() || args.claude_dir.is_some();
+    // Recorded runs counted while an import still brings them in: said, so
+    // a partial total is not taken for the whole.
+    if !straight && home.background_import().is_some() {
+        eprintln!("{}", crate::commands::runs::IMPORT_AT_WORK);
+    }
     if straight {
         // The price database is decoded on a spare core while the folders
         // are listed: on the first request priced, the other worker waited

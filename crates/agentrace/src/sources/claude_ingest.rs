@@ -104,6 +104,11 @@ impl FoundSession {
         session_id_of(&self.main)
     }
 
+    /// Its main transcript.
+    pub fn main(&self) -> &Path {
+        &self.main
+    }
+
     /// Its files: the subagent folder is walked now, so callers can spread
     /// that over their workers.
     pub fn files(&self) -> anyhow::Result<SessionFiles> {

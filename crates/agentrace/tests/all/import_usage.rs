@@ -1970,3 +1970,55 @@ fn a_session_read_young_is_ended_by_a_later_import_when_its_unchanged_files_are_
     import(&pieces, "1800");
     assert_eq!(events(&pieces, &id), events(&whole, &id));
 }
+
+/// A first `agentrace` on a history larger than it imports at once
+/// (`AGENTRACE_BACKGROUND_IMPORT_AFTER`, 400 sessions by default) imports
+/// the newest sessions, lists them, and leaves the rest to an import it
+/// starts in the background. Once that ends (`import` waits for it), the
+/// home holds what a home that imported everything before listing holds:
+/// the same runs, each with the same events and `show`, and the same
+/// usage.
+#[test]
+fn a_first_command_on_a_large_history_lists_the_newest_and_imports_the_rest_in_the_background() {
+    let dir = homes(&["v1_basic", "v1_parallel", "v2_basic", "real_model_nested"], &["single_bg", "nested_fg", "parallel_fg"]);
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let first = |cli: &Cli, after: &str| -> (usize, String) {
+        let output = cli
+            .command(&[])
+            .env("CODEX_HOME", &codex)
+            .env("CLAUDE_CONFIG_DIR", &claude)
+            .env("AGENTRACE_BACKGROUND_IMPORT_AFTER", after)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        (String::from_utf8_lossy(&output.stdout).lines().skip(1).count(), stderr)
+    };
+    let background = Cli::new();
+    let (listed, said) = first(&background, "2");
+    let note = said.lines().find(|line| line.starts_with("note: your history is large")).unwrap_or_else(|| panic!("{said}"));
+    let (head, rest) = note.split_once("(pid ").unwrap_or_else(|| panic!("{note}"));
+    let (pid, tail) = rest.split_once(", log ").unwrap_or_else(|| panic!("{note}"));
+    let log_path = background.home.path().join("import/background.log");
+    assert_eq!(
+        (head, pid.parse::<u32>().is_ok(), tail),
+        (
+            "note: your history is large (13 session files): the newest sessions are listed, and the rest is being imported in the background ",
+            true,
+            format!("{}); `agentrace runs` lists runs as they come, `agentrace import` waits for it to end", log_path.display()).as_str()
+        )
+    );
+    assert!(listed >= 1, "{said}");
+    // `import` waits for the background import, then finds nothing new.
+    let (codex_arg, claude_arg) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    let again = background.run(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("imported 0 new sessions, 0 changed"), "{}", String::from_utf8_lossy(&again.stderr));
+    let log = std::fs::read_to_string(&log_path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(log, "");
+
+    let whole = Cli::new();
+    let (_, said_whole) = first(&whole, "never");
+    assert!(!said_whole.contains("history is large"), "{said_whole}");
+    assert_same_runs(&background, &whole, "imported in the background");
+    assert_eq!(background.ok(&["usage", "--json"]), whole.ok(&["usage", "--json"]));
+}
