@@ -1155,7 +1155,7 @@ pub(crate) fn newest_when_large(args: &ImportArgs, newest: usize) -> anyhow::Res
     if count <= after {
         return Ok((count, None));
     }
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     Ok((count, Some(files.into_iter().take(newest.min(after)).map(|(_, path)| path).collect())))
 }
 
