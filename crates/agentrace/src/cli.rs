@@ -26,7 +26,12 @@ use crate::commands::samples;
 /// Code folders ($CODEX_HOME, $CLAUDE_CONFIG_DIR) and lists your newest
 /// runs; when there is no history at all it records the bundled sample
 /// runs so there is something to look at, and removes them once your own runs
-/// are there.
+/// are there. The first time, a large history's newest sessions are listed at
+/// once and the rest is imported in the background.
+///
+/// Costs come from the compiled-in price database, and from
+/// $AGENTRACE_HOME/prices.json for every command when you keep your own
+/// prices there.
 ///
 /// Times and days are UTC unless a zone is named: `--tz ZONE` (`usage`,
 /// `runs`, `search`, `import`), or $AGENTRACE_TZ for every command (e.g.
