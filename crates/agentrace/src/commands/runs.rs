@@ -358,9 +358,10 @@ const FIRST_PAGE: u64 = 20;
 enum FirstImport {
     /// What grew since the last import (or the whole history).
     Whole,
-    /// A large history's newest sessions: the rest is imported by `pid`,
-    /// in the background; `files` session files in all.
-    Newest { files: usize, pid: u32 },
+    /// A large history's newest sessions: the rest is left to an import
+    /// in the background, started once they are listed; `files` session
+    /// files in all.
+    Newest { files: usize },
     /// Nothing: another import is at work (the one a first command
     /// started in the background, say).
     Elsewhere,
@@ -386,9 +387,7 @@ fn first_import(home: &Home, import: &crate::commands::import::ImportArgs) -> an
             // Quietly: the note after the list says what was imported.
             let quiet = import::ImportArgs::quiet_of(None, None);
             import::import_in(home, &quiet, crate::sources::session_feed::TornLines::Feed, &import::Scope::Newest(newest))?;
-            let pid = import::import_in_background(home)?;
-            home.note_background_import(pid)?;
-            return Ok(FirstImport::Newest { files, pid });
+            return Ok(FirstImport::Newest { files });
         }
     }
     import::run_unless_followed(home, import)?;
@@ -406,6 +405,16 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     let mut filter = RunFilter { limit: Some(FIRST_PAGE), ..RunFilter::default() };
     crate::commands::samples::retire_placeholders(home, &catalog)?;
     let (mut runs, total) = listed(home, &catalog, &filter)?;
+    // Started once the list was read: an import writing the catalog would
+    // have kept the list waiting for its writes.
+    let background = match imported {
+        FirstImport::Newest { files } => {
+            let pid = crate::commands::import::import_in_background(home)?;
+            home.note_background_import(pid)?;
+            Some((files, pid))
+        }
+        FirstImport::Whole | FirstImport::Elsewhere => None,
+    };
     if total == 0 {
         eprintln!("No Codex or Claude Code history found, and no runs in {} yet; recording the bundled sample runs.", home.root().display());
         crate::commands::samples::record_placeholders(home)?;
@@ -420,13 +429,13 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     if total > runs.len() as u64 {
         eprintln!("{} of {total} runs; `agentrace runs --offset {}` lists more, `agentrace search TEXT` finds text in them", runs.len(), runs.len());
     }
-    match imported {
-        FirstImport::Whole => {}
-        FirstImport::Newest { files, pid } => eprintln!(
+    if let Some((files, pid)) = background {
+        eprintln!(
             "note: your history is large ({files} session files): the newest sessions are listed, and the rest is being imported in the background (pid {pid}, log {}); `agentrace runs` lists runs as they come, `agentrace import` waits for it to end",
             home.background_import_log_path().display()
-        ),
-        FirstImport::Elsewhere => eprintln!("{}", IMPORT_AT_WORK),
+        );
+    } else if matches!(imported, FirstImport::Elsewhere) {
+        eprintln!("{IMPORT_AT_WORK}");
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
     // Sessions going on now: where to watch each agent at work.
