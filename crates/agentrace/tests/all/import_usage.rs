@@ -2022,3 +2022,27 @@ fn a_first_command_on_a_large_history_lists_the_newest_and_imports_the_rest_in_t
     assert_same_runs(&background, &whole, "imported in the background");
     assert_eq!(background.ok(&["usage", "--json"]), whole.ok(&["usage", "--json"]));
 }
+
+/// While the import a first command started in the background is at work
+/// (it holds the import lock), `agentrace` alone lists what is there
+/// without waiting for it, and it, `runs` and `usage` say the figures are
+/// what it has imported so far. Held here by the test for the import.
+#[test]
+fn while_the_background_import_works_the_list_runs_and_usage_say_their_figures_are_partial() {
+    let dir = homes(&["v1_basic"], &[]);
+    let cli = Cli::new();
+    cli.ok(&["import", "--codex-home", &dir.path().join("codex").to_string_lossy(), "--claude-dir", "/nonexistent"]);
+    let home = agentrace_store::Home::at(cli.home.path());
+    let said = |args: &[&str]| -> Vec<String> {
+        let output = cli.command(args).env("CODEX_HOME", dir.path().join("codex")).output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stderr).lines().filter(|line| line.starts_with("note: an import")).map(str::to_owned).collect()
+    };
+    let note = "note: an import is bringing in your history in the background; these are the runs imported so far (`agentrace import` waits for it to end)".to_owned();
+    assert_eq!([said(&[]), said(&["runs"]), said(&["usage"])], [Vec::<String>::new(), Vec::new(), Vec::new()]);
+    home.note_background_import(std::process::id()).unwrap_or_else(|e| panic!("{e}"));
+    let lock = agentrace_store::ImportLock::acquire(&home, || {}).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!([said(&[]), said(&["runs"]), said(&["usage"])], [vec![note.clone()], vec![note.clone()], vec![note]]);
+    drop(lock);
+    assert_eq!([said(&[]), said(&["runs"]), said(&["usage"])], [Vec::<String>::new(), Vec::new(), Vec::new()]);
+}
