@@ -165,17 +165,13 @@ fn an_agent_message_with_html_is_shown_as_text_and_executes_nothing() {
     );
 }
 
-/// A Claude session whose root's turn ended while its background helper
-/// works on: the run reads `done`, yet the page is live (its badge shown,
-/// its stream followed), so the helper's end arrives without a reload and
-/// the badge goes once the session is over. It was taken for over: no
-/// badge, no stream, the helper `working` until the page was reloaded.
-#[test]
-fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
+/// Claude's `single_bg` session recorded as run `bg` through the root's
+/// first answer (its turn's end), while its background helper works on,
+/// with its record as a recording rewrites it: the session, where it was
+/// cut, and the writer and recorder to go on with.
+fn background_helper_at_work(scratch: &Scratch) -> (Transcripts, usize, agentrace_store::RunWriter, agentrace_core::Recorder) {
     use agentrace_core::model::RunId;
-    let scratch = Scratch::new();
     let session = Transcripts::of("single_bg");
-    // Through the root's first answer (its turn's end): the helper works on.
     let cut = session
         .lines
         .iter()
@@ -186,8 +182,19 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
     let mut recorder = agentrace_core::Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
     writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
     Transcripts::feed(&session.lines[..cut], &mut writer, &mut recorder);
-    // The record, as a recording rewrites it while it runs.
     writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    (session, cut, writer, recorder)
+}
+
+/// A Claude session whose root's turn ended while its background helper
+/// works on: the run reads `done`, yet the page is live (its badge shown,
+/// its stream followed), so the helper's end arrives without a reload and
+/// the badge goes once the session is over. It was taken for over: no
+/// badge, no stream, the helper `working` until the page was reloaded.
+#[test]
+fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
+    let scratch = Scratch::new();
+    let (session, cut, mut writer, mut recorder) = background_helper_at_work(&scratch);
     let served = serve(&scratch);
     let browser = Browser::start();
     // The runs list says the root's answer is not the session's last word.
@@ -226,21 +233,9 @@ fn a_page_follows_a_background_helper_after_its_roots_turn_ended() {
 /// its agents ended.
 #[test]
 fn the_live_page_shows_what_every_agent_of_every_session_is_doing_and_follows_it() {
-    use agentrace_core::model::RunId;
     let scratch = Scratch::new();
     scratch.capture("basic", "v1_basic");
-    let session = Transcripts::of("single_bg");
-    let cut = session
-        .lines
-        .iter()
-        .position(|(part, line, _)| matches!(part, SourcePart::Main) && line.contains("\"stop_reason\":\"end_turn\""))
-        .unwrap_or_else(|| panic!("the root never answers"))
-        + 1;
-    let mut writer = scratch.home().create_run(&RunId::from("bg")).unwrap_or_else(|e| panic!("{e}"));
-    let mut recorder = agentrace_core::Recorder::new(RunId::from("bg"), agentrace_core::recorder::Format::ClaudeTranscript);
-    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
-    Transcripts::feed(&session.lines[..cut], &mut writer, &mut recorder);
-    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let (session, cut, mut writer, mut recorder) = background_helper_at_work(&scratch);
     let served = serve(&scratch);
     let browser = Browser::start();
     browser.goto(&format!("{}/live", served.url));
