@@ -656,6 +656,13 @@ impl Catalog {
             }
             _ => {}
         }
+        // A process that read the price file before it changed (a `watch`
+        // or `serve` left running) prices nothing again: it and the
+        // commands reading the file now would each undo the other's work.
+        let now = Home::at(home.root()).with_home_prices().map(|now| now.prices().id().to_owned());
+        if now.as_deref().ok() != Some(prices.id()) {
+            return Ok(0);
+        }
         let err = sql(&self.path);
         let ids: Vec<String> = {
             let mut statement = self.conn.prepare("SELECT id FROM runs WHERE status != 'running'").map_err(&err)?;
