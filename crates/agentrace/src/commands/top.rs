@@ -16,6 +16,7 @@ use std::time::Duration;
 use agentrace_core::model::{Provider, RunId, RunStatus, Timestamp};
 use agentrace_core::overview::{session_of, AgentRow, Session, ToolNow};
 use agentrace_core::state::CostStatus;
+use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::Args;
@@ -46,6 +47,10 @@ pub struct TopArgs {
     /// How many ended sessions to show beside the live ones (newest first).
     #[arg(long, value_name = "N", default_value_t = 20)]
     recent: usize,
+    /// Print the sessions once as JSON (`{"sessions": [...], "now"}`, as
+    /// the viewer's `GET /api/live` gives them) and exit.
+    #[arg(long)]
+    json: bool,
     /// Watch by polling, as where inotify cannot be used (for tests).
     #[arg(long, hide = true)]
     poll: bool,
@@ -499,10 +504,11 @@ fn fit(text: &str, width: usize) -> String {
     }
 }
 
-/// Reads one run as the screen shows it.
-fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
+/// Reads one run as the screen shows it, its warnings as `show` counts
+/// them now (the detectors' too, with the home's configuration).
+fn load(home: &Home, id: &RunId, config: &WarningConfig) -> anyhow::Result<Session> {
     let loaded = home.load_run(id)?;
-    let view = loaded.view();
+    let view = loaded.checked_view(config, Some(now()));
     Ok(session_of(view.run, &view.agents, &loaded.records(), loaded.book.session_over()))
 }
 
@@ -531,8 +537,9 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         return measure_redraw(draws, out);
     }
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
-    if !std::io::stdout().is_terminal() {
-        return plain(home, &import, args, out);
+    let config = crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?;
+    if args.json || !std::io::stdout().is_terminal() {
+        return plain(home, &import, args, &config, out);
     }
     let follower = Follower::start(home, &import, args.poll)?;
     let watching = follower.mode().to_owned();
@@ -545,25 +552,35 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut top = Top::new(watching, color);
     for id in shown_at_start(home, args.recent)? {
-        if let Ok(session) = load(home, &id) {
+        if let Ok(session) = load(home, &id, &config) {
             top.upsert(session);
         }
     }
-    let result = screen(home, &mut top, &passes);
+    let result = screen(home, &mut top, &passes, &config);
     stopper.stop();
     let _ = thread.join();
     result?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `top` when stdout is not a terminal: one pass, then each live and
-/// recent session with its records as `status` prints them.
-fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
+/// `top` when stdout is not a terminal (or with `--json`): one pass, then
+/// each live and recent session with its records as `status` prints them
+/// (or as JSON).
+fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, config: &WarningConfig, out: &mut Out) -> anyhow::Result<ExitCode> {
     crate::commands::import::import(home, import, crate::sources::session_feed::TornLines::Wait)?;
     let now = now();
     let mut top = Top::new(String::new(), false);
     for id in shown_at_start(home, args.recent)? {
-        top.upsert(load(home, &id)?);
+        top.upsert(load(home, &id, config)?);
+    }
+    if args.json {
+        // The live ones first, each part newest first, as the viewer's
+        // live page has them.
+        let mut sessions: Vec<&Session> = top.visible();
+        sessions.sort_by_key(|session| !session.live);
+        out.json_pretty(&serde_json::json!({ "sessions": sessions, "now": now }))?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
     }
     for session in top.visible() {
         out.line(session_line(session, now))?;
@@ -650,7 +667,7 @@ impl Drop for TerminalGuard {
 
 /// The terminal loop: keys, passes of the follower, a redraw each second
 /// (times move) and after each change.
-fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>) -> anyhow::Result<()> {
+fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>, config: &WarningConfig) -> anyhow::Result<()> {
     use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
     // What the import writes on stderr (a skipped line, a shrunk file)
@@ -675,7 +692,7 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
         // Everything the follower finished since, at once.
         while let Ok(pass) = passes.try_recv() {
             for id in pass? {
-                if let Ok(session) = load(home, &id) {
+                if let Ok(session) = load(home, &id, config) {
                     top.upsert(session);
                 }
                 if let Mode::Events { run, lines, .. } = &mut top.mode {

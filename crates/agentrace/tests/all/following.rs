@@ -227,6 +227,31 @@ fn top_without_a_terminal_prints_its_rows_once() {
     assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
 }
 
+/// `top --json` prints the sessions once as the viewer's `GET /api/live`
+/// gives them (the same overview of each: its record, whether it is live,
+/// each agent's state, tool, tokens and cost), a Claude session whose
+/// helper works on after its root's turn first.
+#[test]
+fn top_json_gives_the_sessions_as_the_viewers_live_api_does() {
+    let homes = Homes::new();
+    let codex = Growth::of(Provider::Codex, "v1_basic");
+    codex.write(&homes, 0..codex.order.len(), true);
+    let claude = Growth::of(Provider::Claude, "single_bg");
+    claude.write(&homes, 0..claude.through_the_roots_first_answer(), true);
+    let cli = Cli::new();
+    let (codex_home, claude_dir) = (homes.of(Provider::Codex).to_string_lossy().into_owned(), homes.of(Provider::Claude).to_string_lossy().into_owned());
+    let printed: serde_json::Value = serde_json::from_str(&cli.ok(&["top", "--json", "--codex-home", &codex_home, "--claude-dir", &claude_dir])).unwrap_or_else(|e| panic!("{e}"));
+    let (_server, address) = super::raw_ref::serve(&cli);
+    let served = super::raw_ref::get_json(&address, "/api/live");
+    let shape = |sessions: &serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value, usize)> {
+        sessions.as_array().into_iter().flatten().map(|session| (session["run"]["id"].clone(), session["live"].clone(), session["agents"].as_array().map_or(0, Vec::len))).collect()
+    };
+    assert_eq!(
+        (printed["sessions"].clone(), printed["now"].is_string(), shape(&printed["sessions"]).iter().map(|(_, live, agents)| (live.clone(), *agents)).collect::<Vec<_>>()),
+        (served["sessions"].clone(), true, vec![(serde_json::Value::Bool(true), 2), (serde_json::Value::Bool(false), 2)])
+    );
+}
+
 /// The names of the notes the notification commands wrote into `dir`,
 /// sorted.
 fn noted_in(dir: &Path) -> Vec<String> {
