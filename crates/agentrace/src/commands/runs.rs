@@ -438,6 +438,14 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("{IMPORT_AT_WORK}");
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
+    // A cost the list cannot give whole: where the missing prices are named
+    // and how to give them.
+    if runs.iter().any(|listed| listed.run.cost_status != CostStatus::Exact) {
+        eprintln!(
+            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, and your own prices in {} price them in every command",
+            home.prices_path().display()
+        );
+    }
     // Sessions going on now: where to watch each agent at work.
     let live = runs.iter().filter(|listed| listed.run.status == RunStatus::Running || listed.run.helpers_working).count();
     if live > 0 {

@@ -216,10 +216,23 @@ fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew
     assert!(!listed.contains("sample-"), "{listed}");
     let header: Vec<&str> = listed.lines().next().unwrap_or_default().split_whitespace().collect();
     assert_eq!(header, vec!["RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN", "RESULT"]);
+    // The Codex run's scripted model has no price (`$?`): where to name it
+    // and price it.
+    let price_hint = |said: &str| said.lines().filter(|line| line.contains("lacks some prices")).map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        price_hint(&said),
+        vec![format!(
+            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, and your own prices in {} price them in every command",
+            cli.home.path().join("prices.json").display()
+        )]
+    );
     // A second call reads nothing that did not grow.
     let (again, said) = first_command();
     assert!(said.contains("imported 0 new sessions, 0 changed, 2 unchanged"), "{said}");
     assert_eq!(again, listed);
+    // Priced by the user's file, no cost lacks anything.
+    std::fs::write(cli.home.path().join("prices.json"), r#"{"mock-model": {"input": 1, "output": 2}}"#).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(price_hint(&first_command().1), Vec::<String>::new());
     // What the catalog keeps of each file: read to its end.
     let files = catalog_rows(&cli, "SELECT count(*), sum(read_offset = size) FROM import_files");
     assert_eq!(files[0][0], files[0][1]);
