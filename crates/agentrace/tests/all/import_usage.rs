@@ -2046,3 +2046,52 @@ fn while_the_background_import_works_the_list_runs_and_usage_say_their_figures_a
     drop(lock);
     assert_eq!([said(&[]), said(&["runs"]), said(&["usage"])], [Vec::<String>::new(), Vec::new(), Vec::new()]);
 }
+
+/// A `watch` left running when the home's price file is written prices
+/// what it imports from then on with the file, and prices the runs it
+/// imported before it again: the records it writes say the cost `show`
+/// gives. It kept the prices it started with: the scripted model's runs
+/// stayed `$?`.
+#[test]
+fn a_watch_prices_what_it_imports_after_the_home_price_file_changed_with_the_new_file() {
+    let homes = Homes::new();
+    let first = Growth::of(Provider::Codex, "v1_basic");
+    first.write(&homes, 0..first.order.len(), true);
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--quiet"]);
+    // The records the watch wrote (read as files: any command would price
+    // the runs itself).
+    let records = || -> Vec<Value> {
+        let mut records: Vec<Value> = std::fs::read_dir(cli.home.path().join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|entry| serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok())
+            .collect();
+        records.sort_by_key(|record: &Value| record["startedAt"].as_str().map(str::to_owned));
+        records
+    };
+    let until = |what: &str, done: &dyn Fn(&[Value]) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !done(&records()) {
+            assert!(std::time::Instant::now() < deadline, "{what}: {:#?}", records());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    until("the first run", &|records| records.len() == 1 && records[0]["status"] == "done");
+    assert_eq!(records()[0]["costStatus"], "unknown");
+    std::fs::write(cli.home.path().join("prices.json"), r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "output": 10}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let second = Growth::of(Provider::Codex, "v2_basic");
+    second.write(&homes, 0..second.order.len(), true);
+    until("the second run, and the first priced again", &|records| {
+        records.len() == 2 && records.iter().all(|record| record["status"] == "done" && record["costStatus"] == "exact")
+    });
+    let (status, _) = watch.stop();
+    assert!(status.success());
+    let shown: Vec<Value> = records()
+        .iter()
+        .map(|record| serde_json::from_str::<Value>(&cli.ok(&["show", record["id"].as_str().unwrap_or_default(), "--json"])).unwrap_or_else(|e| panic!("{e}"))["run"]["cost"].clone())
+        .collect();
+    assert_eq!(records().iter().map(|record| record["cost"].clone()).collect::<Vec<_>>(), shown);
+}
