@@ -293,7 +293,10 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
     if let Some(note) = catalog.rebuilt().and_then(|reason| reason.note(catalog.path())) {
         eprintln!("{note}");
     }
-    catalog.sync(home)?;
+    // Priced by the home's price file as it is now: the server runs for
+    // days, and a runs list priced by the file as it was would disagree
+    // with the run's own page.
+    catalog.sync(&home.clone().with_home_prices()?)?;
     Ok(catalog)
 }
 

@@ -314,6 +314,11 @@ impl SharedRun {
         &self.log
     }
 
+    /// The id of the price book its fold prices with.
+    pub fn prices_id(&self) -> String {
+        self.run.lock().map(|run| run.fold.book().prices_id().to_owned()).unwrap_or_default()
+    }
+
     /// The fold, locked.
     pub fn lock(&self) -> Result<std::sync::MutexGuard<'_, LiveRun>, ApiError> {
         self.run.lock().map_err(|_| ApiError::Poisoned)
@@ -397,16 +402,22 @@ pub struct RunCache {
 }
 
 impl RunCache {
-    /// The run, brought up to date with its log. Blocking: call from a
-    /// blocking task.
+    /// The run, brought up to date with its log, priced by the home's
+    /// price file as it is now (a fold priced by the file as it was is
+    /// folded again). Blocking: call from a blocking task.
     pub fn get(&self, home: &Home, id: &RunId) -> Result<Arc<SharedRun>, ApiError> {
+        let prices = home.clone().with_home_prices()?.prices();
         let entry = {
             let mut runs = self.runs.lock().map_err(|_| ApiError::Poisoned)?;
+            let stale = runs.get(id).is_some_and(|run| run.prices_id() != prices.id());
+            if stale {
+                runs.remove(id);
+            }
             runs.entry(id.clone())
                 .or_insert_with(|| {
                     // A miss only costs time: the run is folded from its start.
                     let (run, _miss) =
-                        LiveRun::resume(id.clone(), home.log_path(id), &home.snapshot_path(id), home.prices());
+                        LiveRun::resume(id.clone(), home.log_path(id), &home.snapshot_path(id), Arc::clone(&prices));
                     Arc::new(SharedRun::new(run))
                 })
                 .clone()

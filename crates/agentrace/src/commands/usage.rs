@@ -1019,6 +1019,8 @@ fn counters_table(
 /// same numbers), grouped per day by provider and by model, with the runs
 /// and the agent labels that cost most.
 pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
+    // The home's price file as it is now: `serve` runs for days.
+    let home = &home.clone().with_home_prices().context("cannot read the home's price file")?;
     let args = UsageArgs {
         tz: zone.clone(),
         breakdown: false,

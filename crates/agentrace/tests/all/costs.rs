@@ -764,18 +764,22 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     assert_eq!(figures(&cli), vec![priced.clone(); 5]);
     assert_eq!(budget(&cli), (Some(1), vec!["error   budget_exceeded".to_owned()]));
 
-    // Dearer: every figure follows the file. A server started before the
-    // change (it read the file then) lists the runs as the catalog has
-    // them, priced anew, and never prices them back.
+    // Dearer: every figure follows the file, a server's started before
+    // the change too (its list, the run's page, the usage page), and it
+    // never prices the runs back.
     let (_stale, stale_address) = serve(&cli);
+    let before = get_json(&stale_address, &format!("/api/runs/{id}"));
+    assert_eq!((before["run"]["cost"].clone(), before["run"]["costStatus"].clone()), priced);
     std::fs::write(&file, r#"{"mock-model": {"input": 2.5, "cachedInput": 0.25, "cacheCreation": 0, "output": 20}}"#).unwrap_or_else(|e| panic!("{e}"));
     let dearer = priced_by(&file);
     assert_eq!((dearer.0.as_f64().zip(priced.0.as_f64()).map(|(dearer, priced)| (dearer / priced * 1e6).round() / 1e6), figures(&cli)), (Some(2.0), vec![dearer.clone(); 5]));
-    let listed_by_stale = get_json(&stale_address, "/api/runs");
-    assert_eq!(
-        ((listed_by_stale["runs"][0]["cost"].clone(), listed_by_stale["runs"][0]["costStatus"].clone()), figures(&cli)),
-        (dearer.clone(), vec![dearer; 5])
-    );
+    let pair = |value: &Value| (value["cost"].clone(), value["costStatus"].clone());
+    let stale = [
+        pair(&get_json(&stale_address, "/api/runs")["runs"][0]),
+        pair(&get_json(&stale_address, &format!("/api/runs/{id}"))["run"]),
+        pair(&get_json(&stale_address, "/api/usage")["totals"]),
+    ];
+    assert_eq!((stale.to_vec(), figures(&cli)), (vec![dearer.clone(); 3], vec![dearer; 5]));
 
     std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(figures(&cli), vec![unpriced; 5]);
