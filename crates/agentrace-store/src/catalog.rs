@@ -673,7 +673,6 @@ impl Catalog {
         self.begin()?;
         for id in ids {
             let Ok(run_id) = validate_run_id(&id) else { continue };
-            let Some(mut record) = home.read_record_pub(&run_id) else { continue };
             let priced = match home.load_run(&run_id) {
                 Ok(loaded) => loaded.view().run,
                 // Gone since it was listed: the sync forgets it.
@@ -683,11 +682,20 @@ impl Catalog {
                     return Err(error);
                 }
             };
-            if (record.cost, record.cost_status) == (priced.cost, priced.cost_status) {
-                continue;
-            }
-            (record.cost, record.cost_status) = (priced.cost, priced.cost_status);
-            home.replace_record(&record)?;
+            // The record keeps what the recording knew (a traceparent, the
+            // warnings it checked): only its cost changes. A run without
+            // one is listed by its log's fold, as it was indexed.
+            let record = match home.read_record_pub(&run_id) {
+                Some(mut record) => {
+                    if (record.cost, record.cost_status) == (priced.cost, priced.cost_status) {
+                        continue;
+                    }
+                    (record.cost, record.cost_status) = (priced.cost, priced.cost_status);
+                    home.replace_record(&record)?;
+                    record
+                }
+                None => priced,
+            };
             let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
             self.conn
                 .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, record = ?4 WHERE id = ?1")

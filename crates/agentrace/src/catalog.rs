@@ -33,7 +33,15 @@ pub fn open(home: &Home) -> anyhow::Result<Catalog> {
 /// The catalog, brought up to the runs folder.
 pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = open(home)?;
-    catalog.sync(home)?;
+    let count = catalog.sync(home)?;
+    if count.repriced > 0 {
+        eprintln!(
+            "note: priced {} run{} again: the home's price file ({}) changed since they were priced",
+            count.repriced,
+            if count.repriced == 1 { "" } else { "s" },
+            home.prices_path().display()
+        );
+    }
     Ok(catalog)
 }
 

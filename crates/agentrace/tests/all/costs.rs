@@ -771,6 +771,11 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     let before = get_json(&stale_address, &format!("/api/runs/{id}"));
     assert_eq!((before["run"]["cost"].clone(), before["run"]["costStatus"].clone()), priced);
     std::fs::write(&file, r#"{"mock-model": {"input": 2.5, "cachedInput": 0.25, "cacheCreation": 0, "output": 20}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let listed = cli.run(&["runs"]);
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stderr).lines().filter(|line| line.starts_with("note: priced")).collect::<Vec<_>>(),
+        vec![format!("note: priced 1 run again: the home's price file ({}) changed since they were priced", file.display())]
+    );
     let dearer = priced_by(&file);
     assert_eq!((dearer.0.as_f64().zip(priced.0.as_f64()).map(|(dearer, priced)| (dearer / priced * 1e6).round() / 1e6), figures(&cli)), (Some(2.0), vec![dearer.clone(); 5]));
     let pair = |value: &Value| (value["cost"].clone(), value["costStatus"].clone());
