@@ -642,7 +642,10 @@ pub fn silent_agent(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
     let Some(now) = facts.now else {
         return Check::Ok;
     };
-    if facts.view.run.status != RunStatus::Running {
+    // A helper at work after its root's turn ended (Claude's
+    // `run_in_background`) can be stuck as well as one under a running
+    // root: the session is not over while it works.
+    if facts.view.run.status != RunStatus::Running && !facts.view.run.helpers_working {
         return Check::Ok;
     }
     let limit_ms = i64::try_from(

@@ -405,3 +405,34 @@ fn the_run_record_says_helpers_are_working_while_the_roots_turn_ended_and_the_se
     }
 }
 
+
+/// A background helper that goes quiet after its root's turn ended is
+/// `silent_agent` once it has been quiet for the limit, as a helper under a
+/// running root is: the run reads `done`, yet the session waits on it, and
+/// a stuck helper looked like a working one.
+#[test]
+fn a_background_helper_quiet_after_its_roots_turn_ended_is_silent_agent() {
+    use agentrace_core::warnings::WarningConfig;
+    for name in ["single_bg", "parallel_bg", "sdk_single_bg"] {
+        let mut book = RunBook::new(RunId::from("run-test"));
+        let mut judged = None;
+        for envelope in claude_transcripts_in_time_order(name) {
+            book.apply(&envelope);
+            if book.state().summary().helpers_working {
+                judged = Some(envelope.timestamp);
+                break;
+            }
+        }
+        let at = judged.unwrap_or_else(|| panic!("{name}: no cut had helpers working after the root's turn"));
+        let codes = |after_ms: i64| -> Vec<String> {
+            let (view, _) = book.checked_view(&WarningConfig::default(), Some(agentrace_core::model::Timestamp::from_millis(at.millis() + after_ms)), 0);
+            view.warnings.into_iter().filter(|warning| warning.code == "silent_agent").map(|warning| warning.message).collect()
+        };
+        let quiet = codes(600_000);
+        assert_eq!(
+            (codes(1_000), !quiet.is_empty(), quiet.iter().all(|message| message.contains("is running but has shown no activity for"))),
+            (Vec::<String>::new(), true, true),
+            "{name}: {quiet:?}"
+        );
+    }
+}
