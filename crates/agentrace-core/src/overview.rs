@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::childwork::{ChildWorkKind, ChildWorkRecord, ChildWorkState, Outcome, WaitingOn};
 use crate::model::{AgentStatus, RunStatus, Timestamp};
-use crate::state::{AgentNode, CostStatus, RunSummary};
+use crate::state::{AgentNode, CostStatus, RunSummary, RunView};
 
 /// One session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,8 +56,16 @@ pub struct AgentRow {
     /// The last time it was heard from, while live.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heard_at: Option<Timestamp>,
+    /// Live but quiet for longer than the limit (`silent_agent`): maybe
+    /// stuck. Absent otherwise.
+    #[serde(skip_serializing_if = "is_false")]
+    pub silent: bool,
     /// A background command, not an agent.
     pub command: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// A tool call under way.
@@ -70,6 +78,23 @@ pub struct ToolNow {
     pub input: String,
     /// When the call started.
     pub since: Timestamp,
+}
+
+/// [`session_of`] a run's checked view (its warnings judged at a time, see
+/// [`crate::warnings::checked`]): each agent a `silent_agent` warning names
+/// is marked [`AgentRow::silent`].
+pub fn session_of_view(view: RunView, records: &[ChildWorkRecord], over: bool) -> Session {
+    let silent: Vec<String> = view
+        .warnings
+        .iter()
+        .filter(|warning| warning.code == "silent_agent")
+        .filter_map(|warning| warning.thread_id.as_ref().map(|thread| thread.0.clone()))
+        .collect();
+    let mut session = session_of(view.run, &view.agents, records, over);
+    for row in &mut session.agents {
+        row.silent = row.live && silent.contains(&row.thread_id);
+    }
+    session
 }
 
 /// A session's rows: its agent tree (from the run's view) with each
@@ -125,6 +150,7 @@ fn push_agent(rows: &mut Vec<AgentRow>, agent: &AgentNode, depth: usize, records
                 cost: cost.and_then(|(cost, _)| cost),
                 cost_status: cost.map(|(_, status)| status),
                 heard_at: live.then_some(run.updated_at).flatten(),
+                silent: false,
                 command: false,
             }
         }
@@ -163,6 +189,7 @@ fn record_row(record: &ChildWorkRecord, depth: usize, cost: Option<(Option<f64>,
         cost: cost.and_then(|(cost, _)| cost),
         cost_status: cost.map(|(_, status)| status),
         heard_at: live.then_some(record.updated_at),
+        silent: false,
         command,
     }
 }

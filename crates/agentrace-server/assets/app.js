@@ -1068,7 +1068,9 @@ function liveAgentRow(agent, now) {
     ? el("span", { title: agent.tool.input }, agent.tool.name + " " + since(agent.tool.since, now), agent.tool.input ? el("span", { class: "tool-input" }, " " + agent.tool.input.slice(0, 80)) : null)
     : "";
   const cost = agent.costStatus ? fmtCost(agent.cost, agent.costStatus) : "";
-  return el("tr", { class: agent.live ? "agent-live" : null, "data-agent-row": "", "data-thread-id": agent.threadId, "data-depth": agent.depth, "data-state": agent.state, "data-live": String(agent.live), "data-command": String(agent.command) },
+  // Quiet past the limit (`silent_agent`): maybe stuck.
+  const rowClass = [agent.live ? "agent-live" : null, agent.silent ? "agent-silent" : null].filter(Boolean).join(" ") || null;
+  return el("tr", { class: rowClass, title: agent.silent ? "no activity for longer than the limit: maybe stuck" : null, "data-agent-row": "", "data-thread-id": agent.threadId, "data-depth": agent.depth, "data-state": agent.state, "data-live": String(agent.live), "data-silent": String(Boolean(agent.silent)), "data-command": String(agent.command) },
     label,
     el("td", { class: "state" }, agent.state),
     el("td", { class: "tool" }, tool),

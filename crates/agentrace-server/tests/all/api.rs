@@ -830,9 +830,19 @@ async fn search_finds_a_tools_text_with_its_run_sequence_and_actor() {
     );
 }
 
+/// A minute, and ten, after the `single_bg` helper started its command.
+fn a_minute_after_the_helpers_command() -> agentrace_core::model::Timestamp {
+    agentrace_core::model::Timestamp::from_millis(1_795_992_852_337 + 60_000)
+}
+
+fn ten_minutes_after_the_helpers_command() -> agentrace_core::model::Timestamp {
+    agentrace_core::model::Timestamp::from_millis(1_795_992_852_337 + 600_000)
+}
+
 /// `/api/live` gives each running session's agents as `top` shows them,
-/// with the tool a helper runs now and since when; the ended ones after,
-/// as many as `recent` asks.
+/// with the tool a helper runs now and since when, and a helper quiet past
+/// the `silent_agent` limit marked `silent` (maybe stuck); the ended ones
+/// after, as many as `recent` asks.
 #[tokio::test]
 async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
     use agentrace_core::model::RunId;
@@ -853,7 +863,7 @@ async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
         fed += 1;
     }
     writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
-    let state = served(&scratch);
+    let state = AppState::new(scratch.home(), Options { clock: a_minute_after_the_helpers_command, ..Options::default() });
     let (status, body) = get(&state, "/api/live", None).await;
     let shown = |body: &Value| -> Vec<(Value, Value, Value)> {
         body["sessions"]
@@ -880,7 +890,17 @@ async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
             )
         )
     );
-    assert_eq!(shown(&body).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), vec![json!("bg"), json!("basic")]);
+    assert_eq!(
+        (shown(&body).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), &body["now"]),
+        (vec![json!("bg"), json!("basic")], &json!("2026-11-29T22:55:12.337Z"))
+    );
+    // Ten minutes on, the helper is quiet past the limit: maybe stuck.
+    let later = AppState::new(scratch.home(), Options { clock: ten_minutes_after_the_helpers_command, ..Options::default() });
+    let (_, body) = get(&later, "/api/live", None).await;
+    let silent = |body: &Value| -> Vec<(Value, Value)> {
+        body["sessions"][0]["agents"].as_array().into_iter().flatten().map(|agent| (agent["label"].clone(), agent.get("silent").cloned().unwrap_or(Value::Null))).collect()
+    };
+    assert_eq!(silent(&body), vec![(json!("Main"), Value::Null), (json!("Echo task A [general-purpose]"), json!(true))]);
     let (_, only_live) = get(&state, "/api/live?recent=0", None).await;
     assert_eq!(shown(&only_live).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), vec![json!("bg")]);
 }

@@ -240,12 +240,13 @@ fn the_live_page_shows_what_every_agent_of_every_session_is_doing_and_follows_it
     let browser = Browser::start();
     browser.goto(&format!("{}/live", served.url));
     browser.wait_for("the live page", READY);
-    let sessions = "return Array.from(document.querySelectorAll('#live-sessions [data-live-session]')).map(s => [s.getAttribute('data-live-session'), s.getAttribute('data-status'), Array.from(s.querySelectorAll('tr[data-agent-row]')).map(r => [r.getAttribute('data-depth'), r.children[0].textContent, r.getAttribute('data-state'), r.children[5].textContent !== ''])]);";
-    let ended_basic = json!(["basic", "done", [["0", "Main", "ended done", false], ["1", "Dewey", "ended succeeded", false]]]);
+    let sessions = "return Array.from(document.querySelectorAll('#live-sessions [data-live-session]')).map(s => [s.getAttribute('data-live-session'), s.getAttribute('data-status'), Array.from(s.querySelectorAll('tr[data-agent-row]')).map(r => [r.getAttribute('data-depth'), r.children[0].textContent, r.getAttribute('data-state'), r.children[5].textContent !== '', r.getAttribute('data-silent')])]);";
+    let ended_basic = json!(["basic", "done", [["0", "Main", "ended done", false, "false"], ["1", "Dewey", "ended succeeded", false, "false"]]]);
     assert_eq!(
         (browser.script(sessions), browser.text("#live-summary")),
         (
-            json!([["bg", "helpers working", [["0", "Main", "waiting on helpers", false], ["1", "Echo task A [general-purpose]", "working", true]]], ended_basic]),
+            // Its last word is days old: quiet past the limit, maybe stuck.
+            json!([["bg", "helpers working", [["0", "Main", "waiting on helpers", false, "false"], ["1", "Echo task A [general-purpose]", "working", true, "true"]]], ended_basic]),
             "1 live, 1 ended".to_owned()
         )
     );
@@ -258,7 +259,7 @@ fn the_live_page_shows_what_every_agent_of_every_session_is_doing_and_follows_it
     assert_eq!(
         (browser.script(sessions), browser.text("#live-summary"), browser.script("return window.notReloaded === true;")),
         (
-            json!([ended_basic, ["bg", "done", [["0", "Main", "ended done", false], ["1", "Echo task A [general-purpose]", "ended succeeded", false]]]]),
+            json!([ended_basic, ["bg", "done", [["0", "Main", "ended done", false, "false"], ["1", "Echo task A [general-purpose]", "ended succeeded", false, "false"]]]]),
             "0 live, 2 ended".to_owned(),
             json!(true)
         )

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use agentrace_core::model::{Provider, RunId, RunStatus, Timestamp};
-use agentrace_core::overview::{session_of, AgentRow, Session, ToolNow};
+use agentrace_core::overview::{session_of_view, AgentRow, Session, ToolNow};
 use agentrace_core::state::CostStatus;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, LogReader};
@@ -405,7 +405,10 @@ fn state_word(filter: StateFilter) -> &'static str {
 }
 
 fn agent_style(agent: &AgentRow) -> Style {
-    if agent.state.starts_with("waiting") {
+    // Quiet past the limit: maybe stuck, which is what a glance must catch.
+    if agent.silent {
+        Style::new().fg(Color::Magenta).add_modifier(Modifier::BOLD)
+    } else if agent.state.starts_with("waiting") {
         Style::new().fg(Color::Yellow)
     } else if agent.live {
         Style::new().fg(Color::Green)
@@ -509,7 +512,7 @@ fn fit(text: &str, width: usize) -> String {
 fn load(home: &Home, id: &RunId, config: &WarningConfig) -> anyhow::Result<Session> {
     let loaded = home.load_run(id)?;
     let view = loaded.checked_view(config, Some(now()));
-    Ok(session_of(view.run, &view.agents, &loaded.records(), loaded.book.session_over()))
+    Ok(session_of_view(view, &loaded.records(), loaded.book.session_over()))
 }
 
 /// A run's events as `attach` prints them.
@@ -612,6 +615,7 @@ fn measure_redraw(draws: usize, out: &mut Out) -> anyhow::Result<ExitCode> {
             cost: Some(0.12),
             cost_status: Some(CostStatus::Exact),
             heard_at: Some(at),
+            silent: index % 11 == 5,
             command: false,
         })
         .collect();
@@ -777,7 +781,7 @@ mod tests {
             book.apply(envelope);
         }
         let view = book.state().view();
-        session_of(view.run, &view.agents, &book.records(), book.session_over())
+        agentrace_core::overview::session_of(view.run, &view.agents, &book.records(), book.session_over())
     }
 
     /// The line of the child's tool call: the capture cut there has the
