@@ -118,6 +118,12 @@ impl LoadedRun {
         &self.skipped
     }
 
+    /// [`LoadedRun::checked_view`], with the milliseconds after which a
+    /// time-based detector (`silent_agent`) wants to judge again.
+    pub fn checked_view_until(&self, config: &WarningConfig, now: Option<Timestamp>) -> (RunView, Option<u64>) {
+        self.book.checked_view(config, now, self.skipped_count())
+    }
+
     fn skipped_count(&self) -> u64 {
         u64::try_from(self.skipped.len()).unwrap_or(u64::MAX)
     }

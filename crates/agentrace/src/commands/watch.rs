@@ -112,7 +112,8 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
     loop {
-        match follower.next_within(idle.next_due()) {
+        let within = [idle.next_due(), notifier.next_due()].into_iter().flatten().min();
+        match follower.next_within(within) {
             Next::Changed(scope) => {
                 let changed = follower.imported(|| pass(home, &import, &scope, out))?;
                 notifier.notify(home, &changed);
@@ -128,6 +129,10 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
                 notifier.notify(home, std::slice::from_ref(&id));
             }
         }
+        // A helper gone quiet: judged when the detector asked, with no
+        // line written to wake the watch.
+        let due = notifier.due();
+        notifier.notify(home, &due);
     }
 }
 
@@ -249,6 +254,9 @@ struct Notifier {
     /// Error warnings that have fired (or were there before), by run, code
     /// and thread.
     warned: HashSet<(RunId, String, Option<String>)>,
+    /// Live sessions a time-based detector wants judged again, and when: a
+    /// helper that goes quiet writes nothing that would wake the watch.
+    rechecks: HashMap<RunId, Instant>,
 }
 
 /// What a session's files say of it now, for the notifications.
@@ -256,7 +264,11 @@ struct Seen {
     run: RunSummary,
     /// Its root is done and no child works on.
     over: bool,
+    /// What fires: error-level warnings, and a helper gone quiet past the
+    /// limit (`silent_agent`: maybe stuck).
     errors: Vec<Warning>,
+    /// When a time-based detector wants to judge it again.
+    recheck: Option<Duration>,
 }
 
 impl Notifier {
@@ -272,7 +284,36 @@ impl Notifier {
             config,
             ended: HashSet::new(),
             warned: HashSet::new(),
+            rechecks: HashMap::new(),
         })
+    }
+
+    /// How long until a session is due to be judged again (none: nothing
+    /// to wait for).
+    fn next_due(&self) -> Option<Duration> {
+        self.rechecks.values().map(|due| due.saturating_duration_since(Instant::now())).min()
+    }
+
+    /// The sessions due to be judged again.
+    fn due(&mut self) -> Vec<RunId> {
+        let now = Instant::now();
+        let due: Vec<RunId> = self.rechecks.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
+        for id in &due {
+            self.rechecks.remove(id);
+        }
+        due
+    }
+
+    /// Keeps when `id` is to be judged again, while it is live.
+    fn recheck(&mut self, id: &RunId, seen: &Seen) {
+        match seen.recheck.filter(|_| !seen.over && self.on_warning.is_some()) {
+            Some(after) => {
+                self.rechecks.insert(id.clone(), Instant::now() + after);
+            }
+            None => {
+                self.rechecks.remove(id);
+            }
+        }
     }
 
     fn wanted(&self) -> bool {
@@ -282,11 +323,15 @@ impl Notifier {
     /// Reads a run as the notifications judge it.
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
         let loaded = home.load_run(id).ok()?;
-        let view = loaded.checked_view(&self.config, Some(crate::clock::now()));
+        let (view, recheck) = loaded.checked_view_until(&self.config, Some(crate::clock::now()));
         // A background child may still be at work after its root's turn ended.
         let over = !live(&loaded);
-        let errors = view.warnings.into_iter().filter(|warning| warning.severity == Severity::Error).collect();
-        Some(Seen { run: view.run, over, errors })
+        let errors = view
+            .warnings
+            .into_iter()
+            .filter(|warning| warning.severity == Severity::Error || warning.code == "silent_agent")
+            .collect();
+        Some(Seen { run: view.run, over, errors, recheck: recheck.map(Duration::from_millis) })
     }
 
     /// The first pass: sessions already over, and warnings already there,
@@ -297,6 +342,7 @@ impl Notifier {
         }
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
+            self.recheck(id, &seen);
             if seen.over {
                 self.ended.insert(id.clone());
             }
@@ -314,6 +360,7 @@ impl Notifier {
         }
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
+            self.recheck(id, &seen);
             if let Some(command) = &self.on_warning {
                 for warning in &seen.errors {
                     let key = (id.clone(), warning.code.clone(), warning.thread_id.clone().map(|thread| thread.0));

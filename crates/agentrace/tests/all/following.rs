@@ -275,10 +275,13 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     let growth = Growth::of(Provider::Codex, "v1_basic");
     let homes = Homes::new();
     let cli = Cli::new();
-    // A rule the helper breaks: an error once its command is seen.
+    // A rule the helper breaks: an error once its command is seen. The
+    // capture's lines are days old, so its helper at work would read quiet
+    // past any limit: this test is about the rule (see the next for a
+    // helper gone quiet).
     std::fs::write(
         cli.home.path().join("warnings.json"),
-        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}]}"#,
+        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // A session over before the watch begins.
@@ -343,6 +346,79 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     assert_eq!(
         (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
         (Some("warning"), Some("helper_policy_violation"), Some("error"))
+    );
+}
+
+/// `line` with every `"timestamp":"…"` moved by `by_ms`.
+fn stamped_later(line: &[u8], by_ms: i64) -> Vec<u8> {
+    let text = String::from_utf8_lossy(line);
+    let mut out = String::new();
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find("\"timestamp\":\"") {
+        let start = at + "\"timestamp\":\"".len();
+        let end = rest[start..].find('"').map_or(start, |length| start + length);
+        out.push_str(&rest[..start]);
+        match agentrace_core::model::Timestamp::parse(&rest[start..end]) {
+            Some(time) => out.push_str(serde_json::to_value(agentrace_core::model::Timestamp::from_millis(time.millis() + by_ms)).unwrap_or_default().as_str().unwrap_or_default()),
+            None => out.push_str(&rest[start..end]),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out.into_bytes()
+}
+
+/// `watch --on-warning` tells of a helper gone quiet past the limit
+/// (`silent_agent`: maybe stuck) once the limit passes, though nothing is
+/// written to wake the watch: a Claude background helper at work after its
+/// root's turn, its lines stamped as if written just now, the limit 3 s.
+/// A stuck helper looked like a working one: nothing fired.
+#[test]
+fn watch_tells_of_a_helper_gone_quiet_past_the_limit_with_no_line_to_wake_it() {
+    use super::import_usage::Watch;
+
+    let mut growth = Growth::of(Provider::Claude, "single_bg");
+    let cut = growth.through_the_roots_first_answer();
+    let last_written = growth.order[..cut]
+        .iter()
+        .filter_map(|&(file, line)| {
+            let value: serde_json::Value = serde_json::from_slice(&growth.files[file].lines[line]).ok()?;
+            agentrace_core::model::Timestamp::parse(value["timestamp"].as_str()?)
+        })
+        .map(|time| time.millis())
+        .max()
+        .unwrap_or_else(|| panic!("no time"));
+    let now = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_millis()).unwrap_or(0)).unwrap_or(0);
+    for file in &mut growth.files {
+        for line in &mut file.lines {
+            *line = stamped_later(line, now - last_written);
+        }
+    }
+    let homes = Homes::new();
+    let cli = Cli::new();
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"silentAfterSecs":3}"#).unwrap_or_else(|e| panic!("{e}"));
+    let notes = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let on_warning = format!("cat > '{}'/warning-$AGENTRACE_WARNING_CODE-$(date +%s%N).json", notes.path().display());
+    let watch = Watch::start(&cli, &homes, &["--on-warning", &on_warning]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    growth.write(&homes, 0..cut, true);
+    let noted = || noted_in(notes.path());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while noted().is_empty() {
+        assert!(Instant::now() < deadline, "no helper gone quiet was told of");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Once, however long it stays quiet.
+    std::thread::sleep(Duration::from_millis(4000));
+    let (status, _) = watch.stop();
+    assert!(status.success(), "{status}");
+    let names = noted();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let notice: serde_json::Value = serde_json::from_slice(&std::fs::read(notes.path().join(&names[0])).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (notice["event"].as_str(), notice["warning"]["code"].as_str(), notice["warning"]["threadId"].as_str(), notice["run"]["helpersWorking"].as_bool()),
+        (Some("warning"), Some("silent_agent"), Some("a677864a14014df4f"), Some(true))
     );
 }
 
