@@ -105,6 +105,13 @@ impl AppState {
     fn now(&self) -> Timestamp {
         (self.inner.options.clock)()
     }
+
+    /// The home as it is now, read once per request: the server runs for
+    /// days, and what it shows after the home's price file changed is
+    /// priced by the new one (its runs list, a run's fold, its pictures).
+    pub(crate) fn home(&self) -> Result<Home, ApiError> {
+        Ok(self.inner.home.clone().with_home_prices()?)
+    }
 }
 
 fn system_now() -> Timestamp {
@@ -293,10 +300,7 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
     if let Some(note) = catalog.rebuilt().and_then(|reason| reason.note(catalog.path())) {
         eprintln!("{note}");
     }
-    // Priced by the home's price file as it is now: the server runs for
-    // days, and a runs list priced by the file as it was would disagree
-    // with the run's own page.
-    catalog.sync(&home.clone().with_home_prices()?)?;
+    catalog.sync(home)?;
     Ok(catalog)
 }
 
@@ -313,7 +317,7 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
         offset: query.offset.unwrap_or(0),
     };
     let (runs, total) = blocking(move || {
-        let catalog = synced_catalog(&state.inner.home)?;
+        let catalog = synced_catalog(&state.home()?)?;
         let (runs, total) = catalog.list_runs(&filter)?;
         // Counted as `/api/runs/:id` counts them, the allowed codes left out.
         let config = &state.inner.options.config;
@@ -356,8 +360,9 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
     let since = params.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?;
     let until = params.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?;
     let hits = blocking(move || {
-        let catalog = synced_catalog(&state.inner.home)?;
-        let run = params.run.as_deref().map(|run| state.inner.home.resolve(run)).transpose()?;
+        let home = state.home()?;
+        let catalog = synced_catalog(&home)?;
+        let run = params.run.as_deref().map(|run| home.resolve(run)).transpose()?;
         let query = agentrace_store::catalog::SearchQuery {
             text: params.q,
             run: run.map(|id| id.to_string()),
@@ -368,7 +373,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
             until,
             limit: params.limit.unwrap_or(20).min(MAX_RUNS_PAGE),
         };
-        Ok(catalog.search(&state.inner.home, &query)?)
+        Ok(catalog.search(&home, &query)?)
     })
     .await?;
     Ok(Json(serde_json::json!({ "hits": hits })).into_response())
@@ -379,8 +384,9 @@ async fn show_run(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let view = blocking(move || {
-        let id = state.inner.home.resolve(&id)?;
-        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let home = state.home()?;
+        let id = home.resolve(&id)?;
+        let run = state.inner.cache.get(&home, &id)?;
         let run = run.lock()?;
         Ok(run.view(&state.inner.options.config, state.now()).0)
     })
@@ -407,8 +413,9 @@ async fn events(
     Query(query): Query<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let page = blocking(move || {
-        let id = state.inner.home.resolve(&id)?;
-        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let home = state.home()?;
+        let id = home.resolve(&id)?;
+        let run = state.inner.cache.get(&home, &id)?;
         let run = run.lock()?;
         let page_query = PageQuery {
             after: query.after.unwrap_or(0),
@@ -417,7 +424,7 @@ async fn events(
             q: query.q.filter(|q| !q.is_empty()),
         };
         run.page(&page_query)
-            .map_err(|error| runs::read_error(&state.inner.home.log_path(&id), error))
+            .map_err(|error| runs::read_error(&home.log_path(&id), error))
     })
     .await?;
     Ok(Json(page).into_response())
@@ -428,8 +435,9 @@ async fn records(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let records = blocking(move || {
-        let id = state.inner.home.resolve(&id)?;
-        let run = state.inner.cache.get(&state.inner.home, &id)?;
+        let home = state.home()?;
+        let id = home.resolve(&id)?;
+        let run = state.inner.cache.get(&home, &id)?;
         let run = run.lock()?;
         Ok(run.records())
     })

@@ -402,11 +402,11 @@ pub struct RunCache {
 }
 
 impl RunCache {
-    /// The run, brought up to date with its log, priced by the home's
-    /// price file as it is now (a fold priced by the file as it was is
-    /// folded again). Blocking: call from a blocking task.
+    /// The run, brought up to date with its log, priced by `home`'s price
+    /// book (a fold priced by another, the file as it was, is folded
+    /// again). Blocking: call from a blocking task.
     pub fn get(&self, home: &Home, id: &RunId) -> Result<Arc<SharedRun>, ApiError> {
-        let prices = home.clone().with_home_prices()?.prices();
+        let prices = home.prices();
         let entry = {
             let mut runs = self.runs.lock().map_err(|_| ApiError::Poisoned)?;
             let stale = runs.get(id).is_some_and(|run| run.prices_id() != prices.id());

@@ -52,8 +52,9 @@ pub(crate) async fn stream(
 ) -> Result<Response, ApiError> {
     let start = state.clone();
     let (run, receiver, first) = blocking(move || {
-        let id = start.inner.home.resolve(&id)?;
-        let run = start.inner.cache.get(&start.inner.home, &id)?;
+        let home = start.home()?;
+        let id = home.resolve(&id)?;
+        let run = start.inner.cache.get(&home, &id)?;
         let config = start.inner.options.config.clone();
         let now = start.now();
         let (receiver, first) = run.subscribe(|live| {
@@ -68,7 +69,7 @@ pub(crate) async fn stream(
             })
         })?;
         let first = first
-            .map_err(|error| crate::runs::read_error(&start.inner.home.log_path(&id), error))?;
+            .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
         Ok((run, receiver, first))
     })
     .await?;

@@ -67,8 +67,9 @@ pub(crate) async fn waterfall(
     Query(query): Query<WaterfallQuery>,
 ) -> Result<Response, ApiError> {
     let waterfall = blocking(move || {
-        let id = state.inner.home.resolve(&id)?;
-        let shared = state.inner.cache.get(&state.inner.home, &id)?;
+        let home = state.home()?;
+        let id = home.resolve(&id)?;
+        let shared = state.inner.cache.get(&home, &id)?;
         // Taken under the run's lock, read without it.
         let (source, path) = shared
             .lock()?
@@ -92,7 +93,7 @@ pub(crate) async fn waterfall(
         }
         let mut waterfall = source
             .read(&path)
-            .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+            .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
         let to = query.to.unwrap_or(waterfall.span_ms).max(from);
         let span = (to - from).max(1) as f64;
         waterfall.bars = waterfall.window(from, to, span / width);
@@ -127,9 +128,10 @@ pub(crate) async fn compare(
         ));
     };
     let comparison = blocking(move || {
+        let home = state.home()?;
         let side = |name: &str| {
-            let id = state.inner.home.resolve(name)?;
-            let run = state.inner.cache.get(&state.inner.home, &id)?;
+            let id = home.resolve(name)?;
+            let run = state.inner.cache.get(&home, &id)?;
             let (view, (source, path)) = {
                 let run = run.lock()?;
                 let config = &state.inner.options.config;
@@ -140,7 +142,7 @@ pub(crate) async fn compare(
             };
             let waterfall = source
                 .read(&path)
-                .map_err(|error| crate::runs::read_error(&state.inner.home.log_path(&id), error))?;
+                .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
             Ok::<_, ApiError>((view, waterfall))
         };
         let a = side(&a)?;
@@ -190,7 +192,7 @@ pub(crate) async fn live(State(state): State<AppState>, Query(query): Query<Live
     let recent = query.recent.unwrap_or(RECENT).min(MAX_RECENT);
     let now = state.now();
     let sessions = blocking(move || {
-        let home = &state.inner.home;
+        let home = &state.home()?;
         let ids = crate::synced_catalog(home)?.live_and_recent(recent)?;
         let config = &state.inner.options.config;
         let mut sessions = Vec::with_capacity(ids.len());
