@@ -450,11 +450,7 @@ impl RunFold {
 /// snapshot outlives the process that wrote it).
 pub(crate) fn fingerprint(tail: &[u8]) -> u64 {
     let start = tail.len().saturating_sub(FINGERPRINT_BYTES as usize);
-    tail[start..]
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-        })
+    crate::files::fnv1a(&tail[start..])
 }
 
 /// Keeps the last [`FINGERPRINT_BYTES`] of `tail` followed by `more`

@@ -209,12 +209,6 @@ impl Home {
         Ok(Home { prices, ..self })
     }
 
-    /// This home pricing with `prices` (a `--prices FILE` given for one
-    /// command).
-    pub fn with_prices(self, prices: Arc<PriceBook>) -> Home {
-        Home { prices, ..self }
-    }
-
     /// The price book every fold through this home prices with.
     pub fn prices(&self) -> Arc<PriceBook> {
         Arc::clone(&self.prices)
@@ -769,13 +763,7 @@ impl Home {
     /// the catalog's repricing of a run that ended.
     pub(crate) fn replace_record(&self, summary: &RunSummary) -> Result<(), StoreError> {
         let path = self.record_path(&summary.id);
-        let mut bytes = serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
-            what: String::from("the run record"),
-            path: path.clone(),
-            source,
-        })?;
-        bytes.push(b'\n');
-        crate::files::replace_unsynced(&path, &bytes, "write run record")
+        crate::files::replace_unsynced(&path, &crate::writer::record_json(summary, &path)?, "write run record")
     }
 
     fn not_found(&self, query: &str) -> StoreError {

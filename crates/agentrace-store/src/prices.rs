@@ -22,10 +22,5 @@ pub fn read_price_file(path: &Path) -> Result<Arc<PriceBook>, StoreError> {
         path: path.to_owned(),
         cause: format!("{EXPECTED}: {error}"),
     })?;
-    Ok(Arc::new(PriceBook::with_file(table, &format!("{:016x}", fnv1a(text.as_bytes())))))
-}
-
-/// FNV-1a, 64 bits: a stable digest of a price file's bytes.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
+    Ok(Arc::new(PriceBook::with_file(table, &format!("{:016x}", crate::files::fnv1a(text.as_bytes())))))
 }

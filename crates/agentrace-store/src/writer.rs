@@ -821,15 +821,21 @@ impl RunWriter {
                 found: summary.id.clone(),
             });
         }
-        let mut bytes =
-            serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
-                what: String::from("the run record"),
-                path: self.record_path.clone(),
-                source,
-            })?;
-        bytes.push(b'\n');
-        Ok(bytes)
+        record_json(summary, &self.record_path)
     }
+}
+
+/// A run record's bytes (pretty JSON and a newline), for the record file at
+/// `path`: what a writer writes, and what the catalog's repricing writes
+/// again.
+pub(crate) fn record_json(summary: &RunSummary, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = serde_json::to_vec_pretty(summary).map_err(|source| StoreError::Encode {
+        what: String::from("the run record"),
+        path: path.to_owned(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 impl Drop for RunWriter {
