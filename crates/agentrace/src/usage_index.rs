@@ -396,7 +396,7 @@ pub fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
     }
     counters.missing(Reasons::of(&tree.incomplete));
     SessionUsage {
-        provider: provider_name(tree.provider).to_owned(),
+        provider: tree.provider.as_str().to_owned(),
         session_id: tree.session_id.clone(),
         run_id: run_id.map(|id| id.to_string()),
         started_at: tree.started_at,
@@ -405,15 +405,6 @@ pub fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
         agents,
         outside_tree,
         hours,
-    }
-}
-
-/// A provider's name in the report.
-pub fn provider_name(provider: Provider) -> &'static str {
-    match provider {
-        Provider::Codex => "codex",
-        Provider::Claude => "claude",
-        Provider::Unknown => "unknown",
     }
 }
 
@@ -678,7 +669,7 @@ impl Kept {
                 log: tree.log.into(),
                 prices: tree.prices.clone(),
                 format: tree.format,
-                provider: provider_name(tree.provider).to_owned(),
+                provider: tree.provider.as_str().to_owned(),
                 session_id: tree.session_id.clone(),
                 total_tokens,
             },

@@ -3,7 +3,7 @@
 //! whole runs folder.
 
 use agentrace_core::days;
-use agentrace_core::model::RunStatus;
+use agentrace_core::model::{Provider, RunStatus};
 use agentrace_core::state::{CostStatus, RunSummary};
 use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, SearchHit, SearchQuery};
 use agentrace_store::{Catalog, Home};
@@ -87,11 +87,12 @@ fn day_bound(flag: &str, text: &str, zone: &Zone) -> anyhow::Result<i64> {
         .map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
 }
 
-/// The provider as the catalog names it.
-fn provider_name(provider: ProviderArg) -> &'static str {
-    match provider {
-        ProviderArg::Codex => "codex",
-        ProviderArg::Claude => "claude",
+impl From<ProviderArg> for Provider {
+    fn from(provider: ProviderArg) -> Self {
+        match provider {
+            ProviderArg::Codex => Provider::Codex,
+            ProviderArg::Claude => Provider::Claude,
+        }
     }
 }
 
@@ -106,7 +107,7 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
         );
     }
     Ok(RunFilter {
-        provider: scope.provider.map(|provider| provider_name(provider).to_owned()),
+        provider: scope.provider.map(|provider| Provider::from(provider).as_str().to_owned()),
         project: scope.project.clone(),
         status: status.clone(),
         since,
@@ -331,7 +332,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         text: args.text.clone(),
         run: run.map(|id| id.to_string()),
         actor: args.actor.as_deref().and_then(ActorQuery::parse),
-        provider: args.scope.provider.map(|provider| provider_name(provider).to_owned()),
+        provider: args.scope.provider.map(|provider| Provider::from(provider).as_str().to_owned()),
         project: args.scope.project.clone(),
         since,
         until,

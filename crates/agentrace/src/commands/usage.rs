@@ -37,7 +37,7 @@ use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
 use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
 use crate::zone::Zone;
-use crate::usage_index::{keep_tree, provider_name, session, split_report, AgentUsage, Counters, HourRow, LogStamp, SessionUsage, UsageNode, UsageTree, TREE_FORMAT};
+use crate::usage_index::{keep_tree, session, split_report, AgentUsage, Counters, HourRow, LogStamp, SessionUsage, UsageNode, UsageTree, TREE_FORMAT};
 
 /// Arguments of `agentrace usage`.
 #[derive(Debug, Args)]
@@ -465,7 +465,7 @@ struct Place {
 impl Place {
     fn of(tree: &UsageTree) -> Self {
         Self {
-            provider: provider_name(tree.provider).to_owned(),
+            provider: tree.provider.as_str().to_owned(),
             session_id: tree.session_id.clone(),
             total_tokens: tree.agents.iter().map(UsageNode::total_tokens).sum(),
         }
