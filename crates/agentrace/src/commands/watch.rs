@@ -112,7 +112,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
     loop {
-        let within = [idle.next_due(), notifier.next_due()].into_iter().flatten().min();
+        let within = [idle.next_due(), notifier.rechecks.next_due()].into_iter().flatten().min();
         match follower.next_within(within) {
             Next::Changed(scope) => {
                 let changed = follower.imported(|| pass(home, &import, &scope, out))?;
@@ -131,7 +131,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         }
         // A helper gone quiet: judged when the detector asked, with no
         // line written to wake the watch.
-        let due = notifier.due();
+        let due = notifier.rechecks.due();
         notifier.notify(home, &due);
     }
 }
@@ -146,15 +146,46 @@ pub enum Next {
     Stopped,
 }
 
-/// The idle limit: when each live session was last seen to change.
+/// When each of some sessions is due (to be ended idle, to be judged
+/// again): what the watch waits for besides the files' changes.
+#[derive(Default)]
+struct Deadlines(HashMap<RunId, Instant>);
+
+impl Deadlines {
+    fn set(&mut self, id: &RunId, at: Instant) {
+        self.0.insert(id.clone(), at);
+    }
+
+    fn forget(&mut self, id: &RunId) {
+        self.0.remove(id);
+    }
+
+    /// How long until the next is due (none: nothing to wait for).
+    fn next_due(&self) -> Option<Duration> {
+        self.0.values().map(|due| due.saturating_duration_since(Instant::now())).min()
+    }
+
+    /// Those due now, forgotten.
+    fn due(&mut self) -> Vec<RunId> {
+        let now = Instant::now();
+        let due: Vec<RunId> = self.0.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
+        for id in &due {
+            self.0.remove(id);
+        }
+        due
+    }
+}
+
+/// The idle limit: when each live session reaches it, counted from when
+/// it was last seen to change.
 struct IdleLimit {
     limit: Duration,
-    live: HashMap<RunId, Instant>,
+    live: Deadlines,
 }
 
 impl IdleLimit {
     fn new(limit: Duration) -> Self {
-        Self { limit, live: HashMap::new() }
+        Self { limit, live: Deadlines::default() }
     }
 
     /// `changed` changed now: each still live is followed for the limit,
@@ -162,12 +193,8 @@ impl IdleLimit {
     fn saw(&mut self, home: &Home, changed: &[RunId]) {
         for id in changed {
             match home.load_run(id) {
-                Ok(loaded) if live(&loaded) => {
-                    self.live.insert(id.clone(), Instant::now());
-                }
-                _ => {
-                    self.live.remove(id);
-                }
+                Ok(loaded) if live(&loaded) => self.live.set(id, Instant::now() + self.limit),
+                _ => self.live.forget(id),
             }
         }
     }
@@ -191,25 +218,12 @@ impl IdleLimit {
     /// How long until the next session reaches the limit (none followed:
     /// no limit to wait for).
     fn next_due(&self) -> Option<Duration> {
-        self.live
-            .values()
-            .map(|seen| (*seen + self.limit).saturating_duration_since(Instant::now()))
-            .min()
+        self.live.next_due()
     }
 
     /// The sessions at the limit, no longer followed.
     fn due(&mut self) -> Vec<RunId> {
-        let now = Instant::now();
-        let due: Vec<RunId> = self
-            .live
-            .iter()
-            .filter(|(_, seen)| now.duration_since(**seen) >= self.limit)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in &due {
-            self.live.remove(id);
-        }
-        due
+        self.live.due()
     }
 }
 
@@ -256,7 +270,7 @@ struct Notifier {
     warned: HashSet<(RunId, String, Option<String>)>,
     /// Live sessions a time-based detector wants judged again, and when: a
     /// helper that goes quiet writes nothing that would wake the watch.
-    rechecks: HashMap<RunId, Instant>,
+    rechecks: Deadlines,
 }
 
 /// What a session's files say of it now, for the notifications.
@@ -284,35 +298,15 @@ impl Notifier {
             config,
             ended: HashSet::new(),
             warned: HashSet::new(),
-            rechecks: HashMap::new(),
+            rechecks: Deadlines::default(),
         })
-    }
-
-    /// How long until a session is due to be judged again (none: nothing
-    /// to wait for).
-    fn next_due(&self) -> Option<Duration> {
-        self.rechecks.values().map(|due| due.saturating_duration_since(Instant::now())).min()
-    }
-
-    /// The sessions due to be judged again.
-    fn due(&mut self) -> Vec<RunId> {
-        let now = Instant::now();
-        let due: Vec<RunId> = self.rechecks.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
-        for id in &due {
-            self.rechecks.remove(id);
-        }
-        due
     }
 
     /// Keeps when `id` is to be judged again, while it is live.
     fn recheck(&mut self, id: &RunId, seen: &Seen) {
         match seen.recheck.filter(|_| !seen.over && self.on_warning.is_some()) {
-            Some(after) => {
-                self.rechecks.insert(id.clone(), Instant::now() + after);
-            }
-            None => {
-                self.rechecks.remove(id);
-            }
+            Some(after) => self.rechecks.set(id, Instant::now() + after),
+            None => self.rechecks.forget(id),
         }
     }
 
