@@ -67,6 +67,12 @@ function fmtCost(cost, status) {
   return (status === "floor" ? "≥" : "") + "$" + cost.toFixed(digits);
 }
 
+// Milliseconds from one RFC 3339 time of the API to another (null when
+// one is missing): a difference of the two texts would be NaN.
+function msBetween(from, to) {
+  return from && to ? Date.parse(to) - Date.parse(from) : null;
+}
+
 function fmtDuration(ms) {
   if (ms === null || ms === undefined || !isFinite(ms)) return "—";
   if (ms < 1000) return Math.round(ms) + " ms";
@@ -213,9 +219,7 @@ async function loadRuns() {
   clear(body);
   for (const run of runs) {
     const tokens = run.tokens ? run.tokens.totalTokens : 0;
-    // The times are RFC 3339 text: a difference of two texts is NaN.
-    const ended = run.endedAt || run.updatedAt;
-    const duration = run.startedAt && ended ? Date.parse(ended) - Date.parse(run.startedAt) : null;
+    const duration = msBetween(run.startedAt, run.endedAt || run.updatedAt);
     body.append(el("tr", { "data-run-id": run.id, "data-run": run.id, "data-tokens": tokens, "data-cost": run.cost === null || run.cost === undefined ? "" : run.cost },
       el("td", {}, el("input", { type: "checkbox", value: run.id, "aria-label": "pick " + run.id })),
       el("td", { class: "run-id" }, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
@@ -322,7 +326,7 @@ function summaryFigures(run) {
   const rows = [];
   if (run.startedAt) {
     const ended = run.endedAt
-      ? ", ended " + fmtInstant(run.endedAt) + " (" + fmtDuration(Date.parse(run.endedAt) - Date.parse(run.startedAt)) + ")"
+      ? ", ended " + fmtInstant(run.endedAt) + " (" + fmtDuration(msBetween(run.startedAt, run.endedAt)) + ")"
       : run.status === "running" && run.updatedAt ? ", last line " + fmtInstant(run.updatedAt) : "";
     rows.push(el("dt", {}, "time"), el("dd", { id: "run-time" }, "started " + fmtInstant(run.startedAt) + ended));
   }
@@ -1055,10 +1059,9 @@ function sessionStatus(session) {
   return session.live && session.run.status !== "running" ? "helpers working" : session.run.status;
 }
 
-// Time from `at` (RFC 3339) to the server's now, as `top` gives it.
+// Time from `at` to the server's now, as `top` gives it.
 function since(at, now) {
-  if (!at || !now) return "";
-  return fmtDuration(new Date(now).getTime() - new Date(at).getTime());
+  return fmtDuration(msBetween(at, now));
 }
 
 function liveAgentRow(agent, now) {
