@@ -1026,7 +1026,7 @@ impl Reading<'_> {
 fn claude_found(dir: Option<&Path>, dirs: &std::sync::Arc<DirCache>) -> anyhow::Result<(usize, impl Iterator<Item = anyhow::Result<FoundSession>>)> {
     let mut found = Vec::new();
     match dir {
-        Some(dir) if dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects") => {
+        Some(dir) if holds_projects(dir) => {
             for project in crate::sources::claude_ingest::sessions_by_project_in(dir, Some(dirs.clone()))? {
                 for session in project? {
                     found.push(session);
@@ -1036,6 +1036,11 @@ fn claude_found(dir: Option<&Path>, dirs: &std::sync::Arc<DirCache>) -> anyhow::
         _ => {}
     }
     Ok(in_key_order(found))
+}
+
+/// True for a Claude config dir holding `projects`, or a `projects` folder.
+fn holds_projects(dir: &Path) -> bool {
+    dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects")
 }
 
 /// Found sessions in the order of their table (which is read in step), with
@@ -1142,11 +1147,11 @@ pub(crate) fn newest_when_large(args: &ImportArgs, newest: usize) -> anyhow::Res
             files.push((stamp.map_or(0, |stamp| stamp.modified_ns), path));
         }
     }
-    if let Some(dir) = claude_dir(args).filter(|dir| dir.join("projects").is_dir() || dir.is_dir() && dir.ends_with("projects")) {
+    if let Some(dir) = claude_dir(args).filter(|dir| holds_projects(dir)) {
         for project in crate::sources::claude_ingest::sessions_by_project_in(&dir, None)? {
             for session in project? {
                 let main = session.main().to_path_buf();
-                let modified = std::fs::metadata(&main).map_or(0, |metadata| FileStamp::of(&metadata).modified_ns);
+                let modified = stamp(&main).map_or(0, |stamp| stamp.modified_ns);
                 files.push((modified, main));
             }
         }
