@@ -477,7 +477,27 @@ impl Lines {
 }
 
 /// The time a line names (its top-level `timestamp`), if any.
+///
+/// Read backwards from the line's end first: a transcript line names its
+/// time after its bulk (a message, an attachment's body), which the forward
+/// skim had to step over (a sixth of reading usage straight from folders
+/// of older transcripts, a fifteenth of today's). A line whose time comes
+/// before its bulk (a request's shape) is then read forwards. The backward
+/// reading does not check the whole line: a line that is no JSON may get a
+/// key the forward one would not give it, which only places it among its
+/// neighbours, the same way in every reading.
 fn line_time(bytes: &[u8]) -> Option<Timestamp> {
+    let mut trailing = None;
+    decode::visit_trailing_scalars(bytes, &mut |key, raw| {
+        if key == "timestamp" {
+            trailing = Some(decode::raw_string(raw).and_then(|text| Timestamp::parse(&text)));
+            return false;
+        }
+        true
+    });
+    if let Some(found) = trailing {
+        return found;
+    }
     let mut found = None;
     decode::visit_members(bytes, &mut |key, raw| {
         if key == "timestamp" {
@@ -554,5 +574,41 @@ pub(crate) fn feed_whole(
         Ok(()) => Ok(feed.marks()),
         // Nothing was fed before this pass, so nothing can come too late.
         Err(diverged) => anyhow::bail!("{} could not be read in order", diverged.path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> Option<Timestamp> {
+        Timestamp::parse(text)
+    }
+
+    /// The backward reading and the forward one give every line the same
+    /// key: a time after the bulk, before it, beside a nested one, or none.
+    #[test]
+    fn a_line_time_is_its_top_level_timestamp_wherever_it_stands() {
+        let cases: Vec<(&str, Option<Timestamp>)> = vec![
+            (
+                r#"{"message":{"timestamp":"2026-01-01T00:00:00Z"},"timestamp":"2026-02-02T00:00:00Z","cwd":"/x"}"#,
+                at("2026-02-02T00:00:00Z"),
+            ),
+            (
+                r#"{"timestamp":"2026-02-02T00:00:00Z","shape":{"timestamp":"2026-01-01T00:00:00Z"}}"#,
+                at("2026-02-02T00:00:00Z"),
+            ),
+            (
+                r#"{"attachment":{"a":1},"timestamp":"2026-02-02T00:00:00Z","rendered":["x"],"userType":"external"}"#,
+                at("2026-02-02T00:00:00Z"),
+            ),
+            (r#"{"type":"api-request-blob","message":{"timestamp":"2026-01-01T00:00:00Z"}}"#, None),
+            (r#"{"type":"last-prompt","lastPrompt":"say \"timestamp\""}"#, None),
+            (r#"{"timestamp":"not a time","type":"user"}"#, None),
+            ("not json", None),
+        ];
+        let found: Vec<(&str, Option<Timestamp>)> =
+            cases.iter().map(|(line, _)| (*line, line_time(line.as_bytes()))).collect();
+        assert_eq!(found, cases);
     }
 }
