@@ -245,6 +245,21 @@ pub struct WarningConfig {
 }
 
 impl WarningConfig {
+    /// This config with `allow` and `deny` on top, as the command line's
+    /// `-A` and `-W` put them: a flag's deny beats the config's allow and
+    /// a flag's allow its deny.
+    pub fn with_flags(mut self, allow: &[String], deny: &[String]) -> Self {
+        for code in allow {
+            self.deny.remove(code);
+            self.allow.insert(code.clone());
+        }
+        for code in deny {
+            self.allow.remove(code);
+            self.deny.insert(code.clone());
+        }
+        self
+    }
+
     /// The level a code gets: the last word wins, `deny` over `allow` when
     /// both name it (failing a CI job loudly beats hiding a problem).
     pub fn level(&self, code: &str) -> Option<Level> {

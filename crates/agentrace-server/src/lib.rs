@@ -53,7 +53,7 @@ pub struct Options {
     /// without a token, against DNS rebinding.
     pub allowed_hosts: Option<Vec<String>>,
     /// The warning configuration the detectors use.
-    pub config: WarningConfig,
+    pub config: Judge,
     /// How often the stream looks for new lines of a live run.
     pub poll: Duration,
     /// The clock time-based detectors judge by (tests fix it).
@@ -68,10 +68,42 @@ impl Default for Options {
         Self {
             token: None,
             allowed_hosts: None,
-            config: WarningConfig::default(),
+            config: Judge::default(),
             poll: Duration::from_millis(250),
             clock: system_now,
             usage: None,
+        }
+    }
+}
+
+/// Which warning configuration the server judges runs by.
+#[derive(Debug, Clone)]
+pub enum Judge {
+    /// This one, whatever the home's says (`--config FILE`, tests).
+    Fixed(WarningConfig),
+    /// The home's (`warnings.json`) as it is at each request, as the run
+    /// records are judged: the server runs for days. These codes are
+    /// allowed and denied on top (the command line's `-A` and `-W`).
+    Home {
+        /// Codes allowed on top.
+        allow: Vec<String>,
+        /// Codes denied on top.
+        deny: Vec<String>,
+    },
+}
+
+impl Default for Judge {
+    fn default() -> Self {
+        Judge::Home { allow: Vec::new(), deny: Vec::new() }
+    }
+}
+
+impl Judge {
+    /// The configuration to judge `home`'s runs by now.
+    pub fn config(&self, home: &Home) -> WarningConfig {
+        match self {
+            Judge::Fixed(config) => config.clone(),
+            Judge::Home { allow, deny } => home.warnings().clone().with_flags(allow, deny),
         }
     }
 }
@@ -107,10 +139,11 @@ impl AppState {
     }
 
     /// The home as it is now, read once per request: the server runs for
-    /// days, and what it shows after the home's price file changed is
-    /// priced by the new one (its runs list, a run's fold, its pictures).
+    /// days, and what it shows after the home's price file or warning
+    /// config changed is priced and judged by the new one (its runs list,
+    /// a run's fold, its pictures).
     pub(crate) fn home(&self) -> Result<Home, ApiError> {
-        Ok(self.inner.home.clone().with_home_prices()?)
+        Ok(self.inner.home.clone().with_home_prices()?.with_home_warnings()?)
     }
 }
 
@@ -317,10 +350,11 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
         offset: query.offset.unwrap_or(0),
     };
     let (runs, total) = blocking(move || {
-        let catalog = synced_catalog(&state.home()?)?;
+        let home = state.home()?;
+        let catalog = synced_catalog(&home)?;
         let (runs, total) = catalog.list_runs(&filter)?;
         // Counted as `/api/runs/:id` counts them, the allowed codes left out.
-        let config = &state.inner.options.config;
+        let config = &state.inner.options.config.config(&home);
         let runs = runs
             .into_iter()
             .map(|listed| agentrace_store::catalog::ListedRun { run: config.listed(listed.run), ..listed })
@@ -388,7 +422,7 @@ async fn show_run(
         let id = home.resolve(&id)?;
         let run = state.inner.cache.get(&home, &id)?;
         let run = run.lock()?;
-        Ok(run.view(&state.inner.options.config, state.now()).0)
+        Ok(run.view(&state.inner.options.config.config(&home), state.now()).0)
     })
     .await?;
     Ok(Json(view).into_response())

@@ -55,7 +55,7 @@ pub(crate) async fn stream(
         let home = start.home()?;
         let id = home.resolve(&id)?;
         let run = start.inner.cache.get(&home, &id)?;
-        let config = start.inner.options.config.clone();
+        let config = start.inner.options.config.config(&home);
         let now = start.now();
         let (receiver, first) = run.subscribe(|live| {
             let catch_up = match query.after {
@@ -130,7 +130,10 @@ async fn poll(state: AppState, run: Arc<SharedRun>) {
                 return;
             }
         }
-        let config = state.inner.options.config.clone();
+        // The home's config as it is now (as it was at the start when its
+        // file cannot be read: the stream goes on).
+        let home = state.home().unwrap_or_else(|_| state.inner.home.clone());
+        let config = state.inner.options.config.config(&home);
         let now = state.now();
         let shared = Arc::clone(&run);
         // A failed read is broadcast as an `error`; the poller goes on.

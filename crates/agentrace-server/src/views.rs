@@ -73,7 +73,7 @@ pub(crate) async fn waterfall(
         // Taken under the run's lock, read without it.
         let (source, path) = shared
             .lock()?
-            .waterfall_source(&state.inner.options.config, state.now());
+            .waterfall_source(&state.inner.options.config.config(&home), state.now());
         let width = query
             .width
             .filter(|width| width.is_finite() && *width >= 1.0)
@@ -134,7 +134,7 @@ pub(crate) async fn compare(
             let run = state.inner.cache.get(&home, &id)?;
             let (view, (source, path)) = {
                 let run = run.lock()?;
-                let config = &state.inner.options.config;
+                let config = &state.inner.options.config.config(&home);
                 (
                     run.view(config, state.now()).0,
                     run.waterfall_source(config, state.now()),
@@ -194,7 +194,7 @@ pub(crate) async fn live(State(state): State<AppState>, Query(query): Query<Live
     let sessions = blocking(move || {
         let home = &state.home()?;
         let ids = crate::synced_catalog(home)?.live_and_recent(recent)?;
-        let config = &state.inner.options.config;
+        let config = &state.inner.options.config.config(home);
         let mut sessions = Vec::with_capacity(ids.len());
         for id in ids {
             let shared = match state.inner.cache.get(home, &id) {

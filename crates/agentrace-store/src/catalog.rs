@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use agentrace_core::model::{Event, EventBody, Role, RunStatus, Timestamp};
 use agentrace_core::prices::PriceBook;
+use agentrace_core::warnings::WarningConfig;
 use agentrace_core::state::{FinalActors, RunSummary};
 use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -631,37 +632,44 @@ impl Catalog {
     /// Cheap when nothing changed: the runs folder's own stamp is kept, and
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
-        let repriced = self.reprice(home)?;
+        let (changed, prices, warnings) = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
-        count.repriced = repriced;
+        count.repriced = if prices { changed } else { 0 };
+        count.rejudged = if warnings { changed } else { 0 };
         Ok(count)
     }
 
-    /// When the home prices with another book than the one the catalog's
-    /// runs were priced with (its price file was added, changed or
-    /// removed), works out each run's cost again from its log, and writes
-    /// it into the run's record and row: `runs`, the first command and the
-    /// viewer's list then give the cost `show` gives. A running run is left
-    /// to its recorder. Returns how many runs changed.
-    fn reprice(&self, home: &Home) -> Result<u64, StoreError> {
+    /// When the home prices with another book, or judges with another
+    /// warning config, than the ones the catalog's runs were priced and
+    /// judged with (its price file or `warnings.json` was added, changed or
+    /// removed), works out each run's cost and warnings again from its log,
+    /// and writes them into the run's record and row: `runs`, the first
+    /// command and the viewer's list then give the cost and the warnings
+    /// `show` and `check` give. A running run is left to its recorder.
+    /// Returns how many runs changed, and whether the prices and the
+    /// warning config had changed.
+    fn reprice(&self, home: &Home) -> Result<(u64, bool, bool), StoreError> {
         let prices = home.prices();
-        let known = self.meta("prices")?;
-        match known.as_deref() {
-            Some(id) if id == prices.id() => return Ok(0),
-            // A catalog from before its price book was kept: its runs were
-            // priced by the database.
-            None if prices.id() == PriceBook::shared_database().id() => {
+        let (known_prices, known_warnings) = (self.meta("prices")?, self.meta("warnings")?);
+        let default_warnings = crate::warning_file::config_id(&WarningConfig::default());
+        // A catalog from before its price book (or warning config) was
+        // kept: its runs were priced by the database (and judged by none).
+        let prices_same = known_prices.as_deref().unwrap_or(PriceBook::shared_database().id()) == prices.id();
+        let warnings_same = known_warnings.as_deref().unwrap_or(&default_warnings) == home.warnings_id();
+        if prices_same && warnings_same {
+            if known_prices.is_none() || known_warnings.is_none() {
                 self.set_meta("prices", prices.id())?;
-                return Ok(0);
+                self.set_meta("warnings", home.warnings_id())?;
             }
-            _ => {}
+            return Ok((0, false, false));
         }
-        // A process that read the price file before it changed (a `watch`
-        // or `serve` left running) prices nothing again: it and the
-        // commands reading the file now would each undo the other's work.
-        let now = Home::at(home.root()).with_home_prices().map(|now| now.prices().id().to_owned());
-        if now.as_deref().ok() != Some(prices.id()) {
-            return Ok(0);
+        // A process that read the files before they changed (a `watch` or
+        // `serve` left running) does nothing again: it and the commands
+        // reading the files now would each undo the other's work.
+        let now = Home::at(home.root()).with_home_prices().and_then(Home::with_home_warnings);
+        let current = now.as_ref().is_ok_and(|now| now.prices().id() == prices.id() && now.warnings_id() == home.warnings_id());
+        if !current {
+            return Ok((0, false, false));
         }
         let err = sql(&self.path);
         let ids: Vec<String> = {
@@ -673,8 +681,8 @@ impl Catalog {
         self.begin()?;
         for id in ids {
             let Ok(run_id) = validate_run_id(&id) else { continue };
-            let priced = match home.load_run(&run_id) {
-                Ok(loaded) => loaded.view().run,
+            let judged = match home.load_run(&run_id) {
+                Ok(loaded) => loaded.checked_view(home.warnings(), None).run,
                 // Gone since it was listed: the sync forgets it.
                 Err(StoreError::NotFound { .. }) => continue,
                 Err(error) => {
@@ -682,31 +690,33 @@ impl Catalog {
                     return Err(error);
                 }
             };
-            // The record keeps what the recording knew (a traceparent, the
-            // warnings it checked): only its cost changes. A run without
-            // one is listed by its log's fold, as it was indexed.
+            // The record keeps what the recording knew (a traceparent):
+            // only its cost and warnings change. A run without one is
+            // listed by its log's fold, as it was indexed.
+            let figures = |run: &RunSummary| (run.cost, run.cost_status, run.warning_count, run.warning_codes.clone());
             let record = match home.read_record_pub(&run_id) {
                 Some(mut record) => {
-                    if (record.cost, record.cost_status) == (priced.cost, priced.cost_status) {
+                    if figures(&record) == figures(&judged) {
                         continue;
                     }
-                    (record.cost, record.cost_status) = (priced.cost, priced.cost_status);
+                    (record.cost, record.cost_status, record.warning_count, record.warning_codes) = figures(&judged);
                     home.replace_record(&record)?;
                     record
                 }
-                None => priced,
+                None => judged,
             };
             let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
             self.conn
-                .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, record = ?4 WHERE id = ?1")
+                .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, warning_count = ?4, warning_codes = ?5, record = ?6 WHERE id = ?1")
                 .map_err(&err)?
-                .execute(params![id, record.cost, word(&record.cost_status), json])
+                .execute(params![id, record.cost, word(&record.cost_status), record.warning_count as i64, record.warning_codes.join(" "), json])
                 .map_err(&err)?;
             repriced += 1;
         }
         self.set_meta("prices", prices.id())?;
+        self.set_meta("warnings", home.warnings_id())?;
         self.commit()?;
-        Ok(repriced)
+        Ok((repriced, !prices_same, !warnings_same))
     }
 
     /// [`Catalog::sync`] of the runs folder alone.
@@ -1750,6 +1760,9 @@ pub struct SyncCount {
     /// Runs whose cost was worked out again, the home's price book having
     /// changed since the catalog last priced them.
     pub repriced: u64,
+    /// Runs whose warnings were counted again, the home's warning config
+    /// having changed since the catalog last judged them.
+    pub rejudged: u64,
 }
 
 /// A listed run: its record, with the catalog's project and agent count

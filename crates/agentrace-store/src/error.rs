@@ -69,6 +69,15 @@ pub enum StoreError {
         cause: String,
     },
 
+    /// A warning config that is not the config it must be.
+    #[error("{}: {cause}", path.display())]
+    WarningFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        cause: String,
+    },
+
     /// A filesystem operation on a path failed.
     #[error("cannot {action} {}", path.display())]
     Io {

@@ -44,23 +44,33 @@ const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
 const NEWEST_KEYWORDS: [&str; 2] = ["latest", "last"];
 
 /// The agentrace home: runs live in `<root>/runs/`. It carries the price
-/// book every fold through it prices with: the database alone, or with
-/// the home's price file once [`Home::with_home_prices`] read it.
+/// book every fold through it prices with (the database alone, or with the
+/// home's price file once [`Home::with_home_prices`] read it) and the
+/// warning config every run record is judged by (none, or the home's
+/// `warnings.json` once [`Home::with_home_warnings`] read it).
 #[derive(Clone)]
 pub struct Home {
     root: PathBuf,
     prices: Arc<PriceBook>,
+    warnings: Arc<WarningConfig>,
+    /// What names `warnings` ([`crate::warning_file::config_id`]).
+    warnings_id: Arc<str>,
 }
 
 impl std::fmt::Debug for Home {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.debug_struct("Home").field("root", &self.root).field("prices", &self.prices.id()).finish()
+        formatter
+            .debug_struct("Home")
+            .field("root", &self.root)
+            .field("prices", &self.prices.id())
+            .field("warnings", &self.warnings_id)
+            .finish()
     }
 }
 
 impl PartialEq for Home {
     fn eq(&self, other: &Self) -> bool {
-        self.root == other.root && self.prices.id() == other.prices.id()
+        self.root == other.root && self.prices.id() == other.prices.id() && self.warnings_id == other.warnings_id
     }
 }
 
@@ -192,7 +202,7 @@ fn log_name(id: &RunId) -> String {
 impl Home {
     /// A home at `root`.
     pub fn at(root: impl Into<PathBuf>) -> Home {
-        Home { root: root.into(), prices: PriceBook::shared_database() }
+        Home { root: root.into(), prices: PriceBook::shared_database(), warnings: Arc::default(), warnings_id: crate::warning_file::config_id(&WarningConfig::default()).into() }
     }
 
     /// This home pricing with its price file ([`PRICE_FILE`]) over the
@@ -203,10 +213,47 @@ impl Home {
     pub fn with_home_prices(self) -> Result<Home, StoreError> {
         let path = self.prices_path();
         if !path.is_file() {
-            return Ok(self);
+            // A home read again once its file is gone prices by the
+            // database again.
+            return Ok(Home { prices: PriceBook::shared_database(), ..self });
         }
         let prices = crate::prices::read_price_file(&path)?;
         Ok(Home { prices, ..self })
+    }
+
+    /// This home judging its runs' records by its warning config
+    /// ([`WARNING_CONFIG_FILE`]), when there is one: so that `runs`, the
+    /// first command and the viewer's list count the warnings `show` and
+    /// `check` give (a `helperRules` rule, a budget, a denied code). An
+    /// error names the file when it is not a warning config.
+    pub fn with_home_warnings(self) -> Result<Home, StoreError> {
+        let path = self.warning_config_path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                // A home read again once its file is gone judges by none.
+                return Ok(Home::at(self.root).with_prices_of(&self.prices));
+            }
+            Err(source) => return Err(StoreError::io("read", &path, source)),
+        };
+        let config = crate::warning_file::parse_warning_file(&path, &bytes)?;
+        let warnings_id = crate::warning_file::config_id(&config).into();
+        Ok(Home { warnings: Arc::new(config), warnings_id, ..self })
+    }
+
+    /// A home at this one's root with `prices`' book and no warning config.
+    fn with_prices_of(self, prices: &Arc<PriceBook>) -> Home {
+        Home { prices: Arc::clone(prices), ..self }
+    }
+
+    /// The warning config this home's run records are judged by.
+    pub fn warnings(&self) -> &WarningConfig {
+        &self.warnings
+    }
+
+    /// What names [`Home::warnings`] among other configs.
+    pub fn warnings_id(&self) -> &str {
+        &self.warnings_id
     }
 
     /// The price book every fold through this home prices with.
@@ -437,6 +484,7 @@ impl Home {
                 fold: Some(RunFold::priced(id, self.prices())),
                 tail: Vec::new(),
                 snapshot_offset: 0,
+                judging: Arc::clone(&self.warnings),
             },
         ))
     }
@@ -486,6 +534,7 @@ impl Home {
                 fold: Some(fold),
                 tail,
                 snapshot_offset,
+                judging: Arc::clone(&self.warnings),
             },
         ))
     }
@@ -523,7 +572,7 @@ impl Home {
             return Ok(Some(summary));
         }
         match self.load_run(id) {
-            Ok(loaded) => Ok(Some(loaded.checked_view(&WarningConfig::default(), None).run)),
+            Ok(loaded) => Ok(Some(loaded.checked_view(self.warnings(), None).run)),
             Err(StoreError::NotFound { .. }) => Ok(None),
             Err(error) => Err(error),
         }

@@ -35,6 +35,7 @@ pub mod prices;
 mod lock;
 mod packed;
 pub mod raw_ref;
+pub mod warning_file;
 mod reader;
 mod run_id;
 mod scratch;

@@ -170,6 +170,9 @@ pub struct RunWriter {
     /// byte for byte (dropped after a failed write). With the book lent,
     /// only its file side (offsets, index) is kept here.
     fold: Option<RunFold>,
+    /// The warning config its record is judged by: the home's, so that a
+    /// list of runs counts what `show` and `check` give.
+    judging: Arc<WarningConfig>,
     /// The run book is the caller's, lent to each call that needs it
     /// ([`RunWriter::with_book_lent`]).
     lent: bool,
@@ -208,6 +211,8 @@ pub struct RunWriter {
 pub(crate) struct Resumed {
     /// The fold of the whole log so far (none: no snapshots from this writer).
     pub fold: Option<RunFold>,
+    /// The warning config its record is judged by (the home's).
+    pub judging: Arc<WarningConfig>,
     /// The last bytes of the log.
     pub tail: Vec<u8>,
     /// The log length the snapshot on disk covers (0 for none).
@@ -237,6 +242,7 @@ impl RunWriter {
             needs_newline: false,
             snapshot_path,
             fold: resumed.fold,
+            judging: resumed.judging,
             lent: false,
             tail: resumed.tail,
             snapshot_offset: Cell::new(resumed.snapshot_offset),
@@ -794,7 +800,7 @@ impl RunWriter {
         match book {
             Some(book) => {
                 let skipped = self.fold.as_ref().map_or(0, RunFold::skipped);
-                let (view, _) = book.checked_view(&WarningConfig::default(), None, skipped);
+                let (view, _) = book.checked_view(&self.judging, None, skipped);
                 RunSummary {
                     warning_count: view.run.warning_count,
                     warning_codes: view.run.warning_codes,

@@ -42,6 +42,14 @@ pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
             home.prices_path().display()
         );
     }
+    if count.rejudged > 0 {
+        eprintln!(
+            "note: counted the warnings of {} run{} again: the home's warning config ({}) changed since they were counted",
+            count.rejudged,
+            if count.rejudged == 1 { "" } else { "s" },
+            home.warning_config_path().display()
+        );
+    }
     Ok(catalog)
 }
 

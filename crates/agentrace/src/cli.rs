@@ -229,8 +229,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::from_env().context("cannot find where runs live")?;
-    // Every command prices with the home's price file, when it has one.
-    let home = home.with_home_prices().context("cannot read the home's price file")?;
+    // Every command prices with the home's price file, and judges run
+    // records by its warning config, when it has them.
+    let home = home.with_home_prices().context("cannot read the home's price file")?.with_home_warnings()?;
     let mut out = Out::new();
     match cli.command {
         Some(Command::Run {

@@ -2,11 +2,10 @@
 //! over a JSON config file (given, or the home's). It must not decide
 //! anything itself: the detectors live in the core.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::Home;
-use anyhow::Context as _;
 use clap::Args;
 
 /// Flags that tune the warnings.
@@ -25,45 +24,22 @@ pub struct WarningArgs {
     pub config: Option<PathBuf>,
 }
 
-/// The configuration: the file (given, or the home's when it exists), then
-/// the flags on top (a flag's deny beats the file's allow and vice versa).
+/// The configuration: the file (given, or the home's, which the home read
+/// when the command began), then the flags on top (a flag's deny beats the
+/// file's allow and vice versa).
 pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> {
-    let (path, required) = match &args.config {
-        Some(path) => (path.clone(), true),
-        None => (home.warning_config_path(), false),
+    let config = match &args.config {
+        Some(path) => agentrace_store::warning_file::read_warning_file(path)?,
+        None => home.warnings().clone(),
     };
-    let mut config = read_config(&path, required)?;
-    if let Some(limit) = config.max_cost {
-        if !(limit.is_finite() && limit >= 0.0) {
-            anyhow::bail!(
-                "{}: maxCost {limit} is not an amount of US dollars\nhint: write a number of at least 0, e.g. \"maxCost\": 0.25",
-                path.display()
-            );
-        }
-    }
-    for code in &args.allow {
-        config.deny.remove(code);
-        config.allow.insert(code.clone());
-    }
-    for code in &args.deny {
-        config.allow.remove(code);
-        config.deny.insert(code.clone());
-    }
-    Ok(config)
+    Ok(config.with_flags(&args.allow, &args.deny))
 }
 
-fn read_config(path: &Path, required: bool) -> anyhow::Result<WarningConfig> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) if !required && error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(WarningConfig::default())
-        }
-        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
-    };
-    serde_json::from_slice(&bytes).with_context(|| {
-        format!(
-            "{} is not a warning config\nhint: expected JSON like {{\"allow\": [\"orphan_child\"], \"deny\": [\"lost_turn\"]}}",
-            path.display()
-        )
+/// How a server judges runs: by the config given (`--config FILE`), else
+/// by the home's as it is at each request, the flags on top either way.
+pub fn judge(args: &WarningArgs) -> anyhow::Result<agentrace_server::Judge> {
+    Ok(match &args.config {
+        Some(path) => agentrace_server::Judge::Fixed(agentrace_store::warning_file::read_warning_file(path)?.with_flags(&args.allow, &args.deny)),
+        None => agentrace_server::Judge::Home { allow: args.allow.clone(), deny: args.deny.clone() },
     })
 }

@@ -120,7 +120,7 @@ async fn the_run_list_counts_the_warnings_the_run_endpoint_lists() {
     );
     let mut config = WarningConfig::default();
     config.allow.insert("helper_result_used_as_done".to_owned());
-    let allowing = AppState::new(scratch.home(), Options { config, ..Options::default() });
+    let allowing = AppState::new(scratch.home(), Options { config: agentrace_server::Judge::Fixed(config), ..Options::default() });
     assert_eq!(counted_and_shown(&allowing).await, (json!(0), json!([])));
 }
 

@@ -59,7 +59,7 @@ pub fn run(home: Home, args: &ServeArgs, out: &mut Out) -> anyhow::Result<ExitCo
         );
         return Ok(ExitCode::from(2));
     }
-    let config = crate::warning_config::config(&home, &args.warnings)?;
+    let config = crate::warning_config::judge(&args.warnings)?;
     if args.watch {
         follow(&home, args)?;
     }

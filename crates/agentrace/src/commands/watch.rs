@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use agentrace_core::model::{RunId, SessionEndReason, Severity, Warning};
 use agentrace_core::state::RunSummary;
-use agentrace_core::warnings::WarningConfig;
 use agentrace_store::watching::{changes_watcher, is_change};
 use agentrace_store::Home;
 use serde::Serialize;
@@ -60,6 +59,13 @@ pub struct WatchArgs {
     /// settle `unknown`. Should it grow again, it is read again.
     #[arg(long, value_name = "SECONDS", default_value_t = crate::commands::import::DEFAULT_IDLE_LIMIT)]
     idle_limit: u64,
+    /// Print one JSON object per line instead: `{"event": "run", "run":
+    /// {…}}` for each run recorded or changed, `{"event": "idle", "run":
+    /// {…}}` for one the idle limit ended, and the notices the commands get
+    /// on stdin: `{"event": "end", …}` once per session that ends and
+    /// `{"event": "warning", …}` once per error-level warning.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Why the loop woke up.
@@ -104,10 +110,10 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // Ctrl-C ends the watch; a second handler cannot be set, which only
     // matters when a process sets two (tests).
     let _ = ctrlc::set_handler(move || stopper.stop());
-    let mut notifier = Notifier::new(home, args)?;
+    let mut notifier = Notifier::new(args);
     // What the files hold already (what has ended by now is no news), then
     // what they gain.
-    let changed = follower.imported(|| pass(home, &import, &Scope::Everything, out))?;
+    let changed = follower.imported(|| pass(home, &import, &Scope::Everything, args.json, out))?;
     notifier.baseline(home, &changed);
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
@@ -115,8 +121,8 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         let within = [idle.next_due(), notifier.rechecks.next_due()].into_iter().flatten().min();
         match follower.next_within(within) {
             Next::Changed(scope) => {
-                let changed = follower.imported(|| pass(home, &import, &scope, out))?;
-                notifier.notify(home, &changed);
+                let changed = follower.imported(|| pass(home, &import, &scope, args.json, out))?;
+                notifier.notify(home, &changed, out)?;
                 idle.saw(home, &changed);
             }
             Next::Stopped => return Ok(ExitCode::SUCCESS),
@@ -124,15 +130,21 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         }
         for id in idle.due() {
             if end_idle(home, &id)? {
-                out.line(format!("{id} idle"))?;
+                if args.json {
+                    if let Some(run) = home.list_these_runs([id.clone()])?.first() {
+                        out.json(&Notice { event: "idle", run, warning: None })?;
+                    }
+                } else {
+                    out.line(format!("{id} idle"))?;
+                }
                 out.flush()?;
-                notifier.notify(home, std::slice::from_ref(&id));
+                notifier.notify(home, std::slice::from_ref(&id), out)?;
             }
         }
         // A helper gone quiet: judged when the detector asked, with no
         // line written to wake the watch.
         let due = notifier.rechecks.due();
-        notifier.notify(home, &due);
+        notifier.notify(home, &due, out)?;
     }
 }
 
@@ -258,11 +270,13 @@ fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// `--on-end` / `--on-warning`: what has fired, so each fires once.
+/// `--on-end` / `--on-warning` (and their notices printed by `--json`):
+/// what has fired, so each fires once.
 struct Notifier {
     on_end: Option<String>,
     on_warning: Option<String>,
-    config: WarningConfig,
+    /// The notices are printed too.
+    json: bool,
     /// Sessions whose end has fired (or had come before the watch began).
     ended: HashSet<RunId>,
     /// Error warnings that have fired (or were there before), by run, code
@@ -286,38 +300,38 @@ struct Seen {
 }
 
 impl Notifier {
-    fn new(home: &Home, args: &WatchArgs) -> anyhow::Result<Self> {
-        let config = if args.on_warning.is_some() {
-            crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?
-        } else {
-            WarningConfig::default()
-        };
-        Ok(Self {
+    fn new(args: &WatchArgs) -> Self {
+        Self {
             on_end: args.on_end.clone(),
             on_warning: args.on_warning.clone(),
-            config,
+            json: args.json,
             ended: HashSet::new(),
             warned: HashSet::new(),
             rechecks: Deadlines::default(),
-        })
+        }
     }
 
     /// Keeps when `id` is to be judged again, while it is live.
     fn recheck(&mut self, id: &RunId, seen: &Seen) {
-        match seen.recheck.filter(|_| !seen.over && self.on_warning.is_some()) {
+        match seen.recheck.filter(|_| !seen.over && self.warnings_wanted()) {
             Some(after) => self.rechecks.set(id, Instant::now() + after),
             None => self.rechecks.forget(id),
         }
     }
 
     fn wanted(&self) -> bool {
-        self.on_end.is_some() || self.on_warning.is_some()
+        self.on_end.is_some() || self.warnings_wanted()
     }
 
-    /// Reads a run as the notifications judge it.
-    fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
-        let loaded = home.load_run(id).ok()?;
-        let (view, recheck) = loaded.checked_view_until(&self.config, Some(crate::clock::now()));
+    fn warnings_wanted(&self) -> bool {
+        self.on_warning.is_some() || self.json
+    }
+
+    /// Reads a run as the notifications judge it: by the home's warning
+    /// config as the import judged its record (`judging`).
+    fn see(&self, judging: &Home, id: &RunId) -> Option<Seen> {
+        let loaded = judging.load_run(id).ok()?;
+        let (view, recheck) = loaded.checked_view_until(judging.warnings(), Some(crate::clock::now()));
         // A background child may still be at work after its root's turn ended.
         let over = !live(&loaded);
         let errors = view
@@ -334,6 +348,7 @@ impl Notifier {
         if !self.wanted() {
             return;
         }
+        let home = &judging(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
@@ -346,34 +361,58 @@ impl Notifier {
         }
     }
 
-    /// Fires what `changed` brought: an end once per session, a warning
-    /// once per error.
-    fn notify(&mut self, home: &Home, changed: &[RunId]) {
+    /// Fires what `changed` brought (its command run, its notice printed
+    /// under `--json`): an end once per session, a warning once per error.
+    fn notify(&mut self, home: &Home, changed: &[RunId], out: &mut Out) -> anyhow::Result<()> {
         if !self.wanted() {
-            return;
+            return Ok(());
         }
+        let home = &judging(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
-            if let Some(command) = &self.on_warning {
+            if self.warnings_wanted() {
                 for warning in &seen.errors {
                     let key = (id.clone(), warning.code.clone(), warning.thread_id.clone().map(|thread| thread.0));
                     if self.warned.insert(key) {
-                        fire(command, "warning", &seen.run, Some(warning));
+                        self.tell(Notice { event: "warning", run: &seen.run, warning: Some(warning) }, out)?;
                     }
                 }
             }
-            if let Some(command) = &self.on_end {
-                if seen.over && self.ended.insert(id.clone()) {
-                    fire(command, "end", &seen.run, None);
-                }
+            if (self.on_end.is_some() || self.json) && seen.over && self.ended.insert(id.clone()) {
+                self.tell(Notice { event: "end", run: &seen.run, warning: None }, out)?;
             }
         }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// One notice: to its command, and printed under `--json`.
+    fn tell(&self, notice: Notice<'_>, out: &mut Out) -> anyhow::Result<()> {
+        let command = match notice.warning {
+            Some(_) => &self.on_warning,
+            None => &self.on_end,
+        };
+        if let Some(command) = command {
+            fire(command, &notice);
+        }
+        if self.json {
+            out.json(&notice)?;
+        }
+        Ok(())
     }
 }
 
-/// `{"event", "run", "warning"?}` on a notification command's stdin.
-#[derive(Serialize)]
+/// `home` with its warning config as it is now, as the import that just
+/// ran read it (as it was, should it no longer be readable: the watch goes
+/// on).
+fn judging(home: &Home) -> Home {
+    home.clone().with_home_warnings().unwrap_or_else(|_| home.clone())
+}
+
+/// `{"event", "run", "warning"?}` on a notification command's stdin, and
+/// each line `--json` prints.
+#[derive(Clone, Copy, Serialize)]
 struct Notice<'a> {
     event: &'a str,
     run: &'a RunSummary,
@@ -383,9 +422,9 @@ struct Notice<'a> {
 
 /// Runs a notification command without waiting for it (a slow one must
 /// not hold the watch back); a command that cannot start is a warning.
-fn fire(command: &str, event: &str, run: &RunSummary, warning: Option<&Warning>) {
-    let notice = Notice { event, run, warning };
-    let json = serde_json::to_vec(&notice).unwrap_or_default();
+fn fire(command: &str, notice: &Notice<'_>) {
+    let Notice { event, run, warning } = *notice;
+    let json = serde_json::to_vec(notice).unwrap_or_default();
     let summary = match warning {
         Some(warning) => format!("{}: {} ({})", run.id, warning.message, warning.code),
         None => format!(
@@ -726,15 +765,19 @@ fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::
 }
 
 /// One import of what changed; prints each run it recorded or changed
-/// (`<run id> <status>`) and returns their ids. A last line still being
-/// written is left for the next pass.
-fn pass(home: &Home, import: &ImportArgs, scope: &Scope, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
+/// (`<run id> <status>`, or its notice as JSON) and returns their ids. A
+/// last line still being written is left for the next pass.
+fn pass(home: &Home, import: &ImportArgs, scope: &Scope, json: bool, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
     let changed = crate::commands::import::import_in(home, import, TornLines::Wait, scope)?;
     if changed.is_empty() {
         return Ok(changed);
     }
     for run in home.list_these_runs(changed.iter().cloned())? {
-        out.line(format!("{} {}", run.id, run.status.as_str()))?;
+        if json {
+            out.json(&Notice { event: "run", run: &run, warning: None })?;
+        } else {
+            out.line(format!("{} {}", run.id, run.status.as_str()))?;
+        }
     }
     out.flush()?;
     Ok(changed)

@@ -384,27 +384,76 @@ fn a_cost_budget_on_a_run_nothing_could_price_is_a_warning_that_it_cannot_be_che
     );
 }
 
+/// A warning config in the home (`warnings.json`) judges what every
+/// command counts of a run, as it judges `check`: the run list, `show`, the
+/// viewer's list and run page, and the run's record give the same codes (a
+/// budget, a helper rule, a denied code), where the list and the record
+/// counted them without the config and `runs` said 0 for a run `check`
+/// failed. Changed, the runs are counted again (a server started before
+/// the change follows); removed, they are counted without it. A file that
+/// is no config is an error that names it, except for the hook.
 #[test]
-fn a_budget_in_the_config_file_shows_in_show_but_never_in_the_runs_record() {
+fn a_warning_config_in_the_home_judges_every_commands_count_alike() {
+    use super::raw_ref::{get_json, serve};
     let cli = Cli::new();
-    std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxCost":0.01}"#)
-        .unwrap_or_else(|e| panic!("{e}"));
     let id = priced_run(&cli);
-    let view: Value =
-        serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
-    let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.json")))
-            .unwrap_or_else(|e| panic!("{e}")),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let record = |cli: &Cli| -> Value {
+        let text = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.json"))).unwrap_or_else(|e| panic!("{e}"));
+        let record: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        record.get("warningCodes").cloned().unwrap_or_else(|| json!([]))
+    };
+    let codes = |value: &Value| -> Value {
+        value["warningCodes"].as_array().map_or_else(|| json!([]), |codes| Value::from(codes.clone()))
+    };
+    let counted = |cli: &Cli, address: &str| -> Vec<Value> {
+        let show: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let shown: Vec<Value> = show["warnings"].as_array().into_iter().flatten().filter(|warning| warning["severity"] != "info").map(|warning| warning["code"].clone()).collect();
+        let (count, listed) = listed(cli, &id);
+        let listed = if listed.is_null() { json!([]) } else { listed };
+        assert_eq!(count, Value::from(listed.as_array().map_or(0, Vec::len)));
+        vec![
+            Value::from(shown),
+            listed,
+            codes(&get_json(address, "/api/runs")["runs"][0]),
+            codes(&get_json(address, &format!("/api/runs/{id}"))["run"]),
+            record(cli),
+        ]
+    };
+    let (_server, address) = serve(&cli);
+    assert_eq!(counted(&cli, &address), vec![json!([]); 5]);
+    assert_eq!(checked(&cli, &[&id]).0, Some(0));
+
+    let file = cli.home.path().join("warnings.json");
+    std::fs::write(&file, r#"{"maxCost":0.01}"#).unwrap_or_else(|e| panic!("{e}"));
+    let listed_now = cli.run(&["runs"]);
     assert_eq!(
-        (
-            &view["warnings"][0]["code"],
-            listed(&cli, &id),
-            record.get("warningCodes")
-        ),
-        (&json!("budget_exceeded"), (json!(0), Value::Null), None)
+        String::from_utf8_lossy(&listed_now.stderr).lines().collect::<Vec<_>>(),
+        vec![format!("note: counted the warnings of 1 run again: the home's warning config ({}) changed since they were counted", file.display())]
     );
+    assert_eq!(counted(&cli, &address), vec![json!(["budget_exceeded"]); 5]);
+    assert_eq!(checked(&cli, &[&id]).0, Some(1));
+
+    // The budget allowed: what `check` passes, no list counts.
+    std::fs::write(&file, r#"{"maxCost":0.01,"allow":["budget_exceeded"]}"#).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(counted(&cli, &address), vec![json!([]); 5]);
+    assert_eq!(checked(&cli, &[&id]).0, Some(0));
+
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, r#"{"maxCost":0.01}"#).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(counted(&cli, &address), vec![json!(["budget_exceeded"]); 5]);
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(counted(&cli, &address), vec![json!([]); 5]);
+
+    std::fs::write(&file, r#"{"maxCost":"cheap"}"#).unwrap_or_else(|e| panic!("{e}"));
+    let output = cli.run(&["runs"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        (output.status.code(), stderr.lines().next().map(|line| line.starts_with(&format!("error: {}: not a warning config: ", file.display())))),
+        (Some(1), Some(true)),
+        "{stderr}"
+    );
+    let hook = cli.command(&["hook"]).output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(hook.status.code(), Some(0));
 }
 
 #[test]

@@ -114,6 +114,16 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", path.display())
 }
 
+/// Waits (at most `seconds`, looking every 100 ms) until `done` holds;
+/// past that, fails with what `why` says.
+fn wait_until(seconds: u64, mut done: impl FnMut() -> bool, why: impl FnOnce() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        assert!(Instant::now() < deadline, "{}", why());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// `top` follows a Codex session as it is written: while the helper runs
 /// its command, its row reads `working` with that tool; once the session
 /// is over it reads `ended succeeded`, under a `done` session. Enter shows
@@ -298,36 +308,24 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     assert!(said.starts_with("watching "), "{said}");
     // The first pass (what was there before) is done once its run is
     // listed, and a moment after, its judging.
-    let deadline = Instant::now() + Duration::from_secs(20);
     let listed_done = || {
         serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
             .ok()
             .and_then(|listed| listed["runs"].as_array().cloned())
             .is_some_and(|runs| runs.iter().any(|run| run["status"] == "done"))
     };
-    while !listed_done() {
-        assert!(Instant::now() < deadline, "the first pass never ended");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, listed_done, || "the first pass never ended".to_owned());
     std::thread::sleep(Duration::from_millis(500));
     let noted = || noted_in(notes.path());
     // Up to the root's answer, the helper's turn still open.
     let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !noted().iter().any(|name| name.starts_with("warning-")) {
-        assert!(Instant::now() < deadline, "no warning noted: {:?}", noted());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || noted().iter().any(|name| name.starts_with("warning-")), || format!("no warning noted: {:?}", noted()));
     std::thread::sleep(Duration::from_millis(1500));
     let runs = cli.ok(&["runs", "--json"]);
     assert!(!noted().iter().any(|name| name.starts_with("end-")), "an end fired while the helper worked: {:?}\n{runs}", noted());
     growth.write(&homes, helper_last..growth.order.len(), true);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !noted().iter().any(|name| name.starts_with("end-")) {
-        assert!(Instant::now() < deadline, "no end noted: {:?}", noted());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || noted().iter().any(|name| name.starts_with("end-")), || format!("no end noted: {:?}", noted()));
     std::thread::sleep(Duration::from_millis(1500));
     let (status, stdout) = watch.stop();
     assert!(status.success(), "{status}");
@@ -347,6 +345,79 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
         (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
         (Some("warning"), Some("helper_policy_violation"), Some("error"))
     );
+}
+
+/// `watch --json` prints one JSON object per line: each run it records or
+/// changes as `{"event": "run", "run": {…}}`, and the notices the commands
+/// get: a warning once per error, the end once when the session is over
+/// (after its helper's end, never for a session over before the watch
+/// began), so a script can follow without `--on-end`.
+#[test]
+fn watch_json_prints_each_change_and_each_notice_once() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let before = Growth::of(Provider::Codex, "v2_basic");
+    before.write(&homes, 0..before.order.len(), true);
+    let watch = Watch::start(&cli, &homes, &["--json"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    let runs = || -> Vec<serde_json::Value> {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    wait_until(20, || runs().len() == 1, || "the first pass never ended".to_owned());
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, helper_last) = helper_of(&growth);
+    growth.write(&homes, 0..helper_last, true);
+    wait_until(20, || runs().len() == 2, || "the session was never imported".to_owned());
+    std::thread::sleep(Duration::from_millis(1000));
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    let over = || runs().iter().filter(|run| run["status"] == "done" && run.get("helpersWorking").is_none()).count() == 2;
+    wait_until(20, over, || format!("the session never ended: {:?}", runs()));
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let printed: Vec<serde_json::Value> =
+        stdout.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect();
+    let id_of = |run: &serde_json::Value| run["id"].as_str().unwrap_or_default().to_owned();
+    // The first pass's run is printed first; the other is the watched one.
+    let first = printed.first().map(|line| id_of(&line["run"])).unwrap_or_else(|| panic!("nothing printed"));
+    let watched = runs().iter().map(id_of).find(|id| *id != first).unwrap_or_else(|| panic!("{stdout}"));
+    // What was printed, in order: the event, the run and its status, the
+    // warning's code; runs printed again with nothing new are one.
+    let mut said: Vec<(String, String, String, Option<String>)> = printed
+        .iter()
+        .map(|line| {
+            (
+                line["event"].as_str().unwrap_or_default().to_owned(),
+                id_of(&line["run"]),
+                format!("{}{}", line["run"]["status"].as_str().unwrap_or_default(), if line["run"]["helpersWorking"] == true { " (helpers working)" } else { "" }),
+                line["warning"]["code"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    said.dedup();
+    let said_of = |id: &str| said.iter().filter(|(_, run, _, _)| run == id).map(|(event, _, status, code)| (event.as_str(), status.as_str(), code.as_deref())).collect::<Vec<_>>();
+    assert_eq!(said_of(&first), [("run", "done", None)], "{stdout}");
+    let watched_said = said_of(&watched);
+    let notices: Vec<_> = watched_said.iter().filter(|(event, _, _)| *event != "run").copied().collect();
+    assert_eq!(notices, [("warning", "running", Some("helper_policy_violation")), ("end", "done", None)], "{stdout}");
+    // The end comes last, after the run's last change.
+    assert_eq!(watched_said[watched_said.len() - 2..], [("run", "done", None), ("end", "done", None)], "{stdout}");
+    // The end's notice carries the run as listed.
+    let end = printed.iter().find(|line| line["event"] == "end").unwrap_or_else(|| panic!("{stdout}"));
+    let last_change = printed.iter().rev().find(|line| line["event"] == "run" && id_of(&line["run"]) == watched).unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(end["run"], last_change["run"], "{stdout}");
 }
 
 /// `line` with every `"timestamp":"…"` moved by `by_ms`.
@@ -404,11 +475,7 @@ fn watch_tells_of_a_helper_gone_quiet_past_the_limit_with_no_line_to_wake_it() {
     assert!(said.starts_with("watching "), "{said}");
     growth.write(&homes, 0..cut, true);
     let noted = || noted_in(notes.path());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while noted().is_empty() {
-        assert!(Instant::now() < deadline, "no helper gone quiet was told of");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(30, || !noted().is_empty(), || "no helper gone quiet was told of".to_owned());
     // Once, however long it stays quiet.
     std::thread::sleep(Duration::from_millis(4000));
     let (status, _) = watch.stop();
@@ -441,7 +508,6 @@ fn watch_waits_for_a_background_helper_before_it_says_a_session_ended() {
     // Up to the root's first answer (its turn's end), the helper mid-command.
     let cut = growth.through_the_roots_first_answer();
     growth.write(&homes, 0..cut, true);
-    let deadline = Instant::now() + Duration::from_secs(20);
     // Once the run is there, status reads the helper at work on its command.
     let status = || String::from_utf8_lossy(&cli.run(&["status", "--json"]).stdout).into_owned();
     let working = || {
@@ -451,21 +517,14 @@ fn watch_waits_for_a_background_helper_before_it_says_a_session_ended() {
                 .is_some_and(|records| records.iter().any(|record| record["state"] == "working" && record["operation"]["toolName"] == "Bash"))
         })
     };
-    while !working() {
-        assert!(Instant::now() < deadline, "the helper's command never showed: {}", status());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, working, || format!("the helper's command never showed: {}", status()));
     let runs = cli.ok(&["runs", "--json"]);
     let listed: serde_json::Value = serde_json::from_str(&runs).unwrap_or_else(|e| panic!("{e}: {runs}"));
     assert_ne!(listed["runs"][0]["status"], "running", "the root's turn had ended: {runs}");
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(noted(), Vec::<String>::new(), "an end fired while the background helper worked");
     growth.write(&homes, cut..growth.order.len(), true);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while noted().is_empty() {
-        assert!(Instant::now() < deadline, "no end noted");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || !noted().is_empty(), || "no end noted".to_owned());
     std::thread::sleep(Duration::from_millis(1500));
     let (status, _) = watch.stop();
     assert!(status.success(), "{status}");
@@ -589,11 +648,7 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
             .and_then(|value| value["records"].as_array().cloned())
             .unwrap_or_default()
     };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !records(&cli).iter().any(|record| record["state"] == "working") {
-        assert!(Instant::now() < deadline, "the helper was never seen working");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || records(&cli).iter().any(|record| record["state"] == "working"), || "the helper was never seen working".to_owned());
     // Past the limit, nothing written: the session ends idle.
     let deadline = Instant::now() + Duration::from_secs(20);
     let settled = loop {
@@ -613,11 +668,7 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
     assert_eq!(last["event"], serde_json::json!({"type": "session_ended", "reason": "idle"}));
     // It grows again: read again, it ends as the whole.
     growth.write(&homes, helper_last..growth.order.len(), true);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !records(&cli).iter().all(|record| record["outcome"] == "succeeded") {
-        assert!(Instant::now() < deadline, "the session never ended as a whole: {:?}", records(&cli));
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || records(&cli).iter().all(|record| record["outcome"] == "succeeded"), || format!("the session never ended as a whole: {:?}", records(&cli)));
     std::thread::sleep(Duration::from_millis(500));
     let (status, stdout) = watch.stop();
     assert!(status.success(), "{status}");
@@ -641,11 +692,7 @@ fn watch_is_told_of_changes_not_of_reads() {
     use super::support::{inotify_masks, IN_MODIFY, IN_READ_ONLY};
 
     let (_homes, cli, watch) = watching_a_finished_session();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cli.ok(&["runs", "--json"]).contains("\"status\": \"done\"") {
-        assert!(Instant::now() < deadline, "the first pass never ended");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(20, || cli.ok(&["runs", "--json"]).contains("\"status\": \"done\""), || "the first pass never ended".to_owned());
     let masks = inotify_masks(watch.pid());
     // The sessions folder and each folder below it down to the day's.
     assert!(masks.len() >= 4, "{masks:x?}");
