@@ -798,7 +798,7 @@ impl Catalog {
         let record = home.read_record_pub(id);
         let summary = match record {
             Some(summary) => summary,
-            None => home.load_run(id)?.checked_view(&Default::default(), None).run,
+            None => home.load_run(id)?.checked_view(home.warnings(), None).run,
         };
         let texts = if summary.status == RunStatus::Running { None } else { Some(texts_of_log(&home.log_path(id))?) };
         let agents = agents_of_log(home, id);

@@ -35,6 +35,14 @@ pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> 
     Ok(config.with_flags(&args.allow, &args.deny))
 }
 
+/// `home` with its warning config as it is now, for a process that runs
+/// for days (`watch`, `top`) and judges what each import pass changed as
+/// that pass judged its records; as it was, should the file no longer be
+/// readable (the process goes on).
+pub fn judging_now(home: &Home) -> Home {
+    home.clone().with_home_warnings().unwrap_or_else(|_| home.clone())
+}
+
 /// How a server judges runs: by the config given (`--config FILE`), else
 /// by the home's as it is at each request, the flags on top either way.
 pub fn judge(args: &WarningArgs) -> anyhow::Result<agentrace_server::Judge> {

@@ -516,6 +516,15 @@ fn imported_setup(format: Format) -> Setup {
 /// its searchable text.
 type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
 
+/// What the catalog indexes of an imported run: its view, with the run as
+/// its record has it (its warnings counted as `show` counts them, by the
+/// home's config), not the recorder's state alone, which knows only the
+/// warnings raised while recording: the list said 0 for a run `show`
+/// gave warnings.
+fn indexed_view(finished: &crate::recording::Finished) -> RunView {
+    RunView { run: finished.summary.clone(), ..finished.recorder.state().view() }
+}
+
 /// A job done: its run's view, marks, whether it was read on (not
 /// rebuilt), and its text.
 type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
@@ -950,7 +959,7 @@ impl Reading<'_> {
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
-        Ok((finished.recorder.state().view(), marks, finished.texts))
+        Ok((indexed_view(&finished), marks, finished.texts))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1007,7 +1016,7 @@ impl Reading<'_> {
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
-        Ok(Some((finished.recorder.state().view(), feed.marks(), finished.texts)))
+        Ok(Some((indexed_view(&finished), feed.marks(), finished.texts)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them

@@ -559,7 +559,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
             top.upsert(session);
         }
     }
-    let result = screen(home, &mut top, &passes, &config);
+    let result = screen(home, &mut top, &passes);
     stopper.stop();
     let _ = thread.join();
     result?;
@@ -671,7 +671,7 @@ impl Drop for TerminalGuard {
 
 /// The terminal loop: keys, passes of the follower, a redraw each second
 /// (times move) and after each change.
-fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>, config: &WarningConfig) -> anyhow::Result<()> {
+fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>) -> anyhow::Result<()> {
     use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
     // What the import writes on stderr (a skipped line, a shrunk file)
@@ -693,10 +693,12 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
     loop {
         let now = now();
         terminal.draw(|frame| top.draw(frame, now))?;
-        // Everything the follower finished since, at once.
+        // Everything the follower finished since, at once, judged by the
+        // home's warning config as the pass judged its records.
         while let Ok(pass) = passes.try_recv() {
+            let judging = crate::warning_config::judging_now(home);
             for id in pass? {
-                if let Ok(session) = load(home, &id, config) {
+                if let Ok(session) = load(home, &id, judging.warnings()) {
                     top.upsert(session);
                 }
                 if let Mode::Events { run, lines, .. } = &mut top.mode {

@@ -348,7 +348,7 @@ impl Notifier {
         if !self.wanted() {
             return;
         }
-        let home = &judging(home);
+        let home = &crate::warning_config::judging_now(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
@@ -367,7 +367,7 @@ impl Notifier {
         if !self.wanted() {
             return Ok(());
         }
-        let home = &judging(home);
+        let home = &crate::warning_config::judging_now(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
@@ -401,13 +401,6 @@ impl Notifier {
         }
         Ok(())
     }
-}
-
-/// `home` with its warning config as it is now, as the import that just
-/// ran read it (as it was, should it no longer be readable: the watch goes
-/// on).
-fn judging(home: &Home) -> Home {
-    home.clone().with_home_warnings().unwrap_or_else(|_| home.clone())
 }
 
 /// `{"event", "run", "warning"?}` on a notification command's stdin, and

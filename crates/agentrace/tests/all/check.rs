@@ -169,6 +169,27 @@ fn the_run_list_counts_the_detected_warnings_as_show_does() {
     assert_eq!(cli.ok(&[]), cli.ok(&["runs"]));
 }
 
+/// An imported run is listed with the warnings its record and `show`
+/// give (those the detectors find, a replayed history here): the catalog
+/// indexed the recorder's state, which knows only the warnings raised
+/// while recording, and the list said 0.
+#[test]
+fn the_run_list_counts_an_imported_runs_warnings_as_show_does() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts"), &dir.path().join("sessions"));
+    let codex = dir.path().to_string_lossy().into_owned();
+    let claude = dir.path().join("no-claude").to_string_lossy().into_owned();
+    std::fs::create_dir(dir.path().join("no-claude")).unwrap_or_else(|e| panic!("{e}"));
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    let list: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let id = list["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("{list}")).to_owned();
+    let view: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let shown: Vec<Value> = view["warnings"].as_array().into_iter().flatten().map(|warning| warning["code"].clone()).collect();
+    assert_eq!(listed(&cli, &id), (json!(1), json!(["replayed_history"])));
+    assert_eq!(shown, vec![json!("replayed_history")]);
+}
+
 #[test]
 fn a_run_without_a_record_is_listed_with_its_detected_warnings() {
     let cli = Cli::new();

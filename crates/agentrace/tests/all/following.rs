@@ -39,13 +39,18 @@ impl Tmux {
     /// `agentrace top` of `cli`'s home over `homes`' folders, without
     /// colour; when it exits, the window says `top-exited=<status>`.
     fn top(cli: &Cli, homes: &Homes) -> Self {
-        Self::start(&format!(
+        Self::top_sized(cli, homes, 80)
+    }
+
+    /// [`Tmux::top`] in a window `columns` wide.
+    fn top_sized(cli: &Cli, homes: &Homes, columns: u16) -> Self {
+        Self::start_sized(&format!(
             "env AGENTRACE_HOME={} NO_COLOR=1 {} top --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
             quoted(cli.home.path()),
             quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
             quoted(&homes.of(Provider::Codex)),
             quoted(&homes.of(Provider::Claude)),
-        ))
+        ), columns)
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -179,6 +184,36 @@ fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
     tmux.wait_for("the provider filter", |screen| screen.contains("provider codex") && screen.contains("1 session"));
     tmux.keys(&["p"]);
     tmux.wait_for("no Claude session", |screen| screen.contains("provider claude") && screen.contains("0 sessions"));
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
+}
+
+/// `top` judges what each pass brings by the home's warning config as it
+/// is then, as the pass judged the run's record: a helper rule written
+/// while `top` runs counts on the session's line once its session grows
+/// (it kept the config it started with, and said 1 warning where `runs`
+/// said 2).
+#[test]
+fn top_counts_warnings_by_the_home_config_as_it_is_at_each_pass() {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let (_, helper_last) = helper_of(&growth);
+    growth.write(&homes, 0..helper_last, true);
+    let cli = Cli::new();
+    // Wide enough for the session's line to reach its warnings.
+    let tmux = Tmux::top_sized(&cli, &homes, 200);
+    tmux.wait_for("the session live", |screen| screen.contains("1 live"));
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    let ended = tmux.wait_for("the session ended with the rule's warning", |screen| {
+        screen.contains("0 live") && screen.lines().any(|line| line.starts_with("codex ") && line.contains("2 warnings"))
+    });
+    let listed: serde_json::Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(listed["runs"][0]["warningCount"], 2, "{listed}\n{ended}");
     tmux.keys(&["q"]);
     tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
 }
