@@ -16,11 +16,6 @@ struct Tmux {
 }
 
 impl Tmux {
-    /// Starts `command` in an 80×24 window.
-    fn start(command: &str) -> Self {
-        Self::start_sized(command, 80)
-    }
-
     /// Starts `command` in a window `columns` wide and 24 lines high.
     fn start_sized(command: &str, columns: u16) -> Self {
         // A server per test: tests of one process run at once.
