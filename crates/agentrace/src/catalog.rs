@@ -34,22 +34,15 @@ pub fn open(home: &Home) -> anyhow::Result<Catalog> {
 pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = open(home)?;
     let count = catalog.sync(home)?;
-    if count.repriced > 0 {
-        eprintln!(
-            "note: priced {} run{} again: the home's price file ({}) changed since they were priced",
-            count.repriced,
-            if count.repriced == 1 { "" } else { "s" },
-            home.prices_path().display()
-        );
-    }
-    if count.rejudged > 0 {
-        eprintln!(
-            "note: counted the warnings of {} run{} again: the home's warning config ({}) changed since they were counted",
-            count.rejudged,
-            if count.rejudged == 1 { "" } else { "s" },
-            home.warning_config_path().display()
-        );
-    }
+    // What was worked out again, for a file of the home that changed.
+    let again = |runs: u64, done: &str, file: &str, path: std::path::PathBuf, since: &str| {
+        if runs > 0 {
+            let plural = if runs == 1 { "" } else { "s" };
+            eprintln!("note: {done} {runs} run{plural} again: the home's {file} ({}) changed since they were {since}", path.display());
+        }
+    };
+    again(count.repriced, "priced", "price file", home.prices_path(), "priced");
+    again(count.rejudged, "counted the warnings of", "warning config", home.warning_config_path(), "counted");
     Ok(catalog)
 }
 

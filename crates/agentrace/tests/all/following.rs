@@ -303,6 +303,26 @@ fn noted_in(dir: &Path) -> Vec<String> {
     names
 }
 
+/// For a watch's notices: a Codex capture to grow (its helper runs a
+/// command), folders holding a session over before the watch begins, and a
+/// home whose rule the helper breaks (an error once its command is seen).
+/// The capture's lines are days old, so its helper at work would read quiet
+/// past any limit: the limit is set out of reach (a helper gone quiet has
+/// its own test).
+fn a_rule_and_a_session_over() -> (Growth, Homes, Cli) {
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    std::fs::write(
+        cli.home.path().join("warnings.json"),
+        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let before = Growth::of(Provider::Codex, "v2_basic");
+    before.write(&homes, 0..before.order.len(), true);
+    (growth, homes, cli)
+}
+
 /// `watch --on-end` fires once when a session is over (its root done, no
 /// child working), not while its helper still works, and not for a session
 /// that had ended before the watch began; `--on-warning` fires once per
@@ -312,21 +332,7 @@ fn noted_in(dir: &Path) -> Vec<String> {
 fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     use super::import_usage::Watch;
 
-    let growth = Growth::of(Provider::Codex, "v1_basic");
-    let homes = Homes::new();
-    let cli = Cli::new();
-    // A rule the helper breaks: an error once its command is seen. The
-    // capture's lines are days old, so its helper at work would read quiet
-    // past any limit: this test is about the rule (see the next for a
-    // helper gone quiet).
-    std::fs::write(
-        cli.home.path().join("warnings.json"),
-        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    // A session over before the watch begins.
-    let before = Growth::of(Provider::Codex, "v2_basic");
-    before.write(&homes, 0..before.order.len(), true);
+    let (growth, homes, cli) = a_rule_and_a_session_over();
     let notes = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let on_end = format!("cat > '{}'/end-$AGENTRACE_RUN_ID-$AGENTRACE_STATUS.json", notes.path().display());
     let on_warning = format!(
@@ -386,16 +392,7 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
 fn watch_json_prints_each_change_and_each_notice_once() {
     use super::import_usage::Watch;
 
-    let growth = Growth::of(Provider::Codex, "v1_basic");
-    let homes = Homes::new();
-    let cli = Cli::new();
-    std::fs::write(
-        cli.home.path().join("warnings.json"),
-        r#"{"deny":["helper_policy_violation"],"helperRules":[{"toolKind":"command","description":"helpers must not run commands"}],"silentAfterSecs":100000000}"#,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let before = Growth::of(Provider::Codex, "v2_basic");
-    before.write(&homes, 0..before.order.len(), true);
+    let (growth, homes, cli) = a_rule_and_a_session_over();
     let watch = Watch::start(&cli, &homes, &["--json"]);
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
