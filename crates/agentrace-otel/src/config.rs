@@ -25,7 +25,9 @@ pub enum Compression {
 pub struct ExportConfig {
     /// The full traces URL (`…/v1/traces`).
     pub traces_endpoint: String,
-    /// Extra request headers (auth, tenant), environment first, then `--header`.
+    /// Extra request headers (auth, tenant), environment first, then
+    /// `--header`; a header named again takes the later value, in the
+    /// place it was first named.
     pub headers: Vec<(String, String)>,
     /// Per-request timeout.
     pub timeout: Duration,
@@ -65,13 +67,23 @@ impl ExportConfig {
                 return Err(ConfigError::Protocol(protocol));
             }
         }
-        let mut all_headers = Vec::new();
+        // The more specific source wins for a header it names again (the
+        // traces variable over the general one, `--header` over both), as
+        // a flag given to override a token must: sent twice, a collector
+        // would read the first.
+        let mut all_headers: Vec<(String, String)> = Vec::new();
+        let mut put = |key: String, value: String| match all_headers.iter_mut().find(|(known, _)| known.eq_ignore_ascii_case(&key)) {
+            Some(known) => *known = (key, value),
+            None => all_headers.push((key, value)),
+        };
         for name in [
             "OTEL_EXPORTER_OTLP_HEADERS",
             "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
         ] {
             if let Some(list) = var(name) {
-                all_headers.extend(parse_pairs(&list, name)?);
+                for (key, value) in parse_pairs(&list, name)? {
+                    put(key, value);
+                }
             }
         }
         for header in headers {
@@ -79,7 +91,7 @@ impl ExportConfig {
                 .split_once('=')
                 .filter(|(key, _)| !key.trim().is_empty())
                 .ok_or_else(|| ConfigError::Header(header.clone()))?;
-            all_headers.push((key.trim().to_owned(), value.trim().to_owned()));
+            put(key.trim().to_owned(), value.trim().to_owned());
         }
         let timeout = match var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
             .or_else(|| var("OTEL_EXPORTER_OTLP_TIMEOUT"))

@@ -64,6 +64,28 @@ fn the_base_endpoint_gets_v1_traces_and_env_headers_come_before_flag_headers() {
     );
 }
 
+/// A header named again takes the more specific value (the traces
+/// variable over the general one, the flag over both), whatever its case:
+/// both were sent, and a collector reads the first.
+#[test]
+fn a_header_named_again_takes_the_more_specific_value() {
+    let config = resolve(
+        Some("http://127.0.0.1:4318"),
+        &["Authorization=Bearer from-the-flag"],
+        &[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer general,x-tenant=blue"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-tenant=green"),
+        ],
+    );
+    assert_eq!(
+        config.ok().map(|config| config.headers),
+        Some(vec![
+            ("Authorization".to_owned(), "Bearer from-the-flag".to_owned()),
+            ("x-tenant".to_owned(), "green".to_owned()),
+        ])
+    );
+}
+
 #[test]
 fn without_a_flag_the_traces_endpoint_variable_is_used_as_is_before_the_base_one() {
     let env = [

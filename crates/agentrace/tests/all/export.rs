@@ -149,3 +149,101 @@ fn an_unreachable_otlp_endpoint_fails_clearly_and_leaves_the_run_untouched() {
     assert_eq!(std::fs::read(&log).ok(), Some(before));
     assert!(output.stdout.is_empty());
 }
+
+/// A loopback collector that answers every OTLP request `200` and keeps
+/// each request's head (its request line and header lines), until dropped.
+struct Collector {
+    endpoint: String,
+    heads: std::sync::mpsc::Receiver<String>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Collector {
+    fn start() -> Self {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|error| panic!("bind: {error}"));
+        let endpoint = format!("http://{}", listener.local_addr().unwrap_or_else(|error| panic!("addr: {error}")));
+        listener.set_nonblocking(true).unwrap_or_else(|error| panic!("{error}"));
+        let (sender, heads) = std::sync::mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((stream, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut reader = BufReader::new(stream);
+                // Requests on one connection until the client closes it.
+                loop {
+                    let mut head = String::new();
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            break;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        head.push_str(&line);
+                    }
+                    if head.is_empty() {
+                        break;
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        break;
+                    }
+                    let _ = sender.send(head);
+                    let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n";
+                    if reader.get_mut().write_all(answer.as_bytes()).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Collector { endpoint, heads, stop }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `export --otlp` sends each `--header KEY=VALUE` with its requests, after
+/// those `OTEL_EXPORTER_OTLP_HEADERS` names (a collector behind a gateway
+/// that wants a token, say), to the base endpoint's `/v1/traces`.
+#[test]
+fn an_otlp_export_sends_the_headers_of_the_environment_and_of_the_command_line() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "kept"]);
+    let collector = Collector::start();
+    let output = cli
+        .command(&["export", "--otlp", &collector.endpoint, "--header", "x-team=agents", "--header", "x-token=from-the-flag", "kept"])
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-token=from-the-environment,x-tenant=acme")
+        .output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let heads: Vec<String> = collector.heads.try_iter().collect();
+    assert!(!heads.is_empty(), "no request reached the collector");
+    let ours = |head: &String| -> (String, Vec<String>) {
+        let mut lines = head.lines();
+        let request = lines.next().unwrap_or_default().to_owned();
+        let mut headers: Vec<String> = lines.map(str::to_ascii_lowercase).filter(|line| line.starts_with("x-")).collect();
+        headers.sort();
+        (request, headers)
+    };
+    let expected = (
+        "POST /v1/traces HTTP/1.1".to_owned(),
+        vec!["x-team: agents".to_owned(), "x-tenant: acme".to_owned(), "x-token: from-the-flag".to_owned()],
+    );
+    assert_eq!(heads.iter().map(ours).collect::<Vec<_>>(), vec![expected; heads.len()]);
+}
