@@ -90,7 +90,12 @@ impl LiveView {
                     .unwrap_or_default()
             ),
             Event::ToolUse { name, input, .. } if name != "spawnAgent" && name != "wait" => {
-                format!("{name}: {input}")
+                // A collaboration call whose input is an agent's thread id
+                // (`closeAgent`) names the agent as the other lines do.
+                match self.labels.get(input.trim()) {
+                    Some(label) => format!("{name}: {label}"),
+                    None => format!("{name}: {input}"),
+                }
             }
             Event::AgentWaitStarted {
                 child_thread_ids, ..

@@ -168,3 +168,28 @@ fn a_tap_killed_mid_flood_leaves_an_exact_prefix_with_a_gapless_sequence() {
         "the log is an exact prefix of what the server wrote"
     );
 }
+
+/// `tap --live` shows the live view on stderr as the server's frames pass
+/// (what each agent does, who ended, the run's end), and the server's
+/// stdout reaches the tap's stdout byte for byte; without it the tap says
+/// nothing on stderr.
+#[test]
+fn tap_live_shows_the_live_view_on_stderr_and_stays_silent_without_it() {
+    let cli = Cli::new();
+    let server = crate::all::support::capture("v1_basic");
+    let tap = |extra: &[&str]| {
+        let mut args = vec!["tap", "--run-id"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "cat", server.to_str().unwrap_or_else(|| panic!("path"))]);
+        cli.command(&args).stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("{e}"))
+    };
+    let live = tap(&["shown", "--live"]);
+    let quiet = tap(&["unseen"]);
+    let sent = std::fs::read(&server).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (live.status.code(), quiet.status.code(), live.stdout == sent, quiet.stdout == sent, String::from_utf8_lossy(&quiet.stderr).into_owned()),
+        (Some(0), Some(0), true, true, String::new())
+    );
+    // What people read.
+    insta::assert_snapshot!(String::from_utf8_lossy(&live.stderr));
+}
