@@ -334,9 +334,13 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
 
     let (growth, homes, cli) = a_rule_and_a_session_over();
     let notes = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let on_end = format!("cat > '{}'/end-$AGENTRACE_RUN_ID-$AGENTRACE_STATUS.json", notes.path().display());
+    // Each command also keeps what its environment told it.
+    let on_end = format!(
+        "cat > '{0}'/end-$AGENTRACE_RUN_ID-$AGENTRACE_STATUS.json; printf '%s\\n' \"$AGENTRACE_EVENT\" \"$AGENTRACE_PROVIDER\" \"$AGENTRACE_SUMMARY\" > '{0}'/told-end",
+        notes.path().display()
+    );
     let on_warning = format!(
-        "cat > '{}'/warning-$AGENTRACE_RUN_ID-$AGENTRACE_WARNING_CODE-$(date +%s%N).json",
+        "cat > '{0}'/warning-$AGENTRACE_RUN_ID-$AGENTRACE_WARNING_CODE-$(date +%s%N).json; printf '%s\\n' \"$AGENTRACE_EVENT\" \"$AGENTRACE_WARNING_MESSAGE\" > '{0}'/told-warning",
         notes.path().display()
     );
     let watch = Watch::start(&cli, &homes, &["--on-end", &on_end, "--on-warning", &on_warning]);
@@ -380,6 +384,14 @@ fn watch_notifies_once_when_a_session_ends_and_once_per_error_warning() {
     assert_eq!(
         (warning["event"].as_str(), warning["warning"]["code"].as_str(), warning["warning"]["severity"].as_str()),
         (Some("warning"), Some("helper_policy_violation"), Some("error"))
+    );
+    let told = |name: &str| std::fs::read_to_string(notes.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(
+        (told("told-end"), told("told-warning")),
+        (
+            format!("end\ncodex\n{id} done: ROOT DONE: all sub-agents finished; final answer from the root agent.\n"),
+            format!("warning\n{}\n", warning["warning"]["message"].as_str().unwrap_or_default()),
+        )
     );
 }
 
