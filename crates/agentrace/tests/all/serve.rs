@@ -144,3 +144,59 @@ fn serve_on_another_address_without_a_token_is_a_usage_error() {
         (Some(2), String::new())
     );
 }
+
+/// `serve --open` hands the viewer's address (with its token, when one is
+/// required) to the desktop's opener, `xdg-open`, once it listens; with no
+/// opener, it says so and where to go, and serves all the same. The opener
+/// here is a script on `PATH` that notes what it was given.
+#[test]
+fn serve_open_hands_the_viewers_address_to_the_opener() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cli = Cli::new();
+    let bin = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let noted = bin.path().join("opened");
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(&opener, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{}'\n", noted.display())).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    let token_file = bin.path().join("token");
+    std::fs::write(&token_file, "a-token-of-thirty-two-characters\n").unwrap_or_else(|e| panic!("{e}"));
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    // Starts `serve` with `extra` and `PATH`; its first line, and its
+    // stderr once it is stopped.
+    let serve = |extra: &[&str], path: &str| -> (String, String) {
+        let mut args = vec!["serve", "--bind", "127.0.0.1:0", "--open"];
+        args.extend_from_slice(extra);
+        let mut server = Killed(
+            cli.command(&args).env("PATH", path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}")),
+        );
+        let mut first = String::new();
+        BufReader::new(server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"))).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+        let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("{first:?}")).to_owned();
+        // It still serves.
+        let address = url.trim_start_matches("http://").to_owned();
+        assert!(get(&address, "/").starts_with("HTTP/1.1 "), "no answer at {address}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while path.starts_with(&bin.path().display().to_string()) && std::fs::read_to_string(&noted).map_or(true, |text| !text.contains(&url)) {
+            assert!(std::time::Instant::now() < deadline, "the opener was never run");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = server.0.kill();
+        let _ = server.0.wait();
+        let mut stderr = String::new();
+        server.0.stderr.take().map(|mut pipe| pipe.read_to_string(&mut stderr));
+        (url, stderr)
+    };
+    let (plain, _) = serve(&[], &path);
+    let (guarded, _) = serve(&["--token-file", &token_file.to_string_lossy()], &path);
+    let opened = std::fs::read_to_string(&noted).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(opened, format!("{plain}\n{guarded}/?token=a-token-of-thirty-two-characters\n"));
+    // No opener to be found: said, with the address to open by hand.
+    let (url, said) = serve(&[], "/nonexistent");
+    assert_eq!(
+        said.lines().take(2).collect::<Vec<_>>(),
+        [
+            "warning: cannot open a browser with xdg-open: No such file or directory (os error 2)".to_owned(),
+            format!("hint: open {url}"),
+        ]
+    );
+}
