@@ -60,6 +60,19 @@ fn claude_command(
     id: &str,
     scenario: &str,
 ) -> Command {
+    claude_command_with(cli, home, mock, id, scenario, &[])
+}
+
+/// [`claude_command`] with `extra` arguments of agentrace's before the
+/// prompt.
+fn claude_command_with(
+    cli: &Cli,
+    home: &Path,
+    mock: &MockAnthropic,
+    id: &str,
+    scenario: &str,
+    extra: &[&str],
+) -> Command {
     let work = home.join("work");
     let tmp = home.join("tmp");
     for dir in [&work, &tmp] {
@@ -69,7 +82,7 @@ fn claude_command(
     let prompt = format!("[[scenario:{scenario}]] Please do the scripted task.");
     let cwd = work.to_string_lossy().into_owned();
     let claude_path = claude.to_string_lossy().into_owned();
-    let mut command = cli.command(&[
+    let mut args = vec![
         "run",
         "claude",
         "--claude",
@@ -81,9 +94,10 @@ fn claude_command(
         "--run-id",
         id,
         "--quiet",
-        "--",
-        &prompt,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", &prompt]);
+    let mut command = cli.command(&args);
     offline(&mut command, home, mock);
     command.env_remove("AGENTRACE_RUN_ID");
     command
@@ -302,6 +316,26 @@ fn check(scenario: &str, expected_tree: &[(usize, String, String, String)], expe
         ),
         "{scenario}: re-ingested"
     );
+}
+
+/// `--claude-arg` passes each of its arguments on to the claude CLI, in
+/// order: here `--model` and a model, which every request of the root then
+/// names, and which the run's root is priced by.
+#[test]
+fn run_claude_passes_each_claude_arg_on_to_the_cli() {
+    let mock = MockAnthropic::start();
+    let cli = Cli::new();
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let model = "claude-haiku-4-5-20251001";
+    let command = claude_command_with(&cli, home.path(), &mock, "run-live-claude-arg", "single_fg", &["--claude-arg=--model", "--claude-arg", model]);
+    let output = bounded(command, RUN_BOUND);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let asked: std::collections::BTreeSet<String> =
+        mock.requests().iter().filter_map(|request| request["model"].as_str().map(str::to_owned)).collect();
+    drop(mock);
+    let view = show(&cli, "run-live-claude-arg");
+    assert!(asked.contains(model), "no request named {model}: {asked:?}");
+    assert_eq!(view["agents"][0]["model"], model, "{view}");
 }
 
 #[test]
