@@ -221,6 +221,30 @@ fn run_codex_records_one_v1_child_and_prints_the_roots_answer() {
     assert_eq!(without_ids(codex.show(&replayed)), without_ids(view));
 }
 
+/// `--sandbox` asks the real Codex for the thread's sandbox: the server's
+/// answer to `thread/start` names the policy it applies (`readOnly` for
+/// `read-only`), where without the flag it is the config's.
+#[test]
+fn run_codex_sandbox_sets_the_threads_sandbox() {
+    let script = Script::new().agent("ROOT", vec![Step::Message(ROOT_ANSWER.to_owned())]);
+    let codex = Codex::new(script, "mock-model", "");
+    let output = wait_bounded(codex.start(&["--approval", "accept", "--run-id", "sandboxed", "--sandbox", "read-only"], "[[ROOT]] Answer."));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let sandboxes = |run: &str| -> Vec<(Value, Value)> {
+        codex
+            .events(run)
+            .iter()
+            .filter_map(|envelope| {
+                let raw = &envelope["raw"];
+                let asked = raw["params"]["sandbox"].clone();
+                let applied = raw["result"]["sandbox"]["type"].clone();
+                (!asked.is_null() || !applied.is_null()).then_some((asked, applied))
+            })
+            .collect()
+    };
+    assert_eq!(sandboxes("sandboxed"), vec![(json!("read-only"), Value::Null), (Value::Null, json!("readOnly"))]);
+}
+
 #[test]
 fn run_codex_records_two_parallel_v1_children() {
     let script = Script::new()
