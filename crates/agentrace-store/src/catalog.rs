@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use agentrace_core::model::{Event, EventBody, Role, RunStatus, Timestamp};
 use agentrace_core::prices::PriceBook;
-use agentrace_core::warnings::WarningConfig;
 use agentrace_core::state::{FinalActors, RunSummary};
 use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -651,7 +650,7 @@ impl Catalog {
     fn reprice(&self, home: &Home) -> Result<(u64, bool, bool), StoreError> {
         let prices = home.prices();
         let (known_prices, known_warnings) = (self.meta("prices")?, self.meta("warnings")?);
-        let default_warnings = crate::warning_file::config_id(&WarningConfig::default());
+        let default_warnings = crate::warning_file::no_config_id();
         // A catalog from before its price book (or warning config) was
         // kept: its runs were priced by the database (and judged by none).
         let prices_same = known_prices.as_deref().unwrap_or(PriceBook::shared_database().id()) == prices.id();

@@ -202,7 +202,7 @@ fn log_name(id: &RunId) -> String {
 impl Home {
     /// A home at `root`.
     pub fn at(root: impl Into<PathBuf>) -> Home {
-        Home { root: root.into(), prices: PriceBook::shared_database(), warnings: Arc::default(), warnings_id: crate::warning_file::config_id(&WarningConfig::default()).into() }
+        Home { root: root.into(), prices: PriceBook::shared_database(), warnings: Arc::default(), warnings_id: crate::warning_file::no_config_id().into() }
     }
 
     /// This home pricing with its price file ([`PRICE_FILE`]) over the
@@ -232,18 +232,13 @@ impl Home {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 // A home read again once its file is gone judges by none.
-                return Ok(Home::at(self.root).with_prices_of(&self.prices));
+                return Ok(Home { warnings: Arc::default(), warnings_id: crate::warning_file::no_config_id().into(), ..self });
             }
             Err(source) => return Err(StoreError::io("read", &path, source)),
         };
         let config = crate::warning_file::parse_warning_file(&path, &bytes)?;
         let warnings_id = crate::warning_file::config_id(&config).into();
         Ok(Home { warnings: Arc::new(config), warnings_id, ..self })
-    }
-
-    /// A home at this one's root with `prices`' book and no warning config.
-    fn with_prices_of(self, prices: &Arc<PriceBook>) -> Home {
-        Home { prices: Arc::clone(prices), ..self }
     }
 
     /// The warning config this home's run records are judged by.

@@ -35,6 +35,12 @@ pub(crate) fn parse_warning_file(path: &Path, bytes: &[u8]) -> Result<WarningCon
     Ok(config)
 }
 
+/// What names the config of a home that has none (every code at its own
+/// level, no rules, no budgets).
+pub fn no_config_id() -> String {
+    config_id(&WarningConfig::default())
+}
+
 /// What names a config among others: a digest of what it says (not of
 /// its bytes, so a file rewritten with other spacing judges as before, and
 /// an empty one as none).
