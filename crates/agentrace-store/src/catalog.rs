@@ -631,11 +631,45 @@ impl Catalog {
     /// Cheap when nothing changed: the runs folder's own stamp is kept, and
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
+        self.rows_as_recorded(home)?;
         let (changed, prices, warnings) = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
         count.repriced = if prices { changed } else { 0 };
         count.rejudged = if warnings { changed } else { 0 };
         Ok(count)
+    }
+
+    /// Once per catalog: gives each run's row the warnings of its record.
+    /// Imports indexed the recorder's state, which knows only the warnings
+    /// raised while recording, so a catalog written before they indexed
+    /// the record listed 0 for an imported run `show` gave warnings; its
+    /// runs' records were right all along. Reads records, folds nothing.
+    fn rows_as_recorded(&self, home: &Home) -> Result<(), StoreError> {
+        if self.meta("rows_as_recorded")?.is_some() {
+            return Ok(());
+        }
+        let err = sql(&self.path);
+        let rows: Vec<(String, i64, String)> = {
+            let mut statement = self.conn.prepare("SELECT id, warning_count, warning_codes FROM runs").map_err(&err)?;
+            let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).map_err(&err)?;
+            rows.collect::<Result<_, _>>().map_err(&err)?
+        };
+        self.begin()?;
+        for (id, count, codes) in rows {
+            let Ok(run_id) = validate_run_id(&id) else { continue };
+            let Some(record) = home.read_record_pub(&run_id) else { continue };
+            if (record.warning_count as i64, record.warning_codes.join(" ")) == (count, codes) {
+                continue;
+            }
+            let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
+            self.conn
+                .prepare_cached("UPDATE runs SET warning_count = ?2, warning_codes = ?3, record = ?4 WHERE id = ?1")
+                .map_err(&err)?
+                .execute(params![id, record.warning_count as i64, record.warning_codes.join(" "), json])
+                .map_err(&err)?;
+        }
+        self.set_meta("rows_as_recorded", "1")?;
+        self.commit()
     }
 
     /// When the home prices with another book, or judges with another

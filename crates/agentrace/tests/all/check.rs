@@ -188,6 +188,22 @@ fn the_run_list_counts_an_imported_runs_warnings_as_show_does() {
     let shown: Vec<Value> = view["warnings"].as_array().into_iter().flatten().map(|warning| warning["code"].clone()).collect();
     assert_eq!(listed(&cli, &id), (json!(1), json!(["replayed_history"])));
     assert_eq!(shown, vec![json!("replayed_history")]);
+
+    // A catalog an earlier import wrote, its row without the record's
+    // warnings: the next command lists the record's, once.
+    let conn = rusqlite::Connection::open(cli.home.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+    let record = std::fs::read_to_string(cli.home.path().join("runs").join(format!("{id}.json"))).unwrap_or_else(|e| panic!("{e}"));
+    let mut unjudged: Value = serde_json::from_str(&record).unwrap_or_else(|e| panic!("{e}"));
+    unjudged["warningCount"] = json!(0);
+    unjudged.as_object_mut().map(|record| record.remove("warningCodes"));
+    conn.execute(
+        "UPDATE runs SET warning_count = 0, warning_codes = '', record = ?2 WHERE id = ?1",
+        rusqlite::params![id, unjudged.to_string()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    conn.execute("DELETE FROM meta WHERE key = 'rows_as_recorded'", []).unwrap_or_else(|e| panic!("{e}"));
+    drop(conn);
+    assert_eq!(listed(&cli, &id), (json!(1), json!(["replayed_history"])));
 }
 
 #[test]
