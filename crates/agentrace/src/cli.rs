@@ -231,7 +231,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = Home::from_env().context("cannot find where runs live")?;
     // Every command prices with the home's price file, and judges run
     // records by its warning config, when it has them.
-    let home = home.with_home_prices().context("cannot read the home's price file")?.with_home_warnings()?;
+    let home = crate::home_files::read(&home)?;
     let mut out = Out::new();
     match cli.command {
         Some(Command::Run {

@@ -6,6 +6,7 @@ mod agent_process;
 mod catalog;
 mod clock;
 mod commands;
+mod home_files;
 mod run_ids;
 mod sources;
 mod cli;

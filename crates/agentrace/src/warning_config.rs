@@ -28,19 +28,7 @@ pub struct WarningArgs {
 /// when the command began), then the flags on top (a flag's deny beats the
 /// file's allow and vice versa).
 pub fn config(home: &Home, args: &WarningArgs) -> anyhow::Result<WarningConfig> {
-    let config = match &args.config {
-        Some(path) => agentrace_store::warning_file::read_warning_file(path)?,
-        None => home.warnings().clone(),
-    };
-    Ok(config.with_flags(&args.allow, &args.deny))
-}
-
-/// `home` with its warning config as it is now, for a process that runs
-/// for days (`watch`, `top`) and judges what each import pass changed as
-/// that pass judged its records; as it was, should the file no longer be
-/// readable (the process goes on).
-pub fn judging_now(home: &Home) -> Home {
-    home.clone().with_home_warnings().unwrap_or_else(|_| home.clone())
+    Ok(judge(args)?.config(home))
 }
 
 /// How a server judges runs: by the config given (`--config FILE`), else

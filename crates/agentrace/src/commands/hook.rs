@@ -68,8 +68,7 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     let home = Home::from_env().context("cannot find where runs live")?;
     // Priced and judged as every command does; a hook never fails, so a
     // bad price file or warning config leaves the database's and none.
-    let home = home.clone().with_home_prices().unwrap_or(home);
-    let home = home.clone().with_home_warnings().unwrap_or(home);
+    let home = crate::home_files::read_or_keep(&home);
     let document: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
     let session = document
         .get("session_id")

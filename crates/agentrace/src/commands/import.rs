@@ -1203,10 +1203,6 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
 /// [`import`] of what `scope` says.
 pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<Vec<RunId>> {
     crate::memory::prefer_small_pages();
-    // The home's price file and warning config as they are now: a
-    // follower (`watch`, `top`, `serve --watch`) runs for days, and what
-    // it imports after a file changed is priced and judged by the new one.
-    let home = &home.clone().with_home_prices().context("cannot read the home's price file")?.with_home_warnings()?;
     let since = since(args)?;
     let claude_dir = claude_dir(args);
     // A folder named on the command line that is not there is most likely

@@ -88,8 +88,7 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     // A price file the home has that cannot be read prices nothing with
     // it: the line goes on with the database's prices.
     let home = Home::from_env().ok()?;
-    let home = home.clone().with_home_prices().unwrap_or(home);
-    let home = home.clone().with_home_warnings().unwrap_or(home);
+    let home = crate::home_files::read_or_keep(&home);
     // A session id that is not a plain file name gets no state, and no line.
     agentrace_store::validate_run_id(&input.session_id).ok()?;
     let book = crate::commands::usage::load_prices(&home, args.prices.as_ref()).ok()?;

@@ -16,7 +16,6 @@ use std::time::Duration;
 use agentrace_core::model::{Provider, RunId, RunStatus, Timestamp};
 use agentrace_core::overview::{session_of_view, AgentRow, Session, ToolNow};
 use agentrace_core::state::CostStatus;
-use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, LogReader};
 use anyhow::Context as _;
 use clap::Args;
@@ -509,9 +508,9 @@ fn fit(text: &str, width: usize) -> String {
 
 /// Reads one run as the screen shows it, its warnings as `show` counts
 /// them now (the detectors' too, with the home's configuration).
-fn load(home: &Home, id: &RunId, config: &WarningConfig) -> anyhow::Result<Session> {
+fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
     let loaded = home.load_run(id)?;
-    let view = loaded.checked_view(config, Some(now()));
+    let view = loaded.checked_view(home.warnings(), Some(now()));
     Ok(session_of_view(view, &loaded.records(), loaded.book.session_over()))
 }
 
@@ -540,9 +539,8 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         return measure_redraw(draws, out);
     }
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone());
-    let config = crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?;
     if args.json || !std::io::stdout().is_terminal() {
-        return plain(home, &import, args, &config, out);
+        return plain(home, &import, args, out);
     }
     let follower = Follower::start(home, &import, args.poll)?;
     let watching = follower.mode().to_owned();
@@ -555,7 +553,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut top = Top::new(watching, color);
     for id in shown_at_start(home, args.recent)? {
-        if let Ok(session) = load(home, &id, &config) {
+        if let Ok(session) = load(home, &id) {
             top.upsert(session);
         }
     }
@@ -569,12 +567,12 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
 /// `top` when stdout is not a terminal (or with `--json`): one pass, then
 /// each live and recent session with its records as `status` prints them
 /// (or as JSON).
-fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, config: &WarningConfig, out: &mut Out) -> anyhow::Result<ExitCode> {
+fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
     crate::commands::import::import(home, import, crate::sources::session_feed::TornLines::Wait)?;
     let now = now();
     let mut top = Top::new(String::new(), false);
     for id in shown_at_start(home, args.recent)? {
-        top.upsert(load(home, &id, config)?);
+        top.upsert(load(home, &id)?);
     }
     if args.json {
         // The live ones first, each part newest first, as the viewer's
@@ -696,9 +694,9 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
         // Everything the follower finished since, at once, judged by the
         // home's warning config as the pass judged its records.
         while let Ok(pass) = passes.try_recv() {
-            let judging = crate::warning_config::judging_now(home);
+            let home = &crate::home_files::read_or_keep(home);
             for id in pass? {
-                if let Ok(session) = load(home, &id, judging.warnings()) {
+                if let Ok(session) = load(home, &id) {
                     top.upsert(session);
                 }
                 if let Mode::Events { run, lines, .. } = &mut top.mode {

@@ -1020,7 +1020,7 @@ fn counters_table(
 /// and the agent labels that cost most.
 pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
     // The home's price file as it is now: `serve` runs for days.
-    let home = &home.clone().with_home_prices().context("cannot read the home's price file")?;
+    let home = &crate::home_files::read(home)?;
     let args = UsageArgs {
         tz: zone.clone(),
         breakdown: false,

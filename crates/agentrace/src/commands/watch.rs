@@ -119,7 +119,12 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     idle.saw_at_start(home, &changed);
     loop {
         let within = [idle.next_due(), notifier.rechecks.next_due()].into_iter().flatten().min();
-        match follower.next_within(within) {
+        let next = follower.next_within(within);
+        // The home's files as they are now: this watch runs for days, and
+        // what it imports, ends and judges after a file changed is priced
+        // and judged by the new one.
+        let home = &crate::home_files::read(home)?;
+        match next {
             Next::Changed(scope) => {
                 let changed = follower.imported(|| pass(home, &import, &scope, args.json, out))?;
                 notifier.notify(home, &changed, out)?;
@@ -130,12 +135,8 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         }
         for id in idle.due() {
             if end_idle(home, &id)? {
-                if args.json {
-                    if let Some(run) = home.list_these_runs([id.clone()])?.first() {
-                        out.json(&Notice { event: "idle", run, warning: None })?;
-                    }
-                } else {
-                    out.line(format!("{id} idle"))?;
+                if let Some(run) = home.list_these_runs([id.clone()])?.first() {
+                    say_run(out, args.json, "idle", run, "idle")?;
                 }
                 out.flush()?;
                 notifier.notify(home, std::slice::from_ref(&id), out)?;
@@ -328,10 +329,10 @@ impl Notifier {
     }
 
     /// Reads a run as the notifications judge it: by the home's warning
-    /// config as the import judged its record (`judging`).
-    fn see(&self, judging: &Home, id: &RunId) -> Option<Seen> {
-        let loaded = judging.load_run(id).ok()?;
-        let (view, recheck) = loaded.checked_view_until(judging.warnings(), Some(crate::clock::now()));
+    /// config, as the import judged its record.
+    fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
+        let loaded = home.load_run(id).ok()?;
+        let (view, recheck) = loaded.checked_view_until(home.warnings(), Some(crate::clock::now()));
         // A background child may still be at work after its root's turn ended.
         let over = !live(&loaded);
         let errors = view
@@ -348,7 +349,6 @@ impl Notifier {
         if !self.wanted() {
             return;
         }
-        let home = &crate::warning_config::judging_now(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
@@ -367,7 +367,6 @@ impl Notifier {
         if !self.wanted() {
             return Ok(());
         }
-        let home = &crate::warning_config::judging_now(home);
         for id in changed {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
@@ -563,7 +562,8 @@ impl Follower {
     pub fn follow(&self, home: &Home, import: &ImportArgs, mut each: impl FnMut(anyhow::Result<Vec<RunId>>) -> bool) {
         let mut scope = Some(Scope::Everything);
         while let Some(now) = scope {
-            let result = self.imported(|| crate::commands::import::import_in(home, import, TornLines::Wait, &now));
+            // The home's files as they are now (see `run`).
+            let result = self.imported(|| crate::commands::import::import_in(&crate::home_files::read(home)?, import, TornLines::Wait, &now));
             let failed = result.is_err();
             if !each(result) {
                 return;
@@ -757,6 +757,16 @@ fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::
     Ok(())
 }
 
+/// Prints `run`: as `{"event", "run"}` under `--json`, else as
+/// `<run id> <what>`.
+fn say_run(out: &mut Out, json: bool, event: &str, run: &RunSummary, what: &str) -> anyhow::Result<()> {
+    if json {
+        out.json(&Notice { event, run, warning: None })
+    } else {
+        Ok(out.line(format!("{} {what}", run.id))?)
+    }
+}
+
 /// One import of what changed; prints each run it recorded or changed
 /// (`<run id> <status>`, or its notice as JSON) and returns their ids. A
 /// last line still being written is left for the next pass.
@@ -766,11 +776,7 @@ fn pass(home: &Home, import: &ImportArgs, scope: &Scope, json: bool, out: &mut O
         return Ok(changed);
     }
     for run in home.list_these_runs(changed.iter().cloned())? {
-        if json {
-            out.json(&Notice { event: "run", run: &run, warning: None })?;
-        } else {
-            out.line(format!("{} {}", run.id, run.status.as_str()))?;
-        }
+        say_run(out, json, "run", &run, run.status.as_str())?;
     }
     out.flush()?;
     Ok(changed)
