@@ -130,9 +130,10 @@ async fn poll(state: AppState, run: Arc<SharedRun>) {
                 return;
             }
         }
-        // The home's config as it is now (as it was at the start when its
-        // file cannot be read: the stream goes on).
-        let home = state.home().unwrap_or_else(|_| state.inner.home.clone());
+        // The home's warning config as it is now (as it was at the start
+        // when its file cannot be read: the stream goes on); its prices are
+        // the fold's own, so the price file is not read at every poll.
+        let home = state.inner.home.clone().with_home_warnings().unwrap_or_else(|_| state.inner.home.clone());
         let config = state.inner.options.config.config(&home);
         let now = state.now();
         let shared = Arc::clone(&run);

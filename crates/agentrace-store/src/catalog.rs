@@ -661,12 +661,7 @@ impl Catalog {
             if (record.warning_count as i64, record.warning_codes.join(" ")) == (count, codes) {
                 continue;
             }
-            let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
-            self.conn
-                .prepare_cached("UPDATE runs SET warning_count = ?2, warning_codes = ?3, record = ?4 WHERE id = ?1")
-                .map_err(&err)?
-                .execute(params![id, record.warning_count as i64, record.warning_codes.join(" "), json])
-                .map_err(&err)?;
+            self.put_figures(&record)?;
         }
         self.set_meta("rows_as_recorded", "1")?;
         self.commit()
@@ -684,11 +679,11 @@ impl Catalog {
     fn reprice(&self, home: &Home) -> Result<(u64, bool, bool), StoreError> {
         let prices = home.prices();
         let (known_prices, known_warnings) = (self.meta("prices")?, self.meta("warnings")?);
-        let default_warnings = crate::warning_file::no_config_id();
+
         // A catalog from before its price book (or warning config) was
         // kept: its runs were priced by the database (and judged by none).
         let prices_same = known_prices.as_deref().unwrap_or(PriceBook::shared_database().id()) == prices.id();
-        let warnings_same = known_warnings.as_deref().unwrap_or(&default_warnings) == home.warnings_id();
+        let warnings_same = known_warnings.as_deref().unwrap_or(crate::warning_file::no_config_id()) == home.warnings_id();
         if prices_same && warnings_same {
             if known_prices.is_none() || known_warnings.is_none() {
                 self.set_meta("prices", prices.id())?;
@@ -738,18 +733,25 @@ impl Catalog {
                 }
                 None => judged,
             };
-            let json = serde_json::to_string(&record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
-            self.conn
-                .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, warning_count = ?4, warning_codes = ?5, record = ?6 WHERE id = ?1")
-                .map_err(&err)?
-                .execute(params![id, record.cost, word(&record.cost_status), record.warning_count as i64, record.warning_codes.join(" "), json])
-                .map_err(&err)?;
+            self.put_figures(&record)?;
             repriced += 1;
         }
         self.set_meta("prices", prices.id())?;
         self.set_meta("warnings", home.warnings_id())?;
         self.commit()?;
         Ok((repriced, !prices_same, !warnings_same))
+    }
+
+    /// Writes `record`'s cost and warnings into its run's row, and the
+    /// record itself (what the list shows).
+    fn put_figures(&self, record: &RunSummary) -> Result<(), StoreError> {
+        let json = serde_json::to_string(record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
+        self.conn
+            .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, warning_count = ?4, warning_codes = ?5, record = ?6 WHERE id = ?1")
+            .map_err(sql(&self.path))?
+            .execute(params![record.id.as_str(), record.cost, word(&record.cost_status), record.warning_count as i64, record.warning_codes.join(" "), json])
+            .map_err(sql(&self.path))?;
+        Ok(())
     }
 
     /// [`Catalog::sync`] of the runs folder alone.

@@ -37,8 +37,11 @@ pub(crate) fn parse_warning_file(path: &Path, bytes: &[u8]) -> Result<WarningCon
 
 /// What names the config of a home that has none (every code at its own
 /// level, no rules, no budgets).
-pub fn no_config_id() -> String {
-    config_id(&WarningConfig::default())
+pub fn no_config_id() -> &'static str {
+    // Worked out once: every home without a config (each command's start)
+    // and every catalog sync asks for it.
+    static ID: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| config_id(&WarningConfig::default()));
+    &ID
 }
 
 /// What names a config among others: a digest of what it says (not of
