@@ -55,6 +55,16 @@ pub const DETECTOR_CODES: [&str; 12] = [
     "budget_unchecked",
 ];
 
+/// The codes an attributor raises as it reads (not a detector's): a child
+/// linked to two spawners.
+pub const ATTRIBUTOR_CODES: [&str; 1] = ["link_conflict"];
+
+/// True for a code a run's warnings may carry ([`DETECTOR_CODES`],
+/// [`ATTRIBUTOR_CODES`]).
+pub fn is_known_code(code: &str) -> bool {
+    DETECTOR_CODES.contains(&code) || ATTRIBUTOR_CODES.contains(&code)
+}
+
 /// What one detector says about a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {

@@ -160,9 +160,13 @@ const RUNS_PAGE = 50;
 
 const list = { offset: 0, filters: {}, follow: null };
 
+// The list's filters and order, by their query names (and the ids of
+// their fields, `filter-<name>`).
+const RUN_FILTERS = ["provider", "status", "project", "warning", "sort", "since", "until"];
+
 function runFilters() {
   const filters = {};
-  for (const name of ["provider", "status", "project", "since", "until"]) {
+  for (const name of RUN_FILTERS) {
     const value = document.getElementById("filter-" + name).value.trim();
     if (value) filters[name] = value;
   }
@@ -174,7 +178,7 @@ async function showRuns() {
   document.getElementById("runs-view").hidden = false;
   const form = document.getElementById("run-filters");
   // The filters live in the URL, so a filtered list can be shared.
-  for (const name of ["provider", "status", "project", "since", "until"]) {
+  for (const name of RUN_FILTERS) {
     const value = params.get(name);
     if (value) document.getElementById("filter-" + name).value = value;
   }
@@ -238,8 +242,14 @@ async function loadRuns() {
   }
   const count = document.getElementById("runs-total");
   count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
-  document.getElementById("runs-prev").hidden = list.offset === 0;
-  document.getElementById("runs-next").hidden = list.offset + runs.length >= total;
+  const prev = document.getElementById("runs-prev");
+  const next = document.getElementById("runs-next");
+  // Pages of another order than the newest first are not older or newer.
+  const byStart = !list.filters.sort;
+  prev.textContent = byStart ? "newer" : "previous";
+  next.textContent = byStart ? "older" : "next";
+  prev.hidden = list.offset === 0;
+  next.hidden = list.offset + runs.length >= total;
   followRuns(runs);
 }
 

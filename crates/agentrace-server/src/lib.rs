@@ -300,10 +300,42 @@ struct RunsQuery {
     since: Option<String>,
     #[serde(default)]
     until: Option<String>,
+    /// `any`, or a warning code.
+    #[serde(default)]
+    warning: Option<String>,
+    /// `started` (the default), `cost`, `tokens`, `duration`, `warnings`.
+    #[serde(default)]
+    sort: Option<String>,
     #[serde(default)]
     limit: Option<u64>,
     #[serde(default)]
     offset: Option<u64>,
+}
+
+/// The order a `sort=` names (newest first when blank or not given).
+fn sort_of(sort: Option<&str>) -> Result<agentrace_store::catalog::RunSort, ApiError> {
+    use agentrace_store::catalog::RunSort;
+    match sort.map(str::trim).filter(|sort| !sort.is_empty()) {
+        None => Ok(RunSort::default()),
+        Some(text) => RunSort::parse(text).ok_or_else(|| {
+            let names: Vec<&str> = RunSort::ALL.iter().map(|sort| sort.as_str()).collect();
+            ApiError::BadRequest(format!("sort={text}: expected one of {}", names.join(", ")))
+        }),
+    }
+}
+
+/// The warnings a `warning=` keeps to: `any`, or a code a run may carry.
+fn warning_of(warning: Option<&str>) -> Result<Option<agentrace_store::catalog::WarningFilter>, ApiError> {
+    use agentrace_store::catalog::WarningFilter;
+    let Some(text) = warning.map(str::trim).filter(|text| !text.is_empty()) else {
+        return Ok(None);
+    };
+    match WarningFilter::parse(text) {
+        WarningFilter::Code(code) if !agentrace_core::warnings::is_known_code(&code) => {
+            Err(ApiError::BadRequest(format!("warning={text}: not a warning code; expected `any` or a code as `check` names it")))
+        }
+        filter => Ok(Some(filter)),
+    }
 }
 
 /// The runs listed when no `limit` is asked for, and the most one page
@@ -346,6 +378,8 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
         status: query.status,
         since: query.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?,
         until: query.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?,
+        warning: warning_of(query.warning.as_deref())?,
+        sort: sort_of(query.sort.as_deref())?,
         limit: Some(query.limit.unwrap_or(RUNS_PAGE).min(MAX_RUNS_PAGE)),
         offset: query.offset.unwrap_or(0),
     };

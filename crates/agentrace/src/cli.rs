@@ -49,8 +49,8 @@ enum Command {
     ///
     /// Prints the new run's id as the last line of stdout.
     Ingest(IngestArgs),
-    /// List recorded runs, newest first (filtered and paged through the
-    /// catalog).
+    /// List recorded runs, newest first or by cost, tokens, duration or
+    /// warnings (filtered and paged through the catalog).
     Runs(crate::commands::runs::RunsArgs),
     /// Find text in the messages, reasoning and tool calls of every run.
     ///

@@ -765,6 +765,16 @@ async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
         ],
         [json!(0), json!(3), json!(0), json!(3), json!(0)]
     );
+    // An order or a warning code the catalog does not know is refused,
+    // named; a blank one is none.
+    let (status, body) = get(&state, "/api/runs?sort=price", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "sort=price: expected one of started, cost, tokens, duration, warnings"})));
+    let (status, body) = get(&state, "/api/runs?warning=lost_turns", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "warning=lost_turns: not a warning code; expected `any` or a code as `check` names it"})));
+    let (_, blank) = get(&state, "/api/runs?sort=&warning=", None).await;
+    assert_eq!((ids(&blank), blank["total"].clone()), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
+    let (_, none) = get(&state, "/api/runs?warning=orphan_child&sort=warnings", None).await;
+    assert_eq!(none, json!({"runs": [], "total": 0}));
     let (status, body) = get(&state, "/api/runs?tz=Mars/Olympus", None).await;
     assert_eq!(
         (status, body),
@@ -903,4 +913,18 @@ async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
     assert_eq!(silent(&body), vec![(json!("Main"), Value::Null), (json!("Echo task A [general-purpose]"), json!(true))]);
     let (_, only_live) = get(&state, "/api/live?recent=0", None).await;
     assert_eq!(shown(&only_live).iter().map(|s| s.0.clone()).collect::<Vec<_>>(), vec![json!("bg")]);
+}
+
+/// The viewer's warning filter offers every code a run may carry, and only
+/// those (`warning=` refuses any other).
+#[test]
+fn the_viewers_warning_filter_offers_every_code_a_run_may_carry() {
+    let page = include_str!("../../assets/index.html");
+    let start = page.find("<select id=\"filter-warning\">").unwrap_or_else(|| panic!("no warning filter"));
+    let select = &page[start..start + page[start..].find("</select>").unwrap_or_else(|| panic!("unclosed"))];
+    let offered: Vec<&str> = select.split("<option value=\"").skip(1).filter_map(|option| option.split('"').next()).collect();
+    let mut codes: Vec<&str> = vec!["", "any"];
+    codes.extend(agentrace_core::warnings::DETECTOR_CODES);
+    codes.extend(agentrace_core::warnings::ATTRIBUTOR_CODES);
+    assert_eq!(offered, codes);
 }

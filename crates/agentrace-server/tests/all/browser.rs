@@ -974,6 +974,28 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         json!("?status=running")
     );
 
+    // Ordered by a figure (the catalog's order, as the API gives it), and
+    // kept to the runs with a warning: both in the URL, and the pager
+    // says `previous`/`next`, not newer and older.
+    let order = |query: &str| -> Value {
+        let listed = api_json(&served, &format!("/api/runs?{query}"));
+        Value::Array(listed["runs"].as_array().into_iter().flatten().map(|run| run["id"].clone()).collect())
+    };
+    let by_tokens = order("sort=tokens");
+    assert_eq!((by_tokens.clone(), order("")), (json!([PARALLEL, "basic", "live"]), json!(["live", PARALLEL, "basic"])));
+    let listed_ids = "JSON.stringify(Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => r.getAttribute('data-run-id')))";
+    browser.script("document.getElementById('filter-status').value = ''; const o = document.getElementById('filter-sort'); o.value = 'tokens'; o.dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    browser.wait_for("the order by tokens", &format!("return {listed_ids} === {:?};", by_tokens.to_string()));
+    assert_eq!(
+        (browser.script("return location.search;"), browser.text("#runs-prev"), browser.text("#runs-next")),
+        (json!("?sort=tokens"), "previous".to_owned(), "next".to_owned())
+    );
+    browser.script("const w = document.getElementById('filter-warning'); w.value = 'any'; w.dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    let warned = order("sort=tokens&warning=any");
+    browser.wait_for("the runs with a warning", &format!("return location.search === '?warning=any&sort=tokens' && {listed_ids} === {:?};", warned.to_string()));
+    browser.script("for (const id of ['filter-warning', 'filter-sort']) document.getElementById(id).value = ''; document.getElementById('filter-status').value = 'running'; document.getElementById('filter-status').dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    browser.wait_for("the running run again", "return location.search === '?status=running' && document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
+
     browser.type_into("#run-search", "hello-from-child-A");
     browser.wait_for(
         "the hits",

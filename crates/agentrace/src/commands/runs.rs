@@ -5,7 +5,7 @@
 use agentrace_core::days;
 use agentrace_core::model::{Provider, RunStatus};
 use agentrace_core::state::{CostStatus, RunSummary};
-use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, SearchHit, SearchQuery};
+use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -33,6 +33,16 @@ pub struct RunsArgs {
     /// Only runs of this status: running, done, failed, interrupted.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
+    /// Only runs with this warning code (as `check` and `show` name it,
+    /// e.g. `helper_result_used_as_done`), or `any` for runs with at least
+    /// one warning.
+    #[arg(long, value_name = "CODE")]
+    pub warning: Option<String>,
+    /// The order: `started` (newest first), or the largest first of
+    /// `cost`, `tokens`, `duration` or `warnings` (ties newest first; an
+    /// unpriced cost last).
+    #[arg(long, value_enum, default_value_t = SortArg::Started)]
+    pub sort: SortArg,
     #[command(flatten)]
     pub scope: Scope,
     /// At most this many runs (all when not given).
@@ -41,6 +51,48 @@ pub struct RunsArgs {
     /// Skip this many of the newest first.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub offset: u64,
+}
+
+/// Orders `runs --sort` takes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum SortArg {
+    /// Newest first.
+    #[default]
+    Started,
+    /// The most costly first.
+    Cost,
+    /// The most tokens first.
+    Tokens,
+    /// The longest first.
+    Duration,
+    /// The most warnings first.
+    Warnings,
+}
+
+impl From<SortArg> for RunSort {
+    fn from(sort: SortArg) -> Self {
+        match sort {
+            SortArg::Started => RunSort::Started,
+            SortArg::Cost => RunSort::Cost,
+            SortArg::Tokens => RunSort::Tokens,
+            SortArg::Duration => RunSort::Duration,
+            SortArg::Warnings => RunSort::Warnings,
+        }
+    }
+}
+
+/// The warning filter `--warning` names: `any`, or a known code (a typo
+/// would list nothing and look like a clean history).
+pub fn warning_filter(flag: &str, text: &str) -> anyhow::Result<WarningFilter> {
+    let filter = WarningFilter::parse(text);
+    if let WarningFilter::Code(code) = &filter {
+        anyhow::ensure!(
+            agentrace_core::warnings::is_known_code(code),
+            "{flag} {text}: not a warning code; expected `any` or one of {}",
+            agentrace_core::warnings::DETECTOR_CODES.iter().chain(agentrace_core::warnings::ATTRIBUTOR_CODES.iter()).copied().collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(filter)
 }
 
 /// Which runs and days `runs` and `search` keep to.
@@ -98,7 +150,7 @@ impl From<ProviderArg> for Provider {
 
 /// The filter of `--provider`, `--project`, … as the catalog takes it.
 fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
-    let RunsArgs { status, scope, limit, offset, .. } = args;
+    let RunsArgs { status, warning, sort, scope, limit, offset, .. } = args;
     let (since, until) = scope.bounds()?;
     if let Some(status) = status {
         anyhow::ensure!(
@@ -112,6 +164,8 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
         status: status.clone(),
         since,
         until,
+        warning: warning.as_deref().map(|text| warning_filter("--warning", text)).transpose()?,
+        sort: RunSort::from(*sort),
         limit: *limit,
         offset: *offset,
     })

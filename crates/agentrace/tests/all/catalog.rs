@@ -156,6 +156,83 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed or interrupted"));
 }
 
+/// `runs --sort` lists the largest first of a figure (ties newest first, a
+/// run without the figure last) and `--warning` keeps the runs with a
+/// code, or with any: each order is the one the listed figures give, and
+/// the API's `sort=` and `warning=` list alike.
+#[test]
+fn runs_are_sorted_by_a_figure_and_kept_to_a_warning() {
+    use super::raw_ref::{get_json, serve};
+    let cli = Cli::new();
+    for name in ["v1_basic", "v2_basic", "real_model_nested", "v1_parallel", "v1_restart_mid_child", "v2_child_error_http500"] {
+        cli.ingest(&capture(name), &["--run-id", name]);
+    }
+    // Priced, so each run has a cost but the one whose tokens are not all
+    // known.
+    std::fs::write(cli.home.path().join("prices.json"), r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "cacheCreation": 0, "output": 10}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let newest = json_of(&cli.ok(&["runs", "--json"]));
+    let runs: Vec<Value> = newest["runs"].as_array().cloned().unwrap_or_default();
+    let ms = |value: &Value| value.as_str().and_then(chrono_ms);
+    // The order a figure gives: largest first, ties in the newest-first
+    // order (a stable sort of it), none last.
+    let by = |figure: &dyn Fn(&Value) -> Option<f64>| -> Vec<Value> {
+        let mut sorted = runs.clone();
+        sorted.sort_by(|a, b| figure(b).partial_cmp(&figure(a)).unwrap_or(std::cmp::Ordering::Equal));
+        sorted.iter().map(|run| run["id"].clone()).collect()
+    };
+    let listed = |args: &[&str]| {
+        let mut all = vec!["runs", "--json"];
+        all.extend_from_slice(args);
+        let value = json_of(&cli.ok(&all));
+        (ids(&value), value["total"].clone())
+    };
+    let cost = by(&|run| run["cost"].as_f64());
+    let tokens = by(&|run| run["tokens"]["totalTokens"].as_f64());
+    let duration = by(&|run| Some((ms(&run["endedAt"]).or(ms(&run["updatedAt"]))? - ms(&run["startedAt"])?) as f64));
+    let warnings = by(&|run| run["warningCount"].as_f64());
+    assert_eq!(
+        [listed(&["--sort", "cost"]), listed(&["--sort", "tokens"]), listed(&["--sort", "duration"]), listed(&["--sort", "warnings"]), listed(&["--sort", "started"])],
+        [(cost.clone(), json!(6)), (tokens.clone(), json!(6)), (duration.clone(), json!(6)), (warnings, json!(6)), (ids(&newest), json!(6))]
+    );
+    // The orders differ from the newest first, so the test can tell.
+    assert_eq!(&tokens[..2], &[json!("real_model_nested"), json!("v1_parallel")]);
+    assert_ne!(cost, ids(&newest));
+    assert_eq!(listed(&["--sort", "cost", "--limit", "2", "--offset", "1"]), (cost[1..3].to_vec(), json!(6)));
+    let with = |code: &str| -> Vec<Value> {
+        runs.iter().filter(|run| run["warningCodes"].as_array().is_some_and(|codes| codes.iter().any(|c| c == code))).map(|run| run["id"].clone()).collect()
+    };
+    let any: Vec<Value> = runs.iter().filter(|run| run["warningCount"].as_u64().unwrap_or(0) > 0).map(|run| run["id"].clone()).collect();
+    assert_eq!(with("lost_turn"), vec![json!("v1_restart_mid_child")]);
+    assert_eq!(
+        [listed(&["--warning", "lost_turn"]), listed(&["--warning", "any"]), listed(&["--warning", "orphan_child"])],
+        [(with("lost_turn"), json!(1)), (any.clone(), json!(any.len())), (vec![], json!(0))]
+    );
+    // A code no detector raises is a typo, said, never an empty list.
+    let typo = cli.run(&["runs", "--warning", "lost_turns"]);
+    assert_eq!(
+        (typo.status.code(), String::from_utf8_lossy(&typo.stderr).lines().next().map(|line| line.starts_with("error: --warning lost_turns: not a warning code; expected `any` or one of done_source_not_root, "))),
+        (Some(1), Some(true))
+    );
+    // The API lists alike.
+    let (_server, address) = serve(&cli);
+    let api = |query: &str| -> (Vec<Value>, Value) {
+        let value = get_json(&address, &format!("/api/runs?{query}"));
+        (ids(&value), value["total"].clone())
+    };
+    assert_eq!(
+        [api("sort=cost"), api("sort=tokens&limit=2"), api("warning=lost_turn"), api("sort=duration&warning=any")],
+        [(cost, json!(6)), (tokens[..2].to_vec(), json!(6)), (with("lost_turn"), json!(1)), (any, json!(1))]
+    );
+    assert_eq!(duration.len(), 6);
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time as the records write
+/// it (`2026-11-29T23:03:28.437Z`).
+fn chrono_ms(text: &str) -> Option<i64> {
+    agentrace_core::model::Timestamp::parse(text).map(|at| at.0)
+}
+
 #[test]
 fn search_finds_a_helpers_tool_text_with_its_run_sequence_and_actor() {
     let cli = Cli::new();

@@ -800,3 +800,42 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     let hook = cli.command(&["hook"]).output().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(hook.status.code(), Some(0));
 }
+
+/// A run left `running` whose session is over (its root's turn never
+/// ended: here a host restarted mid-child) has no recorder to price it
+/// again: when the home's price file changes, the list prices it as `show`
+/// does (it kept saying `$?`, while `show` gave the file's cost).
+#[test]
+fn a_run_left_running_after_its_session_ended_is_priced_again_with_the_others() {
+    let cli = Cli::new();
+    let stuck = cli.ingest(&super::support::capture("v1_restart_mid_child"), &["--run-id", "stuck"]);
+    let done = cli.ingest(&super::support::capture("v1_basic"), &["--run-id", "done"]);
+    let json = |text: String| -> Value { serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")) };
+    let listed_and_shown = |cli: &Cli| -> Vec<(String, Value, Value, Value)> {
+        let runs = json(cli.ok(&["runs", "--json"]));
+        runs["runs"]
+            .as_array()
+            .map(|runs| {
+                runs.iter()
+                    .map(|run| {
+                        let id = run["id"].as_str().unwrap_or_default().to_owned();
+                        let show = json(cli.ok(&["show", &id, "--json"]));
+                        (id, run["status"].clone(), run["cost"].clone(), show["run"]["cost"].clone())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        listed_and_shown(&cli),
+        vec![
+            (stuck.clone(), Value::from("running"), Value::Null, Value::Null),
+            (done.clone(), Value::from("done"), Value::Null, Value::Null),
+        ]
+    );
+    std::fs::write(cli.home.path().join("prices.json"), r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "cacheCreation": 0, "output": 10}}"#)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let figures = listed_and_shown(&cli);
+    let priced: Vec<(String, bool)> = figures.iter().map(|(id, _, listed, shown)| (id.clone(), listed == shown && listed.as_f64().is_some_and(|cost| cost > 0.0))).collect();
+    assert_eq!(priced, vec![(stuck, true), (done, true)], "{figures:?}");
+}
