@@ -208,6 +208,7 @@ impl RunBook {
         // next end has not come, is not over either).
         let working = status != RunStatus::Running && !self.session.ended && (self.child_work.any_live() || self.session.report_pending);
         self.state.set_helpers_working(working);
+        self.state.set_session_ended(status == RunStatus::Running && self.session.ended);
         changes
     }
 

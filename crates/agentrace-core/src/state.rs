@@ -345,6 +345,10 @@ pub struct RunState {
     /// ended yet the session goes on (see [`RunSummary::helpers_working`]).
     #[serde(default)]
     helpers_working: bool,
+    /// Set by the run book, which knows the session: the root's turn never
+    /// ended, yet the session did (see [`RunSummary::session_ended`]).
+    #[serde(default)]
+    session_ended: bool,
     #[serde(skip)]
     book: Book,
 }
@@ -447,6 +451,14 @@ pub struct RunSummary {
     /// a session. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub helpers_working: bool,
+    /// True when `status` is `running` (the root's turn never ended) but
+    /// the session has ended: its provider exited, its input ended, its
+    /// tap closed, or an import found its files still past the idle limit.
+    /// Nothing is at work: `running` is where the run stopped (a crash, a
+    /// kill, a capture cut short), not what it does now. A new turn of the
+    /// session (a resumed one) makes it false again. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub session_ended: bool,
 }
 
 /// One agent of the tree.
@@ -567,6 +579,7 @@ impl RunState {
             cwd: None,
             traceparent: None,
             helpers_working: false,
+            session_ended: false,
             book: Book::default(),
         }
     }
@@ -1070,6 +1083,7 @@ impl RunState {
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
             traceparent: self.traceparent.clone(),
             helpers_working: self.helpers_working,
+            session_ended: self.session_ended,
         }
     }
 
@@ -1077,6 +1091,12 @@ impl RunState {
     /// book (which holds the child work) judges it.
     pub(crate) fn set_helpers_working(&mut self, working: bool) {
         self.helpers_working = working;
+    }
+
+    /// Whether the session ended with the root's turn still open, as the
+    /// run book (which holds the session) judges it.
+    pub(crate) fn set_session_ended(&mut self, ended: bool) {
+        self.session_ended = ended;
     }
 
     /// What one thread's requests cost so far, as its agent node gives it;

@@ -229,7 +229,10 @@ async function loadRuns() {
       el("td", { class: "run-id" }, el("a", { href: withToken("/runs/" + encodeURIComponent(run.id)) }, run.id)),
       el("td", {}, el("span", { class: "badge state-" + run.status }, run.status),
         // The root answered, but a helper still works (or reports back).
-        run.helpersWorking ? el("span", { class: "badge state-working helpers-working", title: "the root's turn ended; a helper or background command still works" }, "helpers working") : null),
+        run.helpersWorking ? el("span", { class: "badge state-working helpers-working", title: "the root's turn ended; a helper or background command still works" }, "helpers working") : null,
+        // Stopped mid-turn (a crash, a kill, a capture cut short): nothing
+        // is at work, whatever the status says.
+        run.sessionEnded ? el("span", { class: "badge session-ended", title: "the session ended before the root's turn did; nothing is at work" }, "session ended") : null),
       el("td", {}, run.provider),
       el("td", { class: "project", title: run.project || "" }, run.project || ""),
       el("td", { class: "started" }, fmtTime(run.startedAt)),
@@ -261,7 +264,7 @@ async function loadRuns() {
 const RUNS_FOLLOW_MS = 3000;
 function followRuns(runs) {
   clearTimeout(list.follow);
-  const live = runs.some((run) => run.status === "running" || run.helpersWorking);
+  const live = runs.some((run) => (run.status === "running" && !run.sessionEnded) || run.helpersWorking);
   if (!live && list.offset !== 0) return;
   list.follow = setTimeout(() => {
     const picking = document.querySelector("#runs tbody input[type=checkbox]:checked");
@@ -364,7 +367,7 @@ function renderSummary() {
     : "—";
   box.append(el("h1", {}, run.id),
     el("dl", {},
-      el("dt", {}, "status"), el("dd", { id: "run-status" }, run.status + (run.error ? ": " + run.error : "")),
+      el("dt", {}, "status"), el("dd", { id: "run-status" }, run.status + (run.sessionEnded ? ", but its session ended (nothing is at work)" : "") + (run.error ? ": " + run.error : "")),
       el("dt", {}, "provider"), el("dd", {}, run.provider + " (" + run.source + ")"),
       el("dt", {}, "root"), el("dd", {}, run.rootThreadId || "unknown"),
       el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result === null || run.result === undefined ? "—" : run.result),
@@ -380,7 +383,7 @@ function renderSummary() {
 // root whose turn ended while a helper or background command works on
 // (Claude's run_in_background) leaves its run `done`, not its session.
 function sessionLive() {
-  return view.run.status === "running" || view.working.size > 0;
+  return (view.run.status === "running" && !view.run.sessionEnded) || view.working.size > 0;
 }
 
 function noteRecord(record) {

@@ -643,6 +643,7 @@ impl Catalog {
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
         self.rows_as_recorded(home)?;
+        self.stopped_runs_marked(home)?;
         let (changed, prices, warnings) = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
         count.repriced = if prices { changed } else { 0 };
@@ -675,6 +676,44 @@ impl Catalog {
             self.put_figures(&record)?;
         }
         self.set_meta("rows_as_recorded", "1")?;
+        self.commit()
+    }
+
+    /// Once per catalog: each `running` run whose session ended (its
+    /// root's turn never did: a crash, a kill, a capture cut short) gets
+    /// `sessionEnded` in its record and row. Records written before the
+    /// field said nothing of it, so the list called such a run live (the
+    /// first command's hint, the viewer following it) where `top` knew
+    /// better. Folds the running runs' logs only.
+    fn stopped_runs_marked(&self, home: &Home) -> Result<(), StoreError> {
+        if self.meta("stopped_runs_marked")?.is_some() {
+            return Ok(());
+        }
+        let err = sql(&self.path);
+        let ids: Vec<String> = {
+            let mut statement = self.conn.prepare("SELECT id FROM runs WHERE status = 'running'").map_err(&err)?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0)).map_err(&err)?;
+            rows.collect::<Result<_, _>>().map_err(&err)?
+        };
+        self.begin()?;
+        for id in ids {
+            let Ok(run_id) = validate_run_id(&id) else { continue };
+            let Ok(loaded) = home.load_run(&run_id) else { continue };
+            if !loaded.book.state().summary().session_ended {
+                continue;
+            }
+            let record = match home.read_record_pub(&run_id) {
+                Some(mut record) if !record.session_ended => {
+                    record.session_ended = true;
+                    home.replace_record(&record)?;
+                    record
+                }
+                Some(_) => continue,
+                None => loaded.checked_view(home.warnings(), None).run,
+            };
+            self.put_figures(&record)?;
+        }
+        self.set_meta("stopped_runs_marked", "1")?;
         self.commit()
     }
 

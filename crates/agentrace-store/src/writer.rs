@@ -807,6 +807,7 @@ impl RunWriter {
                     // The book holds the child work a state-only
                     // recorder's summary knows nothing of.
                     helpers_working: view.run.helpers_working,
+                    session_ended: view.run.session_ended,
                     ..summary.clone()
                 }
             }

@@ -110,6 +110,7 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
         }
         (_, _) => {
             let why = match run.status {
+                RunStatus::Running if run.session_ended => "none: the session ended before the root's turn did",
                 RunStatus::Running => "none yet: the root's turn has not ended",
                 RunStatus::Done => "none: the root's last turn ended without an answer of its own",
                 RunStatus::Failed => "none: the root's last turn failed",
@@ -439,10 +440,14 @@ pub fn skipped_warning(path: &Path, skipped: &[SkippedLine]) {
 }
 
 /// The run's status as `show` and the reports say it: the root's, and
-/// whether its helpers still work after the root's turn ended.
+/// whether its helpers still work after the root's turn ended, or its
+/// session ended before the root's turn did.
 pub fn status_text(run: &agentrace_core::state::RunSummary) -> String {
     if run.helpers_working {
         format!("{}, helpers still working", run.status.as_str())
+    } else if run.session_ended {
+        // Nothing goes on: `running` is where it stopped.
+        format!("{}, but its session ended (nothing is at work)", run.status.as_str())
     } else {
         run.status.as_str().to_owned()
     }

@@ -904,6 +904,38 @@ fn the_waterfall_of_the_nested_sample_makes_the_readme_picture() {
     }
 }
 
+/// A run whose session ended before its root's turn did (a host restarted
+/// mid-child, the capture ended there) is `running` but not at work: the
+/// list marks it `session ended` and its page is not live.
+#[test]
+fn a_run_stopped_mid_turn_is_marked_in_the_list_and_its_page_is_not_live() {
+    let scratch = Scratch::new();
+    let bytes = std::fs::read(capture("v1_restart_mid_child")).unwrap_or_else(|e| panic!("{e}"));
+    let (mut writer, mut recorder) = scratch.record("stopped", &bytes, true);
+    let ended = recorder.end_session(agentrace_core::model::Timestamp::from_millis(1_795_994_000_000), agentrace_core::model::SessionEndReason::EndOfInput);
+    writer.append(&ended).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let served = serve(&scratch);
+    let listed = api_json(&served, "/api/runs");
+    assert_eq!(
+        (listed["runs"][0]["status"].clone(), listed["runs"][0]["sessionEnded"].clone()),
+        (json!("running"), json!(true))
+    );
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
+    assert_eq!(
+        browser.script("return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id] .badge')).map(b => b.textContent);"),
+        json!(["running", "session ended", "lost_turn"])
+    );
+    browser.goto(&format!("{}/runs/stopped", served.url));
+    browser.wait_for("the run page", READY);
+    assert_eq!(
+        (browser.text("#run-status"), browser.script("return document.getElementById('live').hidden;")),
+        ("running, but its session ended (nothing is at work)".to_owned(), json!(true))
+    );
+}
+
 /// A run of the dashboard's test, named as an import names a Codex run.
 const PARALLEL: &str = "codex-01a2299c-0000-7000-8000-00000000002a";
 

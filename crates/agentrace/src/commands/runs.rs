@@ -307,12 +307,17 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
         let result = match (&run.result, &run.error) {
             (Some(result), _) => result.clone(),
             (None, Some(error)) => format!("error: {error}"),
+            // Stopped mid-turn (a crash, a kill, a capture cut short): not
+            // at work, whatever its status says.
+            (None, None) if run.session_ended => "ended mid-turn, no answer".to_owned(),
             (None, None) => run.status.as_str().to_owned(),
         };
         // The root answered, but its helpers still work, or it is at work
         // on a later turn: that answer is not the session's last word.
         let result = if run.helpers_working {
             format!("(helpers working) {result}")
+        } else if run.session_ended && (run.result.is_some() || run.error.is_some()) {
+            format!("(ended mid-turn) {result}")
         } else if run.status == RunStatus::Running && (run.result.is_some() || run.error.is_some()) {
             format!("(running) {result}")
         } else {
@@ -502,7 +507,7 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         );
     }
     // Sessions going on now: where to watch each agent at work.
-    let live = runs.iter().filter(|listed| listed.run.status == RunStatus::Running || listed.run.helpers_working).count();
+    let live = runs.iter().filter(|listed| (listed.run.status == RunStatus::Running && !listed.run.session_ended) || listed.run.helpers_working).count();
     if live > 0 {
         let sessions = if live == 1 { "1 session is".to_owned() } else { format!("{live} sessions are") };
         eprintln!("hint: {sessions} live; `agentrace top` follows what each agent does now (or `agentrace serve --watch`, page /live)");

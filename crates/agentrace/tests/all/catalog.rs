@@ -482,3 +482,56 @@ fn an_import_retires_the_placeholder_samples_and_samples_asked_for_are_kept() {
     let listed = |cli: &Cli| ids(&json_of(&cli.ok(&["runs", "--json"]))).len();
     assert_eq!((listed(&retired), listed(&kept)), (1, 4));
 }
+
+/// A run whose session ended before its root's turn did (a host restarted
+/// mid-child; the capture ends there) is `running` but nothing is at work:
+/// its record says `sessionEnded`, the list says it ended mid-turn and the
+/// first command does not call it live (it said `1 session is live`);
+/// `show` says why there is no result. A record written before the field
+/// gets it once, at the next command.
+#[test]
+fn a_run_stopped_mid_turn_is_listed_as_stopped_not_live() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_restart_mid_child"), &["--run-id", "stopped"]);
+    let nowhere = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let first_command = || {
+        let output = cli
+            .command(&[])
+            .env("CODEX_HOME", nowhere.path().join("codex"))
+            .env("CLAUDE_CONFIG_DIR", nowhere.path().join("claude"))
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        let row = String::from_utf8_lossy(&output.stdout).lines().nth(1).map(|row| row.split("  ").filter(|cell| !cell.is_empty()).last().unwrap_or_default().trim().to_owned());
+        (row, said.contains("live"))
+    };
+    let listed = |cli: &Cli| {
+        let runs = json_of(&cli.ok(&["runs", "--json"]));
+        (runs["runs"][0]["status"].clone(), runs["runs"][0]["sessionEnded"].clone())
+    };
+    let show: Vec<String> = cli.ok(&["show", "stopped"]).lines().filter(|line| line.starts_with("status") || line.starts_with("result")).map(str::to_owned).collect();
+    assert_eq!(
+        (listed(&cli), first_command(), show),
+        (
+            (json!("running"), json!(true)),
+            (Some("ended mid-turn, no answer".to_owned()), false),
+            vec![
+                "status    running, but its session ended (nothing is at work)".to_owned(),
+                "result    none: the session ended before the root's turn did".to_owned()
+            ]
+        )
+    );
+    // As an agentrace before the field wrote it: the record and the row
+    // without it, and the catalog not yet marked.
+    let record_path = cli.home.path().join("runs/stopped.json");
+    let mut record: Value = json_of(&std::fs::read_to_string(&record_path).unwrap_or_else(|e| panic!("{e}")));
+    record.as_object_mut().map(|record| record.remove("sessionEnded"));
+    let old = serde_json::to_string(&record).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&record_path, &old).unwrap_or_else(|e| panic!("{e}"));
+    catalog_execute(&cli, "UPDATE runs SET record = ?1", &[&old]);
+    catalog_execute(&cli, "DELETE FROM meta WHERE key = 'stopped_runs_marked'", &[]);
+    assert_eq!(listed(&cli), (json!("running"), json!(true)));
+    let again: Value = json_of(&std::fs::read_to_string(&record_path).unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(again["sessionEnded"], json!(true));
+}

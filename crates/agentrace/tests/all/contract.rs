@@ -43,6 +43,10 @@ struct RunJson {
     warning_count: usize,
     #[serde(default)]
     warning_codes: Vec<String>,
+    #[serde(default)]
+    helpers_working: bool,
+    #[serde(default)]
+    session_ended: bool,
 }
 
 /// How complete a cost is.
