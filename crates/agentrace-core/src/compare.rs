@@ -1,8 +1,8 @@
 //! Two runs side by side (`agentrace diff A B`, the viewer's `/compare`):
 //! agents matched by label and role (the n-th agent of a label with the
 //! n-th of the other run), each agent's status, turns, tool calls by name,
-//! tokens, cost, duration and result, and what only one side has. Pure
-//! data: the CLI and the server print the same [`Comparison`].
+//! tokens, cost, duration, result and warnings, and what only one side
+//! has. Pure data: the CLI and the server print the same [`Comparison`].
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -31,6 +31,10 @@ pub struct Figures {
     pub duration_ms: Option<i64>,
     /// Its final message (the run's result).
     pub result: Option<String>,
+    /// The codes of its warnings, as its view lists them (the run's: every
+    /// warning; an agent's: those naming its thread), once each a warning.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// One side of the comparison: the run and its agents' figures.
@@ -76,7 +80,7 @@ pub struct AgentPair {
     /// The side that alone has it.
     pub only: Option<Only>,
     /// The figures that differ (`status`, `turns`, `toolCalls`, `tokens`,
-    /// `cost`, `durationMs`, `result`).
+    /// `cost`, `durationMs`, `result`, `warnings`).
     pub changed: Vec<String>,
 }
 
@@ -115,8 +119,13 @@ pub struct Comparison {
     pub differences: Vec<Difference>,
 }
 
-/// One agent's figures from the tree and the waterfall.
-fn agent_figures(node: &AgentNode, waterfall: &Waterfall) -> Figures {
+/// The codes of the warnings `keep` keeps, in the view's order.
+fn codes(view: &RunView, keep: impl Fn(&crate::model::Warning) -> bool) -> Vec<String> {
+    view.warnings.iter().filter(|warning| keep(warning)).map(|warning| warning.code.clone()).collect()
+}
+
+/// One agent's figures from the tree, the waterfall and its run's view.
+fn agent_figures(node: &AgentNode, waterfall: &Waterfall, view: &RunView) -> Figures {
     let mut turns = 0;
     let mut tool_calls = BTreeMap::new();
     let mut first: Option<i64> = None;
@@ -147,6 +156,7 @@ fn agent_figures(node: &AgentNode, waterfall: &Waterfall) -> Figures {
         cost: node.cost,
         duration_ms: first.zip(last).map(|(first, last)| last - first),
         result: node.final_message.clone(),
+        warnings: codes(view, |warning| warning.thread_id.as_ref() == Some(&node.thread_id)),
     }
 }
 
@@ -179,6 +189,7 @@ fn run_side(view: &RunView, waterfall: &Waterfall) -> RunSide {
                 .zip(run.updated_at)
                 .map(|(start, end)| end.0 - start.0),
             result: run.result.clone(),
+            warnings: codes(view, |_| true),
         },
     }
 }
@@ -197,7 +208,7 @@ fn changes(
     a: &Figures,
     b: &Figures,
 ) -> (Vec<String>, Vec<Difference>) {
-    let fields: [(&str, serde_json::Value, serde_json::Value); 7] = [
+    let fields: [(&str, serde_json::Value, serde_json::Value); 8] = [
         ("status", a.status.clone().into(), b.status.clone().into()),
         ("turns", a.turns.into(), b.turns.into()),
         (
@@ -220,6 +231,11 @@ fn changes(
             "result",
             serde_json::json!(a.result),
             serde_json::json!(b.result),
+        ),
+        (
+            "warnings",
+            serde_json::json!(a.warnings),
+            serde_json::json!(b.warnings),
         ),
     ];
     let mut names = Vec::new();
@@ -248,11 +264,28 @@ pub fn compare(a: (&RunView, &Waterfall), b: (&RunView, &Waterfall)) -> Comparis
     // agent below: counted again here they would say each agent's
     // difference twice.
     let (_, mut differences) = changes(None, &side_a.figures, &side_b.figures);
-    differences.retain(|difference| !matches!(difference.field.as_str(), "turns" | "toolCalls"));
+    differences.retain(|difference| !matches!(difference.field.as_str(), "turns" | "toolCalls" | "warnings"));
     let mut agents_a = Vec::new();
     flatten(&a.0.agents, 0, &mut agents_a);
     let mut agents_b = Vec::new();
     flatten(&b.0.agents, 0, &mut agents_b);
+    // So are the warnings that name an agent: the run's own difference
+    // is in those that name none of its tree (`unattributed_done`, a
+    // budget).
+    let run_wide = |view: &RunView, agents: &[(u32, AgentNode)]| {
+        codes(view, |warning| !warning.thread_id.as_ref().is_some_and(|thread| agents.iter().any(|(_, node)| &node.thread_id == thread)))
+    };
+    let (wide_a, wide_b) = (run_wide(a.0, &agents_a), run_wide(b.0, &agents_b));
+    if wide_a != wide_b {
+        differences.push(Difference {
+            agent: None,
+            role: None,
+            field: "warnings".to_owned(),
+            only: None,
+            a: serde_json::json!(wide_a),
+            b: serde_json::json!(wide_b),
+        });
+    }
     // B's agents by (label, role), in order: the n-th of a key in A takes
     // the n-th of B.
     let mut unmatched_b: HashMap<(String, Role), std::collections::VecDeque<usize>> =
@@ -266,7 +299,7 @@ pub fn compare(a: (&RunView, &Waterfall), b: (&RunView, &Waterfall)) -> Comparis
     let mut taken_b = vec![false; agents_b.len()];
     let mut pairs = Vec::new();
     for (depth, node) in &agents_a {
-        let figures_a = agent_figures(node, a.1);
+        let figures_a = agent_figures(node, a.1, a.0);
         let matched = unmatched_b
             .get_mut(&(node.label.clone(), node.role))
             .and_then(std::collections::VecDeque::pop_front);
@@ -274,7 +307,7 @@ pub fn compare(a: (&RunView, &Waterfall), b: (&RunView, &Waterfall)) -> Comparis
             Some(index) => {
                 taken_b[index] = true;
                 let other = &agents_b[index].1;
-                let figures_b = agent_figures(other, b.1);
+                let figures_b = agent_figures(other, b.1, b.0);
                 let (changed, found) =
                     changes(Some((&node.label, node.role)), &figures_a, &figures_b);
                 differences.extend(found);
@@ -332,7 +365,7 @@ pub fn compare(a: (&RunView, &Waterfall), b: (&RunView, &Waterfall)) -> Comparis
             a_thread_id: None,
             b_thread_id: Some(node.thread_id.clone()),
             a: None,
-            b: Some(agent_figures(node, b.1)),
+            b: Some(agent_figures(node, b.1, b.0)),
             only: Some(Only::B),
             changed: Vec::new(),
         });

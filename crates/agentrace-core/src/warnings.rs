@@ -673,6 +673,12 @@ pub fn silent_agent(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
     if facts.view.run.status != RunStatus::Running && !facts.view.run.helpers_working {
         return Check::Ok;
     }
+    // A session that ended with its root's turn open has no live child:
+    // its helpers are not silent but gone (`lost_turn` and the settled
+    // records say so), and each reading of it called them silent longer.
+    if facts.view.run.session_ended {
+        return Check::Ok;
+    }
     let limit_ms = i64::try_from(
         config
             .silent_after_secs

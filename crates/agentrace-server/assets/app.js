@@ -1150,7 +1150,10 @@ async function showLive() {
 
 function figureCells(figures, changed) {
   const mark = (name, text) => el("td", { class: "num" + (changed.includes(name) ? " changed" : ""), "data-field": name }, text);
-  if (!figures) return [el("td", { class: "absent", colspan: 7 }, "—")];
+  if (!figures) return [el("td", { class: "absent", colspan: 8 }, "—")];
+  const warnings = el("td", { class: "warnings" + (changed.includes("warnings") ? " changed" : ""), "data-field": "warnings" });
+  for (const code of figures.warnings || []) warnings.append(el("span", { class: "badge warn", "data-code": code, title: code }, code));
+  if (!(figures.warnings || []).length) warnings.append("—");
   const tools = Object.entries(figures.toolCalls).map(([name, count]) => name + "×" + count).join(" ");
   return [
     mark("status", figures.status),
@@ -1159,6 +1162,7 @@ function figureCells(figures, changed) {
     mark("tokens", fmtTokens(figures.tokens)),
     mark("cost", fmtCost(figures.cost)),
     mark("durationMs", fmtDuration(figures.durationMs)),
+    warnings,
     el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result" }, figures.result ? figures.result.slice(0, 200) : "—"),
   ];
 }
@@ -1180,7 +1184,7 @@ async function showCompare() {
   const result = await api("/api/compare?a=" + encodeURIComponent(a) + "&b=" + encodeURIComponent(b));
   const head = document.querySelector("#compare-table thead");
   clear(head);
-  const columns = ["status", "turns", "tools", "tokens", "cost", "duration", "result"];
+  const columns = ["status", "turns", "tools", "tokens", "cost", "duration", "warnings", "result"];
   head.append(el("tr", {}, el("th", {}, "agent"), el("th", {}, ""), ...columns.map((c) => el("th", {}, c))));
   const body = document.querySelector("#compare-table tbody");
   clear(body);

@@ -249,6 +249,35 @@ fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change
     assert_eq!((changes.records, book.session_over()), (vec![], true));
 }
 
+/// A session that ends while its root's turn and a child's are open is
+/// over though its run is `running`: the record says `sessionEnded`, and
+/// its child is no longer `silent_agent` (it is gone, not quiet: a reading
+/// a week later called it silent for a week). Before the end, neither.
+#[test]
+fn a_session_ended_mid_turn_is_marked_and_its_helpers_are_not_silent() {
+    use agentrace_core::warnings::WarningConfig;
+    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&bytes);
+    let cut: String = text.lines().take(20).map(|line| format!("{line}\n")).collect();
+    let (_, envelopes) = record(cut.as_bytes());
+    let (mut book, _) = book_of(&envelopes);
+    let end = session_end(&envelopes);
+    let an_hour_later = Timestamp::from_millis(end.timestamp.millis() + 3_600_000);
+    let judged = |book: &RunBook| {
+        let (view, _) = book.checked_view(&WarningConfig::default(), Some(an_hour_later), 0);
+        let silent = view.warnings.iter().filter(|warning| warning.code == "silent_agent").count();
+        let record = serde_json::to_value(book.state().summary()).unwrap_or_default();
+        (view.run.status, view.run.session_ended, record.get("sessionEnded").cloned(), silent > 0)
+    };
+    let before = judged(&book);
+    book.apply(&end);
+    assert_eq!(
+        (before, judged(&book)),
+        ((RunStatus::Running, false, None, true), (RunStatus::Running, true, Some(serde_json::json!(true)), false))
+    );
+}
+
 #[test]
 fn a_turn_after_session_ended_opens_the_session_again() {
     let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_followup/server.jsonl"))

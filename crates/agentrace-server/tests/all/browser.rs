@@ -873,6 +873,18 @@ fn compare_puts_two_runs_side_by_side_and_marks_the_agents_only_one_has() {
             true
         )
     );
+    // Each side's warnings, as the API gives them: a helper's in its row.
+    scratch.capture("restarted", "v1_restart_mid_child");
+    let compared = api_json(&served, "/api/compare?a=basic&b=restarted");
+    let hilbert = compared["agents"].as_array().and_then(|agents| agents.iter().find(|pair| pair["label"] == "Hilbert")).map(|pair| pair["b"]["warnings"].clone());
+    browser.goto(&format!("{}/compare?a=basic&b=restarted", served.url));
+    browser.wait_for("the second comparison", "return document.querySelector('#compare-table tr.agent-pair[data-agent=\"Hilbert\"]') !== null;");
+    let shown = browser.script("return Array.from(document.querySelectorAll('#compare-table tr.agent-pair[data-agent=\"Hilbert\"].side-b td[data-field=warnings] .badge')).map(b => b.textContent);");
+    let heads = browser.script("return Array.from(document.querySelectorAll('#compare-table thead th')).map(th => th.textContent);");
+    assert_eq!(
+        (Some(shown), heads, hilbert.as_ref().and_then(|codes| codes.as_array()).is_some_and(|codes| codes.contains(&json!("lost_turn")))),
+        (hilbert, json!(["agent", "", "status", "turns", "tools", "tokens", "cost", "duration", "warnings", "result"]), true)
+    );
 }
 
 /// The screenshots the README shows are taken here, from the bundled

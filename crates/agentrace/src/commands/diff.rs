@@ -26,6 +26,7 @@ pub struct DiffArgs {
 fn side(
     home: &Home,
     name: &str,
+    config: &WarningConfig,
 ) -> anyhow::Result<(
     agentrace_core::state::RunView,
     agentrace_core::waterfall::Waterfall,
@@ -35,7 +36,9 @@ fn side(
     let mut fold = RunFold::priced(id.clone(), home.prices());
     fold.follow(&path, |_| {})
         .with_context(|| format!("cannot read {}", path.display()))?;
-    let view = fold.checked_view(&WarningConfig::default(), None).0;
+    // Judged as `show` judges it: the home's warning config, and the
+    // clock (a silent helper).
+    let view = fold.checked_view(config, Some(crate::clock::now())).0;
     let waterfall = agentrace_store::waterfall_of(&fold, &path, &view.agents)
         .with_context(|| format!("cannot read {}", path.display()))?;
     Ok((view, waterfall))
@@ -43,8 +46,9 @@ fn side(
 
 /// Runs `agentrace diff`.
 pub fn run(home: &Home, args: &DiffArgs, out: &mut Out) -> anyhow::Result<()> {
-    let a = side(home, &args.a)?;
-    let b = side(home, &args.b)?;
+    let config = crate::warning_config::config(home, &crate::warning_config::WarningArgs::default())?;
+    let a = side(home, &args.a, &config)?;
+    let b = side(home, &args.b, &config)?;
     let comparison = agentrace_core::compare::compare((&a.0, &a.1), (&b.0, &b.1));
     if args.json {
         return out.json_pretty(&comparison);
@@ -87,7 +91,16 @@ fn line(figures: Option<&Figures>) -> String {
                 || "?".to_owned(),
                 |ms| format!("{:.1}s", ms as f64 / 1000.0)
             ),
-        ),
+        ) + &warnings(figures),
+    }
+}
+
+/// ` · 2 warnings: lost_turn, orphan_child`, or nothing.
+fn warnings(figures: &Figures) -> String {
+    match figures.warnings.as_slice() {
+        [] => String::new(),
+        [one] => format!(" · 1 warning: {one}"),
+        all => format!(" · {} warnings: {}", all.len(), all.join(", ")),
     }
 }
 

@@ -195,13 +195,54 @@ fn diff_of_a_run_with_itself_has_no_differences_and_with_one_more_helper_exactly
                 ["Helper 2", null, []],
                 ["Helper 3", "b", []],
             ]),
-            json!({"status": "completed", "turns": 1, "toolCalls": {"shell": 1}, "tokens": null, "cost": null, "durationMs": 30, "result": null}),
+            json!({"status": "completed", "turns": 1, "toolCalls": {"shell": 1}, "tokens": null, "cost": null, "durationMs": 30, "result": null, "warnings": []}),
             true,
         ),
         "{text}"
     );
     // What people read.
     insta::assert_snapshot!(text);
+}
+
+/// `diff` sets each side's warnings beside its figures, judged as `show`
+/// judges them (the home's `warnings.json` too): a helper's under its
+/// agent, and the run's own (a budget) as a difference of the run; an
+/// agent's are not counted again as the run's.
+#[test]
+fn diff_shows_each_sides_warnings_as_show_judges_them() {
+    let cli = Cli::new();
+    cli.ingest(&super::support::capture("v1_basic"), &["--run-id", "a"]);
+    cli.ingest(&super::support::capture("v1_restart_mid_child"), &["--run-id", "b"]);
+    // A token budget run A passes and run B keeps under.
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxTokens": 20000}"#).unwrap_or_else(|e| panic!("{e}"));
+    let shown = |run: &str| -> Value {
+        json!(json_of(&cli.ok(&["show", run, "--json"]))["warnings"].as_array().map(|warnings| warnings.iter().map(|warning| warning["code"].clone()).collect::<Vec<_>>()).unwrap_or_default())
+    };
+    let diff = json_of(&cli.ok(&["diff", "a", "b", "--json"]));
+    let agent = |label: &str, side: &str| diff["agents"].as_array().and_then(|agents| agents.iter().find(|pair| pair["label"] == label)).map(|pair| pair[side]["warnings"].clone());
+    let run_differences: Vec<Value> = diff["differences"].as_array().into_iter().flatten().filter(|difference| difference["agent"].is_null() && difference["field"] == "warnings").cloned().collect();
+    assert_eq!(
+        (diff["a"]["figures"]["warnings"].clone(), diff["b"]["figures"]["warnings"].clone(), agent("Hilbert", "b"), agent("Main", "a"), run_differences),
+        (
+            shown("a"),
+            shown("b"),
+            Some(json!(["lost_turn"])),
+            Some(json!([])),
+            vec![json!({"agent": null, "field": "warnings", "a": ["budget_exceeded"], "b": []})],
+        )
+    );
+    assert_eq!(shown("a"), json!(["budget_exceeded"]));
+    let text = cli.ok(&["diff", "a", "b"]);
+    let lines: Vec<&str> = text.lines().filter(|line| line.contains("warning")).collect();
+    assert_eq!(
+        lines,
+        vec![
+            "    done · 2 turns · tools closeAgent×1 shell×1 spawnAgent×1 wait×1 · 33090 tokens · $? · 4.1s · 1 warning: budget_exceeded",
+            "    running · 2 turns · tools spawnAgent×1 wait×1 · 5359 tokens · $? · 6.7s · 1 warning: lost_turn",
+            "    B running · 1 turns · tools - · ? tokens · $0.0000 · 0.1s · 1 warning: lost_turn",
+        ],
+        "{text}"
+    );
 }
 
 /// Ends the server when the test ends, whatever happened.
