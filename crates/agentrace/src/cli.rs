@@ -93,7 +93,7 @@ enum Command {
     /// second export does not duplicate. Prints `<run> <trace id>` per run.
     Export(crate::commands::export::ExportArgs),
     /// Record the bundled sample runs (Codex V1, V2 and nested captures) and list them.
-    Samples,
+    Samples(crate::commands::samples::SamplesArgs),
     /// Start an agent, record its run live, and print the root's final answer.
     ///
     /// Exits 0 when the root's turn completed, 1 when it failed, 130 when it
@@ -243,7 +243,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Tap(args)) => return crate::commands::tap::run(&home, args),
         Some(Command::Import(args)) => {
-            crate::commands::import::run_unless_followed(&home, &args)?;
+            let report = crate::commands::import::run_unless_followed(&home, &args)?;
+            if args.json() {
+                out.json_pretty(&report)?;
+            }
             // The catalog is opened again only when there are samples to
             // retire (a repeated import is a stat of every file, no more).
             if !home.placeholder_runs().is_empty() {
@@ -267,7 +270,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Diff(args)) => crate::commands::diff::run(&home, &args, &mut out)?,
         Some(Command::Serve(args)) => return crate::commands::serve::run(home, &args, &mut out),
         None => crate::commands::runs::first_command(&home, &mut out)?,
-        Some(Command::Samples) => samples::record_and_list(&home, &mut out)?,
+        Some(Command::Samples(args)) => samples::record_and_list(&home, &args, &mut out)?,
         Some(Command::Ingest(args)) => {
             args.secrets.apply();
             let options = IngestOptions {

@@ -62,6 +62,11 @@ pub struct ImportArgs {
     /// No progress bar and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Print what the import did as JSON on stdout (`{"new", "changed",
+    /// "readOn", "unchanged", "runs", "codexHome", "claudeDir"}`), not the
+    /// summary line on stderr.
+    #[arg(long)]
+    json: bool,
     /// Also export each run this import records or rebuilds to an
     /// OpenTelemetry collector (OTLP over HTTP; the base endpoint, as
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`, `/v1/traces` is appended).
@@ -90,12 +95,17 @@ impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, tz: crate::zone::Zone::utc(), quiet: true, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
+        Self { codex_home, claude_dir, since: None, tz: crate::zone::Zone::utc(), quiet: true, json: false, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
     }
 
     /// These arguments, with another idle limit (`watch --idle-limit`).
     pub(crate) fn with_idle_limit(self, idle_limit: u64) -> Self {
         Self { idle_limit, ..self }
+    }
+
+    /// True when the import prints what it did as JSON (`--json`).
+    pub(crate) fn json(&self) -> bool {
+        self.json
     }
 
     /// These arguments, with the progress bar and summary as `quiet` says.
@@ -1089,26 +1099,26 @@ fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> any
 }
 
 /// Runs `agentrace import`.
-pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
-    import(home, args, TornLines::Feed).map(|_| ())
+pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<ImportReport> {
+    import_reported(home, args, TornLines::Feed, &Scope::Everything)
 }
 
 /// [`run`], unless a follower (`watch`, `top`, `serve --watch`) of the same
 /// folders holds its lease and has imported every change it was told of:
 /// then the catalog is as current as an import would make it, and nothing
 /// is stat'ed (a repeated import of 5,000 sessions stats 16,000 files).
-pub fn run_unless_followed(home: &Home, args: &ImportArgs) -> anyhow::Result<()> {
+pub fn run_unless_followed(home: &Home, args: &ImportArgs) -> anyhow::Result<ImportReport> {
     let follower = home.follower();
     match (args.followed_as(), follower) {
         (Some(about), Some(follower)) if follower.current && follower.about == about => {
-            if !args.quiet {
+            if !args.quiet && !args.json {
                 eprintln!(
                     "imported nothing new: the follower running as pid {} has imported every change to these folders ({})",
                     follower.pid,
                     args.read_from(),
                 );
             }
-            Ok(())
+            Ok(ImportReport { codex_home: args.codex_home(), claude_dir: args.claude_dir(), follower: Some(follower.pid), ..ImportReport::default() })
         }
         _ => run(home, args),
     }
@@ -1202,6 +1212,35 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
 
 /// [`import`] of what `scope` says.
 pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<Vec<RunId>> {
+    import_reported(home, args, torn_lines, scope).map(|report| report.runs)
+}
+
+/// What an import did: `import --json` prints it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    /// Sessions imported for the first time.
+    pub new: u64,
+    /// Sessions imported before that had grown or changed.
+    pub changed: u64,
+    /// Of the changed, those read on from where the last import stopped.
+    pub read_on: u64,
+    /// Sessions found as the last import left them.
+    pub unchanged: u64,
+    /// The runs recorded or changed, by id.
+    pub runs: Vec<RunId>,
+    /// The Codex home read (`null`: none).
+    pub codex_home: Option<PathBuf>,
+    /// The Claude Code config dir read (`null`: none).
+    pub claude_dir: Option<PathBuf>,
+    /// The pid of the follower (`watch`, `top`, `serve --watch`) that had
+    /// imported every change already, when one had and nothing was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follower: Option<u32>,
+}
+
+/// [`import_in`], with what it did.
+fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<ImportReport> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = claude_dir(args);
@@ -1332,7 +1371,7 @@ fn import_written(
     written: &WrittenSessions,
     catalog: &std::sync::Mutex<Catalog>,
     (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
-) -> anyhow::Result<Vec<RunId>> {
+) -> anyhow::Result<ImportReport> {
     let mut found = Vec::new();
     for main in &written.claude {
         found.extend(crate::sources::claude_ingest::session_at(main, Some(dirs))?);
@@ -1373,7 +1412,7 @@ fn import_sessions(
     catalog: &std::sync::Mutex<Catalog>,
     (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
     (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<CodexSessions>),
-) -> anyhow::Result<Vec<RunId>> {
+) -> anyhow::Result<ImportReport> {
     let mut importer = Importer {
         home,
         args,
@@ -1498,7 +1537,7 @@ fn import_sessions(
     importer.save(true)?;
     importer.catalog()?.commit()?;
     importer.bar.finish_and_clear();
-    if !args.quiet {
+    if !args.quiet && !args.json {
         let tally = &importer.tally;
         let read_on = match tally.read_on {
             0 => String::new(),
@@ -1513,7 +1552,17 @@ fn import_sessions(
             args.read_from(),
         );
     }
-    Ok(importer.changed)
+    let tally = &importer.tally;
+    Ok(ImportReport {
+        new: tally.recorded,
+        changed: tally.updated,
+        read_on: tally.read_on,
+        unchanged: tally.unchanged,
+        runs: importer.changed,
+        codex_home: args.codex_home(),
+        claude_dir: args.claude_dir(),
+        follower: None,
+    })
 }
 
 #[cfg(test)]

@@ -75,10 +75,22 @@ pub fn retire_placeholders(home: &Home, catalog: &Catalog) -> anyhow::Result<usi
     Ok(placeholders.len())
 }
 
+/// Arguments of `agentrace samples`.
+#[derive(Debug, clap::Args)]
+pub struct SamplesArgs {
+    /// Print `{"samples": [{"id", "what"}]}` instead of a list.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `agentrace samples`: asked for, they are kept.
-pub fn record_and_list(home: &Home, out: &mut Out) -> anyhow::Result<()> {
+pub fn record_and_list(home: &Home, args: &SamplesArgs, out: &mut Out) -> anyhow::Result<()> {
     record(home)?;
     home.forget_placeholders()?;
+    if args.json {
+        let samples: Vec<serde_json::Value> = SAMPLES.iter().map(|(id, what, _)| serde_json::json!({"id": id, "what": what})).collect();
+        return out.json_pretty(&serde_json::json!({ "samples": samples }));
+    }
     for (id, what, _) in SAMPLES {
         out.line(format!("{id:<24} {what}"))?;
     }

@@ -535,3 +535,24 @@ fn a_run_stopped_mid_turn_is_listed_as_stopped_not_live() {
     let again: Value = json_of(&std::fs::read_to_string(&record_path).unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(again["sessionEnded"], json!(true));
 }
+
+/// `samples --json` names the sample runs it recorded, each one `runs`
+/// then lists.
+#[test]
+fn samples_json_names_the_runs_it_recorded() {
+    let cli = Cli::new();
+    let said = json_of(&cli.ok(&["samples", "--json"]));
+    let named: Vec<Value> = said["samples"].as_array().map(|samples| samples.iter().map(|sample| sample["id"].clone()).collect()).unwrap_or_default();
+    let mut listed = ids(&json_of(&cli.ok(&["runs", "--json"])));
+    listed.sort_by_key(Value::to_string);
+    let mut sorted = named.clone();
+    sorted.sort_by_key(Value::to_string);
+    assert_eq!(
+        (named, said["samples"][0]["what"].clone(), sorted),
+        (
+            vec![json!("sample-codex-v1-basic"), json!("sample-codex-v2-basic"), json!("sample-codex-nested")],
+            json!("Codex V1: the root spawns one helper, waits, closes it, answers"),
+            listed
+        )
+    );
+}

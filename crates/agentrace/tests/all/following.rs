@@ -778,6 +778,16 @@ fn an_import_trusts_a_current_watch_of_the_same_folders_only_while_it_runs() {
     assert!(unwatched.starts_with("imported 0 new sessions, 0 changed, 1 unchanged"), "{unwatched}");
     std::fs::remove_dir(&archived).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(import(&[]), trusted);
+    // As JSON: nothing read, and whose work that is.
+    let output = cli.run(&["import", "--json", "--codex-home", codex.as_str(), "--claude-dir", claude.as_str()]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (report, String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            serde_json::json!({"new": 0, "changed": 0, "readOn": 0, "unchanged": 0, "runs": [], "codexHome": codex, "claudeDir": claude, "follower": watch.pid()}),
+            String::new()
+        )
+    );
     let (status, _) = watch.stop();
     assert!(status.success(), "{status}");
     let after = import(&[]);

@@ -2095,3 +2095,41 @@ fn a_watch_prices_what_it_imports_after_the_home_price_file_changed_with_the_new
         .collect();
     assert_eq!(records().iter().map(|record| record["cost"].clone()).collect::<Vec<_>>(), shown);
 }
+
+/// `import --json` prints what the import did on stdout, for a script to
+/// read (the summary line it replaces is not said on stderr): the new,
+/// changed and unchanged sessions, the runs recorded or changed, and the
+/// folders read.
+#[test]
+fn import_json_says_what_the_import_did() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let cli = Cli::new();
+    let (codex, claude) = (sources.path().join("codex"), sources.path().join("claude"));
+    let import = || {
+        let output = cli
+            .command(&["import", "--json", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let mut report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+        if let Some(runs) = report["runs"].as_array_mut() {
+            runs.sort_by_key(Value::to_string);
+        }
+        (report, String::from_utf8_lossy(&output.stderr).contains("imported"))
+    };
+    let first = import();
+    let mut listed: Vec<Value> = serde_json::from_str::<Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"]
+        .as_array()
+        .map(|runs| runs.iter().map(|run| run["id"].clone()).collect())
+        .unwrap_or_default();
+    listed.sort_by_key(Value::to_string);
+    let report = |new: u64, unchanged: u64, runs: Vec<Value>| {
+        serde_json::json!({
+            "new": new, "changed": 0, "readOn": 0, "unchanged": unchanged, "runs": runs,
+            "codexHome": codex.to_string_lossy(), "claudeDir": claude.to_string_lossy(),
+        })
+    };
+    assert_eq!((first, import()), ((report(2, 0, listed), false), (report(0, 2, vec![]), false)));
+}
