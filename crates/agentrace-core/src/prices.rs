@@ -3,7 +3,8 @@
 //! the rate in force at its own timestamp and for the provider that served
 //! it: tiered prices depend on a request's size, so a sum of requests is
 //! never priced as one. Pure: the database is data compiled into the
-//! binary, and every request names its time (the clock is never read).
+//! binary (or a newer snapshot of it the caller read, [`PriceData`]), and
+//! every request names its time (the clock is never read).
 //!
 //! # The flat-rate cache
 //!
@@ -24,7 +25,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use genai_prices::{Calculator, ErrorKind, PriceRequest, Usage, UsageKey};
@@ -115,6 +116,9 @@ pub struct Rates {
 
 /// The prices every fold uses: the database, then the user's table.
 pub struct PriceBook {
+    /// The database: a newer snapshot the user fetched, else (`None`) the
+    /// compiled-in one.
+    data: Option<Arc<PriceData>>,
     /// The user's table, matched by the longest model-name prefix; it wins
     /// over the database.
     file: BTreeMap<String, FilePrice>,
@@ -124,6 +128,65 @@ pub struct PriceBook {
     /// Resolved database prices (see the module's documentation); `None`
     /// prices every request through the database.
     flat: Option<Mutex<FlatRates>>,
+}
+
+/// A `genai-prices` database other than the compiled-in one: the provider
+/// data (its v2 JSON) of a newer snapshot, which `agentrace prices
+/// --update` fetches into the home, so a model released after this build
+/// is priced. Decoded on its first use (as the compiled-in one is): a
+/// command that prices nothing never pays for it.
+pub struct PriceData {
+    /// What it is, as every figure priced by it says: `genai-prices data
+    /// <digest>`.
+    label: String,
+    bytes: Vec<u8>,
+    decoded: OnceLock<Result<Calculator, String>>,
+}
+
+impl PriceData {
+    /// The snapshot `bytes`, named by `digest` (of its bytes, which the
+    /// caller computed).
+    pub fn new(bytes: Vec<u8>, digest: &str) -> Self {
+        Self { label: format!("genai-prices data {digest}"), bytes, decoded: OnceLock::new() }
+    }
+
+    /// How many providers and models `bytes` holds, or why it is no
+    /// provider data: what a fetched snapshot is checked by before it is
+    /// kept.
+    pub fn check(bytes: &[u8]) -> Result<(usize, usize), String> {
+        let calculator = Calculator::from_json(bytes).map_err(|error| error.to_string())?;
+        let (mut providers, mut models) = (0, 0);
+        for provider in calculator.providers() {
+            providers += 1;
+            models += provider.models().count();
+        }
+        Ok((providers, models))
+    }
+
+    /// Its name (`genai-prices data <digest>`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Why it cannot be decoded, once it has been tried; the book then
+    /// prices by the compiled-in database.
+    pub fn problem(&self) -> Option<String> {
+        self.decoded.get_or_init(|| self.decode()).as_ref().err().cloned()
+    }
+
+    fn decode(&self) -> Result<Calculator, String> {
+        Calculator::from_json(&self.bytes).map_err(|error| error.to_string())
+    }
+
+    fn calculator(&self) -> &Calculator {
+        self.decoded.get_or_init(|| self.decode()).as_ref().unwrap_or_else(|_| Calculator::bundled())
+    }
+}
+
+impl fmt::Debug for PriceData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PriceData").field("label", &self.label).finish_non_exhaustive()
+    }
 }
 
 /// Resolved prices by model, then (provider, UTC day), then service tier
@@ -216,10 +279,45 @@ impl PriceBook {
     /// The compiled-in database alone.
     pub fn database() -> Self {
         Self {
+            data: None,
             file: BTreeMap::new(),
             id: database_label(),
             flat: Some(Mutex::default()),
         }
+    }
+
+    /// A newer database snapshot alone ([`PriceData`]), in place of the
+    /// compiled-in one.
+    pub fn of_data(data: Arc<PriceData>) -> Self {
+        Self {
+            id: data.label().to_owned(),
+            data: Some(data),
+            file: BTreeMap::new(),
+            flat: Some(Mutex::default()),
+        }
+    }
+
+    /// The database this book prices by: the snapshot it was given, if
+    /// any (for `agentrace prices` to name, and to say what is wrong
+    /// with).
+    pub fn data(&self) -> Option<&Arc<PriceData>> {
+        self.data.as_ref()
+    }
+
+    /// The name of the database this book prices by: `genai-prices
+    /// <version>` (compiled in) or `genai-prices data <digest>`.
+    pub fn database_name(&self) -> String {
+        self.data.as_ref().map_or_else(database_label, |data| data.label().to_owned())
+    }
+
+    fn calculator(&self) -> &Calculator {
+        self.data.as_ref().map_or_else(|| Calculator::bundled(), |data| data.calculator())
+    }
+
+    /// Decodes this book's database now ([`warm_database`] for a book
+    /// that may price by a newer one).
+    pub fn warm(&self) {
+        let _ = self.calculator();
     }
 
     /// The same book pricing every request through the database, with no
@@ -238,8 +336,16 @@ impl PriceBook {
     /// names the table's content (a hash the caller computed), so that
     /// figures priced by another table are told apart.
     pub fn with_file(file: BTreeMap<String, FilePrice>, digest: &str) -> Self {
+        Self::with_file_over(None, file, digest)
+    }
+
+    /// A user's table over `data` (a newer database snapshot; the
+    /// compiled-in one when `None`), as [`PriceBook::with_file`].
+    pub fn with_file_over(data: Option<Arc<PriceData>>, file: BTreeMap<String, FilePrice>, digest: &str) -> Self {
+        let base = data.as_ref().map_or_else(database_label, |data| data.label().to_owned());
         Self {
-            id: format!("{} + file {digest}", database_label()),
+            id: format!("{base} + file {digest}"),
+            data,
             file,
             flat: Some(Mutex::default()),
         }
@@ -263,9 +369,9 @@ impl PriceBook {
         let consistent = tokens.cached_input_tokens.saturating_add(tokens.cache_creation_input_tokens) <= tokens.input_tokens
             && tokens.cache_creation_1h_input_tokens <= tokens.cache_creation_input_tokens;
         match self.flat(request).filter(|_| consistent) {
-            Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| database_price(request)),
+            Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| database_price(self.calculator(), request)),
             Some(Flat::Unpriced) => None,
-            Some(Flat::PerRequest) | None => database_price(request),
+            Some(Flat::PerRequest) | None => database_price(self.calculator(), request),
         }
     }
 
@@ -298,7 +404,7 @@ impl PriceBook {
         // requests, and every other worker's request would wait on the lock
         // meanwhile (a history of many days resolves once per model and
         // day). Two workers may resolve one key at once; they find the same.
-        let resolved = resolve_flat(request.provider, request.model, request.service_tier, day);
+        let resolved = resolve_flat(self.calculator(), request.provider, request.model, request.service_tier, day);
         let mut cache = flat.lock().ok()?;
         if cached(&cache).is_none() {
             cache
@@ -313,14 +419,15 @@ impl PriceBook {
 }
 
 /// The price of one request through the database.
-fn database_price(request: &Request<'_>) -> Option<f64> {
-    database_calculation(request.provider, request.model, request.service_tier, request.at, request.tokens)
+fn database_price(calculator: &Calculator, request: &Request<'_>) -> Option<f64> {
+    database_calculation(calculator, request.provider, request.model, request.service_tier, request.at, request.tokens)
         .ok()
         .map(|calculation| calculation.total_price)
 }
 
 /// One request through the database.
 fn database_calculation(
+    calculator: &Calculator,
     provider: Provider,
     model: &str,
     service_tier: Option<&str>,
@@ -335,15 +442,15 @@ fn database_calculation(
     if let Some(tier) = service_tier {
         priced = priced.with_price_context("service_tier", tier);
     }
-    Calculator::bundled().calculate(&priced)
+    calculator.calculate(&priced)
 }
 
 /// Whether the database's price of (provider, model, tier) is flat for the
 /// whole UTC day `day`, and its rates (see the module's documentation).
-fn resolve_flat(provider: Provider, model: &str, service_tier: Option<&str>, day: i64) -> Flat {
+fn resolve_flat(calculator: &Calculator, provider: Provider, model: &str, service_tier: Option<&str>, day: i64) -> Flat {
     let start = Timestamp(day.saturating_mul(DAY_MS));
     let end = Timestamp(day.saturating_mul(DAY_MS).saturating_add(DAY_MS - 1));
-    let price = |at: Timestamp, tokens: TokenUsage| database_calculation(provider, model, service_tier, at, &tokens);
+    let price = |at: Timestamp, tokens: TokenUsage| database_calculation(calculator, provider, model, service_tier, at, &tokens);
     let rate = match (rate_at(&price, start), rate_at(&price, end)) {
         (Ok(first), Ok(last)) if first == last => first,
         (Ok(_), Ok(_)) => return Flat::PerRequest,
@@ -452,7 +559,7 @@ impl PriceBook {
             if let Some(provider) = provider_id(provider) {
                 request = request.with_provider_id(provider);
             }
-            let calculation = Calculator::bundled().calculate(&request).ok()?;
+            let calculation = self.calculator().calculate(&request).ok()?;
             Some((calculation.total_price * 1_000_000.0 / tokens as f64, calculation.model_id))
         };
         // A thousand tokens is a small request: below every tier in the
@@ -601,7 +708,7 @@ mod tests {
             for tier in [None, Some("flex"), Some("priority")] {
                 let at = |half: i64| Timestamp(DAY * DAY_MS + half * 30 * 60 * 1000);
                 let price = |half| {
-                    database_calculation(provider, &model, tier, at(half), &tokens)
+                    database_calculation(Calculator::bundled(), provider, &model, tier, at(half), &tokens)
                         .ok()
                         .map(|calculation| calculation.total_price.to_bits())
                 };
@@ -647,7 +754,7 @@ mod tests {
             })
         };
         let uncached = |hour| {
-            database_calculation(Provider::Unknown, "deepseek-chat", None, at(hour), &tokens)
+            database_calculation(Calculator::bundled(), Provider::Unknown, "deepseek-chat", None, at(hour), &tokens)
                 .ok()
                 .map(|calculation| calculation.total_price)
         };
@@ -659,7 +766,7 @@ mod tests {
 
     #[test]
     fn the_flat_prices_of_the_fixtures_models_resolve_to_rates_and_a_tiered_one_does_not() {
-        let resolved = |provider, model| match resolve_flat(provider, model, None, DAY) {
+        let resolved = |provider, model| match resolve_flat(Calculator::bundled(), provider, model, None, DAY) {
             Flat::Rates(_) => "rates",
             Flat::Unpriced => "unpriced",
             Flat::PerRequest => "per request",
@@ -690,12 +797,12 @@ mod tests {
 
     #[test]
     fn an_hour_long_write_rate_is_resolved_apart_only_where_the_database_has_one() {
-        let write_rates = |provider, model| match resolve_flat(provider, model, None, DAY) {
+        let write_rates = |provider, model| match resolve_flat(Calculator::bundled(), provider, model, None, DAY) {
             Flat::Rates(rate) => Some((rate.cache_write, rate.cache_write_1h)),
             Flat::Unpriced | Flat::PerRequest => None,
         };
         assert_eq!(write_rates(Provider::Claude, "claude-opus-5-5"), Some((Some(5.0), Some(8.0))));
-        let searches = match resolve_flat(Provider::Claude, "claude-opus-5-5", None, DAY) {
+        let searches = match resolve_flat(Calculator::bundled(), Provider::Claude, "claude-opus-5-5", None, DAY) {
             Flat::Rates(rate) => Some(rate.web_searches),
             Flat::Unpriced | Flat::PerRequest => None,
         };

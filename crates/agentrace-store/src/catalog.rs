@@ -644,9 +644,14 @@ impl Catalog {
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
         self.rows_as_recorded(home)?;
         self.stopped_runs_marked(home)?;
+        let priced_by = self.meta("prices")?;
         let (changed, prices, warnings) = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
         count.repriced = if prices { changed } else { 0 };
+        // A book's id is its database's name, then ` + file <digest>`.
+        let database = |id: &str| id.split(" + file ").next().map(str::to_owned);
+        let before = priced_by.unwrap_or_else(|| PriceBook::shared_database().id().to_owned());
+        count.database_changed = prices && database(&before) != database(home.prices().id());
         count.rejudged = if warnings { changed } else { 0 };
         Ok(count)
     }
@@ -1855,6 +1860,9 @@ pub struct SyncCount {
     /// Runs whose warnings were counted again, the home's warning config
     /// having changed since the catalog last judged them.
     pub rejudged: u64,
+    /// When the runs were priced again: whether the database changed (a
+    /// newer one kept, or it removed), not only the price file over it.
+    pub database_changed: bool,
 }
 
 /// A listed run: its record, with the catalog's project and agent count

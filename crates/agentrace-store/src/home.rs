@@ -36,6 +36,11 @@ pub const WARNING_CONFIG_FILE: &str = "warnings.json";
 /// (see [`Home::with_home_prices`]).
 pub const PRICE_FILE: &str = "prices.json";
 
+/// A newer `genai-prices` database in the home (its provider data, as
+/// `agentrace prices --update` fetched it), which every command prices by
+/// in place of the compiled-in one.
+pub const PRICE_DATABASE_FILE: &str = "genai-prices.json";
+
 /// How an import names a run: the provider, then its root thread or
 /// session.
 const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
@@ -211,14 +216,41 @@ impl Home {
     /// viewer give one cost for one run. An error names the file when it
     /// is not a price table.
     pub fn with_home_prices(self) -> Result<Home, StoreError> {
+        // A newer database in the home ([`PRICE_DATABASE_FILE`]) is the
+        // one the table is over, and the one a home without a table
+        // prices by.
+        let data = crate::prices::read_price_database(&self.price_database_path())?;
         let path = self.prices_path();
         if !path.is_file() {
             // A home read again once its file is gone prices by the
             // database again.
-            return Ok(Home { prices: PriceBook::shared_database(), ..self });
+            let prices = data.map_or_else(PriceBook::shared_database, crate::prices::book_of_data);
+            return Ok(Home { prices, ..self });
         }
-        let prices = crate::prices::read_price_file(&path)?;
+        let prices = crate::prices::read_price_file(&path, data)?;
         Ok(Home { prices, ..self })
+    }
+
+    /// The newer `genai-prices` database kept in the home (it need not
+    /// exist): [`PRICE_DATABASE_FILE`].
+    pub fn price_database_path(&self) -> PathBuf {
+        self.root.join(PRICE_DATABASE_FILE)
+    }
+
+    /// Keeps `bytes` (provider data the caller checked) as the home's
+    /// price database, replacing any before it whole.
+    pub fn put_price_database(&self, bytes: &[u8]) -> Result<(), StoreError> {
+        fs::create_dir_all(&self.root).map_err(|source| StoreError::io("create", &self.root, source))?;
+        crate::files::replace_unsynced(&self.price_database_path(), bytes, "write the price database")
+    }
+
+    /// Removes the home's price database: the compiled-in one prices
+    /// again. Returns whether there was one.
+    pub fn remove_price_database(&self) -> Result<bool, StoreError> {
+        let path = self.price_database_path();
+        let existed = path.is_file();
+        crate::files::remove_if_present(&path, "remove the price database")?;
+        Ok(existed)
     }
 
     /// This home judging its runs' records by its warning config

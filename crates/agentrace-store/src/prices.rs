@@ -1,26 +1,80 @@
 //! A user's price file (`--prices FILE`, and `prices.json` in the home,
 //! which every command prices with): US dollars per million tokens by
-//! model-name prefix, over and beyond the compiled-in database.
+//! model-name prefix, over and beyond the database. And the database
+//! itself when the home keeps a newer one (`genai-prices.json`, which
+//! `agentrace prices --update` fetches): the provider data of a
+//! `genai-prices` snapshot, priced by in place of the compiled-in one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use agentrace_core::prices::{FilePrice, PriceBook};
+use agentrace_core::prices::{FilePrice, PriceBook, PriceData};
 
 use crate::StoreError;
 
 /// The shape a price file must have, for the error that names it.
 const EXPECTED: &str = "expected {\"model\": {\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}} (US dollars per million tokens)";
 
-/// The database overridden and extended by the price file at `path`,
-/// named by a digest of its bytes (so figures priced by another table are
-/// told apart).
-pub fn read_price_file(path: &Path) -> Result<Arc<PriceBook>, StoreError> {
+/// The database (a newer snapshot `data`, else the compiled-in one)
+/// overridden and extended by the price file at `path`, named by a digest
+/// of its bytes (so figures priced by another table are told apart).
+pub fn read_price_file(path: &Path, data: Option<Arc<PriceData>>) -> Result<Arc<PriceBook>, StoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| StoreError::io("read price file", path, source))?;
     let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).map_err(|error| StoreError::PriceFile {
         path: path.to_owned(),
         cause: format!("{EXPECTED}: {error}"),
     })?;
-    Ok(Arc::new(PriceBook::with_file(table, &format!("{:016x}", crate::files::fnv1a(text.as_bytes())))))
+    Ok(Arc::new(PriceBook::with_file_over(data, table, &format!("{:016x}", crate::files::fnv1a(text.as_bytes())))))
+}
+
+/// The last snapshot read, by its digest: a process that reads the home
+/// again (the server, at each request; a follower, at each pass) decodes
+/// it once, not each time (tens of milliseconds).
+static LAST_DATA: Mutex<Option<(String, Arc<PriceData>)>> = Mutex::new(None);
+
+/// The last book of a snapshot alone, so its resolved rates are kept
+/// across reads of the home as the compiled-in database's are.
+static LAST_BOOK: Mutex<Option<Arc<PriceBook>>> = Mutex::new(None);
+
+/// The newer database kept at `path`, if there is one. Its JSON is
+/// checked here (a torn or hand-broken file is an error that names it);
+/// it is decoded as a database on its first use.
+pub fn read_price_database(path: &Path) -> Result<Option<Arc<PriceData>>, StoreError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(StoreError::io("read the price database", path, source)),
+    };
+    let digest = format!("{:016x}", crate::files::fnv1a(&bytes));
+    let mut last = LAST_DATA.lock().map_err(|_| StoreError::PriceFile { path: path.to_owned(), cause: "a thread reading it panicked".to_owned() })?;
+    if let Some((known, data)) = last.as_ref() {
+        if *known == digest {
+            return Ok(Some(Arc::clone(data)));
+        }
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|error| StoreError::PriceFile {
+        path: path.to_owned(),
+        cause: format!("not the provider data `agentrace prices --update` keeps ({error}); fetch it again, or remove the file to price by the compiled-in database"),
+    })?;
+    // Named by eight hex digits: enough to tell two snapshots apart, and
+    // short enough for a table's column.
+    let data = Arc::new(PriceData::new(bytes, digest.get(..8).unwrap_or(&digest)));
+    *last = Some((digest, Arc::clone(&data)));
+    Ok(Some(data))
+}
+
+/// The book of `data` alone: the same one while the snapshot is.
+pub fn book_of_data(data: Arc<PriceData>) -> Arc<PriceBook> {
+    let Ok(mut last) = LAST_BOOK.lock() else {
+        return Arc::new(PriceBook::of_data(data));
+    };
+    match last.as_ref() {
+        Some(book) if book.data().is_some_and(|known| Arc::ptr_eq(known, &data)) => Arc::clone(book),
+        _ => {
+            let book = Arc::new(PriceBook::of_data(data));
+            *last = Some(Arc::clone(&book));
+            book
+        }
+    }
 }

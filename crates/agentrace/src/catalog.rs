@@ -41,7 +41,11 @@ pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
             eprintln!("note: {done} {runs} run{plural} again: the home's {file} ({}) changed since they were {since}", path.display());
         }
     };
-    again(count.repriced, "priced", "price file", home.prices_path(), "priced");
+    if count.database_changed {
+        again(count.repriced, "priced", "price database", home.price_database_path(), "priced");
+    } else {
+        again(count.repriced, "priced", "price file", home.prices_path(), "priced");
+    }
     again(count.rejudged, "counted the warnings of", "warning config", home.warning_config_path(), "counted");
     Ok(catalog)
 }

@@ -229,6 +229,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let home = Home::from_env().context("cannot find where runs live")?;
+    if let Some(Command::Prices(args)) = &cli.command {
+        if args.mends_the_database() {
+            // The remedy for a kept database that cannot be read: it must
+            // not fail on reading it.
+            return crate::commands::prices::run(&crate::home_files::read_or_keep(&home), args, &mut Out::new()).map(|()| ExitCode::SUCCESS);
+        }
+    }
     // Every command prices with the home's price file, and judges run
     // records by its warning config, when it has them.
     let home = crate::home_files::read(&home)?;

@@ -553,3 +553,38 @@ fn an_app_server_thread_is_priced_by_the_model_its_start_or_its_start_notice_nam
         assert_eq!(of_root(&without_both), Some((None, false)), "{capture}");
     }
 }
+
+/// A newer database snapshot (`prices --update`) prices by its own data: a
+/// model the compiled-in database lacks is priced, a model it has at the
+/// snapshot's rate, and the book's name is the snapshot's. Data that is
+/// no database is refused by the check, and a book over it that cannot be
+/// decoded says why and prices by the compiled-in one.
+#[test]
+fn a_newer_database_snapshot_prices_by_its_own_data() {
+    use agentrace_core::prices::PriceData;
+    let bytes = include_bytes!("../../../agentrace-testkit/data/price-database.json").to_vec();
+    let tokens = TokenUsage { input_tokens: 1_000_000, cached_input_tokens: 200_000, output_tokens: 100_000, total_tokens: 1_100_000, ..TokenUsage::default() };
+    let request = |model| Request { provider: Provider::Codex, model, at: Timestamp::from_millis(1_795_994_000_000), service_tier: None, tokens: &tokens };
+    let data = Arc::new(PriceData::new(bytes.clone(), "abc"));
+    let book = PriceBook::of_data(Arc::clone(&data));
+    let bundled = PriceBook::database();
+    // 800 k uncached × $2 + 200 k cached × $0.5 + 100 k out × $8, per million.
+    let round = |cost: Option<f64>| cost.map(|cost| (cost * 1e6).round() / 1e6);
+    assert_eq!(
+        (
+            PriceData::check(&bytes),
+            round(book.price(&request("mock-model"))),
+            bundled.price(&request("mock-model")),
+            book.id().to_owned(),
+            book.database_name(),
+            data.problem(),
+        ),
+        (Ok((2, 3)), Some(2.5), None, "genai-prices data abc".to_owned(), "genai-prices data abc".to_owned(), None)
+    );
+    let over = PriceBook::with_file_over(Some(Arc::clone(&data)), BTreeMap::new(), "f");
+    assert_eq!(over.id(), "genai-prices data abc + file f");
+    assert!(PriceData::check(b"{\"not\": \"a database\"}").is_err());
+    let broken = Arc::new(PriceData::new(b"[{\"id\": 7}]".to_vec(), "bad"));
+    let fallback = PriceBook::of_data(Arc::clone(&broken));
+    assert_eq!((fallback.price(&request("gpt-5")), broken.problem().is_some()), (bundled.price(&request("gpt-5")), true));
+}

@@ -170,7 +170,8 @@ pub fn ingest_reader(
     };
     // The price database is decoded on the second core while this one
     // reads: on the first request priced it held the fold up ~70 ms.
-    crate::parallel::beside(agentrace_core::prices::warm_database);
+    let book = home.prices();
+    crate::parallel::beside(move || book.warm());
     let mut chunks = Chunks {
         reader,
         assembler: LineAssembler::default(),

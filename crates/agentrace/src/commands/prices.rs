@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use agentrace_core::model::{Provider, Timestamp};
 use agentrace_core::prices::{PriceSource, Rates};
 use agentrace_store::Home;
+use anyhow::Context as _;
 use clap::Args;
 use serde::Serialize;
 
@@ -39,6 +40,72 @@ pub struct PricesArgs {
     /// (Anthropic's); both when not given.
     #[arg(long, value_name = "PROVIDER", value_parser = ["codex", "claude"], requires = "model")]
     provider: Option<String>,
+    /// Fetch the newest genai-prices database (or read SOURCE: an http(s)
+    /// address or a file of its provider data) and keep it in the home, so
+    /// every command prices by it, models newer than this build included;
+    /// the runs are priced again at the next command.
+    #[arg(long, value_name = "SOURCE", num_args = 0..=1, default_missing_value = genai_prices::REMOTE_DATA_URL, conflicts_with_all = ["model", "reset"])]
+    update: Option<String>,
+    /// Remove the database `--update` kept: the compiled-in one prices
+    /// again.
+    #[arg(long, conflicts_with = "model")]
+    reset: bool,
+}
+
+impl PricesArgs {
+    /// True for `--update` and `--reset`, which replace or remove the
+    /// home's database: they work whatever the kept one says.
+    pub fn mends_the_database(&self) -> bool {
+        self.update.is_some() || self.reset
+    }
+}
+
+/// How long a fetch of the database may take in all.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The most a fetched database may be (it is under a megabyte).
+const FETCH_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// `prices --update`: fetches or reads the provider data, checks that it
+/// is a database that prices both providers, and keeps it in the home.
+fn update(home: &Home, source: &str) -> anyhow::Result<()> {
+    let bytes = if source.starts_with("http://") || source.starts_with("https://") {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(FETCH_TIMEOUT))
+            .user_agent(concat!("agentrace/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let mut response = agent.get(source).call().with_context(|| format!("cannot fetch the price database from {source}"))?;
+        response
+            .body_mut()
+            .with_config()
+            .limit(FETCH_LIMIT)
+            .read_to_vec()
+            .with_context(|| format!("cannot read the price database from {source}"))?
+    } else {
+        std::fs::read(source).with_context(|| format!("cannot read the price database {source}"))?
+    };
+    let (providers, models) = agentrace_core::prices::PriceData::check(&bytes)
+        .map_err(|cause| anyhow::anyhow!("{source} is not genai-prices provider data: {cause}; the price database was left as it was"))?;
+    let data = agentrace_core::prices::PriceData::new(bytes.clone(), "new");
+    let book = agentrace_core::prices::PriceBook::of_data(std::sync::Arc::new(data));
+    // A snapshot that no longer prices one of the two providers would
+    // leave every run of it unpriced: refused.
+    for (provider, model) in [(Provider::Codex, "gpt-5"), (Provider::Claude, "claude-sonnet-4-5")] {
+        anyhow::ensure!(
+            book.rates(provider, model, crate::clock::now()).is_some(),
+            "{source} prices no {model}: not a database for Codex and Claude; the price database was left as it was"
+        );
+    }
+    let before = home.prices().database_name();
+    home.put_price_database(&bytes)?;
+    let after = agentrace_store::prices::read_price_database(&home.price_database_path())?
+        .map_or_else(agentrace_core::prices::database_label, |data| data.label().to_owned());
+    eprintln!(
+        "updated the price database: {providers} providers, {models} models from {source}, kept in {} ({after}; it was {before}); runs are priced by it from the next command on",
+        home.price_database_path().display()
+    );
+    Ok(())
 }
 
 /// A priced model of `prices --json`.
@@ -83,7 +150,26 @@ struct Unpriced {
 
 /// Runs `agentrace prices`.
 pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> {
+    if let Some(source) = &args.update {
+        return update(home, source);
+    }
+    if args.reset {
+        if home.remove_price_database()? {
+            eprintln!("removed the price database {}: runs are priced by the compiled-in {} from the next command on", home.price_database_path().display(), agentrace_core::prices::database_label());
+        } else {
+            eprintln!("no price database was kept in {}: runs are priced by the compiled-in {}", home.root().display(), agentrace_core::prices::database_label());
+        }
+        return Ok(());
+    }
     let book = usage::load_prices(home, args.prices.as_ref())?;
+    // A kept database that cannot be decoded prices nothing of its own:
+    // said, with what to do.
+    if let Some(problem) = book.data().and_then(|data| data.problem()) {
+        anyhow::bail!(
+            "the price database {} cannot be read ({problem}); `agentrace prices --update` fetches it again, `agentrace prices --reset` prices by the compiled-in one",
+            home.price_database_path().display()
+        );
+    }
     let usage_args = UsageArgs {
         tz: crate::zone::Zone::utc(),
         breakdown: false,
@@ -109,7 +195,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     }
     // The rates in force now: what the next request of each model pays.
     let now: Timestamp = crate::clock::now();
-    let database = agentrace_core::prices::database_label();
+    let database = book.database_name();
     let mut priced = Vec::new();
     let mut unpriced = Vec::new();
     for ((provider, model), tokens) in models {

@@ -155,7 +155,8 @@ impl Window {
 /// else the home's (its `prices.json`, or the database alone).
 pub fn load_prices(home: &Home, file: Option<&PathBuf>) -> anyhow::Result<Arc<PriceBook>> {
     match file {
-        Some(file) => Ok(agentrace_store::prices::read_price_file(file)?),
+        // Over the database the home prices by (a newer one it keeps).
+        Some(file) => Ok(agentrace_store::prices::read_price_file(file, home.prices().data().cloned())?),
         None => Ok(home.prices()),
     }
 }
@@ -696,7 +697,8 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         // The price database is decoded on a spare core while the folders
         // are listed: on the first request priced, the other worker waited
         // for it (15 to 20 ms here; 160 million instructions).
-        crate::parallel::beside(agentrace_core::prices::warm_database);
+        let book = Arc::clone(&prices);
+        crate::parallel::beside(move || book.warm());
     }
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {

@@ -839,3 +839,107 @@ fn a_run_left_running_after_its_session_ended_is_priced_again_with_the_others() 
     let priced: Vec<(String, bool)> = figures.iter().map(|(id, _, listed, shown)| (id.clone(), listed == shown && listed.as_f64().is_some_and(|cost| cost > 0.0))).collect();
     assert_eq!(priced, vec![(stuck, true), (done, true)], "{figures:?}");
 }
+
+/// A loopback server answering every GET with `body` (status `status`),
+/// for `prices --update` to fetch from.
+fn serving(status: u16, body: &'static [u8]) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = stream.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buffer[..read]);
+                if head.windows(4).any(|window| window == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            let _ = stream.write_all(format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len()).as_bytes());
+            let _ = stream.write_all(body);
+        }
+    });
+    format!("http://{address}/data.json")
+}
+
+/// `prices --update` fetches a newer database and keeps it in the home:
+/// a model the compiled-in database lacks (the captures' `mock-model`) is
+/// then priced by every command, `runs` and `show` alike, the runs priced
+/// again once; `prices` names the database. Data that is no database (a
+/// page of HTML, an error status, a file of something else) is refused
+/// and the kept one left as it was; `--reset` prices by the compiled-in
+/// one again.
+#[test]
+fn prices_update_fetches_a_newer_database_that_prices_every_command() {
+    let cli = Cli::new();
+    let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let json = |text: String| -> Value { serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")) };
+    let costs = |cli: &Cli| -> (Value, Value) {
+        let listed = json(cli.ok(&["runs", "--json"]));
+        let shown = json(cli.ok(&["show", &id, "--json"]));
+        (listed["runs"][0]["cost"].clone(), shown["run"]["cost"].clone())
+    };
+    let source = |cli: &Cli| json(cli.ok(&["prices", "--json", "--model", "mock-model", "--provider", "codex"]))["models"][0]["source"].clone();
+    assert_eq!((costs(&cli), source(&cli)), ((Value::Null, Value::Null), Value::Null));
+
+    // A server started before the update follows it.
+    let (_server, served) = super::raw_ref::serve(&cli);
+    let api_cost = || super::raw_ref::get_json(&served, "/api/runs")["runs"][0]["cost"].clone();
+    assert_eq!(api_cost(), Value::Null);
+    let database: &'static [u8] = include_bytes!("../../../agentrace-testkit/data/price-database.json");
+    let address = serving(200, database);
+    let updated = cli.run(&["prices", "--update", &address]);
+    let said = String::from_utf8_lossy(&updated.stderr).into_owned();
+    assert!(updated.status.success() && said.starts_with(&format!("updated the price database: 2 providers, 3 models from {address}")), "{said}");
+    let kept = cli.home.path().join("genai-prices.json");
+    assert_eq!(std::fs::read(&kept).ok().as_deref(), Some(database));
+    let listed = cli.run(&["runs"]);
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stderr).lines().filter(|line| line.starts_with("note: priced")).collect::<Vec<_>>(),
+        vec![format!("note: priced 1 run again: the home's price database ({}) changed since they were priced", kept.display())]
+    );
+    let (list_cost, show_cost) = costs(&cli);
+    assert!(list_cost.as_f64().is_some_and(|cost| cost > 0.0) && list_cost == show_cost, "{list_cost} {show_cost}");
+    assert_eq!(api_cost(), list_cost);
+    assert!(source(&cli).as_str().is_some_and(|name| name.starts_with("genai-prices data ") && name.len() == "genai-prices data ".len() + 8), "{}", source(&cli));
+
+    // Refused, each with the kept database left as it was.
+    let html = serving(200, b"<html>not here</html>");
+    let missing = serving(404, b"no such file");
+    let other = cli.home.path().join("other.json");
+    std::fs::write(&other, r#"[{"id": "openai", "name": "OpenAI", "api_pattern": "x", "models": []}]"#).unwrap_or_else(|e| panic!("{e}"));
+    for (from, says) in [
+        (html.as_str(), "is not genai-prices provider data"),
+        (missing.as_str(), "cannot fetch the price database from"),
+        (other.to_str().unwrap_or_default(), "prices no gpt-5"),
+        ("/nowhere/data.json", "cannot read the price database /nowhere/data.json"),
+    ] {
+        let refused = cli.run(&["prices", "--update", from]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(refused.status.code() == Some(1) && stderr.starts_with("error: ") && stderr.contains(says), "{from}: {stderr}");
+        assert_eq!(std::fs::read(&kept).ok().as_deref(), Some(database), "{from}");
+    }
+    // A kept file torn or edited by hand is an error that names it.
+    std::fs::write(&kept, &database[..database.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+    let torn = cli.run(&["runs"]);
+    assert!(
+        torn.status.code() == Some(1) && String::from_utf8_lossy(&torn.stderr).contains(&kept.display().to_string()),
+        "{}",
+        String::from_utf8_lossy(&torn.stderr)
+    );
+    // From a file, as a user without the network gives it.
+    let saved = cli.home.path().join("saved.json");
+    std::fs::write(&saved, database).unwrap_or_else(|e| panic!("{e}"));
+    cli.ok(&["prices", "--update", &saved.to_string_lossy()]);
+    assert!(costs(&cli).0.as_f64().is_some_and(|cost| cost > 0.0));
+
+    let reset = cli.run(&["prices", "--reset"]);
+    assert!(String::from_utf8_lossy(&reset.stderr).starts_with("removed the price database"), "{}", String::from_utf8_lossy(&reset.stderr));
+    assert_eq!((costs(&cli), kept.exists()), ((Value::Null, Value::Null), false));
+}
