@@ -502,7 +502,7 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
     // and how to give them.
     if runs.iter().any(|listed| listed.run.cost_status != CostStatus::Exact) {
         eprintln!(
-            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, and your own prices in {} price them in every command",
+            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command",
             home.prices_path().display()
         );
     }

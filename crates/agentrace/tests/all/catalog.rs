@@ -299,7 +299,7 @@ fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew
     assert_eq!(
         price_hint(&said),
         vec![format!(
-            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, and your own prices in {} price them in every command",
+            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command",
             cli.home.path().join("prices.json").display()
         )]
     );
