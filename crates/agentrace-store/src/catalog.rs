@@ -933,7 +933,9 @@ impl Catalog {
 
     /// Every running run and the `recent` newest of the others, newest
     /// first (what `top` and the viewer's live page show): a running run
-    /// older than the newest page is listed too.
+    /// older than the newest page is listed too. A run whose session ended
+    /// before its root's turn did (`sessionEnded`) is one of the others:
+    /// each crash of a long history would be followed forever.
     pub fn live_and_recent(&self, recent: usize) -> Result<Vec<RunId>, StoreError> {
         let listed = |status: Option<&str>, limit: Option<u64>| {
             let filter = RunFilter {
@@ -943,13 +945,15 @@ impl Catalog {
             };
             self.list_runs(&filter).map(|(runs, _)| runs)
         };
-        let running = listed(Some(RunStatus::Running.as_str()), None)?;
+        let live = |run: &RunSummary| run.status == RunStatus::Running && !run.session_ended;
+        let mut running = listed(Some(RunStatus::Running.as_str()), None)?;
+        running.retain(|listed| live(&listed.run));
         // The newest, running or not, hold the `recent` newest others.
         let newest = listed(None, Some((running.len() + recent) as u64))?;
         let mut ended = 0;
         let mut ids: Vec<RunId> = Vec::with_capacity(newest.len());
         for listed in newest {
-            if listed.run.status == RunStatus::Running {
+            if live(&listed.run) {
                 ids.push(listed.run.id);
             } else if ended < recent {
                 ended += 1;
@@ -2439,6 +2443,31 @@ mod tests {
         );
         assert_eq!(RunSort::ALL.map(|sort| RunSort::parse(sort.as_str())), RunSort::ALL.map(Some));
         assert_eq!(RunSort::parse("price"), None);
+    }
+
+    /// `top` and the live page follow every running run and the newest of
+    /// the others; one whose session ended mid-turn is one of the others,
+    /// listed only while it is among the newest.
+    #[test]
+    fn a_run_stopped_mid_turn_is_not_followed_as_live() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&dir.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
+        catalog.begin().unwrap_or_else(|e| panic!("{e}"));
+        for (id, minute, status, stopped) in [("live", 1, "running", false), ("done", 2, "done", false), ("stopped", 3, "running", true), ("older-stopped", 0, "running", true)] {
+            let summary: RunSummary = serde_json::from_value(serde_json::json!({
+                "id": id, "provider": "codex", "source": "codex-app-server", "status": status,
+                "rootThreadId": null, "result": null, "resultSource": null, "error": null,
+                "startedAt": format!("2026-11-29T10:{minute:02}:00.000Z"), "updatedAt": null, "endedAt": null,
+                "counts": {"events": 1, "unknownActor": 0, "undecodedLines": 0, "unknownFrames": 0, "skippedLogLines": 0, "droppedBytes": 0},
+                "tokens": null, "cost": null, "costStatus": "unknown", "warningCount": 0, "warningCodes": [],
+                "sessionEnded": stopped,
+            }))
+            .unwrap_or_else(|e| panic!("{e}"));
+            catalog.put_run(&summary, None, None, &[], LogStampRow { bytes: 1, modified_ns: 1 }, None).unwrap_or_else(|e| panic!("{e}"));
+        }
+        catalog.commit().unwrap_or_else(|e| panic!("{e}"));
+        let followed = |recent| catalog.live_and_recent(recent).unwrap_or_else(|e| panic!("{e}")).into_iter().map(|id| id.to_string()).collect::<Vec<_>>();
+        assert_eq!((followed(1), followed(2)), (vec!["stopped".to_owned(), "live".to_owned()], vec!["stopped".to_owned(), "done".to_owned(), "live".to_owned()]));
     }
 
     /// A catalog of schema 3 (its usage head filled by a trigger), 4, 5 or
