@@ -41,8 +41,8 @@ pub struct RunsArgs {
     /// The order: `started` (newest first), or the largest first of
     /// `cost`, `tokens`, `duration` or `warnings` (ties newest first; an
     /// unpriced cost last).
-    #[arg(long, value_enum, default_value_t = SortArg::Started)]
-    pub sort: SortArg,
+    #[arg(long, value_name = "ORDER", value_parser = sort_arg(), default_value = "started")]
+    pub sort: RunSort,
     #[command(flatten)]
     pub scope: Scope,
     /// At most this many runs (all when not given).
@@ -53,32 +53,10 @@ pub struct RunsArgs {
     pub offset: u64,
 }
 
-/// Orders `runs --sort` takes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum SortArg {
-    /// Newest first.
-    #[default]
-    Started,
-    /// The most costly first.
-    Cost,
-    /// The most tokens first.
-    Tokens,
-    /// The longest first.
-    Duration,
-    /// The most warnings first.
-    Warnings,
-}
-
-impl From<SortArg> for RunSort {
-    fn from(sort: SortArg) -> Self {
-        match sort {
-            SortArg::Started => RunSort::Started,
-            SortArg::Cost => RunSort::Cost,
-            SortArg::Tokens => RunSort::Tokens,
-            SortArg::Duration => RunSort::Duration,
-            SortArg::Warnings => RunSort::Warnings,
-        }
-    }
+/// `--sort`'s value: one of the catalog's orders, by its name.
+fn sort_arg() -> impl clap::builder::TypedValueParser<Value = RunSort> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(RunSort::ALL.map(RunSort::as_str)).map(|name: String| RunSort::parse(&name).unwrap_or_default())
 }
 
 /// The warning filter `--warning` names: `any`, or a known code (a typo
@@ -165,7 +143,7 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
         since,
         until,
         warning: warning.as_deref().map(|text| warning_filter("--warning", text)).transpose()?,
-        sort: RunSort::from(*sort),
+        sort: *sort,
         limit: *limit,
         offset: *offset,
     })
