@@ -230,13 +230,13 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         });
     }
     out.line(format!(
-        "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10} {:>10}  {:<20} {:>12}",
+        "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10} {:>10}  {:<26} {:>12}",
         "MODEL", "PROVIDER", "INPUT $/M", "CACHED", "CACHE-WRITE", "WRITE-1H", "OUTPUT", "SOURCE", "TOKENS"
     ))?;
     for model in &priced {
         let name = if model.tiered { format!("{} (tiered)", model.model) } else { model.model.clone() };
         out.line(format!(
-            "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4} {:>10.4}  {:<20} {:>12}",
+            "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4} {:>10.4}  {:<26} {:>12}",
             crate::render::one_line(&name, 36),
             model.provider,
             model.input,
