@@ -646,10 +646,12 @@ impl Catalog {
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
         self.rows_as_recorded(home)?;
-        self.stopped_runs_marked(home)?;
         let priced_by = self.meta("prices")?;
         let (changed, prices, warnings) = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
+        // After the rows are there: a catalog made anew is filled from
+        // records an older agentrace wrote.
+        self.stopped_runs_marked(home)?;
         count.repriced = if prices { changed } else { 0 };
         // A book's id is its database's name, then ` + file <digest>`.
         let database = |id: &str| id.split(" + file ").next().map(str::to_owned);

@@ -534,6 +534,12 @@ fn a_run_stopped_mid_turn_is_listed_as_stopped_not_live() {
     assert_eq!(listed(&cli), (json!("running"), json!(true)));
     let again: Value = json_of(&std::fs::read_to_string(&record_path).unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(again["sessionEnded"], json!(true));
+    // A catalog made anew from such a record marks it too.
+    std::fs::write(&record_path, &old).unwrap_or_else(|e| panic!("{e}"));
+    for end in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{end}", cli.home.path().join("catalog.sqlite").display()));
+    }
+    assert_eq!(listed(&cli), (json!("running"), json!(true)));
 }
 
 /// `samples --json` names the sample runs it recorded, each one `runs`
