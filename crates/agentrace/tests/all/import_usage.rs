@@ -2133,3 +2133,24 @@ fn import_json_says_what_the_import_did() {
     };
     assert_eq!((first, import()), ((report(2, 0, listed), false), (report(0, 2, vec![]), false)));
 }
+
+/// An imported session whose root's turn never ended (the host restarted
+/// mid-child) is `sessionEnded` once its files have been still past the
+/// idle limit, not while they may still grow.
+#[test]
+fn an_imported_session_stopped_mid_turn_is_marked_once_its_files_are_still() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_restart_mid_child/rollouts"), &sources.path().join("codex/sessions"));
+    let codex = sources.path().join("codex").to_string_lossy().into_owned();
+    let claude = sources.path().join("claude").to_string_lossy().into_owned();
+    let marked = |idle: &str| {
+        let cli = Cli::new();
+        cli.ok(&["import", "--quiet", "--idle-limit", idle, "--codex-home", &codex, "--claude-dir", &claude]);
+        let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        (runs["runs"][0]["status"].clone(), runs["runs"][0]["sessionEnded"].clone())
+    };
+    assert_eq!(
+        (marked("600"), marked("0")),
+        ((Value::from("running"), Value::Null), (Value::from("running"), Value::Bool(true)))
+    );
+}
