@@ -272,6 +272,20 @@ pub fn judge_cost(priced: f64, priced_any: bool, short: bool) -> (Option<f64>, C
     }
 }
 
+impl RunSummary {
+    /// Its warnings but the info-level notes ([`RunSummary::note_codes`]):
+    /// what the run list's WARN and `top` count.
+    pub fn problem_count(&self) -> usize {
+        self.warning_count.saturating_sub(self.note_codes.len())
+    }
+}
+
+/// The codes of the info-level warnings among `warnings`, in order
+/// ([`RunSummary::note_codes`]).
+pub fn note_codes(warnings: &[Warning]) -> Vec<String> {
+    warnings.iter().filter(|warning| warning.severity == crate::model::Severity::Info).map(|warning| warning.code.clone()).collect()
+}
+
 /// Tokens that belong to no agent of the tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -459,6 +473,12 @@ pub struct RunSummary {
     /// session (a resumed one) makes it false again. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub session_ended: bool,
+    /// The codes of `warningCodes` that are info-level notes (such as
+    /// `replayed_history`: how a child's copy of its parent's history was
+    /// counted; nothing went wrong), once each a note. The run list's WARN
+    /// leaves them out. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub note_codes: Vec<String>,
 }
 
 /// One agent of the tree.
@@ -1081,6 +1101,7 @@ impl RunState {
                 .collect(),
             warning_count: self.warnings.len(),
             warning_codes: self.warnings.iter().map(|warning| warning.code.clone()).collect(),
+            note_codes: note_codes(&self.warnings),
             traceparent: self.traceparent.clone(),
             helpers_working: self.helpers_working,
             session_ended: self.session_ended,

@@ -290,6 +290,7 @@ impl WarningConfig {
             summary
                 .warning_codes
                 .retain(|code| self.level(code) != Some(Level::Allow));
+            summary.note_codes.retain(|code| self.level(code) != Some(Level::Allow));
             summary.warning_count = summary.warning_codes.len();
         }
         summary
@@ -423,6 +424,7 @@ pub fn with_detected(
     add_warnings(&mut warnings, report.warnings);
     view.run.warning_count = warnings.len();
     view.run.warning_codes = warnings.iter().map(|warning| warning.code.clone()).collect();
+    view.run.note_codes = crate::state::note_codes(&warnings);
     view.warnings = warnings;
     (view, report.recheck_after_ms)
 }

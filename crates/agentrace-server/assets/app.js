@@ -199,11 +199,20 @@ async function showRuns() {
   await loadRuns();
 }
 
+// A run's warnings but its info-level notes, as `top` says them.
+function problemsText(run) {
+  const count = run.warningCount - (run.noteCodes || []).length;
+  return count > 0 ? count + (count === 1 ? " warning" : " warnings") : null;
+}
+
 function warningBadges(run) {
   const counts = new Map();
   for (const code of run.warningCodes || []) counts.set(code, (counts.get(code) || 0) + 1);
+  // Info-level notes (how a child's copy of its parent's history was
+  // counted): shown, but not as a problem.
+  const notes = new Set(run.noteCodes || []);
   const cell = el("td", { class: "warnings" });
-  for (const [code, count] of counts) cell.append(el("span", { class: "badge warn", "data-code": code, title: code }, code + (count > 1 ? " ×" + count : "")));
+  for (const [code, count] of counts) cell.append(el("span", { class: notes.has(code) ? "badge note" : "badge warn", "data-code": code, title: notes.has(code) ? code + " (a note: nothing went wrong)" : code }, code + (count > 1 ? " ×" + count : "")));
   if (!counts.size && run.warningCount) cell.append(el("span", { class: "badge warn" }, String(run.warningCount)));
   return cell;
 }
@@ -1111,7 +1120,7 @@ function renderLiveSessions() {
     const status = sessionStatus(session);
     const agents = session.agents.filter((agent) => !agent.command).length;
     const meta = [run.provider, run.startedAt ? "started " + since(run.startedAt, liveView.now) + " ago" : null, agents + (agents === 1 ? " agent" : " agents"),
-      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, fmtCost(run.cost, run.costStatus), run.warningCount ? run.warningCount + " warnings" : null].filter(Boolean).join(" · ");
+      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, fmtCost(run.cost, run.costStatus), problemsText(run)].filter(Boolean).join(" · ");
     const table = el("table", { class: "live-agents" },
       el("thead", {}, el("tr", {}, ...["agent", "state", "tool now", "tokens", "cost", "silent"].map((head) => el("th", {}, head)))),
       el("tbody", {}, ...session.agents.map((agent) => liveAgentRow(agent, liveView.now))));

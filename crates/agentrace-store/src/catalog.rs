@@ -28,9 +28,9 @@ pub const CATALOG_SCHEMA: i64 = 7;
 
 /// How a catalog of an older schema becomes one of [`CATALOG_SCHEMA`] in
 /// place, when that is cheaper than the rebuild (a cold import's work):
-/// one step per schema, the row of schema N taking a catalog to N + 1, and
-/// a catalog of schema N given every step from its own on (one older than
-/// the first row is rebuilt). A new schema adds its one step.
+/// the rows of schema N taking a catalog to N + 1 (one step, or a few run
+/// in order), and a catalog of schema N given every step from its own on
+/// (one older than the first row is rebuilt). A new schema adds its steps.
 /// Schema 3 filled a usage tree's head from a trigger; a trigger made
 /// every usage write a statement with its own savepoint, at which SQLite
 /// flushes the search index's pending text to disk, so an import wrote
@@ -40,13 +40,15 @@ pub const CATALOG_SCHEMA: i64 = 7;
 /// are of an older shape, which `usage` folds again (and keeps anew).
 /// Schema 6 indexes the imported files by path: a pass of `watch` finds
 /// the sessions of the files it saw written.
-/// Schema 7 indexes the runs by each order `runs --sort` lists them in:
-/// sorted at each call, the first page of 50,000 runs by cost read every
-/// row (about 27 ms before the first line).
+/// Schema 7 indexes the runs by each order `runs --sort` lists them in
+/// (sorted at each call, the first page of 50,000 runs by cost read every
+/// row, about 27 ms before the first line), and counts each run's
+/// info-level notes apart from its warnings (`note_count`).
 const MIGRATIONS: &[(i64, &str)] = &[
     (3, "DROP TRIGGER IF EXISTS runs_usage_head;"),
     (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
     (5, "CREATE INDEX import_files_by_path ON import_files (path);"),
+    (6, "ALTER TABLE runs ADD COLUMN note_count INTEGER NOT NULL DEFAULT 0;"),
     (6, SORT_INDEXES),
 ];
 
@@ -57,7 +59,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
 const SORT_INDEXES: &str = "CREATE INDEX runs_by_cost ON runs (cost DESC, started_at DESC);
 CREATE INDEX runs_by_tokens ON runs (total_tokens DESC, started_at DESC);
 CREATE INDEX runs_by_duration ON runs (duration_ms DESC, started_at DESC);
-CREATE INDEX runs_by_warnings ON runs (warning_count DESC, started_at DESC);";
+CREATE INDEX runs_by_warnings ON runs ((warning_count - note_count) DESC, started_at DESC);";
 
 // Named in `home.rs` with every other file of the home; kept here too, where
 // callers have always found them.
@@ -113,7 +115,8 @@ CREATE TABLE runs (
   usage_format INTEGER,
   usage_provider TEXT,
   usage_session_id TEXT,
-  usage_report BLOB
+  usage_report BLOB,
+  note_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX runs_by_start ON runs (started_at DESC, id DESC);
 CREATE INDEX runs_usage_heads ON runs (started_at DESC, id DESC, usage_log_bytes, usage_log_modified_ns, usage_prices, usage_format, usage_provider, usage_session_id, usage_total_tokens);
@@ -490,15 +493,15 @@ impl Catalog {
             .conn
             .prepare_cached(
                 "INSERT INTO runs (id, provider, source, status, session_id, project, root_thread_id, started_at, updated_at, ended_at, duration_ms, agents, \
-                 input_tokens, cached_input_tokens, cache_creation_tokens, output_tokens, reasoning_tokens, total_tokens, cost, cost_status, warning_count, warning_codes, result, record, log_bytes, log_modified_ns) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) \
+                 input_tokens, cached_input_tokens, cache_creation_tokens, output_tokens, reasoning_tokens, total_tokens, cost, cost_status, warning_count, warning_codes, result, record, log_bytes, log_modified_ns, note_count) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) \
                  ON CONFLICT (id) DO UPDATE SET provider = excluded.provider, source = excluded.source, status = excluded.status, session_id = excluded.session_id, \
                  project = excluded.project, root_thread_id = excluded.root_thread_id, started_at = excluded.started_at, updated_at = excluded.updated_at, \
                  ended_at = excluded.ended_at, duration_ms = excluded.duration_ms, agents = excluded.agents, input_tokens = excluded.input_tokens, \
                  cached_input_tokens = excluded.cached_input_tokens, cache_creation_tokens = excluded.cache_creation_tokens, output_tokens = excluded.output_tokens, \
                  reasoning_tokens = excluded.reasoning_tokens, total_tokens = excluded.total_tokens, cost = excluded.cost, cost_status = excluded.cost_status, \
                  warning_count = excluded.warning_count, warning_codes = excluded.warning_codes, result = excluded.result, record = excluded.record, \
-                 log_bytes = excluded.log_bytes, log_modified_ns = excluded.log_modified_ns",
+                 log_bytes = excluded.log_bytes, log_modified_ns = excluded.log_modified_ns, note_count = excluded.note_count",
             )
             .map_err(&err)?;
         put.execute(params![
@@ -528,6 +531,7 @@ impl Catalog {
             record,
             log.bytes as i64,
             log.modified_ns as i64,
+            summary.note_codes.len() as i64,
         ])
         .map_err(&err)?;
         self.conn.prepare_cached("DELETE FROM agents WHERE run_id = ?1").map_err(&err)?.execute([summary.id.as_str()]).map_err(&err)?;
@@ -652,6 +656,7 @@ impl Catalog {
         // After the rows are there: a catalog made anew is filled from
         // records an older agentrace wrote.
         self.stopped_runs_marked(home)?;
+        self.notes_marked(home)?;
         count.repriced = if prices { changed } else { 0 };
         // A book's id is its database's name, then ` + file <digest>`.
         let database = |id: &str| id.split(" + file ").next().map(str::to_owned);
@@ -724,6 +729,42 @@ impl Catalog {
             self.put_figures(&record)?;
         }
         self.set_meta("stopped_runs_marked", "1")?;
+        self.commit()
+    }
+
+    /// Once per catalog: each run with warnings gets `noteCodes` (which of
+    /// them are info-level notes) in its record and row. Records written
+    /// before the field said nothing of it, so the run list counted a note
+    /// (`replayed_history`, on most Codex runs with a child) as a problem.
+    /// Folds the logs of the runs with warnings, once.
+    fn notes_marked(&self, home: &Home) -> Result<(), StoreError> {
+        if self.meta("notes_marked")?.is_some() {
+            return Ok(());
+        }
+        let err = sql(&self.path);
+        let ids: Vec<String> = {
+            let mut statement = self.conn.prepare("SELECT id FROM runs WHERE warning_count > 0").map_err(&err)?;
+            let rows = statement.query_map([], |row| row.get::<_, String>(0)).map_err(&err)?;
+            rows.collect::<Result<_, _>>().map_err(&err)?
+        };
+        self.begin()?;
+        for id in ids {
+            let Ok(run_id) = validate_run_id(&id) else { continue };
+            let Some(mut record) = home.read_record_pub(&run_id) else { continue };
+            // A run being recorded gets them in its recorder's next record.
+            if !record.note_codes.is_empty() || (record.status == RunStatus::Running && !record.session_ended) {
+                continue;
+            }
+            let Ok(loaded) = home.load_run(&run_id) else { continue };
+            let notes = loaded.checked_view(home.warnings(), None).run.note_codes;
+            if notes.is_empty() {
+                continue;
+            }
+            record.note_codes = notes;
+            home.replace_record(&record)?;
+            self.put_figures(&record)?;
+        }
+        self.set_meta("notes_marked", "1")?;
         self.commit()
     }
 
@@ -814,9 +855,9 @@ impl Catalog {
     fn put_figures(&self, record: &RunSummary) -> Result<(), StoreError> {
         let json = serde_json::to_string(record).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
         self.conn
-            .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, warning_count = ?4, warning_codes = ?5, record = ?6 WHERE id = ?1")
+            .prepare_cached("UPDATE runs SET cost = ?2, cost_status = ?3, warning_count = ?4, warning_codes = ?5, record = ?6, note_count = ?7 WHERE id = ?1")
             .map_err(sql(&self.path))?
-            .execute(params![record.id.as_str(), record.cost, word(&record.cost_status), record.warning_count as i64, record.warning_codes.join(" "), json])
+            .execute(params![record.id.as_str(), record.cost, word(&record.cost_status), record.warning_count as i64, record.warning_codes.join(" "), json, record.note_codes.len() as i64])
             .map_err(sql(&self.path))?;
         Ok(())
     }
@@ -1915,7 +1956,7 @@ pub struct RunFilter {
 /// The warnings a listing keeps to ([`RunFilter::warning`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WarningFilter {
-    /// A run with at least one warning.
+    /// A run with at least one warning that is not an info-level note.
     Any,
     /// A run with this code among its warnings.
     Code(String),
@@ -1946,7 +1987,7 @@ pub enum RunSort {
     Tokens,
     /// The longest first.
     Duration,
-    /// The most warnings first.
+    /// The most warnings first (notes left out, as the list's WARN).
     Warnings,
 }
 
@@ -1978,7 +2019,7 @@ impl RunSort {
             RunSort::Cost => "cost DESC, started_at DESC, id DESC",
             RunSort::Tokens => "total_tokens DESC, started_at DESC, id DESC",
             RunSort::Duration => "duration_ms DESC, started_at DESC, id DESC",
-            RunSort::Warnings => "warning_count DESC, started_at DESC, id DESC",
+            RunSort::Warnings => "(warning_count - note_count) DESC, started_at DESC, id DESC",
         }
     }
 }
@@ -2001,7 +2042,8 @@ impl RunFilter {
         }
         match &self.warning {
             None => {}
-            Some(WarningFilter::Any) => parts.push("warning_count > 0".to_owned()),
+            // A note is no problem: `any` is what the list's WARN counts.
+            Some(WarningFilter::Any) => parts.push("warning_count > note_count".to_owned()),
             Some(WarningFilter::Code(code)) => {
                 // The codes are kept joined by spaces.
                 values.push(format!(" {code} ").into());
@@ -2392,15 +2434,18 @@ mod tests {
         let catalog = Catalog::open_at(&dir.path().join("catalog.sqlite")).unwrap_or_else(|e| panic!("{e}"));
         // (id, started minute, ended minute, tokens, cost, warnings)
         type Row<'a> = (&'a str, i64, Option<i64>, u64, Option<f64>, &'a [&'a str]);
-        let runs: [Row; 5] = [
+        let runs: [Row; 6] = [
             ("a", 1, Some(9), 300, Some(0.5), &[]),
             ("b", 2, Some(3), 900, None, &["lost_turn"]),
             ("c", 3, None, 100, Some(2.0), &["orphan_child", "lost_turn"]),
             ("d", 4, Some(6), 300, Some(0.5), &["link_conflict"]),
             ("e", 5, Some(5), 0, Some(0.0), &["budget_exceeded_x"]),
+            // A note only: no problem for `any` and the order by warnings.
+            ("f", 6, Some(7), 50, Some(0.1), &["replayed_history"]),
         ];
         catalog.begin().unwrap_or_else(|e| panic!("{e}"));
         for (id, start, end, tokens, cost, codes) in runs {
+            let notes: Vec<&str> = codes.iter().copied().filter(|code| *code == "replayed_history").collect();
             let minute = |m: i64| format!("2026-11-29T10:{m:02}:00.000Z");
             let summary: RunSummary = serde_json::from_value(serde_json::json!({
                 "id": id, "provider": "codex", "source": "codex-app-server", "status": if end.is_some() { "done" } else { "running" },
@@ -2409,7 +2454,7 @@ mod tests {
                 "counts": {"events": 1, "unknownActor": 0, "undecodedLines": 0, "unknownFrames": 0, "skippedLogLines": 0, "droppedBytes": 0},
                 "tokens": {"inputTokens": tokens, "cachedInputTokens": 0, "cacheCreationInputTokens": 0, "outputTokens": 0, "reasoningOutputTokens": 0, "totalTokens": tokens},
                 "cost": cost, "costStatus": if cost.is_some() { "exact" } else { "unknown" },
-                "warningCount": codes.len(), "warningCodes": codes,
+                "warningCount": codes.len(), "warningCodes": codes, "noteCodes": notes,
             }))
             .unwrap_or_else(|e| panic!("{e}"));
             catalog.put_run(&summary, None, None, &[], LogStampRow { bytes: 1, modified_ns: 1 }, None).unwrap_or_else(|e| panic!("{e}"));
@@ -2432,18 +2477,20 @@ mod tests {
                 listed(RunSort::Started, Some("lost_turn"), None, 0),
                 listed(RunSort::Tokens, Some("any"), None, 0),
                 listed(RunSort::Started, Some("budget_exceeded"), None, 0),
+                listed(RunSort::Started, Some("replayed_history"), None, 0),
             ],
             [
-                ids(&["e", "d", "c", "b", "a"], 5),
-                ids(&["c", "d", "a", "e", "b"], 5),
-                ids(&["b", "d", "a", "c", "e"], 5),
+                ids(&["f", "e", "d", "c", "b", "a"], 6),
+                ids(&["c", "d", "a", "f", "e", "b"], 6),
+                ids(&["b", "d", "a", "c", "f", "e"], 6),
                 // c is running: its duration is to its last update.
-                ids(&["a", "d", "b", "e", "c"], 5),
-                ids(&["c", "e", "d", "b", "a"], 5),
-                ids(&["d", "a"], 5),
+                ids(&["a", "d", "f", "b", "e", "c"], 6),
+                ids(&["c", "e", "d", "b", "f", "a"], 6),
+                ids(&["d", "a"], 6),
                 ids(&["c", "b"], 2),
                 ids(&["b", "d", "c", "e"], 4),
                 ids(&[], 0),
+                ids(&["f"], 1),
             ]
         );
         assert_eq!(RunSort::ALL.map(|sort| RunSort::parse(sort.as_str())), RunSort::ALL.map(Some));
@@ -2490,7 +2537,7 @@ mod tests {
         // index of files by path.
         let trigger = "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;";
         let no_report = "ALTER TABLE runs DROP COLUMN usage_report;";
-        let no_sort_indexes = "DROP INDEX runs_by_cost; DROP INDEX runs_by_tokens; DROP INDEX runs_by_duration; DROP INDEX runs_by_warnings;";
+        let no_sort_indexes = "DROP INDEX runs_by_cost; DROP INDEX runs_by_tokens; DROP INDEX runs_by_duration; DROP INDEX runs_by_warnings; ALTER TABLE runs DROP COLUMN note_count;";
         for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new()), (6, String::new())] {
             let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
             catalog
@@ -2512,7 +2559,8 @@ mod tests {
             let indexed: i64 = conn
                 .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('import_files_by_path', 'runs_by_cost', 'runs_by_tokens', 'runs_by_duration', 'runs_by_warnings')", [], |row| row.get(0))
                 .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((version, triggers, kept.as_str(), reports, indexed), (CATALOG_SCHEMA, 0, "yes", 0, 5), "from schema {before}");
+            let notes: i64 = conn.query_row("SELECT count(note_count) FROM runs", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((version, triggers, kept.as_str(), reports, indexed, notes), (CATALOG_SCHEMA, 0, "yes", 0, 5, 0), "from schema {before}");
         }
     }
 }

@@ -804,6 +804,7 @@ impl RunWriter {
                 RunSummary {
                     warning_count: view.run.warning_count,
                     warning_codes: view.run.warning_codes,
+                    note_codes: view.run.note_codes,
                     // The book holds the child work a state-only
                     // recorder's summary knows nothing of.
                     helpers_working: view.run.helpers_working,

@@ -311,7 +311,7 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
             agents,
             tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
             cost_text(run),
-            run.warning_count,
+            run.problem_count(),
         );
         if result_below {
             out.line(columns)?;

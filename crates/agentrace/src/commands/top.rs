@@ -434,8 +434,11 @@ fn session_line(session: &Session, now: Timestamp) -> String {
         parts.push(format!("{} tokens", short_count(tokens.total_tokens)));
     }
     parts.push(short_cost(run.cost, run.cost_status));
-    if run.warning_count > 0 {
-        parts.push(format!("{} warnings", run.warning_count));
+    // Notes (info level) are no problem: left out, as the run list's WARN.
+    match run.problem_count() {
+        0 => {}
+        1 => parts.push("1 warning".to_owned()),
+        count => parts.push(format!("{count} warnings")),
     }
     parts.join(" · ")
 }

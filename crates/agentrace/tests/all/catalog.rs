@@ -190,7 +190,9 @@ fn runs_are_sorted_by_a_figure_and_kept_to_a_warning() {
     let cost = by(&|run| run["cost"].as_f64());
     let tokens = by(&|run| run["tokens"]["totalTokens"].as_f64());
     let duration = by(&|run| Some((ms(&run["endedAt"]).or(ms(&run["updatedAt"]))? - ms(&run["startedAt"])?) as f64));
-    let warnings = by(&|run| run["warningCount"].as_f64());
+    // Notes (info-level) are no problem: left out, as the list's WARN.
+    let problems = |run: &Value| run["warningCount"].as_u64().unwrap_or(0) - run["noteCodes"].as_array().map_or(0, |notes| notes.len() as u64);
+    let warnings = by(&|run| Some(problems(run) as f64));
     assert_eq!(
         [listed(&["--sort", "cost"]), listed(&["--sort", "tokens"]), listed(&["--sort", "duration"]), listed(&["--sort", "warnings"]), listed(&["--sort", "started"])],
         [(cost.clone(), json!(6)), (tokens.clone(), json!(6)), (duration.clone(), json!(6)), (warnings, json!(6)), (ids(&newest), json!(6))]
@@ -202,7 +204,7 @@ fn runs_are_sorted_by_a_figure_and_kept_to_a_warning() {
     let with = |code: &str| -> Vec<Value> {
         runs.iter().filter(|run| run["warningCodes"].as_array().is_some_and(|codes| codes.iter().any(|c| c == code))).map(|run| run["id"].clone()).collect()
     };
-    let any: Vec<Value> = runs.iter().filter(|run| run["warningCount"].as_u64().unwrap_or(0) > 0).map(|run| run["id"].clone()).collect();
+    let any: Vec<Value> = runs.iter().filter(|run| problems(run) > 0).map(|run| run["id"].clone()).collect();
     assert_eq!(with("lost_turn"), vec![json!("v1_restart_mid_child")]);
     assert_eq!(
         [listed(&["--warning", "lost_turn"]), listed(&["--warning", "any"]), listed(&["--warning", "orphan_child"])],
@@ -561,4 +563,50 @@ fn samples_json_names_the_runs_it_recorded() {
             listed
         )
     );
+}
+
+/// An info-level note (`replayed_history`: a Codex child's rollout starts
+/// with a copy of its parent's history, counted once) is no problem: the
+/// record lists it in `noteCodes`, the list's WARN and `--warning any`
+/// leave it out (every imported Codex run with a child read WARN 1), and
+/// `--warning replayed_history` and `show` still find it. A record an
+/// older agentrace wrote gets its notes once, at the next command.
+#[test]
+fn an_info_level_note_is_listed_but_not_counted_as_a_problem() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    let seen = |cli: &Cli| {
+        let runs = json_of(&cli.ok(&["runs", "--json"]));
+        let run = &runs["runs"][0];
+        let warn = cli.ok(&["runs"]).lines().nth(1).map(|row| row.split_whitespace().nth(9).unwrap_or_default().to_owned());
+        let count = |args: &[&str]| {
+            let mut all = vec!["runs", "--json"];
+            all.extend_from_slice(args);
+            json_of(&cli.ok(&all))["total"].clone()
+        };
+        (
+            (run["warningCount"].clone(), run["warningCodes"].clone(), run["noteCodes"].clone()),
+            warn,
+            (count(&["--warning", "any"]), count(&["--warning", "replayed_history"])),
+        )
+    };
+    let expected = (
+        (json!(1), json!(["replayed_history"]), json!(["replayed_history"])),
+        Some("0".to_owned()),
+        (json!(0), json!(1)),
+    );
+    assert_eq!(seen(&cli), expected);
+    let id = ids(&json_of(&cli.ok(&["runs", "--json"])))[0].as_str().unwrap_or_default().to_owned();
+    assert!(cli.ok(&["show", &id]).contains("info replayed_history"), "{}", cli.ok(&["show", &id]));
+    // As an agentrace before the field wrote it.
+    let record_path = cli.home.path().join(format!("runs/{id}.json"));
+    let mut record = json_of(&std::fs::read_to_string(&record_path).unwrap_or_else(|e| panic!("{e}")));
+    record.as_object_mut().map(|record| record.remove("noteCodes"));
+    let old = serde_json::to_string(&record).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&record_path, &old).unwrap_or_else(|e| panic!("{e}"));
+    catalog_execute(&cli, "UPDATE runs SET record = ?1, note_count = 0", &[&old]);
+    catalog_execute(&cli, "DELETE FROM meta WHERE key = 'notes_marked'", &[]);
+    assert_eq!(seen(&cli), expected);
 }

@@ -356,3 +356,26 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
         (day_totals(&tokyo_days), json!(true))
     );
 }
+
+/// The run list's badges set an info-level note (`replayed_history`) apart
+/// from a problem: a blue `note` badge, not a `warn` one.
+#[test]
+fn the_run_list_shows_a_note_apart_from_a_warning() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    cli.ingest(&capture("v1_restart_mid_child"), &["--run-id", "stopped", "--quiet"]);
+    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
+    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let browser = Browser::start();
+    browser.goto(&url);
+    browser.wait_for("the run list", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 2;");
+    assert_eq!(
+        browser.script("return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id] td.warnings .badge')).map(b => [b.closest('tr').getAttribute('data-run-id') === 'stopped', b.className, b.textContent]).sort();"),
+        json!([[false, "badge note", "replayed_history"], [true, "badge warn", "lost_turn"]])
+    );
+}
