@@ -150,11 +150,10 @@ impl PriceData {
         Self { label: format!("genai-prices data {digest}"), bytes, decoded: OnceLock::new() }
     }
 
-    /// How many providers and models `bytes` holds, or why it is no
-    /// provider data: what a fetched snapshot is checked by before it is
-    /// kept.
-    pub fn check(bytes: &[u8]) -> Result<(usize, usize), String> {
-        let calculator = Calculator::from_json(bytes).map_err(|error| error.to_string())?;
+    /// How many providers and models it holds, or why it is no provider
+    /// data: what a fetched snapshot is checked by before it is kept.
+    pub fn contents(&self) -> Result<(usize, usize), String> {
+        let calculator = self.decoded().as_ref().map_err(String::clone)?;
         let (mut providers, mut models) = (0, 0);
         for provider in calculator.providers() {
             providers += 1;
@@ -168,18 +167,24 @@ impl PriceData {
         &self.label
     }
 
+    /// Its provider data, as read.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// Why it cannot be decoded, once it has been tried; the book then
     /// prices by the compiled-in database.
     pub fn problem(&self) -> Option<String> {
-        self.decoded.get_or_init(|| self.decode()).as_ref().err().cloned()
+        self.decoded().as_ref().err().cloned()
     }
 
-    fn decode(&self) -> Result<Calculator, String> {
-        Calculator::from_json(&self.bytes).map_err(|error| error.to_string())
+    /// Decoded on the first call, once.
+    fn decoded(&self) -> &Result<Calculator, String> {
+        self.decoded.get_or_init(|| Calculator::from_json(&self.bytes).map_err(|error| error.to_string()))
     }
 
     fn calculator(&self) -> &Calculator {
-        self.decoded.get_or_init(|| self.decode()).as_ref().unwrap_or_else(|_| Calculator::bundled())
+        self.decoded().as_ref().unwrap_or_else(|_| Calculator::bundled())
     }
 }
 

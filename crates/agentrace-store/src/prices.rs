@@ -46,7 +46,7 @@ pub fn read_price_database(path: &Path) -> Result<Option<Arc<PriceData>>, StoreE
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(StoreError::io("read the price database", path, source)),
     };
-    let digest = format!("{:016x}", crate::files::fnv1a(&bytes));
+    let digest = digest_of(&bytes);
     let mut last = LAST_DATA.lock().map_err(|_| StoreError::PriceFile { path: path.to_owned(), cause: "a thread reading it panicked".to_owned() })?;
     if let Some((known, data)) = last.as_ref() {
         if *known == digest {
@@ -57,11 +57,28 @@ pub fn read_price_database(path: &Path) -> Result<Option<Arc<PriceData>>, StoreE
         path: path.to_owned(),
         cause: format!("not the provider data `agentrace prices --update` keeps ({error}); fetch it again, or remove the file to price by the compiled-in database"),
     })?;
-    // Named by eight hex digits: enough to tell two snapshots apart, and
-    // short enough for a table's column.
-    let data = Arc::new(PriceData::new(bytes, digest.get(..8).unwrap_or(&digest)));
+    let data = Arc::new(data_of(bytes, &digest));
     *last = Some((digest, Arc::clone(&data)));
     Ok(Some(data))
+}
+
+/// The digest that tells two snapshots apart (of their bytes).
+fn digest_of(bytes: &[u8]) -> String {
+    format!("{:016x}", crate::files::fnv1a(bytes))
+}
+
+/// The snapshot `bytes` as the home names it once kept: what `prices
+/// --update` checks before it keeps them, under the name every figure
+/// priced by it will say.
+pub fn price_data(bytes: Vec<u8>) -> PriceData {
+    let digest = digest_of(&bytes);
+    data_of(bytes, &digest)
+}
+
+fn data_of(bytes: Vec<u8>, digest: &str) -> PriceData {
+    // Named by eight hex digits: enough to tell two snapshots apart, and
+    // short enough for a table's column.
+    PriceData::new(bytes, digest.get(..8).unwrap_or(digest))
 }
 
 /// The book of `data` alone: the same one while the snapshot is.

@@ -572,7 +572,7 @@ fn a_newer_database_snapshot_prices_by_its_own_data() {
     let round = |cost: Option<f64>| cost.map(|cost| (cost * 1e6).round() / 1e6);
     assert_eq!(
         (
-            PriceData::check(&bytes),
+            data.contents(),
             round(book.price(&request("mock-model"))),
             bundled.price(&request("mock-model")),
             book.id().to_owned(),
@@ -583,7 +583,7 @@ fn a_newer_database_snapshot_prices_by_its_own_data() {
     );
     let over = PriceBook::with_file_over(Some(Arc::clone(&data)), BTreeMap::new(), "f");
     assert_eq!(over.id(), "genai-prices data abc + file f");
-    assert!(PriceData::check(b"{\"not\": \"a database\"}").is_err());
+    assert!(PriceData::new(b"{\"not\": \"a database\"}".to_vec(), "x").contents().is_err());
     let broken = Arc::new(PriceData::new(b"[{\"id\": 7}]".to_vec(), "bad"));
     let fallback = PriceBook::of_data(Arc::clone(&broken));
     assert_eq!((fallback.price(&request("gpt-5")), broken.problem().is_some()), (bundled.price(&request("gpt-5")), true));

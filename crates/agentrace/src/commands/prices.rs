@@ -85,10 +85,12 @@ fn update(home: &Home, source: &str) -> anyhow::Result<()> {
     } else {
         std::fs::read(source).with_context(|| format!("cannot read the price database {source}"))?
     };
-    let (providers, models) = agentrace_core::prices::PriceData::check(&bytes)
+    // Decoded once: the check, the rates asked below and the name share it.
+    let data = std::sync::Arc::new(agentrace_store::prices::price_data(bytes));
+    let (providers, models) = data
+        .contents()
         .map_err(|cause| anyhow::anyhow!("{source} is not genai-prices provider data: {cause}; the price database was left as it was"))?;
-    let data = agentrace_core::prices::PriceData::new(bytes.clone(), "new");
-    let book = agentrace_core::prices::PriceBook::of_data(std::sync::Arc::new(data));
+    let book = agentrace_core::prices::PriceBook::of_data(std::sync::Arc::clone(&data));
     // A snapshot that no longer prices one of the two providers would
     // leave every run of it unpriced: refused.
     for (provider, model) in [(Provider::Codex, "gpt-5"), (Provider::Claude, "claude-sonnet-4-5")] {
@@ -98,9 +100,8 @@ fn update(home: &Home, source: &str) -> anyhow::Result<()> {
         );
     }
     let before = home.prices().database_name();
-    home.put_price_database(&bytes)?;
-    let after = agentrace_store::prices::read_price_database(&home.price_database_path())?
-        .map_or_else(agentrace_core::prices::database_label, |data| data.label().to_owned());
+    home.put_price_database(data.bytes())?;
+    let after = data.label();
     eprintln!(
         "updated the price database: {providers} providers, {models} models from {source}, kept in {} ({after}; it was {before}); runs are priced by it from the next command on",
         home.price_database_path().display()
