@@ -349,7 +349,7 @@ impl PriceBook {
     pub fn with_file_over(data: Option<Arc<PriceData>>, file: BTreeMap<String, FilePrice>, digest: &str) -> Self {
         let base = data.as_ref().map_or_else(database_label, |data| data.label().to_owned());
         Self {
-            id: format!("{base} + file {digest}"),
+            id: format!("{base}{FILE_IN_ID}{digest}"),
             data,
             file,
             flat: Some(Mutex::default()),
@@ -621,6 +621,15 @@ impl PriceBook {
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, price)| price)
     }
+}
+
+/// What joins a book's database to its file in [`PriceBook::id`].
+const FILE_IN_ID: &str = " + file ";
+
+/// The database's part of a book's id ([`PriceBook::id`]): whether two
+/// books price by one database, whatever file is over it.
+pub fn database_of_id(id: &str) -> &str {
+    id.split(FILE_IN_ID).next().unwrap_or(id)
 }
 
 /// The database's name as every figure priced by it says it:

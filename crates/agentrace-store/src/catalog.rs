@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentrace_core::model::{Event, EventBody, Role, RunStatus, Timestamp};
-use agentrace_core::prices::PriceBook;
+use agentrace_core::prices::{database_label, database_of_id, PriceBook};
 use agentrace_core::state::{FinalActors, RunSummary};
 use agentrace_core::{Envelope, RunId};
 use rusqlite::{params, Connection, OptionalExtension as _};
@@ -650,19 +650,15 @@ impl Catalog {
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
         self.rows_as_recorded(home)?;
-        let priced_by = self.meta("prices")?;
-        let (changed, prices, warnings) = self.reprice(home)?;
+        let repriced = self.reprice(home)?;
         let mut count = self.sync_runs(home)?;
         // After the rows are there: a catalog made anew is filled from
         // records an older agentrace wrote.
         self.stopped_runs_marked(home)?;
         self.notes_marked(home)?;
-        count.repriced = if prices { changed } else { 0 };
-        // A book's id is its database's name, then ` + file <digest>`.
-        let database = |id: &str| id.split(" + file ").next().map(str::to_owned);
-        let before = priced_by.unwrap_or_else(|| PriceBook::shared_database().id().to_owned());
-        count.database_changed = prices && database(&before) != database(home.prices().id());
-        count.rejudged = if warnings { changed } else { 0 };
+        count.repriced = if repriced.prices { repriced.runs } else { 0 };
+        count.database_changed = repriced.database;
+        count.rejudged = if repriced.warnings { repriced.runs } else { 0 };
         Ok(count)
     }
 
@@ -775,7 +771,7 @@ impl Catalog {
     /// `show` and `check` give. A running run is left to its recorder.
     /// Returns how many runs changed, and whether the prices and the
     /// warning config had changed.
-    fn reprice(&self, home: &Home) -> Result<(u64, bool, bool), StoreError> {
+    fn reprice(&self, home: &Home) -> Result<Repriced, StoreError> {
         let prices = home.prices();
         let (known_prices, known_warnings) = (self.meta("prices")?, self.meta("warnings")?);
 
@@ -788,7 +784,7 @@ impl Catalog {
                 self.set_meta("prices", prices.id())?;
                 self.set_meta("warnings", home.warnings_id())?;
             }
-            return Ok((0, false, false));
+            return Ok(Repriced::default());
         }
         // A process that read the files before they changed (a `watch` or
         // `serve` left running) does nothing again: it and the commands
@@ -796,7 +792,7 @@ impl Catalog {
         let now = Home::at(home.root()).with_home_prices().and_then(Home::with_home_warnings);
         let current = now.as_ref().is_ok_and(|now| now.prices().id() == prices.id() && now.warnings_id() == home.warnings_id());
         if !current {
-            return Ok((0, false, false));
+            return Ok(Repriced::default());
         }
         let err = sql(&self.path);
         let ids: Vec<(String, bool)> = {
@@ -845,7 +841,13 @@ impl Catalog {
         self.set_meta("prices", prices.id())?;
         self.set_meta("warnings", home.warnings_id())?;
         self.commit()?;
-        Ok((repriced, !prices_same, !warnings_same))
+        let known_database = known_prices.as_deref().map_or_else(database_label, |id| database_of_id(id).to_owned());
+        Ok(Repriced {
+            runs: repriced,
+            prices: !prices_same,
+            database: !prices_same && known_database != database_of_id(prices.id()),
+            warnings: !warnings_same,
+        })
     }
 
     /// Writes `record`'s cost and warnings into its run's row, and the
@@ -1911,6 +1913,17 @@ pub struct SyncCount {
     /// When the runs were priced again: whether the database changed (a
     /// newer one kept, or it removed), not only the price file over it.
     pub database_changed: bool,
+}
+
+/// What [`Catalog::reprice`] did: how many runs it worked out again, and
+/// what had changed since they were last (the price book, its database
+/// under the file, the warning config).
+#[derive(Debug, Clone, Copy, Default)]
+struct Repriced {
+    runs: u64,
+    prices: bool,
+    database: bool,
+    warnings: bool,
 }
 
 /// A listed run: its record, with the catalog's project and agent count
