@@ -330,12 +330,9 @@ fn warning_of(warning: Option<&str>) -> Result<Option<agentrace_store::catalog::
     let Some(text) = warning.map(str::trim).filter(|text| !text.is_empty()) else {
         return Ok(None);
     };
-    match WarningFilter::parse(text) {
-        WarningFilter::Code(code) if !agentrace_core::warnings::is_known_code(&code) => {
-            Err(ApiError::BadRequest(format!("warning={text}: not a warning code; expected `any` or a code as `check` names it")))
-        }
-        filter => Ok(Some(filter)),
-    }
+    WarningFilter::parse(text)
+        .map(Some)
+        .ok_or_else(|| ApiError::BadRequest(format!("warning={text}: not a warning code; expected `any` or a code as `check` names it")))
 }
 
 /// The runs listed when no `limit` is asked for, and the most one page

@@ -1974,11 +1974,14 @@ pub enum WarningFilter {
 }
 
 impl WarningFilter {
-    /// `any`, or a code (as `runs --warning` and `warning=` take it).
-    pub fn parse(text: &str) -> Self {
+    /// `any`, or a code (as `runs --warning` and `warning=` take it);
+    /// `None` for a code no run may carry (a typo would list nothing and
+    /// read as a clean history).
+    pub fn parse(text: &str) -> Option<Self> {
         match text.trim() {
-            "any" => Self::Any,
-            code => Self::Code(code.to_owned()),
+            "any" => Some(Self::Any),
+            code if agentrace_core::warnings::is_known_code(code) => Some(Self::Code(code.to_owned())),
+            _ => None,
         }
     }
 }
@@ -1986,8 +1989,7 @@ impl WarningFilter {
 /// The order of a listing: newest first, or the largest first of a figure
 /// (ties newest first; a run without the figure, an unpriced cost or a
 /// duration not known, last).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RunSort {
     /// Newest first, by start.
     #[default]
@@ -2472,7 +2474,7 @@ mod tests {
         }
         catalog.commit().unwrap_or_else(|e| panic!("{e}"));
         let listed = |sort: RunSort, warning: Option<&str>, limit: Option<u64>, offset: u64| -> (Vec<String>, u64) {
-            let filter = RunFilter { sort, warning: warning.map(WarningFilter::parse), limit, offset, ..RunFilter::default() };
+            let filter = RunFilter { sort, warning: warning.and_then(WarningFilter::parse), limit, offset, ..RunFilter::default() };
             let (runs, total) = catalog.list_runs(&filter).unwrap_or_else(|e| panic!("{e}"));
             (runs.into_iter().map(|listed| listed.run.id.to_string()).collect(), total)
         };

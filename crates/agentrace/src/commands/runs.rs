@@ -62,15 +62,12 @@ fn sort_arg() -> impl clap::builder::TypedValueParser<Value = RunSort> {
 /// The warning filter `--warning` names: `any`, or a known code (a typo
 /// would list nothing and look like a clean history).
 pub fn warning_filter(flag: &str, text: &str) -> anyhow::Result<WarningFilter> {
-    let filter = WarningFilter::parse(text);
-    if let WarningFilter::Code(code) = &filter {
-        anyhow::ensure!(
-            agentrace_core::warnings::is_known_code(code),
+    WarningFilter::parse(text).with_context(|| {
+        format!(
             "{flag} {text}: not a warning code; expected `any` or one of {}",
             agentrace_core::warnings::DETECTOR_CODES.iter().chain(agentrace_core::warnings::ATTRIBUTOR_CODES.iter()).copied().collect::<Vec<_>>().join(", ")
-        );
-    }
-    Ok(filter)
+        )
+    })
 }
 
 /// Which runs and days `runs` and `search` keep to.
