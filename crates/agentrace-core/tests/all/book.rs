@@ -199,16 +199,21 @@ fn a_log_without_session_ended_shows_its_records_as_folded_and_is_over_once_noth
     assert!(reports_waiting > 0, "no capture has a report waiting for its root");
 }
 
+/// The envelopes of `v1_parallel`'s first 20 lines: a child is mid-turn.
+fn cut_mid_child() -> Vec<Envelope> {
+    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&bytes);
+    let cut: String = text.lines().take(20).map(|line| format!("{line}\n")).collect();
+    record(cut.as_bytes()).1
+}
+
 /// id, change, state, outcome, end.
 type Settled = (String, ChangeKind, ChildWorkState, Option<Outcome>, Option<Timestamp>);
 
 #[test]
 fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change() {
-    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = String::from_utf8_lossy(&bytes);
-    let cut: String = text.lines().take(20).map(|line| format!("{line}\n")).collect();
-    let (_, mut envelopes) = record(cut.as_bytes());
+    let mut envelopes = cut_mid_child();
     let (mut book, _) = book_of(&envelopes);
     let live: Vec<String> = book
         .records()
@@ -256,11 +261,7 @@ fn a_child_cut_mid_turn_settles_unknown_on_session_ended_with_one_settled_change
 #[test]
 fn a_session_ended_mid_turn_is_marked_and_its_helpers_are_not_silent() {
     use agentrace_core::warnings::WarningConfig;
-    let bytes = std::fs::read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_parallel/server.jsonl"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let text = String::from_utf8_lossy(&bytes);
-    let cut: String = text.lines().take(20).map(|line| format!("{line}\n")).collect();
-    let (_, envelopes) = record(cut.as_bytes());
+    let envelopes = cut_mid_child();
     let (mut book, _) = book_of(&envelopes);
     let end = session_end(&envelopes);
     let an_hour_later = Timestamp::from_millis(end.timestamp.millis() + 3_600_000);

@@ -497,15 +497,8 @@ fn a_run_stopped_mid_turn_is_listed_as_stopped_not_live() {
     cli.ingest(&capture("v1_restart_mid_child"), &["--run-id", "stopped"]);
     let nowhere = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let first_command = || {
-        let output = cli
-            .command(&[])
-            .env("CODEX_HOME", nowhere.path().join("codex"))
-            .env("CLAUDE_CONFIG_DIR", nowhere.path().join("claude"))
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let said = String::from_utf8_lossy(&output.stderr).into_owned();
-        let row = String::from_utf8_lossy(&output.stdout).lines().nth(1).map(|row| row.split("  ").filter(|cell| !cell.is_empty()).last().unwrap_or_default().trim().to_owned());
+        let (listed, said) = first_command_over(&cli, nowhere.path(), &[]);
+        let row = listed.lines().nth(1).map(|row| row.split("  ").filter(|cell| !cell.is_empty()).last().unwrap_or_default().trim().to_owned());
         (row, said.contains("live"))
     };
     let listed = |cli: &Cli| {

@@ -843,29 +843,7 @@ fn a_run_left_running_after_its_session_ended_is_priced_again_with_the_others() 
 /// A loopback server answering every GET with `body` (status `status`),
 /// for `prices --update` to fetch from.
 fn serving(status: u16, body: &'static [u8]) -> String {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(16) {
-            let Ok(mut stream) = stream else { continue };
-            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-            let mut head = Vec::new();
-            let mut buffer = [0u8; 4096];
-            while let Ok(read) = stream.read(&mut buffer) {
-                if read == 0 {
-                    break;
-                }
-                head.extend_from_slice(&buffer[..read]);
-                if head.windows(4).any(|window| window == b"\r\n\r\n") {
-                    break;
-                }
-            }
-            let _ = stream.write_all(format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len()).as_bytes());
-            let _ = stream.write_all(body);
-        }
-    });
-    format!("http://{address}/data.json")
+    format!("{}/data.json", super::support::loopback_http(status, "application/json", body, |_| {}))
 }
 
 /// `prices --update` fetches a newer database and keeps it in the home:

@@ -72,18 +72,29 @@ pub fn capture(name: &str) -> PathBuf {
 
 /// A loopback OTLP receiver that answers 200 and counts the trace requests.
 pub fn otlp_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    let address = loopback_http(200, "application/x-protobuf", b"", move |request| {
+        if request.starts_with(b"POST /v1/traces") {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (address, count)
+}
+
+/// A loopback HTTP server (`http://ADDR`) that reads each request whole
+/// (its head, then the body its Content-Length announces), hands it to
+/// `seen`, and answers `status` with `body`; at most 64 requests.
+pub fn loopback_http(status: u16, content_type: &'static str, body: &'static [u8], seen: impl Fn(&[u8]) + Send + 'static) -> String {
     use std::io::{Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let address = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let seen = std::sync::Arc::clone(&count);
     std::thread::spawn(move || {
         for stream in listener.incoming().take(64) {
             let Ok(mut stream) = stream else { continue };
             let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
             let mut request = Vec::new();
             let mut buffer = [0u8; 65536];
-            // Read the head, then the body its Content-Length announces.
             while let Ok(read) = stream.read(&mut buffer) {
                 if read == 0 {
                     break;
@@ -100,13 +111,13 @@ pub fn otlp_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize
                     }
                 }
             }
-            if String::from_utf8_lossy(&request).starts_with("POST /v1/traces") {
-                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            }
-            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            seen(&request);
+            let head = format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body);
         }
     });
-    (format!("http://{address}"), count)
+    format!("http://{address}")
 }
 
 /// The event masks of every inotify watch process `pid` holds, as the
