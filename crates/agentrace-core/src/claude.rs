@@ -67,7 +67,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
-use crate::decode::{decode_line_lean, raw_string, visit_members, visit_trailing_scalars, DecodedLine, Skip};
+use crate::decode::{
+    decode_line_lean, raw_string, visit_leading_scalars, visit_members, visit_trailing_members, DecodedLine, Skip,
+};
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence,
     IncompleteReason, ItemId, Role, Severity, ThreadId, Timestamp, TokenUsage, TurnId, Warning,
@@ -2270,12 +2272,21 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
         may_chain: !in_agent_file && says_sidechain(bytes),
         ..Seen::default()
     };
-    // The small members a record writes after its bulk (an attachment's
-    // type and session come after its body) are read backwards first.
-    visit_trailing_scalars(bytes, &mut |key, raw| {
+    // The small members a record writes before its bulk (a request's type
+    // and session) are read first, then those after it (an attachment's
+    // type and session come after its body), backwards, as far as needed.
+    visit_leading_scalars(bytes, &mut |key, raw| {
         seen.note(key, raw);
-        true
+        seen.answer().is_none()
     });
+    if seen.answer().is_none() {
+        visit_trailing_members(bytes, &mut |key, raw| {
+            seen.note(key, raw);
+            seen.answer().is_none()
+        });
+    }
+    // Still unsettled: every member is read forwards, the line checked
+    // whole (what a line must be for the backward reading to be trusted).
     if seen.answer().is_none() {
         let read = visit_members(bytes, &mut |key, raw| {
             seen.note(key, raw);

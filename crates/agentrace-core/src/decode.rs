@@ -228,18 +228,75 @@ pub fn raw_string(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     }
 }
 
-/// Walks the last members of a line that is one JSON object backwards, from
-/// its closing brace, as long as their values are strings, numbers,
-/// booleans or null, calling `visit` with each key and raw value (the last
-/// member first) until it returns false. It stops at the first member whose
-/// value is an object or an array: reading those backwards is not done. So
-/// the small members a record writes after its bulk (a transcript line's
-/// `type` and `sessionId` after an attachment's body) are read without
+/// Walks the first members of a line that is one JSON object, from its
+/// opening brace, as long as their values are strings, numbers, booleans or
+/// null, calling `visit` with each key and raw value until it returns false.
+/// It stops at the first member whose value is an object or an array, so the
+/// small members a record writes before its bulk (a rollout line's
+/// `timestamp`, a request's `type` and `sessionId`) are read without
+/// touching the bulk. False when the head is not shaped like the start of a
+/// JSON object. The line is not checked as a whole: a caller relies on it
+/// only where [`visit_trailing_members`] would be relied on.
+pub fn visit_leading_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
+    let text = bytes.trim_ascii_start();
+    let Some(mut at) = text.first().filter(|&&byte| byte == b'{').map(|_| 1) else {
+        return false;
+    };
+    loop {
+        let Some(key_start) = after_space(text, at) else { return false };
+        match text[key_start] {
+            b'"' => {}
+            b'}' => return true,
+            _ => return false,
+        }
+        let Some(key_end) = string_end(text, key_start) else { return false };
+        let Some(colon) = after_space(text, key_end + 1).filter(|&at| text[at] == b':') else { return false };
+        let Some(value_start) = after_space(text, colon + 1) else { return false };
+        let value_end = match text[value_start] {
+            b'"' => match string_end(text, value_start) {
+                Some(end) => end,
+                None => return false,
+            },
+            b'{' | b'[' => return true,
+            byte if is_literal_byte(byte) => {
+                let mut end = value_start;
+                while end + 1 < text.len() && is_literal_byte(text[end + 1]) {
+                    end += 1;
+                }
+                end
+            }
+            _ => return false,
+        };
+        let Some((key, value)) = member_text(text, key_start, key_end, value_start, value_end) else {
+            return false;
+        };
+        let Some(next) = after_space(text, value_end + 1) else { return false };
+        if !matches!(text[next], b',' | b'}') {
+            return false;
+        }
+        if !visit(&key, value) {
+            return true;
+        }
+        if text[next] == b'}' {
+            return true;
+        }
+        at = next + 1;
+    }
+}
+
+/// Walks the members of a line that is one JSON object backwards, from its
+/// closing brace, calling `visit` with each key and raw value (the last
+/// member first) until it returns false or the object's start is reached.
+/// An object or array value is stepped over backwards by its brackets
+/// (strings jumped whole), so the small members a record writes after its
+/// bulk (a transcript line's `type`, `sessionId` and `timestamp`, after an
+/// attachment's body and before its short rendering) are read without
 /// touching the bulk. False when the tail is not shaped like the end of a
 /// JSON object (nothing is then known; decode the line instead). The line
-/// is not checked as a whole: a caller relies on it only for a line whose
-/// decoding could teach nothing else.
-pub fn visit_trailing_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
+/// is not checked as a whole (an object or array value is not checked at
+/// all): a caller relies on it only for a line whose decoding could teach
+/// nothing else.
+pub fn visit_trailing_members(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
     let text = trim_line_end(bytes).trim_ascii();
     let Some(mut end) = text.len().checked_sub(1).filter(|&last| text[last] == b'}') else {
         return false;
@@ -255,7 +312,10 @@ pub fn visit_trailing_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) ->
                 Some(start) => start,
                 None => return false,
             },
-            b'}' | b']' => return true,
+            b'}' | b']' => match compound_start(text, value_end) {
+                Some(start) => start,
+                None => return false,
+            },
             byte if is_literal_byte(byte) => {
                 let mut start = value_end;
                 while start > 0 && is_literal_byte(text[start - 1]) {
@@ -269,16 +329,9 @@ pub fn visit_trailing_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) ->
         let Some(key_end) = before_space(text, colon).filter(|&at| text[at] == b'"') else { return false };
         let Some(key_start) = string_start(text, key_end) else { return false };
         let Some(before) = before_space(text, key_start) else { return false };
-        let (Ok(key), Ok(value)) = (
-            std::str::from_utf8(&text[key_start..=key_end]),
-            utf8(&text[value_start..=value_end]),
-        ) else {
+        let Some((key, value)) = member_text(text, key_start, key_end, value_start, value_end) else {
             return false;
         };
-        let Some(key) = raw_string(key) else { return false };
-        if text[value_end] != b'"' && serde_json::from_str::<serde::de::IgnoredAny>(value).is_err() {
-            return false;
-        }
         match text[before] {
             b',' | b'{' => {}
             _ => return false,
@@ -290,6 +343,108 @@ pub fn visit_trailing_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) ->
             return before == 0;
         }
         end = before;
+    }
+}
+
+/// A member's key (unescaped) and raw value, `None` when either is not
+/// text or a scalar value is not JSON. An object or array value is not
+/// checked here (its bracket was matched, its inside is the caller's).
+/// Every member a walk passes is checked, so this is kept cheap: the
+/// standard check for the short texts most members are (the SIMD one has a
+/// cost per call), a literal's grammar checked by hand (a parse per member
+/// was a third of a walk).
+fn member_text(
+    text: &[u8],
+    key_start: usize,
+    key_end: usize,
+    value_start: usize,
+    value_end: usize,
+) -> Option<(std::borrow::Cow<'_, str>, &str)> {
+    let key = raw_string(std::str::from_utf8(&text[key_start..=key_end]).ok()?)?;
+    let value = &text[value_start..=value_end];
+    let value = if value.len() < 64 { std::str::from_utf8(value).ok()? } else { utf8(value).ok()? };
+    let checked = match text[value_start] {
+        b'"' | b'{' | b'[' => true,
+        _ => is_literal(value.as_bytes()),
+    };
+    checked.then_some((key, value))
+}
+
+/// True for `true`, `false`, `null` or a number as JSON writes one.
+fn is_literal(bytes: &[u8]) -> bool {
+    if matches!(bytes, b"true" | b"false" | b"null") {
+        return true;
+    }
+    let digits = |at: usize| bytes[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+    let mut at = usize::from(bytes.first() == Some(&b'-'));
+    match bytes.get(at) {
+        Some(b'0') => at += 1,
+        Some(b'1'..=b'9') => at += digits(at),
+        _ => return false,
+    }
+    if bytes.get(at) == Some(&b'.') {
+        let fraction = digits(at + 1);
+        if fraction == 0 {
+            return false;
+        }
+        at += 1 + fraction;
+    }
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(bytes.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let exponent = digits(at);
+        if exponent == 0 {
+            return false;
+        }
+        at += exponent;
+    }
+    at == bytes.len()
+}
+
+/// The first non-white position at or after `at`.
+fn after_space(text: &[u8], at: usize) -> Option<usize> {
+    text.get(at..)?.iter().position(|byte| !byte.is_ascii_whitespace()).map(|found| at + found)
+}
+
+/// Where the JSON string starting with the quote at `start` ends (its
+/// closing quote: the nearest one after it not escaped by a backslash).
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + 1;
+    loop {
+        let found = at + memchr::memchr2(b'"', b'\\', text.get(at..)?)?;
+        if text[found] == b'"' {
+            return Some(found);
+        }
+        // An escape: the byte after the backslash is never the string's end.
+        at = found + 2;
+    }
+}
+
+/// Where the object or array ending with the bracket at `end` starts (its
+/// opening bracket), read backwards: strings are jumped whole (a quote met
+/// outside a string, backwards, is always a closing one), brackets
+/// counted. Which bracket closes which is not checked.
+fn compound_start(text: &[u8], end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = end + 1;
+    loop {
+        let found = text[..at].iter().rposition(|byte| matches!(byte, b'"' | b'[' | b']' | b'{' | b'}'))?;
+        match text[found] {
+            b'"' => {
+                at = string_start(text, found)?;
+                continue;
+            }
+            b']' | b'}' => depth += 1,
+            _ => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(found);
+                }
+            }
+        }
+        at = found;
     }
 }
 
@@ -473,7 +628,7 @@ fn empty_string_raw() -> Box<RawValue> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_line, decode_line_lean, visit_trailing_scalars, DecodedLine};
+    use super::{decode_line, decode_line_lean, visit_leading_scalars, visit_trailing_members, DecodedLine};
     use serde_json::json;
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
@@ -482,7 +637,8 @@ mod tests {
             Just(serde_json::Value::Null),
             any::<bool>().prop_map(serde_json::Value::from),
             any::<i64>().prop_map(serde_json::Value::from),
-            (-1e6f64..1e6).prop_map(serde_json::Value::from),
+            // Quarters: a float that survives its round trip exactly.
+            (-4_000_000i64..4_000_000).prop_map(|quarters| serde_json::Value::from(quarters as f64 / 4.0)),
             "[a-z \"\\\\:,{}\\[\\]é\n]{0,10}".prop_map(serde_json::Value::from),
         ];
         leaf.prop_recursive(3, 24, 5, |inner| {
@@ -494,38 +650,92 @@ mod tests {
         })
     }
 
+    /// An object of `members` as one line or pretty, and its members as
+    /// (key, value) pairs in order.
+    fn object_text(
+        members: Vec<(String, serde_json::Value)>,
+        pretty: bool,
+    ) -> (String, Vec<(String, serde_json::Value)>) {
+        let object: serde_json::Map<String, serde_json::Value> = members.into_iter().collect();
+        let text = if pretty { serde_json::to_string_pretty(&object) } else { serde_json::to_string(&object) }
+            .unwrap_or_default();
+        (text, object.into_iter().collect())
+    }
+
+    /// What a walk saw, each raw value read back as a value.
+    fn seen_values(seen: Vec<(String, String)>) -> Vec<(String, serde_json::Value)> {
+        seen.into_iter()
+            .map(|(key, raw)| (key, serde_json::from_str(&raw).unwrap_or(serde_json::Value::String(format!("unreadable {raw}")))))
+            .collect()
+    }
+
     proptest::proptest! {
-        /// Read backwards, the trailing members with scalar values are
-        /// exactly the last members of the object as serde reads it.
+        /// Read backwards, the members are exactly the object's members as
+        /// serde reads them, last first, objects and arrays stepped over
+        /// whole.
         #[test]
-        fn trailing_scalars_are_the_objects_last_scalar_members(
+        fn trailing_members_are_the_objects_members_last_first(
             members in proptest::collection::vec(("[a-z\"\\\\]{1,4}", json_value()), 0..6),
             pretty in proptest::bool::ANY,
         ) {
-            let object: serde_json::Map<String, serde_json::Value> = members.into_iter().collect();
-            let text = if pretty { serde_json::to_string_pretty(&object) } else { serde_json::to_string(&object) }
-                .unwrap_or_default();
-            // Raw texts are compared: a float need not survive a round trip.
-            let expected: Vec<(String, String)> = object
-                .iter()
-                .rev()
-                .take_while(|(_, value)| !value.is_object() && !value.is_array())
-                .map(|(key, value)| (key.clone(), serde_json::to_string(value).unwrap_or_default()))
-                .collect();
+            let (text, members) = object_text(members, pretty);
+            let expected: Vec<(String, serde_json::Value)> = members.into_iter().rev().collect();
             let mut seen = Vec::new();
-            let read = visit_trailing_scalars(text.as_bytes(), &mut |key, raw| {
+            let read = visit_trailing_members(text.as_bytes(), &mut |key, raw| {
                 seen.push((key.to_owned(), raw.to_owned()));
                 true
             });
             proptest::prop_assert!(read, "{}", text);
-            proptest::prop_assert_eq!(seen, expected, "{}", text);
+            proptest::prop_assert_eq!(seen_values(seen), expected, "{}", text);
+        }
+
+        /// Read forwards, the leading members with scalar values are exactly
+        /// the first members of the object as serde reads it.
+        #[test]
+        fn leading_scalars_are_the_objects_first_scalar_members(
+            members in proptest::collection::vec(("[a-z\"\\\\]{1,4}", json_value()), 0..6),
+            pretty in proptest::bool::ANY,
+        ) {
+            let (text, members) = object_text(members, pretty);
+            let expected: Vec<(String, serde_json::Value)> =
+                members.into_iter().take_while(|(_, value)| !value.is_object() && !value.is_array()).collect();
+            let mut seen = Vec::new();
+            let read = visit_leading_scalars(text.as_bytes(), &mut |key, raw| {
+                seen.push((key.to_owned(), raw.to_owned()));
+                true
+            });
+            proptest::prop_assert!(read, "{}", text);
+            proptest::prop_assert_eq!(seen_values(seen), expected, "{}", text);
+        }
+    }
+
+    proptest::proptest! {
+        /// The hand check of a literal agrees with serde on any short text
+        /// of a literal's bytes.
+        #[test]
+        fn a_literal_is_what_serde_reads_as_one(text in "[-+.eE0-9a-z]{0,8}") {
+            let serde = serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok()
+                && text.bytes().all(super::is_literal_byte);
+            proptest::prop_assert_eq!(super::is_literal(text.as_bytes()), serde, "{}", text);
         }
     }
 
     #[test]
-    fn trailing_scalars_of_a_line_not_shaped_like_an_object_are_not_read() {
-        for line in [&b"[1,2]"[..], b"{\"a\":1", b"{\"a\" 1}", b"x\"a\":1}", b"{\"a\":\"b}"] {
-            assert!(!visit_trailing_scalars(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
+    fn literals_are_told_from_near_misses() {
+        let texts = ["true", "false", "null", "0", "-0", "12", "1.5e+3", "2E-7", "01", "1.", "-", "1e", "truex", "nul", ".5", "+1"];
+        let told: Vec<(&str, bool)> = texts.iter().map(|text| (*text, super::is_literal(text.as_bytes()))).collect();
+        let serde: Vec<(&str, bool)> =
+            texts.iter().map(|text| (*text, serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok())).collect();
+        assert_eq!(told, serde);
+    }
+
+    #[test]
+    fn members_of_a_line_not_shaped_like_an_object_are_not_read() {
+        for line in [&b"[1,2]"[..], b"{\"a\":1", b"{\"a\" 1}", b"x\"a\":1}", b"{\"a\":\"b}", b"{\"a\":1]}"] {
+            assert!(!visit_trailing_members(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
+        }
+        for line in [&b"[1,2]"[..], b"\"a\":1}", b"{\"a\" 1}", b"{\"a\":1 x}", b"{\"a\":\"b", b"{a:1}"] {
+            assert!(!visit_leading_scalars(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
         }
     }
 

@@ -478,35 +478,33 @@ impl Lines {
 
 /// The time a line names (its top-level `timestamp`), if any.
 ///
-/// Read backwards from the line's end first: a transcript line names its
-/// time after its bulk (a message, an attachment's body), which the forward
-/// skim had to step over (a sixth of reading usage straight from folders
-/// of older transcripts, a fifteenth of today's). A line whose time comes
-/// before its bulk (a request's shape) is then read forwards. The backward
-/// reading does not check the whole line: a line that is no JSON may get a
-/// key the forward one would not give it, which only places it among its
-/// neighbours, the same way in every reading.
+/// Read where it stands without the line's bulk: among the first members
+/// when they are scalars (a rollout line names its time first), else from
+/// the end backwards (a transcript line names its time after its bulk, an
+/// attachment's body, and before its short rendering, which is stepped
+/// over). Only a line whose end cannot be read that way (not shaped like a
+/// JSON object) is skimmed forwards. Skimming from the front stepped over
+/// nearly every byte of a transcript (a sixth of reading usage straight
+/// from folders of older transcripts), then checked every rollout line
+/// whole to read its first member. The backward reading does not check
+/// the whole line: a line that is no JSON may get a key the forward one
+/// would not give it, which only places it among its neighbours, the same
+/// way in every reading.
 fn line_time(bytes: &[u8]) -> Option<Timestamp> {
-    let mut trailing = None;
-    decode::visit_trailing_scalars(bytes, &mut |key, raw| {
+    // Set once the member is met (to `None` when it names no time).
+    let found: std::cell::Cell<Option<Option<Timestamp>>> = std::cell::Cell::new(None);
+    let mut note = |key: &str, raw: &str| {
         if key == "timestamp" {
-            trailing = Some(decode::raw_string(raw).and_then(|text| Timestamp::parse(&text)));
+            found.set(Some(decode::raw_string(raw).and_then(|text| Timestamp::parse(&text))));
             return false;
         }
         true
-    });
-    if let Some(found) = trailing {
-        return found;
+    };
+    decode::visit_leading_scalars(bytes, &mut note);
+    if found.get().is_none() && !decode::visit_trailing_members(bytes, &mut note) {
+        decode::visit_members(bytes, &mut note);
     }
-    let mut found = None;
-    decode::visit_members(bytes, &mut |key, raw| {
-        if key == "timestamp" {
-            found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
-            return false;
-        }
-        true
-    });
-    found
+    found.get().flatten()
 }
 
 /// How much of a file one read asks for.
