@@ -1947,7 +1947,8 @@ pub struct RunFilter {
     pub provider: Option<String>,
     /// Text the project (working folder) contains.
     pub project: Option<String>,
-    /// `running`, `done`, `failed`, `interrupted`.
+    /// `running`, `done`, `failed`, `interrupted`, or [`LIVE_STATUS`]
+    /// (running, its session not ended).
     pub status: Option<String>,
     /// Started at or after (ms).
     pub since: Option<i64>,
@@ -1963,6 +1964,10 @@ pub struct RunFilter {
     /// After skipping this many.
     pub offset: u64,
 }
+
+/// The status a listing takes for the runs still at work: `running` and
+/// their session not ended (`sessionEnded` absent from the record).
+pub const LIVE_STATUS: &str = "live";
 
 /// The warnings a listing keeps to ([`RunFilter::warning`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -2041,9 +2046,17 @@ impl RunFilter {
     fn clause(&self) -> (String, Vec<rusqlite::types::Value>) {
         let mut values: Vec<rusqlite::types::Value> = Vec::new();
         let mut parts = run_conditions(self.provider.as_ref(), self.project.as_ref(), &mut values);
-        if let Some(status) = &self.status {
-            values.push(status.clone().into());
-            parts.push(format!("status = ?{}", values.len()));
+        match self.status.as_deref() {
+            None => {}
+            // Running and at work: a run whose session ended mid-turn
+            // stays `running` (SPEC §4) but nothing will end it.
+            Some(LIVE_STATUS) => {
+                parts.push("status = 'running' AND coalesce(json_extract(record, '$.sessionEnded'), 0) = 0".to_owned())
+            }
+            Some(status) => {
+                values.push(status.to_owned().into());
+                parts.push(format!("status = ?{}", values.len()));
+            }
         }
         if let Some(since) = self.since {
             values.push(since.into());
@@ -2533,6 +2546,17 @@ mod tests {
         catalog.commit().unwrap_or_else(|e| panic!("{e}"));
         let followed = |recent| catalog.live_and_recent(recent).unwrap_or_else(|e| panic!("{e}")).into_iter().map(|id| id.to_string()).collect::<Vec<_>>();
         assert_eq!((followed(1), followed(2)), (vec!["stopped".to_owned(), "live".to_owned()], vec!["stopped".to_owned(), "done".to_owned(), "live".to_owned()]));
+        // The list keeps to the runs at work with `live`; `running` is the
+        // record's status, stopped runs included.
+        let listed = |status: &str| {
+            let filter = RunFilter { status: Some(status.to_owned()), ..RunFilter::default() };
+            let (runs, total) = catalog.list_runs(&filter).unwrap_or_else(|e| panic!("{e}"));
+            (runs.into_iter().map(|listed| listed.run.id.to_string()).collect::<Vec<_>>(), total)
+        };
+        assert_eq!(
+            (listed(LIVE_STATUS), listed("running")),
+            ((vec!["live".to_owned()], 1), (vec!["stopped".to_owned(), "live".to_owned(), "older-stopped".to_owned()], 3))
+        );
     }
 
     /// A catalog of schema 3 (its usage head filled by a trigger), 4, 5 or

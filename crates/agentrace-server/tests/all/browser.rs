@@ -933,7 +933,14 @@ fn a_run_stopped_mid_turn_is_marked_in_the_list_and_its_page_is_not_live() {
         (listed["runs"][0]["status"].clone(), listed["runs"][0]["sessionEnded"].clone()),
         (json!("running"), json!(true))
     );
+    // `status=live` keeps to the runs at work, as `runs --status live`.
+    let total = |query: &str| api_json(&served, &format!("/api/runs?{query}"))["total"].clone();
+    assert_eq!((total("status=running"), total("status=live")), (json!(1), json!(0)));
     let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
+    browser.script("const s = document.getElementById('filter-status'); s.value = 'live'; s.dispatchEvent(new Event('change', {bubbles: true})); return true;");
+    browser.wait_for("no run at work", "return location.search === '?status=live' && document.querySelectorAll('#runs tbody tr[data-run-id]').length === 0;");
     browser.goto(&served.url);
     browser.wait_for("the run list", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
     assert_eq!(

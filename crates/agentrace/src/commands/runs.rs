@@ -5,7 +5,7 @@
 use agentrace_core::days;
 use agentrace_core::model::{Provider, RunStatus};
 use agentrace_core::state::{CostStatus, RunSummary};
-use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter};
+use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter, LIVE_STATUS};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -30,7 +30,9 @@ pub struct RunsArgs {
     /// Print `{"runs": [...], "total": N}` instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Only runs of this status: running, done, failed, interrupted.
+    /// Only runs of this status: running, done, failed, interrupted; or
+    /// live: running and still at work (`running` also lists a run whose
+    /// session ended mid-turn, a crash or a kill: nothing will end it).
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
     /// Only runs with this warning code (as `check` and `show` name it,
@@ -129,8 +131,8 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
     let (since, until) = scope.bounds()?;
     if let Some(status) = status {
         anyhow::ensure!(
-            ["running", "done", "failed", "interrupted"].contains(&status.as_str()),
-            "--status {status}: expected running, done, failed or interrupted"
+            ["running", "done", "failed", "interrupted", LIVE_STATUS].contains(&status.as_str()),
+            "--status {status}: expected running, done, failed, interrupted or {LIVE_STATUS}"
         );
     }
     Ok(RunFilter {

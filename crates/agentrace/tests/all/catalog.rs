@@ -153,7 +153,7 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
         "error: --since last week: expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n"
     );
     let bad = cli.run(&["runs", "--status", "finished"]);
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed or interrupted"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed, interrupted or live"));
 }
 
 /// `runs --sort` lists the largest first of a figure (ties newest first, a
@@ -505,6 +505,9 @@ fn a_run_stopped_mid_turn_is_listed_as_stopped_not_live() {
         let runs = json_of(&cli.ok(&["runs", "--json"]));
         (runs["runs"][0]["status"].clone(), runs["runs"][0]["sessionEnded"].clone())
     };
+    // `--status live` keeps to the runs at work; `running` is the record's.
+    let with_status = |status: &str| json_of(&cli.ok(&["runs", "--json", "--status", status]))["total"].clone();
+    assert_eq!((with_status("running"), with_status("live")), (json!(1), json!(0)));
     let show: Vec<String> = cli.ok(&["show", "stopped"]).lines().filter(|line| line.starts_with("status") || line.starts_with("result")).map(str::to_owned).collect();
     assert_eq!(
         (listed(&cli), first_command(), show),
