@@ -68,7 +68,7 @@ use serde_json::Value;
 
 use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
 use crate::decode::{
-    decode_line_lean, raw_string, visit_leading_scalars, visit_members, visit_trailing_members, DecodedLine, Skip,
+    decode_line_lean, raw_string, visit_leading_scalars, visit_members, visit_trailing_members, DecodedLine, Members, Skip,
 };
 use crate::model::{
     Actor, AgentStatus, Confidence, Envelope, Event, EventBody, FinalMessageConfidence,
@@ -2275,12 +2275,12 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
     // The small members a record writes before its bulk (a request's type
     // and session) are read first, then those after it (an attachment's
     // type and session come after its body), backwards, as far as needed.
-    visit_leading_scalars(bytes, &mut |key, raw| {
+    visit_leading_scalars(bytes, ROUTE_KEYS, &mut |key, raw| {
         seen.note(key, raw);
         seen.answer().is_none()
     });
     if seen.answer().is_none() {
-        visit_trailing_members(bytes, &mut |key, raw| {
+        visit_trailing_members(bytes, ROUTE_KEYS, &mut |key, raw| {
             seen.note(key, raw);
             seen.answer().is_none()
         });
@@ -2311,6 +2311,9 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
 static HOOK_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"hook_event_name"));
 static SIDECHAIN_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\"isSidechain\""));
 
+/// The members [`Seen::note`] reads.
+const ROUTE_KEYS: Members<'static> = Members::Named(&["type", "sessionId", "isSidechain", "agentId", "agent_id"]);
+
 /// What a reader of usage does with a line (see [`usage_route`]).
 enum Route {
     /// Nothing: it can carry no usage.
@@ -2334,6 +2337,8 @@ struct Seen {
 }
 
 impl Seen {
+    /// Notes a member: each key read here is one of [`ROUTE_KEYS`], the
+    /// only ones the walks hand over.
     fn note(&mut self, key: &str, raw: &str) {
         match key {
             "type" => self.kind = raw_string(raw).map(std::borrow::Cow::into_owned),

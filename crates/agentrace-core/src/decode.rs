@@ -237,7 +237,7 @@ pub fn raw_string(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// touching the bulk. False when the head is not shaped like the start of a
 /// JSON object. The line is not checked as a whole: a caller relies on it
 /// only where [`visit_trailing_members`] would be relied on.
-pub fn visit_leading_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
+pub fn visit_leading_scalars(bytes: &[u8], members: Members<'_>, visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
     let text = bytes.trim_ascii_start();
     let Some(mut at) = text.first().filter(|&&byte| byte == b'{').map(|_| 1) else {
         return false;
@@ -267,15 +267,17 @@ pub fn visit_leading_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> 
             }
             _ => return false,
         };
-        let Some((key, value)) = member_text(text, key_start, key_end, value_start, value_end) else {
-            return false;
-        };
         let Some(next) = after_space(text, value_end + 1) else { return false };
         if !matches!(text[next], b',' | b'}') {
             return false;
         }
-        if !visit(&key, value) {
-            return true;
+        if let Some(key) = members.wanted(&text[key_start..=key_end]) {
+            let Some((key, value)) = member_text(text, key, value_start, value_end) else {
+                return false;
+            };
+            if !visit(&key, value) {
+                return true;
+            }
         }
         if text[next] == b'}' {
             return true;
@@ -296,7 +298,7 @@ pub fn visit_leading_scalars(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> 
 /// is not checked as a whole (an object or array value is not checked at
 /// all): a caller relies on it only for a line whose decoding could teach
 /// nothing else.
-pub fn visit_trailing_members(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
+pub fn visit_trailing_members(bytes: &[u8], members: Members<'_>, visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
     let text = trim_line_end(bytes).trim_ascii();
     let Some(mut end) = text.len().checked_sub(1).filter(|&last| text[last] == b'}') else {
         return false;
@@ -329,15 +331,17 @@ pub fn visit_trailing_members(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) ->
         let Some(key_end) = before_space(text, colon).filter(|&at| text[at] == b'"') else { return false };
         let Some(key_start) = string_start(text, key_end) else { return false };
         let Some(before) = before_space(text, key_start) else { return false };
-        let Some((key, value)) = member_text(text, key_start, key_end, value_start, value_end) else {
-            return false;
-        };
         match text[before] {
             b',' | b'{' => {}
             _ => return false,
         }
-        if !visit(&key, value) {
-            return true;
+        if let Some(key) = members.wanted(&text[key_start..=key_end]) {
+            let Some((key, value)) = member_text(text, key, value_start, value_end) else {
+                return false;
+            };
+            if !visit(&key, value) {
+                return true;
+            }
         }
         if text[before] == b'{' {
             return before == 0;
@@ -346,21 +350,50 @@ pub fn visit_trailing_members(bytes: &[u8], visit: &mut dyn FnMut(&str, &str) ->
     }
 }
 
-/// A member's key (unescaped) and raw value, `None` when either is not
-/// text or a scalar value is not JSON. An object or array value is not
-/// checked here (its bracket was matched, its inside is the caller's).
-/// Every member a walk passes is checked, so this is kept cheap: the
-/// standard check for the short texts most members are (the SIMD one has a
-/// cost per call), a literal's grammar checked by hand (a parse per member
-/// was a third of a walk).
-fn member_text(
-    text: &[u8],
-    key_start: usize,
-    key_end: usize,
+/// Which members a walk ([`visit_leading_scalars`],
+/// [`visit_trailing_members`]) hands its visitor.
+#[derive(Debug, Clone, Copy)]
+pub enum Members<'a> {
+    /// Every one.
+    All,
+    /// Those with one of these keys: the others are stepped over without
+    /// their key or value being read as text (a walk passes many members
+    /// to reach the few a reader asks for).
+    Named(&'a [&'a str]),
+}
+
+impl<'a> Members<'a> {
+    /// The key of the member whose raw key (quotes included) is `raw`,
+    /// when it is wanted; `None` when it is not, or is not text.
+    fn wanted<'t>(self, raw: &'t [u8]) -> Option<std::borrow::Cow<'t, str>>
+    where
+        'a: 't,
+    {
+        let inner = &raw[1..raw.len() - 1];
+        match self {
+            Members::Named(names) if !inner.contains(&b'\\') => {
+                names.iter().find(|name| name.as_bytes() == inner).map(|name| std::borrow::Cow::Borrowed(*name))
+            }
+            Members::Named(names) => {
+                raw_string(std::str::from_utf8(raw).ok()?).filter(|key| names.contains(&key.as_ref()))
+            }
+            Members::All => raw_string(std::str::from_utf8(raw).ok()?),
+        }
+    }
+}
+
+/// A wanted member's key and raw value, `None` when its value is not text
+/// or a scalar value is not JSON. An object or array value is not checked
+/// here (its bracket was matched, its inside is the caller's). Kept cheap:
+/// the standard check for the short texts most values are (the SIMD one
+/// has a cost per call), a literal's grammar checked by hand (a parse per
+/// member was a third of a walk).
+fn member_text<'t>(
+    text: &'t [u8],
+    key: std::borrow::Cow<'t, str>,
     value_start: usize,
     value_end: usize,
-) -> Option<(std::borrow::Cow<'_, str>, &str)> {
-    let key = raw_string(std::str::from_utf8(&text[key_start..=key_end]).ok()?)?;
+) -> Option<(std::borrow::Cow<'t, str>, &'t str)> {
     let value = &text[value_start..=value_end];
     let value = if value.len() < 64 { std::str::from_utf8(value).ok()? } else { utf8(value).ok()? };
     let checked = match text[value_start] {
@@ -459,7 +492,13 @@ fn before_space(text: &[u8], at: usize) -> Option<usize> {
 fn string_start(text: &[u8], end: usize) -> Option<usize> {
     let mut at = end;
     loop {
-        at = memchr::memrchr(b'"', &text[..at])?;
+        // Most strings a walk passes are short: a loop over their last
+        // bytes finds the quote before the vector search is worth its call.
+        let near = at.saturating_sub(32);
+        at = match text[near..at].iter().rposition(|&byte| byte == b'"') {
+            Some(found) => near + found,
+            None => memchr::memrchr(b'"', &text[..near])?,
+        };
         let backslashes = text[..at].iter().rev().take_while(|byte| **byte == b'\\').count();
         if backslashes % 2 == 0 {
             return Some(at);
@@ -628,7 +667,7 @@ fn empty_string_raw() -> Box<RawValue> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_line, decode_line_lean, visit_leading_scalars, visit_trailing_members, DecodedLine};
+    use super::{decode_line, decode_line_lean, visit_leading_scalars, visit_trailing_members, DecodedLine, Members};
     use serde_json::json;
 
     fn json_value() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
@@ -662,6 +701,13 @@ mod tests {
         (text, object.into_iter().collect())
     }
 
+    /// Some of `members`' keys (every other one) and a key none has.
+    fn named(members: &[(String, serde_json::Value)]) -> Vec<String> {
+        let mut names: Vec<String> = members.iter().step_by(2).map(|(key, _)| key.clone()).collect();
+        names.push("absent key".to_owned());
+        names
+    }
+
     /// What a walk saw, each raw value read back as a value.
     fn seen_values(seen: Vec<(String, String)>) -> Vec<(String, serde_json::Value)> {
         seen.into_iter()
@@ -681,12 +727,23 @@ mod tests {
             let (text, members) = object_text(members, pretty);
             let expected: Vec<(String, serde_json::Value)> = members.into_iter().rev().collect();
             let mut seen = Vec::new();
-            let read = visit_trailing_members(text.as_bytes(), &mut |key, raw| {
+            let read = visit_trailing_members(text.as_bytes(), Members::All, &mut |key, raw| {
                 seen.push((key.to_owned(), raw.to_owned()));
                 true
             });
             proptest::prop_assert!(read, "{}", text);
-            proptest::prop_assert_eq!(seen_values(seen), expected, "{}", text);
+            proptest::prop_assert_eq!(seen_values(seen), expected.clone(), "{}", text);
+            // Asked for some keys (one with an escape, one absent), the
+            // walk hands out exactly those members.
+            let names = named(&expected);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let mut seen = Vec::new();
+            visit_trailing_members(text.as_bytes(), Members::Named(&names), &mut |key, raw| {
+                seen.push((key.to_owned(), raw.to_owned()));
+                true
+            });
+            let wanted: Vec<(String, serde_json::Value)> = expected.into_iter().filter(|(key, _)| names.contains(&key.as_str())).collect();
+            proptest::prop_assert_eq!(seen_values(seen), wanted, "{}", text);
         }
 
         /// Read forwards, the leading members with scalar values are exactly
@@ -700,12 +757,21 @@ mod tests {
             let expected: Vec<(String, serde_json::Value)> =
                 members.into_iter().take_while(|(_, value)| !value.is_object() && !value.is_array()).collect();
             let mut seen = Vec::new();
-            let read = visit_leading_scalars(text.as_bytes(), &mut |key, raw| {
+            let read = visit_leading_scalars(text.as_bytes(), Members::All, &mut |key, raw| {
                 seen.push((key.to_owned(), raw.to_owned()));
                 true
             });
             proptest::prop_assert!(read, "{}", text);
-            proptest::prop_assert_eq!(seen_values(seen), expected, "{}", text);
+            proptest::prop_assert_eq!(seen_values(seen), expected.clone(), "{}", text);
+            let names = named(&expected);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let mut seen = Vec::new();
+            visit_leading_scalars(text.as_bytes(), Members::Named(&names), &mut |key, raw| {
+                seen.push((key.to_owned(), raw.to_owned()));
+                true
+            });
+            let wanted: Vec<(String, serde_json::Value)> = expected.into_iter().filter(|(key, _)| names.contains(&key.as_str())).collect();
+            proptest::prop_assert_eq!(seen_values(seen), wanted, "{}", text);
         }
     }
 
@@ -732,10 +798,10 @@ mod tests {
     #[test]
     fn members_of_a_line_not_shaped_like_an_object_are_not_read() {
         for line in [&b"[1,2]"[..], b"{\"a\":1", b"{\"a\" 1}", b"x\"a\":1}", b"{\"a\":\"b}", b"{\"a\":1]}"] {
-            assert!(!visit_trailing_members(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
+            assert!(!visit_trailing_members(line, Members::All, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
         }
         for line in [&b"[1,2]"[..], b"\"a\":1}", b"{\"a\" 1}", b"{\"a\":1 x}", b"{\"a\":\"b", b"{a:1}"] {
-            assert!(!visit_leading_scalars(line, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
+            assert!(!visit_leading_scalars(line, Members::All, &mut |_, _| true), "{}", String::from_utf8_lossy(line));
         }
     }
 

@@ -491,6 +491,7 @@ impl Lines {
 /// would not give it, which only places it among its neighbours, the same
 /// way in every reading.
 fn line_time(bytes: &[u8]) -> Option<Timestamp> {
+    const TIME: decode::Members<'static> = decode::Members::Named(&["timestamp"]);
     // Set once the member is met (to `None` when it names no time).
     let found: std::cell::Cell<Option<Option<Timestamp>>> = std::cell::Cell::new(None);
     let mut note = |key: &str, raw: &str| {
@@ -500,8 +501,8 @@ fn line_time(bytes: &[u8]) -> Option<Timestamp> {
         }
         true
     };
-    decode::visit_leading_scalars(bytes, &mut note);
-    if found.get().is_none() && !decode::visit_trailing_members(bytes, &mut note) {
+    decode::visit_leading_scalars(bytes, TIME, &mut note);
+    if found.get().is_none() && !decode::visit_trailing_members(bytes, TIME, &mut note) {
         decode::visit_members(bytes, &mut note);
     }
     found.get().flatten()
