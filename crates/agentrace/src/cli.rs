@@ -307,7 +307,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Runs(args)) => crate::commands::runs::run(&home, &args, &mut out)?,
         Some(Command::Search(args)) => crate::commands::runs::search(&home, &args, &mut out)?,
-        Some(Command::Reindex(args)) => crate::commands::reindex::reindex(&home, &args)?,
+        Some(Command::Reindex(args)) => {
+            let report = crate::commands::reindex::reindex(&home, &args)?;
+            if args.json() {
+                out.json_pretty(&report)?;
+            }
+        }
         Some(Command::Show { run, json, warnings }) => {
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;

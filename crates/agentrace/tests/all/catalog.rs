@@ -55,6 +55,26 @@ fn a_catalog_unreadable_of_another_schema_or_missing_is_made_anew_with_a_note_an
     // `reindex` makes it anew on purpose, quietly the same.
     cli.ok(&["reindex", "--quiet"]);
     assert_eq!(cli.ok(&["runs", "--json"]), runs);
+    // With `--json`, what it did on stdout and nothing on stderr: the two
+    // runs indexed from their logs, then the import (none here: the
+    // sources are empty folders) as `import --json` says it.
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (sources.path().join("codex"), sources.path().join("claude"));
+    for dir in [&codex, &claude] {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let reindexed = |args: &[&str]| {
+        let output = cli.command(args).env("CODEX_HOME", &codex).env("CLAUDE_CONFIG_DIR", &claude).output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success() && output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+        json_of(&String::from_utf8_lossy(&output.stdout))
+    };
+    let report = reindexed(&["reindex", "--json"]);
+    assert_eq!(
+        (report["indexed"].clone(), report["catalog"].clone(), report["import"]["new"].clone(), report["import"]["runs"].clone()),
+        (json!(2), json!(catalog.display().to_string()), json!(0), json!([]))
+    );
+    assert_eq!(reindexed(&["reindex", "--json", "--no-import"])["import"], Value::Null);
+    assert_eq!(cli.ok(&["runs", "--json"]), runs);
 }
 
 #[test]
