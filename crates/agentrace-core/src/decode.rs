@@ -715,6 +715,28 @@ mod tests {
             .collect()
     }
 
+    /// A walk of a line's members.
+    type Walk = fn(&[u8], Members<'_>, &mut dyn FnMut(&str, &str) -> bool) -> bool;
+
+    /// `walk` over `text` hands out exactly `expected`, in order; asked for
+    /// some keys (every other one, and one absent), exactly those members.
+    fn walks_as_expected(walk: Walk, text: &str, expected: Vec<(String, serde_json::Value)>) -> Result<(), proptest::test_runner::TestCaseError> {
+        let walked = |members: Members<'_>| {
+            let mut seen = Vec::new();
+            let read = walk(text.as_bytes(), members, &mut |key, raw| {
+                seen.push((key.to_owned(), raw.to_owned()));
+                true
+            });
+            (read, seen_values(seen))
+        };
+        proptest::prop_assert_eq!(walked(Members::All), (true, expected.clone()), "{}", text);
+        let names = named(&expected);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let wanted: Vec<(String, serde_json::Value)> = expected.into_iter().filter(|(key, _)| names.contains(&key.as_str())).collect();
+        proptest::prop_assert_eq!(walked(Members::Named(&names)), (true, wanted), "{}", text);
+        Ok(())
+    }
+
     proptest::proptest! {
         /// Read backwards, the members are exactly the object's members as
         /// serde reads them, last first, objects and arrays stepped over
@@ -725,25 +747,7 @@ mod tests {
             pretty in proptest::bool::ANY,
         ) {
             let (text, members) = object_text(members, pretty);
-            let expected: Vec<(String, serde_json::Value)> = members.into_iter().rev().collect();
-            let mut seen = Vec::new();
-            let read = visit_trailing_members(text.as_bytes(), Members::All, &mut |key, raw| {
-                seen.push((key.to_owned(), raw.to_owned()));
-                true
-            });
-            proptest::prop_assert!(read, "{}", text);
-            proptest::prop_assert_eq!(seen_values(seen), expected.clone(), "{}", text);
-            // Asked for some keys (one with an escape, one absent), the
-            // walk hands out exactly those members.
-            let names = named(&expected);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let mut seen = Vec::new();
-            visit_trailing_members(text.as_bytes(), Members::Named(&names), &mut |key, raw| {
-                seen.push((key.to_owned(), raw.to_owned()));
-                true
-            });
-            let wanted: Vec<(String, serde_json::Value)> = expected.into_iter().filter(|(key, _)| names.contains(&key.as_str())).collect();
-            proptest::prop_assert_eq!(seen_values(seen), wanted, "{}", text);
+            walks_as_expected(visit_trailing_members, &text, members.into_iter().rev().collect())?;
         }
 
         /// Read forwards, the leading members with scalar values are exactly
@@ -754,24 +758,8 @@ mod tests {
             pretty in proptest::bool::ANY,
         ) {
             let (text, members) = object_text(members, pretty);
-            let expected: Vec<(String, serde_json::Value)> =
-                members.into_iter().take_while(|(_, value)| !value.is_object() && !value.is_array()).collect();
-            let mut seen = Vec::new();
-            let read = visit_leading_scalars(text.as_bytes(), Members::All, &mut |key, raw| {
-                seen.push((key.to_owned(), raw.to_owned()));
-                true
-            });
-            proptest::prop_assert!(read, "{}", text);
-            proptest::prop_assert_eq!(seen_values(seen), expected.clone(), "{}", text);
-            let names = named(&expected);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let mut seen = Vec::new();
-            visit_leading_scalars(text.as_bytes(), Members::Named(&names), &mut |key, raw| {
-                seen.push((key.to_owned(), raw.to_owned()));
-                true
-            });
-            let wanted: Vec<(String, serde_json::Value)> = expected.into_iter().filter(|(key, _)| names.contains(&key.as_str())).collect();
-            proptest::prop_assert_eq!(seen_values(seen), wanted, "{}", text);
+            let expected = members.into_iter().take_while(|(_, value)| !value.is_object() && !value.is_array()).collect();
+            walks_as_expected(visit_leading_scalars, &text, expected)?;
         }
     }
 
