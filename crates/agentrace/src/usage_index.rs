@@ -64,7 +64,7 @@ impl<'de> Deserialize<'de> for Reasons {
 }
 
 /// Token counters, ccusage's convention, with their cost.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
     /// Input tokens, cache reads and writes excluded.
@@ -94,6 +94,26 @@ pub struct Counters {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+/// Nothing counted: no token, so exactly $0 (as `judge_cost` has it). A
+/// total of no rows (a window with no request) said `"cost": null` with
+/// `"costStatus": "exact"`, a figure that contradicts its own status.
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            input_tokens: 0,
+            cached_input_tokens: 0,
+            cache_creation_tokens: 0,
+            output_tokens: 0,
+            reasoning_tokens: 0,
+            total_tokens: 0,
+            cost: Some(0.0),
+            cost_status: CostStatus::Exact,
+            unpriced_tokens: 0,
+            incomplete: Reasons::default(),
+        }
+    }
 }
 
 impl Counters {
@@ -148,15 +168,10 @@ impl Counters {
         self.total_tokens += other.total_tokens;
         self.unpriced_tokens += other.unpriced_tokens;
         self.incomplete.0 |= other.incomplete.0;
-        self.cost = match (self.cost, other.cost) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        };
-        // Two figures of which neither priced anything price nothing.
-        match self.cost {
-            None => self.cost_status = CostStatus::Unknown,
-            Some(_) => self.settle(),
-        }
+        // What was priced adds up; whether the sum is exact, a floor or
+        // unknown (nothing priced) follows from the counts, as for one row.
+        self.cost = Some(self.cost.unwrap_or(0.0) + other.cost.unwrap_or(0.0));
+        self.settle();
     }
 }
 

@@ -1465,7 +1465,13 @@ fn since_and_until_count_requests_by_their_day_and_sessions_by_their_start() {
     let early_days = keys(&only_early["days"]);
     assert!(early_days.iter().all(|day| day.as_str() < "2026-12-01"), "{early_days:?}");
     assert_eq!(rounded(only_early["totals"].clone()), rounded(counters(&early)));
-    assert_eq!(days(&["--since", "2026-12-02"])["days"], serde_json::json!({}));
+    // A window with no request: no group, and a total of exactly nothing
+    // (it said `"cost": null` with `"costStatus": "exact"`).
+    let none = days(&["--since", "2026-12-02"]);
+    assert_eq!(
+        (none["days"].clone(), none["totals"]["totalTokens"].clone(), none["totals"]["cost"].clone(), none["totals"]["costStatus"].clone()),
+        (serde_json::json!({}), serde_json::json!(0), serde_json::json!(0.0), serde_json::json!("exact"))
+    );
     // ccusage's form of a day is the same day; today is after every request.
     assert_eq!(days(&["--since", "20261201", "--until", "20261201"]), only_late);
     assert_eq!(days(&["--since", "today"])["days"], serde_json::json!({}));
