@@ -75,7 +75,10 @@ fn update(home: &Home, source: &str) -> anyhow::Result<()> {
             .user_agent(concat!("agentrace/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        let mut response = agent.get(source).call().with_context(|| format!("cannot fetch the price database from {source}"))?;
+        // A machine without the network (or behind a proxy that refuses
+        // the host) can still be brought up to date from a copy of the file.
+        let fetch_failed = || format!("cannot fetch the price database from {source} (without the network, fetch that file elsewhere and run `agentrace prices --update FILE`; the database kept before is left as it was)");
+        let mut response = agent.get(source).call().with_context(fetch_failed)?;
         response
             .body_mut()
             .with_config()

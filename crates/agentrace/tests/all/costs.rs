@@ -894,7 +894,7 @@ fn prices_update_fetches_a_newer_database_that_prices_every_command() {
     std::fs::write(&other, r#"[{"id": "openai", "name": "OpenAI", "api_pattern": "x", "models": []}]"#).unwrap_or_else(|e| panic!("{e}"));
     for (from, says) in [
         (html.as_str(), "is not genai-prices provider data"),
-        (missing.as_str(), "cannot fetch the price database from"),
+        (missing.as_str(), "without the network, fetch that file elsewhere and run `agentrace prices --update FILE`"),
         (other.to_str().unwrap_or_default(), "prices no gpt-5"),
         ("/nowhere/data.json", "cannot read the price database /nowhere/data.json"),
     ] {
