@@ -2275,14 +2275,17 @@ fn usage_route(part: &SourcePart, bytes: &[u8]) -> Route {
     // The small members a record writes before its bulk (a request's type
     // and session) are read first, then those after it (an attachment's
     // type and session come after its body), backwards, as far as needed.
+    // A message line's type may come first and its session last: the walk
+    // goes on until it knows whether the line is a transcript's too (read
+    // as a record, not decoded), as the reading of every member would.
     visit_leading_scalars(bytes, ROUTE_KEYS, &mut |key, raw| {
         seen.note(key, raw);
-        seen.answer().is_none()
+        !seen.settled()
     });
-    if seen.answer().is_none() {
+    if !seen.settled() {
         visit_trailing_members(bytes, ROUTE_KEYS, &mut |key, raw| {
             seen.note(key, raw);
-            seen.answer().is_none()
+            !seen.settled()
         });
     }
     // Still unsettled: every member is read forwards, the line checked
@@ -2355,6 +2358,12 @@ impl Seen {
 
     fn transcript(&self) -> bool {
         self.session || self.sidechain.is_some() || self.in_agent_file
+    }
+
+    /// The answer is known and so is whether the line is a transcript's:
+    /// nothing a further member could change.
+    fn settled(&self) -> bool {
+        self.answer().is_some() && self.transcript()
     }
 
     /// The answer, once what was seen settles it: not a notice (decoded,
