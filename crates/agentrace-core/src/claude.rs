@@ -2318,6 +2318,7 @@ static SIDECHAIN_KEY: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memme
 const ROUTE_KEYS: Members<'static> = Members::Named(&["type", "sessionId", "isSidechain", "agentId", "agent_id"]);
 
 /// What a reader of usage does with a line (see [`usage_route`]).
+#[derive(Debug, PartialEq, Eq)]
 enum Route {
     /// Nothing: it can carry no usage.
     PassOver,
@@ -2614,6 +2615,63 @@ fn xml_value(text: &str, tag: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The router reads a line's members where they stand (first scalars,
+    /// then from the end, an object or array stepped over) and gives each
+    /// shape of line what reading every member would.
+    #[test]
+    fn a_line_is_routed_by_its_members_wherever_they_stand() {
+        let main = SourcePart::Main;
+        let agent = SourcePart::AgentFile { agent_id: "a1".to_owned() };
+        let cases: Vec<(&str, &SourcePart, &str, Route)> = vec![
+            (
+                "an attachment: type and session after its body, time before its rendering",
+                &main,
+                r#"{"parentUuid":"p","isSidechain":false,"attachment":{"type":"x","body":"{\"type\":\"user\"}"},"type":"attachment","timestamp":"2026-01-01T00:00:00Z","rendered":[{"text":"]}"}],"userType":"external","sessionId":"s"}"#,
+                Route::PassOver,
+            ),
+            (
+                "a request shape: type and session first",
+                &main,
+                r#"{"type":"api-request-shape","sessionId":"s","shape":{"system":[{"type":"text"}]}}"#,
+                Route::PassOver,
+            ),
+            (
+                "a message: type first, session last",
+                &main,
+                r#"{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u","sessionId":"s"}"#,
+                Route::Transcript,
+            ),
+            (
+                "a message in a subagent's file, no session",
+                &agent,
+                r#"{"type":"assistant","message":{"role":"assistant","content":[]}}"#,
+                Route::Transcript,
+            ),
+            (
+                "a message of no transcript (a stream line)",
+                &main,
+                r#"{"type":"assistant","message":{"role":"assistant","content":[]},"session_id":"s"}"#,
+                Route::Decode,
+            ),
+            (
+                "a sidechain notice with no agent id (1.0.128): every member read",
+                &main,
+                r#"{"isSidechain":true,"type":"attachment","attachment":{},"sessionId":"s"}"#,
+                Route::Decode,
+            ),
+            (
+                "a hook input",
+                &main,
+                r#"{"type":"attachment","sessionId":"s","attachment":{"hook_event_name":"Stop"}}"#,
+                Route::Decode,
+            ),
+            ("no JSON", &main, "not json", Route::Decode),
+        ];
+        let routed: Vec<(&str, Route)> = cases.iter().map(|(what, part, line, _)| (*what, usage_route(part, line.as_bytes()))).collect();
+        let expected: Vec<(&str, Route)> = cases.into_iter().map(|(what, _, _, route)| (what, route)).collect();
+        assert_eq!(routed, expected);
+    }
 
     #[test]
     fn a_tag_value_is_read_between_its_tags() {
