@@ -350,6 +350,28 @@ pub fn visit_trailing_members(bytes: &[u8], members: Members<'_>, visit: &mut dy
     }
 }
 
+/// Walks the members of a line named `names` where they stand: its first
+/// scalar members ([`visit_leading_scalars`]), then its members from the
+/// end backwards ([`visit_trailing_members`]); only a line whose end cannot
+/// be read that way (not shaped like a JSON object) is skimmed forwards.
+/// `visit` returns false once it has what it wants, and may meet a member
+/// twice (a leading one again from the end). A line's time, a session's
+/// first time and its working folder are read so, never by a forward skim
+/// over the bulk a transcript line writes before them.
+pub fn visit_named(bytes: &[u8], names: &[&str], visit: &mut dyn FnMut(&str, &str) -> bool) {
+    let mut more = true;
+    visit_leading_scalars(bytes, Members::Named(names), &mut |key, raw| {
+        more = visit(key, raw);
+        more
+    });
+    if more && !visit_trailing_members(bytes, Members::Named(names), &mut |key, raw| {
+        more = visit(key, raw);
+        more
+    }) {
+        visit_members(bytes, &mut |key, raw| !names.contains(&key) || visit(key, raw));
+    }
+}
+
 /// Which members a walk ([`visit_leading_scalars`],
 /// [`visit_trailing_members`]) hands its visitor.
 #[derive(Debug, Clone, Copy)]
@@ -772,6 +794,31 @@ mod tests {
                 && text.bytes().all(super::is_literal_byte);
             proptest::prop_assert_eq!(super::is_literal(text.as_bytes()), serde, "{}", text);
         }
+    }
+
+    /// A named member is found before the bulk, after it (past a trailing
+    /// array), or by the forward skim when the end cannot be read.
+    #[test]
+    fn a_named_member_is_found_wherever_it_stands() {
+        let found = |line: &str, name: &str| {
+            let mut found = None;
+            super::visit_named(line.as_bytes(), &[name], &mut |key, raw| {
+                found = Some((key.to_owned(), raw.to_owned()));
+                false
+            });
+            found
+        };
+        let cwd = Some(("cwd".to_owned(), "\"/x\"".to_owned()));
+        assert_eq!(
+            [
+                found(r#"{"cwd":"/x","message":{"cwd":"/inner"}}"#, "cwd"),
+                found(r#"{"message":{"cwd":"/inner"},"cwd":"/x","rendered":["]"],"n":1}"#, "cwd"),
+                found("{\"message\":{\"cwd\":\"/inner\"},\"cwd\":\"/x\"}\n", "cwd"),
+                found(r#"{"message":{"cwd":"/inner"},"other":"/x"}"#, "cwd"),
+                found("not json", "cwd"),
+            ],
+            [cwd.clone(), cwd.clone(), cwd, None, None]
+        );
     }
 
     #[test]

@@ -232,8 +232,11 @@ fn attribute_one(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Resul
                 Recorder::new(RunId::from(format!("claude-{}", files.session_id)), Format::ClaudeTranscript)
                     .for_usage()
                     .with_prices(Arc::clone(prices));
-            let _ = recorder.start_in(claude_start(files), claude_cwd(files));
-            feed_claude(&mut recorder, files, &mut |_| Ok(()))?;
+            // The session's start, read once: the recorder starts at it and
+            // the feed gives it to lines that name no time.
+            let start = claude_start(files);
+            let _ = recorder.start_in(start, claude_cwd(files));
+            feed_claude(&mut recorder, files, start, &mut |_| Ok(()))?;
             let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default(), prices.id());
             tree.session_id = files.session_id.clone();
             Ok(session(&tree, None))

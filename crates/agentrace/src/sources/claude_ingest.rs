@@ -452,7 +452,8 @@ fn collect_agent_files(
 }
 
 /// The first `timestamp` of a transcript (read line by line until one is
-/// found, each line's other members skimmed over, never built).
+/// found, each line's members read where they stand, never built:
+/// [`decode::visit_named`]).
 pub(crate) fn first_time(path: &Path) -> Option<Timestamp> {
     let file = fs::File::open(path).ok()?;
     let mut reader = BufReader::new(file);
@@ -463,10 +464,8 @@ pub(crate) fn first_time(path: &Path) -> Option<Timestamp> {
             return None;
         }
         let mut found = None;
-        decode::visit_members(&line, &mut |key, raw| {
-            if key == "timestamp" {
-                found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
-            }
+        decode::visit_named(&line, &["timestamp"], &mut |_, raw| {
+            found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
             found.is_none()
         });
         if found.is_some() {
@@ -497,11 +496,11 @@ pub fn claude_cwd(session: &SessionFiles) -> Option<String> {
         if reader.read_until(b'\n', &mut line).ok()? == 0 {
             return None;
         }
+        // A transcript line names its folder after its bulk: read from the
+        // end, not skimmed over from the front.
         let mut found = None;
-        decode::visit_members(&line, &mut |key, raw| {
-            if key == "cwd" {
-                found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
-            }
+        decode::visit_named(&line, &["cwd"], &mut |_, raw| {
+            found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
             found.is_none()
         });
         if found.is_some() {
@@ -515,15 +514,17 @@ pub fn claude_cwd(session: &SessionFiles) -> Option<String> {
 const CWD_LINES: usize = 64;
 
 /// Feeds one Claude session's files to `recorder`, merged in time order (a
-/// metadata document is one line, just before its subagent's first line);
+/// metadata document is one line, just before its subagent's first line;
+/// a line that names no time gets `start`, the session's, until one does);
 /// `sink` gets each batch. Returns where the reading of each file stopped,
 /// by path.
 pub fn feed_claude(
     recorder: &mut Recorder,
     session: &SessionFiles,
+    start: Timestamp,
     sink: Sink<'_>,
 ) -> anyhow::Result<BTreeMap<String, ReadMark>> {
-    feed_whole(recorder, &session.parts, claude_start(session), TornLines::Feed, sink)
+    feed_whole(recorder, &session.parts, start, TornLines::Feed, sink)
 }
 
 /// The newest Claude run whose root is `session`.

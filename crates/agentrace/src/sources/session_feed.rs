@@ -491,21 +491,13 @@ impl Lines {
 /// would not give it, which only places it among its neighbours, the same
 /// way in every reading.
 fn line_time(bytes: &[u8]) -> Option<Timestamp> {
-    const TIME: decode::Members<'static> = decode::Members::Named(&["timestamp"]);
     // Set once the member is met (to `None` when it names no time).
-    let found: std::cell::Cell<Option<Option<Timestamp>>> = std::cell::Cell::new(None);
-    let mut note = |key: &str, raw: &str| {
-        if key == "timestamp" {
-            found.set(Some(decode::raw_string(raw).and_then(|text| Timestamp::parse(&text))));
-            return false;
-        }
-        true
-    };
-    decode::visit_leading_scalars(bytes, TIME, &mut note);
-    if found.get().is_none() && !decode::visit_trailing_members(bytes, TIME, &mut note) {
-        decode::visit_members(bytes, &mut note);
-    }
-    found.get().flatten()
+    let mut found: Option<Option<Timestamp>> = None;
+    decode::visit_named(bytes, &["timestamp"], &mut |_, raw| {
+        found = Some(decode::raw_string(raw).and_then(|text| Timestamp::parse(&text)));
+        false
+    });
+    found.flatten()
 }
 
 /// How much of a file one read asks for.
