@@ -153,9 +153,7 @@ fn agent_figures(node: &AgentNode, waterfall: &Waterfall, view: &RunView) -> Fig
         turns,
         tool_calls,
         tokens: node.tokens.as_ref().map(|tokens| tokens.total_tokens),
-        // No request yet, no cost: a figure of $0 would read as a free agent
-        // (`show` and `top` leave it out too).
-        cost: node.tokens.as_ref().and(node.cost),
+        cost: node.cost_once_requested().and_then(|(cost, _)| cost),
         duration_ms: first.zip(last).map(|(first, last)| last - first),
         result: node.final_message.clone(),
         warnings: codes(view, |warning| warning.thread_id.as_ref() == Some(&node.thread_id)),

@@ -122,11 +122,11 @@ fn push_agent(rows: &mut Vec<AgentRow>, agent: &AgentNode, depth: usize, records
     let record = records
         .iter()
         .find(|record| record.kind == ChildWorkKind::Agent && record.provider_id == agent.thread_id.0);
-    // No request yet, no cost (`show` leaves both out too).
-    let cost = match (&agent.tokens, record.and_then(|record| record.total_tokens)) {
-        (None, None) => None,
-        _ => Some((agent.cost, agent.cost_status)),
-    };
+    // No request yet, no cost (`show` leaves both out too); a record's
+    // tokens tell a request the tree has not counted yet.
+    let cost = agent
+        .cost_once_requested()
+        .or_else(|| record.and_then(|record| record.total_tokens).map(|_| (agent.cost, agent.cost_status)));
     let row = match record {
         Some(record) => record_row(record, depth, cost),
         None => {

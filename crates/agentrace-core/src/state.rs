@@ -278,6 +278,21 @@ impl RunSummary {
     pub fn problem_count(&self) -> usize {
         self.warning_count.saturating_sub(self.note_codes.len())
     }
+
+    /// Its root at work: `running`, and its session not ended (a run that
+    /// stopped mid-turn, a crash or a kill, stays `running`, but nothing
+    /// will end it: [`RunSummary::session_ended`]).
+    pub fn at_work(&self) -> bool {
+        self.status == RunStatus::Running && !self.session_ended
+    }
+}
+
+impl AgentNode {
+    /// Its cost once it made a request (a figure and how complete it is);
+    /// `None` before: a cost of $0 then would read as a free agent.
+    pub fn cost_once_requested(&self) -> Option<(Option<f64>, CostStatus)> {
+        self.tokens.map(|_| (self.cost, self.cost_status))
+    }
 }
 
 /// The codes of the info-level warnings among `warnings`, in order

@@ -59,10 +59,15 @@ pub const DETECTOR_CODES: [&str; 12] = [
 /// linked to two spawners.
 pub const ATTRIBUTOR_CODES: [&str; 1] = ["link_conflict"];
 
-/// True for a code a run's warnings may carry ([`DETECTOR_CODES`],
-/// [`ATTRIBUTOR_CODES`]).
+/// Every code a run's warnings may carry: [`DETECTOR_CODES`], then
+/// [`ATTRIBUTOR_CODES`].
+pub fn known_codes() -> impl Iterator<Item = &'static str> {
+    DETECTOR_CODES.into_iter().chain(ATTRIBUTOR_CODES)
+}
+
+/// True for a code a run's warnings may carry ([`known_codes`]).
 pub fn is_known_code(code: &str) -> bool {
-    DETECTOR_CODES.contains(&code) || ATTRIBUTOR_CODES.contains(&code)
+    known_codes().any(|known| known == code)
 }
 
 /// What one detector says about a run.

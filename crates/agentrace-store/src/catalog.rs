@@ -748,7 +748,7 @@ impl Catalog {
         self.mend_once("notes_marked", "warning_count > 0", |run_id| {
             let Some(mut record) = home.read_record_pub(run_id) else { return Ok(None) };
             // A run being recorded gets them in its recorder's next record.
-            if !record.note_codes.is_empty() || (record.status == RunStatus::Running && !record.session_ended) {
+            if !record.note_codes.is_empty() || record.at_work() {
                 return Ok(None);
             }
             let Ok(loaded) = home.load_run(run_id) else { return Ok(None) };
@@ -991,15 +991,13 @@ impl Catalog {
             };
             self.list_runs(&filter).map(|(runs, _)| runs)
         };
-        let live = |run: &RunSummary| run.status == RunStatus::Running && !run.session_ended;
-        let mut running = listed(Some(RunStatus::Running.as_str()), None)?;
-        running.retain(|listed| live(&listed.run));
+        let running = listed(Some(LIVE_STATUS), None)?;
         // The newest, running or not, hold the `recent` newest others.
         let newest = listed(None, Some((running.len() + recent) as u64))?;
         let mut ended = 0;
         let mut ids: Vec<RunId> = Vec::with_capacity(newest.len());
         for listed in newest {
-            if live(&listed.run) {
+            if listed.run.at_work() {
                 ids.push(listed.run.id);
             } else if ended < recent {
                 ended += 1;

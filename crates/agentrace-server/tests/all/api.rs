@@ -924,7 +924,6 @@ fn the_viewers_warning_filter_offers_every_code_a_run_may_carry() {
     let select = &page[start..start + page[start..].find("</select>").unwrap_or_else(|| panic!("unclosed"))];
     let offered: Vec<&str> = select.split("<option value=\"").skip(1).filter_map(|option| option.split('"').next()).collect();
     let mut codes: Vec<&str> = vec!["", "any"];
-    codes.extend(agentrace_core::warnings::DETECTOR_CODES);
-    codes.extend(agentrace_core::warnings::ATTRIBUTOR_CODES);
+    codes.extend(agentrace_core::warnings::known_codes());
     assert_eq!(offered, codes);
 }

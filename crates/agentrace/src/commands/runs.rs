@@ -67,7 +67,7 @@ pub fn warning_filter(flag: &str, text: &str) -> anyhow::Result<WarningFilter> {
     WarningFilter::parse(text).with_context(|| {
         format!(
             "{flag} {text}: not a warning code; expected `any` or one of {}",
-            agentrace_core::warnings::DETECTOR_CODES.iter().chain(agentrace_core::warnings::ATTRIBUTOR_CODES.iter()).copied().collect::<Vec<_>>().join(", ")
+            agentrace_core::warnings::known_codes().collect::<Vec<_>>().join(", ")
         )
     })
 }
@@ -484,7 +484,7 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         );
     }
     // Sessions going on now: where to watch each agent at work.
-    let live = runs.iter().filter(|listed| (listed.run.status == RunStatus::Running && !listed.run.session_ended) || listed.run.helpers_working).count();
+    let live = runs.iter().filter(|listed| listed.run.at_work() || listed.run.helpers_working).count();
     if live > 0 {
         let sessions = if live == 1 { "1 session is".to_owned() } else { format!("{live} sessions are") };
         eprintln!("hint: {sessions} live; `agentrace top` follows what each agent does now (or `agentrace serve --watch`, page /live)");
