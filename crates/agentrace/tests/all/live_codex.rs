@@ -255,6 +255,11 @@ fn run_codex_records_two_parallel_v1_children() {
                 Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
                 Step::Calls(vec![Call::new("wait_agent", json!({"targets": "$AGENT_IDS", "timeout_ms": 60000}))]),
                 Step::Message(ROOT_ANSWER.to_owned()),
+                // A child's completion notice that reaches the root after
+                // its answer was asked for is read in one more request of
+                // the same turn (under load, now and then): the model
+                // answers it the same, as a real one would.
+                Step::Message(ROOT_ANSWER.to_owned()),
             ],
         )
         .agent("CHILD:A", vec![Step::Message("CHILD A DONE".to_owned())])
@@ -268,7 +273,18 @@ fn run_codex_records_two_parallel_v1_children() {
     finals.sort_unstable();
     assert_eq!(finals, vec!["CHILD A DONE", "CHILD B DONE"]);
     assert!(children.iter().all(|c| c["role"] == "helper" && c["depth"] == 1));
-    assert_eq!(view["run"]["result"], ROOT_ANSWER);
+    // Should it differ, what the model was asked, each request's thread and
+    // last input item, says why.
+    let asked: Vec<String> = codex
+        .mock
+        .requests()
+        .iter()
+        .map(|request| {
+            let last = request["input"].as_array().and_then(|items| items.last()).map(Value::to_string).unwrap_or_default();
+            format!("{} {}", request["client_metadata"]["thread_id"], last.chars().take(200).collect::<String>())
+        })
+        .collect();
+    assert_eq!(view["run"]["result"], ROOT_ANSWER, "{asked:#?}");
     let root = view["run"]["rootThreadId"].as_str().unwrap_or_default().to_owned();
     check_attribution(&codex.events("v1-two"), &root);
 }
