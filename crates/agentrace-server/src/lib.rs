@@ -324,6 +324,32 @@ fn sort_of(sort: Option<&str>) -> Result<agentrace_store::catalog::RunSort, ApiE
     }
 }
 
+/// The status a `status=` keeps to (none when blank): one a record has,
+/// or `live`. Another would list nothing and look like an empty history.
+fn status_of(status: Option<&str>) -> Result<Option<String>, ApiError> {
+    use agentrace_store::catalog::RUN_STATUSES;
+    match status.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(text) if RUN_STATUSES.contains(&text) => Ok(Some(text.to_owned())),
+        Some(text) => Err(ApiError::BadRequest(format!("status={text}: expected one of {}", RUN_STATUSES.join(", ")))),
+    }
+}
+
+/// The provider a `provider=` keeps to (none when blank).
+fn provider_of(provider: Option<&str>) -> Result<Option<String>, ApiError> {
+    match provider.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(text) => {
+            use agentrace_core::model::Provider;
+            [Provider::Codex, Provider::Claude, Provider::Unknown]
+                .into_iter()
+                .find(|provider| provider.as_str() == text)
+                .map(|provider| Some(provider.as_str().to_owned()))
+                .ok_or_else(|| ApiError::BadRequest(format!("provider={text}: expected codex, claude or unknown")))
+        }
+    }
+}
+
 /// The warnings a `warning=` keeps to: `any`, or a code a run may carry.
 fn warning_of(warning: Option<&str>) -> Result<Option<agentrace_store::catalog::WarningFilter>, ApiError> {
     use agentrace_store::catalog::WarningFilter;
@@ -370,9 +396,9 @@ async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>
     let now = state.now();
     let zone = zone_of(query.tz.as_deref())?;
     let filter = agentrace_store::catalog::RunFilter {
-        provider: query.provider,
+        provider: provider_of(query.provider.as_deref())?,
         project: query.project,
-        status: query.status,
+        status: status_of(query.status.as_deref())?,
         since: query.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?,
         until: query.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?,
         warning: warning_of(query.warning.as_deref())?,
@@ -432,7 +458,7 @@ async fn search(State(state): State<AppState>, Query(params): Query<SearchParams
             text: params.q,
             run: run.map(|id| id.to_string()),
             actor,
-            provider: params.provider,
+            provider: provider_of(params.provider.as_deref())?,
             project: params.project,
             since,
             until,

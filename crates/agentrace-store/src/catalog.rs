@@ -1967,6 +1967,10 @@ pub struct RunFilter {
 /// their session not ended (`sessionEnded` absent from the record).
 pub const LIVE_STATUS: &str = "live";
 
+/// Every status a listing takes ([`RunFilter::status`]): a record's, and
+/// [`LIVE_STATUS`]. Anything else would list nothing, silently.
+pub const RUN_STATUSES: [&str; 5] = ["running", "done", "failed", "interrupted", LIVE_STATUS];
+
 /// The warnings a listing keeps to ([`RunFilter::warning`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WarningFilter {

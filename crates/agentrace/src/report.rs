@@ -633,7 +633,10 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
             node.role.as_str(),
             node.status.as_str(),
             node.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
-            crate::render::cost_text(node.cost, node.cost_status),
+            // No request yet, no cost: "$0.0000" beside "–" tokens would read as a free agent.
+            node.cost_once_requested()
+                .map(|(cost, status)| crate::render::cost_text(cost, status))
+                .unwrap_or_else(|| "–".to_owned()),
         );
         for child in node.children.iter().rev() {
             stack.push((child, depth + 1));
@@ -643,7 +646,8 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
         out,
         "| **total** | | | {} | {} |",
         run.tokens.map(|t| t.total_tokens.to_string()).unwrap_or_else(|| "–".to_owned()),
-        crate::render::cost_text(run.cost, run.cost_status),
+        // As an agent's: no request in the whole run, no cost.
+        run.tokens.map(|_| crate::render::cost_text(run.cost, run.cost_status)).unwrap_or_else(|| "–".to_owned()),
     );
     let _ = writeln!(out, "\n### Warnings ({})\n", view.warnings.len());
     for warning in &view.warnings {

@@ -771,7 +771,15 @@ async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
     assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "sort=price: expected one of started, cost, tokens, duration, warnings"})));
     let (status, body) = get(&state, "/api/runs?warning=lost_turns", None).await;
     assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "warning=lost_turns: not a warning code; expected `any` or a code as `check` names it"})));
-    let (_, blank) = get(&state, "/api/runs?sort=&warning=", None).await;
+    // A status or provider no run can have would list nothing, as an
+    // empty history would: refused, named.
+    let (status, body) = get(&state, "/api/runs?status=finished", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "status=finished: expected one of running, done, failed, interrupted, live"})));
+    let (status, body) = get(&state, "/api/runs?provider=gemini", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "provider=gemini: expected codex, claude or unknown"})));
+    let (status, body) = get(&state, "/api/search?q=x&provider=gemini", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "provider=gemini: expected codex, claude or unknown"})));
+    let (_, blank) = get(&state, "/api/runs?sort=&warning=&status=&provider=", None).await;
     assert_eq!((ids(&blank), blank["total"].clone()), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
     let (_, none) = get(&state, "/api/runs?warning=orphan_child&sort=warnings", None).await;
     assert_eq!(none, json!({"runs": [], "total": 0}));

@@ -5,7 +5,7 @@
 use agentrace_core::days;
 use agentrace_core::model::{Provider, RunStatus};
 use agentrace_core::state::{CostStatus, RunSummary};
-use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter, LIVE_STATUS};
+use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter, RUN_STATUSES};
 use agentrace_store::{Catalog, Home};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
@@ -130,10 +130,7 @@ fn filter_of(args: &RunsArgs) -> anyhow::Result<RunFilter> {
     let RunsArgs { status, warning, sort, scope, limit, offset, .. } = args;
     let (since, until) = scope.bounds()?;
     if let Some(status) = status {
-        anyhow::ensure!(
-            ["running", "done", "failed", "interrupted", LIVE_STATUS].contains(&status.as_str()),
-            "--status {status}: expected running, done, failed, interrupted or {LIVE_STATUS}"
-        );
+        anyhow::ensure!(RUN_STATUSES.contains(&status.as_str()), "--status {status}: expected {}", RUN_STATUSES.join(", "));
     }
     Ok(RunFilter {
         provider: scope.provider.map(|provider| Provider::from(provider).as_str().to_owned()),

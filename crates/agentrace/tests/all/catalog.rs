@@ -173,7 +173,7 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
         "error: --since last week: expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n"
     );
     let bad = cli.run(&["runs", "--status", "finished"]);
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected running, done, failed, interrupted or live"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--status finished: expected running, done, failed, interrupted, live"));
 }
 
 /// `runs --sort` lists the largest first of a figure (ties newest first, a

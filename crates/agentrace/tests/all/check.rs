@@ -539,3 +539,28 @@ fn check_for_github_prints_workflow_commands_and_appends_the_step_summary() {
     assert!(text.starts_with("## an earlier step\n\n"), "appended, not replaced:\n{text}");
     insta::assert_snapshot!("check_github_step_summary", text);
 }
+
+/// An agent that has made no request yet has no cost in the step summary,
+/// as `show`, `diff` and `top` leave it out: `$0.0000` beside `–` tokens
+/// would read as a free agent.
+#[test]
+fn the_step_summary_gives_no_cost_to_an_agent_without_a_request() {
+    let cli = Cli::new();
+    super::viewer::generated_run(&agentrace_store::Home::at(cli.home.path()), "quiet", 1);
+    let summary = cli.home.path().join("step-summary.md");
+    let summary_arg = summary.to_string_lossy().into_owned();
+    cli.run(&["check", "quiet", "--summary", &summary_arg]);
+    let text = std::fs::read_to_string(&summary).unwrap_or_else(|e| panic!("{e}"));
+    let table: Vec<&str> = text.lines().filter(|line| line.starts_with("| ")).collect();
+    assert_eq!(
+        table,
+        [
+            "| agent | role | status | tokens | cost |",
+            "| --- | --- | --- | ---: | ---: |",
+            "| Main | root | completed | – | – |",
+            "| · Helper 1 | helper | completed | – | – |",
+            "| **total** | | | – | – |",
+        ],
+        "{text}"
+    );
+}

@@ -44,7 +44,7 @@ fn actor(thread: &str) -> Actor {
 /// Writes run `id`: the root's one turn, in which it spawns `helpers`
 /// helpers; each runs one turn with one shell call, the same times for
 /// each, all within the root's turn.
-fn generated_run(home: &Home, id: &str, helpers: u32) {
+pub(crate) fn generated_run(home: &Home, id: &str, helpers: u32) {
     let run_id = RunId::from(id);
     let mut events: Vec<(i64, String, Event)> = vec![(
         0,
