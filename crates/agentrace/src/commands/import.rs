@@ -1451,6 +1451,14 @@ fn import_sessions(
             return Ok(());
         }
         let previous = importer.known(CLAUDE, &session.session_id)?;
+        // A session whose files are all empty has nothing to attribute yet,
+        // and no time of its own: its run would start at the import, hold
+        // no agent, and read `running`. It is left until it grows, as a
+        // rollout is until its first line.
+        if previous.is_none() && stamps.values().all(|stamp| stamp.size == 0) {
+            importer.bar.inc(1);
+            return Ok(());
+        }
         let change = compare(previous.as_ref(), &stamps, args.idle_limit);
         let log = previous.as_ref().and_then(|previous| previous.log);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));

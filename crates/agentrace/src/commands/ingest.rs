@@ -538,9 +538,14 @@ pub fn ingest_transcripts(
         None => claude_config_dir()
             .context("no input given and neither CLAUDE_CONFIG_DIR nor HOME is set")?,
     };
-    let sessions = find_sessions(&path)?;
+    // Empty session files are left until they hold a line, as `import`
+    // leaves them: a run of one would start now and hold nothing.
+    let sessions: Vec<SessionFiles> = find_sessions(&path)?
+        .into_iter()
+        .filter(|session| !session.parts.iter().all(|(_, file)| fs::metadata(file).is_ok_and(|meta| meta.len() == 0)))
+        .collect();
     if sessions.is_empty() {
-        bail!("no Claude Code sessions under {}", path.display());
+        bail!("no Claude Code sessions under {} (an empty session file is read once it holds a line)", path.display());
     }
     if options.run_id.is_some() && sessions.len() > 1 {
         bail!(

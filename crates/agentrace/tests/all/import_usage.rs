@@ -1221,6 +1221,42 @@ fn a_folder_that_is_not_there_is_said_and_an_empty_home_gets_a_hint() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("hint: no runs are recorded"));
 }
 
+/// An empty Claude session file (the CLI made it, nothing is written yet)
+/// is no run: one would start at the import, hold no agent and read
+/// `running`. Once it holds the session's lines, the next import reads it
+/// as new. `ingest` of the folder leaves it alike.
+#[test]
+fn an_empty_claude_session_file_is_no_run_until_it_holds_lines() {
+    let dir = homes(&[], &["nested_fg"]);
+    let claude = dir.path().join("claude");
+    let session = jsonl_files(&claude.join("projects"))
+        .into_iter()
+        .find(|path| !path.components().any(|part| part.as_os_str() == "subagents"))
+        .unwrap_or_else(|| panic!("no session file"));
+    let text = std::fs::read(&session).unwrap_or_else(|e| panic!("{e}"));
+    let empty = session.with_file_name("00000000-0000-4000-8000-000000000000.jsonl");
+    std::fs::write(&empty, "").unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let (codex, claude_arg) = (dir.path().join("codex").to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    let import = |cli: &Cli| String::from_utf8_lossy(&cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude_arg]).stderr).into_owned();
+    let first = import(&cli);
+    assert!(first.contains("imported 1 new session, 0 changed, 0 unchanged"), "{first}");
+    assert_eq!(run_ids(&cli).iter().filter(|id| id.contains("00000000-0000-4000-8000")).count(), 0);
+    let project = session.parent().unwrap_or_else(|| panic!("no project")).to_string_lossy().into_owned();
+    let ingested = Cli::new().run(&["ingest", "--quiet", &project]);
+    assert_eq!(ingested.status.code(), Some(0), "{}", String::from_utf8_lossy(&ingested.stderr));
+    assert_eq!(String::from_utf8_lossy(&ingested.stdout).lines().count(), 1, "one session ingested, the empty file left");
+
+    // The session's lines, as Claude Code writes them (a copy of the one
+    // beside it, under its own id).
+    let id = session.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+    let grown = String::from_utf8_lossy(&text).replace(&id, "00000000-0000-4000-8000-000000000000");
+    std::fs::write(&empty, grown).unwrap_or_else(|e| panic!("{e}"));
+    let second = import(&cli);
+    assert!(second.contains("imported 1 new session, 0 changed, 1 unchanged"), "{second}");
+    assert!(run_ids(&cli).contains(&"claude-00000000-0000-4000-8000-000000000000".to_owned()), "{:?}", run_ids(&cli));
+}
+
 /// A Claude session recorded live is continued by `import`, never
 /// rebuilt: when its transcripts change again, the next import adds to the
 /// live run rather than deleting it and writing the transcripts' run in its
