@@ -1244,6 +1244,12 @@ impl RunState {
         }
     }
 
+    /// The session's working folder, as its start or its root thread named
+    /// it (the run's project).
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
+    }
+
     /// `{run, agents, warnings}`.
     pub fn view(&self) -> RunView {
         RunView {

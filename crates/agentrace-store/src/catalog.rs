@@ -945,7 +945,11 @@ impl Catalog {
         };
         let texts = if summary.status == RunStatus::Running { None } else { Some(texts_of_log(&home.log_path(id))?) };
         let agents = agents_of_log(home, id);
-        self.put_run(&summary, None, None, &agents, log, texts.as_deref())
+        // A record names no folder: a run recorded by `run`, `tap` or
+        // `hook` had no project (and `runs --project` missed it) until
+        // `usage` kept its usage.
+        let project = project_of_log(&home.log_path(id));
+        self.put_run(&summary, project.as_deref(), None, &agents, log, texts.as_deref())
     }
 
     /// Runs matching `filter`, in its order (newest first unless it says
@@ -1635,6 +1639,21 @@ pub fn agent_rows(agents: &[agentrace_core::state::AgentNode]) -> Vec<AgentRow> 
         walk(agent, 0, &mut out);
     }
     out
+}
+
+/// The envelopes of a log's start folded for its working folder: a
+/// run's start or its root thread's names it, among its first lines.
+const PROJECT_ENVELOPES: usize = 256;
+
+/// A run's project (working folder), as the one fold of its log's first
+/// [`PROJECT_ENVELOPES`] envelopes names it; `None` when they name none.
+fn project_of_log(path: &Path) -> Option<String> {
+    let reader = LogReader::open(path).ok()?;
+    let mut state = agentrace_core::state::RunState::new(RunId::from(""));
+    for envelope in reader.flatten().take(PROJECT_ENVELOPES) {
+        state.apply(&envelope);
+    }
+    state.cwd().map(str::to_owned)
 }
 
 /// The searchable text of a log: two passes (the final actors first).

@@ -123,10 +123,10 @@ impl Texts {
 }
 
 /// Indexes a run at the end of its recording from what the recorder holds
-/// (its record, agent tree and the text collected as it was written), so
-/// the log is not read again; a failure is only said: the next reader
-/// syncs the run anyway.
-pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], texts: Texts) {
+/// (its record, working folder, agent tree and the text collected as it
+/// was written), so the log is not read again; a failure is only said:
+/// the next reader syncs the run anyway.
+pub fn index_recorded(home: &Home, summary: &RunSummary, project: Option<&str>, agents: &[AgentNode], texts: Texts) {
     let id = &summary.id;
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(home)?;
@@ -140,7 +140,9 @@ pub fn index_recorded(home: &Home, summary: &RunSummary, agents: &[AgentNode], t
         // ingest's time).
         catalog.begin()?;
         let texts = texts.settled_or_read(home, id)?;
-        catalog.put_run(summary, None, None, &agents, stamp, Some(&texts))?;
+        // Its project now, not once `usage` has kept its usage: `runs
+        // --project` found a recorded run only after that.
+        catalog.put_run(summary, project, None, &agents, stamp, Some(&texts))?;
         catalog.commit()?;
         Ok(())
     })();

@@ -626,3 +626,36 @@ fn an_info_level_note_is_listed_but_not_counted_as_a_problem() {
     catalog_execute(&cli, "DELETE FROM meta WHERE key = 'notes_marked'", &[]);
     assert_eq!(seen(&cli), expected);
 }
+
+/// A run recorded without the catalog at hand (a Claude transcript
+/// ingested, as `run`, `tap` and `hook` record) is listed with its project
+/// as soon as it is synced, and `runs --project` finds it; before, its
+/// project came only once `usage` had kept its usage. A run the catalog
+/// indexes when its recording ends (an ingested stream) has it too.
+#[test]
+fn a_recorded_run_is_listed_and_found_by_its_project_at_once() {
+    let cli = Cli::new();
+    let projects = fixtures().join("claude/nested_fg/home_claude/projects");
+    let session = std::fs::read_dir(&projects)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .flat_map(|project| std::fs::read_dir(project.path()).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .unwrap_or_else(|| panic!("no session file"));
+    let claude = cli.ingest(&session, &["--quiet"]);
+    let codex = cli.ingest(&capture("v1_basic"), &["--run-id", "codex-basic", "--quiet"]);
+    let projects_of = |args: &[&str]| -> Vec<(Value, Value)> {
+        let mut all = vec!["runs", "--json"];
+        all.extend_from_slice(args);
+        let list = json_of(&cli.ok(&all));
+        list["runs"].as_array().into_iter().flatten().map(|run| (run["id"].clone(), run["project"].clone())).collect()
+    };
+    assert_eq!(
+        (projects_of(&["--project", "nested_fg"]), projects_of(&["--project", "codexcap"])),
+        (
+            vec![(json!(claude), json!("/home/dev/agents/work/nested_fg"))],
+            vec![(json!(codex), json!("/home/dev/codexcap/work"))]
+        )
+    );
+}
