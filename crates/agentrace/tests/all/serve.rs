@@ -88,7 +88,8 @@ fn serve_prints_where_it_listens_first_and_answers_there() {
 #[test]
 fn runs_json_lists_what_the_api_lists_with_each_runs_project_and_agents() {
     // An imported Claude session (its project is the transcript's cwd, and
-    // it has a helper) beside an ingested Codex run (no project known).
+    // it has a helper) beside an ingested Codex run (its project is its
+    // root thread's folder).
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     copy_dir(
         &fixtures().join("claude/nested_fg/home_claude"),
@@ -119,7 +120,7 @@ fn runs_json_lists_what_the_api_lists_with_each_runs_project_and_agents() {
         (columns, &listed["total"], &api),
         (
             vec![
-                (json!("basic"), Value::Null, json!(2)),
+                (json!("basic"), json!("/home/dev/codexcap/work"), json!(2)),
                 (
                     json!("claude-d882d213-4da9-4bcb-bd05-cb557061dd59"),
                     json!("/home/dev/agents/work/nested_fg"),
