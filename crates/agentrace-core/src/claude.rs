@@ -182,6 +182,8 @@ pub struct ClaudeAttributor {
     registry: Registry,
     /// The first session seen.
     root: Option<ThreadId>,
+    /// The root's working folder was said (`thread_started`).
+    folder_said: bool,
     /// Spawning tool_use id → what was asked.
     spawns: HashMap<String, Spawn>,
     /// Agent id → helper thread.
@@ -784,7 +786,9 @@ impl ClaudeAttributor {
                 SourcePart::AgentFile { agent_id } => Some(agent_id.as_str()),
                 SourcePart::Main | SourcePart::File { .. } | SourcePart::AgentMeta { .. } => None,
             };
-            return self.transcript(&record, agent, line_number, derived);
+            let handled = self.transcript(&record, agent, line_number, derived);
+            self.say_folder(&record, agent, derived);
+            return handled;
         }
         if sdk_marker {
             // A marker line of the SDK hook logger, ordering hooks among
@@ -799,7 +803,34 @@ impl ClaudeAttributor {
                 },
             );
         }
-        self.stream(&record, line_number, derived)
+        let handled = self.stream(&record, line_number, derived);
+        self.say_folder(&record, None, derived);
+        handled
+    }
+
+    /// Says the session's working folder once, as the root's
+    /// `thread_started`, after the first root line that names it: the
+    /// run's project then lives in its log, not only in the transcript
+    /// (which Claude Code deletes after 30 days) or a catalog rebuilt
+    /// without it. A line read in any number of imports comes in the one
+    /// order, so the event falls in one place however the session was read.
+    fn say_folder(&mut self, record: &Record, agent: Option<&str>, derived: &mut Derived) {
+        if self.folder_said {
+            return;
+        }
+        let (Some(cwd), Some(root)) = (record.cwd.as_deref().filter(|cwd| !cwd.is_empty()), self.root.clone()) else {
+            return;
+        };
+        let the_roots = agent.is_none()
+            && record.is_sidechain != Some(true)
+            && record.parent_tool_use_id.is_none()
+            && record.agent_id.is_none()
+            && record.session_id.as_deref() == Some(root.as_str());
+        if !the_roots {
+            return;
+        }
+        self.folder_said = true;
+        derived.push((Who::Thread(root.clone()), Event::ThreadStarted { thread_id: root, cwd: Some(cwd.to_owned()), model: None }));
     }
 
     fn stream(
@@ -2053,6 +2084,7 @@ impl ClaudeAttributor {
         };
         self.reading_transcript = true;
         let (owner, event) = self.transcript(&record, agent, line.line_number, derived);
+        self.say_folder(&record, agent, derived);
         Some((owner, event, None, timestamp))
     }
 

@@ -68,6 +68,9 @@ pub struct Record {
     /// RFC 3339 time of the line, when it has one.
     #[serde(default, deserialize_with = "lenient")]
     pub timestamp: Option<String>,
+    /// The working folder: on each transcript line, and on `system/init`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cwd: Option<String>,
     /// `system/init`: the model.
     #[serde(default, deserialize_with = "lenient")]
     pub model: Option<String>,

@@ -659,3 +659,41 @@ fn a_recorded_run_is_listed_and_found_by_its_project_at_once() {
         )
     );
 }
+
+/// An imported Claude run keeps its project once its transcript is gone
+/// (Claude Code deletes transcripts after 30 days) and the catalog is made
+/// anew from the logs (unreadable, or of another schema): the run's log
+/// says the session's folder (the root's `thread_started`), so `runs`,
+/// `runs --project` and `usage --by project` give what they gave.
+#[test]
+fn an_imported_claude_run_keeps_its_project_when_its_transcript_and_catalog_are_gone() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (sources.path().join("codex"), sources.path().join("claude"));
+    std::fs::create_dir_all(&codex).unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &claude);
+    let cli = Cli::new();
+    let (codex_arg, claude_arg) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    cli.ok(&["import", "--quiet", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    let seen = |cli: &Cli| {
+        let listed = json_of(&cli.ok(&["runs", "--json", "--project", "nested_fg"]));
+        let usage = json_of(&cli.ok(&["usage", "--by", "project", "--json"]));
+        (
+            listed["runs"].as_array().into_iter().flatten().map(|run| (run["id"].clone(), run["project"].clone())).collect::<Vec<_>>(),
+            usage["projects"].as_object().map(|projects| projects.keys().cloned().collect::<Vec<_>>()).unwrap_or_default(),
+        )
+    };
+    let before = seen(&cli);
+    assert_eq!(
+        before,
+        (
+            vec![(json!("claude-d882d213-4da9-4bcb-bd05-cb557061dd59"), json!("/home/dev/agents/work/nested_fg"))],
+            vec!["/home/dev/agents/work/nested_fg".to_owned()]
+        )
+    );
+    std::fs::remove_dir_all(&claude).unwrap_or_else(|e| panic!("{e}"));
+    let catalog = cli.home.path().join("catalog.sqlite");
+    for end in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{end}", catalog.display()));
+    }
+    assert_eq!(seen(&cli), before);
+}
