@@ -208,7 +208,7 @@ struct EventsArgs {
     /// Print JSON Lines (one envelope per line).
     #[arg(long)]
     json: bool,
-    /// Include each envelope's original frame.
+    /// Include each envelope's original frame (under its event, or as `raw` with `--json`; an imported frame is read from its source).
     #[arg(long)]
     raw: bool,
     /// Only events of `main` (roots), `helpers`, `unknown`, or one thread id.
@@ -390,6 +390,11 @@ fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
             out.json(&envelope)?;
         } else {
             render::event_line(out, &envelope)?;
+            // The frame under its event: the ingest's hint sends a user
+            // here to see an undecodable line as it was read.
+            if args.raw {
+                render::raw_line(out, &envelope)?;
+            }
         }
     }
     if !reader.skipped().is_empty() {

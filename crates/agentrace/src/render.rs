@@ -233,6 +233,21 @@ pub fn event_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
     out.line(event_text(envelope))
 }
 
+/// Under an event of `events --raw`: its frame as read, or why it cannot
+/// be shown (an imported frame whose source changed or is gone); nothing
+/// for a derived event, which has no frame.
+pub fn raw_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
+    use agentrace_core::model::RawUnavailable;
+    // An unresolved reference reads `raw: null` beside why.
+    let text = match (envelope.raw_unavailable, &envelope.raw) {
+        (Some(RawUnavailable::SourceChanged), _) => "unavailable: its source changed".to_owned(),
+        (Some(RawUnavailable::SourceMissing), _) => "unavailable: its source is gone".to_owned(),
+        (None, Some(raw)) => raw.get().to_owned(),
+        (None, None) => return Ok(()),
+    };
+    out.line(format!("{:>6}  raw {text}", ""))
+}
+
 /// The text of [`event_line`]: `sequence  clock  actor  what happened`.
 pub fn event_text(envelope: &Envelope) -> String {
     let clock = days::clock_of(envelope.timestamp, &crate::zone::shown().tz);

@@ -471,3 +471,55 @@ fn ingest_of_an_imported_runs_v3_log_replays_it_as_the_same_log_with_its_frames_
     assert!(replayed.len() > 40, "{} events", replayed.len());
     assert_eq!(replayed, events("from-v2"));
 }
+
+/// `events RUN --raw` without `--json` prints each frame under its event,
+/// as `--json` gives it in `raw`: an ingested line that is not JSON as it
+/// was read (what the ingest's hint promises), an imported frame from its
+/// source, and, once the source is gone, that it is gone. A derived event
+/// has no frame line.
+#[test]
+fn events_raw_as_text_prints_each_frame_under_its_event() {
+    let cli = Cli::new();
+    let text = std::fs::read_to_string(super::support::capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let mut lines: Vec<&str> = text.lines().take(4).collect();
+    lines.insert(2, "not json {");
+    let bad = cli.home.path().join("bad.jsonl");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let id = cli.ingest(&bad, &["--quiet"]);
+    // Each event line, with the frame line under it when there is one.
+    let pairs = |id: &str| -> Vec<(String, Option<String>)> {
+        let printed = cli.ok(&["events", id, "--raw"]);
+        let mut pairs: Vec<(String, Option<String>)> = Vec::new();
+        for line in printed.lines() {
+            match (line.strip_prefix("        raw "), pairs.last_mut()) {
+                (Some(frame), Some((_, under))) => *under = Some(frame.to_owned()),
+                _ => pairs.push((line.to_owned(), None)),
+            }
+        }
+        pairs
+    };
+    let frames = |id: &str| -> Vec<Option<String>> {
+        events(&cli, id, &["--raw"]).iter().map(|(line, value)| match value.get("rawUnavailable") {
+            Some(_) => Some("unavailable: its source is gone".to_owned()),
+            None => value.get("raw").map(|_| raw_text(line)),
+        }).collect()
+    };
+    let ingested = pairs(&id);
+    assert_eq!(ingested.iter().map(|(_, frame)| frame.clone()).collect::<Vec<_>>(), frames(&id));
+    assert!(ingested.iter().any(|(event, frame)| event.contains("unknown: invalid JSON") && frame.as_deref() == Some("\"not json {\"")), "{ingested:?}");
+    assert!(ingested.iter().any(|(event, frame)| event.contains("run started") && frame.is_none()), "{ingested:?}");
+
+    let dir = homes(&[], &["single_fg"]);
+    import(&cli, dir.path(), &[]);
+    let imported = run_id(&cli, "claude");
+    let before = pairs(&imported);
+    assert!(before.iter().filter(|(_, frame)| frame.as_deref().is_some_and(|frame| frame.starts_with('{'))).count() > 10, "{before:?}");
+    assert_eq!(before.iter().map(|(_, frame)| frame.clone()).collect::<Vec<_>>(), frames(&imported));
+    std::fs::remove_dir_all(dir.path().join("claude")).unwrap_or_else(|e| panic!("{e}"));
+    let after = pairs(&imported);
+    assert_eq!(after.iter().map(|(_, frame)| frame.clone()).collect::<Vec<_>>(), frames(&imported));
+    assert_eq!(
+        (before.len(), before.iter().filter(|(_, frame)| frame.is_some()).count()),
+        (after.len(), after.iter().filter(|(_, frame)| frame.as_deref() == Some("unavailable: its source is gone")).count())
+    );
+}
