@@ -2,9 +2,12 @@
 //! body `{"error": "..."}`. Messages never echo more of a request than a
 //! bounded, validated piece of it.
 
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::de::DeserializeOwned;
 
 /// Why a request failed.
 #[derive(Debug, thiserror::Error)]
@@ -69,5 +72,24 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+/// A query string typed as `T`, as axum's `Query` reads it; one that does
+/// not fit (`limit=abc`) is refused as every other request is, a 400 with
+/// `{"error": ...}` (axum's own refusal was plain text).
+pub(crate) struct ApiQuery<T>(pub T);
+
+/// The most of a refused query's explanation the error repeats.
+const QUERY_ERROR_CHARS: usize = 200;
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::BadRequest(rejection.body_text().chars().take(QUERY_ERROR_CHARS).collect())),
+        }
     }
 }

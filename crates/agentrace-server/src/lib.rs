@@ -27,7 +27,7 @@ use agentrace_core::model::Timestamp;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::zone::Zone;
 use agentrace_store::Home;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -37,6 +37,7 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq as _;
 
 pub use error::ApiError;
+use error::ApiQuery;
 use runs::{ActorFilter, PageQuery, RunCache, DEFAULT_PAGE};
 
 /// The Content-Security-Policy of every response: scripts, styles and
@@ -392,7 +393,7 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
     Ok(catalog)
 }
 
-async fn list_runs(State(state): State<AppState>, Query(query): Query<RunsQuery>) -> Result<Response, ApiError> {
+async fn list_runs(State(state): State<AppState>, ApiQuery(query): ApiQuery<RunsQuery>) -> Result<Response, ApiError> {
     let now = state.now();
     let zone = zone_of(query.tz.as_deref())?;
     let filter = agentrace_store::catalog::RunFilter {
@@ -445,7 +446,7 @@ struct SearchParams {
     tz: Option<String>,
 }
 
-async fn search(State(state): State<AppState>, Query(params): Query<SearchParams>) -> Result<Response, ApiError> {
+async fn search(State(state): State<AppState>, ApiQuery(params): ApiQuery<SearchParams>) -> Result<Response, ApiError> {
     let actor = params.actor.as_deref().and_then(agentrace_store::catalog::ActorQuery::parse);
     let (now, zone) = (state.now(), zone_of(params.tz.as_deref())?);
     let since = params.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?;
@@ -501,7 +502,7 @@ struct EventsQuery {
 async fn events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let page = blocking(move || {
         let home = state.home()?;

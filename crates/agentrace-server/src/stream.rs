@@ -14,7 +14,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -22,6 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::runs::{view_texts, LiveRun, PageQuery, SharedRun, Update, MAX_PAGE};
+use crate::error::ApiQuery;
 use crate::{blocking, ApiError, AppState};
 
 /// Catch-up from `after` sends at most this many envelopes; a client that
@@ -48,7 +49,7 @@ struct Start {
 pub(crate) async fn stream(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> Result<Response, ApiError> {
     let start = state.clone();
     let (run, receiver, first) = blocking(move || {

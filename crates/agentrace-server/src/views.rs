@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
@@ -15,6 +15,7 @@ use agentrace_core::waterfall::Waterfall;
 
 use agentrace_store::zone::Zone;
 
+use crate::error::ApiQuery;
 use crate::{blocking, ApiError, AppState};
 
 /// What `/api/usage` answers: `agentrace usage`'s figures over every
@@ -64,7 +65,7 @@ pub(crate) struct WaterfallCache {
 pub(crate) async fn waterfall(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<WaterfallQuery>,
+    ApiQuery(query): ApiQuery<WaterfallQuery>,
 ) -> Result<Response, ApiError> {
     let waterfall = blocking(move || {
         let home = state.home()?;
@@ -120,7 +121,7 @@ pub(crate) struct CompareQuery {
 
 pub(crate) async fn compare(
     State(state): State<AppState>,
-    Query(query): Query<CompareQuery>,
+    ApiQuery(query): ApiQuery<CompareQuery>,
 ) -> Result<Response, ApiError> {
     let (Some(a), Some(b)) = (query.a, query.b) else {
         return Err(ApiError::BadRequest(
@@ -160,7 +161,7 @@ pub(crate) struct UsageQuery {
     tz: Option<String>,
 }
 
-pub(crate) async fn usage(State(state): State<AppState>, Query(query): Query<UsageQuery>) -> Result<Response, ApiError> {
+pub(crate) async fn usage(State(state): State<AppState>, ApiQuery(query): ApiQuery<UsageQuery>) -> Result<Response, ApiError> {
     let Some(source) = state.inner.options.usage.clone() else {
         return Err(ApiError::NotFound(
             "usage is counted by `agentrace serve`".to_owned(),
@@ -188,7 +189,7 @@ pub(crate) struct LiveQuery {
 /// shows them (the core's [`agentrace_core::overview`], from the run's
 /// one fold), and the server's time, which the page counts durations
 /// from.
-pub(crate) async fn live(State(state): State<AppState>, Query(query): Query<LiveQuery>) -> Result<Response, ApiError> {
+pub(crate) async fn live(State(state): State<AppState>, ApiQuery(query): ApiQuery<LiveQuery>) -> Result<Response, ApiError> {
     let recent = query.recent.unwrap_or(RECENT).min(MAX_RECENT);
     let now = state.now();
     let sessions = blocking(move || {

@@ -779,6 +779,12 @@ async fn the_run_list_is_paged_and_filtered_and_counts_every_match() {
     assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "provider=gemini: expected codex, claude or unknown"})));
     let (status, body) = get(&state, "/api/search?q=x&provider=gemini", None).await;
     assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "provider=gemini: expected codex, claude or unknown"})));
+    // A query that does not fit its types is refused as JSON too (axum's
+    // own refusal was plain text), on every route that takes one.
+    let (status, body) = get(&state, "/api/runs?limit=abc", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "Failed to deserialize query string: limit: invalid digit found in string"})));
+    let (status, body) = get(&state, "/api/search?q=x&limit=-1", None).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, json!({"error": "Failed to deserialize query string: limit: invalid digit found in string"})));
     let (_, blank) = get(&state, "/api/runs?sort=&warning=&status=&provider=", None).await;
     assert_eq!((ids(&blank), blank["total"].clone()), (vec![json!("c"), json!("b"), json!("a")], json!(3)));
     let (_, none) = get(&state, "/api/runs?warning=orphan_child&sort=warnings", None).await;
