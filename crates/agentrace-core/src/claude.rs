@@ -815,22 +815,30 @@ impl ClaudeAttributor {
     /// without it. A line read in any number of imports comes in the one
     /// order, so the event falls in one place however the session was read.
     fn say_folder(&mut self, record: &Record, agent: Option<&str>, derived: &mut Derived) {
-        if self.folder_said {
-            return;
-        }
-        let (Some(cwd), Some(root)) = (record.cwd.as_deref().filter(|cwd| !cwd.is_empty()), self.root.clone()) else {
-            return;
-        };
         let the_roots = agent.is_none()
             && record.is_sidechain != Some(true)
             && record.parent_tool_use_id.is_none()
             && record.agent_id.is_none()
-            && record.session_id.as_deref() == Some(root.as_str());
-        if !the_roots {
+            && record.session_id.is_some()
+            && record.session_id.as_deref() == self.root.as_ref().map(ThreadId::as_str);
+        if the_roots {
+            self.say_roots_folder(record.cwd.as_deref(), derived);
+        }
+    }
+
+    /// [`ClaudeAttributor::say_folder`] for a line known to be the root's
+    /// (its owner is the root).
+    fn say_roots_folder(&mut self, cwd: Option<&str>, derived: &mut Derived) {
+        if self.folder_said {
             return;
         }
+        let (Some(cwd), Some(root)) = (cwd.filter(|cwd| !cwd.is_empty()), self.root.clone()) else {
+            return;
+        };
         self.folder_said = true;
-        derived.push((Who::Thread(root.clone()), Event::ThreadStarted { thread_id: root, cwd: Some(cwd.to_owned()), model: None }));
+        // The line's own actor (the root, as surely as the line says: a
+        // hook's root is derived): the event adds no certainty of its own.
+        derived.push((Who::Frame, Event::ThreadStarted { thread_id: root, cwd: Some(cwd.to_owned()), model: None }));
     }
 
     fn stream(
@@ -1826,6 +1834,11 @@ impl ClaudeAttributor {
             Owner::Thread(thread, _) => Some(thread.clone()),
             Owner::Nobody(_) => None,
         };
+        // Every hook input names the session's folder: a run made of hooks
+        // alone has its project too.
+        if thread.is_some() && thread == self.root {
+            self.say_roots_folder(hook.cwd.as_deref(), derived);
+        }
         let turn = thread.as_ref().and_then(|thread| self.turn_of(thread));
         let tool = hook.tool_name.clone().unwrap_or_default();
         let notice = |message: Option<String>| Event::Notice {

@@ -359,6 +359,9 @@ pub struct HookInput {
     /// The session.
     #[serde(default, deserialize_with = "lenient")]
     pub session_id: Option<String>,
+    /// The session's working folder.
+    #[serde(default, deserialize_with = "lenient")]
+    pub cwd: Option<String>,
     /// `SubagentStart`, `PreToolUse`, …
     #[serde(default, deserialize_with = "lenient")]
     pub hook_event_name: Option<String>,

@@ -627,8 +627,8 @@ fn an_info_level_note_is_listed_but_not_counted_as_a_problem() {
     assert_eq!(seen(&cli), expected);
 }
 
-/// A run recorded without the catalog at hand (a Claude transcript
-/// ingested, as `run`, `tap` and `hook` record) is listed with its project
+/// A run recorded without the catalog at hand (a Claude transcript or
+/// hook inputs ingested, as `run`, `tap` and `hook` record) is listed with its project
 /// as soon as it is synced, and `runs --project` finds it; before, its
 /// project came only once `usage` had kept its usage. A run the catalog
 /// indexes when its recording ends (an ingested stream) has it too.
@@ -645,6 +645,9 @@ fn a_recorded_run_is_listed_and_found_by_its_project_at_once() {
         .unwrap_or_else(|| panic!("no session file"));
     let claude = cli.ingest(&session, &["--quiet"]);
     let codex = cli.ingest(&capture("v1_basic"), &["--run-id", "codex-basic", "--quiet"]);
+    // Hook inputs alone (what `agentrace hook` records): each names the
+    // session's folder.
+    let hooks = cli.ingest(&fixtures().join("claude/single_fg/hooks.jsonl"), &["--quiet"]);
     let projects_of = |args: &[&str]| -> Vec<(Value, Value)> {
         let mut all = vec!["runs", "--json"];
         all.extend_from_slice(args);
@@ -652,10 +655,11 @@ fn a_recorded_run_is_listed_and_found_by_its_project_at_once() {
         list["runs"].as_array().into_iter().flatten().map(|run| (run["id"].clone(), run["project"].clone())).collect()
     };
     assert_eq!(
-        (projects_of(&["--project", "nested_fg"]), projects_of(&["--project", "codexcap"])),
+        (projects_of(&["--project", "nested_fg"]), projects_of(&["--project", "codexcap"]), projects_of(&["--project", "single_fg"])),
         (
             vec![(json!(claude), json!("/home/dev/agents/work/nested_fg"))],
-            vec![(json!(codex), json!("/home/dev/codexcap/work"))]
+            vec![(json!(codex), json!("/home/dev/codexcap/work"))],
+            vec![(json!(hooks), json!("/home/dev/agents/work/single_fg"))]
         )
     );
 }
