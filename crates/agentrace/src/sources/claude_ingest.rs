@@ -455,23 +455,30 @@ fn collect_agent_files(
 /// found, each line's members read where they stand, never built:
 /// [`decode::visit_named`]).
 pub(crate) fn first_time(path: &Path) -> Option<Timestamp> {
-    let file = fs::File::open(path).ok()?;
-    let mut reader = BufReader::new(file);
+    first_named(path, "timestamp", usize::MAX, Timestamp::parse)
+}
+
+/// The first member `name` of the first `lines` lines of `path` that
+/// `read` makes something of (a line's members read where they stand,
+/// [`decode::visit_named`]).
+fn first_named<T>(path: &Path, name: &str, lines: usize, read: impl Fn(&str) -> Option<T>) -> Option<T> {
+    let mut reader = BufReader::new(fs::File::open(path).ok()?);
     let mut line = Vec::new();
-    loop {
+    for _ in 0..lines {
         line.clear();
         if reader.read_until(b'\n', &mut line).ok()? == 0 {
             return None;
         }
         let mut found = None;
-        decode::visit_named(&line, &["timestamp"], &mut |_, raw| {
-            found = decode::raw_string(raw).and_then(|text| Timestamp::parse(&text));
+        decode::visit_named(&line, &[name], &mut |_, raw| {
+            found = decode::raw_string(raw).and_then(|text| read(&text));
             found.is_none()
         });
         if found.is_some() {
             return found;
         }
     }
+    None
 }
 
 /// When a Claude session started: the first time its main file names,
@@ -489,25 +496,9 @@ pub fn claude_start(session: &SessionFiles) -> Timestamp {
 /// enough, and a file without one is not read to its end).
 pub fn claude_cwd(session: &SessionFiles) -> Option<String> {
     let (_, path) = session.parts.first()?;
-    let mut reader = BufReader::new(fs::File::open(path).ok()?);
-    let mut line = Vec::new();
-    for _ in 0..CWD_LINES {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).ok()? == 0 {
-            return None;
-        }
-        // A transcript line names its folder after its bulk: read from the
-        // end, not skimmed over from the front.
-        let mut found = None;
-        decode::visit_named(&line, &["cwd"], &mut |_, raw| {
-            found = decode::raw_string(raw).map(std::borrow::Cow::into_owned);
-            found.is_none()
-        });
-        if found.is_some() {
-            return found;
-        }
-    }
-    None
+    // A transcript line names its folder after its bulk: read from the
+    // end, not skimmed over from the front.
+    first_named(path, "cwd", CWD_LINES, |text| Some(text.to_owned()))
 }
 
 /// How many lines of a transcript [`claude_cwd`] looks at.
