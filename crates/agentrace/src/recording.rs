@@ -313,12 +313,10 @@ impl Recording {
     }
 
     /// Opens `id`: continues it when it exists (the recorder relearns from
-    /// its log), else creates it starting at `start()`'s time, in its
-    /// working folder when it names one.
-    pub fn open(home: &Home, id: &RunId, setup: &Setup, start: impl FnOnce() -> (Timestamp, Option<String>)) -> anyhow::Result<Self> {
+    /// its log), else creates it starting at `start()`.
+    pub fn open(home: &Home, id: &RunId, setup: &Setup, start: impl FnOnce() -> Timestamp) -> anyhow::Result<Self> {
         if !home.exists(id) {
-            let (at, cwd) = start();
-            return Self::create(home, id, setup, at, cwd);
+            return Self::create(home, id, setup, start(), None);
         }
         let (mut envelopes, _) = agentrace_store::read_log(&home.log_path(id))?;
         // The attributor relearns from each frame; an imported run's are
@@ -776,7 +774,7 @@ mod tests {
         let id = RunId::from("claude-live");
         let start = Timestamp::from_millis(1_795_000_000_000);
         let setup = Setup::new(Format::ClaudeStream).cadence(cadence).without_traceparent();
-        let mut recording = Recording::open(&home, &id, &setup, || (start, None)).unwrap_or_else(|e| panic!("{e}"));
+        let mut recording = Recording::open(&home, &id, &setup, || start).unwrap_or_else(|e| panic!("{e}"));
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
         let text = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let mut assembler = LineAssembler::default();

@@ -127,10 +127,7 @@ pub fn run(home: &Home, args: RunClaudeArgs, out: &mut Out) -> anyhow::Result<Ex
     if !args.quiet {
         setup = setup.view();
     }
-    // The session works in `cwd`: the run's project, as a Codex run's is
-    // its thread's folder.
-    let folder = std::path::absolute(&cwd).unwrap_or_else(|_| cwd.clone()).to_string_lossy().into_owned();
-    let mut recording = Recording::open(home, &id, &setup, || (now(), Some(folder)))?;
+    let mut recording = Recording::open(home, &id, &setup, now)?;
     if !args.quiet {
         eprintln!("recording {id} (claude, pid {})", child.id());
     }

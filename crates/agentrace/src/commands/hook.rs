@@ -81,7 +81,7 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     let wait = if live { Duration::ZERO } else { LOCK_WAIT };
     if let Some(_lock) = RunLock::acquire(&home, &id, wait)? {
         let setup = Setup::new(Format::ClaudeHook).cadence(Cadence::EachStatus);
-        let mut recording = Recording::open(&home, &id, &setup, || (now(), None))?;
+        let mut recording = Recording::open(&home, &id, &setup, now)?;
         drain_spool(&home, &id, &mut recording)?;
         recording.finish(None)?;
     }

@@ -901,11 +901,12 @@ impl Reading<'_> {
     /// Rebuilds or continues one job's run; returns its view, the marks of
     /// all its files, and whether it was read on (not rebuilt).
     fn read_job(&self, job: &Job) -> anyhow::Result<JobRead> {
-        // A Codex session's folder comes with its rollout's `session_meta`.
-        // A Claude session's is looked up in its transcript for the usage
-        // index alone (`run_job`): put in the log, it would depend on how
-        // much of the transcript the first import saw, and a session read
-        // in pieces would not end as one read whole.
+        // A Codex session's folder comes with its rollout's `session_meta`,
+        // a Claude session's with its root's first line that names one (the
+        // attributor's `thread_started`, where that line falls): never in
+        // the run's start, which would depend on how much of the transcript
+        // the first import saw, so a session read in pieces would not end
+        // as one read whole.
         let (format, parts, start) = match &job.source {
             JobSource::Codex(files) => (Format::CodexRollout, rollout_parts(files), (codex_start(files), None)),
             JobSource::Claude(session) => (Format::ClaudeTranscript, session.parts.clone(), (claude_start(session), None)),
@@ -931,9 +932,10 @@ impl Reading<'_> {
     }
 
     /// [`Reading::read_job`], with a Claude session's working folder
-    /// looked up in its transcript when its run has none (for the usage
-    /// index alone; see `read_job`), and its usage made ready for the
-    /// catalog: here, on the pool, not on the thread that notes it.
+    /// looked up in its first lines when none of its root's lines named one
+    /// (for the usage index alone; see `read_job`), as `usage` straight
+    /// does, and its usage made ready for the catalog: here, on the pool,
+    /// not on the thread that notes it.
     fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
         let (mut view, marks, read_on, texts) = self.read_job(job)?;
         if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {

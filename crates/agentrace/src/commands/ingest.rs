@@ -24,7 +24,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::recording::{Cadence, Finished, Recording, Setup, TextsTo};
-use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_start, find_sessions, first_line, run_of_session, SessionFiles};
+use crate::sources::claude_ingest::{claude_config_dir, claude_start, find_sessions, first_line, run_of_session, SessionFiles};
 
 /// Input formats: the values of `ingest --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -588,7 +588,7 @@ pub fn ingest_transcripts(
 /// a session whose run was recorded live both add its transcripts so.
 pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<Recording> {
     let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
-    let mut recording = Recording::open(home, id, &setup, || (claude_start(session), claude_cwd(session)))?;
+    let mut recording = Recording::open(home, id, &setup, || claude_start(session))?;
     for (part, file) in &session.parts {
         let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
         recording.feed(part, &bytes)?;

@@ -235,9 +235,16 @@ fn attribute_one(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Resul
             // The session's start, read once: the recorder starts at it and
             // the feed gives it to lines that name no time.
             let start = claude_start(files);
-            let _ = recorder.start_in(start, claude_cwd(files));
+            let _ = recorder.start(start);
             feed_claude(&mut recorder, files, start, &mut |_| Ok(()))?;
-            let mut tree = UsageTree::of(&recorder.state().view(), LogStamp::default(), prices.id());
+            // The folder the root's lines named (its `thread_started`); a
+            // session whose lines name none is looked up in its first lines,
+            // as `import` does: never read twice.
+            let mut view = recorder.state().view();
+            if view.usage.cwd.is_none() {
+                view.usage.cwd = claude_cwd(files);
+            }
+            let mut tree = UsageTree::of(&view, LogStamp::default(), prices.id());
             tree.session_id = files.session_id.clone();
             Ok(session(&tree, None))
         }
