@@ -1666,6 +1666,21 @@ mod tests {
                     let session = session.unwrap_or_else(|e| panic!("{e}"));
                     let (files, stamps) = claude_session_files(&session, &dirs).unwrap_or_else(|e| panic!("{e}"));
                     nested_stamp = nested_stamp.or(stamps.get(nested.join("agent-c.jsonl").to_string_lossy().as_ref()).map(|stamp| stamp.size));
+                    // Each file stat'ed through its project folder, by the
+                    // path below it, has the stamp its metadata gives; so
+                    // has each reached by its path (a session read back
+                    // from a sorting file has no folder open).
+                    let by_path: BTreeMap<String, FileStamp> = files
+                        .parts
+                        .iter()
+                        .map(|(_, path)| (path.to_string_lossy().into_owned(), FileStamp::of(&fs::metadata(path).unwrap_or_else(|e| panic!("{e}")))))
+                        .collect();
+                    assert_eq!(stamps, by_path);
+                    let (_, listed) = session.files_with_stamps_in(&DirCache::new(known.clone())).unwrap_or_else(|e| panic!("{e}"));
+                    assert!(listed.iter().all(Option::is_some), "every file stamped by the walk, none by its path afterwards: {listed:?}");
+                    let unheld: FoundSession = serde_json::from_value(serde_json::to_value(&session).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
+                    let (unheld_files, unheld_stamps) = claude_session_files(&unheld, &DirCache::new(known.clone())).unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!((unheld_files.parts, unheld_stamps), (files.parts.clone(), by_path));
                     files.parts.into_iter().map(|(_, path)| path).collect()
                 })
                 .collect();

@@ -62,6 +62,11 @@ pub struct FoundSession {
     siblings: Vec<PathBuf>,
     /// A `<session>/` folder (2.1.x subagents) is beside it.
     has_folder: bool,
+    /// Its project folder, open: the session's file and folders are
+    /// stat'ed through it by their names, none of them opened (an open and
+    /// a close of two folders per session were a third of the system calls
+    /// of a repeated import). `None` where the folder is reached by path.
+    project: Option<std::sync::Arc<File>>,
 }
 
 /// A found session as it is written to a sorting file (paths as bytes:
@@ -94,6 +99,7 @@ impl<'de> Deserialize<'de> for FoundSession {
             main: path(wire.main),
             siblings: wire.siblings.into_iter().map(path).collect(),
             has_folder: wire.has_folder,
+            project: None,
         })
     }
 }
@@ -112,7 +118,7 @@ impl FoundSession {
     /// Its files: the subagent folder is walked now, so callers can spread
     /// that over their workers.
     pub fn files(&self) -> anyhow::Result<SessionFiles> {
-        Ok(session_files(&self.main, &self.siblings, self.has_folder, false, None)?.0)
+        Ok(session_files(self, false, None)?.0)
     }
 
     /// [`FoundSession::files`], with the size and modification time of
@@ -121,7 +127,7 @@ impl FoundSession {
     /// others), its folders' entries taken from `dirs` where they are
     /// unchanged.
     pub(crate) fn files_with_stamps_in(&self, dirs: &DirCache) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
-        session_files(&self.main, &self.siblings, self.has_folder, true, Some(dirs))
+        session_files(self, true, Some(dirs))
     }
 }
 
@@ -161,7 +167,7 @@ pub(crate) fn sessions_by_project_in(
             None => Vec::new(),
         };
         let has_folder = path.with_extension("").is_dir();
-        return Ok(Box::new(std::iter::once(Ok(vec![found(path, &siblings, has_folder)]))));
+        return Ok(Box::new(std::iter::once(Ok(vec![found(path, &siblings, has_folder, None)]))));
     }
     if !path.is_dir() {
         bail!(
@@ -176,14 +182,19 @@ pub(crate) fn sessions_by_project_in(
         path.to_owned()
     };
     let mut sessions = Vec::new();
-    let root_entries = sorted_entries(&root, false, dirs.as_deref())?;
-    if project_sessions(&root_entries, &mut sessions) {
+    let (root_entries, handle) = sorted_entries_held(&root, dirs.as_deref())?;
+    if project_sessions(&root_entries, &mut sessions, handle) {
         return Ok(Box::new(std::iter::once(Ok(sessions))));
     }
     let projects = root_entries.into_iter().filter(|entry| entry.is_dir).map(|entry| entry.path);
-    Ok(Box::new(projects.collect::<Vec<_>>().into_iter().map(move |project| {
+    Ok(Box::new(projects.collect::<Vec<_>>().into_iter().enumerate().map(move |(at, project)| {
         let mut sessions = Vec::new();
-        project_sessions(&sorted_entries(&project, false, dirs.as_deref())?, &mut sessions);
+        let (entries, handle) = sorted_entries_held(&project, dirs.as_deref())?;
+        // The sessions found may all be held before any is read: a bound
+        // on the folders kept open keeps a history of thousands of
+        // projects under the limit of open files (the rest are reached by
+        // path, as before).
+        project_sessions(&entries, &mut sessions, handle.filter(|_| at < HELD_PROJECTS));
         Ok(sessions)
     })))
 }
@@ -198,7 +209,8 @@ pub(crate) fn session_at(main: &Path, dirs: Option<&DirCache>) -> anyhow::Result
         return Ok(None);
     };
     let mut sessions = Vec::new();
-    project_sessions(&sorted_entries(project, false, dirs)?, &mut sessions);
+    let (entries, handle) = sorted_entries_held(project, dirs)?;
+    project_sessions(&entries, &mut sessions, handle);
     Ok(sessions.into_iter().find(|found| found.main == main))
 }
 
@@ -208,9 +220,12 @@ fn project_of(main: &Path) -> Option<&Path> {
     main.parent().map(|parent| if parent.as_os_str().is_empty() { Path::new(".") } else { parent })
 }
 
-/// Adds the sessions of one project folder, given its entries; false when
-/// it holds none.
-fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool {
+/// How many project folders a listing keeps open for its sessions.
+const HELD_PROJECTS: usize = 256;
+
+/// Adds the sessions of one project folder, given its entries (and the
+/// folder, open, when it is); false when it holds none.
+fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>, handle: Option<std::sync::Arc<File>>) -> bool {
     // The folder is listed and its loose agent files read once, not once
     // per session: that was quadratic in the sessions of a project.
     let siblings = loose_agent_files(entries);
@@ -226,7 +241,7 @@ fn project_sessions(entries: &[Entry], sessions: &mut Vec<FoundSession>) -> bool
         .filter(|entry| entry.is_file && is_session_name(&entry.path))
     {
         let has_folder = folders.contains(session_id_of(&file.path));
-        sessions.push(found(&file.path, &siblings, has_folder));
+        sessions.push(found(&file.path, &siblings, has_folder, handle.clone()));
         any = true;
     }
     any
@@ -238,7 +253,7 @@ fn session_id_of(main: &Path) -> &str {
     name.strip_suffix(".jsonl").unwrap_or(name)
 }
 
-fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool) -> FoundSession {
+fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool, project: Option<std::sync::Arc<File>>) -> FoundSession {
     let session_id = session_id_of(main);
     FoundSession {
         main: main.to_owned(),
@@ -248,6 +263,7 @@ fn found(main: &Path, siblings: &[(PathBuf, Option<String>)], has_folder: bool) 
             .map(|(file, _)| file.clone())
             .collect(),
         has_folder,
+        project,
     }
 }
 
@@ -293,19 +309,44 @@ fn sorted_entries(dir: &Path, stat: bool, dirs: Option<&DirCache>) -> anyhow::Re
     Ok(entries)
 }
 
+/// A folder [`sorted_entries`] need not open: `rel` below the open folder
+/// `base`. It is stat'ed, and its files are, through `base` by that path.
+#[derive(Clone, Copy)]
+struct Via<'a> {
+    base: &'a File,
+    rel: &'a Path,
+}
+
+/// [`sorted_entries`] without a listing, with the folder open when there
+/// is one to keep (its sessions' folders are reached through it).
+fn sorted_entries_held(dir: &Path, dirs: Option<&DirCache>) -> anyhow::Result<(Vec<Entry>, Option<std::sync::Arc<File>>)> {
+    match dirs {
+        Some(dirs) => sorted_entries_in(dir, None, false, dirs).map(|(entries, handle)| (entries, handle.map(std::sync::Arc::new))),
+        None => Ok((sorted_entries(dir, false, None)?, None)),
+    }
+}
+
 /// [`sorted_entries`], taken from `dirs` when the folder is unchanged
-/// (its files still stat'ed, through its handle: growth changes a file's
-/// stamp, not its folder's), with the folder's handle. A folder whose
-/// `parent` folder is open is opened through that handle, by its name.
-fn sorted_entries_in(dir: &Path, parent: Option<&fs::File>, stat: bool, dirs: &DirCache) -> anyhow::Result<(Vec<Entry>, fs::File)> {
+/// (its files still stat'ed: growth changes a file's stamp, not its
+/// folder's). Reached `via` an open folder above it, it is stat'ed and its
+/// files are through that folder, and it is not opened; else it is opened
+/// and returned, for what is below it.
+fn sorted_entries_in(dir: &Path, via: Option<Via<'_>>, stat: bool, dirs: &DirCache) -> anyhow::Result<(Vec<Entry>, Option<File>)> {
     use std::os::unix::ffi::OsStrExt as _;
-    let opened = match (parent, dir.file_name()) {
-        (Some(parent), Some(name)) => crate::sources::dirs::open_in(parent, name),
-        _ => crate::sources::dirs::open(dir),
+    let (handle, folder) = match via {
+        Some(via) => (None, FileStamp::stat_at(via.base, via.rel.as_os_str().as_bytes())),
+        None => match crate::sources::dirs::open(dir) {
+            Some((handle, folder)) => (Some(handle), Some(folder)),
+            None => (None, None),
+        },
     };
-    let listed = opened.and_then(|(handle, folder)| Some((dirs.entries(dir, &folder)?, handle)));
-    let Some((listed, handle)) = listed else {
+    let Some(listed) = folder.and_then(|folder| dirs.entries(dir, &folder)) else {
         bail!("cannot read {}", dir.display());
+    };
+    let stamp_of = |name: &[u8]| match (&handle, via) {
+        (Some(handle), _) => FileStamp::at(handle, name),
+        (None, Some(via)) => FileStamp::at(via.base, via.rel.join(std::ffi::OsStr::from_bytes(name)).as_os_str().as_bytes()),
+        (None, None) => None,
     };
     let mut entries: Vec<Entry> = listed
         .into_iter()
@@ -317,7 +358,7 @@ fn sorted_entries_in(dir: &Path, parent: Option<&fs::File>, stat: bool, dirs: &D
                 Kind::Other => (false, false),
                 Kind::Link => (path.is_dir(), path.is_file()),
             };
-            let stamp = (stat && is_file).then(|| FileStamp::at(&handle, &name)).flatten();
+            let stamp = (stat && is_file).then(|| stamp_of(&name)).flatten();
             Entry { path, is_dir, is_file, stamp }
         })
         .collect();
@@ -373,21 +414,21 @@ fn agent_id_of(path: &Path) -> String {
 /// The files of the session whose main file is `main`: 2.1.x subagents in
 /// `<session>/…/agent-<id>.jsonl` (+ `.meta.json`, any depth), 2.0.77
 /// `agent-<id>.jsonl` beside it whose lines name this session.
-fn session_files(
-    main: &Path,
-    siblings: &[PathBuf],
-    has_folder: bool,
-    stat: bool,
-    dirs: Option<&DirCache>,
-) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
+fn session_files(found: &FoundSession, stat: bool, dirs: Option<&DirCache>) -> anyhow::Result<(SessionFiles, Vec<Option<FileStamp>>)> {
+    let FoundSession { main, siblings, has_folder, project } = found;
     let session_id = session_id_of(main).to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
-    let mut stamps = vec![None];
+    // Stat'ed through its project folder, by its name (else later, by its
+    // path).
+    let project = project.as_deref().filter(|_| dirs.is_some());
+    let main_stamp = project.filter(|_| stat).and_then(|project| FileStamp::at(project, file_name(main).as_bytes()));
+    let mut stamps = vec![main_stamp];
     let folder = main.with_extension("");
     let mut agent_files = Vec::new();
     let mut files = agentrace_store::FastMap::default();
-    if has_folder {
-        collect_agent_files((&folder, None), &mut agent_files, &mut files, (0, stat), dirs)?;
+    if *has_folder {
+        let via = project.map(|base| Via { base, rel: Path::new(&session_id) });
+        collect_agent_files((&folder, via), &mut agent_files, &mut files, (0, stat), dirs)?;
     }
     agent_files.sort_by(|a, b| a.0.cmp(&b.0));
     for (file, file_stamp) in agent_files {
@@ -415,12 +456,11 @@ fn session_files(
 
 /// The `agent-*.jsonl` files under `dir` into `out`, and every other file
 /// seen into `files` (for the metadata documents beside them), each with
-/// its stamp when `stat`. With `dirs`, a subfolder is opened through its
-/// parent's handle (`parent`, when it is open): by its whole path, each
-/// open walked every folder above it again (a `subagents` folder per
-/// session; about 3 % of a repeated import's CPU at 1 GB).
+/// its stamp when `stat`. With `dirs`, a folder is reached `via` the open
+/// folder above it (not opened), or opened once for the folders below it:
+/// by its whole path, each open walked every folder above it again.
 fn collect_agent_files(
-    (dir, parent): (&Path, Option<&fs::File>),
+    (dir, via): (&Path, Option<Via<'_>>),
     out: &mut Vec<(PathBuf, Option<FileStamp>)>,
     files: &mut agentrace_store::FastMap<std::ffi::OsString, Option<FileStamp>>,
     (depth, stat): (u32, bool),
@@ -431,16 +471,22 @@ fn collect_agent_files(
         return Ok(());
     }
     let (entries, handle) = match dirs {
-        Some(dirs) => {
-            let (entries, handle) = sorted_entries_in(dir, parent, stat, dirs)?;
-            (entries, Some(handle))
-        }
+        Some(dirs) => sorted_entries_in(dir, via, stat, dirs)?,
         None => (sorted_entries(dir, stat, None)?, None),
     };
     for entry in entries {
         let name = file_name(&entry.path);
         if entry.is_dir {
-            collect_agent_files((&entry.path, handle.as_ref()), out, files, (depth + 1, stat), dirs)?;
+            let rel;
+            let below = match (&handle, via) {
+                (Some(base), _) => Some(Via { base, rel: Path::new(name) }),
+                (None, Some(via)) => {
+                    rel = via.rel.join(name);
+                    Some(Via { base: via.base, rel: &rel })
+                }
+                (None, None) => None,
+            };
+            collect_agent_files((&entry.path, below), out, files, (depth + 1, stat), dirs)?;
         } else if name.starts_with("agent-") && name.ends_with(".jsonl") {
             out.push((entry.path, entry.stamp));
         } else if entry.is_file {

@@ -187,16 +187,6 @@ pub(crate) fn open(dir: &Path) -> Option<(std::fs::File, nix::sys::stat::FileSta
     Some((handle, stat))
 }
 
-/// [`open`] of the folder `name` of the open folder `parent`, through its
-/// handle: the path above it is not walked again.
-pub(crate) fn open_in(parent: &std::fs::File, name: &OsStr) -> Option<(std::fs::File, nix::sys::stat::FileStat)> {
-    use nix::fcntl::OFlag;
-    let fd = nix::fcntl::openat(parent, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty()).ok()?;
-    let handle = std::fs::File::from(fd);
-    let stat = nix::sys::stat::fstat(&handle).ok()?;
-    Some((handle, stat))
-}
-
 /// Whether the entry `name` of `dir` of kind `kind` is a folder (a link
 /// is resolved).
 pub(crate) fn is_dir(dir: &Path, name: &[u8], kind: Kind) -> bool {

@@ -39,7 +39,7 @@ impl FileStamp {
     /// the folder's handle (a link where it points); as [`FileStamp::of`]
     /// gives it. `None` when it cannot be.
     pub(crate) fn at(dir: &fs::File, name: &[u8]) -> Option<FileStamp> {
-        let stat = nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).ok()?;
+        let stat = Self::stat_at(dir, name)?;
         let modified_ns = match (u64::try_from(stat.st_mtime), u64::try_from(stat.st_mtime_nsec)) {
             (Ok(seconds), Ok(nanoseconds)) => seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds),
             // Before the epoch, as `of` has it.
@@ -49,6 +49,12 @@ impl FileStamp {
             size: u64::try_from(stat.st_size).unwrap_or(0),
             modified_ns,
         })
+    }
+
+    /// The stat of `name` (a name, or a path below it) in the open folder
+    /// `dir`, a link where it points.
+    pub(crate) fn stat_at(dir: &fs::File, name: &[u8]) -> Option<nix::sys::stat::FileStat> {
+        nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).ok()
     }
 
     /// The stamp of a listed file, stat'ed through its folder's handle
