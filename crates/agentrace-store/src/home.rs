@@ -731,20 +731,10 @@ impl Home {
     /// the ids it has. A folder that is missing, or cannot be listed, lists
     /// as empty.
     pub fn list_run_files(&self) -> crate::FastMap<String, RunFiles> {
-        let mut runs: crate::FastMap<String, RunFiles> = crate::FastMap::default();
         let Ok(entries) = fs::read_dir(self.runs_dir()) else {
-            return runs;
+            return crate::FastMap::default();
         };
-        for entry in entries.flatten() {
-            let Ok(name) = entry.file_name().into_string() else { continue };
-            let file = RUN_FILE_ENDS
-                .iter()
-                .find_map(|(end, kind)| Some((name.strip_suffix(end)?, *kind)));
-            if let Some((id, kind)) = file {
-                runs.entry(id.to_owned()).or_default().mark(kind);
-            }
-        }
-        runs
+        run_files_named(entries.flatten().map(|entry| entry.file_name().into_encoded_bytes()))
     }
 
     /// Which of run `id`'s files are there now: what
@@ -860,6 +850,21 @@ pub struct RunFiles {
     pub record: bool,
     /// `<id>.snapshot`, the snapshot of the log's fold.
     pub snapshot: bool,
+}
+
+/// The runs folder's files by run, given the names it holds (as
+/// [`Home::list_run_files`] lists them; for a caller that kept the
+/// listing). A name that is not UTF-8 is no run's.
+pub fn run_files_named<N: AsRef<[u8]>>(names: impl IntoIterator<Item = N>) -> crate::FastMap<String, RunFiles> {
+    let mut runs: crate::FastMap<String, RunFiles> = crate::FastMap::default();
+    for name in names {
+        let Ok(name) = std::str::from_utf8(name.as_ref()) else { continue };
+        let file = RUN_FILE_ENDS.iter().find_map(|(end, kind)| Some((name.strip_suffix(end)?, *kind)));
+        if let Some((id, kind)) = file {
+            runs.entry(id.to_owned()).or_default().mark(kind);
+        }
+    }
+    runs
 }
 
 /// Which of a run's files a name is, by how it ends.

@@ -57,7 +57,7 @@ pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 pub use error::StoreError;
 pub use fold::{waterfall_of, WaterfallSource, Followed, RunFold, SnapshotMiss, INDEX_STRIDE, SNAPSHOT_VERSION};
 pub use lean::Dictionary;
-pub use home::{Home, LoadedRun, RunFiles, RunsFolder, HOME_ENV, PRICE_DATABASE_FILE, PRICE_FILE, WARNING_CONFIG_FILE};
+pub use home::{run_files_named, Home, LoadedRun, RunFiles, RunsFolder, HOME_ENV, PRICE_DATABASE_FILE, PRICE_FILE, WARNING_CONFIG_FILE};
 pub use lock::{FollowerLease, FollowerState, ImportLock, RunLock};
 pub use packed::Packed;
 pub use reader::{

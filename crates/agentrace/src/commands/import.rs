@@ -579,9 +579,16 @@ enum RunsListing<'a> {
 }
 
 impl<'a> RunsListing<'a> {
-    /// Lists `home`'s runs folder (empty when it is not there).
-    fn of(home: &Home) -> anyhow::Result<Self> {
-        Ok(Self::Listed(home.list_run_files()))
+    /// Lists `home`'s runs folder (empty when it is not there): as the
+    /// last import kept the listing, when the folder is as it was then
+    /// (listing thousands of runs was a tenth of a repeated import).
+    fn of(home: &Home, dirs: &DirCache) -> anyhow::Result<Self> {
+        let runs_dir = home.runs_dir();
+        let kept = nix::sys::stat::stat(&runs_dir).ok().and_then(|folder| dirs.entries(&runs_dir, &folder));
+        Ok(Self::Listed(match kept {
+            Some(entries) => agentrace_store::run_files_named(entries.iter().map(|(name, _)| name)),
+            None => home.list_run_files(),
+        }))
     }
 
     /// The files run `id` had.
@@ -1311,7 +1318,7 @@ fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope:
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
         let claude = claude_found(claude_dir.as_deref(), &dirs)?;
-        import_sessions(home, (args, since, only), claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home)?, codex))
+        import_sessions(home, (args, since, only), claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home, &dirs)?, codex))
     })
     .and_then(|changed| {
         keep_dirs(&catalog, &dirs)?;
@@ -1629,18 +1636,41 @@ mod tests {
         for name in names {
             fs::write(home.runs_dir().join(name), "").unwrap_or_else(|e| panic!("{e}"));
         }
-        let mut runs = RunsListing::of(&home).unwrap_or_else(|e| panic!("{e}"));
+        age_folders(dir.path());
         let files = |log, record, snapshot| RunFiles { log, record, snapshot };
-        let mut asked = |id: &str| runs.files_of(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
-        // `claude-a-b` is a run of its own, not a file of `claude-a`.
-        assert_eq!(asked("claude-a"), files(true, true, true));
-        assert_eq!(asked("claude-a-b"), files(true, false, false));
-        assert_eq!(asked("claude-aa"), files(false, false, false));
-        assert_eq!(asked("claude-b"), files(true, false, false));
-        assert_eq!(asked("codex-x"), files(false, true, false));
-        assert_eq!(asked("codex-z"), files(false, false, false));
-        assert_eq!(asked("live1"), files(true, true, false));
-        assert_eq!(runs.live_ids().collect::<Vec<_>>(), vec!["live1"]);
+        let ids = ["claude-a", "claude-a-b", "claude-aa", "claude-b", "codex-x", "codex-z", "live1"];
+        // Each run's files, its live runs, and how many folders were listed.
+        let list = |known: agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow>| {
+            let dirs = DirCache::new(known.clone());
+            let mut runs = RunsListing::of(&home, &dirs).unwrap_or_else(|e| panic!("{e}"));
+            let asked: Vec<RunFiles> = ids.iter().map(|id| runs.files_of(&RunId::from(*id)).unwrap_or_else(|e| panic!("{e}"))).collect();
+            let live: Vec<String> = runs.live_ids().map(str::to_owned).collect();
+            ((asked, live), dirs.listed(), kept(&dirs, known))
+        };
+        let expected = (
+            vec![
+                files(true, true, true),
+                // `claude-a-b` is a run of its own, not a file of `claude-a`.
+                files(true, false, false),
+                files(false, false, false),
+                files(true, false, false),
+                files(false, true, false),
+                files(false, false, false),
+                files(true, true, false),
+            ],
+            vec!["live1".to_owned()],
+        );
+        let (first, listed, known) = list(agentrace_store::FastMap::default());
+        assert_eq!((&first, listed), (&expected, 1));
+        // The folder as it was: its kept listing, not listed again.
+        let (again, listed, known) = list(known);
+        assert_eq!((&again, listed), (&expected, 0));
+        // A run's log gone: listed again.
+        fs::remove_file(home.runs_dir().join("claude-b.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+        let (changed, listed, _) = list(known);
+        let mut without = expected;
+        without.0[3] = files(false, false, false);
+        assert_eq!((changed, listed), (without, 1));
     }
 
     #[test]
