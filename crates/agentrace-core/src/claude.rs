@@ -2460,15 +2460,7 @@ fn frame_time(value: &Value) -> Option<Timestamp> {
     {
         return Some(time);
     }
-    let seconds_or_millis = value.get("t").and_then(Value::as_f64)?;
-    // Loggers write seconds (Python) or milliseconds (Node).
-    let millis = if seconds_or_millis < 1e11 {
-        seconds_or_millis * 1000.0
-    } else {
-        seconds_or_millis
-    };
-    (millis.is_finite() && (0.0..1e15).contains(&millis))
-        .then(|| Timestamp::from_millis(millis as i64))
+    value.get("t").and_then(Value::as_f64).and_then(Timestamp::from_logger_time)
 }
 
 fn task_status(status: &str) -> Option<AgentStatus> {

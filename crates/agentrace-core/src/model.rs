@@ -129,6 +129,14 @@ impl Timestamp {
         Self(millis)
     }
 
+    /// From a hook logger's `t`: Unix seconds (Python's loggers) or
+    /// milliseconds (Node's), told apart by size; `None` when it is no
+    /// time (not finite, negative, past the year 33,000).
+    pub fn from_logger_time(seconds_or_millis: f64) -> Option<Self> {
+        let millis = if seconds_or_millis < 1e11 { seconds_or_millis * 1000.0 } else { seconds_or_millis };
+        (millis.is_finite() && (0.0..1e15).contains(&millis)).then_some(Self(millis as i64))
+    }
+
     /// Unix milliseconds.
     pub fn millis(self) -> i64 {
         self.0

@@ -144,17 +144,22 @@ struct TimeProbe {
     /// Claude Code lines: RFC 3339.
     #[serde(default)]
     timestamp: Option<serde_json::Value>,
+    /// A hook logger's record (`{"t": …, "input": …}`): when it logged the
+    /// hook input, which has no time of its own.
+    #[serde(default)]
+    t: Option<serde_json::Value>,
 }
 
+/// A line's own time, as the attributor dates its events: a run begins at
+/// its first line's, not at the ingest (a run of hook inputs ingested
+/// later started after it ended).
 fn frame_time(line: &AssembledLine) -> Option<Timestamp> {
     let probe = serde_json::from_slice::<TimeProbe>(&line.bytes).ok()?;
-    probe.emitted_at_ms.map(Timestamp::from_millis).or_else(|| {
-        probe
-            .timestamp
-            .as_ref()
-            .and_then(serde_json::Value::as_str)
-            .and_then(Timestamp::parse)
-    })
+    probe
+        .emitted_at_ms
+        .map(Timestamp::from_millis)
+        .or_else(|| probe.timestamp.as_ref().and_then(serde_json::Value::as_str).and_then(Timestamp::parse))
+        .or_else(|| probe.t.as_ref().and_then(serde_json::Value::as_f64).and_then(Timestamp::from_logger_time))
 }
 
 /// Ingests any reader.

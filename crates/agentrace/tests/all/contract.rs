@@ -2,6 +2,7 @@
 //! JSON shapes (read back into strict mirror types), errors and exit codes.
 
 use std::io::Read as _;
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use serde::Deserialize;
@@ -501,4 +502,48 @@ fn help_lists_the_commands() {
 fn watch_help_says_what_it_follows_and_prints() {
     let cli = Cli::new();
     insta::assert_snapshot!(cli.ok(&["watch", "--help"]));
+}
+
+/// A hook logger's records (`{"t": …, "input": …}`) are dated by their
+/// `t`: an ingested hook log's run starts at its first record, not at the
+/// ingest (it started after it ended), in seconds as Python's loggers
+/// write it or milliseconds as Node's do.
+#[test]
+fn an_ingested_hook_log_starts_at_its_first_record_not_at_the_ingest() {
+    let cli = Cli::new();
+    let hooks = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude/single_fg/hooks.jsonl");
+    let text = std::fs::read_to_string(&hooks).unwrap_or_else(|e| panic!("{e}"));
+    // The same records with `t` in milliseconds.
+    let millis: String = text
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+            let seconds = record["t"].as_f64().unwrap_or_else(|| panic!("no t in {line}"));
+            record["t"] = serde_json::json!((seconds * 1000.0).floor());
+            format!("{record}\n")
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let node = dir.path().join("hooks-ms.jsonl");
+    std::fs::write(&node, millis).unwrap_or_else(|e| panic!("{e}"));
+    let dates = |path: &std::path::Path| {
+        let id = cli.ingest(path, &["--quiet"]);
+        let run = &serde_json::from_str::<serde_json::Value>(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"))["run"];
+        let events: Vec<String> = cli
+            .ok(&["events", &id, "--json"])
+            .lines()
+            .take(2)
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}"))["timestamp"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        (run["startedAt"].clone(), run["endedAt"].clone(), events)
+    };
+    // The first record's `t`, 1795992848.3079953 s; the last hook's, the
+    // session's end.
+    let expected = (
+        serde_json::json!("2026-11-29T22:54:08.307Z"),
+        serde_json::json!("2026-11-29T22:54:10.128Z"),
+        vec!["2026-11-29T22:54:08.307Z".to_owned(), "2026-11-29T22:54:08.307Z".to_owned()],
+    );
+    assert_eq!(dates(&hooks), expected);
+    assert_eq!(dates(&node), expected);
 }
