@@ -317,8 +317,9 @@ struct Via<'a> {
     rel: &'a Path,
 }
 
-/// [`sorted_entries`] without a listing, with the folder open when there
-/// is one to keep (its sessions' folders are reached through it).
+/// [`sorted_entries`] of a folder whose files are not stat'ed, with the
+/// folder itself, open, when it was read through `dirs` (its sessions'
+/// files and folders are then reached through it).
 fn sorted_entries_held(dir: &Path, dirs: Option<&DirCache>) -> anyhow::Result<(Vec<Entry>, Option<std::sync::Arc<File>>)> {
     match dirs {
         Some(dirs) => sorted_entries_in(dir, None, false, dirs).map(|(entries, handle)| (entries, handle.map(std::sync::Arc::new))),
