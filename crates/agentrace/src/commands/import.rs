@@ -1673,6 +1673,49 @@ mod tests {
         assert_eq!((changed, listed), (without, 1));
     }
 
+    /// A history of more project folders than a listing holds open: the
+    /// sessions of the first `HELD_PROJECTS` are stat'ed through their
+    /// open project folder, the others by path, and both give every file
+    /// the stamp its metadata gives, a repeated listing included.
+    #[test]
+    fn sessions_past_the_project_folders_held_open_are_stamped_by_path_alike() {
+        let claude = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let projects = 260;
+        for n in 0..projects {
+            let project = claude.path().join(format!("projects/p{n:03}"));
+            let subagents = project.join(format!("s{n:03}/subagents"));
+            fs::create_dir_all(&subagents).unwrap_or_else(|e| panic!("{e}"));
+            fs::write(project.join(format!("s{n:03}.jsonl")), "{}\n".repeat(n + 1)).unwrap_or_else(|e| panic!("{e}"));
+            fs::write(subagents.join("agent-a.jsonl"), "{}\n").unwrap_or_else(|e| panic!("{e}"));
+            fs::write(subagents.join("agent-a.meta.json"), "{}").unwrap_or_else(|e| panic!("{e}"));
+        }
+        age_folders(claude.path());
+        let list = |known: agentrace_store::FastMap<Vec<u8>, agentrace_store::catalog::DirRow>| {
+            let dirs = std::sync::Arc::new(DirCache::new(known.clone()));
+            let (found, sessions) = claude_found(Some(claude.path()), &dirs).unwrap_or_else(|e| panic!("{e}"));
+            // Sessions whose files were all stamped by the walk (through
+            // their project folder), and whether every stamp is right.
+            let mut walked = 0;
+            for session in sessions {
+                let session = session.unwrap_or_else(|e| panic!("{e}"));
+                let (files, listed) = session.files_with_stamps_in(&dirs).unwrap_or_else(|e| panic!("{e}"));
+                let (_, stamps) = claude_session_files(&session, &dirs).unwrap_or_else(|e| panic!("{e}"));
+                let by_path: BTreeMap<String, FileStamp> = files
+                    .parts
+                    .iter()
+                    .map(|(_, path)| (path.to_string_lossy().into_owned(), FileStamp::of(&fs::metadata(path).unwrap_or_else(|e| panic!("{e}")))))
+                    .collect();
+                assert_eq!((files.parts.len(), &stamps), (3, &by_path));
+                walked += usize::from(listed.iter().all(Option::is_some));
+            }
+            ((found, walked), kept(&dirs, known))
+        };
+        let (first, known) = list(agentrace_store::FastMap::default());
+        assert_eq!(first, (projects, crate::sources::claude_ingest::HELD_PROJECTS));
+        let (again, _) = list(known);
+        assert_eq!(again, first);
+    }
+
     #[test]
     fn a_repeated_claude_listing_lists_no_unchanged_folder_yet_finds_a_new_subagent_file_and_a_new_session() {
         let claude = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

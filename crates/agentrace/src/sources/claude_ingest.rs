@@ -221,7 +221,7 @@ fn project_of(main: &Path) -> Option<&Path> {
 }
 
 /// How many project folders a listing keeps open for its sessions.
-const HELD_PROJECTS: usize = 256;
+pub(crate) const HELD_PROJECTS: usize = 256;
 
 /// Adds the sessions of one project folder, given its entries (and the
 /// folder, open, when it is); false when it holds none.
