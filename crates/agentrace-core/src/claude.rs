@@ -819,7 +819,6 @@ impl ClaudeAttributor {
             && record.is_sidechain != Some(true)
             && record.parent_tool_use_id.is_none()
             && record.agent_id.is_none()
-            && record.session_id.is_some()
             && record.session_id.as_deref() == self.root.as_ref().map(ThreadId::as_str);
         if the_roots {
             self.say_roots_folder(record.cwd.as_deref(), derived);

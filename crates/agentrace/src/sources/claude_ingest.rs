@@ -420,8 +420,9 @@ fn session_files(found: &FoundSession, stat: bool, dirs: Option<&DirCache>) -> a
     let session_id = session_id_of(main).to_owned();
     let mut parts = vec![(SourcePart::Main, main.to_owned())];
     // Stat'ed through its project folder, by its name (else later, by its
-    // path).
-    let project = project.as_deref().filter(|_| dirs.is_some());
+    // path). A session has its folder open only when it was found through
+    // `dirs`.
+    let project = project.as_deref();
     let main_stamp = project.filter(|_| stat).and_then(|project| FileStamp::at(project, file_name(main).as_bytes()));
     let mut stamps = vec![main_stamp];
     let folder = main.with_extension("");
