@@ -66,5 +66,5 @@ pub use reader::{
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
 pub use spool::TakenSpool;
 pub use writer::{
-    BatchPolicy, RunWriter, Ticked, WriterClock, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES,
+    BatchPolicy, RunWriter, Ticked, WriterClock, SNAPSHOT_EVERY_BYTES, SNAPSHOT_MIN_BYTES, WRITEBACK_EVERY_BYTES,
 };

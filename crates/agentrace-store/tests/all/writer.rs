@@ -426,3 +426,45 @@ fn the_live_record_is_rewritten_at_most_every_250_ms_and_the_log_synced_at_most_
     );
     Ok(())
 }
+
+/// A log that is synced has the disk start writing it every
+/// `WRITEBACK_EVERY_BYTES` as it grows, so its sync at the end has little
+/// left to wait for; an import's log, never synced, is left to the kernel.
+/// Either way the log reads back as written.
+#[test]
+fn a_synced_log_has_the_disk_start_writing_it_as_it_grows_and_an_unsynced_one_does_not() -> TestResult {
+    let (_directory, home) = temporary_home()?;
+    // About 256 KiB a line: 100 lines are 25 MiB, three times the step.
+    let text = "x".repeat(256 * 1024);
+    let line = format!(r#"{{"jsonrpc":"2.0","method":"note/big","params":{{"text":"{text}"}}}}"#);
+    let lines: Vec<&str> = std::iter::repeat_n(line.as_str(), 100).collect();
+    let mut counts = Vec::new();
+    for (id, synced) in [("run-synced", true), ("run-unsynced", false)] {
+        let (_, envelopes) = record(id, &lines);
+        let mut writer = home.create_run(&run_id(id))?;
+        if synced {
+            writer.sync()?;
+        }
+        let mut at_each_sync = Vec::new();
+        for (index, chunk) in envelopes.chunks(4).enumerate() {
+            writer.append(chunk)?;
+            // Synced again half way (52 lines, 13 MiB): what it wrote is
+            // then on the disk, and the count starts again from there.
+            if synced && index == 12 {
+                at_each_sync.push(writer.writebacks());
+                writer.sync()?;
+            }
+        }
+        at_each_sync.push(writer.writebacks());
+        let log = fs::metadata(home.log_path(&run_id(id)))?.len();
+        let (read, skipped) = read_log(&home.log_path(&run_id(id)))?;
+        assert_eq!((read, skipped), (envelopes, vec![]), "{id}");
+        counts.push((id, log / agentrace_store::WRITEBACK_EVERY_BYTES, at_each_sync));
+    }
+
+    // 25 MiB in all: 13 before the sync half way (one start, at 8 MiB)
+    // and 12 after it (one more, at 21: not three, as from the start). The
+    // unsynced log: none.
+    assert_eq!(counts, vec![("run-synced", 3, vec![1, 2]), ("run-unsynced", 3, vec![0])]);
+    Ok(())
+}
