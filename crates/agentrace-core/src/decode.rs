@@ -659,6 +659,17 @@ pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
     serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
 }
 
+/// [`json_frame`] of a line its caller gives up: the frame keeps the
+/// line's own buffer when the line is the value alone (no white space
+/// around it), rather than a copy.
+pub fn owned_frame(bytes: Vec<u8>) -> Option<Box<RawValue>> {
+    let bare = bytes.first().zip(bytes.last()).is_some_and(|(first, last)| !first.is_ascii_whitespace() && !last.is_ascii_whitespace());
+    if !bare {
+        return json_frame(&bytes);
+    }
+    RawValue::from_string(String::from_utf8(bytes).ok()?).ok()
+}
+
 fn trim_line_end(bytes: &[u8]) -> &[u8] {
     let mut end = bytes.len();
     while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {

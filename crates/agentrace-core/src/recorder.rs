@@ -423,7 +423,10 @@ impl Recorder {
         let keep_secrets = self.keep_secrets;
         self.number_redacted(attributed.into_iter().map(|Attributed { mut emitted, line }| {
             if let Some(line) = line {
-                copy_line_frame(&mut emitted, &line);
+                // The line was handed over whole: it becomes the frame's
+                // text, not copied again.
+                emitted.raw = crate::decode::owned_frame(line);
+                emitted.line_frame = false;
             }
             redacted_unless(keep_secrets, emitted)
         }))
@@ -490,13 +493,37 @@ impl Attributed {
 
 impl Attribution {
     /// Handles one line of `part` ([`Recorder::push_part`] without the
-    /// numbering, the frame's copy and the redaction).
-    pub fn push_part(&mut self, part: &SourcePart, line: &InputLine<'_>) -> Vec<Attributed> {
-        self.attributor
-            .push_part(part, line)
+    /// numbering, the frame's copy and the redaction). The caller is done
+    /// with the line: its bytes are moved to the event whose frame it is,
+    /// not copied (every line was copied out of the read buffer, then
+    /// copied again here).
+    pub fn push_line(
+        &mut self,
+        part: &SourcePart,
+        line: crate::lines::AssembledLine,
+        observed_at: Timestamp,
+        direction: Option<Direction>,
+    ) -> Vec<Attributed> {
+        let emitted = self.attributor.push_part(part, &InputLine {
+            bytes: &line.bytes,
+            line_number: line.line_number,
+            observed_at,
+            direction,
+            truncated_from: line.truncated_from,
+        });
+        // An event per line holds its frame; should two, the last gets
+        // the bytes and the others a copy.
+        let mut framed = emitted.iter().filter(|emitted| emitted.line_frame).count();
+        let mut bytes = Some(line.bytes);
+        emitted
             .into_iter()
             .map(|emitted| {
-                let line = emitted.line_frame.then(|| line.bytes.to_vec());
+                let line = if emitted.line_frame {
+                    framed -= 1;
+                    if framed == 0 { bytes.take() } else { bytes.clone() }
+                } else {
+                    None
+                };
                 Attributed { emitted, line }
             })
             .collect()
@@ -596,6 +623,11 @@ mod tests {
         lines
     }
 
+    /// `bytes` as the line assembler hands it over.
+    fn assembled(bytes: &str, number: usize) -> crate::lines::AssembledLine {
+        crate::lines::AssembledLine { bytes: bytes.as_bytes().to_vec(), line_number: number as u64 + 1, truncated_from: None }
+    }
+
     fn line(bytes: &str, number: usize) -> InputLine<'_> {
         InputLine {
             bytes: bytes.as_bytes(),
@@ -623,7 +655,7 @@ mod tests {
         let mut attribution = split.lend_attribution();
         assert_eq!(split.push(&line(&lines[0], 0)), Vec::new(), "nothing is attributed while lent");
         for (number, bytes) in lines.iter().enumerate() {
-            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number));
+            let made = attribution.push_line(&SourcePart::Main, assembled(bytes, number), at, Some(Direction::FromServer));
             got.extend(split.number_attributed(made));
         }
         split.restore_attribution(attribution);
@@ -670,7 +702,9 @@ mod tests {
         let mut attribution = split.lend_attribution();
         for (number, bytes) in lines.iter().enumerate() {
             expected.extend(alone.push(&line(bytes, number)));
-            let made = attribution.push_part(&SourcePart::Main, &line(bytes, number));
+            // Each line handed over whole: its bytes become the frame,
+            // unless white space around the value is trimmed.
+            let made = attribution.push_line(&SourcePart::Main, assembled(bytes, number), at, Some(Direction::FromServer));
             got.extend(split.number_attributed(made));
         }
         assert_eq!(got, expected);

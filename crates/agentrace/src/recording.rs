@@ -509,12 +509,12 @@ impl Recording {
                         Err(error) => return (attribution, Err(error)),
                     };
                     let mut batch = Vec::new();
-                    for line in &lines {
-                        if is_blank(line) {
+                    for line in lines {
+                        if is_blank(&line) {
                             continue;
                         }
                         // The last event's time is kept here, as made.
-                        let made = attribution.push_part(part, &input(line, clock.observed_at(last_time), None));
+                        let made = attribution.push_line(part, line, clock.observed_at(last_time), None);
                         if let Some(last) = made.last() {
                             last_time = last.timestamp();
                         }
