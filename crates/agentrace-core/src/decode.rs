@@ -660,14 +660,14 @@ pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
 }
 
 /// [`json_frame`] of a line its caller gives up: the frame keeps the
-/// line's own buffer when the line is the value alone (no white space
-/// around it), rather than a copy.
+/// line's own buffer when the line is the value alone (nothing `trim`
+/// takes off around it, as `json_frame` trims), rather than a copy.
 pub fn owned_frame(bytes: Vec<u8>) -> Option<Box<RawValue>> {
-    let bare = bytes.first().zip(bytes.last()).is_some_and(|(first, last)| !first.is_ascii_whitespace() && !last.is_ascii_whitespace());
-    if !bare {
-        return json_frame(&bytes);
+    let text = String::from_utf8(bytes).ok()?;
+    if text.trim().len() == text.len() {
+        return RawValue::from_string(text).ok();
     }
-    RawValue::from_string(String::from_utf8(bytes).ok()?).ok()
+    serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
 }
 
 fn trim_line_end(bytes: &[u8]) -> &[u8] {
@@ -830,6 +830,27 @@ mod tests {
             ],
             [cwd.clone(), cwd.clone(), cwd, None, None]
         );
+    }
+
+    /// A line given up is the frame `json_frame` makes of it, whatever
+    /// white space is around it (ASCII, or Unicode's, which `trim` takes
+    /// off too), and none when it is not JSON or not UTF-8.
+    #[test]
+    fn an_owned_frame_is_the_frame_json_frame_makes() {
+        let lines: [&[u8]; 8] = [
+            b"{\"a\":1}",
+            b"  {\"a\": [1, 2]}\r",
+            "{\"a\":1}\u{2028}".as_bytes(),
+            "\u{85}\"text\"\u{3000}".as_bytes(),
+            b"[1, 2] x",
+            b"{\"a\":",
+            b"\xff{}",
+            b"",
+        ];
+        let made: Vec<Option<String>> = lines.iter().map(|line| super::owned_frame(line.to_vec()).map(|raw| raw.get().to_owned())).collect();
+        let expected: Vec<Option<String>> = lines.iter().map(|line| super::json_frame(line).map(|raw| raw.get().to_owned())).collect();
+        assert_eq!(made, expected);
+        assert_eq!(expected.iter().filter(|frame| frame.is_some()).count(), 4);
     }
 
     #[test]
