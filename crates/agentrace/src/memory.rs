@@ -5,12 +5,11 @@
 /// their speed. With transparent huge pages, the allocator's arenas take
 /// memory 2 MB at a time, and a repeated `import` of 2 GB of sessions
 /// peaked at 45 MB instead of 31 MB (a cold one at 58 instead of 35 MB);
-/// small pages cost `import` nothing measurable. `usage` keeps huge pages,
-/// straight from folders and after an import alike: its speed is what it
-/// is measured by, and after an import small pages cost it about 4 ms of
-/// its 65 ms of CPU (30 alternated runs) for 22 instead of 28 MB at its
-/// peak, which the chunks in flight bound whatever the history. A kernel
-/// that refuses is not an error.
+/// small pages cost `import` nothing measurable. The allocator itself no
+/// longer asks for huge pages (see `main.rs`); this also keeps them away
+/// where the kernel gives them unasked (`enabled` set to `always`). Not
+/// for a command that starts agents: the setting passes to its children.
+/// A kernel that refuses is not an error.
 pub fn prefer_small_pages() {
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_thp_disable(true);
