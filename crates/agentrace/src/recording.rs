@@ -212,9 +212,15 @@ struct Sinks {
 
 impl Sinks {
     /// Gives `envelopes` to every sink; the cadence is the caller's.
-    fn put(&mut self, mut envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+    fn put(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+        self.put_kept(envelopes).map(drop)
+    }
+
+    /// [`Sinks::put`], the envelopes given back once written, for the
+    /// thread that made them to free.
+    fn put_kept(&mut self, mut envelopes: Vec<Envelope>) -> anyhow::Result<Vec<Envelope>> {
         if envelopes.is_empty() {
-            return Ok(());
+            return Ok(envelopes);
         }
         if let Some(last) = envelopes.last() {
             self.last_time = last.timestamp;
@@ -253,7 +259,7 @@ impl Sinks {
                 view.show(envelope);
             }
         }
-        Ok(())
+        Ok(envelopes)
     }
 }
 
@@ -498,6 +504,11 @@ impl Recording {
         let mut last_time = self.sinks.last_time;
         let mut attribution = self.recorder.lend_attribution();
         let (sender, batches) = std::sync::mpsc::sync_channel::<Vec<Attributed>>(IN_FLIGHT);
+        // Written envelopes go back to the reading thread to be freed: their
+        // parts were allocated there, and the allocator frees a block from
+        // another thread by a slower, shared path (8 % of the writing
+        // thread's time, against about 1 % of the reading thread's here).
+        let (spent_sender, spent) = std::sync::mpsc::channel::<Vec<Envelope>>();
         let (written, joined) = std::thread::scope(|scope| {
             // The attribution comes back whatever happened, so the
             // recorder can go on (and end the run) after a failed read.
@@ -524,12 +535,20 @@ impl Recording {
                         // The writing side failed; its error is reported.
                         return (attribution, Ok(()));
                     }
+                    spent.try_iter().for_each(drop);
                 }
             });
             let mut written = Ok(());
             for batch in &batches {
                 let envelopes = self.recorder.number_attributed(batch);
-                written = self.write(envelopes);
+                if envelopes.is_empty() {
+                    continue;
+                }
+                written = self.write_kept(envelopes).and_then(|envelopes| {
+                    // A reading thread that has ended frees nothing more.
+                    let _ = spent_sender.send(envelopes);
+                    self.tick()
+                });
                 if written.is_err() {
                     break;
                 }
@@ -696,11 +715,17 @@ impl Recording {
     /// and the snapshot (4 MB for a 40 MB ingest) just before the end
     /// wrote both again.
     fn write_untimed(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<()> {
-        self.sinks.put(envelopes)?;
+        self.write_kept(envelopes).map(drop)
+    }
+
+    /// [`Recording::write_untimed`], the envelopes given back once
+    /// written (see [`Sinks::put_kept`]).
+    fn write_kept(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<Vec<Envelope>> {
+        let envelopes = self.sinks.put_kept(envelopes)?;
         if let Some(view) = &mut self.sinks.view {
             view.changes(&self.recorder.take_changes());
         }
-        Ok(())
+        Ok(envelopes)
     }
 
     /// Finishes: what is left (partial last lines count as lines), the
