@@ -221,3 +221,23 @@ fn a_result_of_other_shapes_still_reads_back_its_turns() {
         (true, false, 0, vec![(Some("a"), true)])
     );
 }
+
+/// A `data` or `turns` of any shape but a list (null, a number, true, a
+/// string, an object of lists) holds no entry, and the rest of the result
+/// is read as ever.
+#[test]
+fn a_list_member_of_any_other_shape_holds_nothing_and_the_rest_is_read() {
+    let shapes = ["null", "3", "-1.5e3", "true", r#""a""#, r#"{"data":[{"id":"x"}]}"#, "[]"];
+    let read: Vec<(bool, bool, usize, usize)> = shapes
+        .iter()
+        .map(|shape| {
+            let result = RawValue::from_string(format!(
+                r#"{{"data":{shape},"model":"m","thread":{{"id":"t","turns":[]}},"turns":{shape}}}"#
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+            let result = ResponseResult::of(&result);
+            (result.thread.is_some(), result.model, result.listed_threads.len(), result.read_back_turns().count())
+        })
+        .collect();
+    assert_eq!(read, vec![(true, true, 0, 0); shapes.len()]);
+}

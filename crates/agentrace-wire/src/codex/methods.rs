@@ -361,9 +361,69 @@ struct ResultMembers<'a> {
     #[serde(default, deserialize_with = "lenient_field")]
     service_tier: Option<String>,
     #[serde(default, borrow)]
-    data: Option<&'a RawValue>,
+    data: Entries<'a>,
     #[serde(default, borrow)]
-    turns: Option<&'a RawValue>,
+    turns: Entries<'a>,
+}
+
+/// The entries of a list member, each as written, taken in the one walk
+/// of the `result` (a `thread/turns/list` answer is most of a session's
+/// bytes; the list was walked once for the member, then again for its
+/// entries). Any other value, `null` included, holds none.
+#[derive(Debug, Default)]
+struct Entries<'a>(Vec<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Entries<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Entries<'a>;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("any JSON value")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut list: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(list.size_hint().unwrap_or(0));
+                while let Some(entry) = list.next_element::<&'de RawValue>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Entries::default())
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Entries::default())
+            }
+        }
+
+        deserializer.deserialize_any(Visit(std::marker::PhantomData))
+    }
 }
 
 /// What agentrace reads of a response's `result` (thread objects and
@@ -390,15 +450,9 @@ pub struct ResponseResult {
     read_back: Vec<TurnHead>,
 }
 
-/// The entries of a list member, each as written (none when it is no list).
-fn entries(list: Option<&RawValue>) -> Vec<&RawValue> {
-    list.and_then(|list| serde_json::from_str::<Vec<&RawValue>>(list.get()).ok())
-        .unwrap_or_default()
-}
-
 /// The entries of a list member that read as turn heads.
-fn heads(list: Option<&RawValue>) -> impl Iterator<Item = TurnHead> + '_ {
-    entries(list)
+fn heads(list: Entries<'_>) -> impl Iterator<Item = TurnHead> + '_ {
+    list.0
         .into_iter()
         .filter_map(|entry| serde_json::from_str::<TurnHead>(entry.get()).ok())
 }
@@ -416,18 +470,16 @@ impl ResponseResult {
                     #[derive(Default, Deserialize)]
                     struct Turns<'b> {
                         #[serde(default, borrow)]
-                        turns: Option<&'b RawValue>,
+                        turns: Entries<'b>,
                     }
-                    let turns = serde_json::from_str::<Turns<'_>>(raw.get())
-                        .ok()
-                        .and_then(|thread| thread.turns);
+                    let turns = serde_json::from_str::<Turns<'_>>(raw.get()).unwrap_or_default().turns;
                     read_back.extend(heads(turns));
                     None
                 }
             }
         });
         let mut listed_threads = Vec::new();
-        for entry in entries(members.data) {
+        for entry in members.data.0 {
             let Ok(head) = serde_json::from_str::<TurnHead>(entry.get()) else {
                 continue;
             };
