@@ -238,7 +238,7 @@ impl<'de> Deserialize<'de> for Timestamp {
 }
 
 /// The agent runtime a run came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// OpenAI Codex.

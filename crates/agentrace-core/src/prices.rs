@@ -22,9 +22,22 @@
 //! request of an unknown provider, which may reach a price by the time of
 //! day that a day's start and end cannot see) is priced per request, as
 //! before. The database is decoded on the first miss only.
+//!
+//! # Known prices, from one process to the next
+//!
+//! A command that prices a handful of requests (`show`, `status`) spent
+//! most of its time decoding the database (30 to 60 ms, and 20 MB, for the
+//! regular expressions of every model it lists). A book therefore gives
+//! what it resolved as data ([`PriceBook::known`]: each run of consecutive
+//! days one key resolved alike, [`KnownPrices`]) and takes what an earlier
+//! process resolved ([`PriceBook::learn`]), for the same database only; the
+//! store keeps it in the home. A request whose key is known is priced as a
+//! resolved one: by its rates, or as having no price. Only a request priced
+//! per request, or of a key never met, opens the database.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -128,6 +141,12 @@ pub struct PriceBook {
     /// Resolved database prices (see the module's documentation); `None`
     /// prices every request through the database.
     flat: Option<Mutex<FlatRates>>,
+    /// What earlier processes resolved ([`PriceBook::learn`]), consulted
+    /// when a key is not in `flat`.
+    known: Mutex<KnownSpans>,
+    /// Keys this book resolved through the database itself, not learned:
+    /// what an earlier process did not know.
+    resolutions: AtomicU64,
 }
 
 /// A `genai-prices` database other than the compiled-in one: the provider
@@ -199,7 +218,8 @@ impl fmt::Debug for PriceData {
 type FlatRates = HashMap<String, HashMap<(Provider, i64), Vec<(Option<Box<str>>, Flat)>>>;
 
 /// What the database charges one (provider, model, tier) for a whole day.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 enum Flat {
     /// Tokens times these rates (US dollars per million tokens, as the
     /// database has them).
@@ -216,15 +236,54 @@ enum Flat {
 /// the input rate: a request with such tokens is priced per request. The
 /// hour-long write rate is `None` when it equals the write rate (the
 /// database then has none, and bills those tokens as any write).
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Kept between processes as each rate's bits: a decimal read back may be
+/// an ulp off, and a known price must give the figure a resolved one does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct FlatRate {
+    #[serde(with = "bits")]
     input: f64,
+    #[serde(with = "optional_bits")]
     cache_read: Option<f64>,
+    #[serde(with = "optional_bits")]
     cache_write: Option<f64>,
+    #[serde(with = "optional_bits")]
     cache_write_1h: Option<f64>,
+    #[serde(with = "bits")]
     output: f64,
     /// Per thousand web searches (zero where the database has no price).
+    #[serde(with = "bits")]
     web_searches: f64,
+}
+
+/// A rate as its bits (see [`FlatRate`]).
+mod bits {
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(value.to_bits())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        u64::deserialize(deserializer).map(f64::from_bits)
+    }
+}
+
+/// An optional rate as its bits, `null` when there is none.
+mod optional_bits {
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(rate) => serializer.serialize_u64(rate.to_bits()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+        Option::<u64>::deserialize(deserializer).map(|bits| bits.map(f64::from_bits))
+    }
 }
 
 impl FlatRate {
@@ -288,6 +347,8 @@ impl PriceBook {
             file: BTreeMap::new(),
             id: database_label(),
             flat: Some(Mutex::default()),
+            known: Mutex::default(),
+            resolutions: AtomicU64::new(0),
         }
     }
 
@@ -299,6 +360,8 @@ impl PriceBook {
             data: Some(data),
             file: BTreeMap::new(),
             flat: Some(Mutex::default()),
+            known: Mutex::default(),
+            resolutions: AtomicU64::new(0),
         }
     }
 
@@ -353,6 +416,8 @@ impl PriceBook {
             data,
             file,
             flat: Some(Mutex::default()),
+            known: Mutex::default(),
+            resolutions: AtomicU64::new(0),
         }
     }
 
@@ -405,6 +470,14 @@ impl PriceBook {
         if let Some(found) = cached(&*flat.lock().ok()?) {
             return Some(found);
         }
+        let known = self.known.lock().ok().and_then(|known| known_flat(&known, request, day));
+        if let Some(found) = known {
+            let mut cache = flat.lock().ok()?;
+            if cached(&cache).is_none() {
+                put_flat(&mut cache, request, day, found);
+            }
+            return Some(found);
+        }
         // Resolved with the lock released: it takes about thirty database
         // requests, and every other worker's request would wait on the lock
         // meanwhile (a history of many days resolves once per model and
@@ -412,15 +485,134 @@ impl PriceBook {
         let resolved = resolve_flat(self.calculator(), request.provider, request.model, request.service_tier, day);
         let mut cache = flat.lock().ok()?;
         if cached(&cache).is_none() {
-            cache
-                .entry(request.model.to_owned())
-                .or_default()
-                .entry((request.provider, day))
-                .or_default()
-                .push((request.service_tier.map(Box::from), resolved));
+            put_flat(&mut cache, request, day, resolved);
+            self.resolutions.fetch_add(1, Ordering::Relaxed);
         }
         Some(resolved)
     }
+
+    /// Every key this book resolved or learned, as runs of consecutive
+    /// days resolved alike, for the next process to [`PriceBook::learn`]
+    /// (nothing for a book without the cache).
+    pub fn known(&self) -> KnownPrices {
+        let mut days: BTreeMap<(Provider, String, Option<String>), BTreeMap<i64, Flat>> = BTreeMap::new();
+        if let Ok(known) = self.known.lock() {
+            for span in known.values().flatten() {
+                let of_key = days.entry((span.provider, span.model.clone(), span.service_tier.clone())).or_default();
+                for day in span.first_day..=span.last_day {
+                    of_key.insert(day, span.price);
+                }
+            }
+        }
+        if let Some(Ok(cache)) = self.flat.as_ref().map(Mutex::lock) {
+            for (model, by_day) in cache.iter() {
+                for ((provider, day), tiers) in by_day {
+                    for (tier, flat) in tiers {
+                        days.entry((*provider, model.clone(), tier.as_deref().map(str::to_owned)))
+                            .or_default()
+                            .insert(*day, *flat);
+                    }
+                }
+            }
+        }
+        let mut spans = Vec::new();
+        for ((provider, model, service_tier), by_day) in days {
+            let mut open: Option<KnownSpan> = None;
+            for (day, price) in by_day {
+                match &mut open {
+                    Some(span) if span.last_day + 1 == day && span.price == price => span.last_day = day,
+                    _ => {
+                        spans.extend(open.take());
+                        open = Some(KnownSpan { provider, model: model.clone(), service_tier: service_tier.clone(), first_day: day, last_day: day, price });
+                    }
+                }
+            }
+            spans.extend(open);
+        }
+        KnownPrices { database: self.database_name(), spans }
+    }
+
+    /// Takes what an earlier process resolved by the same database (a
+    /// `known` of another database, or of a book with another table over
+    /// it, is left: the file's prices are looked up before the database's
+    /// anyway). A span longer than [`MAX_KNOWN_SPAN_DAYS`] is passed over
+    /// (no resolution makes one: a damaged file could).
+    pub fn learn(&self, known: &KnownPrices) {
+        if self.flat.is_none() || known.database != self.database_name() {
+            return;
+        }
+        let Ok(mut spans) = self.known.lock() else {
+            return;
+        };
+        for span in &known.spans {
+            if span.first_day <= span.last_day && span.last_day - span.first_day < MAX_KNOWN_SPAN_DAYS {
+                // A home read again (the server's every request) is taught
+                // the same spans again.
+                let of_model = spans.entry(span.model.clone()).or_default();
+                if !of_model.contains(span) {
+                    of_model.push(span.clone());
+                }
+            }
+        }
+    }
+
+    /// How many keys this book resolved through the database itself (not
+    /// learned): when none, what it knows is what it was told.
+    pub fn resolutions(&self) -> u64 {
+        self.resolutions.load(Ordering::Relaxed)
+    }
+}
+
+/// A learned span this long or longer is passed over: a hundred years.
+pub const MAX_KNOWN_SPAN_DAYS: i64 = 36_525;
+
+/// Learned spans by model.
+type KnownSpans = HashMap<String, Vec<KnownSpan>>;
+
+/// What a learned span says of `request`'s key on `day`.
+fn known_flat(known: &KnownSpans, request: &Request<'_>, day: i64) -> Option<Flat> {
+    known.get(request.model)?.iter().find_map(|span| {
+        (span.provider == request.provider
+            && span.service_tier.as_deref() == request.service_tier
+            && (span.first_day..=span.last_day).contains(&day))
+        .then_some(span.price)
+    })
+}
+
+/// Puts a key's resolution in the cache.
+fn put_flat(cache: &mut FlatRates, request: &Request<'_>, day: i64, flat: Flat) {
+    cache
+        .entry(request.model.to_owned())
+        .or_default()
+        .entry((request.provider, day))
+        .or_default()
+        .push((request.service_tier.map(Box::from), flat));
+}
+
+/// The keys a book resolved, as data a caller keeps between processes
+/// ([`PriceBook::known`], [`PriceBook::learn`]): valid for the database it
+/// names only.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KnownPrices {
+    /// The database they were resolved by ([`PriceBook::database_name`]).
+    pub database: String,
+    /// Each run of consecutive UTC days one key resolved alike.
+    pub spans: Vec<KnownSpan>,
+}
+
+/// One (provider, model, service tier) resolved alike from `first_day` to
+/// `last_day` (UTC days since 1970, both included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KnownSpan {
+    provider: Provider,
+    model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    service_tier: Option<String>,
+    first_day: i64,
+    last_day: i64,
+    price: Flat,
 }
 
 /// The price of one request through the database.
@@ -824,5 +1016,95 @@ mod tests {
         assert_eq!(write_rates(Provider::Claude, "claude-haiku-4-5"), Some((Some(1.25), Some(2.0))));
         // OpenAI has one write price: hour-long writes are any writes.
         assert_eq!(write_rates(Provider::Codex, "gpt-5").map(|(_, hour)| hour), Some(None));
+    }
+
+    /// Requests over three days (the second left out) of two flat models,
+    /// one the database lacks and one tiered, two of them in a tier.
+    fn requests_over_days() -> Vec<(Provider, &'static str, Option<&'static str>, Timestamp, TokenUsage)> {
+        let tokens = TokenUsage { input_tokens: 300_000, cached_input_tokens: 120_000, cache_creation_input_tokens: 30_000, output_tokens: 9_000, ..TokenUsage::default() };
+        let at = |day: i64| Timestamp(day * DAY_MS + 3_600_000);
+        let mut requests = Vec::new();
+        for day in [DAY, DAY + 2, DAY + 3] {
+            requests.push((Provider::Claude, "claude-opus-4-5", None, at(day), tokens));
+            requests.push((Provider::Codex, "gpt-5", Some("flex"), at(day), tokens));
+            requests.push((Provider::Codex, "mock-model", None, at(day), tokens));
+            requests.push((Provider::Claude, "claude-sonnet-4-5", None, at(day), tokens));
+        }
+        requests
+    }
+
+    fn priced_bits(book: &PriceBook) -> Vec<Option<u64>> {
+        requests_over_days()
+            .iter()
+            .map(|(provider, model, service_tier, at, tokens)| {
+                book.price(&Request { provider: *provider, model, at: *at, service_tier: *service_tier, tokens }).map(f64::to_bits)
+            })
+            .collect()
+    }
+
+    /// What one book resolved, kept as JSON and learned by another, prices
+    /// every request to the same bit without a resolution of its own; the
+    /// days are kept as runs (days 0 and 2 to 3 of each key).
+    #[test]
+    fn known_prices_kept_and_learned_price_alike_without_resolving_again() {
+        let first = PriceBook::database();
+        let priced = priced_bits(&first);
+        let known = first.known();
+        let spans: Vec<(&str, Option<&str>, i64, i64, &str)> = known
+            .spans
+            .iter()
+            .map(|span| {
+                let price = match span.price {
+                    Flat::Rates(_) => "rates",
+                    Flat::Unpriced => "unpriced",
+                    Flat::PerRequest => "per request",
+                };
+                (span.model.as_str(), span.service_tier.as_deref(), span.first_day - DAY, span.last_day - DAY, price)
+            })
+            .collect();
+        assert_eq!(
+            (known.database.as_str(), first.resolutions(), spans),
+            (
+                "genai-prices 0.2.1",
+                12,
+                vec![
+                    ("gpt-5", Some("flex"), 0, 0, "rates"),
+                    ("gpt-5", Some("flex"), 2, 3, "rates"),
+                    ("mock-model", None, 0, 0, "unpriced"),
+                    ("mock-model", None, 2, 3, "unpriced"),
+                    ("claude-opus-4-5", None, 0, 0, "rates"),
+                    ("claude-opus-4-5", None, 2, 3, "rates"),
+                    ("claude-sonnet-4-5", None, 0, 0, "per request"),
+                    ("claude-sonnet-4-5", None, 2, 3, "per request"),
+                ]
+            )
+        );
+        let kept = serde_json::to_string(&known).unwrap_or_else(|e| panic!("{e}"));
+        let read: KnownPrices = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
+        let second = PriceBook::database();
+        second.learn(&read);
+        assert_eq!((priced_bits(&second), second.resolutions(), second.known()), (priced.clone(), 0, known.clone()));
+        // Priced through the database alone, the figures are the same.
+        assert_eq!(priced_bits(&PriceBook::database().without_cache()), priced);
+    }
+
+    /// Known prices of another database, or with a span no resolution
+    /// makes, are not learned: the book resolves for itself.
+    #[test]
+    fn known_prices_of_another_database_or_an_endless_span_are_not_learned() {
+        let first = PriceBook::database();
+        let priced = priced_bits(&first);
+        let mut other = first.known();
+        other.database = "genai-prices data 0123".to_owned();
+        let mut endless = first.known();
+        for span in &mut endless.spans {
+            span.first_day = 0;
+            span.last_day = MAX_KNOWN_SPAN_DAYS;
+        }
+        for known in [other, endless] {
+            let book = PriceBook::database();
+            book.learn(&known);
+            assert_eq!((priced_bits(&book), book.resolutions()), (priced.clone(), 12));
+        }
     }
 }

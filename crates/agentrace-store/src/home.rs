@@ -41,6 +41,10 @@ pub const PRICE_FILE: &str = "prices.json";
 /// in place of the compiled-in one.
 pub const PRICE_DATABASE_FILE: &str = "genai-prices.json";
 
+/// What earlier commands resolved of the database's prices (a cache, see
+/// [`Home::keep_known_prices`]).
+pub const KNOWN_PRICES_FILE: &str = "known-prices.json";
+
 /// How an import names a run: the provider, then its root thread or
 /// session.
 const IMPORTED_PREFIXES: [&str; 2] = ["codex-", "claude-"];
@@ -225,10 +229,37 @@ impl Home {
             // A home read again once its file is gone prices by the
             // database again.
             let prices = data.map_or_else(PriceBook::shared_database, crate::prices::book_of_data);
-            return Ok(Home { prices, ..self });
+            return Ok(self.knowing_prices(prices));
         }
         let prices = crate::prices::read_price_file(&path, data)?;
-        Ok(Home { prices, ..self })
+        Ok(self.knowing_prices(prices))
+    }
+
+    /// This home pricing with `prices`, taught what earlier commands
+    /// resolved by its database ([`KNOWN_PRICES_FILE`]).
+    fn knowing_prices(self, prices: Arc<PriceBook>) -> Home {
+        if let Some(known) = crate::prices::read_known_prices(&self.known_prices_path()) {
+            prices.learn(&known);
+        }
+        Home { prices, ..self }
+    }
+
+    /// What earlier commands resolved of the database's prices.
+    pub fn known_prices_path(&self) -> PathBuf {
+        self.root.join(KNOWN_PRICES_FILE)
+    }
+
+    /// Keeps what this home's price book resolved for the next command,
+    /// when it resolved anything itself, so a command that prices a few
+    /// requests of models met before (`show`, `status`) need not decode the
+    /// database (30 to 60 ms). A home that does not exist yet is not made
+    /// for it. Returns whether the file was written.
+    pub fn keep_known_prices(&self) -> Result<bool, StoreError> {
+        if self.prices.resolutions() == 0 || !self.root.is_dir() {
+            return Ok(false);
+        }
+        crate::prices::write_known_prices(&self.known_prices_path(), &self.prices)?;
+        Ok(true)
     }
 
     /// The newer `genai-prices` database kept in the home (it need not

@@ -4,12 +4,15 @@
 //! itself when the home keeps a newer one (`genai-prices.json`, which
 //! `agentrace prices --update` fetches): the provider data of a
 //! `genai-prices` snapshot, priced by in place of the compiled-in one.
+//! And what earlier commands resolved of the database's prices
+//! (`known-prices.json`), so a command that prices a few requests need not
+//! decode the database (see the core's `prices`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use agentrace_core::prices::{FilePrice, PriceBook, PriceData};
+use agentrace_core::prices::{FilePrice, KnownPrices, PriceBook, PriceData};
 
 use crate::StoreError;
 
@@ -94,4 +97,21 @@ pub fn book_of_data(data: Arc<PriceData>) -> Arc<PriceBook> {
             book
         }
     }
+}
+
+/// The prices earlier commands resolved, kept at `path`; `None` when there
+/// are none to read. A cache: a file that is missing, torn or damaged
+/// teaches nothing, and the next command that resolves a price replaces it.
+pub fn read_known_prices(path: &Path) -> Option<KnownPrices> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Keeps what `book` knows at `path`, replacing the file whole.
+pub fn write_known_prices(path: &Path, book: &PriceBook) -> Result<(), StoreError> {
+    let bytes = serde_json::to_vec(&book.known()).map_err(|error| StoreError::PriceFile {
+        path: path.to_owned(),
+        cause: format!("cannot encode the known prices: {error}"),
+    })?;
+    crate::files::replace_unsynced(path, &bytes, "write the known prices")
 }

@@ -239,8 +239,19 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Every command prices with the home's price file, and judges run
     // records by its warning config, when it has them.
     let home = crate::home_files::read(&home)?;
+    let ran = dispatch(cli.command, &home);
+    // What the command's prices resolved, for the next command to know
+    // (a cache: a home that cannot keep it prices as before).
+    let _ = home.keep_known_prices();
+    ran
+}
+
+/// Runs one command (but the hook, the status line and the mending of the
+/// price database) with the home read.
+fn dispatch(command: Option<Command>, home: &Home) -> anyhow::Result<ExitCode> {
+    let home = home.clone();
     let mut out = Out::new();
-    match cli.command {
+    match command {
         Some(Command::Run {
             target: RunTarget::Codex(args),
         }) => {

@@ -921,3 +921,71 @@ fn prices_update_fetches_a_newer_database_that_prices_every_command() {
     assert!(String::from_utf8_lossy(&reset.stderr).starts_with("removed the price database"), "{}", String::from_utf8_lossy(&reset.stderr));
     assert_eq!((costs(&cli), kept.exists()), ((Value::Null, Value::Null), false));
 }
+
+/// A known span as (provider, model, tier, days, what).
+type KnownSpan = (String, String, String, i64, String);
+
+/// The known prices file, its database and spans, for a test to compare
+/// whole.
+fn known_prices(home: &Path) -> (String, Vec<KnownSpan>) {
+    let text = std::fs::read_to_string(home.join("known-prices.json")).unwrap_or_else(|e| panic!("{e}"));
+    let known: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let spans = known["spans"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{known}"))
+        .iter()
+        .map(|span| {
+            let what = match &span["price"] {
+                Value::String(kind) => kind.clone(),
+                Value::Object(kind) => kind.keys().cloned().collect::<Vec<_>>().join(","),
+                other => panic!("{other}"),
+            };
+            let days = span["lastDay"].as_i64().unwrap_or_default() - span["firstDay"].as_i64().unwrap_or_default() + 1;
+            let text = |key: &str| span[key].as_str().unwrap_or("-").to_owned();
+            (text("provider"), text("model"), text("serviceTier"), days, what)
+        })
+        .collect();
+    (known["database"].as_str().unwrap_or_default().to_owned(), spans)
+}
+
+/// What one command resolved of the database's prices is kept in the
+/// home; the next command, taught it, gives the very report (without
+/// resolving anything, so it leaves the file as it was); a damaged file
+/// teaches nothing, and the command that finds it gives the same report
+/// and keeps what it resolved in its place.
+#[test]
+fn prices_resolved_by_one_command_are_known_to_the_next_which_reports_alike() {
+    let dir = every_capture();
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    let usage = ["usage", "--json", "--codex-home", &codex, "--claude-dir", &claude];
+    let first = cli.ok(&usage);
+    let known = known_prices(cli.home.path());
+    let path = cli.home.path().join("known-prices.json");
+    let kept = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        known,
+        (
+            "genai-prices 0.2.1".to_owned(),
+            [
+                ("codex", "gpt-6.1-sol", "-", 1, "perRequest"),
+                ("codex", "gpt-6.1-sol", "-", 1, "perRequest"),
+                ("codex", "mock-model", "-", 1, "unpriced"),
+                ("codex", "mock-model", "-", 1, "unpriced"),
+                ("claude", "claude-haiku-4-5-20251001", "standard", 1, "rates"),
+                ("claude", "claude-opus-4-8", "standard", 1, "rates"),
+                ("claude", "claude-opus-5-5", "standard", 2, "rates"),
+                ("claude", "claude-sonnet-4-20250514", "standard", 1, "rates"),
+                ("claude", "claude-sonnet-4-5-20250929", "standard", 1, "perRequest"),
+            ]
+            .map(|(provider, model, tier, days, what)| (provider.to_owned(), model.to_owned(), tier.to_owned(), days, what.to_owned()))
+            .to_vec()
+        )
+    );
+    let second = cli.ok(&usage);
+    assert_eq!((second == first, std::fs::read(&path).ok() == Some(kept)), (true, true));
+    std::fs::write(&path, br#"{"database":"genai-prices 0.2.1","spans":[{"provider":"claude","mod"#).unwrap_or_else(|e| panic!("{e}"));
+    let third = cli.ok(&usage);
+    assert_eq!((third == first, known_prices(cli.home.path())), (true, known));
+}
