@@ -257,14 +257,19 @@ struct FlatRate {
     web_searches: f64,
 }
 
-/// A rate as its bits (see [`FlatRate`]).
-mod bits {
+/// A float kept as its bits (`#[serde(with = "…::prices::bits")]`): a
+/// decimal read back may be an ulp off, and a figure kept between
+/// processes must give the very figure a cold one does (known prices, the
+/// status line's state).
+pub mod bits {
     use serde::{Deserialize as _, Deserializer, Serializer};
 
+    /// `value`'s bits.
     pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_u64(value.to_bits())
     }
 
+    /// The float of the bits read.
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
         u64::deserialize(deserializer).map(f64::from_bits)
     }

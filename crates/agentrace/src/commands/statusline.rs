@@ -222,7 +222,7 @@ struct Book {
     /// Responses known only by a snapshot.
     snapshots: usize,
     total: TokenUsage,
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     cost: f64,
     unpriced_tokens: u64,
     /// The latest line time seen (a line without one is priced at it).
@@ -236,35 +236,20 @@ struct Book {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Rates {
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     input: f64,
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     cached_input: f64,
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     cache_write: f64,
     /// Per token of a cache write kept for an hour.
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     cache_write_1h: f64,
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     output: f64,
     /// Per web search.
-    #[serde(with = "exact_float")]
+    #[serde(with = "agentrace_core::prices::bits")]
     web_search: f64,
-}
-
-/// A float kept as its bits: serde_json's default float parsing may be off
-/// by an ulp, and a call that resumes from the state must give the very
-/// figures a cold call gives.
-mod exact_float {
-    use serde::{Deserialize as _, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_u64(value.to_bits())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-        u64::deserialize(deserializer).map(f64::from_bits)
-    }
 }
 
 impl Rates {
