@@ -93,6 +93,9 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     agentrace_store::validate_run_id(&input.session_id).ok()?;
     let book = crate::commands::usage::load_prices(&home, args.prices.as_ref()).ok()?;
     let summary = Session::at(&home, &input.transcript_path, &input.session_id, book)?.summary();
+    // The prices worked out for a new model or day, for the next call (and
+    // every other command) to know without the database.
+    let _ = home.keep_known_prices();
     if args.json {
         serde_json::to_string(&summary).ok()
     } else {

@@ -352,3 +352,23 @@ fn an_hour_long_cache_write_and_a_web_search_cost_on_the_line_what_usage_says() 
         assert!(cost_with(0, 3) > plain, "{extra:?}");
     }
 }
+
+/// The prices a line works out are kept in the home for the next call and
+/// every other command: another session priced by them in the same home
+/// shows the line it shows in a home of its own.
+#[test]
+fn the_prices_a_line_works_out_are_known_to_the_next_call() {
+    let cli = Cli::new();
+    let first = line(&cli, &Session::of("single_fg").input(), &[]);
+    let text = std::fs::read_to_string(cli.home.path().join("known-prices.json")).unwrap_or_else(|e| panic!("{e}"));
+    let known: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let spans: Vec<String> = known["spans"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{known}"))
+        .iter()
+        .map(|span| format!("{} {} {}", span["provider"], span["model"], span["serviceTier"]))
+        .collect();
+    assert_eq!((first.as_str(), spans), ("Main 5.8k · $0.05\n", vec![r#""claude" "claude-opus-5-5" "standard""#.to_owned()]));
+    let nested = Session::of("nested_fg");
+    assert_eq!(line(&cli, &nested.input(), &[]), line(&Cli::new(), &nested.input(), &[]));
+}
