@@ -500,35 +500,40 @@ impl PriceBook {
     /// days resolved alike, for the next process to [`PriceBook::learn`]
     /// (nothing for a book without the cache).
     pub fn known(&self) -> KnownPrices {
-        let mut days: BTreeMap<(Provider, String, Option<String>), BTreeMap<i64, Flat>> = BTreeMap::new();
+        // Each key's runs of days, learned or resolved (a resolved day as a
+        // run of one), joined where they touch or overlap alike; never
+        // expanded day by day (a learned run may be long).
+        let mut runs: BTreeMap<(Provider, String, Option<String>), Vec<(i64, i64, Flat)>> = BTreeMap::new();
         if let Ok(known) = self.known.lock() {
             for span in known.values().flatten() {
-                let of_key = days.entry((span.provider, span.model.clone(), span.service_tier.clone())).or_default();
-                for day in span.first_day..=span.last_day {
-                    of_key.insert(day, span.price);
-                }
+                runs.entry((span.provider, span.model.clone(), span.service_tier.clone()))
+                    .or_default()
+                    .push((span.first_day, span.last_day, span.price));
             }
         }
         if let Some(Ok(cache)) = self.flat.as_ref().map(Mutex::lock) {
             for (model, by_day) in cache.iter() {
                 for ((provider, day), tiers) in by_day {
                     for (tier, flat) in tiers {
-                        days.entry((*provider, model.clone(), tier.as_deref().map(str::to_owned)))
+                        runs.entry((*provider, model.clone(), tier.as_deref().map(str::to_owned)))
                             .or_default()
-                            .insert(*day, *flat);
+                            .push((*day, *day, *flat));
                     }
                 }
             }
         }
         let mut spans = Vec::new();
-        for ((provider, model, service_tier), by_day) in days {
+        for ((provider, model, service_tier), mut of_key) in runs {
+            of_key.sort_by_key(|&(first, last, _)| (first, last));
             let mut open: Option<KnownSpan> = None;
-            for (day, price) in by_day {
+            for (first_day, last_day, price) in of_key {
                 match &mut open {
-                    Some(span) if span.last_day + 1 == day && span.price == price => span.last_day = day,
+                    Some(span) if first_day <= span.last_day.saturating_add(1) && span.price == price => {
+                        span.last_day = span.last_day.max(last_day);
+                    }
                     _ => {
                         spans.extend(open.take());
-                        open = Some(KnownSpan { provider, model: model.clone(), service_tier: service_tier.clone(), first_day: day, last_day: day, price });
+                        open = Some(KnownSpan { provider, model: model.clone(), service_tier: service_tier.clone(), first_day, last_day, price });
                     }
                 }
             }
@@ -1111,5 +1116,24 @@ mod tests {
             book.learn(&known);
             assert_eq!((priced_bits(&book), book.resolutions()), (priced.clone(), 12));
         }
+    }
+
+    /// A long learned run and a day resolved next to it are kept as one
+    /// run, worked out without going day by day.
+    #[test]
+    fn a_learned_run_and_a_day_resolved_beside_it_are_kept_as_one() {
+        let tokens = TokenUsage { input_tokens: 1_000, output_tokens: 10, ..TokenUsage::default() };
+        let request = |day: i64| Request { provider: Provider::Claude, model: "claude-opus-4-5", at: Timestamp(day * DAY_MS), service_tier: None, tokens: &tokens };
+        let first = PriceBook::database();
+        let _ = first.price(&request(DAY));
+        let mut known = first.known();
+        for span in &mut known.spans {
+            span.first_day = DAY - 30_000;
+        }
+        let second = PriceBook::database();
+        second.learn(&known);
+        let priced = (second.price(&request(DAY - 20_000)), second.price(&request(DAY + 1)));
+        let runs: Vec<(i64, i64)> = second.known().spans.iter().map(|span| (span.first_day - DAY, span.last_day - DAY)).collect();
+        assert_eq!((priced, second.resolutions(), runs), ((first.price(&request(DAY)), first.price(&request(DAY + 1))), 1, vec![(-30_000, 1)]));
     }
 }
