@@ -503,7 +503,7 @@ impl PriceBook {
         // Each key's runs of days, learned or resolved (a resolved day as a
         // run of one), joined where they touch or overlap alike; never
         // expanded day by day (a learned run may be long).
-        let mut runs: BTreeMap<(Provider, String, Option<String>), Vec<(i64, i64, Flat)>> = BTreeMap::new();
+        let mut runs: BTreeMap<KeyOfSpan, Vec<(i64, i64, Flat)>> = BTreeMap::new();
         if let Ok(known) = self.known.lock() {
             for span in known.values().flatten() {
                 runs.entry((span.provider, span.model.clone(), span.service_tier.clone()))
@@ -578,6 +578,9 @@ pub const MAX_KNOWN_SPAN_DAYS: i64 = 36_525;
 
 /// Learned spans by model.
 type KnownSpans = HashMap<String, Vec<KnownSpan>>;
+
+/// What a span is of: (provider, model, service tier).
+type KeyOfSpan = (Provider, String, Option<String>);
 
 /// What a learned span says of `request`'s key on `day`.
 fn known_flat(known: &KnownSpans, request: &Request<'_>, day: i64) -> Option<Flat> {
