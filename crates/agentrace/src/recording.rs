@@ -541,13 +541,9 @@ impl Recording {
             let mut written = Ok(());
             for batch in &batches {
                 let envelopes = self.recorder.number_attributed(batch);
-                if envelopes.is_empty() {
-                    continue;
-                }
-                written = self.write_kept(envelopes).and_then(|envelopes| {
+                written = self.write_back(envelopes).map(|spent| {
                     // A reading thread that has ended frees nothing more.
-                    let _ = spent_sender.send(envelopes);
-                    self.tick()
+                    let _ = spent_sender.send(spent);
                 });
                 if written.is_err() {
                     break;
@@ -660,20 +656,18 @@ impl Recording {
         // The last lines go out first: the catalog stamps the log as it is.
         self.sinks.writer.flush()?;
         let summary = self.recorder.state().summary();
-        let checked = if self.lent {
-            self.sinks.writer.checked_with(&summary, self.recorder.book())
-        } else {
-            self.sinks.writer.checked(&summary)
+        let lent = self.lent.then(|| self.recorder.book());
+        let checked = match lent {
+            Some(book) => self.sinks.writer.checked_with(&summary, book),
+            None => self.sinks.writer.checked(&summary),
         };
         let cwd = self.recorder.state().cwd().map(str::to_owned);
         let agents = self.recorder.state().agents();
         let (home, indexed) = (&self.home, &checked);
+        let writer = &mut self.sinks.writer;
         std::thread::scope(|scope| {
             let indexing = scope.spawn(move || index_recorded(home, indexed, cwd.as_deref(), &agents, texts));
-            let written = self.sinks.writer.sync().and_then(|()| {
-                let book = self.lent.then(|| self.recorder.book());
-                self.sinks.writer.write_checked_record(&checked, book)
-            });
+            let written = writer.sync().and_then(|()| writer.write_checked_record(&checked, lent));
             // A failed index is said by `index_recorded` (the next reader
             // catalogs the run); a panic there is said by its hook.
             let _ = indexing.join();
@@ -702,11 +696,18 @@ impl Recording {
     }
 
     fn write(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<()> {
+        self.write_back(envelopes).map(drop)
+    }
+
+    /// [`Recording::write`], the envelopes given back once written (see
+    /// [`Sinks::put_kept`]).
+    fn write_back(&mut self, envelopes: Vec<Envelope>) -> anyhow::Result<Vec<Envelope>> {
         if envelopes.is_empty() {
-            return Ok(());
+            return Ok(envelopes);
         }
-        self.write_untimed(envelopes)?;
-        self.tick()
+        let envelopes = self.write_kept(envelopes)?;
+        self.tick()?;
+        Ok(envelopes)
     }
 
     /// [`Recording::write`] without the cadence's record and sync, for the
