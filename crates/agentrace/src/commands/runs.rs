@@ -175,11 +175,14 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A cost as a list shows it: `≥` before a floor, `$?` when nothing
-/// could be priced.
+/// A cost as a list shows it: in cents, `≥` before a floor, `$?` when
+/// nothing could be priced, and `<$0.01` for a cost that is not nothing
+/// but rounds to it (`$0.00` read as free beside `show`'s `$0.0041`).
 fn cost_text(run: &RunSummary) -> String {
+    let cents = |cost: f64| if cost > 0.0 && cost < 0.005 { "<$0.01".to_owned() } else { format!("${cost:.2}") };
     match (run.cost, run.cost_status) {
-        (Some(cost), CostStatus::Exact) => format!("${cost:.2}"),
+        (Some(cost), CostStatus::Exact) => cents(cost),
+        // A floor is at least what it says, even when that is `$0.00`.
         (Some(cost), CostStatus::Floor) => format!("≥${cost:.2}"),
         (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
     }
@@ -224,31 +227,46 @@ struct Widths {
     /// The result on a line of its own under its run, indented: on a
     /// terminal too narrow for it beside the rest.
     result_below: bool,
+    /// The id on a line of its own, the figures indented under it, then
+    /// the result: on a terminal too narrow for the id and the figures
+    /// side by side (a run id is 42 characters, the figures about 80).
+    stacked: bool,
 }
 
 impl Widths {
     /// Where output is read by a program (a pipe, a file): the one fixed
     /// layout, whatever the runs.
-    const FIXED: Widths = Widths { id: 44, project: 24, result: 50, result_below: false };
+    const FIXED: Widths = Widths { id: 44, project: 24, result: 50, result_below: false, stacked: false };
 
     /// On a terminal `columns` wide: the id column as wide as the longest
     /// id listed (ids stay whole: they are what `show` takes), and the
     /// project and result sharing what is left, so that each run stays on
     /// one line. Where that would leave the result fewer than 24
-    /// characters, it goes on a line of its own under its run.
+    /// characters, it goes on a line of its own under its run; where the
+    /// id, the figures and a project of 12 do not fit on one line, the id
+    /// does too ([`Widths::stacked`]).
     fn fitted(runs: &[ListedRun], columns: usize) -> Widths {
         let id = runs.iter().map(|listed| listed.run.id.as_str().chars().count()).max().unwrap_or(3).clamp(3, 44);
         // Provider, started, time, agents, tokens, cost and warnings, and
         // the ten spaces between the columns.
         let others = 8 + 17 + 6 + 6 + 7 + 9 + 4 + 10;
         let left = columns.saturating_sub(id + others);
+        let result = columns.saturating_sub(5).max(20);
+        // A row holds the id, the figures with their nine spaces (65
+        // characters), and a project of at least 12.
+        if columns < id + 65 + 12 {
+            // The figures under the id: the indent, the columns but the
+            // id, and the eight spaces between them.
+            let project = columns.saturating_sub(4 + 8 + 17 + 6 + 6 + 7 + 9 + 4 + 8).clamp(12, 25);
+            return Widths { id, project: project - 1, result, result_below: true, stacked: true };
+        }
         // A text cut to `n` characters ends with one more, `…`.
         let project = (left / 3).clamp(12, 25);
         if left >= project + 24 {
-            return Widths { id, project: project - 1, result: left - project - 1, result_below: false };
+            return Widths { id, project: project - 1, result: left - project - 1, result_below: false, stacked: false };
         }
         let project = left.clamp(12, 25);
-        Widths { id, project: project - 1, result: columns.saturating_sub(5).max(20), result_below: true }
+        Widths { id, project: project - 1, result, result_below: true, stacked: false }
     }
 }
 
@@ -265,11 +283,18 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
         out.line("no runs")?;
         return Ok(());
     }
-    let Widths { id: id_width, project: project_width, result: result_width, result_below } = widths;
-    let header = format!(
-        "{:<id_width$} {:<8} {:<project_width$} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}",
-        "RUN", "PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"
-    );
+    let Widths { id: id_width, project: project_width, result: result_width, result_below, stacked } = widths;
+    let figures = |cells: [&str; 8]| {
+        let [provider, project, started, time, agents, tokens, cost, warnings] = cells;
+        format!("{provider:<8} {project:<project_width$} {started:<17} {time:>6} {agents:>6} {tokens:>7} {cost:>9} {warnings:>4}")
+    };
+    let header = figures(["PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"]);
+    let header = if stacked {
+        out.line("RUN")?;
+        format!("    {header}")
+    } else {
+        format!("{:<id_width$} {header}", "RUN")
+    };
     if result_below {
         out.line(header)?;
         out.line("    RESULT")?;
@@ -297,18 +322,23 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
         } else {
             result
         };
-        let columns = format!(
-            "{:<id_width$} {:<8} {:<project_width$} {:<17} {:>6} {:>6} {:>7} {:>9} {:>4}",
-            one_line(run.id.as_str(), id_width),
-            serde_json::to_value(run.provider).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default(),
-            project_text(project.as_deref(), project_width),
-            started,
-            duration_text(run),
-            agents,
-            tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
-            cost_text(run),
-            run.problem_count(),
-        );
+        let provider = serde_json::to_value(run.provider).ok().and_then(|value| value.as_str().map(str::to_owned)).unwrap_or_default();
+        let columns = figures([
+            &provider,
+            &project_text(project.as_deref(), project_width),
+            &started,
+            &duration_text(run),
+            &agents.to_string(),
+            &tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
+            &cost_text(run),
+            &run.problem_count().to_string(),
+        ]);
+        let columns = if stacked {
+            out.line(run.id.as_str())?;
+            format!("    {columns}")
+        } else {
+            format!("{:<id_width$} {columns}", one_line(run.id.as_str(), id_width))
+        };
         if result_below {
             out.line(columns)?;
             out.line(format!("    {}", one_line(&result, result_width)))?;

@@ -254,6 +254,25 @@ fn a_model_without_a_price_is_flagged_and_never_shown_as_zero() {
     assert!(total.starts_with("TOTAL") && total.contains('≥'), "{table}");
 }
 
+/// The run list shows costs in cents; a run that cost less than half a
+/// cent is `<$0.01` there, never `$0.00` (read as free beside `show`'s
+/// four places).
+#[test]
+fn a_run_that_cost_under_a_cent_is_listed_as_less_than_a_cent_not_as_nothing() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/v2.0.77_single/home_claude"), &dir.path().join("claude"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--claude-dir", &dir.path().join("claude").to_string_lossy(), "--codex-home", &dir.path().join("none").to_string_lossy()]);
+    let listed: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let run = &listed["runs"][0];
+    let (id, cost) = (run["id"].as_str().unwrap_or_default(), run["cost"].as_f64().unwrap_or_default());
+    assert!(cost > 0.0 && cost < 0.005 && run["costStatus"] == "exact", "{run}");
+    let row: Vec<String> = cli.ok(&["runs"]).lines().nth(1).unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    // RUN PROVIDER PROJECT day minute TIME AGENTS TOKENS COST WARN …
+    assert_eq!((row[0].as_str(), row[8].as_str()), (id, "<$0.01"), "{row:?}");
+    assert!(cli.ok(&["show", id]).contains(&format!("${cost:.4}")));
+}
+
 /// Each Codex rollout's own last running total (`total_token_usage`), by
 /// thread.
 fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {

@@ -812,7 +812,8 @@ fn watching_a_finished_session() -> (Homes, Cli, super::import_usage::Watch) {
 /// On a terminal, `runs` (and `agentrace` alone) fits the window: the ids
 /// whole, the project and result cut to what is left, each run on one line;
 /// in a window too narrow for the result beside the rest, the result goes
-/// on its own line under its run. (A pipe gets the one fixed layout.)
+/// on its own line under its run, and in one too narrow for the id beside
+/// the figures, the id too. (A pipe gets the one fixed layout.)
 #[test]
 fn runs_on_a_terminal_fits_the_window_and_keeps_each_id_whole() {
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -849,6 +850,15 @@ fn runs_on_a_terminal_fits_the_window_and_keeps_each_id_whole() {
     for (pair, (id, result)) in narrow[2..].chunks(2).zip(ids.iter().zip(results)) {
         assert!(pair[0].starts_with(&format!("{id} ")), "{pair:?}");
         assert_eq!(pair[1], format!("    {result}"));
+    }
+    // Too narrow for an id beside the figures (80 columns): the id on a
+    // line of its own, the figures and the result indented under it.
+    let stacked = shown(80);
+    assert_eq!(stacked.len(), 9, "{stacked:#?}");
+    assert_eq!((stacked[0].as_str(), stacked[1].split_whitespace().collect::<Vec<_>>(), stacked[2].as_str()), ("RUN", vec!["PROVIDER", "PROJECT", "STARTED", "TIME", "AGENTS", "TOKENS", "COST", "WARN"], "    RESULT"));
+    for (three, (id, result)) in stacked[3..].chunks(3).zip(ids.iter().zip(results)) {
+        assert_eq!((three[0].as_str(), three[2].clone()), (*id, format!("    {result}")), "{three:?}");
+        assert!(three[1].starts_with("    ") && three[1].split_whitespace().next().is_some_and(|provider| ["codex", "claude"].contains(&provider)), "{three:?}");
     }
 }
 
