@@ -56,8 +56,8 @@ pub const DETECTOR_CODES: [&str; 12] = [
 ];
 
 /// The codes an attributor raises as it reads (not a detector's): a child
-/// linked to two spawners.
-pub const ATTRIBUTOR_CODES: [&str; 1] = ["link_conflict"];
+/// linked to two spawners, a link refused because it would make a cycle.
+pub const ATTRIBUTOR_CODES: [&str; 2] = ["link_conflict", "link_cycle"];
 
 /// Every code a run's warnings may carry: [`DETECTOR_CODES`], then
 /// [`ATTRIBUTOR_CODES`].

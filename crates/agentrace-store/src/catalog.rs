@@ -1022,6 +1022,19 @@ impl Catalog {
         self.conn.query_row("SELECT count(*) FROM import_sessions", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))
     }
 
+    /// Whether an agent of any run (of run `run` when given) has `name` as
+    /// its thread id or its label: what tells a search's `--actor` that
+    /// found nothing from a name no agent has.
+    pub fn names_agent(&self, run: Option<&str>, name: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM agents WHERE (thread_id = ?1 OR label = ?1) AND (?2 IS NULL OR run_id = ?2))",
+                params![name, run],
+                |row| row.get::<_, bool>(0),
+            )
+            .map_err(sql(&self.path))
+    }
+
     /// How many runs the catalog holds.
     pub fn run_count(&self) -> Result<u64, StoreError> {
         self.conn.query_row("SELECT count(*) FROM runs", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))
@@ -1408,9 +1421,9 @@ impl Catalog {
                 values.push(role_word(*role).to_owned().into());
                 sql_text.push_str(&format!(" AND t.role = ?{}", values.len()));
             }
-            Some(ActorQuery::Thread(thread)) => {
-                values.push(thread.clone().into());
-                sql_text.push_str(&format!(" AND t.thread_id = ?{}", values.len()));
+            Some(ActorQuery::Agent(agent)) => {
+                values.push(agent.clone().into());
+                sql_text.push_str(&format!(" AND (t.thread_id = ?{0} OR t.label = ?{0})", values.len()));
             }
         }
         if let Some(since) = query.since {
@@ -2147,20 +2160,22 @@ pub struct SearchQuery {
 pub enum ActorQuery {
     /// Roots, helpers or unknown.
     Role(Role),
-    /// One thread.
-    Thread(String),
+    /// The agents with this thread id or this label (final, as `show`
+    /// prints it).
+    Agent(String),
 }
 
 impl ActorQuery {
     /// The filter `--actor` (or the API's `actor=`) names: `main`,
-    /// `helpers`, `unknown`, or a thread; `None` for `all`.
+    /// `helpers`, `unknown`, or an agent's thread id or label; `None` for
+    /// `all`.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "all" => None,
             "main" | "root" => Some(Self::Role(Role::Root)),
             "helpers" | "helper" => Some(Self::Role(Role::Helper)),
             "unknown" => Some(Self::Role(Role::Unknown)),
-            thread => Some(Self::Thread(thread.to_owned())),
+            agent => Some(Self::Agent(agent.to_owned())),
         }
     }
 }

@@ -211,7 +211,8 @@ struct EventsArgs {
     /// Include each envelope's original frame (under its event, or as `raw` with `--json`; an imported frame is read from its source).
     #[arg(long)]
     raw: bool,
-    /// Only events of `main` (roots), `helpers`, `unknown`, or one thread id.
+    /// Only events of `main` (roots), `helpers`, `unknown`, or one agent:
+    /// its thread id or its label as `show` prints it.
     #[arg(long)]
     actor: Option<String>,
 }
@@ -325,9 +326,11 @@ fn dispatch(command: Option<Command>, home: &Home) -> anyhow::Result<ExitCode> {
             }
         }
         Some(Command::Show { run, json, warnings }) => {
+            // The flags first: a mistyped code is refused before a long
+            // run is read.
+            let config = crate::warning_config::config(&home, &warnings)?;
             let id = home.resolve(&run)?;
             let loaded = home.load_run(&id)?;
-            let config = crate::warning_config::config(&home, &warnings)?;
             let view = loaded.checked_view(&config, Some(crate::clock::now()));
             if json {
                 out.json_pretty(&view)?;
@@ -348,7 +351,8 @@ fn dispatch(command: Option<Command>, home: &Home) -> anyhow::Result<ExitCode> {
 enum ActorFilter {
     All,
     Role(Role),
-    Thread(String),
+    /// One agent, by its thread id or its label (final, as `show` prints it).
+    Agent(String),
 }
 
 impl ActorFilter {
@@ -358,7 +362,7 @@ impl ActorFilter {
             Some("main" | "root") => ActorFilter::Role(Role::Root),
             Some("helpers" | "helper") => ActorFilter::Role(Role::Helper),
             Some("unknown") => ActorFilter::Role(Role::Unknown),
-            Some(thread) => ActorFilter::Thread(thread.to_owned()),
+            Some(agent) => ActorFilter::Agent(agent.to_owned()),
         }
     }
 
@@ -366,10 +370,9 @@ impl ActorFilter {
         match self {
             ActorFilter::All => true,
             ActorFilter::Role(role) => actor.role == *role,
-            ActorFilter::Thread(thread) => actor
-                .thread_id
-                .as_ref()
-                .is_some_and(|id| id.as_str() == thread),
+            ActorFilter::Agent(agent) => {
+                actor.label == *agent || actor.thread_id.as_ref().is_some_and(|id| id.as_str() == agent)
+            }
         }
     }
 }
@@ -384,12 +387,14 @@ fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
     let filter = ActorFilter::parse(args.actor.as_deref());
     let mut reader = LogReader::open(&path)?;
     let mut frames = agentrace_store::raw_ref::Resolver::for_log(&path);
+    let mut kept = false;
     for envelope in &mut reader {
         let mut envelope = envelope?;
         finals.apply(&mut envelope);
         if !filter.keeps(&envelope.actor) {
             continue;
         }
+        kept = true;
         if args.raw {
             // An imported frame is read from its source (or kept copy).
             frames.show(&mut envelope);
@@ -410,6 +415,15 @@ fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
     }
     if !reader.skipped().is_empty() {
         render::skipped_warning(&path, reader.skipped());
+    }
+    if let ActorFilter::Agent(agent) = &filter {
+        // Nothing kept, and no agent of the run goes by that name: a typo
+        // (or a label as another command prints it) must not read as an
+        // agent that did nothing.
+        let agents = fold.state().agents();
+        if !kept && !render::names_an_agent(&agents, agent) {
+            anyhow::bail!("--actor {agent}: no agent of run {id} has this thread id or label\n{}", render::actor_choices(&agents, agent));
+        }
     }
     Ok(())
 }

@@ -467,3 +467,44 @@ pub fn status_text(run: &agentrace_core::state::RunSummary) -> String {
         run.status.as_str().to_owned()
     }
 }
+
+/// Every agent of a tree, parents before their children.
+fn every_agent(agents: &[AgentNode]) -> Vec<&AgentNode> {
+    let mut all = Vec::new();
+    let mut stack: Vec<&AgentNode> = agents.iter().rev().collect();
+    while let Some(agent) = stack.pop() {
+        all.push(agent);
+        stack.extend(agent.children.iter().rev());
+    }
+    all
+}
+
+/// True when an agent of the tree has `name` as its thread id or its
+/// label (exact, as `show` prints it): what `--actor` takes beside `main`,
+/// `helpers` and `unknown`.
+pub fn names_an_agent(agents: &[AgentNode], name: &str) -> bool {
+    every_agent(agents).iter().any(|agent| agent.label == name || agent.thread_id.as_str() == name)
+}
+
+/// The most agents an `--actor` error lists.
+const LISTED_AGENTS: usize = 20;
+
+/// What `--actor` could have named instead of `name`: the agents (label
+/// and thread id, as `show` prints them), and the thread `name` begins
+/// when it begins just one.
+pub fn actor_choices(agents: &[AgentNode], name: &str) -> String {
+    let all = every_agent(agents);
+    let mut text = String::from("its agents (label, thread id):");
+    for agent in all.iter().take(LISTED_AGENTS) {
+        text.push_str(&format!("\n  {}  {}", agent.label, agent.thread_id.as_str()));
+    }
+    if all.len() > LISTED_AGENTS {
+        text.push_str(&format!("\n  … and {} more (`agentrace show` lists them all)", all.len() - LISTED_AGENTS));
+    }
+    let begun: Vec<&&AgentNode> = all.iter().filter(|agent| !name.is_empty() && agent.thread_id.as_str().starts_with(name)).collect();
+    if let [agent] = begun.as_slice() {
+        text.push_str(&format!("\nhint: did you mean {} ({})? --actor takes a whole thread id", agent.thread_id.as_str(), agent.label));
+    }
+    text.push_str("\nhint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id");
+    text
+}

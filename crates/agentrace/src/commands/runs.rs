@@ -358,7 +358,8 @@ pub struct SearchArgs {
     /// Only in this run (id, unique prefix, or `latest`).
     #[arg(long)]
     pub run: Option<String>,
-    /// Only what `main` (roots), `helpers`, `unknown`, or one thread wrote.
+    /// Only what `main` (roots), `helpers`, `unknown`, or one agent wrote:
+    /// its thread id or its label as `show` prints it.
     #[arg(long)]
     pub actor: Option<String>,
     #[command(flatten)]
@@ -393,7 +394,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
     let (since, until) = args.scope.bounds()?;
     let query = SearchQuery {
         text: args.text.clone(),
-        run: run.map(|id| id.to_string()),
+        run: run.as_ref().map(|id| id.to_string()),
         actor: args.actor.as_deref().and_then(ActorQuery::parse),
         provider: args.scope.provider.map(|provider| Provider::from(provider).as_str().to_owned()),
         project: args.scope.project.clone(),
@@ -402,6 +403,22 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         limit: args.limit,
     };
     let hits = catalog.search(home, &query)?;
+    if let (true, Some(ActorQuery::Agent(agent))) = (hits.is_empty(), &query.actor) {
+        // A name no agent has (a typo, a label as another tool prints it)
+        // must not read as an agent that never wrote the words; a value
+        // shaped as a thread id stays a quiet no-match.
+        if !looks_like_a_thread_id(agent) && !catalog.names_agent(query.run.as_deref(), agent)? {
+            match &run {
+                Some(run) => {
+                    let agents = home.load_run(run)?.view().agents;
+                    anyhow::bail!("--actor {agent}: no agent of run {run} has this thread id or label\n{}", crate::render::actor_choices(&agents, agent));
+                }
+                None => anyhow::bail!(
+                    "--actor {agent}: no agent of any run has this thread id or label\nhint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id (`agentrace show RUN` lists a run's agents)"
+                ),
+            }
+        }
+    }
     if args.json {
         out.json_pretty(&Hits { hits })?;
         return Ok(());
@@ -413,6 +430,14 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.tz.tz), hit.label, one_line(&hit.snippet, 120)))?;
     }
     Ok(())
+}
+
+/// True for a value shaped as a thread id (a UUID, a Claude agent id, a
+/// `toolu_` id: letters, digits, `-` and `_`, a digit among them), which
+/// an older catalog may not list among its agents; a label such as `Main`
+/// or `/root/child_a` is not.
+fn looks_like_a_thread_id(text: &str) -> bool {
+    text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && text.chars().any(|c| c.is_ascii_digit())
 }
 
 /// How many runs the first command lists.

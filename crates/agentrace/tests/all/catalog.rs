@@ -290,6 +290,43 @@ fn search_finds_a_helpers_tool_text_with_its_run_sequence_and_actor() {
 }
 
 #[test]
+fn search_actor_takes_an_agents_label_and_refuses_a_name_no_agent_has() {
+    // `--actor Dewey` (the label `show` prints) found nothing and said
+    // "no text matches", as did a typo.
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic", "--quiet"]);
+    let said = |args: &[&str]| {
+        let output = cli.run(&[&["search", "hello-from-child-A"], args].concat());
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let dewey = "01a2298c-947a-75b0-8b49-6a2e1016272b";
+    let by_thread = said(&["--actor", dewey, "--json"]);
+    assert_eq!(
+        (said(&["--actor", "Dewey", "--json"]), said(&["--actor", "Main", "--json"])),
+        (by_thread.clone(), said(&["--actor", "main", "--json"]))
+    );
+    let hits: Vec<(Value, Value)> = json_of(&by_thread.1)["hits"]
+        .as_array()
+        .map(|hits| hits.iter().map(|hit| (hit["sequence"].clone(), hit["label"].clone())).collect())
+        .unwrap_or_default();
+    assert_eq!(hits, [38, 27, 26, 23].map(|sequence| (json!(sequence), json!("Dewey"))));
+    let takes = "hint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id";
+    assert_eq!(
+        [said(&["--actor", "Deweyy"]), said(&["--actor", "Deweyy", "--run", "basic"]), said(&["--actor", "01a2298c-0000-7000-8000-000000000000"])],
+        [
+            (Some(1), String::new(), format!("error: --actor Deweyy: no agent of any run has this thread id or label\n{takes} (`agentrace show RUN` lists a run's agents)\n")),
+            (
+                Some(1),
+                String::new(),
+                format!("error: --actor Deweyy: no agent of run basic has this thread id or label\nits agents (label, thread id):\n  Main  01a2298c-93ba-7001-9862-9fd03c21f5d4\n  Dewey  {dewey}\n{takes}\n")
+            ),
+            // A thread id of no run is a quiet no-match, as before.
+            (Some(0), String::new(), "no text matches \"hello-from-child-A\"\n".to_owned()),
+        ]
+    );
+}
+
+#[test]
 fn the_first_command_imports_your_history_lists_it_and_then_reads_only_what_grew() {
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));

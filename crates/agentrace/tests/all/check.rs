@@ -267,6 +267,65 @@ fn show_takes_the_warning_flags_check_takes() {
     );
 }
 
+/// `(exit code, stdout, stderr)` of `agentrace` with `args`.
+fn said(cli: &Cli, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = cli.run(args);
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_misspelled_warning_code_is_refused_by_check_show_and_attach_as_runs_warning_refuses_it() {
+    // `-W unknown_actor_event` (the code ends in `s`) denied nothing, and
+    // a CI gate on it passed.
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "clean", "--quiet"]);
+    let codes = agentrace_core::warnings::known_codes().collect::<Vec<_>>().join(", ");
+    let refused = |flag: &str, code: &str, expected: &str, hint: &str| {
+        (Some(1), String::new(), format!("error: {flag} {code}: not a warning code; expected {expected} {codes}\n{hint}"))
+    };
+    assert_eq!(
+        [
+            said(&cli, &["check", "clean", "-W", "unknown_actor_event"]),
+            said(&cli, &["show", "clean", "-W", "nosuchcode"]),
+            said(&cli, &["show", "clean", "--allow", "nosuchcode"]),
+            said(&cli, &["attach", "clean", "--json", "-A", "orphan_chil"]),
+            said(&cli, &["check", "clean", "-W", "all"]),
+            said(&cli, &["runs", "--warning", "nosuchcode"]),
+        ],
+        [
+            refused("-W/--deny", "unknown_actor_event", "one of", "hint: did you mean unknown_actor_events?\n"),
+            refused("-W/--deny", "nosuchcode", "one of", ""),
+            refused("-A/--allow", "nosuchcode", "`all` or one of", ""),
+            refused("-A/--allow", "orphan_chil", "`all` or one of", "hint: did you mean orphan_child?\n"),
+            refused("-W/--deny", "all", "one of", "hint: `all` only hides (`-A all`); deny each code by its name\n"),
+            refused("--warning", "nosuchcode", "`any` or one of", ""),
+        ]
+    );
+}
+
+#[test]
+fn the_warning_flags_take_every_code_a_run_may_carry_and_all_to_hide() {
+    // `link_cycle` is raised by both attributors: refusing it would leave
+    // no way to deny it.
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "clean", "--quiet"]);
+    let mut args = vec!["check", "clean", "-A", "all"];
+    for code in agentrace_core::warnings::known_codes() {
+        args.extend(["-W", code]);
+    }
+    assert_eq!(
+        (said(&cli, &args), said(&cli, &["runs", "--warning", "link_cycle", "--json"])),
+        (
+            (Some(0), "clean: 0 warning(s), 0 error(s): ok\n".to_owned(), String::new()),
+            (Some(0), "{\n  \"runs\": [],\n  \"total\": 0\n}\n".to_owned(), String::new())
+        )
+    );
+}
+
 #[test]
 fn check_without_a_run_is_a_usage_error() {
     let cli = Cli::new();

@@ -338,6 +338,38 @@ fn events_filter_by_actor() {
 }
 
 #[test]
+fn events_actor_takes_the_label_show_prints_and_refuses_a_name_no_agent_of_the_run_has() {
+    // `--actor Main`, `--actor /root/child_a` (the labels `show` prints), a
+    // thread id's prefix and a typo all printed nothing and exited 0.
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("v2_basic"), &["--run-id", "v2", "--quiet"]);
+    let stdout = |args: &[&str]| cli.ok(&[&["events", &id, "--json"], args].concat());
+    let child = "01a2298d-6eb7-7253-8fda-084c395bf609";
+    assert_eq!(
+        (stdout(&["--actor", "Main"]), stdout(&["--actor", "/root/child_a"])),
+        (stdout(&["--actor", "main"]), stdout(&["--actor", child]))
+    );
+    assert!(stdout(&["--actor", child]).lines().count() > 1);
+    let refused = |actor: &str| {
+        let output = cli.run(&["events", &id, "--actor", actor]);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let agents = "its agents (label, thread id):\n  Main  01a2298d-6dff-7082-9198-f4918efc4e4a\n  /root/child_a  01a2298d-6eb7-7253-8fda-084c395bf609\n";
+    let takes = "hint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id\n";
+    assert_eq!(
+        [refused("Mian"), refused("01a2298d-6eb7")],
+        [
+            (Some(1), String::new(), format!("error: --actor Mian: no agent of run v2 has this thread id or label\n{agents}{takes}")),
+            (
+                Some(1),
+                String::new(),
+                format!("error: --actor 01a2298d-6eb7: no agent of run v2 has this thread id or label\n{agents}hint: did you mean {child} (/root/child_a)? --actor takes a whole thread id\n{takes}")
+            ),
+        ]
+    );
+}
+
+#[test]
 fn ingest_reads_stdin_and_detects_the_format() {
     let cli = Cli::new();
     let input = std::fs::read(capture("v2_basic")).unwrap_or_default();
