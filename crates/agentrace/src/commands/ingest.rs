@@ -209,6 +209,9 @@ pub fn ingest_reader(
         Some(FormatArg::CodexExec) => Detected::Stream(Format::CodexExec),
         None => detect(name, &ahead)?,
     };
+    // What a forced format's lines look like, for the hint if it reads
+    // none of them.
+    let looked = options.format.map(|_| looks(&ahead));
     let format = match detected {
         Detected::Stream(format) => format,
         Detected::Log => return replay(home, name, id, ahead, chunks, options),
@@ -235,9 +238,14 @@ pub fn ingest_reader(
     // first one priced waited for the price database (decoded beside,
     // about 50 ms) before that thread was even started.
     let mut ahead = Some(ahead);
-    session.lines_beside(&SourcePart::Main, || match ahead.take() {
-        Some(lines) if !lines.is_empty() => Ok(lines),
-        _ => chunks.next_lines(),
+    let mut fed = 0u64;
+    session.lines_beside(&SourcePart::Main, || {
+        let lines = match ahead.take() {
+            Some(lines) if !lines.is_empty() => lines,
+            _ => chunks.next_lines()?,
+        };
+        fed += lines.iter().filter(|line| !agentrace_core::decode::is_blank(&line.bytes)).count() as u64;
+        Ok(lines)
     })?;
     if let Some(files) = &exec_files {
         session.join_rollouts(files)?;
@@ -258,7 +266,13 @@ pub fn ingest_reader(
         }
         eprintln!("hint: `agentrace events {id} --raw` shows each one as read");
     }
-    if !options.quiet {
+    // Rollouts joined to a `codex exec` stream were read: its thread was
+    // found.
+    let joined = exec_files.as_ref().is_some_and(|files| !files.is_empty());
+    let understood = joined || !nothing_understood(name, &id, format, fed, &summary, looked);
+    if !options.quiet && !understood {
+        eprintln!("recorded {id}, nothing in it understood: {} events, 0 top-level agents", summary.counts.events);
+    } else if !options.quiet {
         let agents = recorder.state().agents();
         eprintln!(
             "recorded {id}: {} {}, {} events, {} top-level agent{}",
@@ -379,6 +393,11 @@ fn replay<R: Read>(
     .summary;
     if skipped > 0 {
         eprintln!("warning: {skipped} lines of {name} are not run-log envelopes and were skipped");
+        if frames == 0 {
+            if let Some(hint) = format_hint(name, FormatArg::AgentraceLog, &looks(&ahead)) {
+                eprintln!("{hint}");
+            }
+        }
     }
     if !options.quiet {
         eprintln!("replayed {frames} frames of {name} as {id}");
@@ -468,8 +487,111 @@ pub fn exec_exit_code(summary: &RunSummary) -> Option<std::process::ExitCode> {
     })
 }
 
+/// What the first lines look like.
+enum Looks {
+    /// Input `ingest` reads.
+    Readable(Detected),
+    /// Lines of a Codex rollout, which `import` reads with the rest of its
+    /// session.
+    CodexRollout,
+    /// None it reads: the first problem (`line N: why`).
+    Unreadable(String),
+    /// Nothing but blank lines.
+    Empty,
+}
+
 /// Detects the input format from the first lines.
 fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
+    match looks(lines) {
+        Looks::Readable(detected) => Ok(detected),
+        // Read as any format it would be a run of unknown frames.
+        Looks::CodexRollout => bail!("{name} is a Codex rollout, which ingest does not read\n{}", rollout_hint(name)),
+        Looks::Unreadable(problem) => bail!(
+            "cannot detect the format of {name} ({problem})\nhint: pass --format {}, whichever it is",
+            FormatArg::value_variants().iter().map(|format| format_arg_name(*format)).collect::<Vec<_>>().join(", ")
+        ),
+        Looks::Empty => bail!("{name} is empty: nothing to record"),
+    }
+}
+
+/// How to read a Codex rollout: `import` from the Codex home that holds
+/// it (the folder above `sessions/`), which reads its session whole.
+fn rollout_hint(name: &str) -> String {
+    let file = Some(name).filter(|name| *name != "<stdin>");
+    let home = file.and_then(|name| std::path::absolute(name).ok()).and_then(|path| {
+        path.ancestors()
+            .skip(1)
+            .find(|folder| folder.file_name().is_some_and(|folder| folder == "sessions" || folder == "archived_sessions"))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+    });
+    match home {
+        Some(home) => format!("hint: `agentrace import --codex-home {}` records its session", home.display()),
+        None => "hint: `agentrace import --codex-home DIR` records its session, DIR being the Codex home it was written in (the folder holding `sessions/`)".to_owned(),
+    }
+}
+
+/// The name `--format` gives a format.
+fn format_arg_name(format: FormatArg) -> String {
+    format.to_possible_value().map(|value| value.get_name().to_owned()).unwrap_or_default()
+}
+
+/// The `--format` of a format `ingest` reads; none for rollouts, which
+/// only `import` reads.
+fn format_arg(format: Format) -> Option<FormatArg> {
+    match format {
+        Format::CodexAppServer => Some(FormatArg::CodexAppServer),
+        Format::ClaudeStream => Some(FormatArg::ClaudeStream),
+        Format::ClaudeTranscript => Some(FormatArg::ClaudeTranscript),
+        Format::ClaudeHook => Some(FormatArg::ClaudeHook),
+        Format::CodexExec => Some(FormatArg::CodexExec),
+        Format::CodexRollout => None,
+    }
+}
+
+/// The hint for input read as `forced` that looks like something else:
+/// how to read it as what it looks like. None when it looks like nothing
+/// else.
+fn format_hint(name: &str, forced: FormatArg, looked: &Looks) -> Option<String> {
+    let detected = match looked {
+        Looks::Readable(Detected::Log) => FormatArg::AgentraceLog,
+        Looks::Readable(Detected::Stream(format)) => format_arg(*format)?,
+        Looks::CodexRollout => return Some(rollout_hint(name)),
+        Looks::Unreadable(_) | Looks::Empty => return None,
+    };
+    (detected != forced).then(|| {
+        let detected = format_arg_name(detected);
+        format!("hint: it reads as {detected}: leave out --format, or pass --format {detected}")
+    })
+}
+
+/// Says so on stderr when no line of `fed` (non-blank lines) was understood
+/// as `format` (every one an unknown frame or undecodable): the run keeps
+/// them, but it is no success. `looked` is what the lines look like when
+/// the format was forced. True when it said so.
+fn nothing_understood(name: &str, id: &RunId, format: Format, fed: u64, summary: &RunSummary, looked: Option<Looks>) -> bool {
+    let counts = &summary.counts;
+    if fed == 0 || counts.unknown_frames + counts.undecoded_lines < fed {
+        return false;
+    }
+    let read_as = format_arg(format).map_or_else(|| "codex-rollout".to_owned(), format_arg_name);
+    eprintln!(
+        "warning: no line of {name} was understood as {read_as}: its {fed} line{} are kept raw in {id} ({} unknown frame{}, {} undecodable)",
+        if fed == 1 { "" } else { "s" },
+        counts.unknown_frames,
+        if counts.unknown_frames == 1 { "" } else { "s" },
+        counts.undecoded_lines,
+    );
+    let hint = match (format_arg(format), &looked) {
+        (Some(forced), Some(looked)) => format_hint(name, forced, looked),
+        _ => None,
+    };
+    eprintln!("{}", hint.unwrap_or_else(|| format!("hint: `agentrace events {id} --raw` shows each line as read")));
+    true
+}
+
+/// What the first lines look like.
+fn looks(lines: &[AssembledLine]) -> Looks {
     let mut first_problem = None;
     for line in lines {
         if agentrace_core::decode::is_blank(&line.bytes) {
@@ -491,26 +613,34 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
         if (object.contains_key("version") && object.contains_key("runId"))
             || object.get("v").and_then(serde_json::Value::as_u64) == Some(3)
         {
-            return Ok(Detected::Log);
+            return Looks::Readable(Detected::Log);
         }
         if object.contains_key("method")
             || (object.contains_key("id")
                 && (object.contains_key("result") || object.contains_key("error")))
         {
-            return Ok(Detected::Stream(Format::CodexAppServer));
+            return Looks::Readable(Detected::Stream(Format::CodexAppServer));
         }
         let hook = |value: &serde_json::Value| value.get("hook_event_name").is_some();
         if hook(&value) || object.get("input").is_some_and(hook) {
-            return Ok(Detected::Stream(Format::ClaudeHook));
+            return Looks::Readable(Detected::Stream(Format::ClaudeHook));
         }
         if object.contains_key("sessionId") {
-            return Ok(Detected::Stream(Format::ClaudeTranscript));
+            return Looks::Readable(Detected::Stream(Format::ClaudeTranscript));
         }
         if object.get("type").is_some() && object.contains_key("session_id") {
-            return Ok(Detected::Stream(Format::ClaudeStream));
+            return Looks::Readable(Detected::Stream(Format::ClaudeStream));
         }
         if agentrace_wire::codex_exec::is_exec_event(&value) {
-            return Ok(Detected::Stream(Format::CodexExec));
+            return Looks::Readable(Detected::Stream(Format::CodexExec));
+        }
+        // A rollout line: `{"timestamp", "type", "payload"}` (`session_meta`,
+        // `response_item`, `event_msg`, …).
+        if object.get("timestamp").is_some_and(serde_json::Value::is_string)
+            && object.get("type").is_some_and(serde_json::Value::is_string)
+            && object.get("payload").is_some_and(serde_json::Value::is_object)
+        {
+            return Looks::CodexRollout;
         }
         first_problem.get_or_insert_with(|| {
             format!(
@@ -520,10 +650,8 @@ fn detect(name: &str, lines: &[AssembledLine]) -> anyhow::Result<Detected> {
         });
     }
     match first_problem {
-        Some(problem) => bail!(
-            "cannot detect the format of {name} ({problem})\nhint: pass --format codex-app-server"
-        ),
-        None => bail!("{name} is empty: nothing to record"),
+        Some(problem) => Looks::Unreadable(problem),
+        None => Looks::Empty,
     }
 }
 
@@ -567,10 +695,19 @@ pub fn ingest_transcripts(
         };
         let _lock = RunLock::acquire(home, &id, Duration::from_secs(10))?
             .with_context(|| format!("run {id} is being recorded by another agentrace"))?;
-        let recording = record_transcripts(home, &id, &session)?;
+        let (recording, fed) = record_transcripts_counted(home, &id, &session)?;
         let resumed = recording.resumed;
         let summary = recording.finish(Some(SessionEndReason::EndOfInput))?.summary;
-        if !options.quiet {
+        // A run continued counts what it held before too.
+        let understood = resumed || {
+            let main = session.parts.first().map(|(_, file)| file.as_path());
+            let name = main.map_or_else(|| session.session_id.clone(), |file| file.display().to_string());
+            let looked = main.filter(|_| options.format.is_some()).map(|file| looks(&first_lines(file)));
+            !nothing_understood(&name, &id, Format::ClaudeTranscript, fed, &summary, looked)
+        };
+        if !options.quiet && !understood {
+            eprintln!("recorded {id}, nothing in it understood: {} events, result none", summary.counts.events);
+        } else if !options.quiet {
             eprintln!(
                 "{} {id}: claude session {}, {} events, result {}",
                 if resumed { "added to" } else { "recorded" },
@@ -592,11 +729,45 @@ pub fn ingest_transcripts(
 /// when it exists; the caller ends the recording. `ingest` and `import` of
 /// a session whose run was recorded live both add its transcripts so.
 pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<Recording> {
+    record_transcripts_counted(home, id, session).map(|(recording, _)| recording)
+}
+
+/// [`record_transcripts`], and how many lines it fed that were not blank
+/// (a metadata document is one).
+fn record_transcripts_counted(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<(Recording, u64)> {
     let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
     let mut recording = Recording::open(home, id, &setup, || claude_start(session))?;
+    let mut fed = 0u64;
     for (part, file) in &session.parts {
         let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        fed += match part {
+            SourcePart::AgentMeta { .. } => u64::from(!agentrace_core::decode::is_blank(&bytes)),
+            _ => bytes.split(|byte| *byte == b'\n').filter(|line| !agentrace_core::decode::is_blank(line)).count() as u64,
+        };
         recording.feed(part, &bytes)?;
     }
-    Ok(recording)
+    Ok((recording, fed))
+}
+
+/// The first lines of a file (as many as are read ahead to detect a
+/// format); none when it cannot be read.
+fn first_lines(path: &Path) -> Vec<AssembledLine> {
+    let Ok(file) = File::open(path) else {
+        return Vec::new();
+    };
+    let mut chunks = Chunks {
+        reader: file,
+        assembler: LineAssembler::default(),
+        buffer: vec![0; 64 * 1024],
+        done: false,
+        name: path.display().to_string(),
+    };
+    let mut lines = Vec::new();
+    while lines.len() < LOOKAHEAD_LINES {
+        match chunks.next_lines() {
+            Ok(more) if !more.is_empty() => lines.extend(more),
+            Ok(_) | Err(_) => break,
+        }
+    }
+    lines
 }

@@ -437,6 +437,107 @@ fn an_undetectable_input_is_a_clear_error_naming_the_file_and_line() {
     );
 }
 
+/// A fixture of this repository, by its path under `fixtures/`, without
+/// `..` (the binary names it as given).
+fn fixture(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(path)
+        .canonicalize()
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A Codex rollout given to `ingest` was "cannot detect the format" with
+/// the hint `pass --format codex-app-server`, which recorded a run of
+/// unknown frames and no agent: the hint is the `import` that reads it,
+/// from the Codex home holding it, and following it records the session.
+#[test]
+fn a_codex_rollout_given_to_ingest_is_refused_with_the_import_that_reads_it() {
+    let cli = Cli::new();
+    let codex = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let day = codex.path().join("sessions/2026/11/29");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    for entry in std::fs::read_dir(fixture("codex/v1_basic/rollouts/2026/11/29")).unwrap_or_else(|e| panic!("{e}")) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        std::fs::copy(&path, day.join(path.file_name().unwrap_or_default())).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let rollout = day.join("rollout-2026-11-29T23-03-28-01a2298c-93ba-7001-9862-9fd03c21f5d4.jsonl");
+    let output = cli.run(&["ingest", &rollout.to_string_lossy()]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(1),
+            String::new(),
+            format!(
+                "error: {} is a Codex rollout, which ingest does not read\nhint: `agentrace import --codex-home {}` records its session\n",
+                rollout.display(),
+                codex.path().display()
+            )
+        )
+    );
+    let logs = std::fs::read_dir(cli.home.path().join("runs")).map(|entries| entries.count()).unwrap_or(0);
+    assert_eq!(logs, 0, "nothing is recorded");
+    cli.ok(&["import", "--quiet", "--codex-home", &codex.path().to_string_lossy(), "--claude-dir", "/nonexistent"]);
+    let view: serde_json::Value = serde_json::from_str(&cli.ok(&["show", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (&view["run"]["id"], &view["run"]["source"], &view["run"]["status"], view["agents"].as_array().map(Vec::len)),
+        (&serde_json::json!("codex-01a2298c-93ba-7001-9862-9fd03c21f5d4"), &serde_json::json!("codex-rollout"), &serde_json::json!("done"), Some(1))
+    );
+}
+
+/// A forced `--format` that read none of the input's lines recorded a run
+/// of unknown frames and said `recorded …` as of any run: the run is still
+/// recorded (nothing is lost, stdin included) and the exit code kept, but
+/// stderr says that nothing was understood and what the lines read as.
+#[test]
+fn a_forced_format_that_understands_no_line_says_so_and_names_what_the_input_reads_as() {
+    let cli = Cli::new();
+    let codex = fixture("codex/v1_basic/server.jsonl");
+    let claude = fixture("claude/single_fg/stream.jsonl");
+    let rollout = fixture("codex/v1_basic/rollouts/2026/11/29/rollout-2026-11-29T23-03-28-01a2298c-93ba-7001-9862-9fd03c21f5d4.jsonl");
+    let ingest = |format: &str, run: &str, path: &PathBuf| {
+        let output = cli.run(&["ingest", "--format", format, "--run-id", run, &path.to_string_lossy()]);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let reads_as = |format: &str| format!("hint: it reads as {format}: leave out --format, or pass --format {format}\n");
+    let kept = |path: &PathBuf, format: &str, run: &str, lines: u64| {
+        format!("warning: no line of {} was understood as {format}: its {lines} lines are kept raw in {run} ({lines} unknown frames, 0 undecodable)\n", path.display())
+    };
+    assert_eq!(
+        [
+            ingest("claude-stream", "as-claude", &codex),
+            ingest("codex-app-server", "as-codex", &claude),
+            ingest("claude-transcript", "as-transcript", &codex),
+            ingest("codex-app-server", "a-rollout", &rollout),
+        ],
+        [
+            (
+                Some(0),
+                "as-claude\n".to_owned(),
+                format!("{}{}recorded as-claude, nothing in it understood: 84 events, 0 top-level agents\n", kept(&codex, "claude-stream", "as-claude", 82), reads_as("codex-app-server")),
+            ),
+            (
+                Some(0),
+                "as-codex\n".to_owned(),
+                format!("{}{}recorded as-codex, nothing in it understood: 17 events, 0 top-level agents\n", kept(&claude, "codex-app-server", "as-codex", 15), reads_as("claude-stream")),
+            ),
+            (
+                Some(0),
+                "as-transcript\n".to_owned(),
+                format!("{}{}recorded as-transcript, nothing in it understood: 84 events, result none\n", kept(&codex, "claude-transcript", "as-transcript", 82), reads_as("codex-app-server")),
+            ),
+            (
+                Some(0),
+                "a-rollout\n".to_owned(),
+                format!(
+                    "{}hint: `agentrace import --codex-home DIR` records its session, DIR being the Codex home it was written in (the folder holding `sessions/`)\nrecorded a-rollout, nothing in it understood: 34 events, 0 top-level agents\n",
+                    kept(&rollout, "codex-app-server", "a-rollout", 32)
+                ),
+            ),
+        ]
+    );
+}
+
 #[test]
 fn run_ids_that_could_escape_the_data_dir_are_refused() {
     let cli = Cli::new();
