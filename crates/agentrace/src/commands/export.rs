@@ -24,8 +24,9 @@ pub const DEFAULT_MAX_BYTES: usize = 5_000_000;
 pub struct ExportArgs {
     /// Send the runs as OTLP/HTTP protobuf spans to this base endpoint
     /// (`/v1/traces` is appended, as for OTEL_EXPORTER_OTLP_ENDPOINT); with
-    /// no value, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
-    /// OTEL_EXPORTER_OTLP_ENDPOINT is used.
+    /// no value, or a run in its place (`--otlp RUN`),
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is
+    /// used.
     #[arg(long, value_name = "ENDPOINT", num_args = 0..=1, default_missing_value = "")]
     otlp: Option<String>,
     /// An extra OTLP request header (repeatable), after OTEL_EXPORTER_OTLP_HEADERS.
@@ -50,16 +51,18 @@ pub struct ExportArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     max_bytes: usize,
     /// Run ids, unique prefixes of them, or `latest` (one for a report).
-    #[arg(required = true, value_name = "RUN")]
+    // Not required with `--otlp`: its optional value may be the first run
+    // (see `otlp_target`), so clap cannot tell that none was given.
+    #[arg(required_unless_present = "otlp", value_name = "RUN")]
     runs: Vec<String>,
 }
 
 /// Runs `agentrace export`.
 pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
-    if let Some(endpoint) = &args.otlp {
-        let endpoint = Some(endpoint.as_str()).filter(|e| !e.is_empty());
+    if let Some(value) = &args.otlp {
+        let (endpoint, runs) = otlp_target(home, value, &args.runs)?;
         let exporter = exporter(endpoint, &args.headers)?;
-        for run in &args.runs {
+        for run in runs {
             let id = home.resolve(run)?;
             let (trace_id, spans) = export_run(home, &id, &exporter, args.traceparent)?;
             eprintln!(
@@ -93,6 +96,31 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
         None => out.line(text.trim_end_matches('\n'))?,
     }
     Ok(())
+}
+
+/// The endpoint and the runs `export --otlp VALUE RUN…` means. `--otlp`
+/// takes an optional value, so clap hands `export --otlp RUN` the run as
+/// the endpoint: a value that is no endpoint (as the export config reads
+/// one) but names a run is the first run, and the endpoint comes from the
+/// environment.
+fn otlp_target<'a>(home: &Home, value: &'a str, runs: &'a [String]) -> anyhow::Result<(Option<&'a str>, Vec<&'a str>)> {
+    let given = runs.iter().map(String::as_str);
+    let (endpoint, runs): (Option<&str>, Vec<&str>) = if value.trim().is_empty() {
+        (None, given.collect())
+    } else if agentrace_otel::config::traces_url(value).is_ok() {
+        (Some(value), given.collect())
+    } else {
+        match home.resolve(value) {
+            Ok(_) => (None, std::iter::once(value).chain(given).collect()),
+            Err(error) => anyhow::bail!(
+                "`{value}` after --otlp is neither an OTLP endpoint (an http:// or https:// URL) nor a run: {error}\nhint: `agentrace export --otlp http://HOST:4318 RUN…`, or `agentrace export --otlp RUN…` with OTEL_EXPORTER_OTLP_ENDPOINT set"
+            ),
+        }
+    };
+    if runs.is_empty() {
+        anyhow::bail!("no run to export\nhint: `agentrace export --otlp [ENDPOINT] RUN…`, a run being its id, a unique prefix of it, or `latest`");
+    }
+    Ok((endpoint, runs))
 }
 
 fn traceparent(text: &str) -> Result<TraceParent, String> {

@@ -247,3 +247,64 @@ fn an_otlp_export_sends_the_headers_of_the_environment_and_of_the_command_line()
     );
     assert_eq!(heads.iter().map(ours).collect::<Vec<_>>(), vec![expected; heads.len()]);
 }
+
+/// `export --otlp RUN` (the README's `export --otlp --header … RUN`, the
+/// endpoint from the environment): `--otlp` takes an optional value, so
+/// the run was read as the endpoint and clap said no run was given. A
+/// value that is no endpoint but names a run is the first run, and the
+/// export is the one `export RUN --otlp` makes.
+#[test]
+fn export_otlp_followed_by_a_run_sends_that_run_to_the_endpoint_of_the_environment() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "kept"]);
+    let (endpoint, received) = super::support::otlp_receiver();
+    let export = |args: &[&str]| {
+        let output = cli
+            .command(args)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .output()
+            .unwrap_or_else(|error| panic!("{error}"));
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let expected = export(&["export", "kept", "--otlp"]);
+    assert_eq!(expected.0, Some(0), "{}", expected.2);
+    let outputs: Vec<_> = [
+        vec!["export", "--otlp", "kept"],
+        vec!["export", "--otlp", "latest"],
+        vec!["export", "--otlp", "--header", "x-team=agents", "kept"],
+        vec!["export", "--otlp", &endpoint, "kept"],
+    ]
+    .iter()
+    .map(|args| export(args))
+    .collect();
+    assert_eq!(outputs, vec![expected; 4]);
+    assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 5);
+}
+
+/// A value after `--otlp` that is neither an endpoint nor a run is an
+/// error saying both, and nothing is sent.
+#[test]
+fn export_otlp_followed_by_neither_an_endpoint_nor_a_run_says_so_and_sends_nothing() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "kept"]);
+    let (endpoint, received) = super::support::otlp_receiver();
+    let output = cli
+        .command(&["export", "--otlp", "nope", "kept"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    let runs = cli.home.path().join("runs");
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(1),
+            String::new(),
+            format!(
+                "error: `nope` after --otlp is neither an OTLP endpoint (an http:// or https:// URL) nor a run: no run matches \"nope\" in {}\nhint: `agentrace export --otlp http://HOST:4318 RUN…`, or `agentrace export --otlp RUN…` with OTEL_EXPORTER_OTLP_ENDPOINT set\n",
+                runs.display()
+            )
+        )
+    );
+    assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
