@@ -6,6 +6,7 @@ mod agent_process;
 mod catalog;
 mod clock;
 mod commands;
+mod day_range;
 mod home_files;
 mod run_ids;
 mod sources;
@@ -47,10 +48,15 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(code) => code,
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
-        Err(error) => {
-            let mut stderr = std::io::stderr().lock();
-            let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {error:#}\n"));
-            ExitCode::FAILURE
-        }
+        Err(error) => match error.downcast::<clap::Error>() {
+            // A usage error found once the command line was parsed (a
+            // `--since` after its `--until`): exit 2, in clap's words.
+            Ok(usage) => usage.exit(),
+            Err(error) => {
+                let mut stderr = std::io::stderr().lock();
+                let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {error:#}\n"));
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -74,7 +74,7 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
             .unwrap_or_else(|| "unknown (no root thread seen)".to_owned())
     ))?;
     if let Some(started) = run.started_at {
-        let zone = &crate::zone::shown().tz;
+        let zone = &crate::zone::from_env().tz;
         let ended = run
             .ended_at
             .map(|ended| {
@@ -248,13 +248,16 @@ pub fn raw_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
     out.line(format!("{:>6}  raw {text}", ""))
 }
 
-/// The text of [`event_line`]: `sequence  clock  actor  what happened`.
+/// The text of [`event_line`]: `sequence  time  actor  what happened`,
+/// the time RFC 3339 in `AGENTRACE_TZ`'s zone with its offset, or as the
+/// log writes it (`…Z`) when none is named: a time of day alone would not
+/// say which zone or day it is of.
 pub fn event_text(envelope: &Envelope) -> String {
-    let clock = days::clock_of(envelope.timestamp, &crate::zone::shown().tz);
+    let time = days::rfc3339_in(envelope.timestamp, &crate::zone::from_env().tz);
     format!(
         "{:>6}  {}  {:<20}  {}",
         envelope.sequence,
-        clock,
+        time,
         one_line(&envelope.actor.label, 20),
         describe(&envelope.event)
     )

@@ -53,12 +53,13 @@ pub struct ImportArgs {
     /// Only sessions started on or after this day (of `--tz`):
     /// `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or
     /// `2w` (weeks ago).
-    #[arg(long, value_name = "D")]
-    since: Option<String>,
+    #[arg(long, value_name = "D", value_parser = crate::day_range::parse_day)]
+    since: Option<crate::day_range::DayArg>,
     /// The time zone of `--since`'s day: `UTC`, `local` (this machine's), a
-    /// name like `Europe/Paris`, or an offset like `+05:30`.
-    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
-    tz: crate::zone::Zone,
+    /// name like `Europe/Paris`, or an offset like `+05:30`. Default:
+    /// `$AGENTRACE_TZ`, else UTC.
+    #[arg(long, value_name = "ZONE", value_parser = crate::zone::parse_zone)]
+    tz: Option<crate::zone::Zone>,
     /// No progress bar and no summary on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -95,7 +96,7 @@ impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, tz: crate::zone::Zone::utc(), quiet: true, json: false, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
+        Self { codex_home, claude_dir, since: None, tz: Some(crate::zone::Zone::utc()), quiet: true, json: false, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
     }
 
     /// These arguments, with another idle limit (`watch --idle-limit`).
@@ -430,15 +431,10 @@ fn dirs_home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The start of `--since`'s day, in `--tz` (else `AGENTRACE_TZ`'s zone).
 fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
-    args.since
-        .as_ref()
-        .map(|day| {
-            agentrace_core::days::Day::parse(day)
-                .and_then(|parsed| parsed.start(crate::clock::now(), &args.tz.tz))
-                .with_context(|| format!("--since {day}: expected {}", agentrace_core::days::DAY_FORMS))
-        })
-        .transpose()
+    let zone = crate::zone::given_or_env(args.tz.as_ref());
+    Ok(crate::day_range::range(args.since.as_ref(), None, zone)?.since)
 }
 
 fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {

@@ -175,7 +175,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         );
     }
     let usage_args = UsageArgs {
-        tz: crate::zone::Zone::utc(),
+        tz: Some(crate::zone::Zone::utc()),
         breakdown: false,
         json: args.json,
         by: By::Model,

@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::output::Out;
+use crate::day_range::DayArg;
 use crate::render::one_line;
 use crate::zone::Zone;
 
@@ -84,36 +85,30 @@ pub struct Scope {
     /// From this day (of `--tz`) on: runs by their start, search hits by
     /// their own time. `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d`
     /// (days ago) or `2w` (weeks ago).
-    #[arg(long, value_name = "D")]
-    pub since: Option<String>,
+    #[arg(long, value_name = "D", value_parser = crate::day_range::parse_day)]
+    pub since: Option<DayArg>,
     /// Up to this day (of `--tz`, included), as `--since`.
-    #[arg(long, value_name = "D")]
-    pub until: Option<String>,
+    #[arg(long, value_name = "D", value_parser = crate::day_range::parse_day)]
+    pub until: Option<DayArg>,
     /// The time zone of `--since`, `--until` and the start times shown:
     /// `UTC`, `local` (this machine's), a name like `Europe/Paris`, or an
-    /// offset like `+05:30`.
-    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
-    pub tz: Zone,
+    /// offset like `+05:30`. Default: `$AGENTRACE_TZ`, else UTC.
+    #[arg(long, value_name = "ZONE", value_parser = crate::zone::parse_zone)]
+    pub tz: Option<Zone>,
 }
 
 impl Scope {
+    /// The zone of its days and times: `--tz`, else `AGENTRACE_TZ`'s.
+    pub fn zone(&self) -> &Zone {
+        crate::zone::given_or_env(self.tz.as_ref())
+    }
+
     /// `--since` and `--until` as times (ms): from the start of one day to
     /// the end of the other, in `--tz`.
     fn bounds(&self) -> anyhow::Result<(Option<i64>, Option<i64>)> {
-        Ok((
-            self.since.as_deref().map(|day| day_bound("--since", day, &self.tz)).transpose()?,
-            self.until.as_deref().map(|day| day_bound("--until", day, &self.tz)).transpose()?,
-        ))
+        let range = crate::day_range::range(self.since.as_ref(), self.until.as_ref(), self.zone())?;
+        Ok((range.since.map(|at| at.0), range.until.map(|at| at.0)))
     }
-}
-
-/// The bound of `--since`/`--until` in `zone` (`--until` keeps its own
-/// day), ms.
-fn day_bound(flag: &str, text: &str, zone: &Zone) -> anyhow::Result<i64> {
-    let now = crate::clock::now();
-    let day = days::Day::parse(text).with_context(|| format!("{flag} {text}: expected {}", days::DAY_FORMS))?;
-    day.bound(flag == "--until", now, &zone.tz)
-        .map(|at| at.0).with_context(|| format!("{flag} {text}: the day is out of range"))
 }
 
 impl From<ProviderArg> for Provider {
@@ -164,7 +159,7 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
     if args.json {
         out.json_pretty(&serde_json::json!({ "runs": runs, "total": total }))?;
     } else {
-        table(out, &runs, &args.scope.tz)?;
+        table(out, &runs, args.scope.zone())?;
         let shown = args.offset + runs.len() as u64;
         if runs.is_empty() && total > 0 {
             eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
@@ -389,9 +384,10 @@ fn words(text: &str) -> Result<String, String> {
 
 /// Runs `agentrace search`.
 pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> {
+    // A usage error before any work.
+    let (since, until) = args.scope.bounds()?;
     let catalog = crate::catalog::synced(home)?;
     let run = args.run.as_deref().map(|run| home.resolve(run)).transpose()?;
-    let (since, until) = args.scope.bounds()?;
     let query = SearchQuery {
         text: args.text.clone(),
         run: run.as_ref().map(|id| id.to_string()),
@@ -427,7 +423,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         eprintln!("no text matches {:?}", args.text);
     }
     for hit in &hits {
-        out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.tz.tz), hit.label, one_line(&hit.snippet, 120)))?;
+        out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.zone().tz), hit.label, one_line(&hit.snippet, 120)))?;
     }
     Ok(())
 }
@@ -487,7 +483,7 @@ fn first_import(home: &Home, import: &crate::commands::import::ImportArgs) -> an
 /// folders (a progress bar on a terminal), then lists the newest runs; the
 /// bundled samples only when there is no history at all.
 pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
-    let zone = &crate::zone::from_env()?;
+    let zone = crate::zone::from_env();
     let import = crate::commands::import::ImportArgs::quiet_of(None, None).with_quiet(false);
     let imported = first_import(home, &import)?;
     let catalog = crate::catalog::synced(home)?;

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentrace_core::days::{self, Day};
+use agentrace_core::days;
 use agentrace_core::model::{RunId, Timestamp};
 use agentrace_core::prices::PriceBook;
 use agentrace_core::recorder::Format;
@@ -28,7 +28,6 @@ use agentrace_core::state::CostStatus;
 use agentrace_core::Recorder;
 use agentrace_store::catalog::{LogStampRow, UsageHead, UsageListed};
 use agentrace_store::{Catalog, Home, Packed};
-use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -36,6 +35,7 @@ use crate::sources::claude_ingest::{claude_cwd, claude_start, feed_claude, sessi
 use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
 use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
+use crate::day_range::DayArg;
 use crate::zone::Zone;
 use crate::usage_index::{keep_tree, session, split_report, AgentUsage, Counters, HourRow, LogStamp, SessionUsage, UsageNode, UsageTree, TREE_FORMAT};
 
@@ -54,15 +54,16 @@ pub struct UsageArgs {
     /// sessions by their start for `--by run` and `--by agent`. The day is
     /// `YYYY-MM-DD`, `YYYYMMDD`, `today`, `yesterday`, `7d` (days ago) or
     /// `2w` (weeks ago).
-    #[arg(long, value_name = "D", value_parser = parse_day)]
-    pub since: Option<Day>,
+    #[arg(long, value_name = "D", value_parser = crate::day_range::parse_day)]
+    pub since: Option<DayArg>,
     /// Count up to this day (of `--tz`, included), as `--since`.
-    #[arg(long, value_name = "D", value_parser = parse_day)]
-    pub until: Option<Day>,
+    #[arg(long, value_name = "D", value_parser = crate::day_range::parse_day)]
+    pub until: Option<DayArg>,
     /// The time zone of the days, weeks and months: `UTC`, `local` (this
     /// machine's), a name like `Europe/Paris`, or an offset like `+05:30`.
-    #[arg(long, value_name = "ZONE", env = "AGENTRACE_TZ", value_parser = crate::zone::parse_zone, default_value = "UTC")]
-    pub tz: Zone,
+    /// Default: `$AGENTRACE_TZ`, else UTC.
+    #[arg(long, value_name = "ZONE", value_parser = crate::zone::parse_zone)]
+    pub tz: Option<Zone>,
     /// Each day, week, month, project or block also split by model (a
     /// `models` object in each group with `--json`; rows under it in the
     /// table), as ccusage's `--breakdown`.
@@ -80,6 +81,13 @@ pub struct UsageArgs {
     pub prices: Option<PathBuf>,
     /// Runs to count (default: every recorded run).
     pub runs: Vec<String>,
+}
+
+impl UsageArgs {
+    /// The zone of its days and times: `--tz`, else `AGENTRACE_TZ`'s.
+    pub fn zone(&self) -> &Zone {
+        crate::zone::given_or_env(self.tz.as_ref())
+    }
 }
 
 /// Grouping of `usage`.
@@ -103,11 +111,6 @@ pub enum By {
     Block,
 }
 
-/// The day a `--since` or `--until` names (made a time with `--tz`).
-fn parse_day(text: &str) -> Result<Day, String> {
-    Day::parse(text).ok_or_else(|| format!("expected {}", agentrace_core::days::DAY_FORMS))
-}
-
 /// Milliseconds in a billing block.
 const BLOCK_MS: i64 = 5 * 3_600_000;
 
@@ -123,15 +126,8 @@ impl Window {
     /// From the start of `--since`'s day to the end of `--until`'s, in
     /// `--tz`.
     fn of(args: &UsageArgs) -> anyhow::Result<Self> {
-        let now = crate::clock::now();
-        let bound = |day: Option<Day>, until: bool, flag: &str| -> anyhow::Result<Option<Timestamp>> {
-            day.map(|day| day.bound(until, now, &args.tz.tz).with_context(|| format!("{flag}: the day is out of range")))
-                .transpose()
-        };
-        Ok(Self {
-            since: bound(args.since, false, "--since")?,
-            until: bound(args.until, true, "--until")?,
-        })
+        let crate::day_range::Range { since, until } = crate::day_range::range(args.since.as_ref(), args.until.as_ref(), args.zone())?;
+        Ok(Self { since, until })
     }
 
     fn is_open(&self) -> bool {
@@ -791,9 +787,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 match args.by {
                     By::Model => row.model.clone().unwrap_or_else(unknown),
                     By::Project => session.cwd.clone().unwrap_or_else(unknown),
-                    By::Day => row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.tz.tz)),
-                    By::Week => row.hour.map_or_else(unknown, |hour| days::week_of(hour, &args.tz.tz)),
-                    By::Month => row.hour.map_or_else(unknown, |hour| days::month_of(hour, &args.tz.tz)),
+                    By::Day => row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.zone().tz)),
+                    By::Week => row.hour.map_or_else(unknown, |hour| days::week_of(hour, &args.zone().tz)),
+                    By::Month => row.hour.map_or_else(unknown, |hour| days::month_of(hour, &args.zone().tz)),
                     By::Run | By::Agent | By::Block => unknown(),
                 }
             };
@@ -837,9 +833,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             if args.json {
                 out.json_pretty(&serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}))?;
             } else {
-                let zone = &args.tz.tz;
+                let zone = &args.zone().tz;
                 let rows = blocks.iter().flat_map(|block| block.group.rows(format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone))));
-                table(out, &format!("BLOCK ({})", args.tz.name), rows, &totals)?;
+                table(out, &format!("BLOCK ({})", args.zone().name), rows, &totals)?;
             }
             unpriced.warn();
             return Ok(());
@@ -1034,7 +1030,7 @@ pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
     // The home's price file as it is now: `serve` runs for days.
     let home = &crate::home_files::read(home)?;
     let args = UsageArgs {
-        tz: zone.clone(),
+        tz: Some(zone.clone()),
         breakdown: false,
         json: true,
         by: By::Day,
@@ -1056,7 +1052,7 @@ pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
     let mut labels: BTreeMap<String, (Counters, u64)> = BTreeMap::new();
     for session in &sessions {
         for row in &session.hours {
-            let day = row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.tz.tz));
+            let day = row.hour.map_or_else(unknown, |hour| days::day_of(hour, &args.zone().tz));
             by_provider.entry(day.clone()).or_default().entry(session.provider.clone()).or_default().add(&row.counters);
             by_model.entry(day.clone()).or_default().entry(row.model.clone().unwrap_or_else(unknown)).or_default().add(&row.counters);
             days.entry(day).or_default().add(&row.counters);
@@ -1116,7 +1112,7 @@ mod tests {
             copy_dir(&fixtures.join("claude").join(capture).join("home_claude"), &home.path().join("claude"));
         }
         let args = UsageArgs {
-            tz: crate::zone::Zone::utc(),
+            tz: Some(crate::zone::Zone::utc()),
             breakdown: false,
             json: true,
             by: By::Run,

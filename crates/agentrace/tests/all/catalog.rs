@@ -169,8 +169,11 @@ fn runs_are_filtered_and_paged_and_the_total_counts_every_match() {
     );
     let bad = cli.run(&["runs", "--since", "last week"]);
     assert_eq!(
-        String::from_utf8_lossy(&bad.stderr),
-        "error: --since last week: expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n"
+        (bad.status.code(), String::from_utf8_lossy(&bad.stderr).into_owned()),
+        (
+            Some(2),
+            "error: invalid value 'last week' for '--since <D>': expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n\nFor more information, try '--help'.\n".to_owned()
+        )
     );
     let bad = cli.run(&["runs", "--status", "finished"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--status finished: expected running, done, failed, interrupted, live"));
@@ -393,7 +396,7 @@ fn times_are_printed_in_the_zone_agentrace_tz_names() {
         (time_line(&tokyo_show), first_clock(&tokyo_events), tokyo_hits.split_whitespace().nth(2).map(str::to_owned)),
         (
             Some("time      started 2026-11-30T08:03:28.437+09:00, ended 2026-11-30T08:03:29.460+09:00 (1.0 s)".to_owned()),
-            Some("08:03:28.437".to_owned()),
+            Some("2026-11-30T08:03:28.437+09:00".to_owned()),
             Some("2026-11-30T08:03:29.240+09:00".to_owned())
         )
     );
@@ -401,7 +404,127 @@ fn times_are_printed_in_the_zone_agentrace_tz_names() {
     // and said once.
     assert_eq!(
         (time_line(&utc_show), first_clock(&bad_events), said.lines().filter(|line| line.starts_with("warning: AGENTRACE_TZ: no time zone \"Atlantis\"")).count()),
-        (Some("time      started 2026-11-29T23:03:28.437Z, ended 2026-11-29T23:03:29.460Z (1.0 s)".to_owned()), Some("23:03:28.437".to_owned()), 1)
+        (Some("time      started 2026-11-29T23:03:28.437Z, ended 2026-11-29T23:03:29.460Z (1.0 s)".to_owned()), Some("2026-11-29T23:03:28.437Z".to_owned()), 1)
+    );
+}
+
+#[test]
+fn events_under_agentrace_tz_print_each_time_with_its_date_and_offset_not_a_bare_time_of_day() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a", "--quiet"]);
+    let first_line = |zone: Option<&str>| -> String {
+        let mut command = cli.command(&["events", "a"]);
+        if let Some(zone) = zone {
+            command.env("AGENTRACE_TZ", zone);
+        }
+        let output = command.output().unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8_lossy(&output.stdout).lines().next().unwrap_or_default().to_owned()
+    };
+    // RFC 3339 with the zone's offset, as the README says; unset, the
+    // log's own `…Z`.
+    assert_eq!(
+        [first_line(Some("Asia/Tokyo")), first_line(None)],
+        [
+            "     1  2026-11-30T08:03:28.437+09:00  Unknown actor         run started (codex, codex-app-server)".to_owned(),
+            "     1  2026-11-29T23:03:28.437Z  Unknown actor         run started (codex, codex-app-server)".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_zone_in_agentrace_tz_is_one_warning_and_utc_in_every_command_while_a_bad_tz_flag_stays_a_usage_error() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a", "--quiet"]);
+    let none = cli.home.path().join("none").to_string_lossy().into_owned();
+    let commands: [&[&str]; 6] = [
+        &["runs", "--limit", "1"],
+        &["search", "hello-from-child-A", "--since", "2026-11-29"],
+        &["usage", "--by", "day", "--since", "2026-11-29"],
+        &["import", "--quiet", "--since", "7d", "--codex-home", &none, "--claude-dir", &none],
+        &["events", "a"],
+        &[],
+    ];
+    // Per command: its exit, what it said on stderr beside what it says in
+    // UTC, and whether it printed what it prints in UTC.
+    let seen: Vec<(Option<i32>, Vec<String>, bool)> = commands
+        .iter()
+        .map(|args| {
+            let in_utc = cli.run(args);
+            let output = cli.command(args).env("AGENTRACE_TZ", "Mars/X").output().unwrap_or_else(|e| panic!("{e}"));
+            let said_in_utc = String::from_utf8_lossy(&in_utc.stderr).into_owned();
+            let added = String::from_utf8_lossy(&output.stderr).lines().filter(|line| !said_in_utc.lines().any(|said| said == *line)).map(str::to_owned).collect();
+            (output.status.code(), added, output.stdout == in_utc.stdout)
+        })
+        .collect();
+    let warned = vec![
+        "warning: AGENTRACE_TZ: no time zone \"Mars/X\": expected UTC, local (this machine's zone), a name like Europe/Paris, or an offset like +05:30; days and times are UTC".to_owned(),
+    ];
+    assert_eq!(seen, vec![(Some(0), warned, true); 6]);
+    // The same zone given as `--tz` is the user's typo: a usage error that
+    // names the flag, the variable or not.
+    let flag = cli.run(&["runs", "--tz", "Mars/X"]);
+    assert_eq!(
+        (flag.status.code(), String::from_utf8_lossy(&flag.stderr).into_owned()),
+        (
+            Some(2),
+            "error: invalid value 'Mars/X' for '--tz <ZONE>': no time zone \"Mars/X\": expected UTC, local (this machine's zone), a name like Europe/Paris, or an offset like +05:30\n\nFor more information, try '--help'.\n".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_malformed_since_or_until_is_the_same_usage_error_in_every_command_that_takes_it() {
+    let cli = Cli::new();
+    let none = cli.home.path().join("none").to_string_lossy().into_owned();
+    let refused = |args: &[&str]| -> (Option<i32>, String) {
+        let output = cli.run(args);
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let said = |flag: &str| {
+        (
+            Some(2),
+            format!("error: invalid value '2026-13-01' for '{flag} <D>': expected a day like 2026-11-30 or 20261130, or today, yesterday, 7d (days ago) or 2w (weeks ago)\n\nFor more information, try '--help'.\n"),
+        )
+    };
+    assert_eq!(
+        [
+            refused(&["runs", "--since", "2026-13-01"]),
+            refused(&["search", "hello", "--since", "2026-13-01"]),
+            refused(&["usage", "--since", "2026-13-01"]),
+            refused(&["import", "--since", "2026-13-01", "--codex-home", &none, "--claude-dir", &none]),
+            refused(&["runs", "--until", "2026-13-01"]),
+            refused(&["search", "hello", "--until", "2026-13-01"]),
+            refused(&["usage", "--until", "2026-13-01"]),
+        ],
+        [said("--since"), said("--since"), said("--since"), said("--since"), said("--until"), said("--until"), said("--until")]
+    );
+}
+
+#[test]
+fn a_since_after_its_until_is_a_usage_error_naming_both_in_every_command_that_takes_both() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "a", "--quiet"]);
+    let exit_and_error = |args: &[&str]| -> (Option<i32>, String) {
+        let output = cli.run(args);
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let refused = (
+        Some(2),
+        "error: invalid value '2026-11-01' for '--until <D>': it is before --since 2026-12-01, so no day is in the range\n\nFor more information, try '--help'.\n".to_owned(),
+    );
+    let backwards = ["--since", "2026-12-01", "--until", "2026-11-01"];
+    assert_eq!(
+        [
+            exit_and_error(&[&["runs"][..], &backwards].concat()),
+            exit_and_error(&[&["search", "hello"][..], &backwards].concat()),
+            exit_and_error(&[&["usage"][..], &backwards].concat()),
+        ],
+        [refused.clone(), refused.clone(), refused]
+    );
+    // One day from itself to itself is that day.
+    assert_eq!(
+        ids(&json_of(&cli.ok(&["runs", "--json", "--since", "2026-11-29", "--until", "2026-11-29"]))),
+        vec![json!("a")]
     );
 }
 
