@@ -141,6 +141,22 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
     for agent in &view.agents {
         tree(out, agent, "  ", "  ")?;
     }
+    // Tokens of no agent of the tree (Claude Code's startup "Warmup"
+    // agents, replies of unknown owner): in the run's total above, so
+    // shown beside the tree, as `usage` shows them, for the agents' figures
+    // to add up to it.
+    for outside in &run.outside_tree {
+        let parts = &outside.tokens_by_model;
+        let total: u64 = parts.iter().map(|part| part.tokens.total_tokens).sum();
+        let unpriced: u64 = parts.iter().map(|part| part.unpriced_tokens).sum();
+        let status = match unpriced {
+            0 => CostStatus::Exact,
+            _ if unpriced >= total => CostStatus::Unknown,
+            _ => CostStatus::Floor,
+        };
+        let cost = cost_text(Some(parts.iter().map(|part| part.cost).sum()), status);
+        out.line(format!("  {} (outside the tree)  {total} tokens, {cost}", outside.label))?;
+    }
     out.line("")?;
     let counts = &run.counts;
     out.line(format!(

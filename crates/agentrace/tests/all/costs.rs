@@ -273,6 +273,26 @@ fn a_run_that_cost_under_a_cent_is_listed_as_less_than_a_cent_not_as_nothing() {
     assert!(cli.ok(&["show", id]).contains(&format!("${cost:.4}")));
 }
 
+/// `show` lists the tokens no agent of the tree owns (Claude Code 2.0.77's
+/// startup "Warmup" agents) under the tree, as `usage` does, so that the
+/// agents' figures add up to the run's total.
+#[test]
+fn show_lists_the_tokens_outside_the_tree_so_the_agents_add_up_to_the_total() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/v2.0.77_single/home_claude"), &dir.path().join("claude"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--claude-dir", &dir.path().join("claude").to_string_lossy(), "--codex-home", &dir.path().join("none").to_string_lossy()]);
+    let shown = cli.ok(&["show", "latest"]);
+    let tokens_of = |line: &str| -> Option<u64> { line.split(", ").find_map(|part| part.strip_suffix(" tokens")?.trim().rsplit(' ').next()?.parse().ok()) };
+    let agents: Vec<&str> = shown.lines().skip_while(|line| *line != "agents").skip(1).take_while(|line| !line.is_empty()).collect();
+    let outside: Vec<&str> = agents.iter().copied().filter(|line| line.contains("(outside the tree)")).collect();
+    assert_eq!(outside, vec!["  startup (outside the tree)  102 tokens, $0.0005"], "{shown}");
+    let total: u64 = shown.lines().find_map(|line| line.strip_prefix("tokens    ")?.split(' ').next()?.parse().ok()).unwrap_or_default();
+    let outside_tokens = outside.iter().filter_map(|line| line.trim().split("  ").nth(1)?.split(' ').next()?.parse::<u64>().ok()).sum::<u64>();
+    let agent_tokens: u64 = agents.iter().filter(|line| !line.contains("(outside the tree)")).filter_map(|line| tokens_of(line)).sum();
+    assert_eq!((total, agent_tokens + outside_tokens), (675, 675), "{shown}");
+}
+
 /// Each Codex rollout's own last running total (`total_token_usage`), by
 /// thread.
 fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {
