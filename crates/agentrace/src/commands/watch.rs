@@ -118,7 +118,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
     loop {
-        let within = [idle.next_due(), notifier.rechecks.next_due()].into_iter().flatten().min();
+        let within = [idle.next_due(), notifier.rechecks.next_due(), notifier.ends.next_due()].into_iter().flatten().min();
         let next = follower.next_within(within);
         // The home's files as they are now: this watch runs for days, and
         // what it imports, ends and judges after a file changed is priced
@@ -130,7 +130,12 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
                 notifier.notify(home, &changed, out)?;
                 idle.saw(home, &changed);
             }
-            Next::Stopped => return Ok(ExitCode::SUCCESS),
+            Next::Stopped => {
+                // An end still settling is told as the run is now rather
+                // than never.
+                notifier.tell_settled_ends(home, true, out)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             Next::Quiet => {}
         }
         for id in idle.due() {
@@ -146,6 +151,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         // line written to wake the watch.
         let due = notifier.rechecks.due();
         notifier.notify(home, &due, out)?;
+        notifier.tell_settled_ends(home, false, out)?;
     }
 }
 
@@ -286,7 +292,17 @@ struct Notifier {
     /// Live sessions a time-based detector wants judged again, and when: a
     /// helper that goes quiet writes nothing that would wake the watch.
     rechecks: Deadlines,
+    /// Sessions over whose end is not told yet, and when it is: once their
+    /// files have been still for [`END_SETTLES`].
+    ends: Deadlines,
 }
+
+/// How long a session that is over must go without a change before its
+/// end is told: an agent writes a few lines after its last turn (Claude
+/// Code its Stop hook's summary, the last prompt, its cost), each a change
+/// of the run, and the end comes after the session's last `run`, carrying
+/// the same run.
+const END_SETTLES: Duration = Duration::from_secs(2);
 
 /// What a session's files say of it now, for the notifications.
 struct Seen {
@@ -309,6 +325,7 @@ impl Notifier {
             ended: HashSet::new(),
             warned: HashSet::new(),
             rechecks: Deadlines::default(),
+            ends: Deadlines::default(),
         }
     }
 
@@ -378,7 +395,26 @@ impl Notifier {
                     }
                 }
             }
-            if (self.on_end.is_some() || self.json) && seen.over && self.ended.insert(id.clone()) {
+            // Told once the session has been over and still for a moment
+            // (each change puts it off): see `END_SETTLES`.
+            if (self.on_end.is_some() || self.json) && seen.over && !self.ended.contains(id) {
+                self.ends.set(id, Instant::now() + END_SETTLES);
+            } else {
+                self.ends.forget(id);
+            }
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// Tells the end of each session that has been over and still for
+    /// [`END_SETTLES`] (`all`: of every one waiting, when the watch stops),
+    /// with its run as it is now; once per session.
+    fn tell_settled_ends(&mut self, home: &Home, all: bool, out: &mut Out) -> anyhow::Result<()> {
+        let due = if all { std::mem::take(&mut self.ends).0.into_keys().collect() } else { self.ends.due() };
+        for id in due {
+            let Some(seen) = self.see(home, &id) else { continue };
+            if seen.over && self.ended.insert(id.clone()) {
                 self.tell(Notice { event: "end", run: &seen.run, warning: None }, out)?;
             }
         }

@@ -461,6 +461,77 @@ fn watch_json_prints_each_change_and_each_notice_once() {
     assert_eq!(end["run"], last_change["run"], "{stdout}");
 }
 
+/// `watch --json` tells a Claude session's end after the lines Claude Code
+/// writes once its last turn is over (its Stop hook's summary, the last
+/// prompt, its cost), and the end carries the run as its last `run` line
+/// does. It told the end as soon as the root's answer was read, then printed
+/// the run again with those lines (`end` 30 events, then `run` 33).
+#[test]
+fn watch_json_tells_a_claude_sessions_end_after_the_lines_that_trail_its_last_answer() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Claude, "single_fg");
+    let root = growth.files.iter().position(|file| !file.path.to_string_lossy().contains("subagents")).unwrap_or_else(|| panic!("no root"));
+    let answer = growth.files[root]
+        .lines
+        .iter()
+        .rposition(|line| String::from_utf8_lossy(line).contains("\"stop_reason\":\"end_turn\""))
+        .unwrap_or_else(|| panic!("the root never answers"));
+    let through_answer = growth.order.iter().position(|at| *at == (root, answer)).unwrap_or_else(|| panic!("order")) + 1;
+    assert!(through_answer < growth.order.len(), "no line trails the root's last answer");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    // A session there before the watch: once it is listed, the first pass
+    // is done, and what is written next is news.
+    let before = Growth::of(Provider::Codex, "v2_basic");
+    before.write(&homes, 0..before.order.len(), true);
+    let watch = Watch::start(&cli, &homes, &["--json"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    let runs = || -> Vec<serde_json::Value> {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json", "--provider", "claude"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let listed = || String::from_utf8_lossy(&cli.run(&["runs", "--json"]).stdout).into_owned();
+    wait_until(20, || listed().contains("\"status\": \"done\""), || format!("the first pass never ended: {}", listed()));
+    std::thread::sleep(Duration::from_millis(500));
+    growth.write(&homes, 0..through_answer, true);
+    wait_until(20, || runs().iter().any(|run| run["status"] == "done"), || format!("the root's answer was never read: {:?}", runs()));
+    // The lines that trail the answer come a moment later, as Claude Code
+    // writes them once its Stop hook has run.
+    std::thread::sleep(Duration::from_millis(300));
+    growth.write(&homes, through_answer..growth.order.len(), true);
+    let id = runs().first().and_then(|run| run["id"].as_str().map(str::to_owned)).unwrap_or_else(|| panic!("no run"));
+    let events = || runs().iter().find(|run| run["id"] == id.as_str()).and_then(|run| run["counts"]["events"].as_u64());
+    let answered = events();
+    wait_until(20, || events() > answered, || format!("the trailing lines were never read: {answered:?} events"));
+    // Past the time the end settles in, after the last line was read.
+    std::thread::sleep(Duration::from_millis(3500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let printed: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter(|line| line["run"]["id"] == id.as_str())
+        .collect();
+    let told: Vec<(String, String, u64)> = printed
+        .iter()
+        .map(|line| {
+            (
+                line["event"].as_str().unwrap_or_default().to_owned(),
+                line["run"]["status"].as_str().unwrap_or_default().to_owned(),
+                line["run"]["counts"]["events"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let last_two: Vec<&str> = printed[printed.len().saturating_sub(2)..].iter().map(|line| line["event"].as_str().unwrap_or_default()).collect();
+    assert_eq!(last_two, ["run", "end"], "{told:?}");
+    assert_eq!(told.iter().filter(|(event, _, _)| event == "end").count(), 1, "{told:?}");
+    assert_eq!(printed[printed.len() - 1]["run"], printed[printed.len() - 2]["run"], "{stdout}");
+}
+
 /// `line` with every `"timestamp":"…"` moved by `by_ms`.
 fn stamped_later(line: &[u8], by_ms: i64) -> Vec<u8> {
     let text = String::from_utf8_lossy(line);
