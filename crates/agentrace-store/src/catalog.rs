@@ -1248,6 +1248,17 @@ impl Catalog {
         Ok(Some(session))
     }
 
+    /// The sessions an import left open (read while their files were
+    /// young), by provider and key: what a follower must read on once their
+    /// files have been still for the idle limit, with no change to wake it.
+    /// Read at a follower's whole passes only: it reads every session's row.
+    pub fn open_import_sessions(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self.conn.prepare_cached("SELECT provider, key FROM import_sessions WHERE open != 0").map_err(&err)?;
+        let rows = statement.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))).map_err(&err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
     /// The sessions (provider and key) an import read the file `path`
     /// into: none for a file no import read.
     pub fn import_sessions_of(&self, path: &str) -> Result<Vec<(String, String)>, StoreError> {

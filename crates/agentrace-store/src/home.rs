@@ -345,6 +345,14 @@ impl Home {
         self.root.join("runs")
     }
 
+    /// [`Home::runs_dir`], made when it is not there yet: a follower
+    /// watches it for the records other processes write.
+    pub fn make_runs_dir(&self) -> Result<PathBuf, StoreError> {
+        let runs_dir = self.runs_dir();
+        fs::create_dir_all(&runs_dir).map_err(|source| StoreError::io("create runs directory", &runs_dir, source))?;
+        Ok(runs_dir)
+    }
+
     /// `<root>/runs/<id>.jsonl`, the run log. The id is not checked here;
     /// pass only ids from [`validate_run_id`] or [`Home::resolve`].
     pub fn log_path(&self, id: &RunId) -> PathBuf {

@@ -104,6 +104,12 @@ impl ImportArgs {
         Self { idle_limit, ..self }
     }
 
+    /// How long, in seconds, a session's files must be still for an
+    /// import to end what it leaves open.
+    pub(crate) fn idle_limit(&self) -> u64 {
+        self.idle_limit
+    }
+
     /// True when the import prints what it did as JSON (`--json`).
     pub(crate) fn json(&self) -> bool {
         self.json

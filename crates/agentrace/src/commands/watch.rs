@@ -74,6 +74,11 @@ pub enum Wake {
     /// to, or (`None`) anything may have changed (a file made, removed or
     /// renamed, events lost, an error of the watcher).
     Changed(Option<Vec<PathBuf>>),
+    /// The records of these runs were written (in the home's runs folder):
+    /// by this follower's import, or by another process's (another
+    /// follower holding the lease, an `import`, a watch that ended a
+    /// session idle), which this follower's own import then finds done.
+    Recorded(Vec<RunId>),
     /// Ctrl-C.
     Interrupt,
 }
@@ -114,9 +119,16 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // What the files hold already (what has ended by now is no news), then
     // what they gain.
     let changed = follower.imported(|| pass(home, &import, &Scope::Everything, args.json, out))?;
+    let changed = follower.with_others(home, changed);
     notifier.baseline(home, &changed);
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
     idle.saw_at_start(home, &changed);
+    // A session an earlier import left open (read while its files were
+    // young) and which the first pass found unchanged: no change will come
+    // to say it went still, so it is followed until its files have been
+    // still for the limit.
+    follower.track_open(home, &Scope::Everything)?;
+    idle.saw_open(home, &follower.open_sessions());
     loop {
         let within = [idle.next_due(), notifier.rechecks.next_due(), notifier.ends.next_due()].into_iter().flatten().min();
         let next = follower.next_within(within);
@@ -127,6 +139,12 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         match next {
             Next::Changed(scope) => {
                 let changed = follower.imported(|| pass(home, &import, &scope, args.json, out))?;
+                let changed = others_said(home, &follower, changed, args.json, out)?;
+                notifier.notify(home, &changed, out)?;
+                idle.saw(home, &changed);
+            }
+            Next::Recorded => {
+                let changed = others_said(home, &follower, Vec::new(), args.json, out)?;
                 notifier.notify(home, &changed, out)?;
                 idle.saw(home, &changed);
             }
@@ -140,6 +158,8 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         }
         for id in idle.due() {
             if end_idle(home, &id)? {
+                // Its record, written back, is no news.
+                follower.passed_on(home, &id);
                 if let Some(run) = home.list_these_runs([id.clone()])?.first() {
                     say_run(out, args.json, "idle", run, "idle")?;
                 }
@@ -159,6 +179,9 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
 pub enum Next {
     /// Something changed (gathered): what to import.
     Changed(Scope),
+    /// Only runs' records changed (another process imported or ended
+    /// them): nothing to import; [`Follower::with_others`] says which.
+    Recorded,
     /// Nothing, for the time given.
     Quiet,
     /// The follower was stopped.
@@ -232,6 +255,20 @@ impl IdleLimit {
             .cloned()
             .collect();
         self.saw(home, &recent);
+    }
+
+    /// Sessions an import left open, each with when (milliseconds since the
+    /// epoch) its files will have been still for the limit: each still
+    /// live and not followed already is followed until then.
+    fn saw_open(&mut self, home: &Home, open: &[(RunId, i64)]) {
+        let now = crate::clock::now().millis();
+        for (id, due) in open {
+            if self.live.0.contains_key(id) || !home.load_run(id).is_ok_and(|loaded| live(&loaded)) {
+                continue;
+            }
+            let after = Duration::from_millis(u64::try_from(due.saturating_sub(now)).unwrap_or(0));
+            self.live.set(id, Instant::now() + after);
+        }
     }
 
     /// How long until the next session reaches the limit (none followed:
@@ -508,7 +545,38 @@ pub struct Follower {
     folders: String,
     mode: String,
     fallback: Option<String>,
+    /// Runs whose records were written since the last pass (see
+    /// [`Wake::Recorded`]).
+    recorded: std::cell::RefCell<std::collections::BTreeSet<RunId>>,
+    /// Each run's record as this follower last passed it on (its length
+    /// and modification time): a record written by another process is
+    /// news once, this follower's own is none.
+    reported: std::cell::RefCell<HashMap<RunId, Option<(u64, std::time::SystemTime)>>>,
+    /// The sessions an import left open, each with its files and when
+    /// (milliseconds since the epoch) they will have been still for the
+    /// idle limit, by provider and key.
+    open: std::cell::RefCell<HashMap<(String, String), OpenSession>>,
+    /// The idle limit, in seconds.
+    idle_limit: u64,
 }
+
+/// A session an import left open (read while its files were young): it is
+/// read on once its files have been still for the idle limit, and ended
+/// then, though no change of theirs comes to wake the follower.
+struct OpenSession {
+    run: RunId,
+    files: Vec<PathBuf>,
+    /// When its files will have been still for the idle limit, in
+    /// milliseconds since the epoch.
+    due: i64,
+}
+
+/// How long after its files reach the idle limit an open session is read
+/// on (their modification times are the import's, to the nanosecond; the
+/// clock's milliseconds must be past them), and how long a session still
+/// open after its reading waits for the next (no pass in a loop).
+const OPEN_MARGIN_MS: i64 = 50;
+const OPEN_AGAIN_MS: i64 = 1_000;
 
 /// Ends a [`Follower`]'s wait, from another thread or a signal handler.
 #[derive(Clone)]
@@ -536,7 +604,10 @@ impl Follower {
         }
         let (sender, wakes) = mpsc::channel();
         let lease = std::sync::Arc::new(std::sync::OnceLock::new());
-        let (watching, fallback) = watch(&folders, &sender, poll, &lease)?;
+        // The records others write are news too; not by polling, which
+        // would stat the whole runs folder each second.
+        let runs = if poll { None } else { Some(home.make_runs_dir()?) };
+        let (watching, fallback) = watch(&folders, runs.as_deref(), &sender, poll, &lease)?;
         if let (Watching::Native(_), Some(about)) = (&watching, import.followed_as()) {
             if let Some(taken) = agentrace_store::FollowerLease::take(home, &about)? {
                 let _ = lease.set(Lease::new(taken));
@@ -554,6 +625,10 @@ impl Follower {
             folders: folders.iter().map(|folder| folder.display().to_string()).collect::<Vec<_>>().join(", "),
             mode,
             fallback,
+            recorded: std::cell::RefCell::default(),
+            reported: std::cell::RefCell::default(),
+            open: std::cell::RefCell::default(),
+            idle_limit: import.idle_limit(),
         })
     }
 
@@ -597,15 +672,135 @@ impl Follower {
     /// its own loop, which also ends idle sessions.
     pub fn follow(&self, home: &Home, import: &ImportArgs, mut each: impl FnMut(anyhow::Result<Vec<RunId>>) -> bool) {
         let mut scope = Some(Scope::Everything);
-        while let Some(now) = scope {
-            // The home's files as they are now (see `run`).
-            let result = self.imported(|| crate::commands::import::import_in(&crate::home_files::read(home)?, import, TornLines::Wait, &now));
+        loop {
+            let result = match &scope {
+                // The home's files as they are now (see `run`).
+                Some(scope) => self
+                    .imported(|| crate::commands::import::import_in(&crate::home_files::read(home)?, import, TornLines::Wait, scope))
+                    .and_then(|changed| {
+                        self.track_open(home, scope)?;
+                        Ok(changed)
+                    }),
+                None => Ok(Vec::new()),
+            };
             let failed = result.is_err();
-            if !each(result) {
+            let result = result.map(|changed| self.with_others(home, changed));
+            // Only this follower's own records written back: nothing new.
+            let nothing = scope.is_none() && result.as_ref().is_ok_and(Vec::is_empty);
+            if !nothing && !each(result) {
                 return;
             }
-            scope = self.next().map(|next| if failed { Scope::Everything } else { next });
+            scope = loop {
+                let next = match self.next_within(self.open_next_due()) {
+                    Next::Changed(next) => Some(next),
+                    Next::Recorded => None,
+                    Next::Quiet => match self.open_due() {
+                        Some(due) => Some(due),
+                        None => continue,
+                    },
+                    Next::Stopped => return,
+                };
+                break if failed { Some(Scope::Everything) } else { next };
+            };
         }
+    }
+
+    /// Keeps which sessions the import left open after a pass of `scope`
+    /// (a whole pass: every one; else those of the files written), and
+    /// when each is to be read on.
+    pub fn track_open(&self, home: &Home, scope: &Scope) -> anyhow::Result<()> {
+        let catalog = crate::catalog::open(home)?;
+        let mut open = self.open.borrow_mut();
+        let sessions: Vec<(String, String)> = match scope {
+            Scope::Everything | Scope::Newest(_) => {
+                open.clear();
+                catalog.open_import_sessions()?
+            }
+            Scope::Written(paths) => {
+                let mut sessions = Vec::new();
+                for path in paths {
+                    sessions.extend(catalog.import_sessions_of(&path.to_string_lossy())?);
+                }
+                sessions
+            }
+        };
+        let now = crate::clock::now().millis();
+        let limit = i64::try_from(self.idle_limit.saturating_mul(1_000)).unwrap_or(i64::MAX);
+        for key in sessions {
+            match catalog.import_session(&key.0, &key.1)? {
+                Some(session) if session.open => {
+                    let last = session.files.values().map(|file| i64::try_from(file.modified_ns / 1_000_000).unwrap_or(i64::MAX)).max().unwrap_or(now);
+                    let due = last.saturating_add(limit).saturating_add(OPEN_MARGIN_MS);
+                    // Still open past its time (its reading did not end
+                    // it): tried again a moment later, not in a loop.
+                    let due = if due <= now { now + OPEN_AGAIN_MS } else { due };
+                    let files = session.files.into_keys().map(PathBuf::from).collect();
+                    open.insert(key, OpenSession { run: RunId::from(session.run_id), files, due });
+                }
+                _ => {
+                    open.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sessions the import left open, each with when its files will
+    /// have been still for the idle limit (milliseconds since the epoch).
+    pub fn open_sessions(&self) -> Vec<(RunId, i64)> {
+        self.open.borrow().values().map(|session| (session.run.clone(), session.due)).collect()
+    }
+
+    /// How long until the next open session is to be read on (none: no
+    /// session is open).
+    fn open_next_due(&self) -> Option<Duration> {
+        let now = crate::clock::now().millis();
+        let due = self.open.borrow().values().map(|session| session.due).min()?;
+        Some(Duration::from_millis(u64::try_from(due.saturating_sub(now)).unwrap_or(0)))
+    }
+
+    /// The files of the open sessions due now, to be read on (and put off
+    /// a moment, should the pass fail); `None` when none is due.
+    fn open_due(&self) -> Option<Scope> {
+        let now = crate::clock::now().millis();
+        let mut files = std::collections::BTreeSet::new();
+        for session in self.open.borrow_mut().values_mut().filter(|session| session.due <= now) {
+            files.extend(session.files.iter().cloned());
+            session.due = now + OPEN_AGAIN_MS;
+        }
+        (!files.is_empty()).then_some(Scope::Written(files))
+    }
+
+    /// Run `id` was passed on as its record is now (this follower wrote
+    /// it outside a pass: a watch's idle end).
+    pub fn passed_on(&self, home: &Home, id: &RunId) {
+        self.reported.borrow_mut().insert(id.clone(), record_stamp(home, id));
+    }
+
+    /// `changed` (the runs this follower's pass recorded or changed), then
+    /// each run whose record another process wrote since this follower
+    /// last passed it on: with two followers on one home, the one that
+    /// imports a change first is the only one whose import says so.
+    pub fn with_others(&self, home: &Home, mut changed: Vec<RunId>) -> Vec<RunId> {
+        let stamp = |id: &RunId| record_stamp(home, id);
+        let recorded = std::mem::take(&mut *self.recorded.borrow_mut());
+        let mut reported = self.reported.borrow_mut();
+        for id in &changed {
+            reported.insert(id.clone(), stamp(id));
+        }
+        for id in recorded {
+            if changed.contains(&id) {
+                continue;
+            }
+            let now = stamp(&id);
+            // Gone since (a run removed), or as passed on already.
+            if now.is_none() || reported.get(&id) == Some(&now) {
+                continue;
+            }
+            reported.insert(id.clone(), now);
+            changed.push(id);
+        }
+        changed
     }
 
     /// What ends the following.
@@ -613,49 +808,62 @@ impl Follower {
         Stopper(self.sender.clone())
     }
 
-    /// [`Follower::next`] for at most `within` (none: as long as it takes).
+    /// The next change (gathered), waiting at most `within` (none: as long
+    /// as it takes).
     pub fn next_within(&self, within: Option<Duration>) -> Next {
         let first = match within {
             None => self.wakes.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
             Some(within) => self.wakes.recv_timeout(within),
         };
-        let written = match first {
-            Ok(Wake::Changed(written)) => written,
-            Err(mpsc::RecvTimeoutError::Timeout) => return Next::Quiet,
-            Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return Next::Stopped,
-        };
-        match self.gather(written) {
-            Some(scope) => Next::Changed(scope),
-            None => Next::Stopped,
+        match first {
+            Err(mpsc::RecvTimeoutError::Timeout) => Next::Quiet,
+            Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => Next::Stopped,
+            Ok(wake) => self.gather(wake),
         }
     }
 
-    /// Waits for the next change (gathered): what to import; `None` once
-    /// stopped.
-    fn next(&self) -> Option<Scope> {
-        match self.wakes.recv() {
-            Ok(Wake::Changed(written)) => self.gather(written),
-            Ok(Wake::Interrupt) | Err(_) => None,
+    /// After a change (`first`): the changes that follow it within
+    /// [`GATHER`] (for at most [`GATHER_AT_MOST`]), as what to import
+    /// ([`Next::Recorded`] when only records changed).
+    fn gather(&self, first: Wake) -> Next {
+        let started = Instant::now();
+        let mut scope = None;
+        if !self.take(first, &mut scope) {
+            return Next::Stopped;
         }
-    }
-
-    /// After a change (`written`): the changes that follow it within
-    /// [`GATHER`] (for at most [`GATHER_AT_MOST`]), as what to import;
-    /// `None` when stopped meanwhile.
-    fn gather(&self, written: Option<Vec<PathBuf>>) -> Option<Scope> {
-        let first = Instant::now();
-        let mut scope = widened(Scope::Written(std::collections::BTreeSet::new()), written);
         loop {
             match self.wakes.recv_timeout(GATHER) {
-                Ok(Wake::Changed(written)) => {
-                    scope = widened(scope, written);
-                    if first.elapsed() >= GATHER_AT_MOST {
-                        return Some(scope);
+                Ok(wake) => {
+                    if !self.take(wake, &mut scope) {
+                        return Next::Stopped;
+                    }
+                    if started.elapsed() >= GATHER_AT_MOST {
+                        break;
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => return Some(scope),
-                Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Next::Stopped,
             }
+        }
+        match scope {
+            Some(scope) => Next::Changed(scope),
+            None => Next::Recorded,
+        }
+    }
+
+    /// Adds `wake` to what is gathered; false when it stops the follower.
+    fn take(&self, wake: Wake, scope: &mut Option<Scope>) -> bool {
+        match wake {
+            Wake::Changed(written) => {
+                let gathered = scope.take().unwrap_or_else(|| Scope::Written(std::collections::BTreeSet::new()));
+                *scope = Some(widened(gathered, written));
+                true
+            }
+            Wake::Recorded(ids) => {
+                self.recorded.borrow_mut().extend(ids);
+                true
+            }
+            Wake::Interrupt => false,
         }
     }
 }
@@ -737,6 +945,7 @@ fn written_by(event: &notify::Event) -> Option<Vec<PathBuf>> {
 /// out of watches); then with the warning to print.
 fn watch(
     folders: &[PathBuf],
+    runs: Option<&std::path::Path>,
     sender: &mpsc::Sender<Wake>,
     poll: bool,
     lease: &std::sync::Arc<std::sync::OnceLock<Lease>>,
@@ -744,7 +953,20 @@ fn watch(
     let handler = {
         let sender = sender.clone();
         let lease = lease.clone();
+        let runs = runs.map(std::path::Path::to_path_buf);
         move |event: notify::Result<notify::Event>| {
+            // A file of the runs folder is no change to the agents' folders
+            // (the lease is not about it): the records among them name
+            // runs another process may have imported or ended.
+            if let (Some(runs), Ok(event)) = (&runs, &event) {
+                if !event.paths.is_empty() && event.paths.iter().all(|path| path.parent() == Some(runs.as_path())) {
+                    let recorded = recorded_runs(event);
+                    if !recorded.is_empty() {
+                        let _ = sender.send(Wake::Recorded(recorded));
+                    }
+                    return;
+                }
+            }
             // Opening and reading a file (the import itself does) is no
             // change: the polling watcher is not asked for changes only.
             if is_change(&event) {
@@ -764,6 +986,10 @@ fn watch(
             .map_err(anyhow::Error::from)
             .and_then(|mut watcher| {
                 watch_all(&mut watcher, folders)?;
+                if let Some(runs) = runs {
+                    use notify::Watcher as _;
+                    watcher.watch(runs, notify::RecursiveMode::NonRecursive).with_context(|| format!("watching {}", runs.display()))?;
+                }
                 Ok(watcher)
             })
     };
@@ -784,6 +1010,31 @@ fn watch(
     }
 }
 
+/// Run `id`'s record's length and modification time (`None`: no record).
+fn record_stamp(home: &Home, id: &RunId) -> Option<(u64, std::time::SystemTime)> {
+    std::fs::metadata(home.record_path(id)).ok().and_then(|metadata| Some((metadata.len(), metadata.modified().ok()?)))
+}
+
+/// The runs whose records an event of the runs folder says were written
+/// (made, renamed into place, or written to): `<id>.json` files.
+fn recorded_runs(event: &notify::Event) -> Vec<RunId> {
+    use notify::event::{ModifyKind, RenameMode};
+    let written = matches!(
+        event.kind,
+        notify::EventKind::Create(_)
+            | notify::EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any | ModifyKind::Name(RenameMode::To | RenameMode::Both | RenameMode::Any))
+    );
+    if !written {
+        return Vec::new();
+    }
+    event
+        .paths
+        .iter()
+        .filter_map(|path| path.file_name()?.to_str()?.strip_suffix(".json"))
+        .filter_map(|id| agentrace_store::validate_run_id(id).ok())
+        .collect()
+}
+
 fn watch_all(watcher: &mut dyn notify::Watcher, folders: &[PathBuf]) -> anyhow::Result<()> {
     for folder in folders {
         watcher
@@ -801,6 +1052,22 @@ fn say_run(out: &mut Out, json: bool, event: &str, run: &RunSummary, what: &str)
     } else {
         Ok(out.line(format!("{} {what}", run.id))?)
     }
+}
+
+/// `changed` (what this watch's pass recorded or changed, printed by it)
+/// and the runs whose records another process wrote since, each printed
+/// as the pass prints its own.
+fn others_said(home: &Home, follower: &Follower, changed: Vec<RunId>, json: bool, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
+    let own = changed.len();
+    let changed = follower.with_others(home, changed);
+    let Some(others) = changed.get(own..).filter(|others| !others.is_empty()) else {
+        return Ok(changed);
+    };
+    for run in home.list_these_runs(others.iter().cloned())? {
+        say_run(out, json, "run", &run, run.status.as_str())?;
+    }
+    out.flush()?;
+    Ok(changed)
 }
 
 /// One import of what changed; prints each run it recorded or changed
