@@ -12,7 +12,9 @@
 //!   record settles `unknown` at its time (rule 9). A later `turn_started`
 //!   (a resumed session) opens it again; records that settled stay
 //!   settled. Other lines after it (a hook input, a late notification)
-//!   leave it ended.
+//!   leave it ended. Every agent of the tree whose turn was open settles
+//!   too (`unknown`), so no reader shows one at work in a session that
+//!   ended; the run's status stays the root's.
 //! - A log that never had a `session_ended` (written before the event
 //!   existed, an import of files that may still grow, a recorder that was
 //!   killed) is over once its run is not `running` (the root's last turn
@@ -161,6 +163,11 @@ impl RunBook {
         let recorded_before = self.state.warnings().len();
         let reducer_warnings_before = self.child_work.warnings().len();
         self.state.apply(envelope);
+        if matches!(envelope.event, EventBody::Known(Event::SessionEnded { .. })) {
+            // What was at work settles: no reader shows a turn open in a
+            // session that ended.
+            self.state.settle_open_turns();
+        }
         let status = self.state.status();
         let mut changes = Changes {
             records: Vec::new(),

@@ -560,7 +560,7 @@ impl ClaudeAttributor {
         let (status_text, error) = match status {
             AgentStatus::Completed => ("completed", None),
             AgentStatus::Interrupted => ("interrupted", result.clone()),
-            AgentStatus::Pending | AgentStatus::Running | AgentStatus::Failed => ("failed", result.clone()),
+            AgentStatus::Pending | AgentStatus::Running | AgentStatus::Failed | AgentStatus::Unknown => ("failed", result.clone()),
         };
         derived.push((
             Who::Thread(thread.clone()),

@@ -617,7 +617,7 @@ impl CodexAttributor {
             let frame_actor = self.registry.actor(thread);
             let hint = match status {
                 AgentStatus::Completed => answer.clone().map(|(_, text)| text),
-                AgentStatus::Pending | AgentStatus::Running | AgentStatus::Failed | AgentStatus::Interrupted => error.clone(),
+                AgentStatus::Pending | AgentStatus::Running | AgentStatus::Failed | AgentStatus::Interrupted | AgentStatus::Unknown => error.clone(),
             };
             self.set_status(pending, &frame_actor, thread, status, hint);
             if self.registry.primary_root() == Some(thread) {

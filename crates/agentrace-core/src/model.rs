@@ -590,6 +590,10 @@ pub enum AgentStatus {
     Failed,
     /// The last turn was interrupted (or the agent was closed while running).
     Interrupted,
+    /// The session ended while its turn was open (`session_ended`): how
+    /// that turn would have ended is unknown, as its child-work record says
+    /// (`ended unknown`).
+    Unknown,
 }
 
 impl AgentStatus {
@@ -601,6 +605,7 @@ impl AgentStatus {
             AgentStatus::Completed => "completed",
             AgentStatus::Failed => "failed",
             AgentStatus::Interrupted => "interrupted",
+            AgentStatus::Unknown => "unknown",
         }
     }
 }

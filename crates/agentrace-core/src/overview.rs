@@ -222,5 +222,6 @@ fn status_word(status: AgentStatus) -> &'static str {
         AgentStatus::Completed => "ended succeeded",
         AgentStatus::Failed => "ended failed",
         AgentStatus::Interrupted => "ended cancelled",
+        AgentStatus::Unknown => "ended unknown",
     }
 }

@@ -918,6 +918,17 @@ impl RunState {
         }
     }
 
+    /// The session ended (`session_ended`): each agent whose turn is still
+    /// open settles [`AgentStatus::Unknown`], as its child-work record does
+    /// (the run book's rule; the run's status stays the root's, SPEC §4).
+    pub(crate) fn settle_open_turns(&mut self) {
+        for stats in self.threads.values_mut() {
+            if stats.status == AgentStatus::Running {
+                stats.status = AgentStatus::Unknown;
+            }
+        }
+    }
+
     /// Usage no thread reported, kept under its actor's reason: the
     /// warmup agents' as `startup`, any other as `unattributed`.
     fn count_outside(

@@ -662,7 +662,7 @@ impl TraceBuilder {
                     .unwrap_or_else(|| "the agent's turn failed".to_owned()),
             ),
             AgentStatus::Interrupted => SpanStatus::Error("interrupted".to_owned()),
-            AgentStatus::Pending | AgentStatus::Running | AgentStatus::Completed => {
+            AgentStatus::Pending | AgentStatus::Running | AgentStatus::Completed | AgentStatus::Unknown => {
                 SpanStatus::Unset
             }
         };

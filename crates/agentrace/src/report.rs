@@ -279,7 +279,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
             let _ = writeln!(
                 out,
                 "<p>no result ({}){}</p>",
-                escape(run.status.as_str()),
+                escape(no_result_why(run)),
                 run.error
                     .as_deref()
                     .map(|e| format!(": {}", escape(&shorten(e))))
@@ -662,6 +662,17 @@ pub fn ci_summary(view: &RunView, failed: bool) -> String {
     out
 }
 
+/// Why a run has no result, in the words of its status: a session that
+/// ended while its root's turn was open says so, as `show` does, rather
+/// than `running`.
+fn no_result_why(run: &agentrace_core::state::RunSummary) -> &'static str {
+    if run.session_ended {
+        "the session ended before the root's turn did"
+    } else {
+        run.status.as_str()
+    }
+}
+
 /// The run's result and where it came from, or why there is none, as
 /// Markdown (the report's and the CI summary's).
 fn push_result(out: &mut String, view: &RunView) {
@@ -675,7 +686,7 @@ fn push_result(out: &mut String, view: &RunView) {
             let _ = writeln!(
                 out,
                 "no result ({}){}\n",
-                run.status.as_str(),
+                no_result_why(run),
                 run.error
                     .as_deref()
                     .map(|e| format!(": {}", md(&shorten(e))))

@@ -449,3 +449,60 @@ fn attach_warns_of_a_silent_helper_of_a_live_run() {
         (&Value::from("silent_agent"), &Value::from("warning"), true)
     );
 }
+
+/// A session that ended mid-turn (the host restarted mid-child; an import
+/// found its files still past the idle limit) has nothing at work on any
+/// surface: `top --json` (as `/api/live`) reads its root and helper `ended
+/// unknown` as `status` reads the helper, `show --json` has no agent
+/// `running`, and `export --markdown` says why there is no result as `show`
+/// does. The root read `working` and live, `show`'s tree `running`, and
+/// the export `no result (running)`.
+#[test]
+fn a_session_ended_mid_turn_shows_no_agent_at_work_on_any_surface() {
+    use agentrace_testkit::files::{copy_dir, fixtures};
+
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex/v1_restart_mid_child/rollouts"), &sources.path().join("codex/sessions"));
+    let codex = sources.path().join("codex").to_string_lossy().into_owned();
+    let claude = sources.path().join("claude").to_string_lossy().into_owned();
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--idle-limit", "0", "--codex-home", &codex, "--claude-dir", &claude]);
+    let top: Value = serde_json::from_str(&cli.ok(&["top", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<(Value, Value, Value)> = top["sessions"][0]["agents"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{top}"))
+        .iter()
+        .map(|row| (row["label"].clone(), row["state"].clone(), row["live"].clone()))
+        .collect();
+    let show: Value = serde_json::from_str(&cli.ok(&["show", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let mut statuses = Vec::new();
+    let mut stack: Vec<Value> = show["agents"].as_array().cloned().unwrap_or_default();
+    while let Some(agent) = stack.pop() {
+        statuses.push((agent["label"].clone(), agent["status"].clone()));
+        stack.extend(agent["children"].as_array().cloned().unwrap_or_default());
+    }
+    let status: Value = serde_json::from_str(&cli.ok(&["status", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let records: Vec<(Value, Value)> = status["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{status}"))
+        .iter()
+        .map(|record| (record["state"].clone(), record["outcome"].clone()))
+        .collect();
+    let markdown = cli.ok(&["export", "--markdown", "latest"]);
+    let result = markdown.lines().find(|line| line.starts_with("no result")).map(str::to_owned);
+    let helper = markdown.lines().find(|line| line.contains("**Hilbert**")).and_then(|line| line.split(" `").next()).map(str::to_owned);
+    assert_eq!(
+        (top["sessions"][0]["live"].clone(), rows, statuses, records, result, helper),
+        (
+            Value::Bool(false),
+            vec![
+                (Value::from("Main"), Value::from("ended unknown"), Value::Bool(false)),
+                (Value::from("Hilbert"), Value::from("ended unknown"), Value::Bool(false)),
+            ],
+            vec![(Value::from("Main"), Value::from("unknown")), (Value::from("Hilbert"), Value::from("unknown"))],
+            vec![(Value::from("ended"), Value::from("unknown"))],
+            Some("no result (the session ended before the root's turn did)".to_owned()),
+            Some("  - **Hilbert** (helper, unknown)".to_owned()),
+        )
+    );
+}
