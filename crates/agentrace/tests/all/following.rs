@@ -794,6 +794,102 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
     assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
 }
 
+/// The events `watch --json` printed for run `id`, each as its event and
+/// the run's status.
+fn printed_of(stdout: &str, id: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter(|line| line["run"]["id"] == id)
+        .map(|line| (line["event"].as_str().unwrap_or_default().to_owned(), line["run"]["status"].as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+/// A change another process imported is news to a watch too: with two
+/// followers on one home, only the one whose import came first was told a
+/// run changed, and the other (`top`, a second `watch`) kept the session
+/// live for good and never told its end. Here the watch is stopped
+/// (SIGSTOP) while an import reads the session's last lines, then let go:
+/// its own import finds nothing new, and it still prints the run done and
+/// its end.
+#[test]
+fn a_watch_tells_the_end_of_a_session_another_process_imported() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--json"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, helper_last) = helper_of(&growth);
+    growth.write(&homes, 0..helper_last, true);
+    let runs = || -> Vec<serde_json::Value> {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    wait_until(20, || runs().len() == 1, || "the session was never imported".to_owned());
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(watch.pid()).unwrap_or_else(|e| panic!("{e}")));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap_or_else(|e| panic!("{e}"));
+    growth.write(&homes, helper_last..growth.order.len(), true);
+    // Another idle limit: an import that does not trust the watch's lease.
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let imported = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "599"]);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap_or_else(|e| panic!("{e}"));
+    assert!(String::from_utf8_lossy(&imported.stderr).starts_with("imported 0 new sessions, 1 changed"), "{}", String::from_utf8_lossy(&imported.stderr));
+    let id = runs().first().and_then(|run| run["id"].as_str().map(str::to_owned)).unwrap_or_else(|| panic!("no run"));
+    // The end is told once the session has been still a moment.
+    std::thread::sleep(Duration::from_millis(4000));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let mut printed = printed_of(&stdout, &id);
+    printed.dedup();
+    let last_two = printed[printed.len().saturating_sub(2)..].to_vec();
+    assert_eq!(last_two, [("run".to_owned(), "done".to_owned()), ("end".to_owned(), "done".to_owned())], "{stdout}");
+}
+
+/// A session an import read while its files were young, and which never
+/// grew since (a crash), is ended by a watch once its files have been
+/// still for the idle limit: no change comes to wake the watch, and while
+/// it ran it was never ended (an import trusting its lease read nothing).
+#[test]
+fn a_watch_ends_a_session_an_earlier_import_left_open_once_its_files_are_still() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let (_, helper_last) = helper_of(&growth);
+    growth.write(&homes, 0..helper_last, true);
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "3"]);
+    let watch = Watch::start(&cli, &homes, &["--json", "--idle-limit", "3"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    let ended = || {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"][0]["sessionEnded"].as_bool())
+            == Some(true)
+    };
+    wait_until(20, ended, || format!("the session was never ended: {}", cli.ok(&["runs"])));
+    std::thread::sleep(Duration::from_millis(3000));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let events: Vec<String> = printed_of(&stdout, &id).into_iter().map(|(event, _)| event).collect();
+    assert_eq!((events.first().map(String::as_str), events.last().map(String::as_str)), (Some("idle"), Some("end")), "{stdout}");
+}
+
 /// `watch` asks the kernel to be told of changes only: every file read in
 /// a watched folder (by an import, `usage`, ccusage, the agent itself) was
 /// an event too, which cost the reader (a repeated import took half as long
