@@ -154,6 +154,9 @@ pub struct Top {
     pub watching: String,
     /// Colours allowed (`NO_COLOR` unset).
     pub color: bool,
+    /// How many ended sessions the filters let through, the newest
+    /// (`--recent`): filtered first, then cut.
+    pub recent: usize,
 }
 
 impl Top {
@@ -168,7 +171,15 @@ impl Top {
             mode: Mode::List,
             watching,
             color,
+            recent: usize::MAX,
         }
+    }
+
+    /// The same screen showing at most `recent` ended sessions of those the
+    /// filters let through.
+    pub fn with_recent(mut self, recent: usize) -> Self {
+        self.recent = recent;
+        self
     }
 
     /// Puts `session` in (replacing its older self), newest first.
@@ -186,8 +197,11 @@ impl Top {
         }
     }
 
-    /// The sessions the filters let through, in order.
+    /// The sessions the filters let through, in order: every live one and
+    /// the [`Top::recent`] newest ended ones (a filter by provider shows
+    /// that many of its provider's, not what is left of the newest of all).
     pub fn visible(&self) -> Vec<&Session> {
+        let mut ended = 0;
         self.sessions
             .iter()
             .filter(|session| match self.provider {
@@ -200,6 +214,13 @@ impl Top {
                     StateFilter::Live => session.live,
                     StateFilter::Ended => !session.live,
                 }
+            })
+            .filter(|session| {
+                if session.live {
+                    return true;
+                }
+                ended += 1;
+                ended <= self.recent
             })
             .collect()
     }
@@ -363,7 +384,7 @@ impl Top {
             } else {
                 Style::new().add_modifier(Modifier::BOLD)
             };
-            lines.push(Line::from(Span::styled(fit(&session_line(session, now), width), style)));
+            lines.push(Line::from(Span::styled(fit(&session_line(session, now, width), width), style)));
             if !session.agents.is_empty() {
                 lines.push(Line::from(Span::styled(fit(&agent_header(), width), Style::new().add_modifier(Modifier::DIM))));
             }
@@ -420,27 +441,43 @@ fn agent_style(agent: &AgentRow) -> Style {
 
 /// `<provider> <id> <status> · started 12m ago · 3 agents · 41k tokens · $0.42`;
 /// the status is `helpers working` while helpers work on after the root's
-/// turn ended.
-fn session_line(session: &Session, now: Timestamp) -> String {
+/// turn ended. Within `width` it keeps the figures (agents, tokens, cost,
+/// warnings) whole: the age goes first, then the id is cut.
+fn session_line(session: &Session, now: Timestamp, width: usize) -> String {
     let run = &session.run;
     let status = if session.live && run.status != RunStatus::Running { "helpers working" } else { run.status.as_str() };
-    let mut parts = vec![format!("{} {} {status}", run.provider.as_str(), run.id)];
-    if let Some(started) = run.started_at {
-        parts.push(format!("started {} ago", duration(now.millis() - started.millis())));
-    }
+    let started = run.started_at.map(|started| format!("started {} ago", duration(now.millis() - started.millis())));
     let agents = session.agents.iter().filter(|agent| !agent.command).count();
-    parts.push(format!("{agents} agents"));
+    let mut figures = vec![if agents == 1 { "1 agent".to_owned() } else { format!("{agents} agents") }];
+    // Before its first request a run has no tokens, and no cost either (a
+    // `$0` then would read as free), as an agent's row leaves both blank.
     if let Some(tokens) = &run.tokens {
-        parts.push(format!("{} tokens", short_count(tokens.total_tokens)));
+        figures.push(format!("{} tokens", short_count(tokens.total_tokens)));
+        figures.push(short_cost(run.cost, run.cost_status));
     }
-    parts.push(short_cost(run.cost, run.cost_status));
     // Notes (info level) are no problem: left out, as the run list's WARN.
     match run.problem_count() {
         0 => {}
-        1 => parts.push("1 warning".to_owned()),
-        count => parts.push(format!("{count} warnings")),
+        1 => figures.push("1 warning".to_owned()),
+        count => figures.push(format!("{count} warnings")),
     }
-    parts.join(" · ")
+    let line = |id: &str, started: Option<&String>| {
+        let head = format!("{} {id} {status}", run.provider.as_str());
+        std::iter::once(head).chain(started.cloned()).chain(figures.iter().cloned()).collect::<Vec<_>>().join(" · ")
+    };
+    let whole = line(run.id.as_str(), started.as_ref());
+    if whole.chars().count() <= width {
+        return whole;
+    }
+    let ageless = line(run.id.as_str(), None);
+    let over = ageless.chars().count().saturating_sub(width);
+    if over == 0 {
+        return ageless;
+    }
+    // The id cut by what is too much (to a few characters at least: what
+    // still does not fit is cut at the end).
+    let id_width = run.id.as_str().chars().count().saturating_sub(over).max(8);
+    line(&fit(run.id.as_str(), id_width), None)
 }
 
 /// The columns of [`agent_line`], as a header.
@@ -529,11 +566,31 @@ fn event_lines(home: &Home, id: &RunId) -> anyhow::Result<Vec<String>> {
 }
 
 /// The runs to show at start: every live one, and the `recent` newest of
-/// the others (the catalog's, brought up to the runs folder).
+/// the others, of all providers and of each (what the `p` filter shows:
+/// filtered first, then cut); the catalog's, brought up to the runs folder.
 fn shown_at_start(home: &Home, recent: usize) -> anyhow::Result<Vec<RunId>> {
     let catalog = crate::catalog::open(home)?;
     catalog.sync(home)?;
-    Ok(catalog.live_and_recent(recent)?)
+    let mut ids = catalog.live_and_recent(recent)?;
+    let at_most = u64::try_from(ids.len().saturating_add(recent)).unwrap_or(u64::MAX);
+    for provider in [Provider::Codex, Provider::Claude] {
+        let filter = agentrace_store::catalog::RunFilter {
+            provider: Some(provider.as_str().to_owned()),
+            limit: Some(at_most),
+            ..agentrace_store::catalog::RunFilter::default()
+        };
+        let mut ended = 0;
+        for listed in catalog.list_runs(&filter)?.0 {
+            if listed.run.at_work() || ended >= recent {
+                continue;
+            }
+            ended += 1;
+            if !ids.contains(&listed.run.id) {
+                ids.push(listed.run.id);
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// Runs `agentrace top`.
@@ -554,7 +611,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
         follower.follow(&follow_home, &import, |changed| sender.send(changed).is_ok());
     });
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
-    let mut top = Top::new(watching, color);
+    let mut top = Top::new(watching, color).with_recent(args.recent);
     for id in shown_at_start(home, args.recent)? {
         if let Ok(session) = load(home, &id) {
             top.upsert(session);
@@ -573,7 +630,7 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
 fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
     crate::commands::import::import(home, import, crate::sources::session_feed::TornLines::Wait)?;
     let now = now();
-    let mut top = Top::new(String::new(), false);
+    let mut top = Top::new(String::new(), false).with_recent(args.recent);
     for id in shown_at_start(home, args.recent)? {
         top.upsert(load(home, &id)?);
     }
@@ -587,7 +644,7 @@ fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> any
         return Ok(ExitCode::SUCCESS);
     }
     for session in top.visible() {
-        out.line(session_line(session, now))?;
+        out.line(session_line(session, now, usize::MAX))?;
         if !session.agents.is_empty() {
             out.line(agent_header().trim_end())?;
         }
@@ -810,6 +867,30 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// At 80 columns a session's row keeps its figures (agents, tokens,
+    /// cost) and cuts its id instead: the whole id ran the row past the
+    /// tokens and cost.
+    #[test]
+    fn an_80_column_row_keeps_a_sessions_figures_and_cuts_its_id() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(v1_basic_as("codex-01a2299e-44a1-7231-998e-152aa90005cc", "2026-11-29T23:03:28.000Z"));
+        let now = Timestamp::parse("2026-12-06T10:03:28.000Z").unwrap_or_else(|| panic!("time"));
+        let screen = screen(&top, now);
+        assert_eq!(screen.lines().nth(1), Some("codex codex-01a2299e-44a1-7231-998e-152aa90… done · 2 agents · 33.1k tokens · $?"), "{screen}");
+    }
+
+    /// Before its first request a session's row has no cost (a `$0` would
+    /// read as free), as its agents' rows have none, and one agent is `1
+    /// agent`.
+    #[test]
+    fn a_session_before_its_first_request_shows_no_cost_and_one_agent_as_one() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(v1_basic(3));
+        let now = Timestamp::parse("2026-11-29T23:03:30.000Z").unwrap_or_else(|| panic!("time"));
+        let screen = screen(&top, now);
+        assert_eq!(screen.lines().nth(1), Some("codex run-top running · started 2.0s ago · 1 agent"), "{screen}");
     }
 
     #[test]
