@@ -88,6 +88,42 @@ impl Day {
     }
 }
 
+/// The times a `since` and an `until` day leave in: from the start of
+/// `since`'s day (included) to the end of `until`'s (excluded), each
+/// unbounded when not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Range {
+    /// The start of `since`'s day.
+    pub since: Option<Timestamp>,
+    /// The start of the day after `until`'s.
+    pub until: Option<Timestamp>,
+}
+
+/// Why a `since` and an `until` make no range: every command and the API
+/// refuse them alike, rather than list nothing quietly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeError {
+    /// `since`'s day has no time (out of the calendar's range).
+    SinceOutOfRange,
+    /// `until`'s day has no time.
+    UntilOutOfRange,
+    /// `until`'s day is before `since`'s, so no day is in the range.
+    Backwards,
+}
+
+/// The range `since` and `until` make in `zone`, today being the day `now`
+/// falls on there.
+pub fn range(since: Option<Day>, until: Option<Day>, now: Timestamp, zone: &TimeZone) -> Result<Range, RangeError> {
+    let since = since.map(|day| day.bound(false, now, zone).ok_or(RangeError::SinceOutOfRange)).transpose()?;
+    let until = until.map(|day| day.bound(true, now, zone).ok_or(RangeError::UntilOutOfRange)).transpose()?;
+    if let (Some(start), Some(end)) = (since, until) {
+        if start >= end {
+            return Err(RangeError::Backwards);
+        }
+    }
+    Ok(Range { since, until })
+}
+
 /// When `date` starts in `zone`.
 fn start_of(date: Date, zone: &TimeZone) -> Option<Timestamp> {
     let at = zone.to_timestamp(date.to_datetime(jiff::civil::Time::midnight())).ok()?;

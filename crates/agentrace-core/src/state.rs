@@ -295,6 +295,24 @@ impl AgentNode {
     }
 }
 
+/// Every agent of a tree, parents before their children.
+pub fn every_agent(agents: &[AgentNode]) -> Vec<&AgentNode> {
+    let mut all = Vec::new();
+    let mut stack: Vec<&AgentNode> = agents.iter().rev().collect();
+    while let Some(agent) = stack.pop() {
+        all.push(agent);
+        stack.extend(agent.children.iter().rev());
+    }
+    all
+}
+
+/// True when an agent of the tree has `name` as its thread id or its
+/// label (exact, as `show` prints it): what `events --actor` and the API's
+/// `actor=` take beside `main`, `helpers` and `unknown`.
+pub fn names_an_agent(agents: &[AgentNode], name: &str) -> bool {
+    every_agent(agents).iter().any(|agent| agent.label == name || agent.thread_id.as_str() == name)
+}
+
 /// The codes of the info-level warnings among `warnings`, in order
 /// ([`RunSummary::note_codes`]).
 pub fn note_codes(warnings: &[Warning]) -> Vec<String> {

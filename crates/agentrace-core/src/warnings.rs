@@ -70,6 +70,25 @@ pub fn is_known_code(code: &str) -> bool {
     known_codes().any(|known| known == code)
 }
 
+/// The codes judged only when a run is read, against the clock
+/// (`silent_agent`: a live helper quiet past the limit). A run's record is
+/// written without a clock, so it never carries them, and a list of runs,
+/// which filters on the records, can never keep to them: `check`, `show`
+/// and the API's run judge them.
+pub const READ_TIME_CODES: [&str; 1] = ["silent_agent"];
+
+/// True for a code a list of runs can keep to: a known code
+/// ([`is_known_code`]) a record may carry (not one of [`READ_TIME_CODES`]).
+pub fn is_listable_code(code: &str) -> bool {
+    is_known_code(code) && !READ_TIME_CODES.contains(&code)
+}
+
+/// Every code a list of runs can keep to ([`is_listable_code`]), in
+/// [`known_codes`] order.
+pub fn listable_codes() -> impl Iterator<Item = &'static str> {
+    known_codes().filter(|code| !READ_TIME_CODES.contains(code))
+}
+
 /// What one detector says about a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Check {

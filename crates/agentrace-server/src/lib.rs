@@ -187,11 +187,18 @@ pub fn app(state: AppState) -> Router {
         .route("/api/compare", get(views::compare))
         .route("/api/usage", get(views::usage))
         .route("/api/live", get(views::live))
+        // After every route: it is set on the routes there are.
+        .method_not_allowed_fallback(|method: axum::http::Method| async move {
+            ApiError::MethodNotAllowed(method.as_str().chars().take(METHOD_CHARS).collect())
+        })
         .fallback(|| async { ApiError::NotFound("no such page".to_owned()) })
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::map_response(secure_headers))
         .with_state(state)
 }
+
+/// The most of a refused method's name the refusal repeats.
+const METHOD_CHARS: usize = 16;
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
@@ -351,15 +358,20 @@ fn provider_of(provider: Option<&str>) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// The warnings a `warning=` keeps to: `any`, or a code a run may carry.
+/// The warnings a `warning=` keeps to: `any`, or a code a run's record may
+/// carry (a code judged only when a run is read, `silent_agent`, would
+/// list nothing, as `runs --warning` refuses it).
 fn warning_of(warning: Option<&str>) -> Result<Option<agentrace_store::catalog::WarningFilter>, ApiError> {
-    use agentrace_store::catalog::WarningFilter;
+    use agentrace_store::catalog::{UnlistedCode, WarningFilter};
     let Some(text) = warning.map(str::trim).filter(|text| !text.is_empty()) else {
         return Ok(None);
     };
-    WarningFilter::parse(text)
-        .map(Some)
-        .ok_or_else(|| ApiError::BadRequest(format!("warning={text}: not a warning code; expected `any` or a code as `check` names it")))
+    WarningFilter::parse(text).map(Some).map_err(|why| match why {
+        UnlistedCode::Unknown => ApiError::BadRequest(format!("warning={text}: not a warning code; expected `any` or a code as `check` names it")),
+        UnlistedCode::ReadTime => ApiError::BadRequest(format!(
+            "warning={text}: a list of runs cannot keep to this code: it is judged against the clock when a run is read, and no run's record carries it; GET /api/runs/RUN (or `agentrace check`) judges it"
+        )),
+    })
 }
 
 /// The runs listed when no `limit` is asked for, and the most one page
@@ -367,13 +379,23 @@ fn warning_of(warning: Option<&str>) -> Result<Option<agentrace_store::catalog::
 const RUNS_PAGE: u64 = 100;
 const MAX_RUNS_PAGE: u64 = 1000;
 
-/// The bound a `since=`/`until=` names in `zone` (`until` keeps its own
-/// day), ms.
-fn day_bound(name: &str, day: &str, now: Timestamp, zone: &Zone) -> Result<i64, ApiError> {
-    let parsed = days::Day::parse(day).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: expected {}", days::DAY_FORMS)))?;
-    parsed
-        .bound(name == "until", now, &zone.tz)
-        .map(|at| at.0).ok_or_else(|| ApiError::BadRequest(format!("{name}={day}: the day is out of range")))
+/// The times `since=` and `until=` leave in, in `zone`, by the rule the
+/// command line's `--since`/`--until` follow (`agentrace_core::days::range`):
+/// a day that is none or out of range, or an `until` before the `since`,
+/// is a 400 naming it, never an empty list.
+fn day_range(since: Option<&str>, until: Option<&str>, now: Timestamp, zone: &Zone) -> Result<days::Range, ApiError> {
+    let day = |name: &str, text: Option<&str>| {
+        text.map(|text| days::Day::parse(text).ok_or_else(|| ApiError::BadRequest(format!("{name}={text}: expected {}", days::DAY_FORMS)))).transpose()
+    };
+    let (since_day, until_day) = (day("since", since)?, day("until", until)?);
+    let (since, until) = (since.unwrap_or_default(), until.unwrap_or_default());
+    days::range(since_day, until_day, now, &zone.tz).map_err(|error| {
+        ApiError::BadRequest(match error {
+            days::RangeError::SinceOutOfRange => format!("since={since}: the day is out of range"),
+            days::RangeError::UntilOutOfRange => format!("until={until}: the day is out of range"),
+            days::RangeError::Backwards => format!("until={until}: it is before since={since}, so no day is in the range"),
+        })
+    })
 }
 
 /// The zone a `tz=` names; UTC when none is given.
@@ -396,12 +418,13 @@ fn synced_catalog(home: &Home) -> Result<agentrace_store::Catalog, ApiError> {
 async fn list_runs(State(state): State<AppState>, ApiQuery(query): ApiQuery<RunsQuery>) -> Result<Response, ApiError> {
     let now = state.now();
     let zone = zone_of(query.tz.as_deref())?;
+    let days = day_range(query.since.as_deref(), query.until.as_deref(), now, &zone)?;
     let filter = agentrace_store::catalog::RunFilter {
         provider: provider_of(query.provider.as_deref())?,
         project: query.project,
         status: status_of(query.status.as_deref())?,
-        since: query.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?,
-        until: query.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?,
+        since: days.since.map(|at| at.0),
+        until: days.until.map(|at| at.0),
         warning: warning_of(query.warning.as_deref())?,
         sort: sort_of(query.sort.as_deref())?,
         limit: Some(query.limit.unwrap_or(RUNS_PAGE).min(MAX_RUNS_PAGE)),
@@ -446,11 +469,14 @@ struct SearchParams {
     tz: Option<String>,
 }
 
+/// The most of an `actor=` value a refusal repeats.
+const ACTOR_NAME_CHARS: usize = 80;
+
 async fn search(State(state): State<AppState>, ApiQuery(params): ApiQuery<SearchParams>) -> Result<Response, ApiError> {
-    let actor = params.actor.as_deref().and_then(agentrace_store::catalog::ActorQuery::parse);
+    use agentrace_store::catalog::ActorQuery;
+    let actor = params.actor.as_deref().and_then(ActorQuery::parse);
     let (now, zone) = (state.now(), zone_of(params.tz.as_deref())?);
-    let since = params.since.as_deref().map(|day| day_bound("since", day, now, &zone)).transpose()?;
-    let until = params.until.as_deref().map(|day| day_bound("until", day, now, &zone)).transpose()?;
+    let days = day_range(params.since.as_deref(), params.until.as_deref(), now, &zone)?;
     let hits = blocking(move || {
         let home = state.home()?;
         let catalog = synced_catalog(&home)?;
@@ -461,19 +487,39 @@ async fn search(State(state): State<AppState>, ApiQuery(params): ApiQuery<Search
             actor,
             provider: provider_of(params.provider.as_deref())?,
             project: params.project,
-            since,
-            until,
+            since: days.since.map(|at| at.0),
+            until: days.until.map(|at| at.0),
             limit: params.limit.unwrap_or(20).min(MAX_RUNS_PAGE),
         };
-        Ok(catalog.search(&home, &query)?)
+        let hits = catalog.search(&home, &query)?;
+        if let (true, Some(ActorQuery::Agent(agent))) = (hits.is_empty(), &query.actor) {
+            // A name no agent has (a typo, a label as another tool prints
+            // it) must not read as an agent that never wrote the words, as
+            // `search --actor` refuses it; a value shaped as a thread id
+            // stays a quiet no-match.
+            if !agentrace_store::catalog::looks_like_a_thread_id(agent) && !catalog.names_agent(query.run.as_deref(), agent)? {
+                let agent: String = agent.chars().take(ACTOR_NAME_CHARS).collect();
+                let runs = query.run.as_ref().map_or_else(|| "any run".to_owned(), |run| format!("run {run}"));
+                return Err(ApiError::BadRequest(format!(
+                    "actor={agent}: no agent of {runs} has this thread id or label; actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id (GET /api/runs/RUN lists a run's agents)"
+                )));
+            }
+        }
+        Ok(hits)
     })
     .await?;
     Ok(Json(serde_json::json!({ "hits": hits })).into_response())
 }
 
+/// No parameters (but `token`): a route that takes none still refuses
+/// one it does not take, as every route does.
+#[derive(Debug, Deserialize)]
+struct NoQuery {}
+
 async fn show_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    ApiQuery(NoQuery {}): ApiQuery<NoQuery>,
 ) -> Result<Response, ApiError> {
     let view = blocking(move || {
         let home = state.home()?;
@@ -515,8 +561,12 @@ async fn events(
             actor: ActorFilter::parse(query.actor.as_deref()),
             q: query.q.filter(|q| !q.is_empty()),
         };
-        run.page(&page_query)
-            .map_err(|error| runs::read_error(&home.log_path(&id), error))
+        let read = |error| runs::read_error(&home.log_path(&id), error);
+        let view = run.view(&state.inner.options.config.config(&home), state.now()).0;
+        if let Some(why) = run.names_nothing(&page_query.actor, &view).map_err(read)? {
+            return Err(ApiError::BadRequest(why));
+        }
+        run.page(&page_query).map_err(read)
     })
     .await?;
     Ok(Json(page).into_response())
@@ -525,6 +575,7 @@ async fn events(
 async fn records(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    ApiQuery(NoQuery {}): ApiQuery<NoQuery>,
 ) -> Result<Response, ApiError> {
     let records = blocking(move || {
         let home = state.home()?;

@@ -43,6 +43,12 @@ pub const SCAN_BUDGET: u64 = 50_000;
 /// The most events one page returns.
 pub const MAX_PAGE: usize = 1000;
 
+/// The most agents an `actor=` refusal lists.
+const LISTED_AGENTS: usize = 20;
+
+/// The most of an `actor=` value a refusal repeats.
+const ACTOR_NAME_CHARS: usize = 80;
+
 /// The page size when none is asked for.
 pub const DEFAULT_PAGE: usize = 200;
 
@@ -149,6 +155,34 @@ impl LiveRun {
         self.fold.state().status()
     }
 
+    /// Why `actor` keeps no event of this run, when it names an agent
+    /// neither of the tree (`view`'s agents) nor of any event read so far
+    /// (an actor outside the tree): a 400 that lists the agents, as `events
+    /// --actor` refuses it. None when it may keep some, or when the first
+    /// [`SCAN_BUDGET`] events cannot tell.
+    pub fn names_nothing(&self, actor: &ActorFilter, view: &RunView) -> io::Result<Option<String>> {
+        let ActorFilter::Agent(name) = actor else {
+            return Ok(None);
+        };
+        if agentrace_core::state::names_an_agent(&view.agents, name) {
+            return Ok(None);
+        }
+        let probe = self.page(&PageQuery { after: 0, limit: 1, actor: actor.clone(), q: None })?;
+        if !probe.events.is_empty() || probe.next.is_some() {
+            return Ok(None);
+        }
+        let agents = agentrace_core::state::every_agent(&view.agents);
+        let listed: Vec<String> = agents.iter().take(LISTED_AGENTS).map(|agent| format!("{} ({})", agent.label, agent.thread_id.as_str())).collect();
+        let more = agents.len().saturating_sub(LISTED_AGENTS);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let name: String = name.chars().take(ACTOR_NAME_CHARS).collect();
+        Ok(Some(format!(
+            "actor={name}: no agent of run {} has this thread id or label; its agents (label, thread id): {}{more}; actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id",
+            view.run.id,
+            listed.join(", ")
+        )))
+    }
+
     /// A page of events after sequence `after` (final actors applied),
     /// filtered. Reads from the index entry before `after`, at most
     /// [`SCAN_BUDGET`] envelopes.
@@ -206,7 +240,8 @@ impl LiveRun {
     }
 }
 
-/// Which events a page keeps by actor (`actor=` of the API).
+/// Which events a page keeps by actor (`actor=` of the API), as `events
+/// --actor` keeps them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ActorFilter {
     /// Every event.
@@ -214,19 +249,21 @@ pub enum ActorFilter {
     All,
     /// Events of one role (`main`, `helpers`, `unknown`).
     Role(Role),
-    /// Events of one thread.
-    Thread(String),
+    /// Events of one agent, by its thread id or its label (final, as
+    /// `show` prints it).
+    Agent(String),
 }
 
 impl ActorFilter {
-    /// Parses `all`, `main`/`root`, `helpers`/`helper`, `unknown`, or a thread id.
+    /// Parses `all`, `main`/`root`, `helpers`/`helper`, `unknown`, or an
+    /// agent's thread id or label.
     pub fn parse(text: Option<&str>) -> Self {
         match text {
             None | Some("" | "all") => ActorFilter::All,
             Some("main" | "root") => ActorFilter::Role(Role::Root),
             Some("helpers" | "helper") => ActorFilter::Role(Role::Helper),
             Some("unknown") => ActorFilter::Role(Role::Unknown),
-            Some(thread) => ActorFilter::Thread(thread.to_owned()),
+            Some(agent) => ActorFilter::Agent(agent.to_owned()),
         }
     }
 
@@ -234,10 +271,9 @@ impl ActorFilter {
         match self {
             ActorFilter::All => true,
             ActorFilter::Role(role) => actor.role == *role,
-            ActorFilter::Thread(thread) => actor
-                .thread_id
-                .as_ref()
-                .is_some_and(|id| id.as_str() == thread),
+            ActorFilter::Agent(agent) => {
+                actor.label == *agent || actor.thread_id.as_ref().is_some_and(|id| id.as_str() == agent)
+            }
         }
     }
 }

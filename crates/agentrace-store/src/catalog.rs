@@ -2025,15 +2025,27 @@ pub enum WarningFilter {
 
 impl WarningFilter {
     /// `any`, or a code (as `runs --warning` and `warning=` take it);
-    /// `None` for a code no run may carry (a typo would list nothing and
-    /// read as a clean history).
-    pub fn parse(text: &str) -> Option<Self> {
+    /// refused for a code no record may carry, which would list nothing
+    /// and read as a clean history: a typo, or a code judged only when a
+    /// run is read ([`agentrace_core::warnings::READ_TIME_CODES`]).
+    pub fn parse(text: &str) -> Result<Self, UnlistedCode> {
         match text.trim() {
-            "any" => Some(Self::Any),
-            code if agentrace_core::warnings::is_known_code(code) => Some(Self::Code(code.to_owned())),
-            _ => None,
+            "any" => Ok(Self::Any),
+            code if agentrace_core::warnings::is_listable_code(code) => Ok(Self::Code(code.to_owned())),
+            code if agentrace_core::warnings::is_known_code(code) => Err(UnlistedCode::ReadTime),
+            _ => Err(UnlistedCode::Unknown),
         }
     }
+}
+
+/// Why a list of runs cannot keep to a warning code ([`WarningFilter::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnlistedCode {
+    /// No run may carry it.
+    Unknown,
+    /// A code judged against the clock when a run is read
+    /// (`silent_agent`), which no record carries.
+    ReadTime,
 }
 
 /// The order of a listing: newest first, or the largest first of a figure
@@ -2189,6 +2201,16 @@ impl ActorQuery {
             agent => Some(Self::Agent(agent.to_owned())),
         }
     }
+}
+
+/// True for a value shaped as a thread id (a UUID, a Claude agent id, a
+/// `toolu_` id: letters, digits, `-` and `_`, a digit among them), which
+/// an older catalog may not list among its agents; a label such as `Main`
+/// or `/root/child_a` is not. A search's actor of this shape that found
+/// nothing is a quiet no-match; any other that no agent has
+/// ([`Catalog::names_agent`]) is refused.
+pub fn looks_like_a_thread_id(text: &str) -> bool {
+    text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && text.chars().any(|c| c.is_ascii_digit())
 }
 
 /// One search hit.
@@ -2534,7 +2556,7 @@ mod tests {
         }
         catalog.commit().unwrap_or_else(|e| panic!("{e}"));
         let listed = |sort: RunSort, warning: Option<&str>, limit: Option<u64>, offset: u64| -> (Vec<String>, u64) {
-            let filter = RunFilter { sort, warning: warning.and_then(WarningFilter::parse), limit, offset, ..RunFilter::default() };
+            let filter = RunFilter { sort, warning: warning.and_then(|text| WarningFilter::parse(text).ok()), limit, offset, ..RunFilter::default() };
             let (runs, total) = catalog.list_runs(&filter).unwrap_or_else(|e| panic!("{e}"));
             (runs.into_iter().map(|listed| listed.run.id.to_string()).collect(), total)
         };

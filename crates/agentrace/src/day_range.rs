@@ -5,8 +5,7 @@
 //! the `--until` the same way. The day forms and bounds are the core's
 //! (`agentrace_core::days`); this module cuts no day of its own.
 
-use agentrace_core::days::{Day, DAY_FORMS};
-use agentrace_core::model::Timestamp;
+use agentrace_core::days::{self, Day, DAY_FORMS};
 
 use crate::zone::Zone;
 
@@ -27,31 +26,23 @@ pub fn parse_day(text: &str) -> Result<DayArg, String> {
 
 /// The times `--since` and `--until` leave in: from the start of
 /// `--since`'s day (included) to the end of `--until`'s (excluded).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Range {
-    /// The start of `--since`'s day.
-    pub since: Option<Timestamp>,
-    /// The start of the day after `--until`'s.
-    pub until: Option<Timestamp>,
-}
+pub use agentrace_core::days::Range;
 
-/// The range `since` and `until` make in `zone`, today being today there.
-/// A usage error (exit 2, as clap's) when a day is out of range or
-/// `--since` is after `--until`, which would leave nothing in quietly.
+/// The range `since` and `until` make in `zone`, today being today there,
+/// by the core's rule (`agentrace_core::days::range`, which the API's
+/// `since=`/`until=` follow too). A usage error (exit 2, as clap's) when a
+/// day is out of range or `--since` is after `--until`, which would leave
+/// nothing in quietly.
 pub fn range(since: Option<&DayArg>, until: Option<&DayArg>, zone: &Zone) -> Result<Range, clap::Error> {
-    let now = crate::clock::now();
-    let bound = |given: Option<&DayArg>, is_until: bool, flag: &str| {
-        given
-            .map(|given| given.day.bound(is_until, now, &zone.tz).ok_or_else(|| invalid(flag, &given.text, "the day is out of range")))
-            .transpose()
-    };
-    let range = Range { since: bound(since, false, "--since")?, until: bound(until, true, "--until")? };
-    if let (Some(start), Some(end), Some(since), Some(until)) = (range.since, range.until, since, until) {
-        if start >= end {
-            return Err(invalid("--until", &until.text, &format!("it is before --since {}, so no day is in the range", since.text)));
+    use agentrace_core::days::RangeError;
+    days::range(since.map(|given| given.day), until.map(|given| given.day), crate::clock::now(), &zone.tz).map_err(|error| {
+        let text = |given: Option<&DayArg>| given.map_or_else(String::new, |given| given.text.clone());
+        match error {
+            RangeError::SinceOutOfRange => invalid("--since", &text(since), "the day is out of range"),
+            RangeError::UntilOutOfRange => invalid("--until", &text(until), "the day is out of range"),
+            RangeError::Backwards => invalid("--until", &text(until), &format!("it is before --since {}, so no day is in the range", text(since))),
         }
-    }
-    Ok(range)
+    })
 }
 
 /// A usage error about `flag`'s value, worded as clap words its own.

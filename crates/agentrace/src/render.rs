@@ -487,22 +487,12 @@ pub fn status_text(run: &agentrace_core::state::RunSummary) -> String {
     }
 }
 
-/// Every agent of a tree, parents before their children.
-fn every_agent(agents: &[AgentNode]) -> Vec<&AgentNode> {
-    let mut all = Vec::new();
-    let mut stack: Vec<&AgentNode> = agents.iter().rev().collect();
-    while let Some(agent) = stack.pop() {
-        all.push(agent);
-        stack.extend(agent.children.iter().rev());
-    }
-    all
-}
-
 /// True when an agent of the tree has `name` as its thread id or its
 /// label (exact, as `show` prints it): what `--actor` takes beside `main`,
-/// `helpers` and `unknown`.
+/// `helpers` and `unknown` (the core's rule, which the API's `actor=`
+/// follows too).
 pub fn names_an_agent(agents: &[AgentNode], name: &str) -> bool {
-    every_agent(agents).iter().any(|agent| agent.label == name || agent.thread_id.as_str() == name)
+    agentrace_core::state::names_an_agent(agents, name)
 }
 
 /// The most agents an `--actor` error lists.
@@ -512,7 +502,7 @@ const LISTED_AGENTS: usize = 20;
 /// and thread id, as `show` prints them), and the thread `name` begins
 /// when it begins just one.
 pub fn actor_choices(agents: &[AgentNode], name: &str) -> String {
-    let all = every_agent(agents);
+    let all = agentrace_core::state::every_agent(agents);
     let mut text = String::from("its agents (label, thread id):");
     for agent in all.iter().take(LISTED_AGENTS) {
         text.push_str(&format!("\n  {}  {}", agent.label, agent.thread_id.as_str()));

@@ -932,12 +932,198 @@ async fn the_live_endpoint_gives_each_agent_state_and_the_tool_it_runs_now() {
 /// The viewer's warning filter offers every code a run may carry, and only
 /// those (`warning=` refuses any other).
 #[test]
-fn the_viewers_warning_filter_offers_every_code_a_run_may_carry() {
+fn the_viewers_warning_filter_offers_every_code_a_list_of_runs_can_keep_to() {
     let page = include_str!("../../assets/index.html");
     let start = page.find("<select id=\"filter-warning\">").unwrap_or_else(|| panic!("no warning filter"));
     let select = &page[start..start + page[start..].find("</select>").unwrap_or_else(|| panic!("unclosed"))];
     let offered: Vec<&str> = select.split("<option value=\"").skip(1).filter_map(|option| option.split('"').next()).collect();
     let mut codes: Vec<&str> = vec!["", "any"];
-    codes.extend(agentrace_core::warnings::known_codes());
+    codes.extend(agentrace_core::warnings::listable_codes());
     assert_eq!(offered, codes);
+}
+
+/// `(status, content type, body)` of a request with `method`.
+async fn answered(state: &AppState, method: &str, uri: &str) -> (StatusCode, Option<String>, Value) {
+    let request = Request::builder().method(method).uri(uri).body(Body::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let response = app(state.clone()).oneshot(request).await.unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status();
+    let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).map(str::to_owned);
+    let bytes = response.into_body().collect().await.unwrap_or_else(|e| panic!("{e}")).to_bytes();
+    (status, content_type, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// `POST /api/runs` and `DELETE /api/runs/latest` were a 405 with an empty
+/// body and no content type, where every other refusal is JSON.
+#[tokio::test]
+async fn a_method_other_than_get_is_refused_as_json() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let refused = |method: &str| {
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            Some("application/json".to_owned()),
+            json!({"error": format!("method {method} is not allowed: agentrace serve answers GET only")}),
+        )
+    };
+    assert_eq!(
+        [
+            answered(&state, "POST", "/api/runs").await,
+            answered(&state, "DELETE", "/api/runs/latest").await,
+            answered(&state, "PUT", "/api/runs/basic/events").await,
+            answered(&state, "GET", "/api/nothing-here").await,
+        ],
+        [
+            refused("POST"),
+            refused("DELETE"),
+            refused("PUT"),
+            (StatusCode::NOT_FOUND, Some("application/json".to_owned()), json!({"error": "no such page"})),
+        ]
+    );
+}
+
+/// A `since=` after its `until=` listed nothing, 200, where `runs` and
+/// `search` refuse the same days (by the one rule, the core's
+/// `days::range`).
+#[tokio::test]
+async fn a_since_after_its_until_is_refused_by_the_run_list_and_search_as_the_command_line_refuses_it() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let backwards = json!({"error": "until=2026-11-01: it is before since=2026-12-01, so no day is in the range"});
+    let (_, same_day) = get(&state, "/api/runs?since=2026-11-29&until=2026-11-29", None).await;
+    assert_eq!(
+        [
+            get(&state, "/api/runs?since=2026-12-01&until=2026-11-01", None).await,
+            get(&state, "/api/search?q=hello&since=2026-12-01&until=2026-11-01", None).await,
+            get(&state, "/api/runs?since=2026-11-30&until=2026-11-29&tz=Asia/Tokyo", None).await,
+        ],
+        [
+            (StatusCode::BAD_REQUEST, backwards.clone()),
+            (StatusCode::BAD_REQUEST, backwards),
+            (StatusCode::BAD_REQUEST, json!({"error": "until=2026-11-29: it is before since=2026-11-30, so no day is in the range"})),
+        ]
+    );
+    // One day, given as both ends, is a range.
+    assert_eq!(same_day["total"], json!(1));
+}
+
+/// `actor=bogus` (or `MAIN`) gave a page of no events, 200, where `events
+/// --actor` refuses a name no agent of the run has and lists its agents;
+/// an agent's label, as `show` prints it, keeps its events as its thread
+/// id does.
+#[tokio::test]
+async fn an_events_actor_no_agent_of_the_run_has_is_refused_and_a_label_keeps_its_agents_events() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let (status, view) = get(&state, "/api/runs/basic", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut agents = Vec::new();
+    let mut stack: Vec<Value> = view["agents"].as_array().cloned().unwrap_or_default();
+    while let Some(agent) = stack.pop() {
+        agents.push(format!("{} ({})", agent["label"].as_str().unwrap_or_default(), agent["threadId"].as_str().unwrap_or_default()));
+        stack.extend(agent["children"].as_array().cloned().unwrap_or_default().into_iter().rev());
+    }
+    let refused = |name: &str| {
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": format!(
+                "actor={name}: no agent of run basic has this thread id or label; its agents (label, thread id): {}; actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id",
+                agents.join(", ")
+            )}),
+        )
+    };
+    assert_eq!(
+        [
+            get(&state, "/api/runs/basic/events?actor=bogus", None).await,
+            get(&state, "/api/runs/basic/events?actor=MAIN", None).await,
+        ],
+        [refused("bogus"), refused("MAIN")]
+    );
+    let events = |query: &'static str| {
+        let state = state.clone();
+        async move { get(&state, &format!("/api/runs/basic/events?limit=1000&{query}"), None).await }
+    };
+    let (by_label, by_thread) = (events("actor=Dewey").await, events("actor=01a2298c-947a-75b0-8b49-6a2e1016272b").await);
+    assert_eq!(
+        (by_label.0, by_label.1["events"].as_array().map_or(0, Vec::len) > 0, &by_label.1),
+        (StatusCode::OK, true, &by_thread.1)
+    );
+    let (main_label, main_role) = (events("actor=Main").await, events("actor=main").await);
+    assert_eq!(main_label, main_role);
+}
+
+/// `search?actor=bogus` gave no hits, 200, where `search --actor` refuses
+/// a name no agent has; a value shaped as a thread id stays a quiet
+/// no-match (an older catalog may not list every agent).
+#[tokio::test]
+async fn a_search_actor_no_agent_has_is_refused_and_a_thread_shaped_one_is_a_quiet_no_match() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let by_label = get(&state, "/api/search?q=hello-from-child-A&actor=Dewey", None).await;
+    let by_thread = get(&state, "/api/search?q=hello-from-child-A&actor=01a2298c-947a-75b0-8b49-6a2e1016272b", None).await;
+    assert_eq!(
+        [
+            get(&state, "/api/search?q=hello&actor=bogus", None).await,
+            get(&state, "/api/search?q=hello&actor=bogus&run=basic", None).await,
+            get(&state, "/api/search?q=hello&actor=01a2298c-0000-0000-0000-000000000000", None).await,
+            (by_label.0, json!(by_label.1["hits"].as_array().map(Vec::len))),
+            by_label.clone(),
+        ],
+        [
+            (StatusCode::BAD_REQUEST, json!({"error": "actor=bogus: no agent of any run has this thread id or label; actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id (GET /api/runs/RUN lists a run's agents)"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "actor=bogus: no agent of run basic has this thread id or label; actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id (GET /api/runs/RUN lists a run's agents)"})),
+            (StatusCode::OK, json!({"hits": []})),
+            (StatusCode::OK, json!(4)),
+            by_thread,
+        ]
+    );
+}
+
+/// `/api/live?status=bogus` answered every session, 200: a parameter the
+/// route does not take was ignored, and looked like a filter that kept
+/// everything. `token` is taken on every route.
+#[tokio::test]
+async fn a_parameter_the_route_does_not_take_is_refused_naming_what_it_takes() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let refused = |name: &str, takes: &str| (StatusCode::BAD_REQUEST, json!({"error": format!("{name}: not a parameter here; this route takes {takes}")}));
+    assert_eq!(
+        [
+            get(&state, "/api/live?status=bogus", None).await,
+            get(&state, "/api/live?recent=1&provider=bogus", None).await,
+            get(&state, "/api/search?q=hello&status=bogus", None).await,
+            get(&state, "/api/runs/basic?actor=main", None).await,
+            get(&state, "/api/runs/basic/events?after=0&limt=5", None).await,
+        ],
+        [
+            refused("status", "recent (and token)"),
+            refused("provider", "recent (and token)"),
+            refused("status", "q, limit, run, actor, provider, project, since, until, tz (and token)"),
+            refused("actor", "no parameter but token"),
+            refused("limt", "after, limit, actor, q (and token)"),
+        ]
+    );
+    let (status, _) = get(&state, "/api/runs/basic?token=anything", None).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+/// `warning=silent_agent` listed nothing, always: the code is judged
+/// against the clock when a run is read, and no record carries it. Refused,
+/// saying so, as `runs --warning silent_agent` refuses it.
+#[tokio::test]
+async fn a_warning_code_judged_only_when_a_run_is_read_is_refused_by_the_run_list() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let (status, body) = get(&served(&scratch), "/api/runs?warning=silent_agent", None).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "warning=silent_agent: a list of runs cannot keep to this code: it is judged against the clock when a run is read, and no run's record carries it; GET /api/runs/RUN (or `agentrace check`) judges it"})
+        )
+    );
 }

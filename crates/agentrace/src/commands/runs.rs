@@ -7,7 +7,6 @@ use agentrace_core::model::{Provider, RunStatus};
 use agentrace_core::state::{CostStatus, RunSummary};
 use agentrace_store::catalog::{ActorQuery, ListedRun, RunFilter, RunSort, SearchHit, SearchQuery, WarningFilter, RUN_STATUSES};
 use agentrace_store::{Catalog, Home};
-use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -62,14 +61,19 @@ fn sort_arg() -> impl clap::builder::TypedValueParser<Value = RunSort> {
     clap::builder::PossibleValuesParser::new(RunSort::ALL.map(RunSort::as_str)).map(|name: String| RunSort::parse(&name).unwrap_or_default())
 }
 
-/// The warning filter `--warning` names: `any`, or a known code (a typo
-/// would list nothing and look like a clean history).
+/// The warning filter `--warning` names: `any`, or a code a record may
+/// carry (a typo, or `silent_agent`, which is judged only when a run is
+/// read, would list nothing and look like a clean history).
 pub fn warning_filter(flag: &str, text: &str) -> anyhow::Result<WarningFilter> {
-    WarningFilter::parse(text).with_context(|| {
-        format!(
+    use agentrace_store::catalog::UnlistedCode;
+    WarningFilter::parse(text).map_err(|why| match why {
+        UnlistedCode::Unknown => anyhow::anyhow!(
             "{flag} {text}: not a warning code; expected `any` or one of {}",
-            agentrace_core::warnings::known_codes().collect::<Vec<_>>().join(", ")
-        )
+            agentrace_core::warnings::listable_codes().collect::<Vec<_>>().join(", ")
+        ),
+        UnlistedCode::ReadTime => anyhow::anyhow!(
+            "{flag} {text}: a list of runs cannot keep to this code: it is judged against the clock when a run is read, and no run's record carries it\nhint: `agentrace check RUN` or `agentrace show RUN` judge it (and `top` marks a silent agent)"
+        ),
     })
 }
 
@@ -403,7 +407,7 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         // A name no agent has (a typo, a label as another tool prints it)
         // must not read as an agent that never wrote the words; a value
         // shaped as a thread id stays a quiet no-match.
-        if !looks_like_a_thread_id(agent) && !catalog.names_agent(query.run.as_deref(), agent)? {
+        if !agentrace_store::catalog::looks_like_a_thread_id(agent) && !catalog.names_agent(query.run.as_deref(), agent)? {
             match &run {
                 Some(run) => {
                     let agents = home.load_run(run)?.view().agents;
@@ -426,14 +430,6 @@ pub fn search(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<(
         out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.zone().tz), hit.label, one_line(&hit.snippet, 120)))?;
     }
     Ok(())
-}
-
-/// True for a value shaped as a thread id (a UUID, a Claude agent id, a
-/// `toolu_` id: letters, digits, `-` and `_`, a digit among them), which
-/// an older catalog may not list among its agents; a label such as `Main`
-/// or `/root/child_a` is not.
-fn looks_like_a_thread_id(text: &str) -> bool {
-    text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') && text.chars().any(|c| c.is_ascii_digit())
 }
 
 /// How many runs the first command lists.

@@ -284,7 +284,10 @@ fn a_misspelled_warning_code_is_refused_by_check_show_and_attach_as_runs_warning
     let cli = Cli::new();
     cli.ingest(&capture("v1_basic"), &["--run-id", "clean", "--quiet"]);
     let codes = agentrace_core::warnings::known_codes().collect::<Vec<_>>().join(", ");
+    // What a list can keep to: no code judged only when a run is read.
+    let listable = agentrace_core::warnings::listable_codes().collect::<Vec<_>>().join(", ");
     let refused = |flag: &str, code: &str, expected: &str, hint: &str| {
+        let codes = if flag == "--warning" { &listable } else { &codes };
         (Some(1), String::new(), format!("error: {flag} {code}: not a warning code; expected {expected} {codes}\n{hint}"))
     };
     assert_eq!(
@@ -304,6 +307,36 @@ fn a_misspelled_warning_code_is_refused_by_check_show_and_attach_as_runs_warning
             refused("-W/--deny", "all", "one of", "hint: `all` only hides (`-A all`); deny each code by its name\n"),
             refused("--warning", "nosuchcode", "`any` or one of", ""),
         ]
+    );
+}
+
+/// `runs --warning silent_agent` listed nothing, always, while `show`,
+/// `top` and the API's run gave the warning: the code is judged against
+/// the clock when a run is read, and no record carries it. Refused, saying
+/// so (exit 1, as a code no run may carry); a rule's code, judged by the
+/// home's `warnings.json` when the record is written, lists its runs.
+#[test]
+fn runs_warning_refuses_a_code_judged_only_when_a_run_is_read_and_lists_a_rules_code() {
+    let cli = Cli::new();
+    let id = priced_run(&cli);
+    // The catalog first, then the rule: its runs are judged again by it.
+    cli.ok(&["runs"]);
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxCost":0.01}"#).unwrap_or_else(|e| panic!("{e}"));
+    let (code, listed, _) = said(&cli, &["runs", "--warning", "budget_exceeded", "--json"]);
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    assert_eq!(
+        (
+            said(&cli, &["runs", "--warning", "silent_agent"]),
+            (code, listed["total"].clone(), listed["runs"][0]["id"].clone()),
+        ),
+        (
+            (
+                Some(1),
+                String::new(),
+                "error: --warning silent_agent: a list of runs cannot keep to this code: it is judged against the clock when a run is read, and no run's record carries it\nhint: `agentrace check RUN` or `agentrace show RUN` judge it (and `top` marks a silent agent)\n".to_owned()
+            ),
+            (Some(0), json!(1), json!(id)),
+        )
     );
 }
 
