@@ -517,3 +517,13 @@ pub fn actor_choices(agents: &[AgentNode], name: &str) -> String {
     text.push_str("\nhint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id");
     text
 }
+
+/// A cost in cents as the run list and the status line print it:
+/// `<$0.01` for one that is not nothing but rounds to `$0.00`.
+pub fn cents(cost: f64) -> String {
+    if cost > 0.0 && cost < 0.005 {
+        "<$0.01".to_owned()
+    } else {
+        format!("${cost:.2}")
+    }
+}

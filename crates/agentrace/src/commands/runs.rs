@@ -178,9 +178,8 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
 /// nothing could be priced, and `<$0.01` for a cost that is not nothing
 /// but rounds to it (`$0.00` read as free beside `show`'s `$0.0041`).
 fn cost_text(run: &RunSummary) -> String {
-    let cents = |cost: f64| if cost > 0.0 && cost < 0.005 { "<$0.01".to_owned() } else { format!("${cost:.2}") };
     match (run.cost, run.cost_status) {
-        (Some(cost), CostStatus::Exact) => cents(cost),
+        (Some(cost), CostStatus::Exact) => crate::render::cents(cost),
         // A floor is at least what it says, even when that is `$0.00`.
         (Some(cost), CostStatus::Floor) => format!("≥${cost:.2}"),
         (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),

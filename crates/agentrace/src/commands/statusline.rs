@@ -142,7 +142,7 @@ impl Summary {
         parts.push(match (self.cost, self.cost_status) {
             (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
             (Some(cost), CostStatus::Floor) => format!("≥${cost:.2}"),
-            (Some(cost), CostStatus::Exact) => format!("${cost:.2}"),
+            (Some(cost), CostStatus::Exact) => crate::render::cents(cost),
         });
         parts.join(" · ")
     }

@@ -140,7 +140,8 @@ fn the_line_of_a_finished_session_is_the_roots_tokens_and_the_sessions_cost() {
         ("single_fg", "Main 5.8k · $0.05\n".to_owned()),
         ("parallel_bg", "Main 11k · $0.09\n".to_owned()),
         ("nested_fg", "Main 5.8k · $0.07\n".to_owned()),
-        ("v2.0.77_single", "Main 318 · $0.00\n".to_owned()),
+        // $0.0041: not nothing, as `runs` says it (it said `$0.00`).
+        ("v2.0.77_single", "Main 318 · <$0.01\n".to_owned()),
         ("v1.0.128_single", "Main 638 · $0.01\n".to_owned()),
     ];
     assert_eq!(shown, expected);
