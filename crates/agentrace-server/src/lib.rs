@@ -511,15 +511,9 @@ async fn search(State(state): State<AppState>, ApiQuery(params): ApiQuery<Search
     Ok(Json(serde_json::json!({ "hits": hits })).into_response())
 }
 
-/// No parameters (but `token`): a route that takes none still refuses
-/// one it does not take, as every route does.
-#[derive(Debug, Deserialize)]
-struct NoQuery {}
-
 async fn show_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    ApiQuery(NoQuery {}): ApiQuery<NoQuery>,
 ) -> Result<Response, ApiError> {
     let view = blocking(move || {
         let home = state.home()?;
@@ -575,7 +569,6 @@ async fn events(
 async fn records(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    ApiQuery(NoQuery {}): ApiQuery<NoQuery>,
 ) -> Result<Response, ApiError> {
     let records = blocking(move || {
         let home = state.home()?;

@@ -1082,35 +1082,6 @@ async fn a_search_actor_no_agent_has_is_refused_and_a_thread_shaped_one_is_a_qui
     );
 }
 
-/// `/api/live?status=bogus` answered every session, 200: a parameter the
-/// route does not take was ignored, and looked like a filter that kept
-/// everything. `token` is taken on every route.
-#[tokio::test]
-async fn a_parameter_the_route_does_not_take_is_refused_naming_what_it_takes() {
-    let scratch = Scratch::new();
-    scratch.capture("basic", "v1_basic");
-    let state = served(&scratch);
-    let refused = |name: &str, takes: &str| (StatusCode::BAD_REQUEST, json!({"error": format!("{name}: not a parameter here; this route takes {takes}")}));
-    assert_eq!(
-        [
-            get(&state, "/api/live?status=bogus", None).await,
-            get(&state, "/api/live?recent=1&provider=bogus", None).await,
-            get(&state, "/api/search?q=hello&status=bogus", None).await,
-            get(&state, "/api/runs/basic?actor=main", None).await,
-            get(&state, "/api/runs/basic/events?after=0&limt=5", None).await,
-        ],
-        [
-            refused("status", "recent (and token)"),
-            refused("provider", "recent (and token)"),
-            refused("status", "q, limit, run, actor, provider, project, since, until, tz (and token)"),
-            refused("actor", "no parameter but token"),
-            refused("limt", "after, limit, actor, q (and token)"),
-        ]
-    );
-    let (status, _) = get(&state, "/api/runs/basic?token=anything", None).await;
-    assert_eq!(status, StatusCode::OK);
-}
-
 /// `warning=silent_agent` listed nothing, always: the code is judged
 /// against the clock when a run is read, and no record carries it. Refused,
 /// saying so, as `runs --warning silent_agent` refuses it.
