@@ -479,9 +479,11 @@ pub struct RunSummary {
     pub warning_count: usize,
     /// The code of each warning `warningCount` counts, so that a list of
     /// runs can hide the codes a configuration allows without reading the
-    /// logs. A record lists what `show` lists, but for the detectors that
-    /// need a clock or the user's rules (`silent_agent`, `empty_result`,
-    /// `helper_policy_violation`, `budget_exceeded`, `budget_unchecked`).
+    /// logs. A record lists what `show` lists, but for `silent_agent`,
+    /// which needs a clock, and the rule codes (`empty_result`,
+    /// `helper_policy_violation`, `budget_exceeded`, `budget_unchecked`)
+    /// of rules given to one command only: the home's `warnings.json`
+    /// judges the record.
     /// Absent when there are none (and in records written before it
     /// existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
