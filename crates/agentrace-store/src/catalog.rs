@@ -66,6 +66,20 @@ CREATE INDEX runs_by_warnings ON runs ((warning_count - note_count) DESC, starte
 pub use crate::home::{log_stamp, LogStampRow, CATALOG_FILE};
 use crate::home::stamp_of;
 
+/// What a catalog made anew (or emptied by `reindex`) keeps as the price
+/// book and the warning config of its runs (meta `prices`, `warnings`)
+/// until its first sync has filled its rows: they come from the runs'
+/// records, each priced and judged by the files the home had when it was
+/// written, so that sync prices and judges them again once they are there.
+/// Marked current while the catalog was still empty, a rebuild after a
+/// `warnings.json` (or price file) was added listed every older run as
+/// recorded: `runs --warning budget_exceeded` found none of the runs
+/// `show` gave it.
+const FILLED_FROM_RECORDS: &str = "INSERT INTO meta (key, value) VALUES ('prices', 'unknown'), ('warnings', 'unknown');";
+
+/// The value [`FILLED_FROM_RECORDS`] keeps.
+const UNKNOWN_BOOK: &str = "unknown";
+
 /// The page size of a catalog made anew.
 const PAGE_SIZE: u32 = 8192;
 
@@ -336,6 +350,7 @@ impl Catalog {
                 }
                 conn.execute_batch(SCHEMA).map_err(unreadable)?;
                 conn.execute_batch(SORT_INDEXES).map_err(unreadable)?;
+                conn.execute_batch(FILLED_FROM_RECORDS).map_err(unreadable)?;
                 conn.execute_batch(&format!("PRAGMA user_version = {CATALOG_SCHEMA}")).map_err(unreadable)?;
                 if !existed {
                     rebuilt = Some(Rebuilt::Missing);
@@ -389,6 +404,7 @@ impl Catalog {
                  DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads; DELETE FROM import_dirs; DELETE FROM meta;",
             )
             .map_err(&err)?;
+        self.conn.execute_batch(FILLED_FROM_RECORDS).map_err(&err)?;
         self.commit()
     }
 
@@ -650,8 +666,13 @@ impl Catalog {
     /// only running runs are looked at then.
     pub fn sync(&self, home: &Home) -> Result<SyncCount, StoreError> {
         self.rows_as_recorded(home)?;
-        let repriced = self.reprice(home)?;
+        // A catalog made anew is priced and judged once its rows are there
+        // (see `FILLED_FROM_RECORDS`); any other before, so that the runs
+        // it indexes now, recorded by the home's files, are not folded.
+        let filled_from_records = [self.meta("prices")?, self.meta("warnings")?].iter().any(|known| known.as_deref() == Some(UNKNOWN_BOOK));
+        let repriced = if filled_from_records { Repriced::default() } else { self.reprice(home)? };
         let mut count = self.sync_runs(home)?;
+        let repriced = if filled_from_records { self.reprice(home)? } else { repriced };
         // After the rows are there: a catalog made anew is filled from
         // records an older agentrace wrote.
         self.stopped_runs_marked(home)?;
@@ -773,10 +794,14 @@ impl Catalog {
     /// warning config had changed.
     fn reprice(&self, home: &Home) -> Result<Repriced, StoreError> {
         let prices = home.prices();
-        let (known_prices, known_warnings) = (self.meta("prices")?, self.meta("warnings")?);
+        let known = |key: &str| self.meta(key).map(|known| known.filter(|known| known != UNKNOWN_BOOK));
+        let (known_prices, known_warnings) = (known("prices")?, known("warnings")?);
 
         // A catalog from before its price book (or warning config) was
         // kept: its runs were priced by the database (and judged by none).
+        // So are those of a catalog made anew from records, which do not
+        // say: a home with neither file folds no log for it, and one that
+        // has either folds every run once.
         let prices_same = known_prices.as_deref().unwrap_or(PriceBook::shared_database().id()) == prices.id();
         let warnings_same = known_warnings.as_deref().unwrap_or(crate::warning_file::no_config_id()) == home.warnings_id();
         if prices_same && warnings_same {

@@ -585,6 +585,51 @@ fn a_warning_config_in_the_home_judges_every_commands_count_alike() {
     assert_eq!(hook.status.code(), Some(0));
 }
 
+/// Each way a catalog is made anew: `reindex`, its files removed, or one
+/// of another schema found.
+pub(super) fn rebuild_catalog(cli: &Cli, how: &str) {
+    match how {
+        "reindex" => {
+            cli.ok(&["reindex", "--no-import", "--quiet"]);
+        }
+        "removed" => {
+            for end in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{end}", cli.home.path().join("catalog.sqlite").display()));
+            }
+        }
+        _ => super::import_usage::catalog_execute(cli, "PRAGMA user_version = 99", &[]),
+    }
+}
+
+/// The ways [`rebuild_catalog`] knows.
+pub(super) const REBUILDS: [&str; 3] = ["reindex", "removed", "other schema"];
+
+/// A catalog made anew after the home's `warnings.json` was added (by
+/// `reindex`, its file gone, another schema) lists the runs recorded
+/// before it as it judges them, as `show` does: it marked its empty rows
+/// judged by the file, then filled them from the records as they were
+/// written, and `runs --warning budget_exceeded` listed none of the runs
+/// `show` gave the warning.
+#[test]
+fn a_catalog_rebuilt_after_a_warning_config_was_added_lists_the_runs_judged_by_it() {
+    let judged = |how: &'static str| {
+        let cli = Cli::new();
+        let id = priced_run(&cli);
+        assert_eq!(listed(&cli, &id), (json!(0), Value::Null));
+        std::fs::write(cli.home.path().join("warnings.json"), r#"{"maxCost":0.01}"#).unwrap_or_else(|e| panic!("{e}"));
+        rebuild_catalog(&cli, how);
+        let (count, codes) = listed(&cli, &id);
+        let kept: Value = serde_json::from_str(&cli.ok(&["runs", "--warning", "budget_exceeded", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let show: Value = serde_json::from_str(&cli.ok(&["show", &id, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let shown: Vec<Value> = show["warnings"].as_array().into_iter().flatten().filter(|warning| warning["severity"] != "info").map(|warning| warning["code"].clone()).collect();
+        (how, count, codes, kept["total"].clone(), Value::from(shown))
+    };
+    assert_eq!(
+        REBUILDS.map(judged),
+        REBUILDS.map(|how| (how, json!(1), json!(["budget_exceeded"]), json!(1), json!(["budget_exceeded"])))
+    );
+}
+
 #[test]
 fn a_negative_max_cost_in_the_config_file_is_refused() {
     let cli = Cli::new();

@@ -840,6 +840,33 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     assert_eq!(hook.status.code(), Some(0));
 }
 
+/// A catalog made anew after the home's `prices.json` was added (by
+/// `reindex`, its file gone, another schema) lists the runs recorded
+/// before it at the file's prices, as `show` does: it marked its empty
+/// rows priced by the file, then filled them from the records as they
+/// were written, and `runs` said `$?` where `show` priced the run.
+#[test]
+fn a_catalog_rebuilt_after_a_price_file_was_added_lists_the_runs_priced_by_it() {
+    use super::check::{rebuild_catalog, REBUILDS};
+    let json = |text: String| -> Value { serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")) };
+    let pair = |value: &Value| (value["cost"].clone(), value["costStatus"].clone());
+    let priced = |how: &'static str| {
+        let cli = Cli::new();
+        let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+        assert_eq!(pair(&json(cli.ok(&["runs", "--json"]))["runs"][0]), (Value::Null, Value::from("unknown")));
+        let file = cli.home.path().join("prices.json");
+        std::fs::write(&file, r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "cacheCreation": 0, "output": 10}}"#).unwrap_or_else(|e| panic!("{e}"));
+        rebuild_catalog(&cli, how);
+        let listed = pair(&json(cli.ok(&["runs", "--json"]))["runs"][0]);
+        let shown = pair(&json(cli.ok(&["show", &id, "--json"]))["run"]);
+        let usage = json(cli.ok(&["usage", "--json", "--prices", &file.to_string_lossy(), &id]));
+        (how, listed, shown, pair(&usage["totals"]))
+    };
+    let figures = REBUILDS.map(priced);
+    let by_file = figures.clone().map(|(how, _, _, by_file)| (how, by_file.clone(), by_file.clone(), by_file));
+    assert_eq!((figures.clone(), figures.iter().all(|(_, _, _, by_file)| by_file.0.as_f64().is_some_and(|cost| cost > 0.0))), (by_file, true));
+}
+
 /// A run left `running` whose session is over (its root's turn never
 /// ended: here a host restarted mid-child) has no recorder to price it
 /// again: when the home's price file changes, the list prices it as `show`
