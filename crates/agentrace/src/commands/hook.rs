@@ -2,6 +2,10 @@
 //! on stdin), appends it to its session's run, and always exits 0 quickly,
 //! so it can never break a user's Claude Code session.
 //!
+//! An input that is empty, not JSON or names no `session_id` belongs to no
+//! session: it is refused with a `warning:` and recorded nowhere, so a
+//! stray call never leaves a run that stays `running`.
+//!
 //! Which run: `--run-id`, else `$AGENTRACE_RUN_ID` (set by `agentrace run
 //! claude` for the CLI it starts, so hooks land in the live run), else the
 //! newest Claude run whose root is the input's `session_id`, else a new run
@@ -19,6 +23,7 @@
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
+use agentrace_core::decode::{visit_leading_scalars, Members};
 use agentrace_core::model::RunId;
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_store::{validate_run_id, Home, RunLock};
@@ -65,16 +70,13 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
         .take(MAX_INPUT)
         .read_to_end(&mut input)
         .context("cannot read the hook input on stdin")?;
+    let cut = input.len() as u64 >= MAX_INPUT;
+    let session = session_of(&input, cut)?;
     let home = Home::from_env().context("cannot find where runs live")?;
     // Priced and judged as every command does; a hook never fails, so a
     // bad price file or warning config leaves the database's and none.
     let home = crate::home_files::read_or_keep(&home);
-    let document: Value = serde_json::from_slice(&input).unwrap_or(Value::Null);
-    let session = document
-        .get("session_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let (id, live) = run_id(&home, args, session.as_deref())?;
+    let (id, live) = run_id(&home, args, &session)?;
     home.spool_hook_input(&id, now(), &input)?;
     // Inside `agentrace run claude` the live run holds the lock until the
     // end and drains the spool then: waiting would only slow the session.
@@ -88,17 +90,44 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The session a hook input belongs to: its `session_id`, from the whole
+/// document, or from the leading members of an input cut at [`MAX_INPUT`]
+/// (Claude Code writes `session_id` first). An input that names none is
+/// refused: it belongs to no session, and recording it would only leave a
+/// run that never ends.
+fn session_of(input: &[u8], cut: bool) -> anyhow::Result<String> {
+    const SHAPE: &str = "a hook input is a JSON object with a `session_id`";
+    if input.trim_ascii().is_empty() {
+        anyhow::bail!("no hook input on stdin, nothing recorded ({SHAPE})");
+    }
+    let session = match serde_json::from_slice::<Value>(input) {
+        Ok(document) => document
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        Err(_) if cut => {
+            let mut found = None;
+            visit_leading_scalars(input, Members::Named(&["session_id"]), &mut |_, raw| {
+                found = serde_json::from_str::<String>(raw).ok();
+                false
+            });
+            found
+        }
+        Err(_) => anyhow::bail!("the hook input on stdin is not JSON, nothing recorded ({SHAPE})"),
+    };
+    session
+        .filter(|session| !session.is_empty())
+        .with_context(|| format!("the hook input on stdin names no session, nothing recorded ({SHAPE})"))
+}
+
 /// The run to append to, and whether a live `run claude` named it.
-fn run_id(home: &Home, args: &HookArgs, session: Option<&str>) -> anyhow::Result<(RunId, bool)> {
+fn run_id(home: &Home, args: &HookArgs, session: &str) -> anyhow::Result<(RunId, bool)> {
     if let Some(given) = &args.run_id {
         return Ok((validate_run_id(given)?, false));
     }
     if let Some(live) = std::env::var(RUN_ID_ENV).ok().filter(|id| !id.is_empty()) {
         return Ok((validate_run_id(&live)?, true));
     }
-    let Some(session) = session else {
-        return Ok((new_run_id(), false));
-    };
     if let Some(id) = run_of_session(home, session)? {
         return Ok((id, false));
     }

@@ -175,20 +175,129 @@ fn a_hook_input_on_stdin_joins_the_run_of_its_session_and_exits_zero() {
     );
 }
 
+/// Runs `agentrace hook` with `input` on stdin (none: stdin closed at once);
+/// returns its exit code and stderr.
+fn hook(cli: &Cli, input: Option<&str>) -> (Option<i32>, String) {
+    let mut command = cli.command(&["hook"]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if input.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = command.spawn().unwrap_or_else(|error| panic!("{error}"));
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(input.as_bytes())
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    let output = child
+        .wait_with_output()
+        .unwrap_or_else(|error| panic!("{error}"));
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The ids and statuses `runs --json` lists.
+fn listed_runs(cli: &Cli) -> Vec<(String, String)> {
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"]))
+        .unwrap_or_else(|error| panic!("runs --json: {error}"));
+    runs["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|run| {
+            (
+                run["id"].as_str().unwrap_or_default().to_owned(),
+                run["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hook_input_that_names_no_session_makes_no_run_and_says_so_once() {
+    let cli = Cli::new();
+    let shape = "(a hook input is a JSON object with a `session_id`)";
+    let refused = [
+        Some(""),
+        Some("not json"),
+        None,
+        Some(r#"{"hook_event_name":"Stop"}"#),
+    ]
+    .map(|input| hook(&cli, input));
+    let no_input = format!("warning: agentrace hook: no hook input on stdin, nothing recorded {shape}\n");
+    assert_eq!(
+        (refused.to_vec(), listed_runs(&cli)),
+        (
+            vec![
+                (Some(0), no_input.clone()),
+                (
+                    Some(0),
+                    format!("warning: agentrace hook: the hook input on stdin is not JSON, nothing recorded {shape}\n")
+                ),
+                (Some(0), no_input),
+                (
+                    Some(0),
+                    format!("warning: agentrace hook: the hook input on stdin names no session, nothing recorded {shape}\n")
+                ),
+            ],
+            Vec::new()
+        )
+    );
+    // A real input still starts its session's run, without a word.
+    let first = std::fs::read_to_string(claude_capture("single_fg").join("hooks.jsonl"))
+        .unwrap_or_else(|error| panic!("{error}"))
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|line| line["input"].clone())
+        .next()
+        .unwrap_or_else(|| panic!("no hook input"));
+    let session = first["session_id"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        (hook(&cli, Some(&first.to_string())), listed_runs(&cli).len()),
+        ((Some(0), String::new()), 1)
+    );
+    let events: Vec<Value> = cli
+        .ok(&["events", &format!("claude-{session}"), "--json"])
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    assert_eq!(
+        events
+            .iter()
+            .filter_map(|line| line["event"]["method"].as_str())
+            .filter(|method| method.starts_with("hook/"))
+            .collect::<Vec<_>>(),
+        vec![format!("hook/{}", first["hook_event_name"].as_str().unwrap_or_default())]
+    );
+}
+
 #[test]
 fn a_hook_that_cannot_record_still_exits_zero_and_says_why() {
     let cli = Cli::new();
-    let output = cli
+    let mut child = cli
         .command(&["hook", "--run-id", "../not-a-run"])
-        .output()
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{error}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(br#"{"session_id":"s","hook_event_name":"Stop"}"#)
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    let output = child
+        .wait_with_output()
         .unwrap_or_else(|error| panic!("{error}"));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         (
             output.status.code(),
-            stderr.starts_with("warning: agentrace hook:")
+            stderr.starts_with("warning: agentrace hook:"),
+            stderr.contains("not-a-run")
         ),
-        (Some(0), true),
+        (Some(0), true, true),
         "{stderr}"
     );
 }
