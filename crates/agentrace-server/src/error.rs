@@ -36,7 +36,7 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -48,17 +48,57 @@ impl ApiError {
     }
 }
 
+/// The most candidates an ambiguous prefix's refusal lists.
+const CANDIDATES_SHOWN: usize = 10;
+
+/// A store's error as the API tells it: the run or value asked for, never
+/// the server's folders or files (the store's own messages, which the
+/// command line prints, name them; a client of a served home, maybe on
+/// another host, is not told where it lives). No such run is a 404; a
+/// prefix that names several runs is a request that does not fit, a 400
+/// listing them, as the command line refuses it.
 impl From<agentrace_store::StoreError> for ApiError {
     fn from(error: agentrace_store::StoreError) -> Self {
         use agentrace_store::StoreError;
-        match &error {
+        match error {
             StoreError::InvalidRunId { .. } => ApiError::BadRequest(error.to_string()),
-            StoreError::NotFound { .. } | StoreError::Ambiguous { .. } => {
-                ApiError::NotFound(error.to_string())
+            StoreError::NotFound { query, .. } => ApiError::NotFound(format!("no run matches {query:?}")),
+            StoreError::Ambiguous { query, candidates, .. } => {
+                let mut shown = candidates.iter().take(CANDIDATES_SHOWN).map(|id| id.as_str()).collect::<Vec<_>>().join(", ");
+                if candidates.len() > CANDIDATES_SHOWN {
+                    shown.push_str(&format!(" and {} more", candidates.len() - CANDIDATES_SHOWN));
+                }
+                ApiError::BadRequest(format!("{query:?} matches {} runs: {shown}; give more of the id", candidates.len()))
             }
-            _ => ApiError::Internal(error.to_string()),
+            StoreError::NoHome => ApiError::Internal("the server has no agentrace home".to_owned()),
+            StoreError::AlreadyExists { id, .. } => ApiError::Internal(format!("run {id} already exists")),
+            StoreError::PriceFile { path, cause } => {
+                ApiError::Internal(format!("the price file {}: {cause}", file_name(&path)))
+            }
+            StoreError::WarningFile { path, cause } => {
+                ApiError::Internal(format!("the warning config {}: {cause}", file_name(&path)))
+            }
+            StoreError::Io { action, source, .. } => ApiError::Internal(format!("cannot {action}: {}", source.kind())),
+            StoreError::Read { line, source, .. } => {
+                ApiError::Internal(format!("cannot read a run log at line {line}: {}", source.kind()))
+            }
+            StoreError::SequenceGap { expected, found, .. } => {
+                ApiError::Internal(format!("a run log's sequence has a gap: {found} where {expected} was due"))
+            }
+            StoreError::WrongRun { expected, found, .. } => {
+                ApiError::Internal(format!("run {found} refused by the log of run {expected}"))
+            }
+            StoreError::Encode { what, .. } => ApiError::Internal(format!("cannot encode {what}")),
+            StoreError::Catalog { source, .. } => ApiError::Internal(format!("the catalog failed: {source}")),
+            StoreError::Damaged { .. } => ApiError::Internal(error.to_string()),
+            StoreError::CatalogBroken { .. } => ApiError::Internal("the catalog cannot be made anew".to_owned()),
         }
     }
+}
+
+/// A file's own name, without the folders it is in.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned())
 }
 
 impl IntoResponse for ApiError {

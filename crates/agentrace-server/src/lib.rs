@@ -208,9 +208,46 @@ async fn page() -> Response {
     asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
-async fn run_page(Path(id): Path<String>) -> Result<Response, ApiError> {
-    agentrace_store::validate_run_id(&id)?;
-    Ok(asset("text/html; charset=utf-8", INDEX_HTML))
+/// A run's page, once its id names one run; else a plain page saying why,
+/// with the API's status for it (404 for no such run, 400 for an id that
+/// is not one or a prefix of several), never the viewer's empty chrome.
+async fn run_page(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+    let resolved = blocking(move || {
+        agentrace_store::validate_run_id(&id)?;
+        Ok(state.home()?.resolve(&id)?)
+    })
+    .await;
+    match resolved {
+        Ok(_) => asset("text/html; charset=utf-8", INDEX_HTML),
+        Err(error) => refusal_page(&error),
+    }
+}
+
+/// A page that says why it is not the one asked for, with the refusal's
+/// status; the message is inserted as text.
+fn refusal_page(error: &ApiError) -> Response {
+    let title = if error.status() == axum::http::StatusCode::NOT_FOUND { "No such run" } else { "Not a run" };
+    let message = escape_html(&error.to_string());
+    let body = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n<header><a id=\"home\" href=\"/\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"/\">Every run</a></p>\n</main>\n</body>\n</html>\n"
+    );
+    (error.status(), [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
+}
+
+/// Text made safe to put between HTML tags.
+fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
 }
 
 async fn secure_headers(mut response: Response) -> Response {
@@ -555,7 +592,7 @@ async fn events(
             actor: ActorFilter::parse(query.actor.as_deref()),
             q: query.q.filter(|q| !q.is_empty()),
         };
-        let read = |error| runs::read_error(&home.log_path(&id), error);
+        let read = |error| runs::read_error(&id, error);
         let view = run.view(&state.inner.options.config.config(&home), state.now()).0;
         if let Some(why) = run.names_nothing(&page_query.actor, &view).map_err(read)? {
             return Err(ApiError::BadRequest(why));

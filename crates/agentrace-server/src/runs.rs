@@ -392,7 +392,9 @@ impl SharedRun {
             Err(error) => {
                 if watched {
                     let _ = self.updates.send(Arc::new(Update {
-                        error: Some(error.to_string()),
+                        // Its kind, never its text: an error of the store
+                        // names the log's path, which is the server's own.
+                        error: Some(format!("cannot read the run's log: {}", error.kind())),
                         ..Update::default()
                     }));
                 }
@@ -460,7 +462,7 @@ impl RunCache {
         };
         entry
             .refresh(None)
-            .map_err(|error| read_error(&home.log_path(id), error))?;
+            .map_err(|error| read_error(id, error))?;
         Ok(entry)
     }
 }
@@ -473,11 +475,12 @@ pub fn view_texts(view: &RunView) -> (String, String) {
     )
 }
 
-/// An I/O error of a log: a missing file is a missing run.
-pub fn read_error(path: &Path, error: io::Error) -> ApiError {
+/// An I/O error of a run's log: a missing file is a missing run. It names
+/// the run, never the log's path (the server's folders are its own).
+pub fn read_error(id: &RunId, error: io::Error) -> ApiError {
     if error.kind() == io::ErrorKind::NotFound {
-        ApiError::NotFound(format!("no run log at {}", path.display()))
+        ApiError::NotFound(format!("run {id} has no log"))
     } else {
-        ApiError::Internal(format!("cannot read {}: {error}", path.display()))
+        ApiError::Internal(format!("cannot read the log of run {id}: {}", error.kind()))
     }
 }

@@ -70,7 +70,7 @@ pub(crate) async fn stream(
             })
         })?;
         let first = first
-            .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
+            .map_err(|error| crate::runs::read_error(&id, error))?;
         Ok((run, receiver, first))
     })
     .await?;

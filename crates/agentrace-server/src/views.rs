@@ -94,7 +94,7 @@ pub(crate) async fn waterfall(
         }
         let mut waterfall = source
             .read(&path)
-            .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
+            .map_err(|error| crate::runs::read_error(&id, error))?;
         let to = query.to.unwrap_or(waterfall.span_ms).max(from);
         let span = (to - from).max(1) as f64;
         waterfall.bars = waterfall.window(from, to, span / width);
@@ -143,7 +143,7 @@ pub(crate) async fn compare(
             };
             let waterfall = source
                 .read(&path)
-                .map_err(|error| crate::runs::read_error(&home.log_path(&id), error))?;
+                .map_err(|error| crate::runs::read_error(&id, error))?;
             Ok::<_, ApiError>((view, waterfall))
         };
         let a = side(&a)?;
@@ -168,7 +168,15 @@ pub(crate) async fn usage(State(state): State<AppState>, ApiQuery(query): ApiQue
         ));
     };
     let zone = crate::zone_of(query.tz.as_deref())?;
-    let report = blocking(move || (source.0)(&zone).map_err(ApiError::Internal)).await?;
+    // Why the count failed names the server's files: it goes to the
+    // server's stderr, and the client is told where to look.
+    let report = blocking(move || {
+        (source.0)(&zone).map_err(|error| {
+            eprintln!("warning: /api/usage: {error}");
+            ApiError::Internal("cannot count the usage (the server's stderr says why)".to_owned())
+        })
+    })
+    .await?;
     Ok(Json(report).into_response())
 }
 

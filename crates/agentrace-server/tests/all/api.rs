@@ -1098,3 +1098,68 @@ async fn a_warning_code_judged_only_when_a_run_is_read_is_refused_by_the_run_lis
         )
     );
 }
+
+/// Every refusal named the server's runs folder ("no run matches "nope" in
+/// /home/…/runs"), also to a remote client with the token; an ambiguous
+/// prefix was a 404 where the command line refuses it as a request that
+/// does not fit; and `/runs/nope` was the viewer's page, 200, with an empty
+/// waterfall.
+#[tokio::test]
+async fn api_errors_name_the_run_asked_for_never_the_servers_folders_and_an_ambiguous_prefix_is_a_400() {
+    let scratch = Scratch::new();
+    scratch.capture("cx-basic", "v1_basic");
+    scratch.capture("cx-nested", "v1_basic");
+    let state = served(&scratch);
+    let folder = scratch.dir.path().display().to_string();
+    let answers = [
+        get(&state, "/api/runs/nope", None).await,
+        get(&state, "/api/runs/nope/waterfall", None).await,
+        get(&state, "/api/runs/cx", None).await,
+        get(&state, "/api/compare?a=cx-basic&b=cx", None).await,
+    ];
+    let told: Vec<_> = answers.iter().map(|(_, body)| body.to_string()).filter(|body| body.contains(&folder)).collect();
+    assert_eq!(told, Vec::<String>::new());
+    assert_eq!(
+        answers.into_iter().collect::<Vec<_>>(),
+        vec![
+            (StatusCode::NOT_FOUND, json!({"error": "no run matches \"nope\""})),
+            (StatusCode::NOT_FOUND, json!({"error": "no run matches \"nope\""})),
+            (StatusCode::BAD_REQUEST, json!({"error": "\"cx\" matches 2 runs: cx-basic, cx-nested; give more of the id"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "\"cx\" matches 2 runs: cx-basic, cx-nested; give more of the id"})),
+        ]
+    );
+}
+
+/// The page of a run that does not exist, as a browser gets it.
+async fn page(state: &AppState, uri: &str) -> (StatusCode, String) {
+    let request = Request::get(uri).body(Body::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let response = app(state.clone()).oneshot(request).await.unwrap_or_else(|e| panic!("{e}"));
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap_or_else(|e| panic!("{e}")).to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn the_page_of_a_run_that_does_not_exist_says_so_with_a_404() {
+    let scratch = Scratch::new();
+    scratch.capture("cx-basic", "v1_basic");
+    scratch.capture("cx-nested", "v1_basic");
+    let state = served(&scratch);
+    let folder = scratch.dir.path().display().to_string();
+    let (missing, missing_text) = page(&state, "/runs/nope").await;
+    let (ambiguous, ambiguous_text) = page(&state, "/runs/cx").await;
+    let (found, found_text) = page(&state, "/runs/cx-basic").await;
+    assert_eq!(
+        (
+            missing,
+            missing_text.contains("no run matches &quot;nope&quot;"),
+            missing_text.contains("id=\"waterfall\""),
+            missing_text.contains(&folder),
+            ambiguous,
+            ambiguous_text.contains("matches 2 runs"),
+            found,
+            found_text.contains("id=\"waterfall\""),
+        ),
+        (StatusCode::NOT_FOUND, true, false, false, StatusCode::BAD_REQUEST, true, StatusCode::OK, true)
+    );
+}
