@@ -377,7 +377,9 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
         bail!("nothing to tap: give the server command after `--`");
     };
     let setup = Setup::live(agentrace_core::recorder::Format::CodexAppServer, Source::CodexTap, args.live);
-    let live = Recording::create(home, &id, &setup, crate::clock::now(), None)?;
+    // The server is started before the run is made, as `run codex` and
+    // `run claude` do: a command that cannot start leaves no run (it left
+    // one `running` for ever, with no session end to say otherwise).
     let mut child = Command::new(program)
         .args(rest)
         .stdin(Stdio::piped())
@@ -385,6 +387,16 @@ pub fn run(home: &Home, args: TapArgs) -> anyhow::Result<ExitCode> {
         .stderr(Stdio::inherit())
         .spawn()
         .with_context(|| format!("cannot start {program}"))?;
+    let live = match Recording::create(home, &id, &setup, crate::clock::now(), None) {
+        Ok(live) => live,
+        Err(error) => {
+            // Nothing would record what it says: stop it rather than leave
+            // it reading a stdin that no one forwards.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
+        }
+    };
     let child_stdin = child.stdin.take().context("the server has no stdin")?;
     let child_stdout = child.stdout.take().context("the server has no stdout")?;
     let queue = Arc::new(Queue::new(home.clone()));

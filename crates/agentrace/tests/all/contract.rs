@@ -680,3 +680,36 @@ fn an_ingested_hook_log_starts_at_its_first_record_not_at_the_ingest() {
     assert_eq!(dates(&hooks), expected);
     assert_eq!(dates(&node), expected);
 }
+
+#[test]
+fn a_command_that_cannot_start_leaves_no_run_under_tap_as_under_run_codex_and_run_claude() {
+    let cli = Cli::new();
+    let attempts: Vec<(Option<i32>, String)> = [
+        vec!["tap", "--", "/nonexistent/cmd"],
+        vec!["run", "codex", "--codex", "/nonexistent/codex", "--", "hi"],
+        vec!["run", "claude", "--claude", "/nonexistent/claude", "--", "hi"],
+    ]
+    .iter()
+    .map(|args| {
+        let output = cli.run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        (output.status.code(), stderr.lines().next().unwrap_or_default().to_owned())
+    })
+    .collect();
+    let runs: serde_json::Value = serde_json::from_str(&cli.ok(&["runs", "--json"]))
+        .unwrap_or_else(|error| panic!("runs --json: {error}"));
+    assert_eq!(
+        (attempts, runs),
+        (
+            vec![
+                (
+                    Some(1),
+                    String::from("error: cannot start /nonexistent/cmd: No such file or directory (os error 2)")
+                ),
+                (Some(1), String::from("error: cannot start /nonexistent/codex app-server")),
+                (Some(1), String::from("error: cannot start /nonexistent/claude")),
+            ],
+            serde_json::json!({"runs": [], "total": 0})
+        )
+    );
+}
