@@ -3,7 +3,8 @@
 //! self-contained file (no scripts, no network). Rendering is a pure function
 //! of the run view and its envelopes; every agent-provided string is escaped
 //! for the target format, and the output stays under a size bound with a
-//! count of what was left out. A run is read for them as `show` gives it
+//! count of what was left out (or, when the parts around the timeline alone
+//! are over it, says so). A run is read for them as `show` gives it
 //! ([`shown_run`], which the OpenTelemetry export shares).
 
 use std::fmt::Write as _;
@@ -17,8 +18,6 @@ use crate::warning_config::{config, WarningArgs};
 
 /// Longest agent text (a prompt, a message, a tool's output) in a report.
 const MAX_TEXT_CHARS: usize = 2000;
-/// Bytes kept back from `--max-bytes` for the page's closing parts.
-const RESERVE_BYTES: usize = 512;
 
 /// Report format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,10 +310,8 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
         "</ul>\n</section>\n<section class=\"timeline\">\n<h2>Timeline</h2>\n<table>\n\
 <thead><tr><th>time</th><th>actor</th><th>what</th><th></th></tr></thead>\n<tbody>\n",
     );
-    let budget = max_bytes.saturating_sub(RESERVE_BYTES);
-    let mut left_out = 0usize;
-    for row in rows {
-        let line = format!(
+    let lines = rows.iter().map(|row| {
+        format!(
             "<tr class=\"{}\"><td class=\"time\">{}</td><td style=\"padding-left:{}em\"><span class=\"badge {}\">{}</span></td><td class=\"kind\">{}</td><td>{}</td></tr>\n",
             row.role.as_str(),
             escape(&row.time),
@@ -323,26 +320,21 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
             escape(&row.actor),
             escape(row.kind),
             escape(&row.text)
-        );
-        if left_out > 0 || out.len() + line.len() > budget {
-            left_out += 1;
-            continue;
-        }
-        out.push_str(&line);
-    }
-    out.push_str("</tbody>\n</table>\n");
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">{hidden} low-level events (deltas, status, usage, items, responses) are not shown.</p>"
-    );
-    if left_out > 0 {
+        )
+    });
+    let tail = |left_out: usize, over: bool| {
+        let mut tail = String::from("</tbody>\n</table>\n");
         let _ = writeln!(
-            out,
-            "<p class=\"note left-out\">{left_out} of {} timeline events left out to stay under {max_bytes} bytes (--max-bytes).</p>",
-            rows.len()
+            tail,
+            "<p class=\"note\">{hidden} low-level events (deltas, status, usage, items, responses) are not shown.</p>"
         );
-    }
-    out.push_str("<footer>written by agentrace export --html</footer>\n</body>\n</html>\n");
+        if let Some(note) = left_out_note(left_out, rows.len(), max_bytes, over) {
+            let _ = writeln!(tail, "<p class=\"note left-out\">{}</p>", escape(&note));
+        }
+        tail.push_str("<footer>written by agentrace export --html</footer>\n</body>\n</html>\n");
+        tail
+    };
+    fit_timeline(&mut out, lines.collect(), max_bytes, tail);
     out
 }
 
@@ -433,35 +425,75 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
         md_node(&mut out, node, 0);
     }
     out.push_str("\n### Timeline\n\n| time | actor | what | |\n| --- | --- | --- | --- |\n");
-    let budget = max_bytes.saturating_sub(RESERVE_BYTES);
-    let mut left_out = 0usize;
-    for row in rows {
-        let line = format!(
+    let lines = rows.iter().map(|row| {
+        format!(
             "| {} | {}{} | {} | {} |\n",
             row.time,
             "· ".repeat(row.depth),
             md(&row.actor),
             row.kind,
             md(&row.text)
+        )
+    });
+    let tail = |left_out: usize, over: bool| {
+        let mut tail = format!(
+            "\n{hidden} low-level events (deltas, status, usage, items, responses) are not shown.\n"
         );
-        if left_out > 0 || out.len() + line.len() > budget {
+        if let Some(note) = left_out_note(left_out, rows.len(), max_bytes, over) {
+            let _ = writeln!(tail, "{note}");
+        }
+        tail
+    };
+    fit_timeline(&mut out, lines.collect(), max_bytes, tail);
+    out
+}
+
+/// Appends the timeline `lines` to `out` and then its closing part
+/// `tail(left_out, over)`, keeping the whole report within `max_bytes`:
+/// the lines go in order while they fit beside the widest closing part
+/// (the note of every line left out), and after the first that does not,
+/// none. When the parts around the timeline alone are over the bound, the
+/// closing part says so (`over`) instead of claiming to stay under it.
+fn fit_timeline(out: &mut String, lines: Vec<String>, max_bytes: usize, tail: impl Fn(usize, bool) -> String) {
+    let all: usize = lines.iter().map(String::len).sum();
+    let closing = tail(0, false);
+    if out.len() + all + closing.len() <= max_bytes {
+        lines.iter().for_each(|line| out.push_str(line));
+        out.push_str(&closing);
+        return;
+    }
+    // A note counting fewer lines is never longer than one counting all.
+    let widest = tail(lines.len(), false).len().max(closing.len());
+    let mut left_out = 0usize;
+    for line in &lines {
+        if left_out > 0 || out.len() + line.len() + widest > max_bytes {
             left_out += 1;
             continue;
         }
-        out.push_str(&line);
+        out.push_str(line);
     }
-    let _ = writeln!(
-        out,
-        "\n{hidden} low-level events (deltas, status, usage, items, responses) are not shown."
-    );
-    if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "{left_out} of {} timeline events left out to stay under {max_bytes} bytes (--max-bytes).",
-            rows.len()
-        );
+    let closing = tail(left_out, false);
+    if out.len() + closing.len() <= max_bytes {
+        out.push_str(&closing);
+    } else {
+        out.push_str(&tail(left_out, true));
     }
-    out
+}
+
+/// The note under a timeline that lost `left_out` of its `total` lines to
+/// `--max-bytes`; `over` when the report is over the bound all the same.
+fn left_out_note(left_out: usize, total: usize, max_bytes: usize, over: bool) -> Option<String> {
+    if over {
+        Some(format!(
+            "{left_out} of {total} timeline events left out, and the report is still over {max_bytes} bytes (--max-bytes): its summary, result, warnings and agent tree alone are larger."
+        ))
+    } else if left_out > 0 {
+        Some(format!(
+            "{left_out} of {total} timeline events left out to stay under {max_bytes} bytes (--max-bytes)."
+        ))
+    } else {
+        None
+    }
 }
 
 fn md_node(out: &mut String, node: &AgentNode, depth: usize) {

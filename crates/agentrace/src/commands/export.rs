@@ -86,6 +86,13 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
         report::Format::Markdown
     };
     let text = report::render_run(home, &id, format, args.max_bytes)?;
+    if text.len() > args.max_bytes {
+        eprintln!(
+            "warning: the report of {id} is {} bytes, over --max-bytes {}: every timeline event was left out, and its summary, result, warnings and agent tree alone are larger",
+            text.len(),
+            args.max_bytes
+        );
+    }
     match &args.output {
         Some(path) => {
             #[expect(clippy::disallowed_methods, reason = "the file the user names with `--output`, not the home's")]

@@ -121,6 +121,73 @@ fn a_report_over_max_bytes_leaves_out_timeline_events_and_says_how_many() {
 }
 
 #[test]
+fn a_report_never_claims_to_stay_under_max_bytes_when_it_is_over() {
+    let cli = Cli::new();
+    cli.ingest(
+        &capture("real_model_nested"),
+        &["--quiet", "--run-id", "big"],
+    );
+    let export = |format: &str, bound: usize| {
+        let output = cli.run(&["export", format, "big", "--max-bytes", &bound.to_string()]);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let note = stdout
+            .lines()
+            .find(|line| line.contains("timeline events left out"))
+            .map(|line| line.trim_start_matches("<p class=\"note left-out\">").trim_end_matches("</p>").to_owned());
+        (
+            format.to_owned(),
+            bound,
+            stdout.len() <= bound,
+            note,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let full = |format: &str| cli.ok(&["export", format, "big"]).len();
+    let over = |bound: usize, size: usize| {
+        (
+            Some(format!(
+                "23 of 23 timeline events left out, and the report is still over {bound} bytes (--max-bytes): its summary, result, warnings and agent tree alone are larger."
+            )),
+            format!(
+                "warning: the report of big is {size} bytes, over --max-bytes {bound}: every timeline event was left out, and its summary, result, warnings and agent tree alone are larger\n"
+            ),
+        )
+    };
+    let (html_over, html_warning) = over(3000, 3790);
+    let (markdown_over, markdown_warning) = over(1000, 1427);
+    assert_eq!(
+        vec![
+            export("--html", 3000),
+            export("--markdown", 1000),
+            export("--html", 4000),
+            export("--markdown", 3000),
+            export("--html", full("--html")),
+            export("--markdown", full("--markdown")),
+        ],
+        vec![
+            (String::from("--html"), 3000, false, html_over, html_warning),
+            (String::from("--markdown"), 1000, false, markdown_over, markdown_warning),
+            (
+                String::from("--html"),
+                4000,
+                true,
+                Some(String::from("22 of 23 timeline events left out to stay under 4000 bytes (--max-bytes).")),
+                String::new()
+            ),
+            (
+                String::from("--markdown"),
+                3000,
+                true,
+                Some(String::from("3 of 23 timeline events left out to stay under 3000 bytes (--max-bytes).")),
+                String::new()
+            ),
+            (String::from("--html"), full("--html"), true, None, String::new()),
+            (String::from("--markdown"), full("--markdown"), true, None, String::new()),
+        ]
+    );
+}
+
+#[test]
 fn an_unreachable_otlp_endpoint_fails_clearly_and_leaves_the_run_untouched() {
     let cli = Cli::new();
     cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "kept"]);
