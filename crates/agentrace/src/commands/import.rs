@@ -1478,14 +1478,20 @@ fn import_sessions(
         let id = match previous_run {
             Some(id) => id,
             None => {
-                if live_claude.is_none() {
-                    live_claude = Some(importer.live_claude_runs()?);
+                // A session an import already made a run of keeps it when
+                // the import's state is lost (`reindex`): continuing a live
+                // run of it instead put the session in two runs, the
+                // transcript copied into the live one again at every
+                // `reindex`.
+                let own = RunId::from(format!("claude-{}", session.session_id));
+                if importer.runs.files_of(&own)?.log {
+                    own
+                } else {
+                    if live_claude.is_none() {
+                        live_claude = Some(importer.live_claude_runs()?);
+                    }
+                    live_claude.as_ref().and_then(|live| live.get(&session.session_id)).cloned().unwrap_or(own)
                 }
-                live_claude
-                    .as_ref()
-                    .and_then(|live| live.get(&session.session_id))
-                    .cloned()
-                    .unwrap_or_else(|| RunId::from(format!("claude-{}", session.session_id)))
             }
         };
         let change = importer.unless_log_moved(change, &id, log);

@@ -7,6 +7,7 @@
 
 use crate::run_ids::new_run_id;
 use crate::clock::now;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
@@ -737,9 +738,17 @@ pub fn record_transcripts(home: &Home, id: &RunId, session: &SessionFiles) -> an
 fn record_transcripts_counted(home: &Home, id: &RunId, session: &SessionFiles) -> anyhow::Result<(Recording, u64)> {
     let setup = Setup::new(Format::ClaudeTranscript).cadence(Cadence::EachStatus);
     let mut recording = Recording::open(home, id, &setup, || claude_start(session))?;
+    // A run continued holds the lines an earlier merge fed it: fed again,
+    // those with no uuid (attachments, queue operations) were copied once
+    // more and each uuid line added a duplicate notice, at every `reindex`.
+    let mut recorded = if recording.resumed { recorded_frames(home, id)? } else { HashMap::new() };
     let mut fed = 0u64;
     for (part, file) in &session.parts {
         let bytes = fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let bytes = unrecorded(part, bytes, &mut recorded);
+        if bytes.is_empty() {
+            continue;
+        }
         fed += match part {
             SourcePart::AgentMeta { .. } => u64::from(!agentrace_core::decode::is_blank(&bytes)),
             _ => bytes.split(|byte| *byte == b'\n').filter(|line| !agentrace_core::decode::is_blank(line)).count() as u64,
@@ -747,6 +756,55 @@ fn record_transcripts_counted(home: &Home, id: &RunId, session: &SessionFiles) -
         recording.feed(part, &bytes)?;
     }
     Ok((recording, fed))
+}
+
+/// The frames run `id`'s log holds, each in its one spelling (parsed and
+/// written again, so a line's spaces do not matter), with how many times.
+fn recorded_frames(home: &Home, id: &RunId) -> anyhow::Result<HashMap<String, usize>> {
+    let path = home.log_path(id);
+    let (envelopes, _) = agentrace_store::read_log(&path)?;
+    let mut frames = agentrace_store::raw_ref::Resolver::for_log(&path);
+    let mut recorded = HashMap::new();
+    for envelope in &envelopes {
+        if let Some(frame) = frames.frame(envelope).ok().flatten().and_then(|raw| spelled(raw.get().as_bytes())) {
+            *recorded.entry(frame).or_insert(0) += 1;
+        }
+    }
+    Ok(recorded)
+}
+
+/// A JSON text in one spelling; `None` when it is not JSON.
+fn spelled(bytes: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(bytes).ok().and_then(|value| serde_json::to_string(&value).ok())
+}
+
+/// `bytes` of a session's file without what `recorded` holds (each taken
+/// from it as it is matched): the lines, or the metadata document, a
+/// continued run already has.
+fn unrecorded(part: &SourcePart, bytes: Vec<u8>, recorded: &mut HashMap<String, usize>) -> Vec<u8> {
+    if recorded.is_empty() {
+        return bytes;
+    }
+    let mut take = |piece: &[u8]| {
+        let Some(frame) = spelled(piece) else { return false };
+        match recorded.get_mut(&frame) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                true
+            }
+            Some(_) | None => false,
+        }
+    };
+    if matches!(part, SourcePart::AgentMeta { .. }) {
+        return if take(&bytes) { Vec::new() } else { bytes };
+    }
+    let mut kept = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|byte| *byte == b'\n') {
+        if agentrace_core::decode::is_blank(line) || !take(line) {
+            kept.extend_from_slice(line);
+        }
+    }
+    kept
 }
 
 /// The first lines of a file (as many as are read ahead to detect a

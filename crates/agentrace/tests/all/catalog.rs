@@ -77,6 +77,58 @@ fn a_catalog_unreadable_of_another_schema_or_missing_is_made_anew_with_a_note_an
     assert_eq!(cli.ok(&["runs", "--json"]), runs);
 }
 
+/// Every run log of a home (its path and bytes) and its `runs --json`.
+type HomeSeen = (Vec<(String, Vec<u8>)>, String);
+
+/// A Claude session recorded from its stream (`ingest`) and imported from
+/// its transcripts, the stream first or the import first: every run's log
+/// and the list, after each of two `reindex`es.
+fn a_stream_and_its_transcripts_reindexed_twice(stream_first: bool) -> Vec<HomeSeen> {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (sources.path().join("codex"), sources.path().join("claude"));
+    std::fs::create_dir_all(&codex).unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/parallel_bg/home_claude"), &claude);
+    let cli = Cli::new();
+    let with_sources = |args: &[&str]| {
+        let output = cli.command(args).env("CODEX_HOME", &codex).env("CLAUDE_CONFIG_DIR", &claude).output().unwrap_or_else(|e| panic!("{e}"));
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    let stream = || cli.ingest(&fixtures().join("claude/parallel_bg/stream.jsonl"), &["--run-id", "st-pbg"]);
+    if stream_first {
+        stream();
+        with_sources(&["import", "--quiet"]);
+    } else {
+        with_sources(&["import", "--quiet"]);
+        stream();
+        with_sources(&["import", "--quiet"]);
+    }
+    let home = || {
+        let mut logs: Vec<(String, Vec<u8>)> = std::fs::read_dir(cli.home.path().join("runs"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path())
+            .filter(|path| path.extension().is_some_and(|extension| extension == "jsonl"))
+            .map(|path| (path.display().to_string(), std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"))))
+            .collect();
+        logs.sort();
+        (logs, cli.ok(&["runs", "--json"]))
+    };
+    let mut seen = vec![home()];
+    for _ in 0..2 {
+        with_sources(&["reindex", "--quiet"]);
+        seen.push(home());
+    }
+    seen
+}
+
+#[test]
+fn reindex_changes_no_run_log_of_a_session_recorded_from_its_stream_and_imported_from_its_transcripts() {
+    for stream_first in [true, false] {
+        let seen = a_stream_and_its_transcripts_reindexed_twice(stream_first);
+        assert_eq!(seen[1], seen[0], "stream first: {stream_first}");
+        assert_eq!(seen[2], seen[0], "stream first: {stream_first}");
+    }
+}
+
 #[test]
 fn two_processes_use_the_catalog_at_once() {
     let cli = Cli::new();
