@@ -137,7 +137,9 @@ pub struct Waterfall {
     /// The axis's origin: the earliest time of the events it draws (turns,
     /// calls, spawns, waits).
     pub started_at: Option<Timestamp>,
-    /// The axis: ms from the origin to the latest event.
+    /// The axis: ms from the origin to the latest event it draws, or, while
+    /// a bar is open (a call still running, a session that ended mid-turn),
+    /// to the run's last line, which the open bars are drawn to.
     pub span_ms: i64,
     /// One per agent, each under its spawner, spawners first, siblings in
     /// the order they were spawned.
@@ -154,6 +156,10 @@ pub struct WaterfallBuilder {
     /// The earliest and the latest time of the events, ms since the epoch.
     first: Option<i64>,
     last: Option<i64>,
+    /// The latest time of any event but `run_started` (the run's last
+    /// line, `session_ended` for a session that is over): where an open
+    /// bar is drawn to.
+    tail: Option<i64>,
     bars: Vec<Bar>,
     links: Vec<Link>,
     /// (thread, turn id) → its bar.
@@ -202,6 +208,9 @@ impl WaterfallBuilder {
         let Some(event) = envelope.event.known() else {
             return;
         };
+        if !matches!(event, Event::RunStarted { .. }) {
+            self.tail = Some(self.tail.map_or(envelope.timestamp.0, |tail| tail.max(envelope.timestamp.0)));
+        }
         // The axis spans the events it draws (turns, calls, spawns, waits),
         // which carry the provider's times: the recorder's `run_started`
         // is stamped when recording began (an import's, when it ran) and
@@ -479,9 +488,17 @@ impl WaterfallBuilder {
                 spawned_at_ms: None,
             });
         }
+        // An open bar runs on to the run's last line (a session that ended
+        // mid-turn, its root still waiting): the axis reaches it, else
+        // the bar would start at the axis's end and have no width.
+        let open = self.bars.iter().any(|bar| bar.end_ms.is_none());
+        let last = match (self.last, self.tail) {
+            (Some(last), Some(tail)) if open => Some(last.max(tail)),
+            (last, _) => last,
+        };
         Waterfall {
             started_at: self.first.map(Timestamp::from_millis),
-            span_ms: self.last.map_or(0, |last| last - origin),
+            span_ms: last.map_or(0, |last| last - origin),
             lanes,
             bars: self.bars,
             links: self.links,
@@ -546,7 +563,7 @@ fn tool_key(item_id: Option<&ItemId>, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Actor, Confidence, EventBody, Role, RunId, LOG_VERSION};
+    use crate::model::{Actor, Confidence, EventBody, Role, RunId, SessionEndReason, LOG_VERSION};
 
     fn envelope(sequence: u64, at: i64, thread: &str, event: Event) -> Envelope {
         Envelope {
@@ -640,6 +657,47 @@ mod tests {
                 1
             )
         );
+    }
+
+    /// v1_restart_mid_child's root waited on its helper when the session
+    /// ended 6.5 s later: the axis stopped at the wait's start (233 ms of a
+    /// 6.7 s run), so the open wait had no width at all.
+    #[test]
+    fn the_axis_of_a_session_that_ended_mid_turn_reaches_its_last_line_and_its_open_bars_run_to_it() {
+        let mut builder = WaterfallBuilder::new();
+        builder.push(&envelope(
+            1,
+            0,
+            "t",
+            Event::TurnStarted {
+                turn_id: "turn-1".into(),
+                root_turn_id: None,
+            },
+        ));
+        builder.push(&envelope(2, 233, "t", tool_use("wait", "w")));
+        builder.push(&envelope(3, 3_000, "t", Event::Notice { method: "thread/status".to_owned(), message: None, item_id: None }));
+        builder.push(&envelope(4, 6_710, "t", Event::SessionEnded { reason: SessionEndReason::EndOfInput }));
+        let waterfall = builder.finish(&[]);
+        let window: Vec<_> = waterfall
+            .window(6_000, 6_710, 1.0)
+            .iter()
+            .map(|bar| (bar.kind, bar.start_ms, bar.end_ms))
+            .collect();
+        assert_eq!(
+            (waterfall.span_ms, window),
+            (6_710, vec![(BarKind::Turn, 0, None), (BarKind::Wait, 233, None)])
+        );
+    }
+
+    /// With every bar closed, the axis stays the drawn events' (what is
+    /// logged after the last of them is bookkeeping).
+    #[test]
+    fn the_axis_of_a_run_whose_bars_all_closed_ends_at_its_last_drawn_event() {
+        let mut builder = WaterfallBuilder::new();
+        builder.push(&envelope(1, 0, "t", tool_use("shell", "a")));
+        builder.push(&envelope(2, 40, "t", tool_result("shell", "a", 0)));
+        builder.push(&envelope(3, 900, "t", Event::SessionEnded { reason: SessionEndReason::EndOfInput }));
+        assert_eq!(builder.finish(&[]).span_ms, 40);
     }
 
     #[test]

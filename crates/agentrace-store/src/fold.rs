@@ -596,10 +596,11 @@ impl WaterfallSource {
 }
 
 /// False for a log line that cannot hold an event the waterfall draws or
-/// counts (turns, tool calls, spawns, waits, usage): none of their type
+/// counts (turns, tool calls, spawns, waits, usage) or the session's end
+/// (what a bar still open when it ended is drawn to): none of their type
 /// names is in it. (A line that names one in its text is decoded and then
 /// passed over by the builder.)
 fn may_be_drawn(line: &[u8]) -> bool {
-    const NAMES: [&[u8]; 5] = [b"turn_", b"tool_", b"agent_spawned", b"agent_wait_started", b"usage"];
+    const NAMES: [&[u8]; 6] = [b"turn_", b"tool_", b"agent_spawned", b"agent_wait_started", b"usage", b"session_ended"];
     NAMES.iter().any(|name| memchr::memmem::find(line, name).is_some())
 }

@@ -1163,3 +1163,36 @@ async fn the_page_of_a_run_that_does_not_exist_says_so_with_a_404() {
         (StatusCode::NOT_FOUND, true, false, false, StatusCode::BAD_REQUEST, true, StatusCode::OK, true)
     );
 }
+
+/// v1_restart_mid_child's session ended while its root waited on Hilbert:
+/// the waterfall said 233 ms of a 6.7 s run, the open wait starting at the
+/// axis's very end (no width, not drawn).
+#[tokio::test]
+async fn the_waterfall_of_a_session_that_ended_mid_turn_spans_to_its_last_line() {
+    let scratch = Scratch::new();
+    let bytes = std::fs::read(super::support::capture("v1_restart_mid_child")).unwrap_or_else(|e| panic!("{e}"));
+    // As `ingest` ends it: at the capture's last line, 23:22:54.548Z.
+    let (mut writer, mut recorder) = scratch.record("restart", &bytes, false);
+    let ended = serde_json::from_value::<agentrace_core::model::Timestamp>(json!("2026-11-29T23:22:54.548Z")).unwrap_or_else(|e| panic!("{e}"));
+    writer.append(&recorder.end_session(ended, agentrace_core::model::SessionEndReason::EndOfInput)).unwrap_or_else(|e| panic!("{e}"));
+    writer.append(&recorder.finish()).unwrap_or_else(|e| panic!("{e}"));
+    drop(writer);
+    let (status, body) = get(&served(&scratch), "/api/runs/restart/waterfall", None).await;
+    let bars: Vec<_> = body["bars"]
+        .as_array()
+        .map(|bars| bars.iter().map(|bar| (bar["kind"].clone(), bar["startMs"].clone(), bar["endMs"].clone())).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        (status, body["spanMs"].clone(), bars),
+        (
+            StatusCode::OK,
+            json!(ended.0 - serde_json::from_value::<agentrace_core::model::Timestamp>(body["startedAt"].clone()).map_or(0, |at| at.0)),
+            vec![
+                (json!("turn"), json!(0), Value::Null),
+                (json!("tool"), json!(112), json!(127)),
+                (json!("turn"), json!(132), Value::Null),
+                (json!("wait"), json!(233), Value::Null),
+            ]
+        )
+    );
+}
