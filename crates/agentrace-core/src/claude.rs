@@ -43,9 +43,12 @@
 //! the `message_start` snapshot (`output_tokens: 1`); transcripts carry final
 //! values, which replace a snapshot when merged. `result.usage` is the root's
 //! final usage of one query (subagents excluded) and replaces the root's
-//! snapshots of that query. `modelUsage` and `total_cost_usd` include
-//! subagents and are kept raw only; `task_*` `total_tokens` is a context
-//! size, not a sum, and is not counted.
+//! snapshots of that query, and only those: with background subagents the
+//! next query starts (`system/init`) and replies before the first one's
+//! `result` is printed, and the n-th `result` covers the first n queries.
+//! `modelUsage` and `total_cost_usd` include subagents and are kept raw
+//! only; `task_*` `total_tokens` is a context size, not a sum, and is not
+//! counted.
 //!
 //! # Terminal provenance
 //!
@@ -975,6 +978,11 @@ impl ClaudeAttributor {
                         .unwrap_or_else(|| format!("init-{line_number}")),
                 );
                 self.open_root_turns.push_back(turn.clone());
+                // The root's responses from here on are this query's: an
+                // earlier query's `result`, printed later, never covers them.
+                if let Some(root) = &self.root {
+                    self.books.entry(root.clone()).or_default().start_query();
+                }
                 (
                     self.root_owner(Confidence::Provider),
                     Event::TurnStarted {
@@ -2767,5 +2775,26 @@ mod tests {
             book.record(key("msg_2"), usage(200, 50), true),
         ];
         assert_eq!((moved, book.total()), ([false, true], usage(300, 80)));
+    }
+
+    #[test]
+    fn a_result_printed_after_the_next_query_replied_covers_only_its_own_query() {
+        let usage = |input: u64, output: u64| TokenUsage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            ..TokenUsage::default()
+        };
+        let key = |id: &str| (id.to_owned(), String::new());
+        let mut book = UsageBook::default();
+        book.start_query();
+        book.record(key("msg_1"), usage(100, 1), false);
+        book.start_query();
+        book.record(key("msg_2"), usage(200, 1), false);
+        // The first query's `result` comes after the second one's reply.
+        book.cover(usage(100, 30));
+        let between = book.total();
+        book.cover(usage(200, 50));
+        assert_eq!((between, book.total()), (usage(300, 31), usage(300, 80)));
     }
 }

@@ -3,7 +3,7 @@
 //! `message_start` snapshots stdout carries. Pure bookkeeping, no meaning of
 //! who owns what.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use agentrace_wire::claude::ApiUsage;
 
@@ -17,11 +17,20 @@ pub type ResponseKey = (String, String);
 /// Stdout repeats one message id per content block, each time with the
 /// `message_start` snapshot (`output_tokens: 1`); transcripts carry the final
 /// values. A `result` line carries the root's final usage of a whole query,
-/// which then stands for the root responses seen so far ("covered").
+/// which then stands for that query's root responses ("covered"). With
+/// background subagents a query starts (`system/init`) before the one
+/// before it printed its `result`: the n-th `result` covers the responses of
+/// the first n queries only, never those of a query started after them.
 #[derive(Debug, Default, Clone)]
 pub struct UsageBook {
     responses: HashMap<ResponseKey, (TokenUsage, bool)>,
-    open: HashSet<ResponseKey>,
+    /// Responses no `result` covers yet, each with the query it came in
+    /// (how many queries had started when it was recorded).
+    open: HashMap<ResponseKey, u64>,
+    /// Queries started ([`Self::start_query`]).
+    queries: u64,
+    /// `result` lines counted ([`Self::cover`]).
+    covers: u64,
     /// The sum over `open`, kept as responses come: summing the open set at
     /// every response made a long session quadratic.
     open_total: TokenUsage,
@@ -53,7 +62,7 @@ impl UsageBook {
         match self.responses.get_mut(&key) {
             Some((kept, kept_final)) => {
                 if is_final && !*kept_final {
-                    if self.open.contains(&key) {
+                    if self.open.contains_key(&key) {
                         self.open_total = self.open_total.minus(kept).add(&usage);
                         self.open_snapshots = self.open_snapshots.saturating_sub(1);
                     }
@@ -71,7 +80,7 @@ impl UsageBook {
                         let (stand_in, counted) = self.stand_ins.swap_remove(index);
                         if let Some(stand_in) = stand_in {
                             self.responses.remove(&stand_in);
-                            if self.open.remove(&stand_in) {
+                            if self.open.remove(&stand_in).is_some() {
                                 self.open_total = self.open_total.minus(&counted);
                             }
                         }
@@ -81,7 +90,7 @@ impl UsageBook {
                     None => (usage, is_final),
                 };
                 self.responses.insert(key.clone(), (usage, is_final));
-                self.open.insert(key.clone());
+                self.open.insert(key.clone(), self.queries);
                 self.open_total = self.open_total.add(&usage);
                 if !is_final {
                     self.open_snapshots += 1;
@@ -107,7 +116,7 @@ impl UsageBook {
         };
         let key = match self.last_key.clone() {
             Some(last) if matching(&last) => Some(last),
-            _ => self.open.iter().find(|key| matching(key)).cloned(),
+            _ => self.open.keys().find(|key| matching(key)).cloned(),
         };
         match key {
             Some(key) => self.record(key, usage, true),
@@ -133,12 +142,37 @@ impl UsageBook {
         self.open_snapshots > 0
     }
 
-    /// A `result` line's usage covers every response seen so far.
+    /// A query starts (stream-json's `system/init`): the responses from
+    /// here on are its own, until a `result` covers it.
+    pub fn start_query(&mut self) {
+        self.queries += 1;
+    }
+
+    /// A `result` line's usage covers the responses of the oldest query not
+    /// covered yet and of those before it: the n-th `result` stands for the
+    /// responses recorded while at most n queries had started (all of them
+    /// when no start is known). A later query's responses stay open: its
+    /// own `result` comes after (background subagents start the next query
+    /// before the first one's `result` is printed).
     pub fn cover(&mut self, usage: TokenUsage) {
+        self.covers += 1;
+        let last_query = self.covers;
+        let covered: Vec<ResponseKey> = self
+            .open
+            .iter()
+            .filter(|(_, query)| **query <= last_query)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in covered {
+            self.open.remove(&key);
+            if let Some((kept, is_final)) = self.responses.get(&key) {
+                self.open_total = self.open_total.minus(kept);
+                if !is_final {
+                    self.open_snapshots = self.open_snapshots.saturating_sub(1);
+                }
+            }
+        }
         self.covered = self.covered.add(&usage);
-        self.open.clear();
-        self.open_total = TokenUsage::default();
-        self.open_snapshots = 0;
     }
 }
 

@@ -293,6 +293,90 @@ fn show_lists_the_tokens_outside_the_tree_so_the_agents_add_up_to_the_total() {
     assert_eq!((total, agent_tokens + outside_tokens), (675, 675), "{shown}");
 }
 
+/// A `result` line's usage (the root's final usage of one query) as the
+/// database's usage keys, and its total tokens.
+fn result_usage(usage: &Value) -> (Vec<(&'static str, f64)>, u64) {
+    let number = |key: &str| usage[key].as_u64().unwrap_or(0);
+    let (read, write) = (number("cache_read_input_tokens"), number("cache_creation_input_tokens"));
+    let input = number("input_tokens") + read + write;
+    let output = number("output_tokens");
+    let as_f64 = |value: u64| value as f64;
+    let keys = vec![
+        ("input_tokens", as_f64(input)),
+        ("cache_read_tokens", as_f64(read)),
+        ("cache_write_tokens", as_f64(write)),
+        ("cache_write_1h_tokens", as_f64(usage["cache_creation"]["ephemeral_1h_input_tokens"].as_u64().unwrap_or(0))),
+        ("output_tokens", as_f64(output)),
+        ("web_searches", as_f64(usage["server_tool_use"]["web_search_requests"].as_u64().unwrap_or(0))),
+    ];
+    (keys, input + output)
+}
+
+/// With background subagents the CLI starts the next query (and prints its
+/// reply) before the first query's `result`: that `result` once covered the
+/// next query's reply too, whose own `result` then counted it again, so its
+/// input was priced twice and `usage` counted it where `show` did not. The
+/// root of every stream-recorded capture now has the tokens of its `result`
+/// lines (one per query) and their price, and `show`, `usage` and `runs`
+/// give the run the same tokens and cost.
+#[test]
+fn a_later_querys_reply_is_counted_once_when_the_earlier_querys_result_comes_after_it() {
+    let round = |cost: &Value| cost.as_f64().map(|cost| format!("{cost:.9}"));
+    let mut actual = Vec::new();
+    let mut expected = Vec::new();
+    let mut streams = 0;
+    for entry in std::fs::read_dir(fixtures().join("claude")).unwrap_or_else(|e| panic!("{e}")) {
+        let dir = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        let stream = dir.join("stream.jsonl");
+        if !stream.is_file() {
+            continue;
+        }
+        streams += 1;
+        let name = dir.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let cli = Cli::new();
+        cli.ok(&["ingest", "--run-id", "s", &stream.to_string_lossy()]);
+        let shown: Value = serde_json::from_str(&cli.ok(&["show", "--json", "s"])).unwrap_or_else(|e| panic!("{e}"));
+        let used: Value = serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let listed: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        let root = &shown["agents"][0];
+        let model = root["model"].as_str().unwrap_or_default();
+        let at = shown["run"]["startedAt"].as_str().unwrap_or_default();
+        let text = std::fs::read_to_string(&stream).unwrap_or_else(|e| panic!("{e}"));
+        let (mut root_tokens, mut root_cost) = (0, 0.0);
+        for line in text.lines() {
+            let Ok(record) = serde_json::from_str::<Value>(line) else { continue };
+            if record["type"] == "result" && record["usage"].is_object() {
+                let (keys, tokens) = result_usage(&record["usage"]);
+                root_tokens += tokens;
+                root_cost += price("anthropic", model, &keys, at).unwrap_or(0.0);
+            }
+        }
+        let run_tokens = &shown["run"]["tokens"]["totalTokens"];
+        let run_cost = round(&shown["run"]["cost"]);
+        let used_root = &used["sessions"][0]["agents"][0]["own"];
+        actual.push((
+            name.clone(),
+            root["tokens"]["totalTokens"].as_u64(),
+            round(&root["cost"]),
+            used_root["totalTokens"].as_u64(),
+            round(&used_root["cost"]),
+            (used["totals"]["totalTokens"].clone(), round(&used["totals"]["cost"])),
+            (listed["runs"][0]["tokens"]["totalTokens"].clone(), round(&listed["runs"][0]["cost"])),
+        ));
+        expected.push((
+            name,
+            Some(root_tokens),
+            round(&Value::from(root_cost)),
+            Some(root_tokens),
+            round(&Value::from(root_cost)),
+            (run_tokens.clone(), run_cost.clone()),
+            (run_tokens.clone(), run_cost),
+        ));
+    }
+    assert!(streams >= 15, "{streams} stream captures");
+    assert_eq!(actual, expected);
+}
+
 /// Each Codex rollout's own last running total (`total_token_usage`), by
 /// thread.
 fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {
