@@ -250,7 +250,7 @@ async function loadRuns() {
       el("td", { class: "num" }, fmtTokens(tokens)),
       el("td", { class: "num" }, fmtCost(run.cost, run.costStatus)),
       warningBadges(run),
-      el("td", { class: "result" }, run.result ? run.result.slice(0, 160) : "")));
+      el("td", { class: "result", title: run.result || "" }, run.result ? run.result.slice(0, 160) : "")));
   }
   const count = document.getElementById("runs-total");
   count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
@@ -1172,7 +1172,7 @@ function figureCells(figures, changed) {
     mark("cost", fmtCost(figures.cost)),
     mark("durationMs", fmtDuration(figures.durationMs)),
     warnings,
-    el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result" }, figures.result ? figures.result.slice(0, 200) : "—"),
+    el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result", title: figures.result || "" }, figures.result ? figures.result.slice(0, 200) : "—"),
   ];
 }
 

@@ -1070,3 +1070,66 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         json!(format!("/runs/{run}"))
     );
 }
+
+/// Records Claude Code's stream-json capture `name` as run `id`.
+fn record_claude_stream(scratch: &Scratch, id: &str, name: &str) {
+    use agentrace_core::model::{RunId, Timestamp};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/claude").join(name).join("stream.jsonl");
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut writer = scratch.home().create_run(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new(RunId::from(id), agentrace_core::recorder::Format::ClaudeStream);
+    writer.append(&recorder.start(Timestamp::from_millis(1_795_993_400_000))).unwrap_or_else(|e| panic!("{e}"));
+    push(&mut writer, &mut recorder, &bytes);
+    writer.append(&recorder.finish()).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// At 1280 px the run list's warnings were cut ("replayed_hist…") and its
+/// result column sat behind a sideways scroll, the comparison's result ran
+/// off the right edge, and a helper lane's label hid its tokens and cost
+/// ("Echo task A [general-purp…").
+#[test]
+fn at_1280_pixels_the_run_list_and_the_comparison_fit_and_every_lane_shows_its_tokens_and_cost() {
+    let scratch = Scratch::new();
+    scratch.capture("cx-v1_basic", "v1_basic");
+    scratch.capture("cx-real_model_basic", "real_model_basic");
+    scratch.capture("cx-v1_restart_mid_child", "v1_restart_mid_child");
+    scratch.capture("cx-probe_unknown_thread_ids", "probe_unknown_thread_ids");
+    scratch.capture("cx-v2_child_error_http500", "v2_child_error_http500");
+    record_claude_stream(&scratch, "cl-v1.0.128_parallel_explore_missing", "parallel_bg");
+    record_claude_stream(&scratch, "cl-parallel_bg", "parallel_bg");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.resize(1280, 900);
+    // Each column's header, by its text, and whether it ends inside the
+    // window; and whether the page scrolls sideways.
+    let fits = |table: &str| {
+        format!(
+            "const w = document.documentElement.clientWidth; return [Array.from(document.querySelectorAll('{table} thead th')).filter(th => th.textContent).map(th => [th.textContent, Math.round(th.getBoundingClientRect().right) <= w]), document.documentElement.scrollWidth <= w];"
+        )
+    };
+    let columns = |heads: &[&str]| json!([heads.iter().map(|head| json!([head, true])).collect::<Vec<_>>(), true]);
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    browser.wait_for("its rows", "return document.querySelectorAll('#runs tbody tr').length === 7;");
+    let list = browser.script(&fits("#runs"));
+    browser.goto(&format!("{}/compare?a=cx-v1_basic&b=cx-real_model_basic", served.url));
+    browser.wait_for("the comparison", "return document.querySelectorAll('#compare-table tr.agent-pair').length > 0;");
+    let compared = browser.script(&fits("#compare-table"));
+    browser.goto(&format!("{}/runs/cl-parallel_bg", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for("the waterfall", "return document.querySelectorAll('#waterfall [data-lane]').length === 3;");
+    // A lane's figures are the `small` in its name: shown whole when they
+    // end inside the name's box.
+    let figures = browser.script(
+        "return Array.from(document.querySelectorAll('#waterfall [data-lane]')).map(lane => { const name = lane.firstElementChild; const small = name.querySelector('small'); return [lane.getAttribute('data-label'), small.getBoundingClientRect().right <= name.getBoundingClientRect().right + 0.5]; });",
+    );
+    assert_eq!(
+        (list, compared, figures),
+        (
+            columns(&["run", "status", "provider", "project", "started (UTC)", "duration", "agents", "tokens", "cost", "warnings", "result"]),
+            columns(&["agent", "status", "turns", "tools", "tokens", "cost", "duration", "warnings", "result"]),
+            json!([["Main", true], ["Echo task A [general-purpose]", true], ["Echo task B [Explore]", true]]),
+        )
+    );
+}
