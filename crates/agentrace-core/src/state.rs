@@ -1227,7 +1227,12 @@ impl RunState {
         }
         visiting.pop();
         let incomplete = Self::thread_incomplete(stats);
-        let (cost, cost_status) = cost_figure(&stats.tokens_by_model, !incomplete.is_empty());
+        // An agent that reported no usage has nothing priced: no figure
+        // (`null`, `unknown`), never a $0 that reads as a free agent.
+        let (cost, cost_status) = match stats.tokens {
+            Some(_) => cost_figure(&stats.tokens_by_model, !incomplete.is_empty()),
+            None => (None, CostStatus::Unknown),
+        };
         // The agent's own words win over the report its spawner received,
         // whichever source came first.
         let final_message = stats

@@ -377,6 +377,32 @@ fn a_later_querys_reply_is_counted_once_when_the_earlier_querys_result_comes_aft
     assert_eq!(actual, expected);
 }
 
+/// A helper that reported no usage (Hilbert, whose thread restarted mid
+/// turn, on a model without a price) was shown as `cost: 0.0`, `exact`: a
+/// free agent. It has no figure, as the run's unpriced root has none.
+#[test]
+fn a_helper_that_reported_no_usage_has_no_cost_never_an_exact_zero() {
+    let cli = Cli::new();
+    cli.ok(&["ingest", "--run-id", "r", &fixtures().join("codex/v1_restart_mid_child/server.jsonl").to_string_lossy()]);
+    let shown: Value = serde_json::from_str(&cli.ok(&["show", "--json", "r"])).unwrap_or_else(|e| panic!("{e}"));
+    let mut agents = Vec::new();
+    let mut todo: Vec<&Value> = shown["agents"].as_array().into_iter().flatten().collect();
+    while let Some(agent) = todo.pop() {
+        agents.push((agent["label"].clone(), agent["tokens"]["totalTokens"].clone(), agent["cost"].clone(), agent["costStatus"].clone()));
+        todo.extend(agent["children"].as_array().into_iter().flatten());
+    }
+    agents.sort_by_key(|agent| agent.0.to_string());
+    let figures = |label: &str, tokens: Value, status: &str| (Value::from(label), tokens, Value::Null, Value::from(status));
+    assert_eq!(
+        (agents, shown["run"]["cost"].clone(), shown["run"]["costStatus"].clone()),
+        (
+            vec![figures("Hilbert", Value::Null, "unknown"), figures("Main", Value::from(5359), "unknown")],
+            Value::Null,
+            Value::from("unknown"),
+        )
+    );
+}
+
 /// Each Codex rollout's own last running total (`total_token_usage`), by
 /// thread.
 fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {
