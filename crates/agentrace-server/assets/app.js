@@ -53,10 +53,16 @@ function showError(error) {
 
 // ----- formatting ------------------------------------------------------------
 
+// Rounded half up in whole numbers, one decimal under 10k and under 10M:
+// the rule of `agentrace runs` (its `tokens_text`), so both lists agree.
 function fmtTokens(n) {
   if (n === null || n === undefined) return "—";
-  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + "M";
-  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + "k";
+  const tenths = (unit) => { const t = Math.floor((n + unit / 20) / (unit / 10)); return Math.floor(t / 10) + "." + (t % 10); };
+  const whole = (unit) => String(Math.floor((n + unit / 2) / unit));
+  if (n >= 1e7) return whole(1e6) + "M";
+  if (n >= 1e6) return tenths(1e6) + "M";
+  if (n >= 1e4) return whole(1e3) + "k";
+  if (n >= 1e3) return tenths(1e3) + "k";
   return String(n);
 }
 
