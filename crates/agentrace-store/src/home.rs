@@ -466,6 +466,13 @@ impl Home {
         self.root.join(CATALOG_FILE)
     }
 
+    /// `<root>/catalog.sqlite.anew-<pid>`, where `reindex` makes the
+    /// catalog anew before copying it in (one per process: two at once
+    /// must not fill one file).
+    pub fn catalog_anew_path(&self) -> PathBuf {
+        self.root.join(format!("{CATALOG_FILE}.anew-{}", std::process::id()))
+    }
+
     /// `<root>/warnings.json`, the user's warning configuration, read when
     /// no other file is named.
     pub fn warning_config_path(&self) -> PathBuf {

@@ -1,5 +1,5 @@
 //! `agentrace reindex`: the catalog made anew from the run logs, then the
-//! sources imported again. The catalog is emptied and synced by the store;
+//! sources imported again. The catalog is made anew by the store;
 //! this command never writes its tables itself.
 
 use std::path::PathBuf;
@@ -42,10 +42,9 @@ pub struct ReindexReport {
 /// catalog, so every session is read once more).
 pub fn reindex(home: &Home, args: &ReindexArgs) -> anyhow::Result<ReindexReport> {
     let path = home.catalog_path();
-    // Emptied, not removed: another agentrace may be using it.
-    let catalog = Catalog::open(home)?;
-    catalog.clear()?;
-    let count = catalog.sync(home)?;
+    // Made beside it and copied in, never removed: another agentrace may
+    // be using it, and reads the old one meanwhile.
+    let (catalog, count) = Catalog::made_anew(home)?;
     drop(catalog);
     let quiet = args.quiet || args.json;
     let import = if args.no_import {
