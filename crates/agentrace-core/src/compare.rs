@@ -184,10 +184,7 @@ fn run_side(view: &RunView, waterfall: &Waterfall) -> RunSide {
             tool_calls,
             tokens: run.tokens.as_ref().map(|tokens| tokens.total_tokens),
             cost: run.cost,
-            duration_ms: run
-                .started_at
-                .zip(run.updated_at)
-                .map(|(start, end)| end.0 - start.0),
+            duration_ms: run.duration_ms(),
             result: run.result.clone(),
             warnings: codes(view, |_| true),
         },

@@ -285,6 +285,17 @@ impl RunSummary {
     pub fn at_work(&self) -> bool {
         self.status == RunStatus::Running && !self.session_ended
     }
+
+    /// How long it took, in milliseconds: from its first envelope to its
+    /// root's end, or to its last envelope while it has none. The one
+    /// figure every surface shows (`show`, the run list and the catalog's
+    /// `duration_ms`, `diff` and the compare page); lines logged after the
+    /// root's end (the session's end, late responses) do not lengthen it.
+    pub fn duration_ms(&self) -> Option<i64> {
+        let start = self.started_at?;
+        let end = self.ended_at.or(self.updated_at)?;
+        Some(end.millis() - start.millis())
+    }
 }
 
 impl AgentNode {

@@ -548,10 +548,7 @@ impl Catalog {
     pub fn put_run(&self, summary: &RunSummary, project: Option<&str>, session_id: Option<&str>, agents: &[AgentRow], log: LogStampRow, texts: Option<&[TextRow]>) -> Result<(), StoreError> {
         let err = sql(&self.path);
         let tokens = summary.tokens.unwrap_or_default();
-        let duration = match (summary.started_at, summary.ended_at.or(summary.updated_at)) {
-            (Some(start), Some(end)) => Some(end.0 - start.0),
-            _ => None,
-        };
+        let duration = summary.duration_ms();
         let record = serde_json::to_string(summary).map_err(|error| StoreError::CatalogBroken { path: self.path.clone(), cause: error.to_string() })?;
         let project = project.map(str::to_owned).or_else(|| self.project_of(summary.id.as_str()).ok().flatten());
         let mut put = self

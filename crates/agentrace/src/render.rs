@@ -78,7 +78,7 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
         let ended = run
             .ended_at
             .map(|ended| {
-                let seconds = (ended.millis() - started.millis()) as f64 / 1000.0;
+                let seconds = run.duration_ms().unwrap_or_default() as f64 / 1000.0;
                 format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, zone))
             })
             .unwrap_or_default();

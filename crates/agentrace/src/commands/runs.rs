@@ -204,10 +204,10 @@ fn tokens_text(tokens: u64) -> String {
 
 /// A duration in a few characters (`42s`, `12m`, `3h05`).
 fn duration_text(run: &RunSummary) -> String {
-    let (Some(start), Some(end)) = (run.started_at, run.ended_at.or(run.updated_at)) else {
+    let Some(millis) = run.duration_ms() else {
         return "-".to_owned();
     };
-    let seconds = (end.0 - start.0).max(0) / 1000;
+    let seconds = millis.max(0) / 1000;
     match seconds {
         0..60 => format!("{seconds}s"),
         60..3600 => format!("{}m", seconds / 60),

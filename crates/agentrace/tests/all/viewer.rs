@@ -237,12 +237,36 @@ fn diff_shows_each_sides_warnings_as_show_judges_them() {
     assert_eq!(
         lines,
         vec![
-            "    done · 2 turns · tools closeAgent×1 shell×1 spawnAgent×1 wait×1 · 33090 tokens · $? · 4.1s · 1 warning: budget_exceeded",
+            "    done · 2 turns · tools closeAgent×1 shell×1 spawnAgent×1 wait×1 · 33090 tokens · $? · 1.0s · 1 warning: budget_exceeded",
             "    running · 2 turns · tools spawnAgent×1 wait×1 · 5359 tokens · $? · 6.7s · 1 warning: lost_turn",
-            "    B unknown · 1 turns · tools - · ? tokens · $? · 0.1s · 1 warning: lost_turn",
+            "    B unknown · 1 turns · tools - · ? tokens · $? · 6.5s · 1 warning: lost_turn",
         ],
         "{text}"
     );
+}
+
+/// `diff` gives each run the duration `show` and the run list give it:
+/// to its root's end, never to the last line logged after it (the
+/// session's end, late responses), which made a 1.1 s run 4.2 s.
+#[test]
+fn diff_gives_each_run_the_duration_show_gives_it() {
+    let cli = Cli::new();
+    cli.ingest(&capture("real_model_basic"), &["--quiet", "--run-id", "app"]);
+    let exec = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex-exec/v2_parallel");
+    let home = exec.join("codex-home").to_string_lossy().into_owned();
+    cli.ingest(&exec.join("exec.jsonl"), &["--quiet", "--run-id", "exec", "--codex-home", &home]);
+    let millis = |value: &Value| serde_json::from_value::<Timestamp>(value.clone()).map(|at| at.millis()).ok();
+    let shown = |run: &str| {
+        let view = json_of(&cli.ok(&["show", run, "--json"]));
+        millis(&view["run"]["startedAt"]).zip(millis(&view["run"]["endedAt"])).map(|(start, end)| json!(end - start))
+    };
+    let diff = json_of(&cli.ok(&["diff", "app", "exec", "--json"]));
+    let figures = |side: &str| Some(diff[side]["figures"]["durationMs"].clone());
+    assert_eq!(
+        (figures("a"), figures("b")),
+        (shown("app"), shown("exec"))
+    );
+    assert_eq!((shown("app"), shown("exec")), (Some(json!(1131)), Some(json!(0))));
 }
 
 /// Ends the server when the test ends, whatever happened.
