@@ -138,8 +138,8 @@ pub struct Waterfall {
     /// calls, spawns, waits).
     pub started_at: Option<Timestamp>,
     /// The axis: ms from the origin to the latest event it draws, or, while
-    /// a bar is open (a call still running, a session that ended mid-turn),
-    /// to the run's last line, which the open bars are drawn to.
+    /// a bar is open in a session that ended mid-turn, to its
+    /// `session_ended`, which the open bars are drawn to.
     pub span_ms: i64,
     /// One per agent, each under its spawner, spawners first, siblings in
     /// the order they were spawned.
@@ -156,8 +156,7 @@ pub struct WaterfallBuilder {
     /// The earliest and the latest time of the events, ms since the epoch.
     first: Option<i64>,
     last: Option<i64>,
-    /// The latest time of any event but `run_started` (the run's last
-    /// line, `session_ended` for a session that is over): where an open
+    /// When the session ended (`session_ended`), if it did: where an open
     /// bar is drawn to.
     tail: Option<i64>,
     bars: Vec<Bar>,
@@ -208,7 +207,10 @@ impl WaterfallBuilder {
         let Some(event) = envelope.event.known() else {
             return;
         };
-        if !matches!(event, Event::RunStarted { .. }) {
+        // Only the session's end: a reader that passes over the lines it
+        // does not draw (the store's waterfall read) must reach the same
+        // axis as one that folds every envelope.
+        if matches!(event, Event::SessionEnded { .. }) {
             self.tail = Some(self.tail.map_or(envelope.timestamp.0, |tail| tail.max(envelope.timestamp.0)));
         }
         // The axis spans the events it draws (turns, calls, spawns, waits),
