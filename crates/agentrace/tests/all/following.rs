@@ -269,6 +269,47 @@ fn top_without_a_terminal_prints_its_rows_once() {
     assert!(lines[3].starts_with("└ ") && lines[3].contains("ended succeeded"), "{stdout}");
 }
 
+/// `top --recent N` with a provider filter shows the `N` newest ended
+/// sessions of that provider: the filter is applied before the cut. It was
+/// applied after, so with the one newest session a Codex one, `p` on
+/// Claude showed none of the Claude sessions there were.
+#[test]
+fn top_filters_by_provider_before_it_keeps_the_newest_ended_sessions() {
+    let homes = Homes::new();
+    // The Claude capture started before the Codex one.
+    for (provider, capture) in [(Provider::Codex, "v1_basic"), (Provider::Claude, "single_fg")] {
+        let growth = Growth::of(provider, capture);
+        growth.write(&homes, 0..growth.order.len(), true);
+    }
+    let cli = Cli::new();
+    // Imported before: `top`'s own pass finds nothing new, and what it
+    // shows is what it loads of the catalog.
+    let (codex_home, claude_dir) = (homes.of(Provider::Codex).to_string_lossy().into_owned(), homes.of(Provider::Claude).to_string_lossy().into_owned());
+    cli.ok(&["import", "--quiet", "--codex-home", &codex_home, "--claude-dir", &claude_dir]);
+    let tmux = Tmux::start_sized(
+        &format!(
+            "env AGENTRACE_HOME={} NO_COLOR=1 {} top --recent 1 --codex-home {} --claude-dir {}; echo top-exited=$?; sleep 30",
+            quoted(cli.home.path()),
+            quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
+            quoted(&homes.of(Provider::Codex)),
+            quoted(&homes.of(Provider::Claude)),
+        ),
+        100,
+    );
+    let sessions = |screen: &str| -> Vec<String> {
+        screen.lines().filter(|line| line.starts_with("codex ") || line.starts_with("claude ")).map(|line| line.split_whitespace().next().unwrap_or_default().to_owned()).collect()
+    };
+    let all = tmux.wait_for("the newest session", |screen| screen.contains("provider all") && !sessions(screen).is_empty());
+    assert_eq!(sessions(&all), vec!["codex"], "{all}");
+    tmux.keys(&["p"]);
+    tmux.wait_for("the Codex filter", |screen| screen.contains("provider codex"));
+    tmux.keys(&["p"]);
+    let claude = tmux.wait_for("the Claude filter", |screen| screen.contains("provider claude") && (screen.contains("1 session") || screen.contains("0 sessions")));
+    assert_eq!(sessions(&claude), vec!["claude"], "{claude}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to exit", |screen| screen.contains("top-exited=0"));
+}
+
 /// `top --json` prints the sessions once as the viewer's `GET /api/live`
 /// gives them (the same overview of each: its record, whether it is live,
 /// each agent's state, tool, tokens and cost), a Claude session whose
