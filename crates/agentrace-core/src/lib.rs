@@ -16,6 +16,7 @@ pub mod codex;
 pub mod days;
 pub mod decode;
 pub mod exec;
+pub mod html;
 mod legacy_facts;
 pub mod lines;
 pub mod model;

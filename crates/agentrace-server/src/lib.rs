@@ -227,28 +227,13 @@ async fn run_page(State(state): State<AppState>, Path(id): Path<String>) -> Resp
 /// status; the message is inserted as text.
 fn refusal_page(error: &ApiError) -> Response {
     let title = if error.status() == axum::http::StatusCode::NOT_FOUND { "No such run" } else { "Not a run" };
-    let message = escape_html(&error.to_string());
+    let message = agentrace_core::html::escape(&error.to_string());
     let body = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n<header><a id=\"home\" href=\"/\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"/\">Every run</a></p>\n</main>\n</body>\n</html>\n"
     );
     (error.status(), [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
 
-/// Text made safe to put between HTML tags.
-fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
 
 async fn secure_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();

@@ -421,7 +421,7 @@ fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
         // (or a label as another command prints it) must not read as an
         // agent that did nothing.
         let agents = fold.state().agents();
-        if !kept && !render::names_an_agent(&agents, agent) {
+        if !kept && !agentrace_core::state::names_an_agent(&agents, agent) {
             anyhow::bail!("--actor {agent}: no agent of run {id} has this thread id or label\n{}", render::actor_choices(&agents, agent));
         }
     }

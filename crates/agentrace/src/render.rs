@@ -487,14 +487,6 @@ pub fn status_text(run: &agentrace_core::state::RunSummary) -> String {
     }
 }
 
-/// True when an agent of the tree has `name` as its thread id or its
-/// label (exact, as `show` prints it): what `--actor` takes beside `main`,
-/// `helpers` and `unknown` (the core's rule, which the API's `actor=`
-/// follows too).
-pub fn names_an_agent(agents: &[AgentNode], name: &str) -> bool {
-    agentrace_core::state::names_an_agent(agents, name)
-}
-
 /// The most agents an `--actor` error lists.
 const LISTED_AGENTS: usize = 20;
 

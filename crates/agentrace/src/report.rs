@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use agentrace_core::html::escape;
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
 use agentrace_core::state::{AgentNode, RunView};
 use agentrace_store::{Home, LogReader};
@@ -578,21 +579,6 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// HTML-escapes text for element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(ch),
-        }
-    }
-    out
-}
 
 /// Markdown-escapes inline text: no markup, no HTML, no table breaks, one line.
 fn md(text: &str) -> String {
