@@ -27,7 +27,7 @@ use agentrace_core::model::Timestamp;
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::zone::Zone;
 use agentrace_store::Home;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -211,7 +211,11 @@ async fn page() -> Response {
 /// A run's page, once its id names one run; else a plain page saying why,
 /// with the API's status for it (404 for no such run, 400 for an id that
 /// is not one or a prefix of several), never the viewer's empty chrome.
-async fn run_page(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+async fn run_page(State(state): State<AppState>, Path(id): Path<String>, RawQuery(query): RawQuery) -> Response {
+    // The guard let the request in, so a token it gave in its address is
+    // the server's: the page's links carry it on, as the viewer's do, or
+    // "Every run" would be refused.
+    let token = state.inner.options.token.as_ref().and_then(|_| query_token(query.as_deref())).map(str::to_owned);
     let resolved = blocking(move || {
         agentrace_store::validate_run_id(&id)?;
         Ok(state.home()?.resolve(&id)?)
@@ -219,17 +223,22 @@ async fn run_page(State(state): State<AppState>, Path(id): Path<String>) -> Resp
     .await;
     match resolved {
         Ok(_) => asset("text/html; charset=utf-8", INDEX_HTML),
-        Err(error) => refusal_page(&error),
+        Err(error) => refusal_page(&error, token.as_deref()),
     }
 }
 
 /// A page that says why it is not the one asked for, with the refusal's
-/// status; the message is inserted as text.
-fn refusal_page(error: &ApiError) -> Response {
+/// status; the message is inserted as text. Its links to the run list
+/// carry `token` (as given in the address) when there is one.
+fn refusal_page(error: &ApiError, token: Option<&str>) -> Response {
     let title = if error.status() == axum::http::StatusCode::NOT_FOUND { "No such run" } else { "Not a run" };
     let message = agentrace_core::html::escape(&error.to_string());
+    let home = match token {
+        Some(token) => format!("/?token={}", agentrace_core::html::escape(token)),
+        None => "/".to_owned(),
+    };
     let body = format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n<header><a id=\"home\" href=\"/\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"/\">Every run</a></p>\n</main>\n</body>\n</html>\n"
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n<header><a id=\"home\" href=\"{home}\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"{home}\">Every run</a></p>\n</main>\n</body>\n</html>\n"
     );
     (error.status(), [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }
@@ -294,15 +303,15 @@ fn presents_token(headers: &HeaderMap, query: Option<&str>, token: &str) -> bool
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
-    let from_query = query.and_then(|query| {
-        query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("token="))
-    });
-    let Some(given) = from_header.or(from_query) else {
+    let Some(given) = from_header.or_else(|| query_token(query)) else {
         return false;
     };
     bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// The `token=` of a request's query, as given (not decoded).
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|pair| pair.strip_prefix("token="))
 }
 
 async fn blocking<T: Send + 'static>(

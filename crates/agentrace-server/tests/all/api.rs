@@ -1164,6 +1164,37 @@ async fn the_page_of_a_run_that_does_not_exist_says_so_with_a_404() {
     );
 }
 
+/// With `--token-file`, the not-found page's links ("agentrace", "Every
+/// run") were a bare `/`, which the server refuses without the token: a
+/// user who mistyped a run's address had no way back but retyping the
+/// token. They carry the token the address gave, as the viewer's do.
+#[tokio::test]
+async fn the_not_found_pages_links_carry_the_token_the_address_gave() {
+    let scratch = Scratch::new();
+    scratch.capture("cx-basic", "v1_basic");
+    let guarded = AppState::new(
+        scratch.home(),
+        Options {
+            token: Some("a-long-enough-test-token".to_owned()),
+            ..Options::default()
+        },
+    );
+    let links = |text: &str| -> Vec<String> {
+        text.split("href=\"").skip(1).filter_map(|rest| rest.split('"').next()).map(str::to_owned).collect()
+    };
+    let (status, text) = page(&guarded, "/runs/nope?token=a-long-enough-test-token").await;
+    let (open_status, open_text) = page(&served(&scratch), "/runs/nope").await;
+    assert_eq!(
+        (status, links(&text), open_status, links(&open_text)),
+        (
+            StatusCode::NOT_FOUND,
+            vec!["/assets/app.css".to_owned(), "/?token=a-long-enough-test-token".to_owned(), "/?token=a-long-enough-test-token".to_owned()],
+            StatusCode::NOT_FOUND,
+            vec!["/assets/app.css".to_owned(), "/".to_owned(), "/".to_owned()],
+        )
+    );
+}
+
 /// v1_restart_mid_child's session ended while its root waited on Hilbert:
 /// the waterfall said 233 ms of a 6.7 s run, the open wait starting at the
 /// axis's very end (no width, not drawn).
