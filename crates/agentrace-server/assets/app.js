@@ -55,15 +55,17 @@ function showError(error) {
 
 // Rounded half up in whole numbers, one decimal under 10k and under 10M:
 // the rule of `agentrace runs` (its `tokens_text`), so both lists agree.
+// The rounded figure picks the unit: 9,960 is 10k and 999,600 1.0M.
 function fmtTokens(n) {
   if (n === null || n === undefined) return "—";
-  const tenths = (unit) => { const t = Math.floor((n + unit / 20) / (unit / 10)); return Math.floor(t / 10) + "." + (t % 10); };
-  const whole = (unit) => String(Math.floor((n + unit / 2) / unit));
-  if (n >= 1e7) return whole(1e6) + "M";
-  if (n >= 1e6) return tenths(1e6) + "M";
-  if (n >= 1e4) return whole(1e3) + "k";
-  if (n >= 1e3) return tenths(1e3) + "k";
-  return String(n);
+  const tenthsOf = (unit) => Math.floor((n + unit / 20) / (unit / 10));
+  const tenths = (unit) => { const t = tenthsOf(unit); return Math.floor(t / 10) + "." + (t % 10); };
+  const wholeOf = (unit) => Math.floor((n + unit / 2) / unit);
+  if (n < 1e3) return String(n);
+  if (tenthsOf(1e3) < 100) return tenths(1e3) + "k";
+  if (wholeOf(1e3) < 1000) return wholeOf(1e3) + "k";
+  if (tenthsOf(1e6) < 100) return tenths(1e6) + "M";
+  return wholeOf(1e6) + "M";
 }
 
 // `≥` when the cost is a floor, `$?` when nothing could be priced.

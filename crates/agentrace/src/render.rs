@@ -519,3 +519,45 @@ pub fn cents(cost: f64) -> String {
         format!("${cost:.2}")
     }
 }
+
+/// Tokens in a few characters (`5.4k`, `12k`, `3.4M`, `12M`) as the run
+/// list, `top` and the status line print them: rounded, one decimal under
+/// ten thousand and under ten million, as the viewer's run list gives them
+/// (its `fmtTokens`), so every list agrees. The unit
+/// is picked by the rounded figure: 9,960 is `10k` and 999,600 `1.0M`,
+/// never `10.0k` beside `11k` or `1000k`.
+pub fn short_tokens(tokens: u64) -> String {
+    // Rounded half up, in whole numbers (no float's nearest tie).
+    let tenths = |unit: u64| (tokens + unit / 20) / (unit / 10);
+    let whole = |unit: u64| (tokens + unit / 2) / unit;
+    if tokens < 1_000 {
+        tokens.to_string()
+    } else if tenths(1_000) < 100 {
+        format!("{}.{}k", tenths(1_000) / 10, tenths(1_000) % 10)
+    } else if whole(1_000) < 1_000 {
+        format!("{}k", whole(1_000))
+    } else if tenths(1_000_000) < 100 {
+        format!("{}.{}M", tenths(1_000_000) / 10, tenths(1_000_000) % 10)
+    } else {
+        format!("{}M", whole(1_000_000))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_tokens;
+
+    /// `runs` truncated (10819 → 10k, 5359 → 5k) where the viewer's list
+    /// rounds (11k, 5.4k): the same run had two token figures. At a unit's
+    /// edge the rounded figure picks the unit (9,999 was `10.0k`, 999,600
+    /// `1000k`). The viewer's `fmtTokens` is held to the same list (the
+    /// browser test `the_viewers_token_figures_are_those_of_agentrace_runs`).
+    #[test]
+    fn token_figures_are_rounded_as_the_viewers_run_list_rounds_them() {
+        let shown: Vec<String> = [573, 999, 1_050, 5_359, 9_949, 9_950, 9_999, 10_819, 19_871, 67_515, 999_499, 999_500, 999_600, 1_234_567, 9_949_999, 9_960_000, 12_500_000]
+            .into_iter()
+            .map(short_tokens)
+            .collect();
+        assert_eq!(shown, ["573", "999", "1.1k", "5.4k", "9.9k", "10k", "10k", "11k", "20k", "68k", "999k", "1.0M", "1.0M", "1.2M", "9.9M", "10M", "13M"]);
+    }
+}

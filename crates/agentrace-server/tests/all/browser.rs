@@ -286,6 +286,24 @@ fn the_raw_view_of_an_imported_event_whose_source_is_gone_says_why() {
     );
 }
 
+/// The viewer's run list gives a run's tokens as `agentrace runs` does,
+/// the same list of figures as its unit test
+/// (`token_figures_are_rounded_as_the_viewers_run_list_rounds_them`): at a
+/// unit's edge both printed `10.0k` beside `11k`, and `1000k`.
+#[test]
+fn the_viewers_token_figures_are_those_of_agentrace_runs() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/", served.url));
+    browser.wait_for("the run list", "return document.getElementById('runs-total').textContent !== '';");
+    assert_eq!(
+        browser.script("return [573, 999, 1050, 5359, 9949, 9950, 9999, 10819, 19871, 67515, 999499, 999500, 999600, 1234567, 9949999, 9960000, 12500000].map(fmtTokens);"),
+        json!(["573", "999", "1.1k", "5.4k", "9.9k", "10k", "10k", "11k", "20k", "68k", "999k", "1.0M", "1.0M", "1.2M", "9.9M", "10M", "13M"])
+    );
+}
+
 /// The run list is in the reader's time zone: its start times, its
 /// heading, and the days its `since` filter names (the API's `tz=`). The
 /// run started at 23:03 UTC on 2026-11-29, the next morning in Tokyo.

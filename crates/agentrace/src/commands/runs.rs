@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::output::Out;
 use crate::day_range::DayArg;
-use crate::render::one_line;
+use crate::render::{one_line, short_tokens};
 use crate::zone::Zone;
 
 /// Providers `--provider` takes.
@@ -186,22 +186,6 @@ fn cost_text(run: &RunSummary) -> String {
     }
 }
 
-/// Tokens in a few characters (`5.4k`, `12k`, `3.4M`, `12M`): rounded,
-/// one decimal under ten thousand and under ten million, as the viewer's
-/// run list gives them (its `fmtTokens`), so the two lists agree.
-fn tokens_text(tokens: u64) -> String {
-    // Rounded half up, in whole numbers (no float's nearest tie).
-    let tenths = |unit: u64| (tokens + unit / 20) / (unit / 10);
-    let whole = |unit: u64| (tokens + unit / 2) / unit;
-    match tokens {
-        0..1_000 => tokens.to_string(),
-        1_000..10_000 => format!("{}.{}k", tenths(1_000) / 10, tenths(1_000) % 10),
-        10_000..1_000_000 => format!("{}k", whole(1_000)),
-        1_000_000..10_000_000 => format!("{}.{}M", tenths(1_000_000) / 10, tenths(1_000_000) % 10),
-        _ => format!("{}M", whole(1_000_000)),
-    }
-}
-
 /// A duration in a few characters (`42s`, `12m`, `3h05`).
 fn duration_text(run: &RunSummary) -> String {
     let Some(millis) = run.duration_ms() else {
@@ -334,7 +318,7 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
             &started,
             &duration_text(run),
             &agents.to_string(),
-            &tokens_text(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
+            &short_tokens(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
             &cost_text(run),
             &run.problem_count().to_string(),
         ]);
@@ -543,20 +527,4 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in {local}, this machine's zone");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tokens_text;
-
-    /// `runs` truncated (10819 → 10k, 5359 → 5k) where the viewer's list
-    /// rounds (11k, 5.4k): the same run had two token figures.
-    #[test]
-    fn token_figures_are_rounded_as_the_viewers_run_list_rounds_them() {
-        let shown: Vec<String> = [573, 999, 1_050, 5_359, 9_999, 10_819, 19_871, 67_515, 999_499, 1_234_567, 9_960_000, 12_500_000]
-            .into_iter()
-            .map(tokens_text)
-            .collect();
-        assert_eq!(shown, ["573", "999", "1.1k", "5.4k", "10.0k", "11k", "20k", "68k", "999k", "1.2M", "10.0M", "13M"]);
-    }
 }

@@ -135,9 +135,9 @@ pub struct LiveAgent {
 impl Summary {
     /// `Main 12k · Explore 53k · $0.42`.
     pub fn line(&self) -> String {
-        let mut parts = vec![format!("Main {}", short_count(self.main_tokens))];
+        let mut parts = vec![format!("Main {}", crate::render::short_tokens(self.main_tokens))];
         for agent in &self.live {
-            parts.push(format!("{} {}", agent.label, short_count(agent.tokens)));
+            parts.push(format!("{} {}", agent.label, crate::render::short_tokens(agent.tokens)));
         }
         parts.push(match (self.cost, self.cost_status) {
             (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
@@ -145,20 +145,6 @@ impl Summary {
             (Some(cost), CostStatus::Exact) => crate::render::cents(cost),
         });
         parts.join(" · ")
-    }
-}
-
-/// `950`, `2.8k`, `53k`, `1.2M`.
-fn short_count(count: u64) -> String {
-    let count = count as f64;
-    if count < 1_000.0 {
-        format!("{count}")
-    } else if count < 10_000.0 {
-        format!("{:.1}k", count / 1_000.0)
-    } else if count < 1_000_000.0 {
-        format!("{:.0}k", count / 1_000.0)
-    } else {
-        format!("{:.1}M", count / 1_000_000.0)
     }
 }
 
@@ -799,12 +785,6 @@ fn finders() -> &'static Finders {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_are_shortened_as_a_status_line_reads_them() {
-        let shown: Vec<String> = [950, 2_849, 53_400, 1_234_567].into_iter().map(short_count).collect();
-        assert_eq!(shown, ["950", "2.8k", "53k", "1.2M"]);
-    }
 
     #[test]
     fn a_floor_and_an_unknown_cost_are_marked_on_the_line() {

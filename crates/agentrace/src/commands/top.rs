@@ -28,7 +28,7 @@ use ratatui::Frame;
 use crate::commands::import::ImportArgs;
 use crate::clock::now;
 use crate::output::Out;
-use crate::render::{event_text, one_line};
+use crate::render::{event_text, one_line, short_tokens};
 use crate::commands::status::duration;
 use crate::commands::watch::Follower;
 
@@ -452,7 +452,7 @@ fn session_line(session: &Session, now: Timestamp, width: usize) -> String {
     // Before its first request a run has no tokens, and no cost either (a
     // `$0` then would read as free), as an agent's row leaves both blank.
     if let Some(tokens) = &run.tokens {
-        figures.push(format!("{} tokens", short_count(tokens.total_tokens)));
+        figures.push(format!("{} tokens", short_tokens(tokens.total_tokens)));
         figures.push(short_cost(run.cost, run.cost_status));
     }
     // Notes (info level) are no problem: left out, as the run list's WARN.
@@ -500,7 +500,7 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
         .as_ref()
         .map(|tool| format!("{} {}", one_line(&tool.name, 12), duration(now.millis() - tool.since.millis())))
         .unwrap_or_default();
-    let tokens = agent.tokens.map(short_count).unwrap_or_default();
+    let tokens = agent.tokens.map(short_tokens).unwrap_or_default();
     let silent = match (agent.live, agent.heard_at) {
         (true, Some(heard)) => duration(now.millis() - heard.millis()),
         _ => String::new(),
@@ -523,15 +523,6 @@ fn short_cost(cost: Option<f64>, status: CostStatus) -> String {
         format!("{floor}<$0.01")
     } else {
         format!("{floor}${cost:.2}")
-    }
-}
-
-/// `950`, `12.3k`, `4.1M`.
-fn short_count(count: u64) -> String {
-    match count {
-        0..1_000 => count.to_string(),
-        1_000..1_000_000 => format!("{:.1}k", count as f64 / 1_000.0),
-        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
     }
 }
 
@@ -878,7 +869,7 @@ mod tests {
         top.upsert(v1_basic_as("codex-01a2299e-44a1-7231-998e-152aa90005cc", "2026-11-29T23:03:28.000Z"));
         let now = Timestamp::parse("2026-12-06T10:03:28.000Z").unwrap_or_else(|| panic!("time"));
         let screen = screen(&top, now);
-        assert_eq!(screen.lines().nth(1), Some("codex codex-01a2299e-44a1-7231-998e-152aa90… done · 2 agents · 33.1k tokens · $?"), "{screen}");
+        assert_eq!(screen.lines().nth(1), Some("codex codex-01a2299e-44a1-7231-998e-152aa9000… done · 2 agents · 33k tokens · $?"), "{screen}");
     }
 
     /// Before its first request a session's row has no cost (a `$0` would
