@@ -9,9 +9,11 @@
 
 use std::fmt::Write as _;
 
+use agentrace_core::days;
 use agentrace_core::html::escape;
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
-use agentrace_core::state::{AgentNode, RunView};
+use agentrace_core::state::{AgentNode, RunSummary, RunView};
+use agentrace_store::zone::Zone;
 use agentrace_store::{Home, LogReader};
 
 use crate::clock::now;
@@ -63,7 +65,8 @@ pub fn render_run(
         envelope.raw_ref = None;
         envelopes.push(envelope);
     }
-    Ok(render(&view, &envelopes, format, max_bytes))
+    // Times in the zone `show` prints them in (`AGENTRACE_TZ`, else UTC).
+    Ok(render(&view, &envelopes, format, max_bytes, crate::zone::from_env()))
 }
 
 /// One timeline row.
@@ -76,13 +79,14 @@ struct Row {
     text: String,
 }
 
-/// The report of `view` with the timeline of `envelopes`.
-pub fn render(view: &RunView, envelopes: &[Envelope], format: Format, max_bytes: usize) -> String {
+/// The report of `view` with the timeline of `envelopes`, its times in
+/// `zone`.
+pub fn render(view: &RunView, envelopes: &[Envelope], format: Format, max_bytes: usize, zone: &Zone) -> String {
     let mut hidden = 0u64;
     let rows: Vec<Row> = envelopes
         .iter()
         .filter_map(|envelope| {
-            let row = row(view, envelope);
+            let row = row(view, envelope, zone);
             if row.is_none() {
                 hidden += 1;
             }
@@ -90,12 +94,12 @@ pub fn render(view: &RunView, envelopes: &[Envelope], format: Format, max_bytes:
         })
         .collect();
     match format {
-        Format::Html => html(view, &rows, hidden, max_bytes),
-        Format::Markdown => markdown(view, &rows, hidden, max_bytes),
+        Format::Html => html(view, &rows, hidden, max_bytes, zone),
+        Format::Markdown => markdown(view, &rows, hidden, max_bytes, zone),
     }
 }
 
-fn row(view: &RunView, envelope: &Envelope) -> Option<Row> {
+fn row(view: &RunView, envelope: &Envelope, zone: &Zone) -> Option<Row> {
     let EventBody::Known(event) = &envelope.event else {
         return None;
     };
@@ -204,9 +208,8 @@ fn row(view: &RunView, envelope: &Envelope) -> Option<Row> {
         | Event::SessionEnded { .. }
         | Event::ModelSelected { .. } => return None,
     };
-    let time = envelope.timestamp.to_string();
     Some(Row {
-        time: time.get(11..23).unwrap_or(&time).to_owned(),
+        time: days::clock_of(envelope.timestamp, &zone.tz),
         depth: envelope.actor.depth.unwrap_or(0) as usize,
         actor: envelope.actor.label.clone(),
         role: envelope.actor.role,
@@ -228,7 +231,7 @@ fn find<'a>(
     })
 }
 
-fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
+fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone) -> String {
     let run = &view.run;
     let mut out = String::new();
     let title = format!("agentrace · {}", run.id);
@@ -249,8 +252,8 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
     if let Some(root) = &run.root_thread_id {
         field("root", root.as_str());
     }
-    if let (Some(start), Some(end)) = (run.started_at, run.updated_at) {
-        field("time", &format!("{start} – {end}"));
+    if let Some(time) = time_text(run, zone) {
+        field("time", &time);
     }
     if let Some(tokens) = &run.tokens {
         field("tokens", &tokens_text(tokens));
@@ -386,7 +389,7 @@ fn html_node(out: &mut String, node: &AgentNode) {
     out.push_str("</li>\n");
 }
 
-fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> String {
+fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone) -> String {
     let run = &view.run;
     let mut out = String::new();
     let _ = writeln!(out, "## agentrace run `{}`\n", code(run.id.as_str()));
@@ -395,6 +398,9 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize) -> Stri
     let _ = writeln!(out, "| status | {} |", crate::render::status_text(run));
     if let Some(root) = &run.root_thread_id {
         let _ = writeln!(out, "| root | `{}` |", code(root.as_str()));
+    }
+    if let Some(time) = time_text(run, zone) {
+        let _ = writeln!(out, "| time | {time} |");
     }
     if let Some(tokens) = &run.tokens {
         let _ = writeln!(out, "| tokens | {} |", tokens_text(tokens));
@@ -543,6 +549,21 @@ fn provenance(view: &RunView) -> String {
         let _ = write!(text, ", item {item}");
     }
     text
+}
+
+/// When the run ran, as `show`'s `time` line says it: its start, and once
+/// its root's turn ended its end and duration (`endedAt`, never the last
+/// line logged, which may be the session's end long after).
+fn time_text(run: &RunSummary, zone: &Zone) -> Option<String> {
+    let started = run.started_at?;
+    let ended = run
+        .ended_at
+        .map(|ended| {
+            let seconds = run.duration_ms().unwrap_or_default() as f64 / 1000.0;
+            format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, &zone.tz))
+        })
+        .unwrap_or_default();
+    Some(format!("started {}{ended}", days::rfc3339_in(started, &zone.tz)))
 }
 
 /// `codex (codex-app-server)`: the names the run log uses.

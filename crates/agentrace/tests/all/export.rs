@@ -153,8 +153,8 @@ fn a_report_never_claims_to_stay_under_max_bytes_when_it_is_over() {
             ),
         )
     };
-    let (html_over, html_warning) = over(3000, 3790);
-    let (markdown_over, markdown_warning) = over(1000, 1427);
+    let (html_over, html_warning) = over(3000, 3809);
+    let (markdown_over, markdown_warning) = over(1000, 1511);
     assert_eq!(
         vec![
             export("--html", 3000),
@@ -178,7 +178,7 @@ fn a_report_never_claims_to_stay_under_max_bytes_when_it_is_over() {
                 String::from("--markdown"),
                 3000,
                 true,
-                Some(String::from("3 of 23 timeline events left out to stay under 3000 bytes (--max-bytes).")),
+                Some(String::from("5 of 23 timeline events left out to stay under 3000 bytes (--max-bytes).")),
                 String::new()
             ),
             (String::from("--html"), full("--html"), true, None, String::new()),
@@ -374,4 +374,67 @@ fn export_otlp_followed_by_neither_an_endpoint_nor_a_run_says_so_and_sends_nothi
         )
     );
     assert_eq!(received.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// The HTML report's `time` ended at the run's last logged line (the
+/// session's end, 3 s after the root's answer here: `… – 23:03:41.866Z`)
+/// where `show` ends it at the root's answer (`23:03:38.803Z (1.3 s)`), and
+/// the Markdown report gave no time at all. Both now say what `show` says,
+/// in the zone it says it in, and the timeline's times are in that zone too.
+#[test]
+fn a_reports_time_is_shows_ending_at_the_roots_answer_not_at_the_last_line() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_parallel"), &["--quiet", "--run-id", "timed"]);
+    let in_zone = |zone: Option<&str>, args: &[&str]| {
+        let mut command = cli.command(args);
+        if let Some(zone) = zone {
+            command.env("AGENTRACE_TZ", zone);
+        }
+        let output = command.output().unwrap_or_else(|error| panic!("agentrace: {error}"));
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap_or_else(|error| panic!("stdout: {error}"))
+    };
+    let times = |zone: Option<&str>| {
+        let show = in_zone(zone, &["show", "timed"]);
+        let html = in_zone(zone, &["export", "--html", "timed"]);
+        let markdown = in_zone(zone, &["export", "--markdown", "timed"]);
+        let first_row = |text: &str, starts: &str| {
+            text.lines()
+                .find(|line| line.starts_with(starts))
+                .map(str::to_owned)
+                .unwrap_or_else(|| panic!("no line starting {starts:?} in\n{text}"))
+        };
+        (
+            first_row(&show, "time "),
+            first_row(&html, "<dt>time</dt>"),
+            first_row(&markdown, "| time | started"),
+            first_row(&html, "<tr class=\"root\"><td class=\"time\">"),
+            markdown
+                .lines()
+                .skip_while(|line| *line != "| --- | --- | --- | --- |")
+                .nth(1)
+                .map(str::to_owned)
+                .unwrap_or_else(|| panic!("no timeline in\n{markdown}")),
+        )
+    };
+    assert_eq!(
+        times(None),
+        (
+            "time      started 2026-11-29T23:03:37.489Z, ended 2026-11-29T23:03:38.803Z (1.3 s)".to_owned(),
+            "<dt>time</dt><dd>started 2026-11-29T23:03:37.489Z, ended 2026-11-29T23:03:38.803Z (1.3 s)</dd>".to_owned(),
+            "| time | started 2026-11-29T23:03:37.489Z, ended 2026-11-29T23:03:38.803Z (1.3 s) |".to_owned(),
+            "<tr class=\"root\"><td class=\"time\">23:03:37.540</td><td style=\"padding-left:0em\"><span class=\"badge root\">Main</span></td><td class=\"kind\">turn</td><td>turn started</td></tr>".to_owned(),
+            "| 23:03:37.540 | Main | turn | turn started |".to_owned(),
+        )
+    );
+    assert_eq!(
+        times(Some("Asia/Tokyo")),
+        (
+            "time      started 2026-11-30T08:03:37.489+09:00, ended 2026-11-30T08:03:38.803+09:00 (1.3 s)".to_owned(),
+            "<dt>time</dt><dd>started 2026-11-30T08:03:37.489+09:00, ended 2026-11-30T08:03:38.803+09:00 (1.3 s)</dd>".to_owned(),
+            "| time | started 2026-11-30T08:03:37.489+09:00, ended 2026-11-30T08:03:38.803+09:00 (1.3 s) |".to_owned(),
+            "<tr class=\"root\"><td class=\"time\">08:03:37.540</td><td style=\"padding-left:0em\"><span class=\"badge root\">Main</span></td><td class=\"kind\">turn</td><td>turn started</td></tr>".to_owned(),
+            "| 08:03:37.540 | Main | turn | turn started |".to_owned(),
+        )
+    );
 }
