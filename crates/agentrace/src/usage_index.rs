@@ -327,6 +327,13 @@ fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>, hours: &mut Vec<HourRow>, s
         own.add(counters);
     }
     own.missing(Reasons::of(&node.incomplete));
+    if node.tokens.is_none() {
+        // An agent that reported no usage has nothing priced: `null`,
+        // `unknown`, as `show` and the API give it, never a $0 that reads
+        // as a free agent (its subtree still adds what its children cost).
+        own.cost = None;
+        own.cost_status = CostStatus::Unknown;
+    }
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),
@@ -463,8 +470,10 @@ pub struct UsageTree {
 
 /// The shape of [`UsageTree`] `usage` reads: 1 added the hours of each
 /// part and the working folder; 2 kept the session's report beside it,
-/// both packed.
-pub(crate) const TREE_FORMAT: u32 = 2;
+/// both packed; 3 gave an agent that reported no usage no cost (it said
+/// an exact $0 where `show` said unknown), so a report kept before is
+/// folded again.
+pub(crate) const TREE_FORMAT: u32 = 3;
 
 /// One agent of a [`UsageTree`].
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -403,6 +403,48 @@ fn a_helper_that_reported_no_usage_has_no_cost_never_an_exact_zero() {
     );
 }
 
+/// `usage` gives a helper that reported no usage what `show` gives it: no
+/// cost, `unknown` (`?` in the table), never an exact $0. It said `"cost":
+/// 0.0, "costStatus": "exact"` and `0.0000` for `Hilbert` of
+/// `v1_restart_mid_child` (and the interrupted children of
+/// `v1_interrupt_child_driver` and `v2_interrupt_agent`), recorded, imported
+/// or read straight from the folders, where `show` and the API said unknown.
+#[test]
+fn usage_gives_a_helper_that_reported_no_usage_no_cost_as_show_does() {
+    let cli = Cli::new();
+    let rollouts = fixtures().join("codex/v1_restart_mid_child/rollouts");
+    let codex = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&rollouts, &codex.path().join("sessions"));
+    let codex_home = codex.path().to_string_lossy().into_owned();
+    let claude = codex.path().join("no-claude");
+    std::fs::create_dir(&claude).unwrap_or_else(|e| panic!("{e}"));
+    let claude_dir = claude.to_string_lossy().into_owned();
+    cli.ok(&["ingest", "--run-id", "r", &fixtures().join("codex/v1_restart_mid_child/server.jsonl").to_string_lossy()]);
+    cli.ok(&["import", "--quiet", "--codex-home", &codex_home, "--claude-dir", &claude_dir]);
+    let json = |text: String| -> Value { serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}")) };
+    let hilbert = |usage: &Value| -> Vec<Value> {
+        usage["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|session| session["agents"].as_array().into_iter().flatten())
+            .filter(|agent| agent["label"] == "Hilbert")
+            .map(|agent| serde_json::json!([agent["own"]["totalTokens"], agent["own"]["cost"], agent["own"]["costStatus"], agent["subtree"]["costStatus"]]))
+            .collect()
+    };
+    let recorded = json(cli.ok(&["usage", "--json", "r"]));
+    let imported = json(cli.ok(&["usage", "--json", "codex-01a2299e-44a1-7231-998e-152aa90005cc"]));
+    let straight = json(cli.ok(&["usage", "--json", "--codex-home", &codex_home, "--claude-dir", &claude_dir]));
+    let table = cli.ok(&["usage", "r"]);
+    let row: Vec<String> = table.lines().filter(|line| line.trim_start().starts_with("Hilbert")).map(|line| line.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    let unknown = serde_json::json!([0, null, "unknown", "unknown"]);
+    assert_eq!(
+        (hilbert(&recorded), hilbert(&imported), hilbert(&straight), row),
+        (vec![unknown.clone()], vec![unknown.clone()], vec![unknown], vec!["Hilbert 0 0 0 0 0 ?".to_owned()]),
+        "{table}"
+    );
+}
+
 /// Each Codex rollout's own last running total (`total_token_usage`), by
 /// thread.
 fn codex_stated_totals(sessions: &Path) -> HashMap<String, u64> {

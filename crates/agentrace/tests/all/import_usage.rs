@@ -391,14 +391,14 @@ fn an_import_keeps_anew_the_usage_an_older_version_kept() {
     cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
     let before = cli.ok(&["usage", "--json"]);
     let kept = || catalog_rows(&cli, "SELECT usage_format, usage_report IS NOT NULL FROM runs ORDER BY id");
-    assert_eq!(kept(), vec![vec![Value::from(2), Value::from(1)]; 2]);
+    assert_eq!(kept(), vec![vec![Value::from(3), Value::from(1)]; 2]);
     catalog_execute(&cli, "UPDATE runs SET usage_format = 1, usage_report = NULL", &[]);
     catalog_execute(&cli, "DELETE FROM meta WHERE key = 'usage_prices'", &[]);
     let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("note: keeping the imported runs' usage as this agentrace reads it (once)"), "{stderr}");
     assert!(!stderr.contains("pricing"), "{stderr}");
-    assert_eq!(kept(), vec![vec![Value::from(2), Value::from(1)]; 2]);
+    assert_eq!(kept(), vec![vec![Value::from(3), Value::from(1)]; 2]);
     assert_eq!(cli.ok(&["usage", "--json"]), before);
     let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("note: keeping"));
