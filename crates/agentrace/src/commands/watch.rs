@@ -96,7 +96,42 @@ const POLL_EVERY: Duration = Duration::from_secs(1);
 #[expect(dead_code, reason = "held, never read: dropping it ends the watching")]
 enum Watching {
     Native(notify::RecommendedWatcher),
-    Polling(notify::PollWatcher),
+    /// The polling watcher of the followed folders, and the poll of the
+    /// runs folder's records.
+    Polling(notify::PollWatcher, Option<RecordsPolling>),
+}
+
+/// A thread that polls a home's runs folder every [`POLL_EVERY`] and
+/// sends [`Wake::Recorded`] with the runs whose records were written: a
+/// polling follower's way to hear of another process's import (inotify
+/// tells a native one). It stops when dropped.
+struct RecordsPolling {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl RecordsPolling {
+    fn start(runs: &std::path::Path, sender: mpsc::Sender<Wake>) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let mut poll = agentrace_store::watching::RecordsPoll::new(runs);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(POLL_EVERY);
+            if stopped.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            let changed = poll.changed();
+            if !changed.is_empty() && sender.send(Wake::Recorded(changed)).is_err() {
+                return;
+            }
+        });
+        Self { stop }
+    }
+}
+
+impl Drop for RecordsPolling {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// Runs `agentrace watch` until Ctrl-C.
@@ -604,9 +639,9 @@ impl Follower {
         }
         let (sender, wakes) = mpsc::channel();
         let lease = std::sync::Arc::new(std::sync::OnceLock::new());
-        // The records others write are news too; not by polling, which
-        // would stat the whole runs folder each second.
-        let runs = if poll { None } else { Some(home.make_runs_dir()?) };
+        // The records others write are news too (a polling follower looks
+        // at the runs folder's stamp each second).
+        let runs = Some(home.make_runs_dir()?);
         let (watching, fallback) = watch(&folders, runs.as_deref(), &sender, poll, &lease)?;
         if let (Watching::Native(_), Some(about)) = (&watching, import.followed_as()) {
             if let Some(taken) = agentrace_store::FollowerLease::take(home, &about)? {
@@ -615,7 +650,7 @@ impl Follower {
         }
         let mode = match &watching {
             Watching::Native(_) => "inotify".to_owned(),
-            Watching::Polling(_) => format!("polling every {} s", POLL_EVERY.as_secs()),
+            Watching::Polling(..) => format!("polling every {} s", POLL_EVERY.as_secs()),
         };
         Ok(Self {
             watching,
@@ -650,7 +685,7 @@ impl Follower {
 
     /// True when it polls (inotify could not be used, or was asked away).
     pub fn polling(&self) -> bool {
-        matches!(self.watching, Watching::Polling(_))
+        matches!(self.watching, Watching::Polling(..))
     }
 
     /// Runs `pass` (an import of what changed); once it succeeds with no
@@ -999,13 +1034,14 @@ fn watch(
             let config = notify::Config::default().with_poll_interval(POLL_EVERY);
             let mut watcher = notify::PollWatcher::new(handler, config).context("starting the polling watcher")?;
             watch_all(&mut watcher, folders)?;
+            let records = runs.map(|runs| RecordsPolling::start(runs, sender.clone()));
             let warning = (!poll).then(|| {
                 format!(
                     "warning: cannot watch with inotify ({error:#}); polling every {} s instead\nhint: raise fs.inotify.max_user_watches if it ran out of watches",
                     POLL_EVERY.as_secs()
                 )
             });
-            Ok((Watching::Polling(watcher), warning))
+            Ok((Watching::Polling(watcher, records), warning))
         }
     }
 }

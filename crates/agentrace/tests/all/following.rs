@@ -855,12 +855,25 @@ fn printed_of(stdout: &str, id: &str) -> Vec<(String, String)> {
 /// its end.
 #[test]
 fn a_watch_tells_the_end_of_a_session_another_process_imported() {
+    tells_the_end_of_a_session_another_process_imported(&["--json"]);
+}
+
+/// The same with a watch that polls (no inotify): it did not look at the
+/// runs folder at all, so two polling followers still missed each other.
+/// It now looks at the folder's stamp each second and reads the records
+/// written since.
+#[test]
+fn a_polling_watch_tells_the_end_of_a_session_another_process_imported() {
+    tells_the_end_of_a_session_another_process_imported(&["--json", "--poll"]);
+}
+
+fn tells_the_end_of_a_session_another_process_imported(args: &[&str]) {
     use super::import_usage::Watch;
 
     let growth = Growth::of(Provider::Codex, "v1_basic");
     let homes = Homes::new();
     let cli = Cli::new();
-    let watch = Watch::start(&cli, &homes, &["--json"]);
+    let watch = Watch::start(&cli, &homes, args);
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
     std::thread::sleep(Duration::from_millis(500));
