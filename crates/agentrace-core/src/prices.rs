@@ -76,6 +76,30 @@ pub struct FilePrice {
     pub web_searches: Option<f64>,
 }
 
+impl FilePrice {
+    /// The keys a price of the file may have, as serde names its fields:
+    /// any other (a typo such as `cachedInputs`) would be passed over and
+    /// leave its rate at zero, a silent $0.
+    pub const KEYS: [&'static str; 6] = ["input", "cachedInput", "cacheCreation", "cacheCreation1h", "output", "webSearches"];
+
+    /// The first rate that is no price (below zero, or not a finite
+    /// number), with its key: a negative rate would take money off every
+    /// figure it prices.
+    pub fn bad_rate(&self) -> Option<(&'static str, f64)> {
+        let [input, cached_input, cache_creation, cache_creation_1h, output, web_searches] = Self::KEYS;
+        [
+            (input, Some(self.input)),
+            (cached_input, Some(self.cached_input)),
+            (cache_creation, Some(self.cache_creation)),
+            (cache_creation_1h, self.cache_creation_1h),
+            (output, Some(self.output)),
+            (web_searches, self.web_searches),
+        ]
+        .into_iter()
+        .find_map(|(key, rate)| rate.filter(|rate| !(rate.is_finite() && *rate >= 0.0)).map(|rate| (key, rate)))
+    }
+}
+
 /// One model request to price.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -905,6 +929,31 @@ mod tests {
 
     /// 2026-11-30, when the fixtures were captured.
     const DAY: i64 = 20_785;
+
+    /// The keys a price file is checked against are the ones serde reads
+    /// (a field added to `FilePrice` must be added to `KEYS`, or a file
+    /// that gives it would be refused).
+    #[test]
+    fn a_file_prices_keys_are_the_ones_serde_names() {
+        let every = FilePrice { input: 1.0, cached_input: 1.0, cache_creation: 1.0, cache_creation_1h: Some(1.0), output: 1.0, web_searches: Some(1.0) };
+        let mut named: Vec<String> = match serde_json::to_value(every) {
+            Ok(serde_json::Value::Object(fields)) => fields.keys().cloned().collect(),
+            other => panic!("not an object: {other:?}"),
+        };
+        let mut keys: Vec<String> = FilePrice::KEYS.iter().map(|key| (*key).to_owned()).collect();
+        named.sort();
+        keys.sort();
+        assert_eq!(named, keys);
+    }
+
+    #[test]
+    fn a_file_price_below_zero_is_named_by_its_key() {
+        let price = |hour: Option<f64>| FilePrice { input: 1.0, cached_input: 0.0, cache_creation: 0.0, cache_creation_1h: hour, output: 2.0, web_searches: None };
+        assert_eq!(
+            [price(None).bad_rate(), price(Some(-0.5)).bad_rate(), price(Some(f64::NAN)).bad_rate().map(|(key, _)| (key, 0.0))],
+            [None, Some(("cacheCreation1h", -0.5)), Some(("cacheCreation1h", 0.0))]
+        );
+    }
 
     /// The models whose price at some half hour of `day` differs from
     /// their price at its start, among those the database lists under

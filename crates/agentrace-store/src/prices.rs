@@ -24,10 +24,19 @@ const EXPECTED: &str = "expected {\"model\": {\"input\": â€¦, \"cachedInput\": â
 /// of its bytes (so figures priced by another table are told apart).
 pub fn read_price_file(path: &Path, data: Option<Arc<PriceData>>) -> Result<Arc<PriceBook>, StoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| StoreError::io("read price file", path, source))?;
-    let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).map_err(|error| StoreError::PriceFile {
-        path: path.to_owned(),
-        cause: format!("{EXPECTED}: {error}"),
-    })?;
+    let refused = |cause: String| StoreError::PriceFile { path: path.to_owned(), cause };
+    let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).map_err(|error| refused(format!("{EXPECTED}: {error}")))?;
+    // What serde passes over (a misspelt key) would price its tokens at
+    // zero, and a negative rate would take money off: neither is a price.
+    let keys: BTreeMap<String, BTreeMap<String, serde::de::IgnoredAny>> = serde_json::from_str(&text).map_err(|error| refused(format!("{EXPECTED}: {error}")))?;
+    for (model, fields) in &keys {
+        if let Some(key) = fields.keys().find(|key| !FilePrice::KEYS.contains(&key.as_str())) {
+            return Err(refused(format!("{model:?} has an unknown key {key:?}; a price's keys are {} (US dollars per million tokens; webSearches per thousand searches)", FilePrice::KEYS.join(", "))));
+        }
+    }
+    if let Some((model, (key, rate))) = table.iter().find_map(|(model, price)| price.bad_rate().map(|bad| (model, bad))) {
+        return Err(refused(format!("{model:?} has {key} {rate}: a price is a number of US dollars, zero or more")));
+    }
     Ok(Arc::new(PriceBook::with_file_over(data, table, &format!("{:016x}", crate::files::fnv1a(text.as_bytes())))))
 }
 

@@ -992,6 +992,45 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     assert_eq!(hook.status.code(), Some(0));
 }
 
+/// A price file with a misspelt key or a rate below zero is refused with
+/// an error that names the model and the key, in the home and as
+/// `--prices`: before, `cachedInputs` was passed over (cache reads priced
+/// at $0, `"costStatus": "exact"`) and `"input": -1.25` took money off
+/// every figure (`usage` showed `≥-0.2364` for mock-model on the fixtures).
+#[test]
+fn a_price_file_with_an_unknown_key_or_a_negative_rate_is_refused() {
+    let cli = Cli::new();
+    let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let file = cli.home.path().join("prices.json");
+    let other = cli.home.path().join("other-prices.json");
+    let refusals = |text: &str| -> Vec<(Option<i32>, String)> {
+        std::fs::write(&other, text).unwrap_or_else(|e| panic!("{e}"));
+        let given = cli.run(&["usage", "--prices", &other.to_string_lossy(), &id]);
+        std::fs::write(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let listed = cli.run(&["runs"]);
+        std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+        [given, listed].iter().map(|output| (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())).collect()
+    };
+    let keys = "a price's keys are input, cachedInput, cacheCreation, cacheCreation1h, output, webSearches (US dollars per million tokens; webSearches per thousand searches)";
+    assert_eq!(
+        refusals(r#"{"mock-model": {"input": 1.25, "cachedInputs": 0.125, "output": 10}}"#),
+        vec![
+            (Some(1), format!("error: {}: \"mock-model\" has an unknown key \"cachedInputs\"; {keys}\n", other.display())),
+            (Some(1), format!("error: cannot read the home's price file: {}: \"mock-model\" has an unknown key \"cachedInputs\"; {keys}\n", file.display())),
+        ]
+    );
+    assert_eq!(
+        refusals(r#"{"gpt-": {"input": 1, "output": 2}, "mock-model": {"input": -1.25, "cachedInput": 0.125, "output": 10}}"#),
+        vec![
+            (Some(1), format!("error: {}: \"mock-model\" has input -1.25: a price is a number of US dollars, zero or more\n", other.display())),
+            (Some(1), format!("error: cannot read the home's price file: {}: \"mock-model\" has input -1.25: a price is a number of US dollars, zero or more\n", file.display())),
+        ]
+    );
+    // Nothing was priced by the refused files: the run is as it was.
+    let shown: Value = serde_json::from_str(&cli.ok(&["show", "--json", &id])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((shown["run"]["cost"].clone(), shown["run"]["costStatus"].clone()), (Value::Null, Value::from("unknown")));
+}
+
 /// A catalog made anew after the home's `prices.json` was added (by
 /// `reindex`, its file gone, another schema) lists the runs recorded
 /// before it at the file's prices, as `show` does: it marked its empty
