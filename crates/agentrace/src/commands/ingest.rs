@@ -778,6 +778,14 @@ fn spelled(bytes: &[u8]) -> Option<String> {
     serde_json::from_slice::<serde_json::Value>(bytes).ok().and_then(|value| serde_json::to_string(&value).ok())
 }
 
+/// A JSON text as the recorder keeps it when it holds a secret (redacted),
+/// in one spelling; `None` when it holds none or is not JSON.
+fn redacted_spelling(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let raw = serde_json::value::RawValue::from_string(text.trim_end().to_owned()).ok()?;
+    agentrace_core::redact::redact_raw(&raw).and_then(|redacted| spelled(redacted.get().as_bytes()))
+}
+
 /// `bytes` of a session's file without what `recorded` holds (each taken
 /// from it as it is matched): the lines, or the metadata document, a
 /// continued run already has.
@@ -785,15 +793,19 @@ fn unrecorded(part: &SourcePart, bytes: Vec<u8>, recorded: &mut HashMap<String, 
     if recorded.is_empty() {
         return bytes;
     }
+    let mut take_one = |frame: &str| match recorded.get_mut(frame) {
+        Some(count) if *count > 0 => {
+            *count -= 1;
+            true
+        }
+        Some(_) | None => false,
+    };
     let mut take = |piece: &[u8]| {
         let Some(frame) = spelled(piece) else { return false };
-        match recorded.get_mut(&frame) {
-            Some(count) if *count > 0 => {
-                *count -= 1;
-                true
-            }
-            Some(_) | None => false,
-        }
+        // A line that held a secret is kept redacted (unless the run keeps
+        // its secrets): it is matched as it was kept, or it would be fed
+        // again at each merge.
+        take_one(&frame) || redacted_spelling(piece).is_some_and(|redacted| take_one(&redacted))
     };
     if matches!(part, SourcePart::AgentMeta { .. }) {
         return if take(&bytes) { Vec::new() } else { bytes };

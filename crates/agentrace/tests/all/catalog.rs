@@ -83,11 +83,19 @@ type HomeSeen = (Vec<(String, Vec<u8>)>, String);
 /// A Claude session recorded from its stream (`ingest`) and imported from
 /// its transcripts, the stream first or the import first: every run's log
 /// and the list, after each of two `reindex`es.
-fn a_stream_and_its_transcripts_reindexed_twice(stream_first: bool) -> Vec<HomeSeen> {
+fn a_stream_and_its_transcripts_reindexed_twice(stream_first: bool, secret: bool) -> Vec<HomeSeen> {
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let (codex, claude) = (sources.path().join("codex"), sources.path().join("claude"));
     std::fs::create_dir_all(&codex).unwrap_or_else(|e| panic!("{e}"));
     copy_dir(&fixtures().join("claude/parallel_bg/home_claude"), &claude);
+    if secret {
+        // The prompt holds a key: its line is kept redacted in the log.
+        let main = claude.join("projects/-home-dev-agents-work-parallel-bg/4d35057c-0951-4f3b-9748-90519e0026ea.jsonl");
+        let text = std::fs::read_to_string(&main).unwrap_or_else(|e| panic!("{e}"));
+        let with_key = text.replacen("Please do the scripted task.", "Please do the scripted task. ANTHROPIC_API_KEY=sk-ant-abcdefghijklmnopqrstuvwxyz0123", 1);
+        assert_ne!(with_key, text);
+        std::fs::write(&main, with_key).unwrap_or_else(|e| panic!("{e}"));
+    }
     let cli = Cli::new();
     let with_sources = |args: &[&str]| {
         let output = cli.command(args).env("CODEX_HOME", &codex).env("CLAUDE_CONFIG_DIR", &claude).output().unwrap_or_else(|e| panic!("{e}"));
@@ -123,7 +131,21 @@ fn a_stream_and_its_transcripts_reindexed_twice(stream_first: bool) -> Vec<HomeS
 #[test]
 fn reindex_changes_no_run_log_of_a_session_recorded_from_its_stream_and_imported_from_its_transcripts() {
     for stream_first in [true, false] {
-        let seen = a_stream_and_its_transcripts_reindexed_twice(stream_first);
+        let seen = a_stream_and_its_transcripts_reindexed_twice(stream_first, false);
+        assert_eq!(seen[1], seen[0], "stream first: {stream_first}");
+        assert_eq!(seen[2], seen[0], "stream first: {stream_first}");
+    }
+}
+
+/// A transcript line holding a key is kept redacted in the run it is
+/// merged into, so it never matched its source line: each `reindex` (and
+/// each import of the grown session) fed it to the stream's run again.
+#[test]
+fn reindex_feeds_no_transcript_line_again_whose_kept_copy_was_redacted() {
+    for stream_first in [true, false] {
+        let seen = a_stream_and_its_transcripts_reindexed_twice(stream_first, true);
+        let kept = seen[0].0.iter().any(|(_, log)| String::from_utf8_lossy(log).contains("abcdefghijklmnopqrstuvwxyz0123"));
+        assert!(!kept, "stream first: {stream_first}: the key was kept");
         assert_eq!(seen[1], seen[0], "stream first: {stream_first}");
         assert_eq!(seen[2], seen[0], "stream first: {stream_first}");
     }
