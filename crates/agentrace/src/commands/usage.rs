@@ -353,10 +353,15 @@ impl Unpriced {
     }
 
     /// Says on stderr which models had no price: their cost is missing
-    /// from every figure that includes them.
-    fn warn(&self) {
+    /// from every figure that includes them. Where nothing of `totals`
+    /// was priced no cost is shown at all (`?`), which is no floor.
+    fn warn(&self, totals: &Counters) {
+        let shown = match totals.cost_status {
+            CostStatus::Unknown => "nothing was priced, so no cost is shown",
+            CostStatus::Exact | CostStatus::Floor => "cost shown is a floor",
+        };
         for (model, tokens) in &self.0 {
-            eprintln!("warning: no price for {model} ({tokens} tokens); cost shown is a floor");
+            eprintln!("warning: no price for {model} ({tokens} tokens); {shown}");
         }
         if !self.0.is_empty() {
             eprintln!("hint: `agentrace prices` lists the prices found; prices.json in the agentrace home prices the others (see the README)");
@@ -708,10 +713,10 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     }
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {
-        let unpriced = if straight {
+        let (unpriced, totals) = if straight {
             let report = StreamedReport::of(found_in_folders(args)?, |found| WrittenSession::in_window(&attribute_one(found, &prices)?, &window), STREAM_CHUNK);
             report.write_to(out.writer())?;
-            report.unpriced.take()
+            (report.unpriced.take(), report.totals.get())
         } else {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
             // The catalog is read on this thread; the reports are unpacked
@@ -719,9 +724,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             let trees = runs.map(|run| run?.report(&catalog));
             let report = StreamedReport::of(trees, |tree| tree.written(&window, home, &prices), STREAM_CHUNK);
             report.write_to(out.writer())?;
-            report.unpriced.take()
+            (report.unpriced.take(), report.totals.get())
         };
-        unpriced.warn();
+        unpriced.warn(&totals);
         return Ok(());
     }
     let mut sessions = sessions(home, args, &prices)?;
@@ -814,7 +819,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             } else {
                 table(out, title, groups.iter().flat_map(|(name, group)| group.rows(name.clone())), &totals)?;
             }
-            unpriced.warn();
+            unpriced.warn(&totals);
             return Ok(());
         }
         By::Block => {
@@ -837,11 +842,11 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 let rows = blocks.iter().flat_map(|block| block.group.rows(format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone))));
                 table(out, &format!("BLOCK ({})", args.zone().name), rows, &totals)?;
             }
-            unpriced.warn();
+            unpriced.warn(&totals);
             return Ok(());
         }
     }
-    unpriced.warn();
+    unpriced.warn(&totals);
     Ok(())
 }
 

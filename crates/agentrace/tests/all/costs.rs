@@ -254,6 +254,31 @@ fn a_model_without_a_price_is_flagged_and_never_shown_as_zero() {
     assert!(total.starts_with("TOTAL") && total.contains('≥'), "{table}");
 }
 
+/// Where nothing could be priced, `usage` shows no cost (`?`) and its
+/// warning says so: it said "cost shown is a floor" beside a `?`.
+#[test]
+fn usage_of_runs_with_no_price_at_all_says_no_cost_is_shown_not_a_floor() {
+    let cli = Cli::new();
+    let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let warnings = |args: &[&str]| -> (String, Vec<String>) {
+        let mut all = vec!["usage"];
+        all.extend_from_slice(args);
+        all.push(&id);
+        let output = cli.run(&all);
+        assert!(output.status.success());
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let total = stdout.lines().filter(|line| line.starts_with("TOTAL")).map(|line| line.split_whitespace().last().unwrap_or_default().to_owned()).collect();
+        (total, String::from_utf8_lossy(&output.stderr).lines().filter(|line| line.starts_with("warning:")).map(str::to_owned).collect())
+    };
+    let report: Value = serde_json::from_str(&cli.ok(&["usage", "--json", &id])).unwrap_or_else(|e| panic!("{e}"));
+    let tokens = report["unpricedModels"][0]["tokens"].as_u64().unwrap_or_default();
+    let said = vec![format!("warning: no price for mock-model ({tokens} tokens); nothing was priced, so no cost is shown")];
+    assert_eq!(
+        [warnings(&[]), warnings(&["--json"]), warnings(&["--by", "model"]), warnings(&["--by", "block"])],
+        [("?".to_owned(), said.clone()), (String::new(), said.clone()), ("?".to_owned(), said.clone()), ("?".to_owned(), said)]
+    );
+}
+
 /// The run list shows costs in cents; a run that cost less than half a
 /// cent is `<$0.01` there, never `$0.00` (read as free beside `show`'s
 /// four places).
