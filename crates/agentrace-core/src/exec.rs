@@ -18,6 +18,10 @@
 //!   stream itself named the child (a V1 `collab_tool_call`).
 //! - The stream's `turn.completed` usage counts only when no rollout of
 //!   the root was joined (a saved stream ingested without its Codex home).
+//! - A saved stream carries no time: each of its lines is stamped with the
+//!   session's start. Its ending (stamped no later than its turn began) is
+//!   held and given when the root's rollout ends that turn, at that time,
+//!   so the run does not end the moment it began.
 //!
 //! Pure: no I/O, no clock.
 
@@ -61,6 +65,18 @@ pub struct ExecAttributor {
     joined_root: bool,
     /// The time of the last line read (stream or rollout).
     last_at: Option<Timestamp>,
+    /// When the stream's current turn began, as stamped.
+    turn_began: Option<Timestamp>,
+    /// How many endings (`done`, `failed`) the stream gave its root.
+    stream_endings: usize,
+    /// How many endings the root's rollout gave.
+    rollout_endings: usize,
+    /// An ending of the stream stamped no later than its turn began (a
+    /// saved stream carries no time: every line of it is stamped with the
+    /// session's start), with its number: held for the root's rollout to
+    /// date when it ends that turn, else given at the next turn or at the
+    /// end. A stream read live is stamped as it comes and holds nothing.
+    held_ending: Option<(usize, Event)>,
 }
 
 impl ExecAttributor {
@@ -358,6 +374,10 @@ impl ExecAttributor {
         }
         for one in &mut emitted {
             if is_root_file {
+                if let Some(ending) = self.dated_ending(&one.event) {
+                    one.event = ending;
+                    continue;
+                }
                 let keep = match &one.event {
                     Event::Usage { .. } | Event::ModelSelected { .. } | Event::Warning { .. } => {
                         true
@@ -460,6 +480,28 @@ impl ExecAttributor {
     }
 }
 
+impl ExecAttributor {
+    /// The held ending of the stream (see `held_ending`) when `event` is
+    /// the root's rollout ending the same turn: given then, at the time
+    /// the rollout ended it, the run ends (`endedAt`, its duration) when
+    /// its root did rather than the moment it began. Pure in the lines and
+    /// their times, so a replay of the log gives it alike.
+    fn dated_ending(&mut self, event: &Event) -> Option<Event> {
+        if !matches!(event, Event::Done { .. } | Event::Failed { .. } | Event::Interrupted { .. }) {
+            return None;
+        }
+        let turn = self.rollout_endings;
+        self.rollout_endings += 1;
+        match self.held_ending.take() {
+            Some((held, ending)) if held == turn => Some(ending),
+            other => {
+                self.held_ending = other;
+                None
+            }
+        }
+    }
+}
+
 /// The kind of a collaboration call, named alike by the stream (`wait`,
 /// `spawn_agent`) and the rollout (`wait_agent`, `spawn_agent`).
 fn call_kind(name: &str) -> &str {
@@ -544,14 +586,40 @@ impl Attributor for ExecAttributor {
         let actor = self.actor();
         let at = line.observed_at;
         self.last_at = Some(at);
-        let mut out = vec![Emitted {
+        let mut derived = derived;
+        let mut out = Vec::new();
+        if matches!(event, Event::TurnStarted { .. }) {
+            // An ending still held is given before the next turn starts.
+            if let Some((_, ending)) = self.held_ending.take() {
+                out.push(Emitted {
+                    timestamp: at,
+                    direction: None,
+                    actor: actor.clone(),
+                    event: ending,
+                    raw: None,
+                    line_frame: false,
+                });
+            }
+            self.turn_began = Some(at);
+        }
+        if let Some(index) = derived
+            .iter()
+            .position(|event| matches!(event, Event::Done { .. } | Event::Failed { .. }))
+        {
+            let number = self.stream_endings;
+            self.stream_endings += 1;
+            if self.turn_began.is_some_and(|began| at <= began) {
+                self.held_ending = Some((number, derived.remove(index)));
+            }
+        }
+        out.push(Emitted {
             timestamp: at,
             direction: line.direction,
             actor: actor.clone(),
             event,
             raw,
             line_frame: false,
-        }];
+        });
         out.extend(derived.into_iter().map(|event| Emitted {
             timestamp: at,
             direction: None,
@@ -564,29 +632,39 @@ impl Attributor for ExecAttributor {
     }
 
     fn finish(&mut self) -> Vec<Emitted> {
-        // No rollout of the root: the stream's own usage is all there is.
-        match (&self.root, self.usage, self.joined_root) {
-            (Some(root), Some(total), false) => {
-                let actor = self.registry.actor(root);
-                self.joined_root = true;
-                vec![Emitted {
-                    timestamp: self.last_at.unwrap_or_default(),
-                    direction: None,
-                    actor,
-                    event: Event::Usage {
-                        turn_id: self.turn.clone(),
-                        total,
-                        last: None,
-                        model: None,
-                        service_tier: None,
-                        incomplete: None,
-                    },
-                    raw: None,
-                    line_frame: false,
-                }]
-            }
-            _ => Vec::new(),
+        let mut out = Vec::new();
+        // An ending no rollout dated is given now, at the last time read.
+        if let Some((_, ending)) = self.held_ending.take() {
+            out.push(Emitted {
+                timestamp: self.last_at.unwrap_or_default(),
+                direction: None,
+                actor: self.actor(),
+                event: ending,
+                raw: None,
+                line_frame: false,
+            });
         }
+        // No rollout of the root: the stream's own usage is all there is.
+        if let (Some(root), Some(total), false) = (&self.root, self.usage, self.joined_root) {
+            let actor = self.registry.actor(root);
+            self.joined_root = true;
+            out.push(Emitted {
+                timestamp: self.last_at.unwrap_or_default(),
+                direction: None,
+                actor,
+                event: Event::Usage {
+                    turn_id: self.turn.clone(),
+                    total,
+                    last: None,
+                    model: None,
+                    service_tier: None,
+                    incomplete: None,
+                },
+                raw: None,
+                line_frame: false,
+            });
+        }
+        out
     }
 
     fn drop_frames(&mut self) {

@@ -45,6 +45,18 @@ fn rollouts() -> Vec<PathBuf> {
 }
 
 fn feed(recorder: &mut Recorder, part: &SourcePart, path: &Path, out: &mut Vec<Envelope>) {
+    feed_at(recorder, part, path, out, &|_| Timestamp::from_millis(0));
+}
+
+/// [`feed`], each line stamped with `stamp(its index)` as the shell
+/// stamps a line whose frame carries no time.
+fn feed_at(
+    recorder: &mut Recorder,
+    part: &SourcePart,
+    path: &Path,
+    out: &mut Vec<Envelope>,
+    stamp: &dyn Fn(usize) -> Timestamp,
+) {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     for (index, line) in text.split(|byte| *byte == b'\n').enumerate() {
         if line.is_empty() {
@@ -55,7 +67,7 @@ fn feed(recorder: &mut Recorder, part: &SourcePart, path: &Path, out: &mut Vec<E
             &InputLine {
                 bytes: line,
                 line_number: index as u64 + 1,
-                observed_at: Timestamp::from_millis(0),
+                observed_at: stamp(index),
                 direction: None,
                 truncated_from: None,
             },
@@ -64,14 +76,24 @@ fn feed(recorder: &mut Recorder, part: &SourcePart, path: &Path, out: &mut Vec<E
 }
 
 fn record(format: Format, stream: bool) -> (Recorder, Vec<Envelope>) {
+    record_stamped(format, stream, &|_| Timestamp::from_millis(0))
+}
+
+/// [`record`], the stream's lines stamped by `stamp`.
+fn record_stamped(
+    format: Format,
+    stream: bool,
+    stamp: &dyn Fn(usize) -> Timestamp,
+) -> (Recorder, Vec<Envelope>) {
     let mut recorder = Recorder::new(RunId::from("run-test"), format);
     let mut envelopes = recorder.start(Timestamp::from_millis(0));
     if stream {
-        feed(
+        feed_at(
             &mut recorder,
             &SourcePart::Main,
             &capture().join("exec.jsonl"),
             &mut envelopes,
+            stamp,
         );
     }
     for (number, path) in rollouts().iter().enumerate() {
@@ -172,4 +194,43 @@ fn every_helper_comes_from_its_rollout_with_the_tokens_the_rollouts_alone_give()
         replayed.apply(envelope);
     }
     assert_eq!(replayed.view(), view);
+}
+
+/// A saved stream carries no time (each line stamped alike, here 0): its
+/// answer was given at that stamp and the run ended the moment it began.
+/// Its one answer is now given when the root's rollout ended the turn
+/// (01:18:13.301Z), in place of that rollout line's notice. A stream read
+/// live is stamped as it comes (here from 01:18:12.800Z, 10 ms a line):
+/// its answer keeps the time it came, right after its `turn.completed`.
+#[test]
+fn a_saved_streams_answer_is_dated_by_the_roots_rollout_and_a_live_streams_keeps_its_time() {
+    let answers = |stamp: &dyn Fn(usize) -> Timestamp| {
+        let (recorder, envelopes) = record_stamped(Format::CodexExec, true, stamp);
+        let done: Vec<(u64, String)> = envelopes
+            .iter()
+            .filter(|envelope| matches!(envelope.event, EventBody::Known(Event::Done { .. })))
+            .map(|envelope| (envelope.sequence, envelope.timestamp.to_string()))
+            .collect();
+        let run = recorder.state().view().run;
+        (done, run.ended_at.map(|at| at.to_string()), run.counts.events)
+    };
+    let live_start = 1_796_174_292_800;
+    assert_eq!(
+        (
+            answers(&|_| Timestamp::from_millis(0)),
+            answers(&|index| Timestamp::from_millis(live_start + 10 * index as i64)),
+        ),
+        (
+            (
+                vec![(52, "2026-12-02T01:18:13.301Z".to_owned())],
+                Some("2026-12-02T01:18:13.301Z".to_owned()),
+                118,
+            ),
+            (
+                vec![(11, "2026-12-02T01:18:12.880Z".to_owned())],
+                Some("2026-12-02T01:18:12.880Z".to_owned()),
+                119,
+            ),
+        )
+    );
 }

@@ -275,3 +275,53 @@ fn an_exec_stream_without_its_codex_home_keeps_the_root_and_its_streams_tokens_a
         (&json!("Main"), &json!([]), &json!(39628), &json!(76))
     );
 }
+
+/// A saved `codex exec --json` stream carries no time: each of its lines
+/// was stamped with the session's start, so the run ended the moment it
+/// began (`show`: "ended 01:18:12.733Z (0.0 s)", `runs` and `diff` 0 s).
+/// It now ends when the root's rollout ended its turn, with the stream's
+/// one answer (its result and item), given then in place of the rollout's
+/// own ending (a notice), so the run has one event fewer.
+#[test]
+fn a_saved_exec_stream_ends_when_its_roots_rollout_ended_the_turn_not_when_it_began() {
+    let cli = Cli::new();
+    let home = fixture().join("codex-home");
+    cli.ingest(
+        &fixture().join("exec.jsonl"),
+        &["--codex-home", &home.to_string_lossy(), "--quiet", "--run-id", "exec"],
+    );
+    let view: Value = serde_json::from_str(&cli.ok(&["show", "exec", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let run = &view["run"];
+    let compared: Value = serde_json::from_str(&cli.ok(&["diff", "exec", "exec", "--json"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let show = cli.ok(&["show", "exec"]);
+    let done: Vec<String> = cli
+        .ok(&["events", "exec"])
+        .lines()
+        .filter(|line| line.contains("DONE: ROOT DONE"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        (
+            run["startedAt"].clone(),
+            run["endedAt"].clone(),
+            run["status"].clone(),
+            run["resultSource"].clone(),
+            run["counts"]["events"].clone(),
+            compared["a"]["figures"]["durationMs"].clone(),
+            show.lines().nth(4).map(str::to_owned),
+            done,
+        ),
+        (
+            json!("2026-12-02T01:18:12.733Z"),
+            json!("2026-12-02T01:18:13.301Z"),
+            json!("done"),
+            json!({"threadId": "01a23454-a69d-72a2-a962-73f0917fed4f", "role": "root", "itemId": "item_3"}),
+            json!(119),
+            json!(568),
+            Some("time      started 2026-12-02T01:18:12.733Z, ended 2026-12-02T01:18:13.301Z (0.6 s)".to_owned()),
+            vec!["   118  2026-12-02T01:18:13.301Z  Main                  DONE: ROOT DONE: final answer from the root agent.".to_owned()],
+        )
+    );
+}
