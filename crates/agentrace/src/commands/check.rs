@@ -111,9 +111,6 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
         .warnings
         .iter()
         .any(|warning| warning.severity == Severity::Error);
-    if let Some(path) = &args.summary {
-        append_summary(path, &crate::report::ci_summary(&view, failed))?;
-    }
     if args.json {
         out.json_pretty(&serde_json::json!({
             "run": view.run.id,
@@ -155,6 +152,11 @@ pub fn run(home: &Home, args: &CheckArgs, out: &mut Out) -> anyhow::Result<ExitC
         ))?;
     }
     out.flush()?;
+    // After the verdict: a summary file that cannot be written is an
+    // error, but never one that hides the warnings and the verdict.
+    if let Some(path) = &args.summary {
+        append_summary(path, &crate::report::ci_summary(&view, failed))?;
+    }
     Ok(if failed {
         ExitCode::FAILURE
     } else {

@@ -701,3 +701,35 @@ fn the_step_summary_gives_no_cost_to_an_agent_without_a_request() {
         "{text}"
     );
 }
+
+/// A step summary that cannot be written (a folder that is not there)
+/// made `check` print nothing but the error: the annotations and the
+/// verdict of a failing run were lost from the job's log. They are now
+/// printed first, then the error, and `check` exits 1.
+#[test]
+fn a_step_summary_that_cannot_be_written_still_leaves_the_annotations_and_the_verdict() {
+    let cli = Cli::new();
+    let id = root_copies_helper(&cli);
+    let summary = cli.home.path().join("no-such-folder").join("step-summary.md");
+    let summary_arg = summary.to_string_lossy().into_owned();
+    let output = cli.run(&["check", &id, "--format", "github", "--summary", &summary_arg]);
+    assert_eq!(
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            summary.exists(),
+        ),
+        (
+            Some(1),
+            "::error title=helper_result_used_as_done::the run's result is word for word the final message of Dewey [thread 01a2298c-947a-75b0-8b49-6a2e1016272b]\n\
+             copied: 1 warning(s), 1 error(s): FAILED\n"
+                .to_owned(),
+            format!(
+                "error: cannot open {} to append the summary: No such file or directory (os error 2)\n",
+                summary.display()
+            ),
+            false,
+        )
+    );
+}
