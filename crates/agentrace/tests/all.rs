@@ -14,6 +14,7 @@ mod all {
     pub mod codex_exec;
     pub mod contract;
     pub mod costs;
+    pub mod damaged_input;
     pub mod export;
     pub mod host;
     pub mod live_claude;

@@ -483,6 +483,9 @@ struct Job {
     /// Its files have all been still for the idle limit (decided once, so
     /// the run and the import state agree on it).
     still: bool,
+    /// Counted as a new session (else as a changed one): what to take back
+    /// from the tally when it is left out.
+    new: bool,
 }
 
 impl Job {
@@ -555,6 +558,14 @@ struct JobDone {
     usage: Option<(LogStamp, Kept)>,
 }
 
+/// What became of a job: its run read, or its session left out of this
+/// import because one of its files cannot be opened now (unreadable,
+/// gone since it was listed), its run as the last import left it.
+enum JobOutcome {
+    Read(Box<JobDone>),
+    Unreadable(anyhow::Error),
+}
+
 /// Counts of one import.
 #[derive(Debug, Default)]
 struct Tally {
@@ -563,6 +574,8 @@ struct Tally {
     /// Of the updated, those read on from where the last import stopped.
     read_on: u64,
     unchanged: u64,
+    /// Sessions left out because a file of theirs could not be opened.
+    left_out: u64,
 }
 
 /// True for the id of a run an import makes (`codex-<root>`,
@@ -638,7 +651,7 @@ struct Importer<'a> {
     pages: KnownPages,
     /// The batch the pool last read, noted while the pool reads the next
     /// (see [`Importer::run_jobs`]).
-    read: Option<(Vec<Job>, Vec<JobDone>)>,
+    read: Option<(Vec<Job>, Vec<JobOutcome>)>,
 }
 
 /// What reading a session's files into its run takes, and nothing of the
@@ -804,7 +817,21 @@ impl<'a> Importer<'a> {
 
     /// Notes the runs of `jobs`, read as `results`, in order: each run,
     /// its text and usage in the catalog, each session as imported.
-    fn note(&mut self, jobs: Vec<Job>, results: Vec<JobDone>) -> anyhow::Result<()> {
+    fn note(&mut self, jobs: Vec<Job>, outcomes: Vec<JobOutcome>) -> anyhow::Result<()> {
+        // A session left out is neither noted nor counted as imported: its
+        // run stays as the last import left it, and the next import, which
+        // finds it unimported, reads it again.
+        let (jobs, results): (Vec<Job>, Vec<JobDone>) = jobs
+            .into_iter()
+            .zip(outcomes)
+            .filter_map(|(job, outcome)| match outcome {
+                JobOutcome::Read(done) => Some((job, *done)),
+                JobOutcome::Unreadable(error) => {
+                    self.left_out(&job, &error);
+                    None
+                }
+            })
+            .collect();
         {
             let catalog = self.catalog()?;
             catalog.begin()?;
@@ -826,6 +853,22 @@ impl<'a> Importer<'a> {
             self.imported(claude, &job.key, &job.id, job.stamps, done.marks, Left { log, open: !job.still })?;
         }
         Ok(())
+    }
+
+    /// Says on stderr that `job`'s session is left out, and why, and takes
+    /// it back from the tally.
+    fn left_out(&mut self, job: &Job, error: &anyhow::Error) {
+        let provider = if matches!(job.source, JobSource::Claude(_)) { "Claude" } else { "Codex" };
+        let kept = if job.files.log { format!(" (its run {} keeps what it had)", job.id) } else { String::new() };
+        self.bar.suspend(|| {
+            eprintln!("warning: {error:#}; the {provider} session {} is left out of this import{kept} and read again by the next one", job.key);
+        });
+        if job.new {
+            self.tally.recorded = self.tally.recorded.saturating_sub(1);
+        } else {
+            self.tally.updated = self.tally.updated.saturating_sub(1);
+        }
+        self.tally.left_out += 1;
     }
 
     /// The catalog, locked.
@@ -945,13 +988,24 @@ impl Reading<'_> {
     /// (for the usage index alone; see `read_job`), as `usage` straight
     /// does, and its usage made ready for the catalog: here, on the pool,
     /// not on the thread that notes it.
-    fn run_job(&self, job: &Job) -> anyhow::Result<JobDone> {
+    fn run_job(&self, job: &Job) -> anyhow::Result<JobOutcome> {
+        // Every file is opened before the run is touched: one that cannot
+        // be (unreadable, gone since it was listed) aborted the whole import
+        // after the run was emptied, leaving a run of no agent started at
+        // the clock's time.
+        let mut paths = match &job.source {
+            JobSource::Codex(files) => Box::new(files.iter().map(|head| head.path.as_path())) as Box<dyn Iterator<Item = &Path>>,
+            JobSource::Claude(session) => Box::new(session.parts.iter().map(|(_, path)| path.as_path())),
+        };
+        if let Some(error) = paths.find_map(|path| fs::File::open(path).err().map(|error| anyhow::Error::new(error).context(format!("cannot read {}", path.display())))) {
+            return Ok(JobOutcome::Unreadable(error));
+        }
         let (mut view, marks, read_on, texts) = self.read_job(job)?;
         if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
             view.usage.cwd = claude_cwd(session);
         }
         let usage = UsageIndex::of(self.home, &job.id, &view)?;
-        Ok(JobDone { view, marks, read_on, texts, usage })
+        Ok(JobOutcome::Read(Box::new(JobDone { view, marks, read_on, texts, usage })))
     }
 
     /// Writes run `id` anew from its session's `parts`, fed whole; returns
@@ -1508,6 +1562,7 @@ fn import_sessions(
                 id,
                 files,
                 still: still_for(&stamps, args.idle_limit),
+                new: matches!(change, Change::Same | Change::New),
                 stamps,
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
@@ -1551,6 +1606,7 @@ fn import_sessions(
             id,
             files: run_files,
             still: still_for(&stamps, args.idle_limit),
+            new: matches!(change, Change::Same | Change::New),
             stamps,
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),
@@ -1568,8 +1624,13 @@ fn import_sessions(
             0 => String::new(),
             count => format!("; {count} of the changed read on from where the last import stopped"),
         };
+        let left_out = match tally.left_out {
+            0 => String::new(),
+            1 => "; 1 session left out, a file of it unreadable (see the warning above)".to_owned(),
+            count => format!("; {count} sessions left out, a file of each unreadable (see the warnings above)"),
+        };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}",
+            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{left_out}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,

@@ -1,0 +1,135 @@
+//! Histories damaged as real disks and newer agents damage them (a file
+//! that cannot be opened, a byte order mark, a rollout with no head): an
+//! import says which file and why, loses nothing it had, and reads the
+//! file right once it is repaired.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use agentrace_testkit::files::{copy_dir, fixtures};
+
+use super::support::Cli;
+
+/// A Codex home holding `codex`'s rollouts and a Claude config dir
+/// holding `claude`'s transcripts, under `dir`.
+fn homes(codex: &str, claude: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("codex").join(codex).join("rollouts"), &dir.path().join("codex/sessions"));
+    copy_dir(&fixtures().join("claude").join(claude).join("home_claude"), &dir.path().join("claude"));
+    dir
+}
+
+/// The `.jsonl` files under `dir`, sorted.
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `agentrace import` of `dir`'s two homes: its exit code and stderr.
+fn import(cli: &Cli, dir: &Path) -> (Option<i32>, String) {
+    let (codex, claude) = (dir.join("codex"), dir.join("claude"));
+    let output = cli.run(&["import", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// `runs --json` of `cli`'s home.
+fn runs(cli: &Cli) -> Value {
+    serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `show --json` of `run`.
+fn shown(cli: &Cli, run: &str) -> Value {
+    serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Puts a unix socket where `path` was: a file every user, root included,
+/// can list and stat but none can open (`ENXIO`), as a transcript another
+/// user wrote unreadable is for most. Bound at a short path (a socket's
+/// path is at most 108 bytes) and moved into place.
+fn make_unopenable(path: &Path) {
+    let scratch = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let socket = scratch.path().join("s");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap_or_else(|e| panic!("{e}")));
+    std::fs::remove_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::fs::rename(&socket, path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// A Claude subagent file that cannot be opened aborted the whole import
+/// (`error: cannot open …`, exit 1) after emptying its session's run: the
+/// Codex session after it was never imported, and the list showed a run of
+/// no agent started at the clock's time, `running`, `$0.00`. Now the
+/// session is left out with a warning naming the file, its run keeps what
+/// the last import gave it, the rest is imported, and once the file can be
+/// read again the next import reads it as if nothing had happened.
+#[test]
+fn a_claude_file_that_cannot_be_opened_leaves_its_session_out_and_the_rest_imported() {
+    let dir = homes("v1_parallel", "parallel_bg");
+    let whole = Cli::new();
+    assert_eq!(import(&whole, dir.path()).0, Some(0));
+    let claude_run = "claude-4d35057c-0951-4f3b-9748-90519e0026ea";
+    let codex_run = "codex-01a2298c-b715-73a2-a32b-e063f6ee5299";
+    let before = shown(&whole, claude_run);
+
+    // A fresh home, and a session read before, meet the same damage.
+    let fresh = Cli::new();
+    let subagent = jsonl_files(&dir.path().join("claude"))
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("/subagents/agent-"))
+        .unwrap_or_else(|| panic!("no subagent file"));
+    let kept = std::fs::read(&subagent).unwrap_or_else(|e| panic!("{e}"));
+    make_unopenable(&subagent);
+    let warning = format!(
+        "warning: cannot read {}: No such device or address (os error 6); the Claude session 4d35057c-0951-4f3b-9748-90519e0026ea is left out of this import",
+        subagent.display()
+    );
+    let summary = |new: u64, unchanged: u64| {
+        format!(
+            "imported {new} new session{}, 0 changed, {unchanged} unchanged (Codex from {}, Claude from {}); 1 session left out, a file of it unreadable (see the warning above)",
+            if new == 1 { "" } else { "s" },
+            dir.path().join("codex").display(),
+            dir.path().join("claude").display()
+        )
+    };
+    let (code, stderr) = import(&fresh, dir.path());
+    assert_eq!(
+        (code, stderr.lines().collect::<Vec<_>>()),
+        (Some(0), vec![format!("{warning} and read again by the next one").as_str(), summary(1, 0).as_str()])
+    );
+    let listed: Vec<Value> = runs(&fresh)["runs"].as_array().into_iter().flatten().map(|run| run["id"].clone()).collect();
+    assert_eq!(listed, vec![Value::from(codex_run)], "the Codex session imported, no stub of the Claude one");
+
+    let (code, stderr) = import(&whole, dir.path());
+    assert_eq!(
+        (code, stderr.lines().collect::<Vec<_>>()),
+        (
+            Some(0),
+            vec![
+                format!("warning: {} shrank since the last import; reading its session again whole", subagent.display()).as_str(),
+                format!("{warning} (its run {claude_run} keeps what it had) and read again by the next one").as_str(),
+                summary(0, 1).as_str()
+            ]
+        )
+    );
+    assert_eq!(shown(&whole, claude_run), before, "the run as the last import left it");
+
+    // Repaired: both homes read it as a clean import does.
+    std::fs::remove_file(&subagent).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&subagent, kept).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(import(&fresh, dir.path()).0, Some(0));
+    assert_eq!(import(&whole, dir.path()).0, Some(0));
+    assert_eq!(shown(&fresh, claude_run), before);
+    assert_eq!(shown(&whole, claude_run), before);
+}
