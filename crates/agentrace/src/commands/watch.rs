@@ -356,8 +356,12 @@ struct Notifier {
     on_warning: Option<String>,
     /// The notices are printed too.
     json: bool,
-    /// Sessions whose end has fired (or had come before the watch began).
-    ended: HashSet<RunId>,
+    /// Sessions whose end has fired (or had come before the watch began),
+    /// with the run's `endedAt` then: a session at work again (a new
+    /// prompt, a `--resume`) ends anew, at another time, and that end is
+    /// news too, though the watch may never see it at work (the whole new
+    /// turn read in one pass).
+    ended: HashMap<RunId, Option<agentrace_core::model::Timestamp>>,
     /// Error warnings that have fired (or were there before), by run, code
     /// and thread.
     warned: HashSet<(RunId, String, Option<String>)>,
@@ -394,7 +398,7 @@ impl Notifier {
             on_end: args.on_end.clone(),
             on_warning: args.on_warning.clone(),
             json: args.json,
-            ended: HashSet::new(),
+            ended: HashMap::new(),
             warned: HashSet::new(),
             rechecks: Deadlines::default(),
             ends: Deadlines::default(),
@@ -442,7 +446,7 @@ impl Notifier {
             let Some(seen) = self.see(home, id) else { continue };
             self.recheck(id, &seen);
             if seen.over {
-                self.ended.insert(id.clone());
+                self.ended.insert(id.clone(), seen.run.ended_at);
             }
             for warning in seen.errors {
                 self.warned.insert((id.clone(), warning.code, warning.thread_id.map(|thread| thread.0)));
@@ -469,7 +473,7 @@ impl Notifier {
             }
             // Told once the session has been over and still for a moment
             // (each change puts it off): see `END_SETTLES`.
-            if (self.on_end.is_some() || self.json) && seen.over && !self.ended.contains(id) {
+            if (self.on_end.is_some() || self.json) && seen.over && !self.told_end(id, &seen) {
                 self.ends.set(id, Instant::now() + END_SETTLES);
             } else {
                 self.ends.forget(id);
@@ -486,12 +490,18 @@ impl Notifier {
         let due = if all { std::mem::take(&mut self.ends).0.into_keys().collect() } else { self.ends.due() };
         for id in due {
             let Some(seen) = self.see(home, &id) else { continue };
-            if seen.over && self.ended.insert(id.clone()) {
+            if seen.over && !self.told_end(&id, &seen) {
+                self.ended.insert(id.clone(), seen.run.ended_at);
                 self.tell(Notice { event: "end", run: &seen.run, warning: None }, out)?;
             }
         }
         out.flush()?;
         Ok(())
+    }
+
+    /// Whether the end `seen` shows (its `endedAt`) has been told.
+    fn told_end(&self, id: &RunId, seen: &Seen) -> bool {
+        self.ended.get(id).is_some_and(|ended_at| *ended_at == seen.run.ended_at)
     }
 
     /// One notice: to its command, and printed under `--json`.

@@ -907,6 +907,43 @@ fn tells_the_end_of_a_session_another_process_imported(args: &[&str]) {
     assert_eq!(last_two, [("run".to_owned(), "done".to_owned()), ("end".to_owned(), "done".to_owned())], "{stdout}");
 }
 
+/// A session at work again after its end (Claude Code's `--resume`, a new
+/// prompt in the same session) ends again, and that end is told too: the
+/// watch told a session's end once for good, so `--on-end` said nothing
+/// of every answer after the first.
+#[test]
+fn a_watch_tells_each_end_of_a_session_that_was_resumed() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Claude, "resumed_session");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--json"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    let first = growth.through_the_roots_first_answer();
+    growth.write(&homes, 0..first, true);
+    let ended = || -> bool {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .is_some_and(|listed| listed["runs"][0]["status"] == "done")
+    };
+    wait_until(20, ended, || format!("the first answer was never imported: {}", cli.ok(&["runs"])));
+    // Its end is told once its files have been still for 2 s.
+    std::thread::sleep(Duration::from_millis(4000));
+    growth.write(&homes, first..growth.order.len(), true);
+    std::thread::sleep(Duration::from_millis(5000));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let ends: Vec<(String, String)> = printed_of(&stdout, &id).into_iter().filter(|(event, _)| event == "end").collect();
+    assert_eq!(ends, [("end".to_owned(), "done".to_owned()), ("end".to_owned(), "done".to_owned())], "{stdout}");
+}
+
 /// A session an import read while its files were young, and which never
 /// grew since (a crash), is ended by a watch once its files have been
 /// still for the idle limit: no change comes to wake the watch, and while
