@@ -238,7 +238,7 @@ pub fn raw_string(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// JSON object. The line is not checked as a whole: a caller relies on it
 /// only where [`visit_trailing_members`] would be relied on.
 pub fn visit_leading_scalars(bytes: &[u8], members: Members<'_>, visit: &mut dyn FnMut(&str, &str) -> bool) -> bool {
-    let text = bytes.trim_ascii_start();
+    let text = without_byte_order_mark(bytes).trim_ascii_start();
     let Some(mut at) = text.first().filter(|&&byte| byte == b'{').map(|_| 1) else {
         return false;
     };
@@ -663,6 +663,9 @@ pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
 /// line's own buffer when the line is the value alone (nothing `trim`
 /// takes off around it, as `json_frame` trims), rather than a copy.
 pub fn owned_frame(bytes: Vec<u8>) -> Option<Box<RawValue>> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return json_frame(&bytes);
+    }
     let text = String::from_utf8(bytes).ok()?;
     if text.trim().len() == text.len() {
         return RawValue::from_string(text).ok();
@@ -670,12 +673,21 @@ pub fn owned_frame(bytes: Vec<u8>) -> Option<Box<RawValue>> {
     serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
 }
 
+/// A line without its line break, and without a UTF-8 byte order mark
+/// before it: an editor or a tool on another system may start a file with
+/// one, and JSON cannot read it (the first line of a rollout so marked was
+/// undecodable, and its whole session left out).
 fn trim_line_end(bytes: &[u8]) -> &[u8] {
     let mut end = bytes.len();
     while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {
         end -= 1;
     }
-    &bytes[..end]
+    without_byte_order_mark(&bytes[..end])
+}
+
+/// `bytes` without a UTF-8 byte order mark at their start.
+fn without_byte_order_mark(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
 fn undecodable(reason: String, text: &str, raw_base64: Option<String>) -> DecodedLine {

@@ -133,3 +133,38 @@ fn a_claude_file_that_cannot_be_opened_leaves_its_session_out_and_the_rest_impor
     assert_eq!(shown(&fresh, claude_run), before);
     assert_eq!(shown(&whole, claude_run), before);
 }
+
+/// Puts a UTF-8 byte order mark before `path`'s first line.
+fn mark_byte_order(path: &Path) {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend(std::fs::read(path).unwrap_or_else(|e| panic!("{e}")));
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A byte order mark before a file's first line (an editor's save, a copy
+/// through another system) made that line undecodable: a Codex root
+/// rollout so marked had no head, its whole session was left out without a
+/// word and its children listed as orphan runs, and a Claude transcript or
+/// a stream lost its first line (`undecodedLines: 1`). The mark is read
+/// past: the runs are those of the unmarked files.
+#[test]
+fn a_byte_order_mark_before_a_files_first_line_is_read_past() {
+    let clean = homes("v1_parallel", "parallel_bg");
+    let marked = homes("v1_parallel", "parallel_bg");
+    for path in jsonl_files(marked.path()) {
+        mark_byte_order(&path);
+    }
+    let stream = marked.path().join("server.jsonl");
+    std::fs::copy(fixtures().join("codex/v1_parallel/server.jsonl"), &stream).unwrap_or_else(|e| panic!("{e}"));
+    mark_byte_order(&stream);
+    let (of_clean, of_marked) = (Cli::new(), Cli::new());
+    assert_eq!(import(&of_clean, clean.path()).0, Some(0));
+    assert_eq!(import(&of_marked, marked.path()).0, Some(0));
+    of_clean.ok(&["ingest", "--quiet", "--run-id", "streamed", &fixtures().join("codex/v1_parallel/server.jsonl").to_string_lossy()]);
+    of_marked.ok(&["ingest", "--quiet", "--run-id", "streamed", &stream.to_string_lossy()]);
+    let ids = |cli: &Cli| -> Vec<Value> { runs(cli)["runs"].as_array().into_iter().flatten().map(|run| run["id"].clone()).collect() };
+    assert_eq!(ids(&of_marked), ids(&of_clean));
+    for run in ["claude-4d35057c-0951-4f3b-9748-90519e0026ea", "codex-01a2298c-b715-73a2-a32b-e063f6ee5299", "streamed"] {
+        assert_eq!(shown(&of_marked, run), shown(&of_clean, run), "{run}");
+    }
+}
