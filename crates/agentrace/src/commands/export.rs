@@ -73,11 +73,18 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    let flag = if args.html { "--html" } else { "--markdown" };
     let [run] = args.runs.as_slice() else {
-        anyhow::bail!(
-            "a report is of one run, {} were given\nhint: run `agentrace export --html RUN -o FILE` once per run",
-            args.runs.len()
-        );
+        // The command line holds more than a report can: a usage error
+        // (exit 2), as clap gives its own.
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::TooManyValues,
+            format!(
+                "a report is of one run, {} were given\n\nhint: run `agentrace export {flag} RUN -o FILE` once per run\n\nFor more information, try '--help'.\n",
+                args.runs.len()
+            ),
+        )
+        .into());
     };
     let id = home.resolve(run)?;
     let format = if args.html {

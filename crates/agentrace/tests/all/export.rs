@@ -438,3 +438,37 @@ fn a_reports_time_is_shows_ending_at_the_roots_answer_not_at_the_last_line() {
         )
     );
 }
+
+/// Two runs given to a one-run report exited 1, as a run refused after
+/// looking does, and the hint named `--html` for a Markdown report. The
+/// command line holds more than a report can: a usage error, exit 2, and
+/// the hint names the format asked for. Nothing is written.
+#[test]
+fn two_runs_for_one_report_are_a_usage_error_naming_the_format_asked_for() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "one"]);
+    cli.ingest(&capture("v2_basic"), &["--quiet", "--run-id", "two"]);
+    let file = cli.home.path().join("report.md");
+    let file_arg = file.to_string_lossy().into_owned();
+    let refused = |format: &str| {
+        let output = cli.run(&["export", format, "one", "two", "-o", &file_arg]);
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let expected = |format: &str| {
+        (
+            Some(2),
+            String::new(),
+            format!(
+                "error: a report is of one run, 2 were given\n\nhint: run `agentrace export {format} RUN -o FILE` once per run\n\nFor more information, try '--help'.\n"
+            ),
+        )
+    };
+    assert_eq!(
+        (refused("--markdown"), refused("--html"), file.exists()),
+        (expected("--markdown"), expected("--html"), false)
+    );
+}
