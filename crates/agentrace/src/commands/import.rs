@@ -32,7 +32,7 @@ use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_start,
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
 use crate::sources::dirs::DirCache;
-use crate::sources::rollouts::{codex_start, rollout_head, rollout_parts, RolloutHead, RolloutWalk};
+use crate::sources::rollouts::{codex_start, rollout_head_or_why, rollout_parts, RolloutHead, RolloutWalk};
 use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, TornLines};
 use crate::sources::stamps::FileStamp;
 use crate::usage_index::{Kept, LogStamp, UsageIndex};
@@ -272,7 +272,10 @@ const CLAUDE: &str = "claude";
 /// `whole`: the walk is of the whole Codex home, so a kept head it did not
 /// list is of a rollout gone, and is forgotten (not so for the rollouts of
 /// the sessions a watcher saw written).
-fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, catalog: &std::sync::Mutex<Catalog>, whole: bool) -> anyhow::Result<CodexSessions> {
+/// Also returns why each rollout left out had no head (unreadable, a first
+/// line that is no `session_meta`): a root left out so made its children
+/// runs of their own, with no word of it.
+fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>, catalog: &std::sync::Mutex<Catalog>, whole: bool) -> anyhow::Result<(CodexSessions, Vec<String>)> {
     /// A listed rollout and the head the catalog keeps for it (if any).
     struct Listed {
         path: PathBuf,
@@ -293,6 +296,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
     let mut walk = walk.filter_map(|(path, stamp)| Some((path, stamp?)));
     let mut window: Vec<Listed> = Vec::new();
     let mut new_heads: Vec<(String, HeadRow)> = Vec::new();
+    let mut headless: Vec<String> = Vec::new();
     loop {
         // The heads to read are read together; the window is bounded.
         let mut unknown: Vec<PathBuf> = Vec::new();
@@ -309,7 +313,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
         if window.is_empty() {
             break;
         }
-        let mut read = crate::parallel::map(&unknown, |path| Ok(rollout_head(path)))?.into_iter();
+        let mut read = crate::parallel::map(&unknown, |path| Ok(rollout_head_or_why(path)))?.into_iter();
         for listed in window.drain(..) {
             if listed.is_known() {
                 let Some(head) = &listed.known else { continue };
@@ -319,7 +323,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
                     stamp: Some(listed.stamp),
                 };
                 packer.push(&listed.path, &head.thread, head.parent.as_deref(), &rest)?;
-            } else if let Some(head) = read.next().flatten() {
+            } else if let Some(head) = read.next().and_then(|head| head.map_err(|why| headless.push(why)).ok()).flatten() {
                 new_heads.push((
                     listed.key.clone(),
                     HeadRow {
@@ -350,7 +354,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
         }
         catalog.commit()?;
     }
-    packer.group()
+    Ok((packer.group()?, headless))
 }
 
 fn stamp(path: &Path) -> anyhow::Result<FileStamp> {
@@ -1476,7 +1480,7 @@ fn import_sessions(
     (found, claude): (usize, impl Iterator<Item = anyhow::Result<FoundSession>> + Send),
     catalog: &std::sync::Mutex<Catalog>,
     (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
-    (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<CodexSessions>),
+    (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<(CodexSessions, Vec<String>)>),
 ) -> anyhow::Result<ImportReport> {
     let mut importer = Importer {
         home,
@@ -1578,7 +1582,10 @@ fn import_sessions(
         }
         Ok(())
     })?;
-    let codex = codex()?;
+    let (codex, headless) = codex()?;
+    for why in &headless {
+        importer.bar.suspend(|| eprintln!("warning: {why}; the rollout is left out of this import (a child of it is read as a session of its own)"));
+    }
     importer.bar.inc_length(codex.len() as u64);
     // Each session's rollouts are unpacked (or merged) as its turn comes.
     for session in codex {

@@ -170,6 +170,29 @@ pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
     rollout_head_within(path, HEAD_PREFIX)
 }
 
+/// [`rollout_head`], or why a rollout that is more than the start of one
+/// has none: it cannot be opened, or its first line is whole but no
+/// `session_meta` naming its thread. `Ok(None)` is a rollout without its
+/// first line yet (empty, or its first line still being written): no run
+/// yet, read once it has one.
+pub(crate) fn rollout_head_or_why(path: &Path) -> Result<Option<RolloutHead>, String> {
+    if let Err(error) = fs::File::open(path) {
+        return Err(format!("cannot read {}: {error}", path.display()));
+    }
+    if let Some(head) = rollout_head(path) {
+        return Ok(Some(head));
+    }
+    let whole = fs::File::open(path).ok().is_some_and(|file| {
+        let mut line = Vec::new();
+        BufReader::new(file.take(16 * 1024 * 1024)).read_until(b'\n', &mut line).is_ok() && line.ends_with(b"\n")
+    });
+    if whole {
+        Err(format!("{}: its first line is not a Codex `session_meta` naming its thread", path.display()))
+    } else {
+        Ok(None)
+    }
+}
+
 /// How much of a rollout [`rollout_head`] reads first.
 const HEAD_PREFIX: usize = 8 * 1024;
 

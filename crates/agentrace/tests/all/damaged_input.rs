@@ -168,3 +168,38 @@ fn a_byte_order_mark_before_a_files_first_line_is_read_past() {
         assert_eq!(shown(&of_marked, run), shown(&of_clean, run), "{run}");
     }
 }
+
+/// A Codex rollout whose head cannot be read (a file that cannot be
+/// opened, a first line of a type this build does not know) was left
+/// out of the import without a word: a root so left out took its whole
+/// session's root with it, and its children were listed as orphan runs,
+/// with no hint of why. Each is now named on stderr, with why.
+#[test]
+fn a_codex_rollout_with_no_readable_head_is_named_on_stderr() {
+    let dir = homes("v1_parallel", "single_fg");
+    let rollouts = jsonl_files(&dir.path().join("codex"));
+    let root = rollouts.iter().find(|path| path.to_string_lossy().contains("b715")).unwrap_or_else(|| panic!("no root rollout"));
+    let child = rollouts.iter().find(|path| path.to_string_lossy().contains("b7b2")).unwrap_or_else(|| panic!("no child rollout"));
+    // A newer Codex's head, under a type of its own.
+    let text = std::fs::read_to_string(root).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root, text.replacen("\"type\":\"session_meta\"", "\"type\":\"session_header\"", 1)).unwrap_or_else(|e| panic!("{e}"));
+    make_unopenable(child);
+    let (code, stderr) = import(&Cli::new(), dir.path());
+    let left_out = "the rollout is left out of this import (a child of it is read as a session of its own)";
+    assert_eq!(
+        (code, stderr.lines().collect::<Vec<_>>()),
+        (
+            Some(0),
+            vec![
+                format!("warning: {}: its first line is not a Codex `session_meta` naming its thread; {left_out}", root.display()).as_str(),
+                format!("warning: cannot read {}: No such device or address (os error 6); {left_out}", child.display()).as_str(),
+                format!(
+                    "imported 2 new sessions, 0 changed, 0 unchanged (Codex from {}, Claude from {})",
+                    dir.path().join("codex").display(),
+                    dir.path().join("claude").display()
+                )
+                .as_str(),
+            ]
+        )
+    );
+}
