@@ -65,7 +65,11 @@ pub fn read_price_database(path: &Path) -> Result<Option<Arc<PriceData>>, StoreE
             return Ok(Some(Arc::clone(data)));
         }
     }
-    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).map_err(|error| StoreError::PriceFile {
+    // Provider data is a list of providers: a table (a user's `prices.json`
+    // kept under this name) is refused here, where it would otherwise be
+    // found out only on its first use, and every figure priced by the
+    // compiled-in database under this snapshot's name.
+    serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(&bytes).map_err(|error| StoreError::PriceFile {
         path: path.to_owned(),
         cause: format!("not the provider data `agentrace prices --update` keeps ({error}); fetch it again, or remove the file to price by the compiled-in database"),
     })?;

@@ -1056,6 +1056,30 @@ fn a_price_file_with_an_unknown_key_or_a_negative_rate_is_refused() {
     assert_eq!((shown["run"]["cost"].clone(), shown["run"]["costStatus"].clone()), (Value::Null, Value::from("unknown")));
 }
 
+/// A price table kept where the newer database goes (a user's
+/// `prices.json` copied to `genai-prices.json`) is an error that names it,
+/// as a torn one is: before, it passed the read (it is JSON), every
+/// command priced by the compiled-in database under the name `genai-prices
+/// data <digest>` and only `agentrace prices` said it could not be read.
+#[test]
+fn a_price_table_kept_as_the_price_database_is_an_error_that_names_it() {
+    let cli = Cli::new();
+    let id = cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let kept = cli.home.path().join("genai-prices.json");
+    std::fs::write(&kept, r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "output": 10}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let said = |args: &[&str]| {
+        let output = cli.run(args);
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let error = format!(
+        "error: cannot read the home's price file: {}: not the provider data `agentrace prices --update` keeps (invalid type: map, expected a sequence at line 1 column 0); fetch it again, or remove the file to price by the compiled-in database\n",
+        kept.display()
+    );
+    assert_eq!([said(&["runs"]), said(&["show", &id]), said(&["usage", &id])], [(Some(1), error.clone()), (Some(1), error.clone()), (Some(1), error)]);
+    let reset = said(&["prices", "--reset"]);
+    assert_eq!((reset.0, kept.exists()), (Some(0), false));
+}
+
 /// A catalog made anew after the home's `prices.json` was added (by
 /// `reindex`, its file gone, another schema) lists the runs recorded
 /// before it at the file's prices, as `show` does: it marked its empty
