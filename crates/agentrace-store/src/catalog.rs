@@ -1339,6 +1339,16 @@ impl Catalog {
         rows.collect::<Result<_, _>>().map_err(err)
     }
 
+    /// Forgets what an import made of session `key` of `provider` (its
+    /// run is the caller's to remove).
+    pub fn remove_import_session(&self, provider: &str, key: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        for statement in ["DELETE FROM import_files WHERE provider = ?1 AND key = ?2", "DELETE FROM import_sessions WHERE provider = ?1 AND key = ?2"] {
+            self.conn.prepare_cached(statement).map_err(&err)?.execute([provider, key]).map_err(&err)?;
+        }
+        Ok(())
+    }
+
     /// Keeps what an import made of session `key` of `provider`.
     pub fn put_import_session(&self, provider: &str, key: &str, session: &ImportedSession) -> Result<(), StoreError> {
         let err = sql(&self.path);

@@ -859,6 +859,33 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
+    /// Forgets the Codex sessions whose every rollout Codex session `key`
+    /// (of `files`) now holds, and their runs when an import made them: a
+    /// child read as a session of its own while its root's head could not
+    /// be read (unreadable, a byte order mark) stayed an orphan `running`
+    /// run once the root was read with it, and `usage` counted its tokens
+    /// twice. A session that holds only part of this one's rollouts (a root
+    /// whose child is now read on its own) is left as it is.
+    fn forget_held(&self, catalog: &Catalog, key: &str, files: &BTreeMap<String, FileRecord>) -> anyhow::Result<()> {
+        let mut others = std::collections::BTreeSet::new();
+        for path in files.keys() {
+            others.extend(catalog.import_sessions_of(path)?.into_iter().filter(|(provider, other)| provider == CODEX && other != key).map(|(_, other)| other));
+        }
+        for other in others {
+            let Some(session) = catalog.import_session(CODEX, &other)? else { continue };
+            if !session.files.keys().all(|path| files.contains_key(path)) {
+                continue;
+            }
+            catalog.remove_import_session(CODEX, &other)?;
+            let id = RunId::from(session.run_id);
+            if made_by_import(id.as_str()) {
+                catalog.remove_run(id.as_str())?;
+                self.home.remove_run(&id)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Says on stderr that `job`'s session is left out, and why, and takes
     /// it back from the tally.
     fn left_out(&mut self, job: &Job, error: &anyhow::Error) {
@@ -947,6 +974,10 @@ impl<'a> Importer<'a> {
             let catalog = self.catalog()?;
             catalog.begin()?;
             catalog.put_import_session(if claude { CLAUDE } else { CODEX }, key, &entry.to_row())?;
+            // Only a session of several rollouts can hold another whole.
+            if !claude && entry.files.len() > 1 {
+                self.forget_held(&catalog, key, &entry.files)?;
+            }
         }
         self.unsaved = true;
         self.save(false)

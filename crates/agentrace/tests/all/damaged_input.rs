@@ -203,3 +203,32 @@ fn a_codex_rollout_with_no_readable_head_is_named_on_stderr() {
         )
     );
 }
+
+/// A Codex root whose head could not be read leaves its children read as
+/// sessions of their own (orphan runs). Once the root was repaired, the
+/// next import read the whole session into the root's run but kept the
+/// orphan runs: they stayed `running` in the list for ever, and `usage`
+/// counted the children's tokens twice (92,418 tokens for v1_parallel's
+/// 50,769 and parallel_bg's 20,013). Now the session that holds an
+/// orphan's every rollout takes its place: the home is a clean import's.
+#[test]
+fn a_repaired_codex_root_takes_its_children_back_from_their_orphan_runs() {
+    let dir = homes("v1_parallel", "parallel_bg");
+    let clean = Cli::new();
+    assert_eq!(import(&clean, dir.path()).0, Some(0));
+    let root = jsonl_files(&dir.path().join("codex"))
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("b715"))
+        .unwrap_or_else(|| panic!("no root rollout"));
+    let text = std::fs::read_to_string(&root).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&root, text.replacen("\"type\":\"session_meta\"", "\"type\":\"session_header\"", 1)).unwrap_or_else(|e| panic!("{e}"));
+    let repaired = Cli::new();
+    assert_eq!(import(&repaired, dir.path()).0, Some(0));
+    std::fs::write(&root, text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(import(&repaired, dir.path()).0, Some(0));
+    let ids = |cli: &Cli| -> Vec<Value> { runs(cli)["runs"].as_array().into_iter().flatten().map(|run| run["id"].clone()).collect() };
+    assert_eq!(ids(&repaired), ids(&clean));
+    let usage = |cli: &Cli| -> Value { serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}")) };
+    assert_eq!(usage(&repaired), usage(&clean));
+    assert_eq!(shown(&repaired, "codex-01a2298c-b715-73a2-a32b-e063f6ee5299"), shown(&clean, "codex-01a2298c-b715-73a2-a32b-e063f6ee5299"));
+}
