@@ -186,12 +186,21 @@ fn cost_text(run: &RunSummary) -> String {
     }
 }
 
-/// A duration in a few characters (`42s`, `12m`, `3h05`).
+/// A duration in a few characters (`0.6s`, `42s`, `12m`, `3h05`).
 fn duration_text(run: &RunSummary) -> String {
-    let Some(millis) = run.duration_ms() else {
-        return "-".to_owned();
-    };
-    let seconds = millis.max(0) / 1000;
+    run.duration_ms().map_or_else(|| "-".to_owned(), millis_text)
+}
+
+/// [`duration_text`] of a run that took `millis`.
+fn millis_text(millis: i64) -> String {
+    let millis = millis.max(0);
+    // Under ten seconds a tenth, rounded as `show` gives it: a run of 0.6 s
+    // was `0s` beside `show`'s `(0.6 s)`. Past it whole units, cut.
+    let tenths = (millis + 50) / 100;
+    if tenths < 100 {
+        return format!("{}.{}s", tenths / 10, tenths % 10);
+    }
+    let seconds = (millis / 1000).max(10);
     match seconds {
         0..60 => format!("{seconds}s"),
         60..3600 => format!("{}m", seconds / 60),
@@ -527,4 +536,17 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in {local}, this machine's zone");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::millis_text;
+
+    /// Under ten seconds a run's time was cut to whole seconds (0.6 s was
+    /// `0s`, 1.8 s `1s`) where `show` gives a tenth.
+    #[test]
+    fn a_runs_time_gives_a_tenth_under_ten_seconds_as_show_does() {
+        let shown: Vec<String> = [0, 49, 640, 1_850, 9_949, 9_950, 10_400, 59_999, 61_000, 3_599_999, 3_660_000].into_iter().map(millis_text).collect();
+        assert_eq!(shown, ["0.0s", "0.0s", "0.6s", "1.9s", "9.9s", "10s", "10s", "59s", "1m", "59m", "1h01"]);
+    }
 }
