@@ -91,7 +91,15 @@ fn status(args: &StatuslineArgs) -> Option<String> {
     let home = crate::home_files::read_or_keep(&home);
     // A session id that is not a plain file name gets no state, and no line.
     agentrace_store::validate_run_id(&input.session_id).ok()?;
-    let book = crate::commands::usage::load_prices(&home, args.prices.as_ref()).ok()?;
+    // So does a `--prices` file that cannot be read (said on stderr, which
+    // Claude Code does not show: a line without its prices beats none).
+    let book = match crate::commands::usage::load_prices(&home, args.prices.as_ref()) {
+        Ok(book) => book,
+        Err(error) => {
+            eprintln!("warning: {error:#}; the line is priced by the database");
+            home.prices()
+        }
+    };
     let summary = Session::at(&home, &input.transcript_path, &input.session_id, book)?.summary();
     // The prices worked out for a new model or day, for the next call (and
     // every other command) to know without the database.

@@ -234,6 +234,22 @@ fn an_unreadable_state_is_only_a_slower_call() {
     assert_eq!(figures(&cli, &session, &[]), cold(&session));
 }
 
+/// A `--prices` file that cannot be read (a typo in `settings.json`) left
+/// the status line empty, with nothing said: the line is printed as the
+/// database prices it, and the file named on stderr.
+#[test]
+fn a_prices_file_it_cannot_read_still_gives_the_line_by_the_databases_prices() {
+    let session = Session::of("single_fg");
+    let cli = Cli::new();
+    let output = statusline(&cli, Some(&session.input()), &["--prices", "/nonexistent/prices.json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned(), stderr.starts_with("warning: ") && stderr.contains("/nonexistent/prices.json")),
+        (true, line(&Cli::new(), &session.input(), &[]), true),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn input_it_cannot_use_prints_nothing_and_exits_0() {
     let cli = Cli::new();
