@@ -837,6 +837,14 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
 
 /// The events `watch --json` printed for run `id`, each as its event and
 /// the run's status.
+/// The id of the run `runs` lists first.
+fn newest_run(cli: &Cli) -> String {
+    serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn printed_of(stdout: &str, id: &str) -> Vec<(String, String)> {
     stdout
         .lines()
@@ -936,10 +944,7 @@ fn a_watch_tells_each_end_of_a_session_that_was_resumed() {
     std::thread::sleep(Duration::from_millis(5000));
     let (status, stdout) = watch.stop();
     assert!(status.success(), "{status}");
-    let id = serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let id = newest_run(&cli);
     let ends: Vec<(String, String)> = printed_of(&stdout, &id).into_iter().filter(|(event, _)| event == "end").collect();
     assert_eq!(ends, [("end".to_owned(), "done".to_owned()), ("end".to_owned(), "done".to_owned())], "{stdout}");
 }
@@ -973,10 +978,7 @@ fn a_watch_ends_a_session_an_earlier_import_left_open_once_its_files_are_still()
     std::thread::sleep(Duration::from_millis(3000));
     let (status, stdout) = watch.stop();
     assert!(status.success(), "{status}");
-    let id = serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let id = newest_run(&cli);
     let events: Vec<String> = printed_of(&stdout, &id).into_iter().map(|(event, _)| event).collect();
     assert_eq!((events.first().map(String::as_str), events.last().map(String::as_str)), (Some("idle"), Some("end")), "{stdout}");
 }
