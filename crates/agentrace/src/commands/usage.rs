@@ -188,7 +188,14 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = any
         None => CodexSessions::default(),
     };
     // A project folder at a time.
+    // A folder (or transcript) that is not there is said, as for Codex
+    // and as `import` says it, not an error: `--claude-dir` of a typo
+    // exited 1 where `--codex-home` of one warned.
     let claude = match &args.claude_dir {
+        Some(dir) if !dir.exists() => {
+            eprintln!("warning: {} is not a folder; no Claude Code session is read from it", dir.display());
+            None
+        }
         Some(dir) => Some(sessions_by_project(dir)?),
         None => None,
     };

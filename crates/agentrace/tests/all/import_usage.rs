@@ -1219,6 +1219,22 @@ fn a_folder_that_is_not_there_is_said_and_an_empty_home_gets_a_hint() {
     let output = cli.run(&["usage"]);
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("hint: no runs are recorded"));
+    // `usage` straight from folders says so alike for both providers
+    // (`--claude-dir` of a missing folder was an error, exit 1).
+    let output = cli.run(&["usage", "--json", "--codex-home", "/nonexistent-codex", "--claude-dir", "/nonexistent-claude"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let warnings: Vec<&str> = stderr.lines().filter(|line| line.starts_with("warning: /nonexistent")).collect();
+    assert_eq!(
+        (output.status.success(), warnings),
+        (
+            true,
+            vec![
+                "warning: /nonexistent-codex is not a folder; no Codex session is read from it",
+                "warning: /nonexistent-claude is not a folder; no Claude Code session is read from it"
+            ]
+        ),
+        "{stderr}"
+    );
 }
 
 /// An empty Claude session file (the CLI made it, nothing is written yet)
