@@ -378,8 +378,14 @@ enum Change {
     /// Files only grew (or were added) since a reading that stopped at
     /// their ends: read on from the marks (a file not in them, whole).
     Grew(ReadOn),
-    /// Read again whole (`shrank` names the files that got shorter).
-    Changed { shrank: Vec<String> },
+    /// Read again whole (`shrank` names the files that got shorter,
+    /// `gone` those read before and now gone).
+    Changed { shrank: Vec<String>, gone: Vec<String> },
+    /// Files read before are gone (deleted, as Claude Code's cleanup
+    /// deletes old transcripts one file at a time), and the rest is as the
+    /// last import left it: the run keeps what it had, rather than being
+    /// read again without them.
+    Gone(Vec<String>),
 }
 
 fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_limit: u64) -> Change {
@@ -395,6 +401,18 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
         && !(previous.open && still_for(now, idle_limit))
     {
         return Change::Same;
+    }
+    // A file moved (a rollout archived keeps its name) is read again
+    // where it is now: only a file with no namesake left is gone.
+    let names: std::collections::BTreeSet<&std::ffi::OsStr> = now.keys().filter_map(|path| Path::new(path).file_name()).collect();
+    let gone: Vec<String> = previous
+        .files
+        .keys()
+        .filter(|path| !now.contains_key(*path) && Path::new(path).file_name().is_none_or(|name| !names.contains(name)))
+        .cloned()
+        .collect();
+    if !gone.is_empty() && now.iter().all(|(path, stamp)| same(path, stamp)) {
+        return Change::Gone(gone);
     }
     let shrank: Vec<String> = now
         .iter()
@@ -417,7 +435,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
             unchanged: previous.files.iter().filter(|(path, old)| now.get(*path).is_some_and(|stamp| old.is(stamp))).map(|(path, _)| path.clone()).collect(),
         })
     } else {
-        Change::Changed { shrank }
+        Change::Changed { shrank, gone }
     }
 }
 
@@ -726,32 +744,59 @@ impl<'a> Importer<'a> {
         if now.is_some() && now == log {
             change
         } else {
-            Change::Changed { shrank: Vec::new() }
+            Change::Changed { shrank: Vec::new(), gone: Vec::new() }
         }
     }
 
     /// Counts a session whose run has `files` and says whether it must be
     /// read.
-    fn wanted(&mut self, change: &Change, files: RunFiles) -> bool {
+    fn wanted(&mut self, (provider, key): (&'static str, &str), change: &Change, files: RunFiles) -> anyhow::Result<bool> {
         self.bar.inc(1);
         match change {
             Change::Same if files.log => {
                 self.tally.unchanged += 1;
-                return false;
+                return Ok(false);
             }
             // Counted as read on once it was (see `run_jobs`).
             Change::Grew(_) => self.tally.updated += 1,
-            Change::Changed { shrank } => {
+            Change::Gone(gone) if files.log => {
+                // A subagent's metadata left beside its deleted transcript is
+                // no longer its session's, but not gone.
+                for path in gone.iter().filter(|path| !Path::new(path).exists()) {
+                    self.bar.suspend(|| {
+                        eprintln!("warning: {path}, read by an earlier import, is gone; its session's run keeps what it read of it");
+                    });
+                }
+                // Said once: the session is kept as read without them, so
+                // the next import finds it unchanged.
+                let catalog = locked(self.catalog)?;
+                if let Some(mut session) = catalog.import_session(provider, key)? {
+                    session.files.retain(|path, _| !gone.contains(path));
+                    catalog.begin()?;
+                    catalog.put_import_session(provider, key, &session)?;
+                    self.unsaved = true;
+                }
+                drop(catalog);
+                self.tally.unchanged += 1;
+                return Ok(false);
+            }
+            Change::Changed { shrank, gone } => {
                 for path in shrank {
                     self.bar.suspend(|| {
                         eprintln!("warning: {path} shrank since the last import; reading its session again whole");
                     });
                 }
+                for path in gone {
+                    self.bar.suspend(|| {
+                        eprintln!("warning: {path}, read by an earlier import, is gone; its session changed too, so it is read again whole without it, and what its run held of it is dropped");
+                    });
+                }
                 self.tally.updated += 1;
             }
+            Change::Gone(_) => self.tally.updated += 1,
             Change::Same | Change::New => self.tally.recorded += 1,
         }
-        true
+        Ok(true)
     }
 
     /// The Claude runs recorded live (not by an import), by session: of the
@@ -1585,7 +1630,7 @@ fn import_sessions(
         };
         let change = importer.unless_log_moved(change, &id, log);
         let files = importer.runs.files_of(&id)?;
-        if !importer.wanted(&change, files) {
+        if !importer.wanted((CLAUDE, &session.session_id), &change, files)? {
             return Ok(());
         }
         // Only a run import made itself (its id says so) is rebuilt: a live
@@ -1636,7 +1681,7 @@ fn import_sessions(
         let change = compare(previous.as_ref(), &stamps, args.idle_limit);
         let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
         let run_files = importer.runs.files_of(&id)?;
-        if !importer.wanted(&change, run_files) {
+        if !importer.wanted((CODEX, &root), &change, run_files)? {
             continue;
         }
         let job = Job {

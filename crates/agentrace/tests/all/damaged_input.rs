@@ -232,3 +232,40 @@ fn a_repaired_codex_root_takes_its_children_back_from_their_orphan_runs() {
     assert_eq!(usage(&repaired), usage(&clean));
     assert_eq!(shown(&repaired, "codex-01a2298c-b715-73a2-a32b-e063f6ee5299"), shown(&clean, "codex-01a2298c-b715-73a2-a32b-e063f6ee5299"));
 }
+
+/// A file of a session deleted after an import (Claude Code's cleanup
+/// deletes old transcripts one file at a time, a subagent's before its
+/// session's when it ended first) made the next import read the session
+/// again whole without it: the run and `usage` silently lost that agent's
+/// events, tool calls and tokens. Now a session whose other files did not
+/// change keeps its run as it was, and the import says once which file is
+/// gone.
+#[test]
+fn a_session_file_deleted_after_an_import_leaves_its_run_as_it_was() {
+    let dir = homes("v1_parallel", "parallel_bg");
+    let cli = Cli::new();
+    assert_eq!(import(&cli, dir.path()).0, Some(0));
+    let (claude_run, codex_run) = ("claude-4d35057c-0951-4f3b-9748-90519e0026ea", "codex-01a2298c-b715-73a2-a32b-e063f6ee5299");
+    let usage = |cli: &Cli| -> Value { serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}")) };
+    let before = (shown(&cli, claude_run), shown(&cli, codex_run), usage(&cli));
+    let files = jsonl_files(dir.path());
+    let subagent = files.iter().find(|path| path.to_string_lossy().contains("/subagents/agent-")).unwrap_or_else(|| panic!("no subagent file"));
+    let child = files.iter().find(|path| path.to_string_lossy().contains("b7b2")).unwrap_or_else(|| panic!("no child rollout"));
+    for path in [subagent, child] {
+        std::fs::remove_file(path).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let summary = format!(
+        "imported 0 new sessions, 0 changed, 2 unchanged (Codex from {}, Claude from {})",
+        dir.path().join("codex").display(),
+        dir.path().join("claude").display()
+    );
+    let gone = |path: &Path| format!("warning: {}, read by an earlier import, is gone; its session's run keeps what it read of it", path.display());
+    let (code, stderr) = import(&cli, dir.path());
+    assert_eq!(
+        (code, stderr.lines().collect::<Vec<_>>()),
+        (Some(0), vec![gone(subagent).as_str(), gone(child).as_str(), summary.as_str()])
+    );
+    assert_eq!((shown(&cli, claude_run), shown(&cli, codex_run), usage(&cli)), before);
+    let (code, stderr) = import(&cli, dir.path());
+    assert_eq!((code, stderr.lines().collect::<Vec<_>>()), (Some(0), vec![summary.as_str()]), "said once");
+}
