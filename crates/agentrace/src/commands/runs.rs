@@ -503,6 +503,10 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         (runs, _) = listed(home, &catalog, &filter)?;
         table(out, &runs, zone)?;
         eprintln!("hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered");
+        // The samples' `$?` and their UTC times need saying as much as a
+        // history's do: this is the list a new user reads first.
+        cost_hint(home, &runs);
+        zone_hint();
         return Ok(());
     }
     table(out, &runs, zone)?;
@@ -518,24 +522,34 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("{IMPORT_AT_WORK}");
     }
     eprintln!("hint: `agentrace show latest` shows the newest run; `agentrace usage` tokens per agent; `agentrace --help` lists commands");
-    // A cost the list cannot give whole: where the missing prices are named
-    // and how to give them.
-    if runs.iter().any(|listed| listed.run.cost_status != CostStatus::Exact) {
-        eprintln!(
-            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command",
-            home.prices_path().display()
-        );
-    }
+    cost_hint(home, &runs);
     // Sessions going on now: where to watch each agent at work.
     let live = runs.iter().filter(|listed| listed.run.at_work() || listed.run.helpers_working).count();
     if live > 0 {
         let sessions = if live == 1 { "1 session is".to_owned() } else { format!("{live} sessions are") };
         eprintln!("hint: {sessions} live; `agentrace top` follows what each agent does now (or `agentrace serve --watch`, page /live)");
     }
+    zone_hint();
+    Ok(())
+}
+
+/// The first command's hint for a cost its list cannot give whole: where
+/// the missing prices are named and how to give them.
+fn cost_hint(home: &Home, runs: &[ListedRun]) {
+    if runs.iter().any(|listed| listed.run.cost_status != CostStatus::Exact) {
+        eprintln!(
+            "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command",
+            home.prices_path().display()
+        );
+    }
+}
+
+/// The first command's hint for times shown in UTC on a machine whose
+/// clocks are not, while no zone is named.
+fn zone_hint() {
     if let Some(local) = crate::zone::unnamed_local_zone() {
         eprintln!("hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in {local}, this machine's zone");
     }
-    Ok(())
 }
 
 #[cfg(test)]

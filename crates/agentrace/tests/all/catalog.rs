@@ -620,6 +620,27 @@ fn the_first_command_offers_the_machines_zone_when_times_are_utc_without_the_use
     assert_eq!([hinted("Asia/Tokyo", None), hinted("UTC", None), hinted("Asia/Tokyo", Some("local")), hinted("Asia/Tokyo", Some("UTC"))], [true, false, false, false]);
 }
 
+/// A new user's first list is the bundled samples, two of them `$?` (their
+/// model is a mock): it gave the samples' hint alone, where a history's list
+/// says what `$?` means and that the times are UTC.
+#[test]
+fn the_first_command_over_the_samples_says_what_their_unknown_cost_and_utc_times_mean() {
+    let cli = Cli::new();
+    let output = cli.command(&[]).env("TZ", "Asia/Tokyo").output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let hints: Vec<&str> = stderr.lines().filter(|line| line.starts_with("hint:")).collect();
+    let prices = cli.home.path().join("prices.json");
+    assert_eq!(
+        hints,
+        [
+            "hint: `agentrace show sample-codex-v1-basic` shows the agent tree and who answered".to_owned(),
+            format!("hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command", prices.display()),
+            "hint: times and days are UTC; `export AGENTRACE_TZ=local` shows them in Asia/Tokyo, this machine's zone".to_owned(),
+        ]
+    );
+}
+
 #[test]
 fn search_keeps_to_the_provider_project_and_days_it_is_given() {
     // A Codex run (ingested, no project) and a Claude session (imported,
