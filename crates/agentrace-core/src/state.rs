@@ -1127,7 +1127,13 @@ impl RunState {
             .flat_map(|stats| stats.tokens_by_model.iter().cloned())
             .chain(outside_tree.iter().flat_map(|usage| usage.tokens_by_model.iter().cloned()))
             .collect();
-        let (cost, cost_status) = cost_figure(&parts, !incomplete.is_empty());
+        // A run no usage reached (a hook's inputs, a session before its
+        // first request) has no cost yet, as an agent without usage has
+        // none: `$0.00 exact` read as a free run.
+        let (cost, cost_status) = match tokens {
+            Some(_) => cost_figure(&parts, !incomplete.is_empty()),
+            None => (None, CostStatus::Unknown),
+        };
         RunSummary {
             id: self.run_id.clone(),
             provider: self.provider,
