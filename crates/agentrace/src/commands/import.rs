@@ -1372,6 +1372,10 @@ pub struct ImportReport {
     pub read_on: u64,
     /// Sessions found as the last import left them.
     pub unchanged: u64,
+    /// Sessions left out because a file of theirs could not be opened (read
+    /// again by the next import); there only when some were.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out: u64,
     /// The runs recorded or changed, by id.
     pub runs: Vec<RunId>,
     /// The Codex home read (`null`: none).
@@ -1382,6 +1386,12 @@ pub struct ImportReport {
     /// imported every change already, when one had and nothing was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follower: Option<u32>,
+}
+
+/// Whether a count is 0 (left out of `--json`).
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if hands a reference")]
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// [`import_in`], with what it did.
@@ -1727,6 +1737,7 @@ fn import_sessions(
         changed: tally.updated,
         read_on: tally.read_on,
         unchanged: tally.unchanged,
+        left_out: tally.left_out,
         runs: importer.changed,
         codex_home: args.codex_home(),
         claude_dir: args.claude_dir(),

@@ -110,6 +110,16 @@ fn a_claude_file_that_cannot_be_opened_leaves_its_session_out_and_the_rest_impor
     );
     let listed: Vec<Value> = runs(&fresh)["runs"].as_array().into_iter().flatten().map(|run| run["id"].clone()).collect();
     assert_eq!(listed, vec![Value::from(codex_run)], "the Codex session imported, no stub of the Claude one");
+    // `--json` counts it too (`leftOut`, there only when not 0): a script
+    // saw an import that left a session out as one that read everything.
+    let scripted = Cli::new();
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let reported: Value = serde_json::from_str(&scripted.ok(&["import", "--json", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        reported,
+        serde_json::json!({"new": 1, "changed": 0, "readOn": 0, "unchanged": 0, "leftOut": 1, "runs": [codex_run], "codexHome": codex, "claudeDir": claude})
+    );
 
     let (code, stderr) = import(&whole, dir.path());
     assert_eq!(
