@@ -43,6 +43,9 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Said after the error of a run that is not there.
+const NO_SUCH_RUN_HINT: &str = "hint: a run is named by its id, a unique prefix of one, or `latest` (the run that started last); `agentrace runs` lists them\n";
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli::run(cli) {
@@ -55,6 +58,10 @@ fn main() -> ExitCode {
             Err(error) => {
                 let mut stderr = std::io::stderr().lock();
                 let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {error:#}\n"));
+                // A run that is not there: what a run may be named by.
+                if error.chain().any(|cause| matches!(cause.downcast_ref(), Some(agentrace_store::StoreError::NotFound { .. }))) {
+                    let _ = std::io::Write::write_all(&mut stderr, NO_SUCH_RUN_HINT.as_bytes());
+                }
                 ExitCode::FAILURE
             }
         },

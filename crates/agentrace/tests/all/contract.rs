@@ -418,6 +418,26 @@ fn bad_lines_are_counted_and_named_and_the_rest_of_the_run_is_intact() {
     assert!(view.run.result.is_some());
 }
 
+/// A run that is not there named the value and the runs folder, and left
+/// the user to guess what a run may be named by (CONTRIBUTING: a value
+/// refused after looking names what it could have been).
+#[test]
+fn a_run_that_is_not_there_is_an_error_that_says_what_names_a_run() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic"]);
+    let output = cli.run(&["show", "nosuch"]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(1),
+            format!(
+                "error: no run matches \"nosuch\" in {}\nhint: a run is named by its id, a unique prefix of one, or `latest` (the run that started last); `agentrace runs` lists them\n",
+                cli.home.path().join("runs").display()
+            )
+        )
+    );
+}
+
 #[test]
 fn an_undetectable_input_is_a_clear_error_naming_the_file_and_line() {
     let cli = Cli::new();
