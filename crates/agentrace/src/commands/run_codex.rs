@@ -70,8 +70,10 @@ pub struct RunCodexArgs {
     otlp: Option<String>,
     /// Run `codex exec --json` (headless, as in CI) instead of driving
     /// `codex app-server`: its stdout is recorded live, then the rollouts
-    /// of its session are joined in, so every helper is known.
-    #[arg(long, conflicts_with_all = ["approval_policy"])]
+    /// of its session are joined in, so every helper is known. Nothing
+    /// answers approvals then: `--approval` and `--approval-policy` are
+    /// refused with it.
+    #[arg(long, conflicts_with_all = ["approval_policy", "approval"])]
     exec: bool,
     /// With `--exec`: the `CODEX_HOME` codex runs with and its rollouts are
     /// read from (default: CODEX_HOME, else ~/.codex).

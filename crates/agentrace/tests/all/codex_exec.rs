@@ -325,3 +325,26 @@ fn a_saved_exec_stream_ends_when_its_roots_rollout_ended_the_turn_not_when_it_be
         )
     );
 }
+
+/// Nothing answers approvals in `codex exec`: `run codex --exec --approval
+/// accept` was taken and passed over without a word, as if the answers
+/// would be given. It is refused, as `--approval-policy` with it is.
+#[test]
+fn approval_answers_with_exec_are_a_usage_error() {
+    let cli = Cli::new();
+    let refused = |flags: &[&str]| {
+        let mut args = vec!["run", "codex", "--exec"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "hi"]);
+        let output = cli.run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr.lines().next().unwrap_or_default().to_owned())
+    };
+    assert_eq!(
+        [refused(&["--approval", "accept"]), refused(&["--approval-policy", "never"])],
+        [
+            (Some(2), "error: the argument '--exec' cannot be used with '--approval <APPROVAL>'".to_owned()),
+            (Some(2), "error: the argument '--exec' cannot be used with '--approval-policy <POLICY>'".to_owned()),
+        ]
+    );
+}
