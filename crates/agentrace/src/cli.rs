@@ -4,14 +4,11 @@
 
 use std::process::ExitCode;
 
-use agentrace_core::model::Role;
-use agentrace_store::{Home, LogReader};
+use agentrace_store::Home;
 use anyhow::Context as _;
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use crate::commands::ingest::{self, FormatArg, IngestOptions};
 use crate::output::Out;
-use crate::render;
 use crate::commands::samples;
 
 /// Which agent did what, when, at what cost, and how each one ended.
@@ -48,7 +45,7 @@ enum Command {
     /// Record a run from a file or stdin (e.g. the stdout of `codex app-server`).
     ///
     /// Prints the new run's id as the last line of stdout.
-    Ingest(IngestArgs),
+    Ingest(crate::commands::ingest::IngestArgs),
     /// List recorded runs, newest first or by cost, tokens, duration or
     /// warnings (filtered and paged through the catalog).
     Runs(crate::commands::runs::RunsArgs),
@@ -57,22 +54,14 @@ enum Command {
     /// Prints `RUN #SEQUENCE TIME [AGENT] SNIPPET` per hit (matches in
     /// `[…]`), or with `--json` `{"hits": [{"runId", "sequence",
     /// "threadId", "label", "role", "timestamp", "snippet"}]}`.
-    Search(crate::commands::runs::SearchArgs),
+    Search(crate::commands::search::SearchArgs),
     /// Make the catalog ($AGENTRACE_HOME/catalog.sqlite) anew from the run
     /// logs, then import the Codex and Claude folders again.
     Reindex(crate::commands::reindex::ReindexArgs),
     /// Show one run: summary, agent tree, the result and who produced it, counts.
-    Show {
-        /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
-        run: String,
-        /// Print `{"run": {...}, "agents": [...], "warnings": [...]}`.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        warnings: crate::warning_config::WarningArgs,
-    },
+    Show(crate::commands::show::ShowArgs),
     /// Print every event of a run in sequence order, final attribution applied.
-    Events(EventsArgs),
+    Events(crate::commands::events::EventsArgs),
     /// What each subagent and background command is doing now, or how it ended.
     ///
     /// One line per child: label, state, current operation, run number,
@@ -178,44 +167,6 @@ enum RunTarget {
     Claude(crate::commands::claude_run::RunClaudeArgs),
 }
 
-#[derive(Debug, Args)]
-struct IngestArgs {
-    /// Input format; detected from the first lines when omitted.
-    #[arg(long, value_enum)]
-    format: Option<FormatArg>,
-    /// Id for the new run (default: `run-<ulid>`).
-    #[arg(long)]
-    run_id: Option<String>,
-    /// Do not print the summary on stderr.
-    #[arg(long, short)]
-    quiet: bool,
-    /// For a `codex exec --json` stream: the Codex home whose rollouts of
-    /// that session are joined in (default: CODEX_HOME, else ~/.codex).
-    #[arg(long, value_name = "DIR")]
-    codex_home: Option<std::path::PathBuf>,
-    #[command(flatten)]
-    secrets: crate::secrets::KeepSecretsArg,
-    /// The file to read, or `-` for stdin; for Claude transcripts also a
-    /// project or `projects` folder (default: `$CLAUDE_CONFIG_DIR`, else
-    /// `~/.claude`).
-    input: Option<String>,
-}
-
-#[derive(Debug, Args)]
-struct EventsArgs {
-    /// Run id, a unique prefix of one (or of an imported run's Codex thread or Claude session id), or `latest`.
-    run: String,
-    /// Print JSON Lines (one envelope per line).
-    #[arg(long)]
-    json: bool,
-    /// Include each envelope's original frame (under its event, or as `raw` with `--json`; an imported frame is read from its source).
-    #[arg(long)]
-    raw: bool,
-    /// Only events of `main` (roots), `helpers`, `unknown`, or one agent:
-    /// its thread id or its label as `show` prints it.
-    #[arg(long)]
-    actor: Option<String>,
-}
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -291,139 +242,24 @@ fn dispatch(command: Option<Command>, home: &Home) -> anyhow::Result<ExitCode> {
         None => crate::commands::runs::first_command(&home, &mut out)?,
         Some(Command::Samples(args)) => samples::record_and_list(&home, &args, &mut out)?,
         Some(Command::Ingest(args)) => {
-            args.secrets.apply();
-            let options = IngestOptions {
-                format: args.format,
-                run_id: args.run_id,
-                quiet: args.quiet,
-                codex_home: args.codex_home,
-            };
-            if ingest::wants_transcripts(args.input.as_deref(), args.format) {
-                let input = args.input.as_deref();
-                for id in ingest::ingest_transcripts(&home, input, &options)? {
-                    out.line(id.as_str())?;
-                }
-            } else {
-                let input = args
-                    .input
-                    .as_deref()
-                    .context("no input given\nhint: pass a file, or `-` for stdin")?;
-                let ingested = ingest::ingest_path(&home, input, &options)?;
-                out.line(ingested.id.as_str())?;
-                // A `codex exec` run exits as `run codex --exec` would have.
-                if let Some(code) = ingest::exec_exit_code(&ingested.summary) {
-                    out.flush()?;
-                    return Ok(code);
-                }
-            }
+            let code = crate::commands::ingest::run(&home, args, &mut out)?;
+            out.flush()?;
+            return Ok(code);
         }
         Some(Command::Runs(args)) => crate::commands::runs::run(&home, &args, &mut out)?,
-        Some(Command::Search(args)) => crate::commands::runs::search(&home, &args, &mut out)?,
+        Some(Command::Search(args)) => crate::commands::search::run(&home, &args, &mut out)?,
         Some(Command::Reindex(args)) => {
             let report = crate::commands::reindex::reindex(&home, &args)?;
             if args.json() {
                 out.json_pretty(&report)?;
             }
         }
-        Some(Command::Show { run, json, warnings }) => {
-            // The flags first: a mistyped code is refused before a long
-            // run is read.
-            let config = crate::warning_config::config(&home, &warnings)?;
-            let id = home.resolve(&run)?;
-            let loaded = home.load_run(&id)?;
-            let view = loaded.checked_view(&config, Some(crate::clock::now()));
-            if json {
-                out.json_pretty(&view)?;
-            } else {
-                render::show(&mut out, &view, loaded.skipped())?;
-            }
-        }
-        Some(Command::Events(args)) => events(&home, &mut out, &args)?,
+        Some(Command::Show(args)) => crate::commands::show::run(&home, &args, &mut out)?,
+        Some(Command::Events(args)) => crate::commands::events::run(&home, &args, &mut out)?,
         Some(Command::Status(args)) => crate::commands::status::run(&home, &args, &mut out)?,
         Some(Command::Attach(args)) => return crate::commands::attach::run(&home, &args, &mut out),
         Some(Command::Export(args)) => crate::commands::export::run(&home, args, &mut out)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Which events `--actor` keeps.
-enum ActorFilter {
-    All,
-    Role(Role),
-    /// One agent, by its thread id or its label (final, as `show` prints it).
-    Agent(String),
-}
-
-impl ActorFilter {
-    fn parse(text: Option<&str>) -> Self {
-        match text {
-            None | Some("all") => ActorFilter::All,
-            Some("main" | "root") => ActorFilter::Role(Role::Root),
-            Some("helpers" | "helper") => ActorFilter::Role(Role::Helper),
-            Some("unknown") => ActorFilter::Role(Role::Unknown),
-            Some(agent) => ActorFilter::Agent(agent.to_owned()),
-        }
-    }
-
-    fn keeps(&self, actor: &agentrace_core::Actor) -> bool {
-        match self {
-            ActorFilter::All => true,
-            ActorFilter::Role(role) => actor.role == *role,
-            ActorFilter::Agent(agent) => {
-                actor.label == *agent || actor.thread_id.as_ref().is_some_and(|id| id.as_str() == agent)
-            }
-        }
-    }
-}
-
-fn events(home: &Home, out: &mut Out, args: &EventsArgs) -> anyhow::Result<()> {
-    let id = home.resolve(&args.run)?;
-    let path = home.log_path(&id);
-    // Two passes keep memory bounded: the run book first (from its
-    // snapshot when one matches) for the corrections, then the events.
-    let fold = home.fold_run(&id)?;
-    let finals = fold.finals();
-    let filter = ActorFilter::parse(args.actor.as_deref());
-    let mut reader = LogReader::open(&path)?;
-    let mut frames = agentrace_store::raw_ref::Resolver::for_log(&path);
-    let mut kept = false;
-    for envelope in &mut reader {
-        let mut envelope = envelope?;
-        finals.apply(&mut envelope);
-        if !filter.keeps(&envelope.actor) {
-            continue;
-        }
-        kept = true;
-        if args.raw {
-            // An imported frame is read from its source (or kept copy).
-            frames.show(&mut envelope);
-        } else {
-            envelope.raw = None;
-            envelope.raw_ref = None;
-        }
-        if args.json {
-            out.json(&envelope)?;
-        } else {
-            render::event_line(out, &envelope)?;
-            // The frame under its event: the ingest's hint sends a user
-            // here to see an undecodable line as it was read.
-            if args.raw {
-                render::raw_line(out, &envelope)?;
-            }
-        }
-    }
-    if !reader.skipped().is_empty() {
-        render::skipped_warning(&path, reader.skipped());
-    }
-    if let ActorFilter::Agent(agent) = &filter {
-        // Nothing kept, and no agent of the run goes by that name: a typo
-        // (or a label as another command prints it) must not read as an
-        // agent that did nothing.
-        let agents = fold.state().agents();
-        if !kept && !agentrace_core::state::names_an_agent(&agents, agent) {
-            anyhow::bail!("--actor {agent}: no agent of run {id} has this thread id or label\n{}", render::actor_choices(&agents, agent));
-        }
-    }
-    Ok(())
 }

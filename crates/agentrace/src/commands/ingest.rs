@@ -49,6 +49,52 @@ pub enum FormatArg {
     CodexExec,
 }
 
+/// Arguments of `agentrace ingest`.
+#[derive(Debug, clap::Args)]
+pub struct IngestArgs {
+    /// Input format; detected from the first lines when omitted.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Id for the new run (default: `run-<ulid>`).
+    #[arg(long)]
+    run_id: Option<String>,
+    /// Do not print the summary on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+    /// For a `codex exec --json` stream: the Codex home whose rollouts of
+    /// that session are joined in (default: CODEX_HOME, else ~/.codex).
+    #[arg(long, value_name = "DIR")]
+    codex_home: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    secrets: crate::secrets::KeepSecretsArg,
+    /// The file to read, or `-` for stdin; for Claude transcripts also a
+    /// project or `projects` folder (default: `$CLAUDE_CONFIG_DIR`, else
+    /// `~/.claude`).
+    input: Option<String>,
+}
+
+/// Runs `agentrace ingest`: prints each run id recorded (the last stdout
+/// line); a `codex exec` stream exits as `run codex --exec` would have.
+pub fn run(home: &Home, args: IngestArgs, out: &mut crate::output::Out) -> anyhow::Result<std::process::ExitCode> {
+    args.secrets.apply();
+    let options = IngestOptions {
+        format: args.format,
+        run_id: args.run_id,
+        quiet: args.quiet,
+        codex_home: args.codex_home,
+    };
+    if wants_transcripts(args.input.as_deref(), args.format) {
+        for id in ingest_transcripts(home, args.input.as_deref(), &options)? {
+            out.line(id.as_str())?;
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let input = args.input.as_deref().context("no input given\nhint: pass a file, or `-` for stdin")?;
+    let ingested = ingest_path(home, input, &options)?;
+    out.line(ingested.id.as_str())?;
+    Ok(exec_exit_code(&ingested.summary).unwrap_or(std::process::ExitCode::SUCCESS))
+}
+
 /// True when `ingest` should read Claude transcripts from disk: asked for,
 /// a folder given, or a file whose first line is a transcript line.
 pub fn wants_transcripts(input: Option<&str>, format: Option<FormatArg>) -> bool {
