@@ -754,6 +754,13 @@ pub fn ingest_transcripts(
         };
         if !options.quiet && !understood {
             eprintln!("recorded {id}, nothing in it understood: {} events, result none", summary.counts.events);
+        } else if !options.quiet && resumed && fed == 0 {
+            // Every line was in the run already: "added to" read as if
+            // the session had been recorded again.
+            eprintln!(
+                "{id} holds every line of claude session {} already: nothing added ({} events)",
+                session.session_id, summary.counts.events
+            );
         } else if !options.quiet {
             eprintln!(
                 "{} {id}: claude session {}, {} events, result {}",

@@ -956,3 +956,24 @@ fn an_imported_claude_run_keeps_its_project_when_its_transcript_and_catalog_are_
     }
     assert_eq!(seen(&cli), before);
 }
+
+/// A transcript ingested again into the run that holds it said `added to
+/// run …`, as if the session had been recorded once more: nothing was.
+#[test]
+fn a_transcript_ingested_again_says_nothing_was_added() {
+    let cli = Cli::new();
+    let projects = fixtures().join("claude/single_fg/home_claude/projects");
+    let project = std::fs::read_dir(&projects).unwrap_or_else(|e| panic!("{e}")).next().unwrap_or_else(|| panic!("no project")).unwrap_or_else(|e| panic!("{e}")).path();
+    let main = std::fs::read_dir(&project)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path())
+        .find(|path| path.extension().is_some_and(|extension| extension == "jsonl"))
+        .unwrap_or_else(|| panic!("no session file"));
+    let id = cli.ingest(&main, &[]);
+    let again = cli.run(&["ingest", &main.to_string_lossy()]);
+    let session = main.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+    assert_eq!(
+        (again.status.code(), String::from_utf8_lossy(&again.stdout).into_owned(), String::from_utf8_lossy(&again.stderr).into_owned()),
+        (Some(0), format!("{id}\n"), format!("{id} holds every line of claude session {session} already: nothing added (73 events)\n"))
+    );
+}
