@@ -240,6 +240,16 @@ impl RolloutAttributor {
                 item_id: payload.get("id").and_then(Value::as_str).map(ItemId::from),
                 turn_id: self.facts(&thread).turn.clone(),
             },
+            // A record that always names its payload's type but names none
+            // here (`payload: null`, a type that is no string) is damage,
+            // not a record passed over: counted as an unknown frame.
+            ("event_msg" | "response_item", "") => Event::Unknown {
+                kind: "unknownMethod".to_owned(),
+                method: Some(record_type.to_owned()),
+                reason: format!("rollout record `{record_type}` without a payload type"),
+                line_number: None,
+                raw_base64: None,
+            },
             (
                 "event_msg"
                 | "response_item"

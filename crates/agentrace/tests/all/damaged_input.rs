@@ -279,3 +279,37 @@ fn a_session_file_deleted_after_an_import_leaves_its_run_as_it_was() {
     let (code, stderr) = import(&cli, dir.path());
     assert_eq!((code, stderr.lines().collect::<Vec<_>>()), (Some(0), vec![summary.as_str()]), "said once");
 }
+
+/// A Codex record whose payload names no type (`payload: null`, a type
+/// that is no string) became a bare notice that no count showed: the
+/// damage was invisible. It is an unknown frame, counted, and the rest of
+/// the rollout reads as before.
+#[test]
+fn a_codex_record_whose_payload_names_no_type_is_counted_as_an_unknown_frame() {
+    let dir = homes("v1_basic", "single_fg");
+    let clean = Cli::new();
+    assert_eq!(import(&clean, dir.path()).0, Some(0));
+    let root = "codex-01a2298c-93ba-7001-9862-9fd03c21f5d4";
+    let before = shown(&clean, root);
+    // A line of the root's rollout (after its head) with its payload gone,
+    // and one whose payload type is a number.
+    let rollout = jsonl_files(&dir.path().join("codex"))
+        .into_iter()
+        .find(|path| std::fs::read_to_string(path).is_ok_and(|text| text.contains("01a2298c-93ba-7001-9862-9fd03c21f5d4") && !text.contains("thread_spawn")))
+        .unwrap_or_else(|| panic!("no root rollout"));
+    let text = std::fs::read_to_string(&rollout).unwrap_or_else(|e| panic!("{e}"));
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines.iter().position(|line| line.contains("\"type\":\"event_msg\"")).unwrap_or_else(|| panic!("no event_msg"));
+    let damaged = [
+        r#"{"timestamp":"2026-11-29T23:03:28.600Z","type":"event_msg","payload":null}"#.to_owned(),
+        r#"{"timestamp":"2026-11-29T23:03:28.600Z","type":"response_item","payload":{"type":7}}"#.to_owned(),
+    ];
+    lines.splice(at..at, damaged);
+    std::fs::write(&rollout, lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let damaged_home = Cli::new();
+    assert_eq!(import(&damaged_home, dir.path()).0, Some(0));
+    let after = shown(&damaged_home, root);
+    let figures = |view: &Value| (view["run"]["counts"]["unknownFrames"].clone(), view["run"]["tokens"].clone(), view["run"]["status"].clone(), view["agents"].as_array().map(Vec::len));
+    let (unknown_before, tokens, status, agents) = figures(&before);
+    assert_eq!(figures(&after), (Value::from(unknown_before.as_u64().unwrap_or(0) + 2), tokens, status, agents));
+}
