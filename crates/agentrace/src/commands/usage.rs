@@ -214,7 +214,25 @@ const STREAM_CHUNK: usize = 256;
 /// Attributes sessions straight from provider folders, in memory, on
 /// every core (sessions are independent; the order stays the folders').
 fn attribute(found: &[FoundSession], prices: &Arc<PriceBook>) -> anyhow::Result<Vec<SessionUsage>> {
-    crate::parallel::map(found, |found| attribute_one(found, prices))
+    Ok(crate::parallel::map(found, |found| attribute_or_left_out(found, prices))?.into_iter().flatten().collect())
+}
+
+/// [`attribute_one`], or `None` for a session with a file that cannot be
+/// read (unreadable, gone since it was listed), said on stderr: one such
+/// file stopped the whole report (exit 1), as it stopped an import.
+fn attribute_or_left_out(found: &FoundSession, prices: &Arc<PriceBook>) -> anyhow::Result<Option<SessionUsage>> {
+    match attribute_one(found, prices) {
+        Ok(session) => Ok(Some(session)),
+        Err(error) if error.chain().any(|cause| cause.is::<std::io::Error>()) => {
+            let (provider, key) = match found {
+                FoundSession::Codex(root, _) => ("Codex", root.as_str()),
+                FoundSession::Claude(found) => ("Claude", found.session_id()),
+            };
+            eprintln!("warning: {error:#}; the {provider} session {key} is left out of this report (its tokens are not counted)");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Attributes one session found in the folders, in memory.
@@ -721,7 +739,14 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {
         let (unpriced, totals) = if straight {
-            let report = StreamedReport::of(found_in_folders(args)?, |found| WrittenSession::in_window(&attribute_one(found, &prices)?, &window), STREAM_CHUNK);
+            let report = StreamedReport::of(
+                found_in_folders(args)?,
+                |found| match attribute_or_left_out(found, &prices)? {
+                    Some(session) => WrittenSession::in_window(&session, &window),
+                    None => Ok(None),
+                },
+                STREAM_CHUNK,
+            );
             report.write_to(out.writer())?;
             (report.unpriced.take(), report.totals.get())
         } else {

@@ -313,3 +313,42 @@ fn a_codex_record_whose_payload_names_no_type_is_counted_as_an_unknown_frame() {
     let (unknown_before, tokens, status, agents) = figures(&before);
     assert_eq!(figures(&after), (Value::from(unknown_before.as_u64().unwrap_or(0) + 2), tokens, status, agents));
 }
+
+/// `usage` straight from the folders stopped at a file it could not open
+/// (`error: cannot open …`, exit 1): no report at all. The session is left
+/// out, said on stderr, and the rest is counted as without it.
+#[test]
+fn usage_straight_from_folders_leaves_out_a_session_with_a_file_it_cannot_open() {
+    let dir = homes("v1_basic", "parallel_bg");
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let cli = Cli::new();
+    let usage = |claude: &Path| {
+        let output = cli.run(&["usage", "--json", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+        (output.status.code(), report, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    // The Codex session alone: what the damaged report must give.
+    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (_, codex_alone, _) = usage(empty.path());
+    let subagent = jsonl_files(&claude)
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("/subagents/agent-"))
+        .unwrap_or_else(|| panic!("no subagent file"));
+    make_unopenable(&subagent);
+    let (code, report, stderr) = usage(&claude);
+    let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("is left out of this report")).collect();
+    assert_eq!(
+        (code, report["sessions"].clone(), report["totals"].clone(), warnings),
+        (
+            Some(0),
+            codex_alone["sessions"].clone(),
+            codex_alone["totals"].clone(),
+            vec![format!(
+                "warning: cannot open {}: No such device or address (os error 6); the Claude session 4d35057c-0951-4f3b-9748-90519e0026ea is left out of this report (its tokens are not counted)",
+                subagent.display()
+            )
+            .as_str()]
+        ),
+        "{stderr}"
+    );
+}
