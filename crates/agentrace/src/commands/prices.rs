@@ -181,6 +181,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         by: By::Model,
         since: None,
         until: None,
+        provider: None,
         codex_home: args.codex_home.clone(),
         claude_dir: args.claude_dir.clone(),
         prices: args.prices.clone(),

@@ -69,6 +69,10 @@ pub struct UsageArgs {
     /// table), as ccusage's `--breakdown`.
     #[arg(long)]
     pub breakdown: bool,
+    /// Only the sessions of this provider (recorded, or read from its
+    /// folder only).
+    #[arg(long, value_enum)]
+    pub provider: Option<crate::commands::runs::ProviderArg>,
     /// Read this Codex home straight (nothing is recorded).
     #[arg(long, value_name = "DIR")]
     pub codex_home: Option<PathBuf>,
@@ -178,7 +182,11 @@ enum FoundSession {
 /// order, each made as it is asked for (a Codex session's rollouts are
 /// unpacked or merged then).
 fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = anyhow::Result<FoundSession>>> {
-    let codex = match &args.codex_home {
+    use crate::commands::runs::ProviderArg;
+    // `--provider` reads the other provider's folder not at all.
+    let codex_home = args.codex_home.as_ref().filter(|_| args.provider != Some(ProviderArg::Claude));
+    let claude_dir = args.claude_dir.as_ref().filter(|_| args.provider != Some(ProviderArg::Codex));
+    let codex = match codex_home {
         Some(dir) => {
             if !dir.is_dir() {
                 eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
@@ -191,7 +199,7 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = any
     // A folder (or transcript) that is not there is said, as for Codex
     // and as `import` says it, not an error: `--claude-dir` of a typo
     // exited 1 where `--codex-home` of one warned.
-    let claude = match &args.claude_dir {
+    let claude = match claude_dir {
         Some(dir) if !dir.exists() => {
             eprintln!("warning: {} is not a folder; no Claude Code session is read from it", dir.display());
             None
@@ -619,8 +627,9 @@ type RecordedRuns = Box<dyn Iterator<Item = anyhow::Result<Recorded>>>;
 /// asked for; with the catalog their usage is read from.
 fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(RecordedRuns, Catalog)> {
     let catalog = crate::catalog::synced(home)?;
+    let provider = args.provider.map(|provider| agentrace_core::model::Provider::from(provider).as_str());
     if args.runs.is_empty() {
-        let runs = every_run(home, &catalog, prices)?;
+        let runs = every_run(home, &catalog, prices, provider)?;
         // The trees are then read one by one in one read transaction.
         catalog.begin_read()?;
         return Ok((runs, catalog));
@@ -632,6 +641,7 @@ fn recorded_runs(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyh
         let stamp = LogStamp::of(home, &id);
         runs.push(recorded(home, &catalog, (id, stamp), listed.as_ref(), prices)?);
     }
+    runs.retain(|run| provider.is_none_or(|provider| run.place.provider == provider));
     let runs = once_per_session(runs);
     catalog.begin_read()?;
     Ok((Box::new(runs.into_iter().map(Ok)), catalog))
@@ -671,7 +681,7 @@ fn recorded(home: &Home, catalog: &Catalog, (id, stamp): (RunId, Option<LogStamp
 /// [`once_per_session`] chooses), listed from the catalog. What is held
 /// per run is its place (id, time, session, tokens), a few dozen bytes:
 /// 50,000 runs hold a few MB.
-fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow::Result<RecordedRuns> {
+fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>, provider: Option<&str>) -> anyhow::Result<RecordedRuns> {
     let listing = catalog.usage_listing()?;
     if listing.is_empty() {
         eprintln!(
@@ -692,6 +702,8 @@ fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>) -> anyhow:
     for (listed, stamp) in listing.into_iter().zip(stamps) {
         let id = RunId::from(listed.id.as_str());
         match recorded(home, catalog, (id.clone(), stamp), Some(&listed), prices) {
+            // Only `--provider`'s, when given.
+            Ok(run) if provider.is_some_and(|provider| run.place.provider != provider) => {}
             Ok(run) => runs.push(run),
             // Deleted since the catalog was synced: no longer a run.
             Err(_) if !home.log_path(&id).exists() => continue,
@@ -1073,6 +1085,7 @@ pub fn charts(home: &Home, zone: &Zone) -> anyhow::Result<serde_json::Value> {
         by: By::Day,
         since: None,
         until: None,
+        provider: None,
         codex_home: None,
         claude_dir: None,
         prices: None,

@@ -2212,3 +2212,34 @@ fn an_imported_session_stopped_mid_turn_is_marked_once_its_files_are_still() {
         ((Value::from("running"), Value::Null), (Value::from("running"), Value::Bool(true)))
     );
 }
+
+/// `usage --provider` keeps to one provider's sessions, recorded or read
+/// straight from the folders (where the other provider's folder is not
+/// read): `runs` had the flag, `usage` refused it (exit 2).
+#[test]
+fn usage_keeps_to_one_provider_recorded_or_straight_from_the_folders() {
+    let dir = homes(&["v1_basic"], &["single_fg"]);
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--quiet"]);
+    let kept = |report: UsageJson| (report.sessions.iter().map(|session| session.provider.clone()).collect::<Vec<_>>(), report.totals.total_tokens);
+    let all = usage(&cli, &[]);
+    let by_provider = |provider: &str| all.sessions.iter().filter(|session| session.provider == provider).map(|session| session.total_tokens).sum::<u64>();
+    let (codex_tokens, claude_tokens) = (by_provider("codex"), by_provider("claude"));
+    assert_eq!(
+        [
+            kept(usage(&cli, &["--provider", "codex"])),
+            kept(usage(&cli, &["--provider", "claude"])),
+            kept(usage(&cli, &["--provider", "codex", "--codex-home", &codex, "--claude-dir", &claude])),
+            kept(usage(&cli, &["--provider", "claude", "--codex-home", &codex, "--claude-dir", &claude])),
+        ],
+        [
+            (vec!["codex".to_owned()], codex_tokens),
+            (vec!["claude".to_owned()], claude_tokens),
+            (vec!["codex".to_owned()], codex_tokens),
+            (vec!["claude".to_owned()], claude_tokens),
+        ]
+    );
+    assert!(codex_tokens > 0 && claude_tokens > 0);
+}
