@@ -1168,6 +1168,7 @@ mod tests {
             by: By::Run,
             since: None,
             until: None,
+            provider: None,
             codex_home: Some(home.path().join("codex")),
             claude_dir: Some(home.path().join("claude")),
             prices: None,
