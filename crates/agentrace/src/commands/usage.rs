@@ -425,7 +425,10 @@ where
     /// through serde, whose only way to take a fragment whole
     /// (`RawValue`) parses each one again to check it: a seventh of the
     /// command's CPU after an import.
-    fn write_to(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+    /// `left_out` counts the sessions the work left out (a file of each
+    /// unreadable), read once every session is made: `leftOut` after the
+    /// totals when there are some.
+    fn write_to(&self, out: &mut dyn std::io::Write, left_out: &std::sync::atomic::AtomicU64) -> anyhow::Result<()> {
         out.write_all(b"{\n  \"sessions\": [")?;
         let mut first = true;
         let items = self.items.borrow_mut().take().into_iter().flatten();
@@ -449,6 +452,10 @@ where
         out.write_all(crate::output::pretty_fragment(&self.totals.get(), 1)?.as_bytes())?;
         out.write_all(b",\n  \"unpricedModels\": ")?;
         out.write_all(crate::output::pretty_fragment(&*self.unpriced.borrow(), 1)?.as_bytes())?;
+        let left_out = left_out.load(std::sync::atomic::Ordering::Relaxed);
+        if left_out > 0 {
+            out.write_all(format!(",\n  \"leftOut\": {left_out}").as_bytes())?;
+        }
         out.write_all(b"\n}\n")?;
         Ok(())
     }
@@ -751,15 +758,19 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {
         let (unpriced, totals) = if straight {
+            let left_out = std::sync::atomic::AtomicU64::new(0);
             let report = StreamedReport::of(
                 found_in_folders(args)?,
                 |found| match attribute_or_left_out(found, &prices)? {
                     Some(session) => WrittenSession::in_window(&session, &window),
-                    None => Ok(None),
+                    None => {
+                        left_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        Ok(None)
+                    }
                 },
                 STREAM_CHUNK,
             );
-            report.write_to(out.writer())?;
+            report.write_to(out.writer(), &left_out)?;
             (report.unpriced.take(), report.totals.get())
         } else {
             let (runs, catalog) = recorded_runs(home, args, &prices)?;
@@ -767,7 +778,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
             // and laid out (or the trees parsed and serialized) on the pool.
             let trees = runs.map(|run| run?.report(&catalog));
             let report = StreamedReport::of(trees, |tree| tree.written(&window, home, &prices), STREAM_CHUNK);
-            report.write_to(out.writer())?;
+            report.write_to(out.writer(), &std::sync::atomic::AtomicU64::new(0))?;
             (report.unpriced.take(), report.totals.get())
         };
         unpriced.warn(&totals);
@@ -1204,7 +1215,7 @@ mod tests {
             let found = found_in_folders(&args).unwrap_or_else(|e| panic!("{e}"));
             let report = StreamedReport::of(found, |found| WrittenSession::of(&attribute_one(found, &prices)?).map(Some), chunk);
             let mut streamed = Vec::new();
-            report.write_to(&mut streamed).unwrap_or_else(|e| panic!("{e}"));
+            report.write_to(&mut streamed, &std::sync::atomic::AtomicU64::new(0)).unwrap_or_else(|e| panic!("{e}"));
             let streamed = String::from_utf8(streamed).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(serde_json::from_str::<serde_json::Value>(&streamed).ok(), Some(whole.clone()), "chunks of {chunk}");
             assert_eq!(streamed, format!("{pretty}\n"), "chunks of {chunk}");
@@ -1212,7 +1223,7 @@ mod tests {
         // No session at all: empty lists, as serde_json writes them.
         let report = StreamedReport::of(std::iter::empty::<anyhow::Result<SessionUsage>>(), |session| WrittenSession::of(session).map(Some), 1);
         let mut streamed = Vec::new();
-        report.write_to(&mut streamed).unwrap_or_else(|e| panic!("{e}"));
+        report.write_to(&mut streamed, &std::sync::atomic::AtomicU64::new(0)).unwrap_or_else(|e| panic!("{e}"));
         let none = serde_json::to_string_pretty(&Report { sessions: &[], totals: &Counters::default(), unpriced_models: &Unpriced::default() });
         assert_eq!(String::from_utf8(streamed).ok(), none.ok().map(|none| format!("{none}\n")));
     }

@@ -316,7 +316,8 @@ fn a_codex_record_whose_payload_names_no_type_is_counted_as_an_unknown_frame() {
 
 /// `usage` straight from the folders stopped at a file it could not open
 /// (`error: cannot open …`, exit 1): no report at all. The session is left
-/// out, said on stderr, and the rest is counted as without it.
+/// out, said on stderr and counted in the report (`leftOut`, there only
+/// when not 0), and the rest is counted as without it.
 #[test]
 fn usage_straight_from_folders_leaves_out_a_session_with_a_file_it_cannot_open() {
     let dir = homes("v1_basic", "parallel_bg");
@@ -338,11 +339,12 @@ fn usage_straight_from_folders_leaves_out_a_session_with_a_file_it_cannot_open()
     let (code, report, stderr) = usage(&claude);
     let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("is left out of this report")).collect();
     assert_eq!(
-        (code, report["sessions"].clone(), report["totals"].clone(), warnings),
+        (code, report["sessions"].clone(), report["totals"].clone(), [report["leftOut"].clone(), codex_alone["leftOut"].clone()], warnings),
         (
             Some(0),
             codex_alone["sessions"].clone(),
             codex_alone["totals"].clone(),
+            [Value::from(1), Value::Null],
             vec![format!(
                 "warning: cannot open {}: No such device or address (os error 6); the Claude session 4d35057c-0951-4f3b-9748-90519e0026ea is left out of this report (its tokens are not counted)",
                 subagent.display()
