@@ -102,14 +102,51 @@ pub fn run(home: &Home, args: ExportArgs, out: &mut Out) -> anyhow::Result<()> {
     }
     match &args.output {
         Some(path) => {
-            #[expect(clippy::disallowed_methods, reason = "the file the user names with `--output`, not the home's")]
-            let written = std::fs::write(path, text.as_bytes());
-            written.with_context(|| format!("cannot write {}", path.display()))?;
+            write_output(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!("wrote {} ({} bytes)", path.display(), text.len());
         }
         None => out.line(text.trim_end_matches('\n'))?,
     }
     Ok(())
+}
+
+/// Writes the report to `path`, the file the user names with `--output`.
+/// A regular file (or none yet) is replaced whole: written beside it, then
+/// renamed over it, keeping its permissions, so a write that fails (a full
+/// disk) leaves the report that was there (it was emptied first). A link,
+/// a device (`/dev/stdout`) or a pipe is written in place, as named.
+#[expect(clippy::disallowed_methods, reason = "the file the user names with `--output`, not the home's")]
+fn write_output(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    // The mode of the file replaced; none for a new one.
+    let kept = match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_file() => Some(metadata.permissions().mode() & 0o7777),
+        Ok(_) => return std::fs::write(path, bytes),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let beside = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        // A new file as `--output` made one before (the umask applies).
+        .mode(kept.unwrap_or(0o666))
+        .open(&beside)
+        .and_then(|mut file| {
+            // The umask narrowed the mode of the file it replaces.
+            if let Some(mode) = kept {
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            }
+            file.write_all(bytes)?;
+            file.flush()
+        })
+        .and_then(|()| std::fs::rename(&beside, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&beside);
+    }
+    written
 }
 
 /// The endpoint and the runs `export --otlp VALUE RUN…` means. `--otlp`

@@ -472,3 +472,35 @@ fn two_runs_for_one_report_are_a_usage_error_naming_the_format_asked_for() {
         (expected("--markdown"), expected("--html"), false)
     );
 }
+
+/// `export -o FILE` emptied the report already there before writing the
+/// new one, so a write that failed part way (a full disk; here a file size
+/// limit) lost it. The new report is written beside it and renamed over
+/// it: the old one stays whole until then, with its permissions.
+#[test]
+fn a_report_that_cannot_be_written_whole_leaves_the_one_there() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cli = Cli::new();
+    let id = cli.ingest(&capture("real_model_nested"), &[]);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report = dir.path().join("report.html");
+    cli.ok(&["export", "--html", &id, "-o", &report.to_string_lossy()]);
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o640)).unwrap_or_else(|e| panic!("{e}"));
+    let before = std::fs::read(&report).unwrap_or_else(|e| panic!("{e}"));
+    assert!(before.len() > 4096, "a report larger than the limit below");
+    // A 2 KiB file size limit: the write fails (or the process is killed)
+    // part way through the report.
+    let limited = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -f 4; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_agentrace"))
+        .args(["export", "--html", &id, "-o", &report.to_string_lossy()])
+        .env("AGENTRACE_HOME", cli.home.path())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mode = |path: &std::path::Path| std::fs::metadata(path).map(|metadata| metadata.permissions().mode() & 0o777).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((limited.status.success(), std::fs::read(&report).unwrap_or_else(|e| panic!("{e}")) == before, mode(&report)), (false, true, 0o640));
+    // Written whole, it replaces the old one and keeps its permissions.
+    cli.ok(&["export", "--markdown", &id, "-o", &report.to_string_lossy()]);
+    assert_eq!((std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}")).starts_with("## agentrace run"), mode(&report)), (true, 0o640));
+}
