@@ -581,10 +581,12 @@ fn provider_text(view: &RunView) -> String {
     )
 }
 
+/// The tokens line of a report, with the figures `show` gives (reasoning
+/// included, which the reports left out).
 fn tokens_text(tokens: &TokenUsage) -> String {
     format!(
-        "{} total ({} input, {} cached, {} output)",
-        tokens.total_tokens, tokens.input_tokens, tokens.cached_input_tokens, tokens.output_tokens
+        "{} total ({} input, {} cached, {} output, {} reasoning)",
+        tokens.total_tokens, tokens.input_tokens, tokens.cached_input_tokens, tokens.output_tokens, tokens.reasoning_output_tokens
     )
 }
 
