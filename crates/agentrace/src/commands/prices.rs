@@ -68,7 +68,7 @@ const FETCH_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// `prices --update`: fetches or reads the provider data, checks that it
 /// is a database that prices both providers, and keeps it in the home.
-fn update(home: &Home, source: &str) -> anyhow::Result<()> {
+fn update(home: &Home, source: &str, json: bool, out: &mut Out) -> anyhow::Result<()> {
     let bytes = if source.starts_with("http://") || source.starts_with("https://") {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(FETCH_TIMEOUT))
@@ -109,6 +109,17 @@ fn update(home: &Home, source: &str) -> anyhow::Result<()> {
         "updated the price database: {providers} providers, {models} models from {source}, kept in {} ({after}; it was {before}); runs are priced by it from the next command on",
         home.price_database_path().display()
     );
+    if json {
+        out.json_pretty(&serde_json::json!({
+            "updated": true,
+            "source": source,
+            "providers": providers,
+            "models": models,
+            "kept": home.price_database_path(),
+            "database": after,
+            "before": before,
+        }))?;
+    }
     Ok(())
 }
 
@@ -154,14 +165,20 @@ struct Unpriced {
 
 /// Runs `agentrace prices`.
 pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> {
+    // `--json` of these says what was done (it was passed over: nothing
+    // on stdout).
     if let Some(source) = &args.update {
-        return update(home, source);
+        return update(home, source, args.json, out);
     }
     if args.reset {
-        if home.remove_price_database()? {
+        let removed = home.remove_price_database()?;
+        if removed {
             eprintln!("removed the price database {}: runs are priced by the compiled-in {} from the next command on", home.price_database_path().display(), agentrace_core::prices::database_label());
         } else {
             eprintln!("no price database was kept in {}: runs are priced by the compiled-in {}", home.root().display(), agentrace_core::prices::database_label());
+        }
+        if args.json {
+            out.json_pretty(&serde_json::json!({"removed": removed, "kept": home.price_database_path(), "database": agentrace_core::prices::database_label()}))?;
         }
         return Ok(());
     }

@@ -1217,15 +1217,22 @@ fn prices_update_fetches_a_newer_database_that_prices_every_command() {
         "{}",
         String::from_utf8_lossy(&torn.stderr)
     );
-    // From a file, as a user without the network gives it.
+    // From a file, as a user without the network gives it; `--json` says
+    // what was done (it printed nothing on stdout).
     let saved = cli.home.path().join("saved.json");
     std::fs::write(&saved, database).unwrap_or_else(|e| panic!("{e}"));
-    cli.ok(&["prices", "--update", &saved.to_string_lossy()]);
+    let answer = json(cli.ok(&["prices", "--update", &saved.to_string_lossy(), "--json"]));
+    assert_eq!(
+        (answer["updated"].clone(), answer["source"].clone(), answer["providers"].clone(), answer["models"].clone(), answer["kept"].clone()),
+        (Value::Bool(true), Value::from(saved.to_string_lossy().into_owned()), Value::from(2), Value::from(3), Value::from(kept.to_string_lossy().into_owned()))
+    );
     assert!(costs(&cli).0.as_f64().is_some_and(|cost| cost > 0.0));
 
     let reset = cli.run(&["prices", "--reset"]);
     assert!(String::from_utf8_lossy(&reset.stderr).starts_with("removed the price database"), "{}", String::from_utf8_lossy(&reset.stderr));
     assert_eq!((costs(&cli), kept.exists()), ((Value::Null, Value::Null), false));
+    let again = json(cli.ok(&["prices", "--reset", "--json"]));
+    assert_eq!((again["removed"].clone(), again["kept"].clone()), (Value::Bool(false), Value::from(kept.to_string_lossy().into_owned())));
 }
 
 /// A known span as (provider, model, tier, days, what).
