@@ -539,7 +539,24 @@ impl Recording {
                 }
             });
             let mut written = Ok(());
-            for batch in &batches {
+            loop {
+                let batch = match batches.try_recv() {
+                    Ok(batch) => batch,
+                    // The input ran dry for now (a live pipe): what is
+                    // queued is written, or `status` and `attach` would not
+                    // see the last lines until the next ones came.
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {
+                        written = self.settle();
+                        if written.is_err() {
+                            break;
+                        }
+                        match batches.recv() {
+                            Ok(batch) => batch,
+                            Err(_) => break,
+                        }
+                    }
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                };
                 let envelopes = self.recorder.number_attributed(batch);
                 written = self.write_back(envelopes).map(|spent| {
                     // A reading thread that has ended frees nothing more.

@@ -733,3 +733,41 @@ fn a_command_that_cannot_start_leaves_no_run_under_tap_as_under_run_codex_and_ru
         )
     );
 }
+
+/// `ingest -` of a live pipe kept the envelopes of the lines read last in
+/// its batch until more lines came: `status`, `attach` and the viewer did
+/// not see what the server had printed. What is read is written once the
+/// pipe runs dry.
+#[test]
+fn ingest_of_a_live_pipe_writes_what_it_read_before_more_comes() {
+    use std::io::Write as _;
+    let cli = Cli::new();
+    let bytes = std::fs::read(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8(bytes).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = text.lines().collect();
+    let half = lines.len() / 2;
+    let mut child = cli.command(&["ingest", "--run-id", "piped", "--format", "codex-app-server", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("no stdin"));
+    for line in &lines[..half] {
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    stdin.flush().unwrap_or_else(|e| panic!("{e}"));
+    // The last line given so far, as its frame is kept in the log.
+    let last: serde_json::Value = serde_json::from_str(lines[half - 1]).unwrap_or_else(|e| panic!("{e}"));
+    let log = cli.home.path().join("runs").join("piped.jsonl");
+    let holds_last = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .any(|envelope| envelope["raw"] == last)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !holds_last() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let written_while_open = holds_last();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((written_while_open, output.status.success()), (true, true), "{}", String::from_utf8_lossy(&output.stderr));
+}
