@@ -32,7 +32,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::sources::claude_ingest::{claude_cwd, claude_start, feed_claude, sessions_by_project, FoundSession as FoundClaude};
-use crate::sources::codex_sessions::{codex_sessions, CodexSessions};
+use crate::sources::codex_sessions::{codex_sessions_said, CodexSessions};
 use crate::sources::rollouts::{codex_start, feed_rollouts, RolloutHead};
 use crate::output::Out;
 use crate::day_range::DayArg;
@@ -191,7 +191,11 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = any
             if !dir.is_dir() {
                 eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
             }
-            codex_sessions(dir)?
+            let (sessions, headless) = codex_sessions_said(dir)?;
+            for why in &headless {
+                eprintln!("warning: {why}; the rollout is left out of this report (a child of it is counted as a session of its own)");
+            }
+            sessions
         }
         None => CodexSessions::default(),
     };

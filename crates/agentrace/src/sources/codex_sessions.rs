@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use agentrace_core::model::Timestamp;
 
-use crate::sources::rollouts::{rollout_head, RolloutHead, RolloutWalk};
+use crate::sources::rollouts::{rollout_head_or_why, RolloutHead, RolloutWalk};
 use crate::sources::stamps::FileStamp;
 
 /// How many bytes of packed rollouts are reserved at first (some 12,000
@@ -272,18 +272,31 @@ impl Iterator for CodexSessions {
 /// parents before children (see [`Packer::group`]); rollouts are set aside
 /// in the system's temporary folder past the packer's budget.
 pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
+    codex_sessions_said(codex_home).map(|(sessions, _)| sessions)
+}
+
+/// [`codex_sessions`], with why each rollout left out had no head (it
+/// cannot be opened, its whole first line is no `session_meta`), for the
+/// caller to say: a root so left out makes its children sessions of their
+/// own.
+pub fn codex_sessions_said(codex_home: &Path) -> anyhow::Result<(CodexSessions, Vec<String>)> {
     let mut packer = Packer::default();
+    let mut headless = Vec::new();
     let mut walk = RolloutWalk::new(codex_home, false).map(|(path, _)| path);
     loop {
         let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).collect();
         if chunk.is_empty() {
             break;
         }
-        for head in crate::parallel::map(&chunk, |path| Ok(rollout_head(path)))?.into_iter().flatten() {
-            packer.push_head(&head)?;
+        for head in crate::parallel::map(&chunk, |path| Ok(rollout_head_or_why(path)))? {
+            match head {
+                Ok(Some(head)) => packer.push_head(&head)?,
+                Ok(None) => {}
+                Err(why) => headless.push(why),
+            }
         }
     }
-    packer.group()
+    Ok((packer.group()?, headless))
 }
 
 /// How many rollout heads are read together on every core (each is a

@@ -176,11 +176,14 @@ pub fn rollout_head(path: &Path) -> Option<RolloutHead> {
 /// first line yet (empty, or its first line still being written): no run
 /// yet, read once it has one.
 pub(crate) fn rollout_head_or_why(path: &Path) -> Result<Option<RolloutHead>, String> {
-    if let Err(error) = fs::File::open(path) {
-        return Err(format!("cannot read {}: {error}", path.display()));
-    }
+    // A head read is the answer for every rollout but a damaged one: it
+    // alone is opened again, to say why (the check first opened each
+    // rollout once more, thousands of opens in a cold import).
     if let Some(head) = rollout_head(path) {
         return Ok(Some(head));
+    }
+    if let Err(error) = fs::File::open(path) {
+        return Err(format!("cannot read {}: {error}", path.display()));
     }
     let whole = fs::File::open(path).ok().is_some_and(|file| {
         let mut line = Vec::new();

@@ -212,6 +212,21 @@ fn a_codex_rollout_with_no_readable_head_is_named_on_stderr() {
             ]
         )
     );
+    // `usage` straight from the folders passed over them without a word.
+    let cli = Cli::new();
+    let output = cli.run(&["usage", "--json", "--codex-home", &dir.path().join("codex").to_string_lossy(), "--claude-dir", &dir.path().join("claude").to_string_lossy()]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let left_out = "the rollout is left out of this report (a child of it is counted as a session of its own)";
+    assert_eq!(
+        (output.status.code(), stderr.lines().filter(|line| line.contains("left out")).collect::<Vec<_>>()),
+        (
+            Some(0),
+            vec![
+                format!("warning: {}: its first line is not a Codex `session_meta` naming its thread; {left_out}", root.display()).as_str(),
+                format!("warning: cannot read {}: No such device or address (os error 6); {left_out}", child.display()).as_str(),
+            ]
+        )
+    );
 }
 
 /// A Codex root whose head could not be read leaves its children read as
