@@ -261,6 +261,16 @@ pub fn cost_figure(parts: &[ModelTokens], incomplete: bool) -> (Option<f64>, Cos
     judge_cost(priced, priced_any, unpriced || incomplete)
 }
 
+/// The cost of what reported `tokens` (a run, an agent): `judged` once any
+/// usage came, else none (`null`, `unknown`): nothing is priced then, and
+/// `$0 exact` would read as a free run or agent.
+pub fn cost_once_used<T>(tokens: Option<T>, judged: impl FnOnce() -> (Option<f64>, CostStatus)) -> (Option<f64>, CostStatus) {
+    match tokens {
+        Some(_) => judged(),
+        None => (None, CostStatus::Unknown),
+    }
+}
+
 /// The one rule for how complete a cost is: nothing priced while tokens
 /// are unpriced or missing is `unknown` (no figure at all); some priced
 /// is a `floor` when anything is short, else `exact`.
@@ -1128,12 +1138,8 @@ impl RunState {
             .chain(outside_tree.iter().flat_map(|usage| usage.tokens_by_model.iter().cloned()))
             .collect();
         // A run no usage reached (a hook's inputs, a session before its
-        // first request) has no cost yet, as an agent without usage has
-        // none: `$0.00 exact` read as a free run.
-        let (cost, cost_status) = match tokens {
-            Some(_) => cost_figure(&parts, !incomplete.is_empty()),
-            None => (None, CostStatus::Unknown),
-        };
+        // first request) has no cost yet, as an agent without usage.
+        let (cost, cost_status) = cost_once_used(tokens, || cost_figure(&parts, !incomplete.is_empty()));
         RunSummary {
             id: self.run_id.clone(),
             provider: self.provider,
@@ -1244,12 +1250,7 @@ impl RunState {
         }
         visiting.pop();
         let incomplete = Self::thread_incomplete(stats);
-        // An agent that reported no usage has nothing priced: no figure
-        // (`null`, `unknown`), never a $0 that reads as a free agent.
-        let (cost, cost_status) = match stats.tokens {
-            Some(_) => cost_figure(&stats.tokens_by_model, !incomplete.is_empty()),
-            None => (None, CostStatus::Unknown),
-        };
+        let (cost, cost_status) = cost_once_used(stats.tokens, || cost_figure(&stats.tokens_by_model, !incomplete.is_empty()));
         // The agent's own words win over the report its spawner received,
         // whichever source came first.
         let final_message = stats

@@ -490,9 +490,10 @@ impl WaterfallBuilder {
                 spawned_at_ms: None,
             });
         }
-        // An open bar runs on to the run's last line (a session that ended
-        // mid-turn, its root still waiting): the axis reaches it, else
-        // the bar would start at the axis's end and have no width.
+        // An open bar runs on to the session's end (`session_ended`: a
+        // session that ended mid-turn, its root still waiting): the axis
+        // reaches it, else the bar would start at the axis's end and have
+        // no width.
         let open = self.bars.iter().any(|bar| bar.end_ms.is_none());
         let last = match (self.last, self.tail) {
             (Some(last), Some(tail)) if open => Some(last.max(tail)),

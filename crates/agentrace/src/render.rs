@@ -73,16 +73,8 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
             .map(|id| id.to_string())
             .unwrap_or_else(|| "unknown (no root thread seen)".to_owned())
     ))?;
-    if let Some(started) = run.started_at {
-        let zone = &crate::zone::from_env().tz;
-        let ended = run
-            .ended_at
-            .map(|ended| {
-                let seconds = run.duration_ms().unwrap_or_default() as f64 / 1000.0;
-                format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, zone))
-            })
-            .unwrap_or_default();
-        out.line(format!("time      started {}{ended}", days::rfc3339_in(started, zone)))?;
+    if let Some(time) = time_text(run, crate::zone::from_env()) {
+        out.line(format!("time      {time}"))?;
     }
     match (&run.result, &run.result_source) {
         (Some(result), Some(source)) => {
@@ -508,6 +500,22 @@ pub fn actor_choices(agents: &[AgentNode], name: &str) -> String {
     }
     text.push_str("\nhint: --actor takes main, helpers, unknown, an agent's label as `show` prints it, or its thread id");
     text
+}
+
+/// When a run ran, as `show`'s `time` line and the exported reports say
+/// it: its start, and once its root's turn ended its end and duration
+/// (`endedAt`, never the last line logged, which may be the session's end
+/// long after), in `zone`.
+pub fn time_text(run: &agentrace_core::state::RunSummary, zone: &crate::zone::Zone) -> Option<String> {
+    let started = run.started_at?;
+    let ended = run
+        .ended_at
+        .map(|ended| {
+            let seconds = run.duration_ms().unwrap_or_default() as f64 / 1000.0;
+            format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, &zone.tz))
+        })
+        .unwrap_or_default();
+    Some(format!("started {}{ended}", days::rfc3339_in(started, &zone.tz)))
 }
 
 /// A cost in cents as the run list and the status line print it:

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use agentrace_core::days;
 use agentrace_core::html::escape;
 use agentrace_core::model::{Envelope, Event, EventBody, Role, RunId, TokenUsage};
-use agentrace_core::state::{AgentNode, RunSummary, RunView};
+use agentrace_core::state::{AgentNode, RunView};
 use agentrace_store::zone::Zone;
 use agentrace_store::{Home, LogReader};
 
@@ -252,7 +252,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone
     if let Some(root) = &run.root_thread_id {
         field("root", root.as_str());
     }
-    if let Some(time) = time_text(run, zone) {
+    if let Some(time) = crate::render::time_text(run, zone) {
         field("time", &time);
     }
     if let Some(tokens) = &run.tokens {
@@ -399,7 +399,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &
     if let Some(root) = &run.root_thread_id {
         let _ = writeln!(out, "| root | `{}` |", code(root.as_str()));
     }
-    if let Some(time) = time_text(run, zone) {
+    if let Some(time) = crate::render::time_text(run, zone) {
         let _ = writeln!(out, "| time | {time} |");
     }
     if let Some(tokens) = &run.tokens {
@@ -549,21 +549,6 @@ fn provenance(view: &RunView) -> String {
         let _ = write!(text, ", item {item}");
     }
     text
-}
-
-/// When the run ran, as `show`'s `time` line says it: its start, and once
-/// its root's turn ended its end and duration (`endedAt`, never the last
-/// line logged, which may be the session's end long after).
-fn time_text(run: &RunSummary, zone: &Zone) -> Option<String> {
-    let started = run.started_at?;
-    let ended = run
-        .ended_at
-        .map(|ended| {
-            let seconds = run.duration_ms().unwrap_or_default() as f64 / 1000.0;
-            format!(", ended {} ({seconds:.1} s)", days::rfc3339_in(ended, &zone.tz))
-        })
-        .unwrap_or_default();
-    Some(format!("started {}{ended}", days::rfc3339_in(started, &zone.tz)))
 }
 
 /// `codex (codex-app-server)`: the names the run log uses.

@@ -92,7 +92,9 @@ pub struct Counters {
     pub incomplete: Reasons,
 }
 
-fn is_zero(value: &u64) -> bool {
+/// Whether a count is 0: a count serde leaves out of a JSON answer then
+/// (`unpricedTokens`, `import --json`'s `leftOut`).
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
@@ -327,13 +329,9 @@ fn walk(node: &UsageNode, out: &mut Vec<AgentUsage>, hours: &mut Vec<HourRow>, s
         own.add(counters);
     }
     own.missing(Reasons::of(&node.incomplete));
-    if node.tokens.is_none() {
-        // An agent that reported no usage has nothing priced: `null`,
-        // `unknown`, as `show` and the API give it, never a $0 that reads
-        // as a free agent (its subtree still adds what its children cost).
-        own.cost = None;
-        own.cost_status = CostStatus::Unknown;
-    }
+    // As `show` and the API give it (its subtree still adds what its
+    // children cost).
+    (own.cost, own.cost_status) = agentrace_core::state::cost_once_used(node.tokens, || (own.cost, own.cost_status));
     let index = out.len();
     out.push(AgentUsage {
         thread_id: node.thread_id.clone(),

@@ -1374,7 +1374,7 @@ pub struct ImportReport {
     pub unchanged: u64,
     /// Sessions left out because a file of theirs could not be opened (read
     /// again by the next import); there only when some were.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "crate::usage_index::is_zero")]
     pub left_out: u64,
     /// The runs recorded or changed, by id.
     pub runs: Vec<RunId>,
@@ -1386,12 +1386,6 @@ pub struct ImportReport {
     /// imported every change already, when one had and nothing was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follower: Option<u32>,
-}
-
-/// Whether a count is 0 (left out of `--json`).
-#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if hands a reference")]
-fn is_zero(count: &u64) -> bool {
-    *count == 0
 }
 
 /// [`import_in`], with what it did.
