@@ -783,7 +783,10 @@ pub fn orphan_child(facts: &RunFacts<'_>, _config: &WarningConfig) -> Check {
 /// `lost_turn`: a turn that never ended although the run did (host restart,
 /// crash).
 pub fn lost_turn(facts: &RunFacts<'_>, _config: &WarningConfig) -> Check {
-    if facts.view.run.status == RunStatus::Running {
+    // A helper at work after its root's turn ended (Claude's
+    // `run_in_background`) is working, not lost: the session goes on until
+    // it ends, and a warning raised now would vanish then.
+    if facts.view.run.status == RunStatus::Running || facts.view.run.helpers_working {
         return Check::Ok;
     }
     let found: Vec<Warning> = facts

@@ -466,3 +466,38 @@ fn a_background_helper_quiet_after_its_roots_turn_ended_is_silent_agent() {
         );
     }
 }
+
+/// A background helper at work after its root's turn ended is working, not
+/// lost: while the session goes on no cut has a `lost_turn` (it fired at
+/// the root's interim answer, so `top` and the run list showed `2
+/// warnings`, `attach` printed them and they vanished at the end), and a
+/// session that ends with the helper's turn still open has it then.
+#[test]
+fn a_background_helper_at_work_after_its_roots_turn_ended_is_no_lost_turn() {
+    use agentrace_core::warnings::WarningConfig;
+    for name in ["single_bg", "parallel_bg", "sdk_single_bg", "followup_same_subagent"] {
+        let lost = |book: &RunBook| -> Vec<String> {
+            let (view, _) = book.checked_view(&WarningConfig::default(), None, 0);
+            view.warnings.into_iter().filter(|warning| warning.code == "lost_turn").map(|warning| warning.message).collect()
+        };
+        let mut book = RunBook::new(RunId::from("run-test"));
+        let mut lost_while_working = Vec::new();
+        let mut cut_short = None;
+        let envelopes = claude_transcripts_in_time_order(name);
+        for (index, envelope) in envelopes.iter().enumerate() {
+            book.apply(envelope);
+            if book.state().summary().helpers_working {
+                lost_while_working.extend(lost(&book));
+                cut_short.get_or_insert_with(|| (book.clone(), index));
+            }
+        }
+        let (mut cut_short, at) = cut_short.unwrap_or_else(|| panic!("{name}: no cut had helpers working after the root's turn"));
+        cut_short.apply(&session_end(&envelopes[..=at]));
+        let lost_at_the_end = lost(&cut_short);
+        assert_eq!(
+            (lost_while_working, lost(&book), lost_at_the_end.is_empty()),
+            (Vec::<String>::new(), Vec::<String>::new(), false),
+            "{name}"
+        );
+    }
+}
