@@ -2455,6 +2455,7 @@ fn unknown(kind: &str, method: Option<String>, reason: String, line_number: u64)
         reason,
         line_number: Some(line_number),
         raw_base64: None,
+        file: None,
     }
 }
 

@@ -558,6 +558,7 @@ impl CodexAttributor {
                 reason: format!("unknown method `{method}`"),
                 line_number: Some(line_number),
                 raw_base64: None,
+                file: None,
             },
             notice => Event::Notice {
                 method: method.to_owned(),
@@ -874,6 +875,7 @@ impl CodexAttributor {
                     reason: format!("unknown item type `{item_type}`"),
                     line_number: Some(line_number),
                     raw_base64: None,
+                    file: None,
                 }
             }
         }
@@ -1191,6 +1193,7 @@ fn not_json_rpc(line_number: u64) -> Event {
         reason: "valid JSON, but not a JSON-RPC message".to_owned(),
         line_number: Some(line_number),
         raw_base64: None,
+        file: None,
     }
 }
 
@@ -1201,6 +1204,7 @@ fn unknown_shape(method: &str, line_number: u64) -> Event {
         reason: format!("`{method}` with params of an unexpected shape"),
         line_number: Some(line_number),
         raw_base64: None,
+        file: None,
     }
 }
 

@@ -178,6 +178,7 @@ impl ExecAttributor {
                 ),
                 line_number: None,
                 raw_base64: None,
+                file: None,
             },
         }
     }

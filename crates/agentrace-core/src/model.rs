@@ -1080,6 +1080,12 @@ pub enum Event {
         /// The exact bytes, base64, when they were not valid UTF-8 (the
         /// `raw` string is then a lossy copy).
         raw_base64: Option<String>,
+        /// The source file an `undecodable` line was read from, named as
+        /// a `rawRef` names it: its line number alone did not say which
+        /// of a session's files it is in (set by the shell that read the
+        /// file; absent for a stream and in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
     },
 }
 
@@ -1097,6 +1103,7 @@ impl Event {
             reason,
             line_number: Some(line_number),
             raw_base64,
+            file: None,
         }
     }
 

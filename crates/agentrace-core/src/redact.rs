@@ -243,6 +243,7 @@ pub fn redact_event(event: &Event) -> Option<Event> {
         reason,
         line_number,
         raw_base64: Some(encoded),
+        file,
     } = event
     {
         let engine = base64::engine::general_purpose::STANDARD;
@@ -255,6 +256,7 @@ pub fn redact_event(event: &Event) -> Option<Event> {
                 reason: reason.clone(),
                 line_number: *line_number,
                 raw_base64: Some(engine.encode(redacted)),
+                file: file.clone(),
             }),
         };
     }

@@ -249,6 +249,7 @@ impl RolloutAttributor {
                 reason: format!("rollout record `{record_type}` without a payload type"),
                 line_number: None,
                 raw_base64: None,
+                file: None,
             },
             (
                 "event_msg"
@@ -268,6 +269,7 @@ impl RolloutAttributor {
                 ),
                 line_number: None,
                 raw_base64: None,
+                file: None,
             },
         };
         (Some(thread), event)
@@ -602,6 +604,10 @@ impl Attributor for RolloutAttributor {
                 None => "replayed history".to_owned(),
             }),
             (Some(thread), _) => self.registry.actor(thread),
+            // A line that could not be read names no thread whether or not
+            // its file's `session_meta` came before it: said as Claude's
+            // attributor says it, not as a line before any `session_meta`.
+            (None, _) if !decoded => Actor::unknown("undecodable line"),
             (None, _) => Actor::unknown("no session_meta before this line"),
         };
         if let Some(thread) = &actor.thread_id {

@@ -17,10 +17,10 @@ use std::io::IsTerminal as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
-use agentrace_core::model::{RunId, SessionEndReason, Timestamp};
+use agentrace_core::model::{Event, EventBody, RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_core::state::RunView;
-use agentrace_core::Recorder;
+use agentrace_core::{Envelope, Recorder};
 use agentrace_store::raw_ref::CopyWriter;
 use agentrace_store::{Home, RunFiles};
 use anyhow::Context as _;
@@ -33,7 +33,7 @@ use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
 use crate::sources::dirs::DirCache;
 use crate::sources::rollouts::{codex_start, rollout_head_or_why, rollout_parts, RolloutHead, RolloutWalk};
-use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, TornLines};
+use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, Sink, TornLines};
 use crate::sources::stamps::FileStamp;
 use crate::usage_index::{Kept, LogStamp, UsageIndex};
 use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
@@ -549,9 +549,29 @@ fn imported_setup(format: Format) -> Setup {
     Setup::new(format).cadence(Cadence::Import).texts(TextsTo::Caller).without_traceparent()
 }
 
-/// A run written: its view, where the reading of each file stopped, and
-/// its searchable text.
-type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>);
+/// A run written: its view, where the reading of each file stopped, its
+/// searchable text, and how many lines of each file this reading could not
+/// decode.
+type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>, Undecodable);
+
+/// How many lines of each file a reading could not decode (kept as
+/// `undecodable` events), by the name the events give the file.
+type Undecodable = BTreeMap<String, u64>;
+
+/// `sink`, counting on the way the `undecodable` events of each file (as
+/// the feed names it) into `undecodable`.
+fn counting<'s>(sink: Sink<'s>, undecodable: &'s mut Undecodable) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
+    move |batch| {
+        for envelope in &batch {
+            if let EventBody::Known(Event::Unknown { kind, file: Some(file), .. }) = &envelope.event {
+                if kind == agentrace_core::model::UNDECODABLE {
+                    *undecodable.entry(file.clone()).or_default() += 1;
+                }
+            }
+        }
+        sink(batch)
+    }
+}
 
 /// What the catalog indexes of an imported run: its view, with the run as
 /// its record has it (its warnings counted as `show` counts them, by the
@@ -564,7 +584,7 @@ fn indexed_view(finished: &crate::recording::Finished) -> RunView {
 
 /// A job done: its run's view, marks, whether it was read on (not
 /// rebuilt), and its text.
-type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>);
+type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>, Undecodable);
 
 /// A session read on the pool (its run written), with what noting it in
 /// the catalog takes made there too.
@@ -575,6 +595,8 @@ struct JobDone {
     /// Read on from where the last import stopped (not rebuilt).
     read_on: bool,
     texts: Vec<TextRow>,
+    /// How many lines of each file this reading could not decode.
+    undecodable: Undecodable,
     /// Its log's stamp as written, and its usage as the catalog keeps it
     /// (`None`: the log could not be stat'ed).
     usage: Option<(LogStamp, Kept)>,
@@ -598,6 +620,8 @@ struct Tally {
     unchanged: u64,
     /// Sessions left out because a file of theirs could not be opened.
     left_out: u64,
+    /// Lines read that could not be decoded (kept as `undecodable` events).
+    undecodable: u64,
 }
 
 /// True for the id of a run an import makes (`codex-<root>`,
@@ -896,6 +920,9 @@ impl<'a> Importer<'a> {
             }
         }
         self.tally.read_on += results.iter().filter(|done| done.read_on).count() as u64;
+        for (job, done) in jobs.iter().zip(&results) {
+            self.undecodable(job, &done.undecodable);
+        }
         for (job, done) in jobs.into_iter().zip(results) {
             let claude = matches!(job.source, JobSource::Claude(_));
             let log = done.usage.as_ref().map(|(log, _)| log.bytes);
@@ -945,6 +972,30 @@ impl<'a> Importer<'a> {
             self.tally.updated = self.tally.updated.saturating_sub(1);
         }
         self.tally.left_out += 1;
+    }
+
+    /// Says on stderr, once per session, which of `job`'s files held lines
+    /// this reading could not decode and how many (`show`'s counts alone
+    /// said so, and only of the whole run), and counts them. A follower's
+    /// import (quiet: `top` draws on the terminal) counts them unsaid.
+    fn undecodable(&mut self, job: &Job, by_file: &Undecodable) {
+        let lines: u64 = by_file.values().sum();
+        if lines == 0 {
+            return;
+        }
+        self.tally.undecodable += lines;
+        if self.args.quiet {
+            return;
+        }
+        let plural = |count: u64| if count == 1 { "" } else { "s" };
+        let files = match by_file.iter().collect::<Vec<_>>()[..] {
+            [(file, _)] => file.clone(),
+            ref several => several.iter().map(|(file, count)| format!("{file} ({count})")).collect::<Vec<_>>().join(", "),
+        };
+        let (they, events) = if lines == 1 { ("it is", "an `undecodable` event") } else { ("they are", "`undecodable` events") };
+        self.bar.suspend(|| {
+            eprintln!("warning: {lines} line{} of {files} could not be read; {they} kept as {events} in run {}", plural(lines), job.id);
+        });
     }
 
     /// The catalog, locked.
@@ -1054,13 +1105,13 @@ impl Reading<'_> {
                     && !read_on.unchanged.contains(key.as_ref())
             });
             if !document_changed {
-                if let Some((view, marks, texts)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
-                    return Ok((view, marks, true, texts));
+                if let Some((view, marks, texts, undecodable)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
+                    return Ok((view, marks, true, texts, undecodable));
                 }
             }
         }
-        let (view, marks, texts) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
-        Ok((view, marks, false, texts))
+        let (view, marks, texts, undecodable) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
+        Ok((view, marks, false, texts, undecodable))
     }
 
     /// [`Reading::read_job`], with a Claude session's working folder
@@ -1080,12 +1131,12 @@ impl Reading<'_> {
         if let Some(error) = paths.find_map(|path| fs::File::open(path).err().map(|error| anyhow::Error::new(error).context(format!("cannot read {}", path.display())))) {
             return Ok(JobOutcome::Unreadable(error));
         }
-        let (mut view, marks, read_on, texts) = self.read_job(job)?;
+        let (mut view, marks, read_on, texts, undecodable) = self.read_job(job)?;
         if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
             view.usage.cwd = claude_cwd(session);
         }
         let usage = UsageIndex::of(self.home, &job.id, &view)?;
-        Ok(JobOutcome::Read(Box::new(JobDone { view, marks, read_on, texts, usage })))
+        Ok(JobOutcome::Read(Box::new(JobDone { view, marks, read_on, texts, undecodable, usage })))
     }
 
     /// Writes run `id` anew from its session's `parts`, fed whole; returns
@@ -1110,11 +1161,12 @@ impl Reading<'_> {
         if let Some(copies) = self.copies(id, false)? {
             recording.keep_copies(copies);
         }
-        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, sink))?;
+        let mut undecodable = Undecodable::new();
+        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, &mut counting(sink, &mut undecodable)))?;
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
-        Ok((indexed_view(&finished), marks, finished.texts))
+        Ok((indexed_view(&finished), marks, finished.texts, undecodable))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1165,13 +1217,16 @@ impl Reading<'_> {
         if let Some(copies) = self.copies(id, true)? {
             recording.keep_copies(copies);
         }
-        if recording.feed_with(|recorder, sink| feed.feed(recorder, Reach::Ends, sink))?.is_err() {
+        // Only what this reading adds is counted: the lines replayed up to
+        // the marks were said by the import that read them.
+        let mut undecodable = Undecodable::new();
+        if recording.feed_with(|recorder, sink| feed.feed(recorder, Reach::Ends, &mut counting(sink, &mut undecodable)))?.is_err() {
             return Ok(None);
         }
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
-        Ok(Some((indexed_view(&finished), feed.marks(), finished.texts)))
+        Ok(Some((indexed_view(&finished), feed.marks(), finished.texts, undecodable)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them
@@ -1376,6 +1431,11 @@ pub struct ImportReport {
     /// again by the next import); there only when some were.
     #[serde(skip_serializing_if = "crate::usage_index::is_zero")]
     pub left_out: u64,
+    /// Lines read that could not be decoded, kept as `undecodable` events
+    /// (as `show`'s `counts.undecodedLines` names them); there only when
+    /// some were.
+    #[serde(skip_serializing_if = "crate::usage_index::is_zero")]
+    pub undecoded_lines: u64,
     /// The runs recorded or changed, by id.
     pub runs: Vec<RunId>,
     /// The Codex home read (`null`: none).
@@ -1716,8 +1776,13 @@ fn import_sessions(
             1 => "; 1 session left out, a file of it unreadable (see the warning above)".to_owned(),
             count => format!("; {count} sessions left out, a file of each unreadable (see the warnings above)"),
         };
+        let undecodable = match tally.undecodable {
+            0 => String::new(),
+            1 => "; 1 line could not be read (see the warning above)".to_owned(),
+            count => format!("; {count} lines could not be read (see the warnings above)"),
+        };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{left_out}",
+            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{left_out}{undecodable}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,
@@ -1732,6 +1797,7 @@ fn import_sessions(
         read_on: tally.read_on,
         unchanged: tally.unchanged,
         left_out: tally.left_out,
+        undecoded_lines: tally.undecodable,
         runs: importer.changed,
         codex_home: args.codex_home(),
         claude_dir: args.claude_dir(),

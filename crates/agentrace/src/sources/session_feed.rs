@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use agentrace_core::decode;
 use agentrace_core::lines::LineAssembler;
-use agentrace_core::model::{RawRef, Timestamp};
+use agentrace_core::model::{Event, EventBody, RawRef, Timestamp};
 use agentrace_core::recorder::SourcePart;
 use agentrace_core::{Envelope, InputLine, Recorder};
 use anyhow::Context as _;
@@ -281,7 +281,7 @@ impl SessionFeed {
                 }
                 let bytes = read_small(&document.path)?;
                 let at = references.then(|| agentrace_store::raw_ref::reference(&document.path, 0, &bytes));
-                batch.extend(feed_line(recorder, &document.part, &bytes, 1, None, at, clock));
+                batch.extend(feed_line(recorder, &document.part, (&bytes, &document.path, None), 1, None, at, clock));
                 document.fed = Some(bytes.len() as u64);
             }
             if let Some(line) = stream.lines.queued.pop_front() {
@@ -293,7 +293,8 @@ impl SessionFeed {
                         .as_deref()
                         .filter(|_| references && line.truncated_from.is_none())
                         .map(|name| agentrace_store::raw_ref::reference_in(name, line.start, &line.bytes));
-                    batch.extend(feed_line(recorder, &stream.part, &line.bytes, line.line_number, line.truncated_from, at, clock));
+                    let from = (line.bytes.as_slice(), stream.lines.path.as_path(), stream.lines.source_name.as_deref());
+                    batch.extend(feed_line(recorder, &stream.part, from, line.line_number, line.truncated_from, at, clock));
                 }
                 if !line.torn {
                     stream.lines.fed.offset = line.end;
@@ -344,23 +345,35 @@ impl SessionFeed {
     }
 }
 
-/// One line to `recorder` as `part`, at `clock` when it names no time
+/// One line (its bytes, the file it is in and how a reference names that
+/// file) to `recorder` as `part`, at `clock` when it names no time
 /// (`clock` then follows the last envelope's time); its frame referenced
 /// `at` when given.
 fn feed_line(
     recorder: &mut Recorder,
     part: &SourcePart,
-    bytes: &[u8],
+    (bytes, path, source_name): (&[u8], &Path, Option<&str>),
     line_number: u64,
     truncated_from: Option<u64>,
     at: Option<RawRef>,
     clock: &mut Timestamp,
 ) -> Vec<Envelope> {
     let line = InputLine { bytes, line_number, observed_at: *clock, direction: None, truncated_from };
-    let produced = match at {
+    let mut produced = match at {
         Some(at) => recorder.push_referenced(part, &line, at),
         None => recorder.push_part(part, &line),
     };
+    // An undecodable line has no `rawRef` (its frame is the line kept as a
+    // string), and its line number alone did not say which of a session's
+    // files it is in: the feed is what knows the file (the attributor knows
+    // its part, never its path), so it names it, as a reference would.
+    for envelope in &mut produced {
+        if let EventBody::Known(Event::Unknown { kind, file, .. }) = &mut envelope.event {
+            if kind == agentrace_core::model::UNDECODABLE && file.is_none() {
+                *file = Some(source_name.map_or_else(|| agentrace_store::raw_ref::source_name(path), str::to_owned));
+            }
+        }
+    }
     if let Some(last) = produced.last() {
         *clock = last.timestamp;
     }

@@ -369,3 +369,76 @@ fn usage_straight_from_folders_leaves_out_a_session_with_a_file_it_cannot_open()
         "{stderr}"
     );
 }
+
+/// Puts `lines` into `path` after its line `after` (1-based).
+fn insert_lines(path: &Path, after: usize, lines: &[&str]) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut all: Vec<&str> = text.lines().collect();
+    all.splice(after..after, lines.iter().copied());
+    std::fs::write(path, all.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// An import of a history with lines it could not decode said nothing of
+/// them (only `show`'s counts did, of the whole run): a user importing a
+/// damaged history did not learn which file was damaged. In a session of
+/// several files, each `undecodable` event named its line but not its
+/// file, and its actor said "no session_meta before this line" though its
+/// file began with one. Now each session's damaged files are named once,
+/// with how many lines of each, the summary and `--json` count them
+/// (`undecodedLines`, there only when not 0), and each event names its
+/// file and says why it has no agent.
+#[test]
+fn import_says_how_many_lines_it_could_not_read() {
+    let dir = homes("v1_parallel", "single_fg");
+    let rollouts = jsonl_files(&dir.path().join("codex"));
+    let root = rollouts.iter().find(|path| path.to_string_lossy().contains("b715")).unwrap_or_else(|| panic!("no root rollout"));
+    let child = rollouts.iter().find(|path| path.to_string_lossy().contains("b7b2")).unwrap_or_else(|| panic!("no child rollout"));
+    insert_lines(root, 2, &["{\"timestamp\": cut"]);
+    insert_lines(child, 3, &["{\"timestamp\": cut", "not json at all"]);
+    let codex_run = "codex-01a2298c-b715-73a2-a32b-e063f6ee5299";
+    let cli = Cli::new();
+    let (code, stderr) = import(&cli, dir.path());
+    assert_eq!(
+        (code, stderr.lines().collect::<Vec<_>>()),
+        (
+            Some(0),
+            vec![
+                format!(
+                    "warning: 3 lines of {} (1), {} (2) could not be read; they are kept as `undecodable` events in run {codex_run}",
+                    root.display(),
+                    child.display()
+                )
+                .as_str(),
+                format!(
+                    "imported 2 new sessions, 0 changed, 0 unchanged (Codex from {}, Claude from {}); 3 lines could not be read (see the warnings above)",
+                    dir.path().join("codex").display(),
+                    dir.path().join("claude").display()
+                )
+                .as_str(),
+            ]
+        )
+    );
+    // Each event: its file, its line, and why it has no agent.
+    let events: Vec<Value> = cli.ok(&["events", codex_run, "--json"]).lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"))).collect();
+    let mut undecodable: Vec<(Value, Value, Value)> = events
+        .iter()
+        .filter(|envelope| envelope["event"]["kind"] == "undecodable")
+        .map(|envelope| (envelope["event"]["file"].clone(), envelope["event"]["lineNumber"].clone(), envelope["actor"]["reason"].clone()))
+        .collect();
+    undecodable.sort_by_key(|(file, line, _)| (file.to_string(), line.as_u64()));
+    let expected = |path: &Path, line: u64| (Value::from(path.to_string_lossy()), Value::from(line), Value::from("undecodable line"));
+    assert_eq!(undecodable, vec![expected(root, 3), expected(child, 4), expected(child, 5)]);
+    // `--json` counts them, there only when not 0.
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let scripted = Cli::new();
+    let import_json = |cli: &Cli| -> Value {
+        serde_json::from_str(&cli.ok(&["import", "--json", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()])).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let first = import_json(&scripted);
+    assert_eq!(
+        first,
+        serde_json::json!({"new": 2, "changed": 0, "readOn": 0, "unchanged": 0, "undecodedLines": 3, "runs": first["runs"].clone(), "codexHome": codex, "claudeDir": claude})
+    );
+    // Said by the import that read them, not again by the next.
+    assert_eq!(import_json(&scripted)["undecodedLines"], Value::Null);
+}
