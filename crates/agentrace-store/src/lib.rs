@@ -61,7 +61,7 @@ pub use home::{run_files_named, Home, LoadedRun, RunFiles, RunsFolder, HOME_ENV,
 pub use lock::{FollowerLease, FollowerState, ImportLock, RunLock};
 pub use packed::Packed;
 pub use reader::{
-    read_log, read_log_line, LineAt, LineDecoder, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
+    read_log, read_log_line, LineAt, LineDecoder, LogLine, LogReader, SkippedLine, LEGACY_ACTOR_REASON, LEGACY_RUN_ID, LEGACY_VERSION,
 };
 pub use run_id::{validate_run_id, MAX_RUN_ID_LEN};
 pub use spool::TakenSpool;

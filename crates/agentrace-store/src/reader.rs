@@ -364,11 +364,34 @@ impl LineDecoder {
     /// The envelope of one line (without its `\n`); `None` for a
     /// definition (now known), a blank, a legacy or a bad line.
     pub fn decode(&mut self, bytes: &[u8], line_number: u64) -> Option<Envelope> {
-        match decode_line(bytes, line_number, &self.run_id, &mut self.dictionary) {
-            LineOutcome::Envelope(envelope) if envelope.version != LEGACY_VERSION => Some(*envelope),
-            LineOutcome::Envelope(_) | LineOutcome::Blank | LineOutcome::Defined | LineOutcome::Skip(_) => None,
+        match self.read(bytes, line_number) {
+            LogLine::Envelope(envelope) => Some(*envelope),
+            LogLine::Definition | LogLine::Skipped => None,
         }
     }
+
+    /// What one line (without its `\n`) is: an envelope, a line that is
+    /// part of the log's form (a v3 definition, a blank), or one skipped (a
+    /// legacy or a bad line). A replay counted a v3 log's definitions as
+    /// lines that are not envelopes, and said so.
+    pub fn read(&mut self, bytes: &[u8], line_number: u64) -> LogLine {
+        match decode_line(bytes, line_number, &self.run_id, &mut self.dictionary) {
+            LineOutcome::Envelope(envelope) if envelope.version != LEGACY_VERSION => LogLine::Envelope(envelope),
+            LineOutcome::Defined | LineOutcome::Blank => LogLine::Definition,
+            LineOutcome::Envelope(_) | LineOutcome::Skip(_) => LogLine::Skipped,
+        }
+    }
+}
+
+/// One line of a run log as [`LineDecoder::read`] reads it.
+#[derive(Debug)]
+pub enum LogLine {
+    /// An envelope (a v3 line expanded).
+    Envelope(Box<Envelope>),
+    /// A v3 definition or a blank: part of the log's form, no event.
+    Definition,
+    /// A legacy line or one that is not an envelope.
+    Skipped,
 }
 
 /// Reads a whole log: its envelopes in file order and the lines skipped.

@@ -479,10 +479,10 @@ impl Recording {
         self.write(envelopes)
     }
 
-    /// Records one frame as it was observed: its time and direction given
-    /// (a log replayed).
-    pub fn frame(&mut self, frame: &InputLine<'_>) -> anyhow::Result<()> {
-        let envelopes = self.recorder.push(frame);
+    /// Records one frame of `part` as it was observed: its time and
+    /// direction given (a log replayed).
+    pub fn frame(&mut self, part: &SourcePart, frame: &InputLine<'_>) -> anyhow::Result<()> {
+        let envelopes = self.recorder.push_part(part, frame);
         self.write(envelopes)
     }
 

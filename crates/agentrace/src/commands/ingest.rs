@@ -367,7 +367,7 @@ fn replay<R: Read>(
     // Read as the store reads a log: an imported run's v3 lines expand to
     // v2 envelopes with the definitions before them.
     let mut decoder = agentrace_store::LineDecoder::new(id.clone());
-    let mut parse = move |line: &AssembledLine| decoder.decode(&line.bytes, line.line_number);
+    let mut parse = move |line: &AssembledLine| decoder.read(&line.bytes, line.line_number);
     let mut ahead_decoder = agentrace_store::LineDecoder::new(id.clone());
     let started = ahead
         .iter()
@@ -388,6 +388,7 @@ fn replay<R: Read>(
     let mut session = Recording::create(home, &id, &setup, start, None)?;
     let mut frames = 0u64;
     let mut skipped = 0u64;
+    let mut parts = ReplayParts::new(source);
     // How the replayed log's session ended, if it said: the replay ends the
     // same way (a live run's exit, not the end of this input).
     let mut ended = None;
@@ -398,9 +399,13 @@ fn replay<R: Read>(
         if agentrace_core::decode::is_blank(&line.bytes) {
             return Ok(());
         }
-        let Some(mut envelope) = parse(line) else {
-            skipped += 1;
-            return Ok(());
+        let mut envelope = match parse(line) {
+            agentrace_store::LogLine::Envelope(envelope) => *envelope,
+            agentrace_store::LogLine::Definition => return Ok(()),
+            agentrace_store::LogLine::Skipped => {
+                skipped += 1;
+                return Ok(());
+            }
         };
         if let EventBody::Known(Event::SessionEnded { reason }) = &envelope.event {
             ended = Some((*reason, envelope.timestamp));
@@ -412,8 +417,9 @@ fn replay<R: Read>(
             return Ok(());
         };
         let bytes = original_bytes(&envelope, raw.get());
+        let part = parts.of(&envelope, &bytes);
         frames += 1;
-        session.frame(&InputLine {
+        session.frame(&part, &InputLine {
             bytes: &bytes,
             line_number: frames,
             observed_at: envelope.timestamp,
@@ -482,7 +488,83 @@ fn replay_format(source: agentrace_core::model::Source) -> Format {
         Source::ClaudeStream | Source::ClaudeTranscript | Source::ClaudeHook => {
             Format::ClaudeStream
         }
-        _ => Format::CodexAppServer,
+        // Read as an app-server stream, an imported Codex session's log had
+        // no agent at all (every rollout line an unknown frame), and a
+        // `codex exec` run's lost its root.
+        Source::CodexRollout => Format::CodexRollout,
+        Source::CodexExec => Format::CodexExec,
+        Source::CodexAppServer | Source::CodexRun | Source::CodexTap | Source::Legacy => Format::CodexAppServer,
+    }
+}
+
+/// Which part of its source each replayed frame was read from, so that it
+/// goes through the attributor as the recording fed it: a Codex rollout is
+/// one thread's file, a Claude subagent's transcript and metadata are
+/// told by their names, and a `codex exec` run's joined rollout lines are
+/// not its stream. Fed all as one stream, a subagent's metadata was an
+/// unknown frame, and a rollout's lines were attributed to nobody.
+struct ReplayParts {
+    source: agentrace_core::model::Source,
+    /// The file number of each rollout seen, by its path (or, in a log
+    /// whose frames name no file, by the thread its lines were given to:
+    /// a rollout is one thread's).
+    files: HashMap<String, u32>,
+    /// The file of the last rollout line.
+    last: Option<u32>,
+}
+
+impl ReplayParts {
+    fn new(source: agentrace_core::model::Source) -> Self {
+        Self { source, files: HashMap::new(), last: None }
+    }
+
+    /// The part the frame of `envelope` (its bytes `bytes`) was read from.
+    fn of(&mut self, envelope: &Envelope, bytes: &[u8]) -> SourcePart {
+        use agentrace_core::model::Source;
+        match self.source {
+            Source::ClaudeTranscript => match (&envelope.raw_ref, &envelope.event) {
+                (Some(source), _) => crate::sources::claude_ingest::part_of_file(Path::new(&source.path)),
+                // A log whose frames name no file: a subagent's metadata is
+                // told by the event the recording made of it, which names
+                // the agent its file did (a subagent's transcript lines
+                // name their agent themselves).
+                (None, EventBody::Known(Event::ItemCompleted { item_type, item_id: Some(agent), .. })) if item_type == "subagentMeta" => {
+                    SourcePart::AgentMeta { agent_id: agent.as_str().to_owned() }
+                }
+                (None, _) => SourcePart::Main,
+            },
+            Source::CodexRollout => self.rollout(envelope),
+            Source::CodexExec => {
+                let streamed = serde_json::from_slice::<serde_json::Value>(bytes)
+                    .is_ok_and(|value| agentrace_wire::codex_exec::is_exec_event(&value));
+                if streamed {
+                    SourcePart::Main
+                } else {
+                    self.rollout(envelope)
+                }
+            }
+            Source::ClaudeStream | Source::ClaudeHook | Source::CodexAppServer | Source::CodexRun | Source::CodexTap | Source::Legacy => SourcePart::Main,
+        }
+    }
+
+    /// The rollout a line was read from, numbered as first seen. A line
+    /// that names no file (a live `codex exec` run keeps its frames, not
+    /// where they were read) and was given to no thread goes with the line
+    /// before it: such lines are a child's copy of its parent's history,
+    /// which starts the child's rollout right after its own first line.
+    /// On a file of their own, the copy's first line (the parent's
+    /// `session_meta`) gave every line of it to the parent.
+    fn rollout(&mut self, envelope: &Envelope) -> SourcePart {
+        let key = match (&envelope.raw_ref, &envelope.actor.thread_id, self.last) {
+            (Some(source), _, _) => format!("path {}", source.path),
+            (None, Some(thread), _) => format!("thread {thread}"),
+            (None, None, Some(last)) => return SourcePart::File { number: last },
+            (None, None, None) => "unknown".to_owned(),
+        };
+        let next = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
+        let number = *self.files.entry(key).or_insert(next);
+        self.last = Some(number);
+        SourcePart::File { number }
     }
 }
 

@@ -405,6 +405,20 @@ fn loose_agent_files(entries: &[Entry]) -> Vec<(PathBuf, Option<String>)> {
         .collect()
 }
 
+/// The part of its session a Claude Code file is, by its name, as
+/// [`session_files`] feeds it: a subagent's transcript
+/// (`agent-<id>.jsonl`) or metadata (`agent-<id>.meta.json`), else the
+/// session's own transcript. A replayed run log tells its frames' files
+/// by their `rawRef` paths this way.
+pub(crate) fn part_of_file(path: &Path) -> SourcePart {
+    let name = file_name(path);
+    match name.strip_prefix("agent-") {
+        Some(rest) if rest.ends_with(".meta.json") => SourcePart::AgentMeta { agent_id: agent_id_of(path) },
+        Some(rest) if rest.ends_with(".jsonl") => SourcePart::AgentFile { agent_id: agent_id_of(path) },
+        Some(_) | None => SourcePart::Main,
+    }
+}
+
 fn agent_id_of(path: &Path) -> String {
     let name = file_name(path);
     let name = name.strip_prefix("agent-").unwrap_or(name);

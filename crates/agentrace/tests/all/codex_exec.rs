@@ -348,3 +348,32 @@ fn approval_answers_with_exec_are_a_usage_error() {
         ]
     );
 }
+
+/// Regression: `ingest` of a `codex exec` run's log fed every frame as an
+/// app-server stream, so the replay had no root and 110 unknown frames
+/// (the joined rollout lines were not told apart from the stream). The
+/// replay is the run as recorded, down to `show --json`.
+#[test]
+fn ingest_of_a_codex_exec_runs_log_attributes_it_as_the_recording_did() {
+    let (recorded, replayed) = (Cli::new(), Cli::new());
+    let home = fixture().join("codex-home");
+    recorded.ok(&[
+        "ingest",
+        "--codex-home",
+        &home.to_string_lossy(),
+        "--quiet",
+        "--run-id",
+        "exec",
+        &fixture().join("exec.jsonl").to_string_lossy(),
+    ]);
+    let log = recorded.home.path().join("runs/exec.jsonl");
+    let output = replayed.run(&["ingest", "--quiet", "--run-id", "exec", &log.to_string_lossy()]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (Some(0), String::new())
+    );
+    let show = |cli: &Cli| -> Value {
+        serde_json::from_str(&cli.ok(&["show", "exec", "--json"])).unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert_eq!(show(&replayed), show(&recorded));
+}

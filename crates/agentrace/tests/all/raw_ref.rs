@@ -472,6 +472,47 @@ fn ingest_of_an_imported_runs_v3_log_replays_it_as_the_same_log_with_its_frames_
     assert_eq!(replayed, events("from-v2"));
 }
 
+/// Regression: `ingest` of an imported Codex session's log read its rollout
+/// lines as an app-server stream (no agent at all, every line an unknown
+/// frame), fed a Claude subagent's metadata as a line of the session (an
+/// unknown frame), and said the v3 log's definitions "are not run-log
+/// envelopes". The replay attributes each frame as the import fed it (by
+/// the file its `rawRef` names, or, in a log written before frames named
+/// their file, by the thread it went to), and says nothing of the form of
+/// the log: the same agents, warnings and figures as the import, the
+/// replay's own session end aside.
+#[test]
+fn ingest_of_an_imported_runs_log_attributes_it_as_the_import_did() {
+    let dir = homes(&["v1_parallel"], &["parallel_fg"]);
+    let cli = Cli::new();
+    import(&cli, dir.path(), &[]);
+    let show = |run: &str| -> Value {
+        let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        view["run"]["id"] = json!("replayed");
+        view
+    };
+    for provider in ["codex", "claude"] {
+        let id = run_id(&cli, provider);
+        let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+        let copied = dir.path().join(format!("copied-{id}.jsonl"));
+        std::fs::write(&copied, frames_copied_in(&cli, &id, "copied")).unwrap_or_else(|e| panic!("{e}"));
+        let mut imported = show(&id);
+        // The replay ends its session where its input ends: one more event.
+        let events = imported["run"]["counts"]["events"].as_u64().unwrap_or_default();
+        imported["run"]["counts"]["events"] = json!(events + 1);
+        for (from_form, from) in [("v3", &log), ("v2", &copied)] {
+            let replay = format!("{provider}-from-{from_form}");
+            let output = cli.run(&["ingest", "--quiet", "--run-id", &replay, &from.to_string_lossy()]);
+            assert_eq!(
+                (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+                (Some(0), String::new()),
+                "{replay}"
+            );
+            assert_eq!(show(&replay), imported, "{replay}");
+        }
+    }
+}
+
 /// `events RUN --raw` without `--json` prints each frame under its event,
 /// as `--json` gives it in `raw`: an ingested line that is not JSON as it
 /// was read (what the ingest's hint promises), an imported frame from its
