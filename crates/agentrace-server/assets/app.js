@@ -45,6 +45,13 @@ function withToken(path) {
   return path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token);
 }
 
+// What an answer that came after an error shows is no longer wrong.
+function hideError() {
+  const node = document.getElementById("error");
+  node.hidden = true;
+  node.textContent = "";
+}
+
 function showError(error) {
   const node = document.getElementById("error");
   node.hidden = false;
@@ -79,6 +86,18 @@ function fmtCost(cost, status) {
 // one is missing): a difference of the two texts would be NaN.
 function msBetween(from, to) {
   return from && to ? Date.parse(to) - Date.parse(from) : null;
+}
+
+// Seconds to a tenth, as `agentrace show` prints a run's time (`10.5 s`,
+// `977.5 s`): Rust's `{:.1}`, whose exact ties (a quarter or three
+// quarters of a second) go to the even tenth where `toFixed` goes up.
+function fmtSeconds(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  if (Math.abs(ms) % 500 === 250) {
+    const tenths = Math.floor(ms / 100);
+    return ((tenths % 2 === 0 ? tenths : tenths + 1) / 10).toFixed(1) + " s";
+  }
+  return (ms / 1000).toFixed(1) + " s";
 }
 
 function fmtDuration(ms) {
@@ -172,11 +191,18 @@ const list = { offset: 0, filters: {}, follow: null };
 // their fields, `filter-<name>`).
 const RUN_FILTERS = ["provider", "status", "project", "warning", "sort", "since", "until"];
 
+// Values the URL gave that a field cannot hold (a status or warning code
+// no option has): asked for as given until a filter is changed, so the
+// server names what is wrong rather than the list dropping the filter and
+// showing every run as if it were kept.
+let unheldFilters = {};
+
 function runFilters() {
   const filters = {};
   for (const name of RUN_FILTERS) {
     const value = document.getElementById("filter-" + name).value.trim();
     if (value) filters[name] = value;
+    else if (unheldFilters[name]) filters[name] = unheldFilters[name];
   }
   return filters;
 }
@@ -188,10 +214,14 @@ async function showRuns() {
   // The filters live in the URL, so a filtered list can be shared.
   for (const name of RUN_FILTERS) {
     const value = params.get(name);
-    if (value) document.getElementById("filter-" + name).value = value;
+    if (!value) continue;
+    const field = document.getElementById("filter-" + name);
+    field.value = value;
+    if (field.value !== value) unheldFilters[name] = value;
   }
-  form.addEventListener("change", () => { list.offset = 0; loadRuns().catch(showError); });
-  form.addEventListener("submit", (event) => { event.preventDefault(); list.offset = 0; loadRuns().catch(showError); });
+  const changed = () => { unheldFilters = {}; list.offset = 0; loadRuns().catch(showError); };
+  form.addEventListener("change", changed);
+  form.addEventListener("submit", (event) => { event.preventDefault(); changed(); });
   document.getElementById("runs-prev").addEventListener("click", () => { list.offset = Math.max(0, list.offset - RUNS_PAGE); loadRuns().catch(showError); });
   document.getElementById("runs-next").addEventListener("click", () => { list.offset += RUNS_PAGE; loadRuns().catch(showError); });
   document.getElementById("compare-selected").addEventListener("click", () => {
@@ -205,6 +235,15 @@ async function showRuns() {
   });
   list.offset = Number(params.get("offset") || 0);
   await loadRuns();
+}
+
+// The last two parts of a run's folder (`work/agentrace`), as `agentrace
+// runs` prints them: every project of one machine starts alike
+// (`/home/dev/…`), so the start, cut to the cell, told them apart from
+// none. The whole folder is the cell's title.
+function projectText(project) {
+  if (!project) return "";
+  return project.replace(/\/+$/, "").split("/").slice(-2).join("/");
 }
 
 // A run's warnings but its info-level notes, as `top` says them.
@@ -235,6 +274,13 @@ async function loadRuns() {
   query.set("limit", String(RUNS_PAGE));
   query.set("offset", String(list.offset));
   const { runs, total } = await apiInZone("/api/runs?" + query);
+  // A page past the end (an old link, or runs gone since): the last page,
+  // never "101–100 of 40 runs" over an empty table.
+  if (!runs.length && total > 0 && list.offset >= total) {
+    list.offset = Math.floor((total - 1) / RUNS_PAGE) * RUNS_PAGE;
+    return loadRuns();
+  }
+  hideError();
   zoneHeads();
   const body = document.querySelector("#runs tbody");
   clear(body);
@@ -251,7 +297,7 @@ async function loadRuns() {
         // is at work, whatever the status says.
         run.sessionEnded ? el("span", { class: "badge session-ended", title: "the session ended before the root's turn did; nothing is at work" }, "session ended") : null),
       el("td", {}, run.provider),
-      el("td", { class: "project", title: run.project || "" }, run.project || ""),
+      el("td", { class: "project", title: run.project || "" }, projectText(run.project)),
       el("td", { class: "started" }, fmtTime(run.startedAt)),
       el("td", { class: "num duration" }, fmtDuration(duration)),
       el("td", { class: "num" }, run.agents === undefined ? "" : run.agents),
@@ -356,7 +402,7 @@ function summaryFigures(run) {
   const rows = [];
   if (run.startedAt) {
     const ended = run.endedAt
-      ? ", ended " + fmtInstant(run.endedAt) + " (" + fmtDuration(msBetween(run.startedAt, run.endedAt)) + ")"
+      ? ", ended " + fmtInstant(run.endedAt) + " (" + fmtSeconds(msBetween(run.startedAt, run.endedAt)) + ")"
       : run.status === "running" && run.updatedAt ? ", last line " + fmtInstant(run.updatedAt) : "";
     rows.push(el("dt", {}, "time"), el("dd", { id: "run-time" }, "started " + fmtInstant(run.startedAt) + ended));
   }
@@ -465,6 +511,19 @@ function renderTree() {
     return li;
   };
   view.agents.forEach((node) => tree.append(item(node)));
+  // Tokens of no agent of the tree (Claude Code's startup warmup agents,
+  // replies of unknown owner): in the run's total, so shown beside the
+  // tree as `show` shows them, for the agents' figures to add up to it.
+  for (const outside of view.run.outsideTree || []) {
+    const parts = outside.tokensByModel || [];
+    const total = parts.reduce((sum, part) => sum + part.tokens.totalTokens, 0);
+    const unpriced = parts.reduce((sum, part) => sum + (part.unpricedTokens || 0), 0);
+    const status = unpriced === 0 ? "exact" : unpriced >= total ? "unknown" : "floor";
+    const cost = parts.reduce((sum, part) => sum + (part.cost || 0), 0);
+    tree.append(el("li", { class: "outside", "data-outside": outside.label },
+      el("span", { class: "label" }, outside.label), " ",
+      el("small", {}, "(outside the tree), " + total + " tokens · " + fmtCost(status === "unknown" ? null : cost, status))));
+  }
 }
 
 function summaryOf(event) {
@@ -922,6 +981,16 @@ function renderWaterfall(width) {
     node.addEventListener("mouseenter", (event) => showTooltip(bar, event.clientX, event.clientY));
     node.addEventListener("mouseleave", hideTooltip);
     node.addEventListener("click", () => scrollToEvent(bar.sequence));
+    // Reached with the keyboard as well as the pointer: Tab comes to the
+    // waterfall's first bar once (not to each of hundreds), the arrows go
+    // from bar to bar, focus shows what hovering shows, and Enter or Space
+    // does what a click does.
+    node.tabIndex = -1;
+    node.setAttribute("role", "button");
+    node.setAttribute("aria-label", barTitle(bar).join(", "));
+    node.addEventListener("focus", () => { const box = node.getBoundingClientRect(); showTooltip(bar, box.left, box.bottom - 14); });
+    node.addEventListener("blur", hideTooltip);
+    node.addEventListener("keydown", (event) => barKey(event, node, bar));
     rows[i].lastChild.append(node);
   }
   // Spawn and wait links: a line from the spawner's (waiter's) lane to the
@@ -938,9 +1007,30 @@ function renderWaterfall(width) {
     lanes.append(node);
   }
   box.append(lanes);
+  const first = box.querySelector("[data-bar]");
+  if (first) first.tabIndex = 0;
   box.setAttribute("data-bars", data.bars.length);
   document.getElementById("wf-status").textContent = data.lanes.length + " agents · " + data.bars.length + " bars" +
     (data.bars.some((bar) => bar.count > 1) ? " (short ones merged)" : "");
+}
+
+// A key on a focused bar: Enter or Space opens its event, the arrows move
+// to the bar before or after it (lane by lane, in time order).
+function barKey(event, node, bar) {
+  if (event.key === "Enter" || event.key === " ") {
+    event.preventDefault();
+    scrollToEvent(bar.sequence);
+    return;
+  }
+  const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
+  if (!step) return;
+  event.preventDefault();
+  const bars = Array.from(document.querySelectorAll("#waterfall [data-bar]"));
+  const next = bars[bars.indexOf(node) + step];
+  if (!next) return;
+  node.tabIndex = -1;
+  next.tabIndex = 0;
+  next.focus();
 }
 
 function isFailedBar(bar) {

@@ -1151,3 +1151,176 @@ fn at_1280_pixels_the_run_list_and_the_comparison_fit_and_every_lane_shows_its_t
         )
     );
 }
+
+/// Presses keys (WebDriver's code points: Tab `\u{E004}`, Enter
+/// `\u{E007}`, the right arrow `\u{E014}`) on what has the focus, as a
+/// user's keyboard does.
+fn press(browser: &Browser, keys: &[&str]) {
+    let actions: Vec<Value> = keys
+        .iter()
+        .flat_map(|key| [json!({"type": "keyDown", "value": key}), json!({"type": "keyUp", "value": key})])
+        .collect();
+    browser.call("POST", &browser.session_path("/actions"), json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}));
+}
+
+/// Claude Code's `v2.0.77_single` session, as an import records it: the
+/// CLI's startup warmup agents spend tokens outside the agent tree.
+fn record_transcripts(scratch: &Scratch, id: &str, name: &str) {
+    use agentrace_core::model::RunId;
+    let session = Transcripts::of(name);
+    let mut writer = scratch.home().create_run(&RunId::from(id)).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new(RunId::from(id), agentrace_core::recorder::Format::ClaudeTranscript);
+    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
+    Transcripts::feed(&session.lines, &mut writer, &mut recorder);
+    writer.append(&recorder.finish()).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A run of over ten seconds read `(16 min 17 s)` on its page where
+/// `agentrace show` prints `(977.5 s)`, and one of 10.5 s read `(11 s)`:
+/// the page rounded to its own units. It gives the run's time as `show`
+/// does, seconds to a tenth (`{:.1}`, ties to the even tenth).
+#[test]
+fn the_run_page_gives_the_run_time_show_gives() {
+    let scratch = Scratch::new();
+    scratch.capture("slow", "v1_interrupt_child_driver");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/slow", served.url));
+    browser.wait_for("the run page", READY);
+    let run = api_json(&served, "/api/runs/slow")["run"].clone();
+    let (started, ended) = (run["startedAt"].as_str().unwrap_or_default().to_owned(), run["endedAt"].as_str().unwrap_or_default().to_owned());
+    // `show`'s `time_text`: `({seconds:.1} s)`.
+    let seconds = (parse_time(&ended) - parse_time(&started)) as f64 / 1000.0;
+    assert_eq!(
+        (started.as_str(), ended.as_str(), browser.text("#run-time")),
+        ("2026-11-29T23:03:20.000Z", "2026-11-29T23:19:37.470Z", format!("started {started}, ended {ended} ({seconds:.1} s)"))
+    );
+    // Seconds as Rust's `{:.1}` gives them, exact ties to the even tenth.
+    let cases = [250_i64, 750, 1_250, 2_750, 1_050, 1_150, 10_503, 977_470];
+    let expected: Vec<String> = cases.iter().map(|ms| format!("{:.1} s", *ms as f64 / 1000.0)).collect();
+    assert_eq!(browser.script(&format!("return {cases:?}.map(fmtSeconds);")), json!(expected));
+}
+
+/// Claude Code's startup warmup agents spend tokens no agent of the tree
+/// owns: `show` prints them under the tree (`startup (outside the tree)
+/// 102 tokens, $0.0005`), but the page's tree left them out, so its
+/// agents' tokens (318 + 255) did not add up to the run's 675.
+#[test]
+fn the_agent_tree_shows_the_tokens_outside_it_as_show_does() {
+    let scratch = Scratch::new();
+    record_transcripts(&scratch, "warm", "v2.0.77_single");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/warm", served.url));
+    browser.wait_for("the run page", READY);
+    let run = api_json(&served, "/api/runs/warm")["run"].clone();
+    let outside = run["outsideTree"].as_array().cloned().unwrap_or_default();
+    let expected: Vec<String> = outside
+        .iter()
+        .map(|part| {
+            let models = part["tokensByModel"].as_array().cloned().unwrap_or_default();
+            let tokens: u64 = models.iter().map(|model| model["tokens"]["totalTokens"].as_u64().unwrap_or_default()).sum();
+            let cost: f64 = models.iter().map(|model| model["cost"].as_f64().unwrap_or_default()).sum();
+            format!("{} (outside the tree), {tokens} tokens · ${cost:.4}", part["label"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(expected, ["startup (outside the tree), 102 tokens · $0.0005"]);
+    // Every token figure the tree shows, added up, and the lines beside
+    // the agents: the run's total, as `show`'s tree adds up to it.
+    let shown = browser.script(
+        "const tree = document.getElementById('tree'); return [Array.from(tree.textContent.matchAll(/(\\d+) tokens/g)).reduce((sum, m) => sum + Number(m[1]), 0), Array.from(tree.querySelectorAll(':scope > li:not(.agent)')).map(li => li.textContent)];",
+    );
+    assert_eq!(shown, json!([run["tokens"]["totalTokens"], expected]));
+}
+
+/// Every project of one machine starts alike, so the run list's project
+/// column, cut to its width, read `/home/dev/…` on every row. It names the
+/// last two folders, as `agentrace runs` does, the whole folder in its title.
+#[test]
+fn the_run_list_names_each_project_by_its_last_two_folders_as_runs_does() {
+    let scratch = Scratch::new();
+    record_claude_stream(&scratch, "bg", "parallel_bg");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.resize(1280, 900);
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    // The project column found by its header, as the page always had it.
+    let cells = browser.script(
+        "const heads = Array.from(document.querySelectorAll('#runs thead th')).map(th => th.textContent); const at = heads.indexOf('project'); return Array.from(document.querySelectorAll('#runs tbody tr')).map(tr => { const td = tr.children[at]; return [td.textContent, td.title, td.scrollWidth <= td.clientWidth]; });",
+    );
+    assert_eq!(cells, json!([["work/parallel_bg", "/home/dev/agents/work/parallel_bg", true]]));
+}
+
+/// A link to a page past the end of the run list (`?offset=100` of 3 runs)
+/// showed an empty table over "101–100 of 3 runs". It shows the last page.
+#[test]
+fn a_page_past_the_end_of_the_run_list_shows_its_last_page() {
+    let scratch = Scratch::new();
+    scratch.capture("a", "v1_basic");
+    scratch.capture("b", "v2_basic");
+    scratch.capture("c", "v1_parallel");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/?offset=100", served.url));
+    browser.wait_for("the run list", READY);
+    assert_eq!(
+        browser.script("return [document.getElementById('runs-total').textContent, document.querySelectorAll('#runs tbody tr').length, document.getElementById('runs-prev').hidden, document.getElementById('runs-next').hidden];"),
+        json!(["1–3 of 3 runs", 3, true, true])
+    );
+}
+
+/// A filter in the URL that no field of the list can hold (`?status=bogus`,
+/// an old link's `?warning=silent_agent`) was dropped without a word: every
+/// run was listed as if kept to it. The server's refusal is shown, naming
+/// it, and no run; picking a filter then lists again.
+#[test]
+fn a_filter_the_run_list_cannot_hold_is_refused_by_name_not_dropped() {
+    let scratch = Scratch::new();
+    scratch.capture("a", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    let shown = "return [document.getElementById('error').hidden ? null : document.getElementById('error').textContent, document.querySelectorAll('#runs tbody tr').length];";
+    for (query, error) in [
+        ("status=bogus", "status=bogus: expected one of running, done, failed, interrupted, live"),
+        ("warning=silent_agent", "warning=silent_agent: a list of runs cannot keep to this code: it is judged against the clock when a run is read, and no run's record carries it; GET /api/runs/RUN (or `agentrace check`) judges it"),
+    ] {
+        browser.goto(&format!("{}/?{query}", served.url));
+        browser.wait_for("the list's answer", "return !document.getElementById('error').hidden || document.querySelectorAll('#runs tbody tr').length > 0;");
+        assert_eq!(browser.script(shown), json!([error, 0]), "{query}");
+    }
+    browser.script("const field = document.getElementById('filter-provider'); field.value = 'codex'; field.dispatchEvent(new Event('change', { bubbles: true })); return null;");
+    browser.wait_for("the list", "return document.querySelectorAll('#runs tbody tr').length === 1;");
+    assert_eq!(browser.script(shown), json!([null, 1]));
+}
+
+/// The waterfall's bars answered the pointer only: Tab passed them by, so
+/// from the keyboard no bar could show what it was or open its event. Tab
+/// reaches the first bar, the arrows go from bar to bar, focus shows the
+/// tooltip, and Enter scrolls the timeline to the bar's event as a click does.
+#[test]
+fn the_waterfall_is_used_with_the_keyboard_as_with_the_pointer() {
+    let scratch = Scratch::new();
+    scratch.capture("nested", "real_model_nested");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/nested", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for("the waterfall", "return document.querySelectorAll('#waterfall [data-bar]').length > 2;");
+    let bars = browser.script("return Array.from(document.querySelectorAll('#waterfall [data-bar]')).map(bar => Number(bar.getAttribute('data-sequence')));");
+    let focused = "return [document.activeElement.getAttribute('data-sequence'), document.getElementById('tooltip').hidden];";
+    // The control before the waterfall, then the keyboard alone.
+    browser.script("document.getElementById('zoom-reset').focus(); return null;");
+    press(&browser, &["\u{E004}"]);
+    let first = browser.script(focused);
+    press(&browser, &["\u{E014}"]);
+    let second = browser.script(focused);
+    press(&browser, &["\u{E007}"]);
+    browser.wait_for("the bar's event", "return document.querySelector('#timeline .event.target') !== null;");
+    let target = browser.script("return Number(document.querySelector('#timeline .event.target').getAttribute('data-seq'));");
+    assert_eq!(
+        json!([first, second, target]),
+        json!([[bars[0].to_string(), false], [bars[1].to_string(), false], bars[1]])
+    );
+}
