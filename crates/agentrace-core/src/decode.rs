@@ -685,8 +685,9 @@ fn trim_line_end(bytes: &[u8]) -> &[u8] {
     without_byte_order_mark(&bytes[..end])
 }
 
-/// `bytes` without a UTF-8 byte order mark at their start.
-fn without_byte_order_mark(bytes: &[u8]) -> &[u8] {
+/// `bytes` without a UTF-8 byte order mark at their start (public for the
+/// shells that read a whole document rather than lines: a hook input).
+pub fn without_byte_order_mark(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 

@@ -23,7 +23,7 @@
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
-use agentrace_core::decode::{visit_leading_scalars, Members};
+use agentrace_core::decode::{visit_leading_scalars, without_byte_order_mark, Members};
 use agentrace_core::model::RunId;
 use agentrace_core::recorder::{Format, SourcePart};
 use agentrace_store::{validate_run_id, Home, RunLock};
@@ -71,13 +71,17 @@ fn record(args: &HookArgs) -> anyhow::Result<()> {
         .read_to_end(&mut input)
         .context("cannot read the hook input on stdin")?;
     let cut = input.len() as u64 >= MAX_INPUT;
-    let session = session_of(&input, cut)?;
+    // A byte order mark (a wrapper on another system, an editor's
+    // encoding) made the input "not JSON" and dropped it: read past, as
+    // every line decoder does, and spooled without it.
+    let input = without_byte_order_mark(&input);
+    let session = session_of(input, cut)?;
     let home = Home::from_env().context("cannot find where runs live")?;
     // Priced and judged as every command does; a hook never fails, so a
     // bad price file or warning config leaves the database's and none.
     let home = crate::home_files::read_or_keep(&home);
     let (id, live) = run_id(&home, args, &session)?;
-    home.spool_hook_input(&id, now(), &input)?;
+    home.spool_hook_input(&id, now(), input)?;
     // Inside `agentrace run claude` the live run holds the lock until the
     // end and drains the spool then: waiting would only slow the session.
     let wait = if live { Duration::ZERO } else { LOCK_WAIT };

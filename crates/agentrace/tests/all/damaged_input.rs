@@ -442,3 +442,48 @@ fn import_says_how_many_lines_it_could_not_read() {
     // Said by the import that read them, not again by the next.
     assert_eq!(import_json(&scripted)["undecodedLines"], Value::Null);
 }
+
+/// `agentrace hook` fed `input` on stdin: its exit code, its stderr, and
+/// the `event` of each envelope of the run it made (its only one).
+fn hooked(input: &[u8]) -> (Option<i32>, String, Vec<Value>) {
+    use std::io::Write as _;
+    let cli = Cli::new();
+    let mut child = cli
+        .command(&["hook"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let output = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = runs(&cli)["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect();
+    let events = ids
+        .iter()
+        .flat_map(|id| cli.ok(&["events", id, "--json"]).lines().map(|line| serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}"))["event"].clone()).collect::<Vec<_>>())
+        .collect();
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned(), events)
+}
+
+/// A Claude Code hook input that starts with a UTF-8 byte order mark (a
+/// hook wrapper on another system, a script that wrote it through an
+/// editor's encoding) was "not JSON": a warning, and the input dropped.
+/// The mark is read past, as every line decoder does: the run is the one
+/// the unmarked input makes.
+#[test]
+fn a_hook_input_that_starts_with_a_byte_order_mark_is_recorded_as_without_it() {
+    let input = std::fs::read_to_string(fixtures().join("claude/single_fg/hooks.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|line| line["input"].to_string())
+        .next()
+        .unwrap_or_else(|| panic!("no hook input"));
+    let plain = hooked(input.as_bytes());
+    assert_eq!((plain.0, plain.1.as_str(), plain.2.is_empty()), (Some(0), "", false), "the unmarked input is recorded");
+    let mut marked = b"\xEF\xBB\xBF".to_vec();
+    marked.extend(input.as_bytes());
+    assert_eq!(hooked(&marked), plain);
+}
