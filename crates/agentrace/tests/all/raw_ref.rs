@@ -513,6 +513,55 @@ fn ingest_of_an_imported_runs_log_attributes_it_as_the_import_did() {
     }
 }
 
+/// Every capture imported, then each run's log ingested: the replay gives
+/// the run the import made, from the log as written (v3, frames
+/// referenced) and with its frames copied in (as older imports wrote it).
+#[test]
+fn every_imported_capture_replays_as_it_was_imported() {
+    let names = |provider: &str| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(fixtures().join(provider))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path())
+            .filter(|path| path.is_dir())
+            .filter_map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        names
+    };
+    let (codex, claude) = (names("codex"), names("claude"));
+    let dir = homes(&codex.iter().map(String::as_str).collect::<Vec<_>>(), &claude.iter().map(String::as_str).collect::<Vec<_>>());
+    let cli = Cli::new();
+    // Every session ended (its files still past the limit), as the replay
+    // of a log ends its own at the end of its input.
+    import(&cli, dir.path(), &["--idle-limit", "0"]);
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json", "--limit", "1000"])).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = runs["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect();
+    assert!(ids.len() >= codex.len() + claude.len(), "{} runs", ids.len());
+    let show = |run: &str| -> Value {
+        let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        view["run"]["id"] = json!("replayed");
+        view
+    };
+    for (index, id) in ids.iter().enumerate() {
+        let imported = show(id);
+        let ended = events(&cli, id, &[]).iter().any(|(_, envelope)| envelope["event"]["type"] == "session_ended");
+        assert!(ended, "{id}: the import did not end its session");
+        let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+        let copied = dir.path().join(format!("copied-{index}.jsonl"));
+        std::fs::write(&copied, frames_copied_in(&cli, id, "copied")).unwrap_or_else(|e| panic!("{e}"));
+        for (form, from) in [("v3", &log), ("v2", &copied)] {
+            let replay = format!("replay-{index}-{form}");
+            let output = cli.run(&["ingest", "--quiet", "--run-id", &replay, &from.to_string_lossy()]);
+            assert_eq!(
+                (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+                (Some(0), String::new()),
+                "{id} from {form}"
+            );
+            assert_eq!(show(&replay), imported, "{id} from {form}");
+        }
+    }
+}
+
 /// `events RUN --raw` without `--json` prints each frame under its event,
 /// as `--json` gives it in `raw`: an ingested line that is not JSON as it
 /// was read (what the ingest's hint promises), an imported frame from its
