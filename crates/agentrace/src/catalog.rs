@@ -38,7 +38,10 @@ pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
     let again = |runs: u64, done: &str, file: &str, path: std::path::PathBuf, since: &str| {
         if runs > 0 {
             let plural = if runs == 1 { "" } else { "s" };
-            eprintln!("note: {done} {runs} run{plural} again: the home's {file} ({}) changed since they were {since}", path.display());
+            // A file the user removed did not "change": said so, so the
+            // note does not name a file as if it were there.
+            let how = if path.exists() { "changed" } else { "was removed" };
+            eprintln!("note: {done} {runs} run{plural} again: the home's {file} ({}) {how} since they were {since}", path.display());
         }
     };
     if count.database_changed {

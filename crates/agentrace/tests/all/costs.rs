@@ -1302,3 +1302,22 @@ fn prices_resolved_by_one_command_are_known_to_the_next_which_reports_alike() {
     let third = cli.ok(&usage);
     assert_eq!((third == first, known_prices(cli.home.path())), (true, known));
 }
+
+/// Once the user removed the home's price file, the next command said its
+/// runs were priced again because the file "changed", naming a file that
+/// is gone. It says the file was removed (the note's first words kept).
+#[test]
+fn removing_the_home_price_file_says_it_was_removed_not_changed() {
+    let cli = Cli::new();
+    cli.ingest(&super::support::capture("v1_basic"), &[]);
+    let file = cli.home.path().join("prices.json");
+    std::fs::write(&file, r#"{"mock-model": {"input": 1.25, "cachedInput": 0.125, "cacheCreation": 0, "output": 10}}"#).unwrap_or_else(|e| panic!("{e}"));
+    let notes = |cli: &Cli| -> Vec<String> {
+        let output = cli.run(&["runs"]);
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8_lossy(&output.stderr).lines().filter(|line| line.starts_with("note: priced")).map(str::to_owned).collect()
+    };
+    assert_eq!(notes(&cli), vec![format!("note: priced 1 run again: the home's price file ({}) changed since they were priced", file.display())]);
+    std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(notes(&cli), vec![format!("note: priced 1 run again: the home's price file ({}) was removed since they were priced", file.display())]);
+}
