@@ -515,7 +515,8 @@ fn ingest_of_an_imported_runs_log_attributes_it_as_the_import_did() {
 
 /// Every capture imported, then each run's log ingested: the replay gives
 /// the run the import made, from the log as written (v3, frames
-/// referenced) and with its frames copied in (as older imports wrote it).
+/// referenced) and with its frames copied in (as older imports wrote it),
+/// its own `session_ended` aside.
 #[test]
 fn every_imported_capture_replays_as_it_was_imported() {
     let names = |provider: &str| -> Vec<String> {
@@ -531,8 +532,8 @@ fn every_imported_capture_replays_as_it_was_imported() {
     let (codex, claude) = (names("codex"), names("claude"));
     let dir = homes(&codex.iter().map(String::as_str).collect::<Vec<_>>(), &claude.iter().map(String::as_str).collect::<Vec<_>>());
     let cli = Cli::new();
-    // Every session ended (its files still past the limit), as the replay
-    // of a log ends its own at the end of its input.
+    // Every session left open ended (its files still past the limit), as
+    // the replay of a log ends its own at the end of its input.
     import(&cli, dir.path(), &["--idle-limit", "0"]);
     let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json", "--limit", "1000"])).unwrap_or_else(|e| panic!("{e}"));
     let ids: Vec<String> = runs["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect();
@@ -543,9 +544,12 @@ fn every_imported_capture_replays_as_it_was_imported() {
         view
     };
     for (index, id) in ids.iter().enumerate() {
-        let imported = show(id);
+        let mut imported = show(id);
+        // A session its own signals ended has no `session_ended` from the
+        // import; the replay ends its own at the end of its input.
         let ended = events(&cli, id, &[]).iter().any(|(_, envelope)| envelope["event"]["type"] == "session_ended");
-        assert!(ended, "{id}: the import did not end its session");
+        let counted = imported["run"]["counts"]["events"].as_u64().unwrap_or_default();
+        imported["run"]["counts"]["events"] = json!(counted + u64::from(!ended));
         let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
         let copied = dir.path().join(format!("copied-{index}.jsonl"));
         std::fs::write(&copied, frames_copied_in(&cli, id, "copied")).unwrap_or_else(|e| panic!("{e}"));
