@@ -67,6 +67,21 @@ pub(crate) async fn waterfall(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<WaterfallQuery>,
 ) -> Result<Response, ApiError> {
+    // A stretch that ends before it starts, or no pixel to draw on, can
+    // hold no bar: refused by name, never answered with an empty picture.
+    if let Some(to) = query.to {
+        let from = query.from.unwrap_or(0);
+        if to < from {
+            return Err(ApiError::BadRequest(format!(
+                "to={to}: it is before from={from}, so no moment is in the range"
+            )));
+        }
+    }
+    if let Some(width) = query.width.filter(|width| !(width.is_finite() && *width >= 1.0)) {
+        return Err(ApiError::BadRequest(format!(
+            "width={width}: expected the pixels the waterfall is drawn on, at least 1"
+        )));
+    }
     let waterfall = blocking(move || {
         let home = state.home()?;
         let id = home.resolve(&id)?;
@@ -75,10 +90,7 @@ pub(crate) async fn waterfall(
         let (source, path) = shared
             .lock()?
             .waterfall_source(&state.inner.options.config.config(&home), state.now());
-        let width = query
-            .width
-            .filter(|width| width.is_finite() && *width >= 1.0)
-            .unwrap_or(DEFAULT_WIDTH);
+        let width = query.width.unwrap_or(DEFAULT_WIDTH);
         let from = query.from.unwrap_or(0).max(0);
         let key = (source.offset(), from, query.to, width.to_bits());
         let cache = &state.inner.waterfalls;

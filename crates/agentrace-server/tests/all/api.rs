@@ -1227,3 +1227,33 @@ async fn the_waterfall_of_a_session_that_ended_mid_turn_spans_to_its_last_line()
         )
     );
 }
+
+/// A waterfall asked for a stretch that ends before it starts
+/// (`from=100&to=50`) was answered 200 with a picture of the one moment
+/// `from` (a bar of it), and `width=0` or `width=-5` with the default
+/// width: a request that can hold no bar is a 400 naming it, as a `since=`
+/// after its `until=` is.
+#[tokio::test]
+async fn a_waterfall_of_a_backwards_stretch_or_no_pixels_is_refused_by_name() {
+    let scratch = Scratch::new();
+    scratch.capture("nested", "real_model_nested");
+    let state = served(&scratch);
+    let mut answers = Vec::new();
+    for query in ["from=100&to=50", "to=-5", "width=0", "width=-5", "width=NaN"] {
+        answers.push(get(&state, &format!("/api/runs/nested/waterfall?{query}"), None).await);
+    }
+    // What the page asks for is answered as before.
+    let (status, body) = get(&state, "/api/runs/nested/waterfall?from=100&to=100&width=800", None).await;
+    answers.push((status, json!(body["lanes"].as_array().map(Vec::len))));
+    assert_eq!(
+        answers,
+        vec![
+            (StatusCode::BAD_REQUEST, json!({"error": "to=50: it is before from=100, so no moment is in the range"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "to=-5: it is before from=0, so no moment is in the range"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "width=0: expected the pixels the waterfall is drawn on, at least 1"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "width=-5: expected the pixels the waterfall is drawn on, at least 1"})),
+            (StatusCode::BAD_REQUEST, json!({"error": "width=NaN: expected the pixels the waterfall is drawn on, at least 1"})),
+            (StatusCode::OK, json!(3)),
+        ]
+    );
+}
