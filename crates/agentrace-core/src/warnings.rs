@@ -99,6 +99,10 @@ pub enum Check {
     /// Nothing yet, but the answer may change with time alone: evaluate
     /// again after this many milliseconds.
     RecheckAfter(u64),
+    /// These warnings, and more may come with time alone (a second helper
+    /// quiet, not yet past the limit): evaluate again after this many
+    /// milliseconds.
+    WarnThenRecheckAfter(Vec<Warning>, u64),
 }
 
 /// Facts a view does not hold, folded from the envelopes (per thread, so
@@ -389,6 +393,10 @@ pub fn detect(facts: &RunFacts<'_>, config: &WarningConfig) -> Report {
             Check::Ok => {}
             Check::Warn(warnings) => report.warnings.extend(warnings),
             Check::RecheckAfter(ms) => {
+                report.recheck_after_ms = Some(report.recheck_after_ms.map_or(ms, |s| s.min(ms)));
+            }
+            Check::WarnThenRecheckAfter(warnings, ms) => {
+                report.warnings.extend(warnings);
                 report.recheck_after_ms = Some(report.recheck_after_ms.map_or(ms, |s| s.min(ms)));
             }
         }
@@ -744,8 +752,11 @@ pub fn silent_agent(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
             soonest = Some(soonest.map_or(left, |s| s.min(left)));
         }
     }
+    // A helper found silent must not keep a quieter one from being judged
+    // when it would be: a stuck session writes no line to wake a follower.
     match (found.is_empty(), soonest) {
-        (false, _) => Check::Warn(found),
+        (false, Some(ms)) => Check::WarnThenRecheckAfter(found, ms),
+        (false, None) => Check::Warn(found),
         (true, Some(ms)) => Check::RecheckAfter(ms),
         (true, None) => Check::Ok,
     }

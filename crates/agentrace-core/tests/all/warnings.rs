@@ -533,6 +533,60 @@ fn a_live_helper_quiet_for_less_than_the_limit_asks_to_be_checked_again_when_it_
     );
 }
 
+/// Of two live helpers, the one quiet past the limit is `silent_agent` and
+/// the other, quiet for less, is still judged again when it would be: the
+/// report kept no time to look again once one was found, so `watch
+/// --on-warning` told of the second only when a new line came (a stuck
+/// session writes none).
+#[test]
+fn a_silent_helper_does_not_keep_a_quiet_one_from_being_judged_again_when_it_would_be_silent() {
+    const SECOND: &str = "helper-thread-2";
+    let second = Actor {
+        thread_id: Some(ThreadId::from(SECOND)),
+        label: "Bo [worker]".to_owned(),
+        ..helper()
+    };
+    let log = helper_still_running()
+        .push(
+            root(),
+            Event::AgentSpawned {
+                parent_thread_id: ThreadId::from(ROOT),
+                child_thread_id: ThreadId::from(SECOND),
+                prompt: Some("do the other thing".to_owned()),
+                model: None,
+                reasoning_effort: None,
+                via: "spawnAgent".to_owned(),
+            },
+        )
+        .turn(second.clone(), "t-helper-2")
+        .tool(second, "command", "sleep 1000");
+    let (view, evidence) = log.facts();
+    let report = detect(
+        &RunFacts {
+            view: &view,
+            evidence: &evidence,
+            now: Some(Timestamp::from_millis(T0 + 5_000 + 301_000)),
+        },
+        &WarningConfig::default(),
+    );
+    let silent: Vec<(String, Option<ThreadId>)> = report
+        .warnings
+        .into_iter()
+        .filter(|warning| warning.code == "silent_agent")
+        .map(|warning| (warning.message, warning.thread_id))
+        .collect();
+    assert_eq!(
+        (silent, report.recheck_after_ms),
+        (
+            vec![(
+                "Ash [worker] is running but has shown no activity for 301 s".to_owned(),
+                Some(ThreadId::from(HELPER))
+            )],
+            Some(2_000)
+        )
+    );
+}
+
 #[test]
 fn a_finished_helper_is_never_silent_agent() {
     let now = T0 + 10_000_000;
