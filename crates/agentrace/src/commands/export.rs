@@ -48,7 +48,10 @@ pub struct ExportArgs {
     output: Option<PathBuf>,
     /// Size bound of a report in bytes: agent texts are shortened and events
     /// left out past it, with a count of what was left out.
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    // No report fits in 0 bytes: 0 was taken and gave the smallest report
+    // with a warning that it was over; refused by clap instead, as other
+    // bad flag values are (a usage error, exit 2).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BYTES, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_bytes: usize,
     /// Run ids, unique prefixes of them, or `latest` (one for a report).
     // Not required with `--otlp`: its optional value may be the first run

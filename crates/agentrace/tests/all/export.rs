@@ -504,3 +504,23 @@ fn a_report_that_cannot_be_written_whole_leaves_the_one_there() {
     cli.ok(&["export", "--markdown", &id, "-o", &report.to_string_lossy()]);
     assert_eq!((std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}")).starts_with("## agentrace run"), mode(&report)), (true, 0o640));
 }
+
+/// `export --max-bytes 0` was taken: it wrote the smallest report there is
+/// and warned it was over 0 bytes. No report fits in 0 bytes: it is a
+/// usage error in clap's words (exit 2), as other bad flag values are, and
+/// nothing is written.
+#[test]
+fn a_max_bytes_of_zero_is_a_usage_error() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--quiet", "--run-id", "one"]);
+    let refused = |format: &str| {
+        let output = cli.run(&["export", format, "one", "--max-bytes", "0"]);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let expected = (
+        Some(2),
+        String::new(),
+        "error: invalid value '0' for '--max-bytes <BYTES>': 0 is not in 1..18446744073709551615\n\nFor more information, try '--help'.\n".to_owned(),
+    );
+    assert_eq!((refused("--markdown"), refused("--html")), (expected.clone(), expected));
+}
