@@ -224,9 +224,12 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = any
 const STREAM_CHUNK: usize = 256;
 
 /// Attributes sessions straight from provider folders, in memory, on
-/// every core (sessions are independent; the order stays the folders').
-fn attribute(found: &[FoundSession], prices: &Arc<PriceBook>) -> anyhow::Result<Vec<SessionUsage>> {
-    Ok(crate::parallel::map(found, |found| attribute_or_left_out(found, prices))?.into_iter().flatten().collect())
+/// every core (sessions are independent; the order stays the folders'),
+/// with how many were left out (a file of each unreadable).
+fn attribute(found: &[FoundSession], prices: &Arc<PriceBook>) -> anyhow::Result<(Vec<SessionUsage>, u64)> {
+    let attributed = crate::parallel::map(found, |found| attribute_or_left_out(found, prices))?;
+    let left_out = attributed.iter().filter(|session| session.is_none()).count() as u64;
+    Ok((attributed.into_iter().flatten().collect(), left_out))
 }
 
 /// [`attribute_one`], or `None` for a session with a file that cannot be
@@ -731,12 +734,28 @@ fn every_run(home: &Home, catalog: &Catalog, prices: &Arc<PriceBook>, provider: 
 /// Every session `args` names (recorded runs, or the folders straight),
 /// priced by `prices`.
 pub fn sessions(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<Vec<SessionUsage>> {
+    Ok(sessions_counted(home, args, prices)?.0)
+}
+
+/// [`sessions`], with how many sessions straight from the folders were
+/// left out (a file of each unreadable; recorded runs leave none out).
+fn sessions_counted(home: &Home, args: &UsageArgs, prices: &Arc<PriceBook>) -> anyhow::Result<(Vec<SessionUsage>, u64)> {
     if args.codex_home.is_some() || args.claude_dir.is_some() {
         attribute(&found_in_folders(args)?.collect::<anyhow::Result<Vec<_>>>()?, prices)
     } else {
         let (runs, catalog) = recorded_runs(home, args, prices)?;
-        runs.map(|run| run?.session(&catalog, home, prices)).collect()
+        Ok((runs.map(|run| run?.session(&catalog, home, prices)).collect::<anyhow::Result<_>>()?, 0))
     }
+}
+
+/// `report` with `leftOut` after its members when sessions were left out,
+/// as `--json` by run has it: a grouping's report looked whole when only
+/// stderr said a session was missing from it.
+fn with_left_out(mut report: serde_json::Value, left_out: u64) -> serde_json::Value {
+    if let (Some(members), true) = (report.as_object_mut(), left_out > 0) {
+        members.insert("leftOut".to_owned(), left_out.into());
+    }
+    report
 }
 
 /// Runs `agentrace usage`.
@@ -788,7 +807,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         unpriced.warn(&totals);
         return Ok(());
     }
-    let mut sessions = sessions(home, args, &prices)?;
+    let (mut sessions, left_out) = sessions_counted(home, args, &prices)?;
     if matches!(args.by, By::Run | By::Agent) {
         sessions.retain(|session| window.holds(session.started_at));
     }
@@ -831,7 +850,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 .flat_map(|s| s.outside_tree.iter().map(move |row| serde_json::json!({"sessionId": s.session_id, "provider": s.provider, "outside": row})))
                 .collect();
             if args.json {
-                out.json_pretty(&serde_json::json!({"agents": rows, "outsideTree": outside, "totals": totals, "unpricedModels": unpriced}))?;
+                out.json_pretty(&with_left_out(serde_json::json!({"agents": rows, "outsideTree": outside, "totals": totals, "unpricedModels": unpriced}), left_out))?;
             } else {
                 let rows = sessions.iter().flat_map(|s| {
                     s.agents
@@ -874,7 +893,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 By::Project | By::Run | By::Agent | By::Block => ("projects", "PROJECT"),
             };
             if args.json {
-                out.json_pretty(&serde_json::json!({json_key: groups, "totals": totals, "unpricedModels": unpriced}))?;
+                out.json_pretty(&with_left_out(serde_json::json!({json_key: groups, "totals": totals, "unpricedModels": unpriced}), left_out))?;
             } else {
                 table(out, title, groups.iter().flat_map(|(name, group)| group.rows(name.clone())), &totals)?;
             }
@@ -895,7 +914,7 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
                 totals.add(&block.group.counters);
             }
             if args.json {
-                out.json_pretty(&serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}))?;
+                out.json_pretty(&with_left_out(serde_json::json!({"blocks": blocks, "totals": totals, "unpricedModels": unpriced}), left_out))?;
             } else {
                 let zone = &args.zone().tz;
                 let rows = blocks.iter().flat_map(|block| block.group.rows(format!("{} .. {}", days::minute_of(block.start_at, zone), days::minute_of(block.end_at, zone))));

@@ -487,3 +487,36 @@ fn a_hook_input_that_starts_with_a_byte_order_mark_is_recorded_as_without_it() {
     marked.extend(input.as_bytes());
     assert_eq!(hooked(&marked), plain);
 }
+
+/// `usage` straight from the folders with a session it left out (a file
+/// of it that cannot be opened) counted it in `--json` by run alone
+/// (`leftOut`); by day, week, month, model, project, agent and block the
+/// report looked whole, and only stderr said otherwise. Each has
+/// `leftOut` now, there only when not 0, after what it had.
+#[test]
+fn usage_straight_from_folders_counts_a_session_left_out_in_every_grouping() {
+    let dir = homes("v1_basic", "parallel_bg");
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let cli = Cli::new();
+    let usage = |by: &str| -> Value {
+        let output = cli.run(&["usage", "--json", "--by", by, "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let groupings = ["run", "agent", "model", "day", "week", "month", "project", "block"];
+    let whole: Vec<Value> = groupings.iter().map(|by| usage(by)).collect();
+    let subagent = jsonl_files(&claude)
+        .into_iter()
+        .find(|path| path.to_string_lossy().contains("/subagents/agent-"))
+        .unwrap_or_else(|| panic!("no subagent file"));
+    make_unopenable(&subagent);
+    let members = |report: &Value| -> Vec<String> { report.as_object().into_iter().flat_map(|object| object.keys().cloned()).collect() };
+    let damaged: Vec<(Vec<String>, Value)> = groupings.iter().map(|by| usage(by)).map(|report| (members(&report), report["leftOut"].clone())).collect();
+    let expected: Vec<(Vec<String>, Value)> = whole
+        .iter()
+        .map(|report| (members(report).into_iter().chain(["leftOut".to_owned()]).collect(), Value::from(1)))
+        .collect();
+    assert_eq!(damaged, expected);
+    // Not there when nothing was left out.
+    assert!(whole.iter().all(|report| report.get("leftOut").is_none()), "{whole:?}");
+}
