@@ -1212,7 +1212,7 @@ mod tests {
         let found = found_in_folders(&args)
             .and_then(Iterator::collect::<anyhow::Result<Vec<_>>>)
             .unwrap_or_else(|e| panic!("{e}"));
-        let sessions = attribute(&found, &prices).unwrap_or_else(|e| panic!("{e}"));
+        let (sessions, _) = attribute(&found, &prices).unwrap_or_else(|e| panic!("{e}"));
         let mut totals = Counters::default();
         for session in &sessions {
             totals.add(&session.counters);
