@@ -588,10 +588,31 @@ fn shorten(text: &str) -> String {
 }
 
 
-/// Markdown-escapes inline text: no markup, no HTML, no table breaks, one line.
+/// Markdown-escapes inline text: no markup, no HTML, no table breaks, one
+/// line, and no mention: a report pasted into a GitHub issue notified each
+/// `@name` its agents' text held. A mention goes into a code span, which
+/// GitHub never links or notifies from, and a reader still reads as
+/// `@name` (a zero-width character after the `@` would also stop it, but
+/// would break a search or copy of the name; a backslash before it is
+/// not documented to stop one).
 fn md(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
+    let mut previous: Option<char> = None;
+    let mut chars = text.char_indices();
+    while let Some((at, ch)) = chars.next() {
+        // After a letter or digit (`dev@example.com`) GitHub sees no
+        // mention, and the text stays as written.
+        if ch == '@' && !previous.is_some_and(|previous| previous.is_alphanumeric() || previous == '_') {
+            if let Some(length) = mention_length(&text[at + 1..]) {
+                let name = &text[at + 1..at + 1 + length];
+                let _ = write!(out, "`@{name}`");
+                // The name is ASCII: one char per byte.
+                chars.nth(length - 1);
+                previous = name.chars().last();
+                continue;
+            }
+        }
+        previous = Some(ch);
         match ch {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -606,6 +627,24 @@ fn md(text: &str) -> String {
         }
     }
     out
+}
+
+/// The length of the GitHub user (`octocat`) or team (`org/team`) a
+/// mention names in `after`, the text after its `@`; `None` when it names
+/// none (a name starts with a letter or digit).
+fn mention_length(after: &str) -> Option<usize> {
+    let bytes = after.as_bytes();
+    if !bytes.first().is_some_and(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let mut length = bytes.iter().take_while(|byte| byte.is_ascii_alphanumeric() || **byte == b'-').count();
+    if bytes.get(length) == Some(&b'/') {
+        let team = bytes[length + 1..].iter().take_while(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_')).count();
+        if team > 0 {
+            length += 1 + team;
+        }
+    }
+    Some(length)
 }
 
 /// Text for inside a code span: no backticks, one line.

@@ -524,3 +524,28 @@ fn a_max_bytes_of_zero_is_a_usage_error() {
     );
     assert_eq!((refused("--markdown"), refused("--html")), (expected.clone(), expected));
 }
+
+/// A Markdown report printed `@name` in the text it quotes as it was:
+/// pasted into a GitHub issue, each one notified that user. A mention is
+/// put in a code span (still read as `@name`, never linked); an email
+/// address, which GitHub does not take for a mention, is left as it is.
+#[test]
+fn a_markdown_report_quotes_mentions_without_notifying_anyone() {
+    let cli = Cli::new();
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let stream = cli.home.path().join("mentions.jsonl");
+    std::fs::write(&stream, text.replace("ROOT DONE: all sub-agents finished", "ROOT DONE: thanks @octocat and @my-org/reviewers (mail dev@example.com)"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    cli.ingest(&stream, &["--quiet", "--run-id", "mentions"]);
+    let report = cli.ok(&["export", "--markdown", "mentions"]);
+    let quoted: Vec<&str> = report.lines().filter(|line| line.contains("ROOT DONE")).collect();
+    assert_eq!(
+        quoted,
+        vec![
+            "> ROOT DONE: thanks `@octocat` and `@my-org/reviewers` (mail dev@example.com); final answer from the root agent.",
+            "- **Main** (root, completed) `01a2298c-93ba-7001-9862-9fd03c21f5d4` · 38 events · 3 tool calls · 22272 tokens · $? — ROOT DONE: thanks `@octocat` and `@my-org/reviewers` (mail dev@example.com); final answer from the root agent.",
+            "| 23:03:29.439 | Main | message | assistant: ROOT DONE: thanks `@octocat` and `@my-org/reviewers` (mail dev@example.com); final answer from the root agent. |",
+            "| 23:03:29.460 | Main | done | ROOT DONE: thanks `@octocat` and `@my-org/reviewers` (mail dev@example.com); final answer from the root agent. |",
+        ]
+    );
+}
