@@ -75,11 +75,12 @@ function fmtTokens(n) {
   return wholeOf(1e6) + "M";
 }
 
-// `≥` when the cost is a floor, `$?` when nothing could be priced.
+// `≥` when the cost is a floor, `$?` when nothing could be priced: to a
+// hundredth of a cent at any size, as `show`, `diff` and `usage` print it
+// (`render::cost_text`). A run of $2.3456 read `$2.35` beside show's.
 function fmtCost(cost, status) {
   if (cost === null || cost === undefined) return "$?";
-  const digits = cost >= 1 ? 2 : 4;
-  return (status === "floor" ? "≥" : "") + "$" + cost.toFixed(digits);
+  return (status === "floor" ? "≥" : "") + "$" + cost.toFixed(4);
 }
 
 // Milliseconds from one RFC 3339 time of the API to another (null when
@@ -88,16 +89,41 @@ function msBetween(from, to) {
   return from && to ? Date.parse(to) - Date.parse(from) : null;
 }
 
-// Seconds to a tenth, as `agentrace show` prints a run's time (`10.5 s`,
-// `977.5 s`): Rust's `{:.1}`, whose exact ties (a quarter or three
-// quarters of a second) go to the even tenth where `toFixed` goes up.
-function fmtSeconds(ms) {
-  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+// Seconds to a tenth as the command line prints them (`10.5`, `977.5`):
+// Rust's `{:.1}`, whose exact ties (a quarter or three quarters of a
+// second) go to the even tenth where `toFixed` goes up.
+function tenthsText(ms) {
   if (Math.abs(ms) % 500 === 250) {
     const tenths = Math.floor(ms / 100);
-    return ((tenths % 2 === 0 ? tenths : tenths + 1) / 10).toFixed(1) + " s";
+    return ((tenths % 2 === 0 ? tenths : tenths + 1) / 10).toFixed(1);
   }
-  return (ms / 1000).toFixed(1) + " s";
+  return (ms / 1000).toFixed(1);
+}
+
+// A run's time as `agentrace show` prints it (`10.5 s`, `977.5 s`).
+function fmtSeconds(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  return tenthsText(ms) + " s";
+}
+
+// A duration as `agentrace diff` prints it (`0.8s`, `977.5s`).
+function fmtDiffSeconds(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  return tenthsText(ms) + "s";
+}
+
+// A run's time as `agentrace runs` prints it (its `millis_text`): a tenth
+// under ten seconds, rounded; past it whole units, cut (`42s`, `12m`,
+// `3h05`). The list read `952 ms` and `11 s` beside `1.0s` and `10s`.
+function fmtRunTime(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  const millis = Math.max(0, Math.round(ms));
+  const tenths = Math.floor((millis + 50) / 100);
+  if (tenths < 100) return Math.floor(tenths / 10) + "." + (tenths % 10) + "s";
+  const seconds = Math.max(10, Math.floor(millis / 1000));
+  if (seconds < 60) return seconds + "s";
+  if (seconds < 3600) return Math.floor(seconds / 60) + "m";
+  return Math.floor(seconds / 3600) + "h" + String(Math.floor(seconds / 60) % 60).padStart(2, "0");
 }
 
 function fmtDuration(ms) {
@@ -299,7 +325,7 @@ async function loadRuns() {
       el("td", {}, run.provider),
       el("td", { class: "project", title: run.project || "" }, projectText(run.project)),
       el("td", { class: "started" }, fmtTime(run.startedAt)),
-      el("td", { class: "num duration" }, fmtDuration(duration)),
+      el("td", { class: "num duration" }, fmtRunTime(duration)),
       el("td", { class: "num" }, run.agents === undefined ? "" : run.agents),
       el("td", { class: "num" }, fmtTokens(tokens)),
       el("td", { class: "num" }, fmtCost(run.cost, run.costStatus)),
@@ -1179,9 +1205,23 @@ function sessionStatus(session) {
   return session.live && session.run.status !== "running" ? "helpers working" : session.run.status;
 }
 
+// A time as `agentrace top` prints it (`status::duration`): the largest
+// two units that fit (`850ms`, `4.2s`, `3m05s`, `2h10m`, `5d06h`). The
+// page read `169 h 7 min` beside top's `7d01h`.
+function fmtTopDuration(ms) {
+  if (ms === null || ms === undefined || !isFinite(ms)) return "—";
+  const millis = Math.max(0, Math.round(ms));
+  const two = (n) => String(n).padStart(2, "0");
+  if (millis < 1000) return millis + "ms";
+  if (millis < 60000) return tenthsText(millis) + "s";
+  if (millis < 3600000) return Math.floor(millis / 60000) + "m" + two(Math.floor(millis / 1000) % 60) + "s";
+  if (millis < 86400000) return Math.floor(millis / 3600000) + "h" + two(Math.floor(millis / 60000) % 60) + "m";
+  return Math.floor(millis / 86400000) + "d" + two(Math.floor(millis / 3600000) % 24) + "h";
+}
+
 // Time from `at` to the server's now, as `top` gives it.
 function since(at, now) {
-  return fmtDuration(msBetween(at, now));
+  return fmtTopDuration(msBetween(at, now));
 }
 
 function liveAgentRow(agent, now) {
@@ -1266,9 +1306,11 @@ function figureCells(figures, changed) {
     mark("status", figures.status),
     mark("turns", figures.turns),
     mark("toolCalls", tools || "—"),
-    mark("tokens", fmtTokens(figures.tokens)),
+    // Whole, as `diff` prints them: 55,350 and 55,321 both read `55k`,
+    // marked as differing.
+    mark("tokens", figures.tokens === null || figures.tokens === undefined ? "?" : String(figures.tokens)),
     mark("cost", fmtCost(figures.cost)),
-    mark("durationMs", fmtDuration(figures.durationMs)),
+    mark("durationMs", fmtDiffSeconds(figures.durationMs)),
     warnings,
     el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result", title: figures.result || "" }, figures.result ? figures.result.slice(0, 200) : "—"),
   ];

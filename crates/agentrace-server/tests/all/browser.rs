@@ -1025,7 +1025,8 @@ fn the_runs_dashboard_lists_filters_and_finds_a_run_by_its_text_opening_it_at_th
         (spans, browser.script(shown)),
         (
             vec![("basic".to_owned(), Some(9460)), (PARALLEL.to_owned(), Some(18803)), ("live".to_owned(), Some(9075))],
-            json!([["basic", "9.5 s"], [PARALLEL, "19 s"], ["live", "9.1 s"]])
+            // As `agentrace runs` prints them (its `millis_text`).
+            json!([["basic", "9.5s"], [PARALLEL, "18s"], ["live", "9.1s"]])
         )
     );
     // A run's id and start each on one line (an inline box broken over
@@ -1322,5 +1323,134 @@ fn the_waterfall_is_used_with_the_keyboard_as_with_the_pointer() {
     assert_eq!(
         json!([first, second, target]),
         json!([[bars[0].to_string(), false], [bars[1].to_string(), false], bars[1]])
+    );
+}
+
+/// The run list gave a run's time in units of its own (`952 ms`, `11 s`,
+/// `16 min 17 s`) beside `agentrace runs`' `1.0s`, `10s` and `16m`: it
+/// gives it as `runs` does, the same list of figures as its unit test
+/// (`a_runs_time_gives_a_tenth_under_ten_seconds_as_show_does`).
+#[test]
+fn the_run_list_gives_each_run_the_time_agentrace_runs_gives() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("slow", "v1_interrupt_child_driver");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    let listed = api_json(&served, "/api/runs");
+    let spans: Vec<(String, i64)> = listed["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|run| (run["id"].as_str().unwrap_or_default().to_owned(), parse_time(run["endedAt"].as_str().unwrap_or_default()) - parse_time(run["startedAt"].as_str().unwrap_or_default())))
+        .collect();
+    // The duration column found by its header, as the page always had it.
+    let shown = browser.script("const at = Array.from(document.querySelectorAll('#runs thead th')).findIndex(th => th.textContent === 'duration'); return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => [r.getAttribute('data-run-id'), r.children[at].textContent]);");
+    assert_eq!(
+        (spans, shown),
+        (vec![("slow".to_owned(), 977_470), ("basic".to_owned(), 9_460)], json!([["slow", "16m"], ["basic", "9.5s"]]))
+    );
+    assert_eq!(
+        browser.script("return [0, 49, 640, 1850, 9949, 9950, 10400, 59999, 61000, 3599999, 3660000].map(fmtRunTime);"),
+        json!(["0.0s", "0.0s", "0.6s", "1.9s", "9.9s", "10s", "10s", "59s", "1m", "59m", "1h01"])
+    );
+}
+
+/// The comparison is `agentrace diff` side by side, but gave its figures
+/// in the page's own units: a duration `16 min 17 s` or `830 ms` where diff
+/// prints `977.5s` and `0.8s`, and tokens cut to `55k` on both sides of a
+/// pair marked as differing (55,350 against 55,321). It prints both as
+/// diff does.
+#[test]
+fn the_comparison_gives_durations_and_tokens_as_diff_prints_them() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("slow", "v1_interrupt_child_driver");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/compare?a=basic&b=slow", served.url));
+    browser.wait_for("the comparison", READY);
+    let compared = api_json(&served, "/api/compare?a=basic&b=slow");
+    // diff's figures: `{tokens}` and `{:.1}s` of `durationMs`.
+    let diff = |figures: &Value| {
+        json!([
+            figures["tokens"].as_u64().map_or_else(|| "?".to_owned(), |tokens| tokens.to_string()),
+            figures["durationMs"].as_i64().map_or_else(|| "?".to_owned(), |ms| format!("{:.1}s", ms as f64 / 1000.0)),
+        ])
+    };
+    let mut expected = vec![diff(&compared["a"]["figures"]), diff(&compared["b"]["figures"])];
+    for pair in compared["agents"].as_array().into_iter().flatten() {
+        for side in ["a", "b"] {
+            if !pair[side].is_null() {
+                expected.push(diff(&pair[side]));
+            }
+        }
+    }
+    let shown = browser.script("return Array.from(document.querySelectorAll('#compare-table tbody tr')).filter(r => r.querySelector('[data-field=tokens]')).map(r => [r.querySelector('[data-field=tokens]').textContent, r.querySelector('[data-field=durationMs]').textContent]);");
+    assert_eq!(expected[..2], [json!(["33090", "9.5s"]), json!(["22092", "977.5s"])]);
+    assert_eq!(shown, json!(expected));
+}
+
+/// Past a dollar the page cut a cost to cents (`$2.35`) where `show`
+/// prints a hundredth of a cent (`$2.3456`), in the summary the README
+/// promises as show prints it, the tree and the waterfall's lanes.
+#[test]
+fn the_run_page_gives_a_cost_past_a_dollar_as_show_does() {
+    let scratch = Scratch::new();
+    // The capture's model priced dear: its run costs dollars.
+    std::fs::write(scratch.dir.path().join("prices.json"), r#"{"mock-model": {"input": 97, "cachedInput": 9.7, "output": 970}}"#).unwrap_or_else(|e| panic!("{e}"));
+    scratch.capture("dear", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/dear", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for("the waterfall", "return document.querySelectorAll('#waterfall [data-lane]').length === 2;");
+    let detail = api_json(&served, "/api/runs/dear");
+    let cost = |value: &Value| format!("${:.4}", value.as_f64().unwrap_or_else(|| panic!("no cost: {value}")));
+    let run = &detail["run"];
+    let agents: Vec<String> = std::iter::once(&detail["agents"][0]).chain(detail["agents"][0]["children"].as_array().into_iter().flatten()).map(|agent| cost(&agent["cost"])).collect();
+    assert!(run["cost"].as_f64().is_some_and(|cost| cost > 1.0), "the run costs under a dollar: {}", run["cost"]);
+    let shown = browser.script("return [document.getElementById('run-cost').textContent, Array.from(document.querySelectorAll('#tree .agent > small')).map(s => s.textContent.split(' · ').pop()), Array.from(document.querySelectorAll('#waterfall [data-lane] small')).map(s => s.textContent.split(' · ').pop())];");
+    assert_eq!(shown, json!([cost(&run["cost"]), agents, agents]));
+}
+
+/// `top`'s way of saying a time (`status::duration`): the largest two
+/// units that fit.
+fn top_duration(millis: i64) -> String {
+    let millis = millis.max(0);
+    match millis {
+        0..1_000 => format!("{millis}ms"),
+        1_000..60_000 => format!("{:.1}s", millis as f64 / 1_000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", millis / 60_000, (millis / 1_000) % 60),
+        3_600_000..86_400_000 => format!("{}h{:02}m", millis / 3_600_000, (millis / 60_000) % 60),
+        _ => format!("{}d{:02}h", millis / 86_400_000, (millis / 3_600_000) % 24),
+    }
+}
+
+/// The live page is `agentrace top` in a browser, but said how long ago a
+/// session started in its own units (`169 h 7 min`) where top says
+/// `7d01h`: it says it as top does, the same list of figures as top's unit
+/// test (`durations_read_in_the_largest_two_units_that_fit`).
+#[test]
+fn the_live_page_says_how_long_ago_as_top_does() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/live", served.url));
+    browser.wait_for("the live page", READY);
+    let live = api_json(&served, "/api/live");
+    let started = live["sessions"][0]["run"]["startedAt"].as_str().unwrap_or_default();
+    let ago = top_duration(parse_time(live["now"].as_str().unwrap_or_default()) - parse_time(started));
+    let meta = browser.text("[data-live-session=\"basic\"] .meta");
+    assert_eq!(
+        meta.split(" · ").nth(1),
+        Some(format!("started {ago} ago").as_str())
+    );
+    assert_eq!(
+        browser.script("return [-5, 850, 4200, 185000, 7800000, 86399999, 86400000, 453600000].map(fmtTopDuration);"),
+        json!(["0ms", "850ms", "4.2s", "3m05s", "2h10m", "23h59m", "1d00h", "5d06h"])
     );
 }
