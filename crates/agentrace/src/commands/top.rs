@@ -506,7 +506,15 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
         _ => String::new(),
     };
     let cost = agent.cost_status.map(|status| short_cost(agent.cost, status)).unwrap_or_default();
-    let line = format!("{label:<18} {:<19} {tool:<19} {tokens:>6} {cost:>7} {silent:>6}", one_line(&agent.state, 19));
+    // Quiet past the limit (`silent_agent`) is said in words too: without
+    // colour (NO_COLOR, a pipe) a stuck helper read as one at work.
+    let state = if agent.silent {
+        const SILENT: &str = ", silent";
+        format!("{}{SILENT}", fit(&one_line(&agent.state, 19), 19 - SILENT.len()))
+    } else {
+        one_line(&agent.state, 19)
+    };
+    let line = format!("{label:<18} {state:<19} {tool:<19} {tokens:>6} {cost:>7} {silent:>6}");
     fit(line.trim_end(), width)
 }
 
@@ -538,11 +546,52 @@ fn fit(text: &str, width: usize) -> String {
 }
 
 /// Reads one run as the screen shows it, its warnings as `show` counts
-/// them now (the detectors' too, with the home's configuration).
-fn load(home: &Home, id: &RunId) -> anyhow::Result<Session> {
+/// them now (the detectors' too, with the home's configuration), and how
+/// long until time alone may change them (a helper's silence passing the
+/// limit).
+fn load(home: &Home, id: &RunId) -> anyhow::Result<(Session, Option<Duration>)> {
     let loaded = home.load_run(id)?;
-    let view = loaded.checked_view(home.warnings(), Some(now()));
-    Ok(session_of_view(view, &loaded.records(), loaded.book.session_over()))
+    let (view, recheck) = loaded.checked_view_until(home.warnings(), Some(now()));
+    let over = loaded.book.session_over();
+    let recheck = recheck.filter(|_| !over).map(Duration::from_millis);
+    Ok((session_of_view(view, &loaded.records(), over), recheck))
+}
+
+/// When each session shown asks to be judged again though no line came:
+/// a stuck helper writes nothing, so no pass would ever mark it silent.
+#[derive(Debug, Default)]
+struct Rechecks(std::collections::HashMap<RunId, std::time::Instant>);
+
+impl Rechecks {
+    /// Loads `id` and puts it on the screen, keeping when to judge it again.
+    fn show(&mut self, home: &Home, top: &mut Top, id: &RunId) {
+        match load(home, id) {
+            Ok((session, recheck)) => {
+                top.upsert(session);
+                match recheck {
+                    Some(after) => {
+                        self.0.insert(id.clone(), std::time::Instant::now() + after);
+                    }
+                    None => {
+                        self.0.remove(id);
+                    }
+                }
+            }
+            Err(_) => {
+                self.0.remove(id);
+            }
+        }
+    }
+
+    /// The sessions whose time to be judged again has come, forgotten here.
+    fn due(&mut self) -> Vec<RunId> {
+        let now = std::time::Instant::now();
+        let due: Vec<RunId> = self.0.iter().filter(|(_, at)| **at <= now).map(|(id, _)| id.clone()).collect();
+        for id in &due {
+            self.0.remove(id);
+        }
+        due
+    }
 }
 
 /// A run's events as `attach` prints them.
@@ -603,12 +652,11 @@ pub fn run(home: &Home, args: &TopArgs, out: &mut Out) -> anyhow::Result<ExitCod
     });
     let color = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty());
     let mut top = Top::new(watching, color).with_recent(args.recent);
+    let mut rechecks = Rechecks::default();
     for id in shown_at_start(home, args.recent)? {
-        if let Ok(session) = load(home, &id) {
-            top.upsert(session);
-        }
+        rechecks.show(home, &mut top, &id);
     }
-    let result = screen(home, &mut top, &passes);
+    let result = screen(home, &mut top, &mut rechecks, &passes);
     stopper.stop();
     let _ = thread.join();
     result?;
@@ -623,7 +671,7 @@ fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> any
     let now = now();
     let mut top = Top::new(String::new(), false).with_recent(args.recent);
     for id in shown_at_start(home, args.recent)? {
-        top.upsert(load(home, &id)?);
+        top.upsert(load(home, &id)?.0);
     }
     if args.json {
         // The live ones first, each part newest first, as the viewer's
@@ -720,7 +768,7 @@ impl Drop for TerminalGuard {
 
 /// The terminal loop: keys, passes of the follower, a redraw each second
 /// (times move) and after each change.
-fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>) -> anyhow::Result<()> {
+fn screen(home: &Home, top: &mut Top, rechecks: &mut Rechecks, passes: &mpsc::Receiver<anyhow::Result<Vec<RunId>>>) -> anyhow::Result<()> {
     use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
     // What the import writes on stderr (a skipped line, a shrunk file)
@@ -747,14 +795,21 @@ fn screen(home: &Home, top: &mut Top, passes: &mpsc::Receiver<anyhow::Result<Vec
         while let Ok(pass) = passes.try_recv() {
             let home = &crate::home_files::read_or_keep(home);
             for id in pass? {
-                if let Ok(session) = load(home, &id) {
-                    top.upsert(session);
-                }
+                rechecks.show(home, top, &id);
                 if let Mode::Events { run, lines, .. } = &mut top.mode {
                     if run == &id {
                         *lines = event_lines(home, &id)?;
                     }
                 }
+            }
+        }
+        // A session no pass brought, judged again as it asked: a helper's
+        // silence passed the limit with no line written.
+        let due = rechecks.due();
+        if !due.is_empty() {
+            let home = &crate::home_files::read_or_keep(home);
+            for id in due {
+                rechecks.show(home, top, &id);
             }
         }
         if !event::poll(Duration::from_millis(250))? {

@@ -592,6 +592,60 @@ fn stamped_later(line: &[u8], by_ms: i64) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// `growth` with every line's time moved so that the last of the first
+/// `cut` lines in writing order reads as written just now.
+fn stamped_as_if_written_now(mut growth: Growth, cut: usize) -> Growth {
+    let last_written = growth.order[..cut]
+        .iter()
+        .filter_map(|&(file, line)| {
+            let value: serde_json::Value = serde_json::from_slice(&growth.files[file].lines[line]).ok()?;
+            agentrace_core::model::Timestamp::parse(value["timestamp"].as_str()?)
+        })
+        .map(|time| time.millis())
+        .max()
+        .unwrap_or_else(|| panic!("no time"));
+    let now = i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_millis()).unwrap_or(0)).unwrap_or(0);
+    for file in &mut growth.files {
+        for line in &mut file.lines {
+            *line = stamped_later(line, now - last_written);
+        }
+    }
+    growth
+}
+
+/// `top` judges a live session again when a helper's silence passes the
+/// limit, though no line comes to wake it: the session's row counts the
+/// `silent_agent` warning `show` lists then, and the helper's row says it
+/// is silent (it was judged only when a pass brought a change, so a stuck
+/// helper, which writes nothing, read as one at work, in green, and the
+/// session's row said no warning where `show` listed one).
+#[test]
+fn top_tells_a_helper_gone_silent_with_no_line_to_wake_it() {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let cut = growth.through_the_roots_first_answer();
+    let growth = stamped_as_if_written_now(growth, cut);
+    let homes = Homes::new();
+    let cli = Cli::new();
+    std::fs::write(cli.home.path().join("warnings.json"), r#"{"silentAfterSecs":8}"#).unwrap_or_else(|e| panic!("{e}"));
+    growth.write(&homes, 0..cut, true);
+    let tmux = Tmux::top(&cli, &homes);
+    let at_work = tmux.wait_for("the helper at work", |screen| helper_row(screen).is_some_and(|row| row.contains("working")));
+    let session_row = |screen: &str| screen.lines().find(|line| line.starts_with("claude ")).unwrap_or_default().to_owned();
+    assert!(!session_row(&at_work).contains("warning"), "judged silent before the limit (a slow start?):\n{at_work}");
+    let silent = tmux.wait_for("the helper silent", |screen| session_row(screen).ends_with(" · 1 warning"));
+    let run = cli.ok(&["runs", "--json"]);
+    let run: serde_json::Value = serde_json::from_str(&run).unwrap_or_else(|e| panic!("{e}"));
+    let shown: serde_json::Value = serde_json::from_str(&cli.ok(&["show", run["runs"][0]["id"].as_str().unwrap_or_default(), "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let codes: Vec<&str> = shown["warnings"].as_array().map(|warnings| warnings.iter().filter_map(|warning| warning["code"].as_str()).collect()).unwrap_or_default();
+    assert_eq!(
+        (codes, helper_row(&silent).map(|row| row.split_whitespace().skip(1).any(|word| word == "silent"))),
+        (vec!["silent_agent"], Some(true)),
+        "{silent}"
+    );
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
+}
+
 /// `watch --on-warning` tells of a helper gone quiet past the limit
 /// (`silent_agent`: maybe stuck) once the limit passes, though nothing is
 /// written to wake the watch: a Claude background helper at work after its
