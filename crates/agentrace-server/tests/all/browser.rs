@@ -1454,3 +1454,33 @@ fn the_live_page_says_how_long_ago_as_top_does() {
         json!(["0ms", "850ms", "4.2s", "3m05s", "2h10m", "23h59m", "1d00h", "5d06h"])
     );
 }
+
+/// Each session of the live page was a table sized to its own text, so
+/// one session's tokens stood under another's tool and no column lined up
+/// down the page (top prints one grid). Every session's columns, found by
+/// their heads, start and end at the same places, and every figure ends
+/// under its head.
+#[test]
+fn the_live_pages_sessions_line_their_columns_up_as_top_does() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    scratch.capture("slow", "v1_interrupt_child_driver");
+    record_claude_stream(&scratch, "bg", "parallel_bg");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.resize(1280, 900);
+    browser.goto(&format!("{}/live", served.url));
+    browser.wait_for("the live page", READY);
+    browser.wait_for("its sessions", "return document.querySelectorAll('[data-live-session]').length === 3;");
+    let columns = browser.script(
+        "return Array.from(document.querySelectorAll('[data-live-session] table')).map(t => Array.from(t.querySelectorAll('thead th')).map(th => { const r = th.getBoundingClientRect(); return [th.textContent, Math.round(r.left), Math.round(r.right)]; }));",
+    );
+    let tables = columns.as_array().cloned().unwrap_or_default();
+    assert_eq!(tables.len(), 3);
+    assert_eq!(tables, vec![tables[0].clone(); 3], "the sessions' columns differ");
+    // A figure's right edge is its head's (tokens, cost, silent).
+    let figures = browser.script(
+        "const out = []; for (const t of document.querySelectorAll('[data-live-session] table')) { const heads = Array.from(t.querySelectorAll('thead th')); for (const row of t.querySelectorAll('tr[data-agent-row]')) for (const at of [3, 4]) { const cell = row.children[at]; if (!cell.textContent) continue; const range = document.createRange(); range.selectNodeContents(cell); const text = range.getBoundingClientRect(); const head = document.createRange(); head.selectNodeContents(heads[at]); out.push(Math.abs(Math.round(text.right - head.getBoundingClientRect().right)) <= 1); } } return out.length > 0 && out.every(Boolean);",
+    );
+    assert_eq!(figures, json!(true));
+}
