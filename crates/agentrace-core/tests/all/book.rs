@@ -501,3 +501,34 @@ fn a_background_helper_at_work_after_its_roots_turn_ended_is_no_lost_turn() {
         );
     }
 }
+
+/// A Codex app-server stream may name a child's thread a moment before the
+/// spawn that made it (`thread/status/changed`, then the `spawnAgent`
+/// item's end): until its run is over that child's spawner may yet be seen,
+/// so no cut of a capture's stream has an `orphan_child` the whole stream
+/// does not have (`attach` printed one for `v1_parallel`'s second helper,
+/// which `show` never lists, and `top` counted it for a moment).
+#[test]
+fn a_child_named_before_its_spawn_is_no_orphan_child_while_the_run_goes_on() {
+    use agentrace_core::warnings::WarningConfig;
+    let orphans = |book: &RunBook| -> Vec<String> {
+        let (view, _) = book.checked_view(&WarningConfig::default(), None, 0);
+        view.warnings.into_iter().filter(|warning| warning.code == "orphan_child").map(|warning| warning.message).collect()
+    };
+    let mut transient = Vec::new();
+    for (name, envelopes) in fixtures() {
+        let mut book = RunBook::new(RunId::from("run-test"));
+        let mut seen = Vec::new();
+        for envelope in &envelopes {
+            book.apply(envelope);
+            for orphan in orphans(&book) {
+                if !seen.contains(&orphan) {
+                    seen.push(orphan);
+                }
+            }
+        }
+        let whole = orphans(&book);
+        transient.extend(seen.into_iter().filter(|orphan| !whole.contains(orphan)).map(|orphan| format!("{name}: {orphan}")));
+    }
+    assert_eq!(transient, Vec::<String>::new());
+}
