@@ -1484,3 +1484,27 @@ fn the_live_pages_sessions_line_their_columns_up_as_top_does() {
     );
     assert_eq!(figures, json!(true));
 }
+
+/// At 800 px the run list ran past the window and the whole page scrolled
+/// sideways with it (the header and the filters too), the run ids leaving
+/// the view as the tokens and cost came in. The list scrolls in its own
+/// box: the page keeps to the window, and scrolled to its end, the list
+/// shows every column's head, found by its text, with the run ids still
+/// in view beside the figures.
+#[test]
+fn at_800_pixels_the_run_list_scrolls_in_its_box_keeping_the_run_ids_in_view() {
+    let scratch = Scratch::new();
+    scratch.capture("codex-01a2299e-a78f-7e50-b1f4-d2ab8ffc2814", "v1_basic");
+    record_claude_stream(&scratch, "claude-4d35057c-0951-4f3b-9748-90519e0026ea", "parallel_bg");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.resize(800, 900);
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    // Scrolled as far right as the page or the list's box goes.
+    browser.script("window.scrollTo(100000, 0); for (let n = document.getElementById('runs').parentElement; n; n = n.parentElement) n.scrollLeft = 100000; return null;");
+    let seen = browser.script(
+        "const w = document.documentElement.clientWidth; const heads = Array.from(document.querySelectorAll('#runs thead th')).map(th => th.textContent); const visible = (n) => { const r = n.getBoundingClientRect(); return r.left >= 0 && r.right <= w; }; return [document.documentElement.scrollWidth <= w, ['tokens', 'cost'].map(h => visible(document.querySelectorAll('#runs thead th')[heads.indexOf(h)])), Array.from(document.querySelectorAll('#runs tbody tr')).map(tr => visible(tr.children[heads.indexOf('run')]))];",
+    );
+    assert_eq!(seen, json!([true, [true, true], [true, true]]));
+}
