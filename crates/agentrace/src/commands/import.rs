@@ -554,23 +554,44 @@ fn imported_setup(format: Format) -> Setup {
 /// decode.
 type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>, Undecodable);
 
-/// How many lines of each file a reading could not decode (kept as
+/// The lines of each file a reading could not decode (kept as
 /// `undecodable` events), by the name the events give the file.
-type Undecodable = BTreeMap<String, u64>;
+type Undecodable = BTreeMap<String, std::collections::BTreeSet<u64>>;
 
-/// `sink`, counting on the way the `undecodable` events of each file (as
+/// `sink`, noting on the way the `undecodable` events of each file (as
 /// the feed names it) into `undecodable`.
 fn counting<'s>(sink: Sink<'s>, undecodable: &'s mut Undecodable) -> impl FnMut(Vec<Envelope>) -> anyhow::Result<()> + 's {
     move |batch| {
         for envelope in &batch {
-            if let EventBody::Known(Event::Unknown { kind, file: Some(file), .. }) = &envelope.event {
+            if let EventBody::Known(Event::Unknown { kind, file: Some(file), line_number, .. }) = &envelope.event {
                 if kind == agentrace_core::model::UNDECODABLE {
-                    *undecodable.entry(file.clone()).or_default() += 1;
+                    undecodable.entry(file.clone()).or_default().insert(line_number.unwrap_or_default());
                 }
             }
         }
         sink(batch)
     }
+}
+
+/// `undecodable` without the last line of a file still being written (its
+/// session's files younger than the idle limit): a line with no newline
+/// yet is read as it is, and read again whole once its newline comes, so
+/// it is no damage to warn of (an `import` while Claude Code or Codex was
+/// writing said "1 line … could not be read"). The torn last line of a
+/// session still for the idle limit is damage, and is said.
+fn without_lines_being_written(mut undecodable: Undecodable, marks: &BTreeMap<String, ReadMark>, still: bool) -> Undecodable {
+    if still {
+        return undecodable;
+    }
+    for (path, mark) in marks.iter().filter(|(_, mark)| mark.torn) {
+        let name = agentrace_store::raw_ref::source_name(Path::new(path));
+        if let Some(lines) = undecodable.get_mut(&name) {
+            // A torn mark's line count ends at the torn line.
+            lines.remove(&mark.lines);
+        }
+    }
+    undecodable.retain(|_, lines| !lines.is_empty());
+    undecodable
 }
 
 /// What the catalog indexes of an imported run: its view, with the run as
@@ -979,7 +1000,7 @@ impl<'a> Importer<'a> {
     /// said so, and only of the whole run), and counts them. A follower's
     /// import (quiet: `top` draws on the terminal) counts them unsaid.
     fn undecodable(&mut self, job: &Job, by_file: &Undecodable) {
-        let lines: u64 = by_file.values().sum();
+        let lines: u64 = by_file.values().map(|lines| lines.len() as u64).sum();
         if lines == 0 {
             return;
         }
@@ -990,7 +1011,7 @@ impl<'a> Importer<'a> {
         let plural = |count: u64| if count == 1 { "" } else { "s" };
         let files = match by_file.iter().collect::<Vec<_>>()[..] {
             [(file, _)] => file.clone(),
-            ref several => several.iter().map(|(file, count)| format!("{file} ({count})")).collect::<Vec<_>>().join(", "),
+            ref several => several.iter().map(|(file, lines)| format!("{file} ({})", lines.len())).collect::<Vec<_>>().join(", "),
         };
         let (they, events) = if lines == 1 { ("it is", "an `undecodable` event") } else { ("they are", "`undecodable` events") };
         self.bar.suspend(|| {
@@ -1166,6 +1187,7 @@ impl Reading<'_> {
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
+        let undecodable = without_lines_being_written(undecodable, &marks, still);
         Ok((indexed_view(&finished), marks, finished.texts, undecodable))
     }
 
@@ -1226,7 +1248,9 @@ impl Reading<'_> {
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
-        Ok(Some((indexed_view(&finished), feed.marks(), finished.texts, undecodable)))
+        let marks = feed.marks();
+        let undecodable = without_lines_being_written(undecodable, &marks, still);
+        Ok(Some((indexed_view(&finished), marks, finished.texts, undecodable)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them

@@ -443,6 +443,43 @@ fn import_says_how_many_lines_it_could_not_read() {
     assert_eq!(import_json(&scripted)["undecodedLines"], Value::Null);
 }
 
+/// Regression: an `import` while Claude Code was writing a transcript
+/// warned "1 line … could not be read" of its last line, which had no
+/// newline yet (read as it is, and read again whole once it has one). A
+/// session still for the idle limit is over, and such a line is damage:
+/// said then.
+#[test]
+fn a_last_line_still_being_written_is_not_said_to_be_unreadable() {
+    let dir = homes("v1_basic", "single_fg");
+    let transcript = jsonl_files(&dir.path().join("claude/projects"))
+        .into_iter()
+        .find(|path| !path.to_string_lossy().contains("/subagents/"))
+        .unwrap_or_else(|| panic!("no transcript"));
+    let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap_or_else(|e| panic!("{e}"));
+    std::io::Write::write_all(&mut file, b"{\"type\":\"assistant\",\"mess").unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let summary = format!(
+        "imported 2 new sessions, 0 changed, 0 unchanged (Codex from {}, Claude from {})",
+        codex.display(),
+        claude.display()
+    );
+    let young = Cli::new();
+    assert_eq!(import(&young, dir.path()), (Some(0), format!("{summary}\n")));
+    let still = Cli::new();
+    let output = still.run(&["import", "--idle-limit", "0", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+    let run = "claude-8beed115-2652-4f2b-897f-f3849f761b78";
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(0),
+            format!(
+                "warning: 1 line of {} could not be read; it is kept as an `undecodable` event in run {run}\n{summary}; 1 line could not be read (see the warning above)\n",
+                transcript.display()
+            )
+        )
+    );
+}
+
 /// `agentrace hook` fed `input` on stdin: its exit code, its stderr, and
 /// the `event` of each envelope of the run it made (its only one).
 fn hooked(input: &[u8]) -> (Option<i32>, String, Vec<Value>) {
