@@ -509,13 +509,13 @@ struct ReplayParts {
     /// whose frames name no file, by the thread its lines were given to:
     /// a rollout is one thread's).
     files: HashMap<String, u32>,
-    /// The file of the last rollout line.
-    last: Option<u32>,
+    /// The file seen last for the first time.
+    newest: Option<u32>,
 }
 
 impl ReplayParts {
     fn new(source: agentrace_core::model::Source) -> Self {
-        Self { source, files: HashMap::new(), last: None }
+        Self { source, files: HashMap::new(), newest: None }
     }
 
     /// The part the frame of `envelope` (its bytes `bytes`) was read from.
@@ -549,21 +549,26 @@ impl ReplayParts {
 
     /// The rollout a line was read from, numbered as first seen. A line
     /// that names no file (a live `codex exec` run keeps its frames, not
-    /// where they were read) and was given to no thread goes with the line
-    /// before it: such lines are a child's copy of its parent's history,
-    /// which starts the child's rollout right after its own first line.
+    /// where they were read) and was given to no thread goes to the newest
+    /// file: such lines are a child's copy of its parent's history, which
+    /// its rollout holds right after its own first line, and which the
+    /// reading's order (by the times each file has named) keeps there,
+    /// though lines of other files of the same instant may come between.
     /// On a file of their own, the copy's first line (the parent's
-    /// `session_meta`) gave every line of it to the parent.
+    /// `session_meta`) gave every line of it to the parent; with the line
+    /// before, a copy went to whichever file wrote at that instant.
     fn rollout(&mut self, envelope: &Envelope) -> SourcePart {
-        let key = match (&envelope.raw_ref, &envelope.actor.thread_id, self.last) {
+        let key = match (&envelope.raw_ref, &envelope.actor.thread_id, self.newest) {
             (Some(source), _, _) => format!("path {}", source.path),
             (None, Some(thread), _) => format!("thread {thread}"),
-            (None, None, Some(last)) => return SourcePart::File { number: last },
+            (None, None, Some(newest)) => return SourcePart::File { number: newest },
             (None, None, None) => "unknown".to_owned(),
         };
         let next = u32::try_from(self.files.len()).unwrap_or(u32::MAX);
-        let number = *self.files.entry(key).or_insert(next);
-        self.last = Some(number);
+        let number = *self.files.entry(key).or_insert_with(|| {
+            self.newest = Some(next);
+            next
+        });
         SourcePart::File { number }
     }
 }

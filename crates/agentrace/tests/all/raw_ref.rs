@@ -513,7 +513,8 @@ fn ingest_of_an_imported_runs_log_attributes_it_as_the_import_did() {
     }
 }
 
-/// Every capture imported, then each run's log ingested: the replay gives
+/// Every capture imported (both Codex versions'), then each run's log
+/// ingested: the replay gives
 /// the run the import made, from the log as written (v3, frames
 /// referenced) and with its frames copied in (as older imports wrote it),
 /// its own `session_ended` aside.
@@ -529,7 +530,9 @@ fn every_imported_capture_replays_as_it_was_imported() {
         names.sort();
         names
     };
-    let (codex, claude) = (names("codex"), names("claude"));
+    // Both Codex versions' captures.
+    let codex: Vec<String> = names("codex").into_iter().chain(names("codex-0.171").into_iter().map(|name| format!("../codex-0.171/{name}"))).collect();
+    let claude = names("claude");
     let dir = homes(&codex.iter().map(String::as_str).collect::<Vec<_>>(), &claude.iter().map(String::as_str).collect::<Vec<_>>());
     let cli = Cli::new();
     // Every session left open ended (its files still past the limit), as
