@@ -446,6 +446,18 @@ function summaryFigures(run) {
   return rows;
 }
 
+// Why a run has no result, as `agentrace show` says it: a bare `—` left
+// a reader to guess whether it is still coming.
+function noResultText(run) {
+  switch (run.status) {
+    case "running": return run.sessionEnded ? "none: the session ended before the root's turn did" : "none yet: the root's turn has not ended";
+    case "done": return "none: the root's last turn ended without an answer of its own";
+    case "failed": return "none: the root's last turn failed";
+    case "interrupted": return "none: the root's last turn was interrupted";
+    default: return "none";
+  }
+}
+
 function renderSummary() {
   const run = view.run;
   const box = document.getElementById("summary");
@@ -459,7 +471,7 @@ function renderSummary() {
       el("dt", {}, "status"), el("dd", { id: "run-status" }, run.status + (run.sessionEnded ? ", but its session ended (nothing is at work)" : "") + (run.error ? ": " + run.error : "")),
       el("dt", {}, "provider"), el("dd", {}, run.provider + " (" + run.source + ")"),
       el("dt", {}, "root"), el("dd", {}, run.rootThreadId || "unknown"),
-      el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result === null || run.result === undefined ? "—" : run.result),
+      el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result !== null && run.result !== undefined && source ? run.result : noResultText(run)),
       el("dt", {}, "from"), el("dd", { id: "run-source" }, sourceText),
       ...summaryFigures(run),
       el("dt", {}, "counts"), el("dd", {},

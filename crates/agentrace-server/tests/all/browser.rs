@@ -1508,3 +1508,38 @@ fn at_800_pixels_the_run_list_scrolls_in_its_box_keeping_the_run_ids_in_view() {
     );
     assert_eq!(seen, json!([true, [true, true], [true, true]]));
 }
+
+/// A run with no result read `result —` on its page, where `show` says
+/// why: still coming (`none yet: the root's turn has not ended`) or never
+/// to come (`none: the session ended before the root's turn did`). The
+/// page says it as show does.
+#[test]
+fn a_run_without_a_result_says_why_as_show_does() {
+    let scratch = Scratch::new();
+    let bytes = std::fs::read(capture("v1_restart_mid_child")).unwrap_or_else(|e| panic!("{e}"));
+    let (mut writer, mut recorder) = scratch.record("stopped", &bytes, true);
+    let ended = recorder.end_session(agentrace_core::model::Timestamp::from_millis(1_795_994_000_000), agentrace_core::model::SessionEndReason::EndOfInput);
+    writer.append(&ended).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let basic = std::fs::read(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    // The first half of a run: its root's turn still open.
+    let cut = basic.len() / 2;
+    let cut = basic[..cut].iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
+    let (_writer, _recorder) = scratch.record("going", &basic[..cut], false);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    let mut shown = Vec::new();
+    for id in ["stopped", "going"] {
+        let run = api_json(&served, &format!("/api/runs/{id}"))["run"].clone();
+        browser.goto(&format!("{}/runs/{id}", served.url));
+        browser.wait_for("the run page", READY);
+        shown.push((run["status"].clone(), run["result"].clone(), browser.text("#run-result")));
+    }
+    assert_eq!(
+        shown,
+        [
+            (json!("running"), Value::Null, "none: the session ended before the root's turn did".to_owned()),
+            (json!("running"), Value::Null, "none yet: the root's turn has not ended".to_owned()),
+        ]
+    );
+}
