@@ -105,9 +105,17 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
 
     let config = crate::warning_config::config(home, &args.warnings)?;
     let mut follower = Follower::new(id, path, args.json, config, home.prices());
+    let mut hinted = false;
     loop {
         follower.read_new(out)?;
         let recheck = follower.detect(out)?;
+        if !hinted {
+            hinted = true;
+            if let Some(hint) = crate::commands::status::unfollowed_hint(home, follower.fold.book()) {
+                out.flush()?;
+                eprintln!("{hint}");
+            }
+        }
         if follower.fold.book().session_over() {
             // A line still being written when the run ended (the rest of
             // the write that ended it) is waited for, a little, not lost.

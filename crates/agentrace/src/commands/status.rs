@@ -64,10 +64,38 @@ pub fn fold_log(path: &Path, run: &agentrace_core::model::RunId, prices: std::sy
     Ok(Folded { book, changes })
 }
 
+/// The hint `status` and `attach` give for a session read from its files
+/// (an import) that is still at work while nothing follows those files: its
+/// log grows only as they are imported, so what they show is as of the last
+/// import, and `attach` would wait on a log nothing writes.
+pub fn unfollowed_hint(home: &Home, book: &RunBook) -> Option<String> {
+    use agentrace_core::model::Source;
+    let run = book.state().summary();
+    let imported = match run.source {
+        Source::CodexRollout | Source::ClaudeTranscript => true,
+        Source::CodexAppServer
+        | Source::CodexRun
+        | Source::CodexTap
+        | Source::CodexExec
+        | Source::ClaudeStream
+        | Source::ClaudeHook
+        | Source::Legacy => false,
+    };
+    (imported && !book.session_over() && home.follower().is_none()).then(|| {
+        format!(
+            "hint: {} is a session still at work, read from its files, and nothing follows them now: this is as of the last import; `agentrace watch` (or `top`, `serve --watch`) beside it keeps it current",
+            run.id
+        )
+    })
+}
+
 /// Runs `agentrace status`.
 pub fn run(home: &Home, args: &StatusArgs, out: &mut Out) -> anyhow::Result<()> {
     let id = home.resolve(args.run.as_deref().unwrap_or("latest"))?;
     let folded = fold_log(&home.log_path(&id), &id, home.prices())?;
+    if let Some(hint) = unfollowed_hint(home, &folded.book) {
+        eprintln!("{hint}");
+    }
     if args.changes {
         for change in &folded.changes {
             out.json(change)?;

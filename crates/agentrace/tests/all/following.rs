@@ -594,7 +594,7 @@ fn stamped_later(line: &[u8], by_ms: i64) -> Vec<u8> {
 
 /// `growth` with every line's time moved so that the last of the first
 /// `cut` lines in writing order reads as written just now.
-fn stamped_as_if_written_now(mut growth: Growth, cut: usize) -> Growth {
+pub(super) fn stamped_as_if_written_now(mut growth: Growth, cut: usize) -> Growth {
     let last_written = growth.order[..cut]
         .iter()
         .filter_map(|&(file, line)| {

@@ -506,3 +506,75 @@ fn a_session_ended_mid_turn_shows_no_agent_at_work_on_any_surface() {
         )
     );
 }
+
+/// `attach` started with its stderr read as it comes, killed when dropped.
+struct Attached {
+    child: std::process::Child,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Attached {
+    fn start(cli: &Cli, run: &str) -> Self {
+        let mut child = cli
+            .command(&["attach", run])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stderr = child.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+        let (sender, received) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Attached { child, stderr: received }
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `status` and `attach` of a session read from its files while it is at
+/// work, with nothing following those files, say that its run grows only
+/// as they are imported: `attach` waited on a log nothing wrote, printing
+/// nothing more while the session went on and ended, and `status` showed
+/// the last import's picture as now. A session that is over says nothing.
+#[test]
+fn status_and_attach_of_a_live_imported_session_nothing_follows_say_so() {
+    use super::following::stamped_as_if_written_now;
+    use super::import_usage::{Growth, Homes, Provider};
+
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let cut = growth.through_the_roots_first_answer();
+    let growth = stamped_as_if_written_now(growth, cut);
+    let homes = Homes::new();
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let import = ["import", "--quiet", "--codex-home", codex.as_str(), "--claude-dir", claude.as_str()];
+    cli.ok(&import);
+    let listed: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let run = listed["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("no run: {listed}")).to_owned();
+    let expected = format!(
+        "hint: {run} is a session still at work, read from its files, and nothing follows them now: this is as of the last import; `agentrace watch` (or `top`, `serve --watch`) beside it keeps it current"
+    );
+    let status = cli.run(&["status", &run]);
+    let attached = Attached::start(&cli, &run);
+    let said = attached.stderr.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|error| panic!("attach said nothing on stderr: {error}"));
+    drop(attached);
+    growth.write(&homes, cut..growth.order.len(), true);
+    cli.ok(&import);
+    let over = cli.run(&["status", &run]);
+    assert_eq!(
+        (String::from_utf8_lossy(&status.stderr).into_owned(), said, String::from_utf8_lossy(&over.stderr).into_owned()),
+        (format!("{expected}\n"), expected.clone(), String::new())
+    );
+}
