@@ -474,9 +474,14 @@ function renderSummary() {
       el("dt", {}, "result"), el("dd", { id: "run-result" }, run.result !== null && run.result !== undefined && source ? run.result : noResultText(run)),
       el("dt", {}, "from"), el("dd", { id: "run-source" }, sourceText),
       ...summaryFigures(run),
+      // Every blind spot `show` counts: the log lines that could not be
+      // read back and the bytes a recorder that fell behind never wrote
+      // were left out, so a damaged log looked whole here.
       el("dt", {}, "counts"), el("dd", {},
         run.counts.events + " events · " + run.counts.unknownActor + " message/tool events of unknown actor · " +
-        run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames")));
+        run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames · " +
+        (run.counts.skippedLogLines || 0) + " skipped log lines" +
+        (run.counts.droppedBytes > 0 ? " · " + run.counts.droppedBytes + " bytes not recorded (recorder fell behind)" : ""))));
   renderLive();
 }
 

@@ -1543,3 +1543,33 @@ fn a_run_without_a_result_says_why_as_show_does() {
         ]
     );
 }
+
+/// A run log with a line that cannot be read back (a torn write, a disk
+/// error) counts it: `show` says `· 1 skipped log lines`, but the page's
+/// counts stopped at the unknown frames, so a damaged log looked whole.
+/// The counts, found by their heading, read as show prints them.
+#[test]
+fn the_run_page_counts_the_log_lines_it_skipped_as_show_does() {
+    let scratch = Scratch::new();
+    scratch.capture("torn", "v1_basic");
+    let log = scratch.dir.path().join("runs/torn.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    text.push_str("{\"version\":2,\"sequence\": torn\n");
+    std::fs::write(&log, text).unwrap_or_else(|e| panic!("{e}"));
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/torn", served.url));
+    browser.wait_for("the run page", READY);
+    let counts = api_json(&served, "/api/runs/torn")["run"]["counts"].clone();
+    let shown = browser.script("const dt = Array.from(document.querySelectorAll('#summary dt')).find(dt => dt.textContent === 'counts'); return dt.nextElementSibling.textContent;");
+    assert_eq!(
+        (counts["skippedLogLines"].clone(), shown),
+        (
+            json!(1),
+            json!(format!(
+                "{} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · 1 skipped log lines",
+                counts["events"], counts["unknownActor"], counts["undecodedLines"], counts["unknownFrames"]
+            ))
+        )
+    );
+}
