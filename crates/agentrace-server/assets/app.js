@@ -1156,7 +1156,9 @@ function stackedChart(id, days, group, measure, format) {
       const h = (v / max) * (height - 10);
       y -= h;
       const rect = svg("rect", { x: left, y, width: barWidth, height: Math.max(0, h), fill: PALETTE[keys.indexOf(key) % PALETTE.length], "data-day": day.day, "data-key": key, "data-value": v });
-      rect.append(svg("title", {}, day.day + " · " + key + " · " + format(v)));
+      // A segment's figure with what is known of it: `$?` for a model
+      // without a price (its bar is 0 high, never "$0.0000"), `≥` for a floor.
+      rect.append(svg("title", {}, day.day + " · " + key + " · " + format(v, counters)));
       chart.append(rect);
     }
     chart.append(svg("text", { x: left + barWidth / 2, y: height + 14, "text-anchor": "middle", class: "axis" }, day.day.slice(5)));
@@ -1180,7 +1182,7 @@ async function showUsage() {
   const draw = () => {
     const group = document.getElementById("usage-by").value === "model" ? "models" : "providers";
     stackedChart("chart-tokens", report.days, group, "tokens", fmtTokens);
-    stackedChart("chart-cost", report.days, group, "cost", (v) => fmtCost(v));
+    stackedChart("chart-cost", report.days, group, "cost", (v, counters) => counters ? fmtCost(counters.costStatus === "unknown" ? null : counters.cost, counters.costStatus) : fmtCost(v));
   };
   document.getElementById("usage-by").addEventListener("change", draw);
   draw();

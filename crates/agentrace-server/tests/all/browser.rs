@@ -1573,3 +1573,47 @@ fn the_run_page_counts_the_log_lines_it_skipped_as_show_does() {
         )
     );
 }
+
+/// The usage charts' segments said a model without a price cost
+/// `$0.0000` (its cost drawn as nothing, then printed as zero) and a
+/// provider's floor as if exact: their titles say `$?` and `≥` as `usage`
+/// does. The report is one of `agentrace usage`'s shape, handed in as
+/// `agentrace serve` hands it.
+#[test]
+fn the_usage_charts_never_say_a_missing_price_is_zero() {
+    let scratch = Scratch::new();
+    let counters = |tokens: u64, cost: Value, status: &str| json!({"inputTokens": tokens, "cachedInputTokens": 0, "cacheCreationTokens": 0, "outputTokens": 0, "reasoningTokens": 0, "totalTokens": tokens, "cost": cost, "costStatus": status});
+    let report = json!({
+        "days": [{
+            "day": "2026-11-29",
+            "totals": counters(3000, json!(0.5), "floor"),
+            "providers": {"codex": counters(3000, json!(0.5), "floor")},
+            "models": {"gpt-6.1-sol": counters(1000, json!(0.5), "exact"), "mock-model": counters(2000, Value::Null, "unknown")},
+        }],
+        "topRuns": [],
+        "topAgents": [],
+        "totals": counters(3000, json!(0.5), "floor"),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let options = Options {
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
+        ..Options::default()
+    };
+    let (address, server) = runtime
+        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    runtime.spawn(server);
+    let browser = Browser::start();
+    browser.goto(&format!("http://{address}/usage"));
+    browser.wait_for("the usage page", READY);
+    let titles = "return Array.from(document.querySelectorAll('#chart-cost rect title')).map(t => t.textContent);";
+    let by_provider = browser.script(titles);
+    browser.script("const by = document.getElementById('usage-by'); by.value = 'model'; by.dispatchEvent(new Event('change')); return null;");
+    assert_eq!(
+        (by_provider, browser.script(titles)),
+        (
+            json!(["2026-11-29 · codex · ≥$0.5000"]),
+            json!(["2026-11-29 · gpt-6.1-sol · $0.5000", "2026-11-29 · mock-model · $?"])
+        )
+    );
+}
