@@ -441,11 +441,21 @@ fn agent_style(agent: &AgentRow) -> Style {
 
 /// `<provider> <id> <status> · started 12m ago · 3 agents · 41k tokens · $0.42`;
 /// the status is `helpers working` while helpers work on after the root's
-/// turn ended. Within `width` it keeps the figures (agents, tokens, cost,
+/// turn ended, `ended mid-turn` once a session ended with its root's turn
+/// open. Within `width` it keeps the figures (agents, tokens, cost,
 /// warnings) whole: the age goes first, then the id is cut.
 fn session_line(session: &Session, now: Timestamp, width: usize) -> String {
     let run = &session.run;
-    let status = if session.live && run.status != RunStatus::Running { "helpers working" } else { run.status.as_str() };
+    // Its status is the root's (SPEC §4), which a session that ended
+    // mid-turn (a crash, a kill, idle past the limit) leaves `running`:
+    // nothing of it is at work, as `runs` and `show` say.
+    let status = if session.live && run.status != RunStatus::Running {
+        "helpers working"
+    } else if !session.live && run.status == RunStatus::Running {
+        "ended mid-turn"
+    } else {
+        run.status.as_str()
+    };
     let started = run.started_at.map(|started| format!("started {} ago", duration(now.millis() - started.millis())));
     let agents = session.agents.iter().filter(|agent| !agent.command).count();
     let mut figures = vec![if agents == 1 { "1 agent".to_owned() } else { format!("{agents} agents") }];
@@ -868,6 +878,12 @@ mod tests {
     }
 
     fn v1_basic(lines: usize) -> Session {
+        v1_basic_ended(lines, false)
+    }
+
+    /// [`v1_basic`], its session ended there (`session_ended`, idle) when
+    /// `ended`.
+    fn v1_basic_ended(lines: usize, ended: bool) -> Session {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/server.jsonl");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let at = Timestamp::parse("2026-11-29T23:03:28.000Z").unwrap_or_else(|| panic!("time"));
@@ -882,6 +898,9 @@ mod tests {
                 direction: None,
                 truncated_from: None,
             }));
+        }
+        if ended {
+            envelopes.extend(recorder.end_session(at, agentrace_core::model::SessionEndReason::Idle));
         }
         for envelope in &envelopes {
             book.apply(envelope);
@@ -937,6 +956,28 @@ mod tests {
         let now = Timestamp::parse("2026-11-29T23:03:30.000Z").unwrap_or_else(|| panic!("time"));
         let screen = screen(&top, now);
         assert_eq!(screen.lines().nth(1), Some("codex run-top running · started 2.0s ago · 1 agent"), "{screen}");
+    }
+
+    /// A session that ended mid-turn (its files still past the idle limit,
+    /// a crash, a kill) is not at work: its row says so, as `runs` and
+    /// `show` do, where it read `running` above agents all `ended unknown`.
+    #[test]
+    fn a_session_ended_mid_turn_reads_ended_mid_turn_not_running() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(v1_basic_ended(while_the_helper_runs_its_command(), true));
+        let now = Timestamp::parse("2026-11-29T23:13:28.000Z").unwrap_or_else(|| panic!("time"));
+        let drawn = screen(&top, now);
+        let rows: Vec<&str> = drawn.lines().skip(1).take(4).collect();
+        assert_eq!(
+            rows,
+            [
+                "codex run-top ended mid-turn · started 10m00s ago · 2 agents · 5.4k tokens · $?",
+                "agent              state               tool now            tokens    cost silent",
+                "Main               ended unknown                             5.4k      $?",
+                "└ Helper 1         ended unknown",
+            ],
+            "{drawn}"
+        );
     }
 
     #[test]
