@@ -120,7 +120,17 @@ impl RolloutAttributor {
         };
         let event = match (record_type, payload_type) {
             ("event_msg", "task_started") => self.task_started(&thread, payload),
-            ("event_msg", "task_complete") => self.turn_ended(&thread, payload, "completed", out),
+            // A turn whose model call failed (an HTTP 500, say) still ends
+            // with `task_complete`, its `error` naming why: the live stream
+            // says `failed` of it, and so must its rollout.
+            ("event_msg", "task_complete") => {
+                let status = if payload.get("error").is_some_and(|error| !error.is_null()) {
+                    "failed"
+                } else {
+                    "completed"
+                };
+                self.turn_ended(&thread, payload, status, out)
+            }
             ("event_msg", "turn_aborted") => self.turn_ended(&thread, payload, "interrupted", out),
             ("event_msg", "token_count") => {
                 match payload.get("info").filter(|info| !info.is_null()) {
@@ -484,10 +494,23 @@ impl RolloutAttributor {
                 final_answer.clone().or_else(|| null_phase.clone())
             });
         let before = facts.status;
-        let agent_status = if status == "completed" {
-            AgentStatus::Completed
-        } else {
-            AgentStatus::Interrupted
+        let agent_status = match status {
+            "completed" => AgentStatus::Completed,
+            "failed" => AgentStatus::Failed,
+            _ => AgentStatus::Interrupted,
+        };
+        // The provider's reason: a failed turn's error, an aborted one's.
+        let error = match agent_status {
+            AgentStatus::Failed => payload
+                .get("error")
+                .and_then(|error| error.get("message").or(Some(error)))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            AgentStatus::Pending
+            | AgentStatus::Running
+            | AgentStatus::Completed
+            | AgentStatus::Interrupted
+            | AgentStatus::Unknown => payload.get("reason").and_then(Value::as_str).map(str::to_owned),
         };
         facts.status = Some(agent_status);
         let last = payload
@@ -497,8 +520,8 @@ impl RolloutAttributor {
             .or_else(|| facts.last_message.clone());
         let is_primary = self.registry.primary_root() == Some(thread);
         if is_primary {
-            let terminal = if status == "completed" {
-                match answer {
+            let terminal = match agent_status {
+                AgentStatus::Completed => match answer {
                     Some((item, text)) => Event::Done {
                         result: Some(text),
                         source_thread_id: Some(thread.clone()),
@@ -511,16 +534,20 @@ impl RolloutAttributor {
                         source_role: None,
                         source_item_id: None,
                     },
-                }
-            } else {
-                Event::Interrupted {
-                    error: payload
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                },
+                AgentStatus::Failed => Event::Failed {
+                    error: error.clone(),
                     source_thread_id: Some(thread.clone()),
                     turn_id: Some(turn.clone()),
-                }
+                },
+                AgentStatus::Pending
+                | AgentStatus::Running
+                | AgentStatus::Interrupted
+                | AgentStatus::Unknown => Event::Interrupted {
+                    error: error.clone(),
+                    source_thread_id: Some(thread.clone()),
+                    turn_id: Some(turn.clone()),
+                },
             };
             out.push((actor, terminal));
         } else if before != Some(agent_status) || !before.is_some_and(AgentStatus::is_final) {
@@ -532,7 +559,16 @@ impl RolloutAttributor {
                         .registry
                         .get(thread)
                         .and_then(|entry| entry.parent.clone()),
-                    result: answer.map(|(_, text)| text).or(last),
+                    // A failed helper's last word is the error it failed
+                    // with, as the live stream gives it.
+                    result: match agent_status {
+                        AgentStatus::Failed => error.clone().or(last),
+                        AgentStatus::Completed
+                        | AgentStatus::Pending
+                        | AgentStatus::Running
+                        | AgentStatus::Interrupted
+                        | AgentStatus::Unknown => answer.map(|(_, text)| text).or(last),
+                    },
                     status: agent_status,
                     result_confidence: FinalMessageConfidence::Stated,
                 },
@@ -542,7 +578,7 @@ impl RolloutAttributor {
             last_message: None,
             turn_id: turn,
             status: status.to_owned(),
-            error: None,
+            error: (agent_status == AgentStatus::Failed).then_some(error).flatten(),
             duration_ms: payload.get("duration_ms").and_then(Value::as_i64),
             usage: None,
         }

@@ -215,3 +215,50 @@ fn a_rollout_line_without_what_is_never_read_gives_the_same_events_and_run() {
         }
     }
 }
+
+/// Every agent's status and final message read from its rollout, by thread,
+/// with the run's status: what a user's imported history says of how each
+/// agent ended.
+fn endings(view: &agentrace_core::state::RunView) -> (String, BTreeMap<String, (String, Option<String>)>) {
+    fn walk(agents: &[agentrace_core::state::AgentNode], out: &mut BTreeMap<String, (String, Option<String>)>) {
+        for agent in agents {
+            out.insert(agent.thread_id.to_string(), (agent.status.as_str().to_owned(), agent.final_message.clone()));
+            walk(&agent.children, out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&view.agents, &mut out);
+    (view.run.status.as_str().to_owned(), out)
+}
+
+/// A helper whose model call failed ends its rollout with a `task_complete`
+/// that carries the error (Codex 0.169 and 0.171 alike): read from the
+/// files, it ended `failed` with that error, as the live app-server stream
+/// of the same session said, and the root that answered anyway is `done`.
+#[test]
+fn a_helper_whose_model_call_failed_reads_failed_from_its_rollout_as_it_did_live() {
+    for name in [
+        "v1_child_error_http500",
+        "v2_child_error_http500",
+        "codex-0.171/v1_child_error_http500",
+        "codex-0.171/v2_child_error_http500",
+    ] {
+        let (recorder, _) = record_rollouts(name);
+        let input = std::fs::read(capture(name).join("server.jsonl")).unwrap_or_default();
+        let live = record(&input).0.state().view();
+        let (run_status, agents) = endings(&recorder.state().view());
+        let failed: Vec<(String, Option<String>)> = agents.values().filter(|(status, _)| status != "completed").cloned().collect();
+        assert_eq!(
+            (run_status.as_str(), agents.clone(), failed),
+            (
+                "done",
+                endings(&live).1,
+                vec![(
+                    "failed".to_owned(),
+                    Some("We\u{2019}re currently experiencing high demand, which may cause temporary errors.".to_owned())
+                )]
+            ),
+            "{name}"
+        );
+    }
+}
