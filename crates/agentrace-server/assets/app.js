@@ -654,8 +654,16 @@ function laneFor(threadId, parentThreadId) {
   if (lane) return lane;
   const parent = (parentThreadId && view.lanes.get(parentThreadId)) || document.getElementById("timeline");
   lane = el("ol", { class: "lane", "data-lane": threadId });
-  const head = el("li", { class: "lane-head", onclick: () => lane.classList.toggle("collapsed") },
+  // A helper's lane folds from the keyboard too: Tab reaches its head,
+  // Enter or Space folds or unfolds it (it answered the pointer only).
+  const toggle = () => head.setAttribute("aria-expanded", String(!lane.classList.toggle("collapsed")));
+  const head = el("li", { class: "lane-head", tabindex: "0", role: "button", "aria-expanded": "true", onclick: toggle },
     "▸ " + (labelOf(threadId) || threadId));
+  head.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" && event.key !== " ") return;
+    event.preventDefault();
+    toggle();
+  });
   lane.append(head);
   parent.append(el("li", { class: "lane-box" }, lane));
   view.lanes.set(threadId, lane);
@@ -844,7 +852,11 @@ async function showRun(id) {
   document.getElementById("collapse").addEventListener("click", (event) => {
     const lanes = document.querySelectorAll(".lane");
     const collapse = !Array.from(lanes).every((lane) => lane.classList.contains("collapsed"));
-    lanes.forEach((lane) => lane.classList.toggle("collapsed", collapse));
+    lanes.forEach((lane) => {
+      lane.classList.toggle("collapsed", collapse);
+      const head = lane.querySelector(":scope > .lane-head");
+      if (head) head.setAttribute("aria-expanded", String(!collapse));
+    });
     event.target.textContent = collapse ? "Expand helpers" : "Collapse helpers";
   });
   let timer = null;

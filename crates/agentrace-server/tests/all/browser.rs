@@ -1617,3 +1617,27 @@ fn the_usage_charts_never_say_a_missing_price_is_zero() {
         )
     );
 }
+
+/// A helper's lane in the timeline folded on a click of its head only: the
+/// head was no control (Tab passed it by, Enter did nothing). Tab reaches
+/// it, and Enter folds the lane and unfolds it again.
+#[test]
+fn a_helpers_lane_folds_from_the_keyboard() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/basic", served.url));
+    browser.wait_for("the run page", READY);
+    // The lane, as the page always had it, and where the focus is.
+    let state = "const lane = document.querySelector('#timeline .lane'); return [document.activeElement === lane.querySelector(':scope > .lane-head'), lane.classList.contains('collapsed')];";
+    // The control before the lane's head in the page's order, then Tab.
+    browser.script("const head = document.querySelector('#timeline .lane > .lane-head'); const all = Array.from(document.querySelectorAll('button, input, a[href], [tabindex]')).filter(n => n.tabIndex >= 0 && n.compareDocumentPosition(head) & Node.DOCUMENT_POSITION_FOLLOWING); all[all.length - 1].focus(); return null;");
+    press(&browser, &["\u{E004}"]);
+    let reached = browser.script(state);
+    press(&browser, &["\u{E007}"]);
+    let folded = browser.script(state);
+    press(&browser, &["\u{E007}"]);
+    let unfolded = browser.script(state);
+    assert_eq!(json!([reached, folded, unfolded]), json!([[true, false], [true, true], [true, false]]));
+}
