@@ -530,20 +530,25 @@ struct Notice<'a> {
     warning: Option<&'a Warning>,
 }
 
+/// `AGENTRACE_SUMMARY`: `<run id> done: <result>`, `<run id> ended
+/// mid-turn, no answer` for a session that ended with its root's turn open
+/// (its status stays the root's, `running`: nothing is at work), or the
+/// warning's message.
+fn summary(run: &RunSummary, warning: Option<&Warning>) -> String {
+    let result = run.result.as_deref().map(|result| format!(": {}", crate::render::one_line(result, 120)));
+    match warning {
+        Some(warning) => format!("{}: {} ({})", run.id, warning.message, warning.code),
+        None if run.session_ended => format!("{} ended mid-turn{}", run.id, result.unwrap_or_else(|| ", no answer".to_owned())),
+        None => format!("{} {}{}", run.id, run.status.as_str(), result.unwrap_or_default()),
+    }
+}
+
 /// Runs a notification command without waiting for it (a slow one must
 /// not hold the watch back); a command that cannot start is a warning.
 fn fire(command: &str, notice: &Notice<'_>) {
     let Notice { event, run, warning } = *notice;
     let json = serde_json::to_vec(notice).unwrap_or_default();
-    let summary = match warning {
-        Some(warning) => format!("{}: {} ({})", run.id, warning.message, warning.code),
-        None => format!(
-            "{} {}{}",
-            run.id,
-            run.status.as_str(),
-            run.result.as_deref().map(|result| format!(": {}", crate::render::one_line(result, 120))).unwrap_or_default()
-        ),
-    };
+    let summary = summary(run, warning);
     let mut child = Command::new("sh");
     child
         .arg("-c")
@@ -1134,6 +1139,33 @@ fn pass(home: &Home, import: &ImportArgs, scope: &Scope, json: bool, out: &mut O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_of(status: &str, result: Option<&str>, session_ended: bool) -> RunSummary {
+        let mut run = serde_json::json!({
+            "id": "run-x", "provider": "codex", "source": "codex-rollout", "status": status,
+            "rootThreadId": null, "result": result, "resultSource": null, "error": null,
+            "startedAt": null, "updatedAt": null, "endedAt": null,
+            "counts": {"events": 0, "unknownActor": 0, "undecodedLines": 0, "unknownFrames": 0, "skippedLogLines": 0, "droppedBytes": 0},
+            "tokens": null, "warningCount": 0
+        });
+        if session_ended {
+            run["sessionEnded"] = serde_json::Value::Bool(true);
+        }
+        serde_json::from_value(run).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A session that ended with its root's turn open (idle past the limit,
+    /// a crash) is told as ended mid-turn, as `runs` lists it: its summary
+    /// read `<id> running`, for a session nothing is at work in.
+    #[test]
+    fn the_end_of_a_session_that_ended_mid_turn_is_told_as_such() {
+        let told = [
+            summary(&run_of("running", None, true), None),
+            summary(&run_of("running", Some("the first answer"), true), None),
+            summary(&run_of("done", Some("the answer"), false), None),
+        ];
+        assert_eq!(told, ["run-x ended mid-turn, no answer", "run-x ended mid-turn: the first answer", "run-x done: the answer"]);
+    }
 
     /// A change told marks the lease not current at once; a pass marks it
     /// current only when no change was told since it began.
