@@ -251,9 +251,10 @@ async function showRuns() {
   document.getElementById("runs-prev").addEventListener("click", () => { list.offset = Math.max(0, list.offset - RUNS_PAGE); loadRuns().catch(showError); });
   document.getElementById("runs-next").addEventListener("click", () => { list.offset += RUNS_PAGE; loadRuns().catch(showError); });
   document.getElementById("compare-selected").addEventListener("click", () => {
-    const picked = Array.from(document.querySelectorAll("#runs tbody input[type=checkbox]:checked")).map((box) => box.value);
+    const picked = pickedRuns();
     if (picked.length === 2) location.href = withToken("/compare?a=" + encodeURIComponent(picked[0]) + "&b=" + encodeURIComponent(picked[1]));
   });
+  document.querySelector("#runs tbody").addEventListener("change", notePicks);
   let timer = null;
   document.getElementById("run-search").addEventListener("input", (event) => {
     clearTimeout(timer);
@@ -270,6 +271,20 @@ async function showRuns() {
 function projectText(project) {
   if (!project) return "";
   return project.replace(/\/+$/, "").split("/").slice(-2).join("/");
+}
+
+// The runs ticked to compare.
+function pickedRuns() {
+  return Array.from(document.querySelectorAll("#runs tbody input[type=checkbox]:checked")).map((box) => box.value);
+}
+
+// The compare button is live once two runs are ticked, and says so: it
+// did nothing, without a word, when clicked with one run ticked or none.
+function notePicks() {
+  const button = document.getElementById("compare-selected");
+  const count = pickedRuns().length;
+  button.disabled = count !== 2;
+  button.title = count === 2 ? "" : "tick two runs to compare them (" + count + " ticked)";
 }
 
 // A run's warnings but its info-level notes, as `top` says them.
@@ -342,6 +357,7 @@ async function loadRuns() {
   next.textContent = byStart ? "older" : "next";
   prev.hidden = list.offset === 0;
   next.hidden = list.offset + runs.length >= total;
+  notePicks();
   followRuns(runs);
 }
 

@@ -1641,3 +1641,37 @@ fn a_helpers_lane_folds_from_the_keyboard() {
     let unfolded = browser.script(state);
     assert_eq!(json!([reached, folded, unfolded]), json!([[true, false], [true, true], [true, false]]));
 }
+
+/// "Compare the two picked" did nothing, without a word, when clicked with
+/// one run ticked or none. It is live once two runs are ticked (its title
+/// says how many are), and then opens their comparison.
+#[test]
+fn the_compare_button_waits_for_two_runs_and_says_so() {
+    let scratch = Scratch::new();
+    scratch.capture("a", "v1_basic");
+    scratch.capture("b", "v2_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    let button = "const b = document.getElementById('compare-selected'); return [b.disabled, b.title];";
+    let none = browser.script(button);
+    browser.click("#runs tbody tr[data-run-id=\"a\"] input[type=checkbox]");
+    let one = browser.script(button);
+    browser.click("#runs tbody tr[data-run-id=\"b\"] input[type=checkbox]");
+    let two = browser.script(button);
+    // The two in the list's order, as the page hands them over.
+    let order = browser.script("return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(r => r.getAttribute('data-run-id'));");
+    let expected = format!("?a={}&b={}", order[0].as_str().unwrap_or_default(), order[1].as_str().unwrap_or_default());
+    browser.click("#compare-selected");
+    browser.wait_for("the comparison", "return location.pathname === '/compare';");
+    assert_eq!(
+        (none, one, two, browser.script("return location.search;")),
+        (
+            json!([true, "tick two runs to compare them (0 ticked)"]),
+            json!([true, "tick two runs to compare them (1 ticked)"]),
+            json!([false, ""]),
+            json!(expected)
+        )
+    );
+}
