@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Role, ThreadId};
-use crate::state::{AgentNode, RunView};
+use crate::state::{AgentNode, CostStatus, RunView};
 use crate::waterfall::{BarKind, Waterfall};
 
 /// One side's figures of an agent, or of the whole run.
@@ -26,6 +26,11 @@ pub struct Figures {
     pub tokens: Option<u64>,
     /// US dollars.
     pub cost: Option<f64>,
+    /// How complete `cost` is when it is not exact (`floor`: some tokens
+    /// unpriced or missing; `unknown`); absent when exact or when there is
+    /// no cost, so a reader never takes a floor for the whole figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_status: Option<CostStatus>,
     /// From its first turn or call to its last end, ms (the run's: from its
     /// start to its last envelope).
     pub duration_ms: Option<i64>,
@@ -154,6 +159,7 @@ fn agent_figures(node: &AgentNode, waterfall: &Waterfall, view: &RunView) -> Fig
         tool_calls,
         tokens: node.tokens.as_ref().map(|tokens| tokens.total_tokens),
         cost: node.cost_once_requested().and_then(|(cost, _)| cost),
+        cost_status: node.cost_once_requested().and_then(|(_, status)| not_exact(status)),
         duration_ms: first.zip(last).map(|(first, last)| last - first),
         result: node.final_message.clone(),
         warnings: codes(view, |warning| warning.thread_id.as_ref() == Some(&node.thread_id)),
@@ -184,10 +190,19 @@ fn run_side(view: &RunView, waterfall: &Waterfall) -> RunSide {
             tool_calls,
             tokens: run.tokens.as_ref().map(|tokens| tokens.total_tokens),
             cost: run.cost,
+            cost_status: not_exact(run.cost_status),
             duration_ms: run.duration_ms(),
             result: run.result.clone(),
             warnings: codes(view, |_| true),
         },
+    }
+}
+
+/// A cost's status where it is worth saying: an exact one goes unsaid.
+fn not_exact(status: CostStatus) -> Option<CostStatus> {
+    match status {
+        CostStatus::Exact => None,
+        CostStatus::Floor | CostStatus::Unknown => Some(status),
     }
 }
 

@@ -56,10 +56,12 @@ pub fn run(home: &Home, args: &DiffArgs, out: &mut Out) -> anyhow::Result<()> {
     print(&comparison, out)
 }
 
+/// As `show` prints it: `≥` before a floor, `$?` for no cost.
 fn cost(figures: &Figures) -> String {
-    figures
-        .cost
-        .map_or_else(|| "$?".to_owned(), |cost| format!("${cost:.4}"))
+    crate::render::cost_text(
+        figures.cost,
+        figures.cost_status.unwrap_or(agentrace_core::state::CostStatus::Exact),
+    )
 }
 
 fn tools(figures: &Figures) -> String {

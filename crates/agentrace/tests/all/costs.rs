@@ -1321,3 +1321,42 @@ fn removing_the_home_price_file_says_it_was_removed_not_changed() {
     std::fs::remove_file(&file).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(notes(&cli), vec![format!("note: priced 1 run again: the home's price file ({}) was removed since they were priced", file.display())]);
 }
+
+/// `diff` prints a floor as `show` does, `≥` before it, and says so in its
+/// JSON (`costStatus`): it printed `$0.0123` for a run and a helper whose
+/// costs `show` gives as floors, so two runs' costs read as exact.
+#[test]
+fn diff_prints_a_floor_cost_as_a_floor_as_show_does() {
+    let dir = edited_claude("single_fg", "subagents", |line| as_snapshot(&as_snapshot(line, "msg_mock_2f825264_0002"), "msg_mock_2f825264_0003"));
+    let cli = Cli::new();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--codex-home", "/nonexistent", "--claude-dir", &claude, "--quiet"]);
+    let show: Value = serde_json::from_str(&cli.ok(&["show", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let compared: Value = serde_json::from_str(&cli.ok(&["diff", "latest", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let text = cli.ok(&["diff", "latest", "latest"]);
+    let lines: Vec<&str> = text.lines().collect();
+    // The run's line and the helper's run-A line, their cost the fifth figure.
+    let cost_of = |line: &str| line.split(" · ").nth(4).unwrap_or_default().to_owned();
+    let helper_line = lines
+        .iter()
+        .position(|line| line.trim_start().starts_with("Echo task A [general-purpose] (helper)"))
+        .and_then(|at| lines.get(at + 1))
+        .copied()
+        .unwrap_or_else(|| panic!("{text}"));
+    let floor = |cost: &Value| format!("≥${:.4}", cost.as_f64().unwrap_or_else(|| panic!("no cost: {show:#}")));
+    assert_eq!(
+        (
+            compared["a"]["figures"]["costStatus"].clone(),
+            compared["agents"][1]["a"]["costStatus"].clone(),
+            cost_of(lines[1]),
+            cost_of(helper_line),
+        ),
+        (
+            Value::from("floor"),
+            Value::from("floor"),
+            floor(&show["run"]["cost"]),
+            floor(&show["agents"][0]["children"][0]["cost"]),
+        ),
+        "{text}"
+    );
+}
