@@ -1093,6 +1093,26 @@ impl Catalog {
         self.conn.query_row("SELECT count(*) FROM import_sessions", [], |row| row.get::<_, i64>(0)).map(|count| count as u64).map_err(sql(&self.path))
     }
 
+    /// The agents whose thread id starts with `prefix`, as (run, thread,
+    /// label, depth), at most `limit`, by run then thread: what names the
+    /// run of a thread a user found in a helper's own file (a Codex child's
+    /// rollout, a Claude `agent-<id>.jsonl`), asked as if it were a run.
+    /// A scan of the agents (no index by thread): it is asked only once a
+    /// run was not found.
+    pub fn agents_by_thread(&self, prefix: &str, limit: u64) -> Result<Vec<(String, String, String, u32)>, StoreError> {
+        let err = sql(&self.path);
+        let mut statement = self
+            .conn
+            .prepare("SELECT run_id, thread_id, label, depth FROM agents WHERE substr(thread_id, 1, length(?1)) = ?1 ORDER BY run_id, thread_id LIMIT ?2")
+            .map_err(&err)?;
+        let rows = statement
+            .query_map(params![prefix, limit as i64], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get::<_, i64>(3)?)))
+            .map_err(&err)?;
+        rows.map(|row| row.map(|(run, thread, label, depth)| (run, thread, label, u32::try_from(depth).unwrap_or(0))))
+            .collect::<Result<_, _>>()
+            .map_err(&err)
+    }
+
     /// Whether an agent of any run (of run `run` when given) has `name` as
     /// its thread id or its label: what tells a search's `--actor` that
     /// found nothing from a name no agent has.

@@ -30,6 +30,38 @@ pub fn open(home: &Home) -> anyhow::Result<Catalog> {
     Ok(catalog)
 }
 
+/// What to say of a run name that matched no run but is (the start of) an
+/// agent's thread id: a helper's id is what a user finds in its own files
+/// (a Codex child's rollout, a Claude `agent-<id>.jsonl`), never a run's.
+/// One `hint:` line per agent it names (at most three), none when the
+/// catalog names none or cannot be read: it is said after an error, and
+/// must not add one.
+pub fn thread_hints(home: &Home, query: &str) -> Vec<String> {
+    // A Claude subagent's file is `agent-<id>.jsonl`; its thread is `<id>`.
+    let thread = query.strip_suffix(".jsonl").unwrap_or(query);
+    let thread = thread.strip_prefix("agent-").unwrap_or(thread);
+    // A few characters would match threads by chance.
+    if thread.len() < 6 || !home.catalog_path().exists() {
+        return Vec::new();
+    }
+    // Opened, not synced: a sync prices and judges runs, with the home's
+    // files the failed command read and this path did not; a run the
+    // catalog lacks yet is one the user just recorded, not a helper's.
+    let Ok(catalog) = Catalog::open(home) else {
+        return Vec::new();
+    };
+    let Ok(agents) = catalog.agents_by_thread(thread, 3) else {
+        return Vec::new();
+    };
+    agents
+        .into_iter()
+        .map(|(run, thread, label, depth)| {
+            let role = if depth == 0 { "the root" } else { "a helper" };
+            format!("hint: {thread} is the thread of {label}, {role} of run {run}: `agentrace show {run}`, its events `agentrace events {run} --actor {thread}`")
+        })
+        .collect()
+}
+
 /// The catalog, brought up to the runs folder.
 pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
     let catalog = open(home)?;

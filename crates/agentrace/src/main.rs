@@ -59,8 +59,19 @@ fn main() -> ExitCode {
                 let mut stderr = std::io::stderr().lock();
                 let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {error:#}\n"));
                 // A run that is not there: what a run may be named by.
-                if error.chain().any(|cause| matches!(cause.downcast_ref(), Some(agentrace_store::StoreError::NotFound { .. }))) {
+                let missing = error.chain().find_map(|cause| match cause.downcast_ref() {
+                    Some(agentrace_store::StoreError::NotFound { query, .. }) => Some(query.clone()),
+                    _ => None,
+                });
+                if let Some(query) = missing {
                     let _ = std::io::Write::write_all(&mut stderr, NO_SUCH_RUN_HINT.as_bytes());
+                    // A helper's thread id, found in its own files: the run
+                    // that holds it.
+                    if let Ok(home) = agentrace_store::Home::from_env() {
+                        for hint in catalog::thread_hints(&home, &query) {
+                            let _ = std::io::Write::write_fmt(&mut stderr, format_args!("{hint}\n"));
+                        }
+                    }
                 }
                 ExitCode::FAILURE
             }

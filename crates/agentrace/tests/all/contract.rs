@@ -418,6 +418,31 @@ fn bad_lines_are_counted_and_named_and_the_rest_of_the_run_is_intact() {
     assert!(view.run.result.is_some());
 }
 
+/// A helper's thread id is what a user finds in the agent's own files
+/// (a Codex child's rollout is named after it, a Claude subagent's
+/// `agent-<id>.jsonl`): given as a run, the error said only that no run
+/// matches, leaving the user to hunt for the session it belongs to. It now
+/// names the agent and its run, and how to read either.
+#[test]
+fn a_helpers_thread_id_given_as_a_run_is_told_which_run_holds_it() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic"]);
+    let view: serde_json::Value = serde_json::from_str(&cli.ok(&["show", "basic", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let helper = &view["agents"][0]["children"][0];
+    let (thread, label) = (helper["threadId"].as_str().unwrap_or_default(), helper["label"].as_str().unwrap_or_default());
+    let output = cli.run(&["show", thread]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(1),
+            format!(
+                "error: no run matches \"{thread}\" in {}\nhint: a run is named by its id, a unique prefix of one, or `latest` (the run that started last); `agentrace runs` lists them\nhint: {thread} is the thread of {label}, a helper of run basic: `agentrace show basic`, its events `agentrace events basic --actor {thread}`\n",
+                cli.home.path().join("runs").display()
+            )
+        )
+    );
+}
+
 /// A run that is not there named the value and the runs folder, and left
 /// the user to guess what a run may be named by (CONTRIBUTING: a value
 /// refused after looking names what it could have been).
