@@ -64,9 +64,12 @@ pub fn run(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> 
         project: args.scope.project.clone(),
         since,
         until,
-        limit: args.limit,
+        // One more than shown: whether more matched than the limit shows.
+        limit: args.limit.saturating_add(1),
     };
-    let hits = catalog.search(home, &query)?;
+    let mut hits = catalog.search(home, &query)?;
+    let more = hits.len() as u64 > args.limit;
+    hits.truncate(usize::try_from(args.limit).unwrap_or(usize::MAX));
     if let (true, Some(ActorQuery::Agent(agent))) = (hits.is_empty(), &query.actor) {
         // A name no agent has (a typo, a label as another tool prints it)
         // must not read as an agent that never wrote the words; a value
@@ -92,6 +95,10 @@ pub fn run(home: &Home, args: &SearchArgs, out: &mut Out) -> anyhow::Result<()> 
     }
     for hit in &hits {
         out.line(format!("{} #{} {} [{}] {}", hit.run_id, hit.sequence, days::rfc3339_in(hit.timestamp, &args.scope.zone().tz), hit.label, one_line(&hit.snippet, 120)))?;
+    }
+    if more {
+        // A list cut at the limit reads as every hit there is.
+        eprintln!("hint: the newest {} hits are shown, and more matched; `--limit N` shows more", args.limit);
     }
     Ok(())
 }

@@ -366,6 +366,27 @@ fn search_finds_a_helpers_tool_text_with_its_run_sequence_and_actor() {
     assert_eq!(json_of(&cli.ok(&["search", "hello-from-child-A", "--run", "basic", "--limit", "1", "--json"]))["hits"][0], hit_of(49, "Main", "root", "…the command printed [hello-from-child-A]."));
 }
 
+/// `search` shows the newest `--limit` hits (20 unless told); a user who
+/// got exactly that many lines had no way to tell that more had matched.
+/// It says so on stderr when more did, and nothing when all are shown.
+#[test]
+fn search_says_when_more_hits_matched_than_its_limit_shows() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic"]);
+    let said = |limit: &str| {
+        let output = cli.run(&["search", "hello-from-child-A", "--limit", limit]);
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).lines().count(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let all = said("100").1;
+    assert_eq!(
+        (said("2"), said(&all.to_string())),
+        (
+            (Some(0), 2, "hint: the newest 2 hits are shown, and more matched; `--limit N` shows more\n".to_owned()),
+            (Some(0), all, String::new()),
+        )
+    );
+}
+
 #[test]
 fn search_actor_takes_an_agents_label_and_refuses_a_name_no_agent_has() {
     // `--actor Dewey` (the label `show` prints) found nothing and said
