@@ -449,9 +449,13 @@ pub fn first_command(home: &Home, out: &mut Out) -> anyhow::Result<()> {
 }
 
 /// The first command's hint for a cost its list cannot give whole: where
-/// the missing prices are named and how to give them.
+/// the missing prices are named and how to give them. Only of a run with
+/// tokens to price: one that reported none (its only model call failed, or
+/// it has only just started) is `$?` with no price missing, and sending
+/// the user to `agentrace prices` found every model priced.
 fn cost_hint(home: &Home, runs: &[ListedRun]) {
-    if runs.iter().any(|listed| listed.run.cost_status != CostStatus::Exact) {
+    let priced_in_part = |listed: &&ListedRun| listed.run.tokens.is_some_and(|tokens| tokens.total_tokens > 0);
+    if runs.iter().filter(priced_in_part).any(|listed| listed.run.cost_status != CostStatus::Exact) {
         eprintln!(
             "hint: a cost marked `$?` or `≥` lacks some prices or tokens: `agentrace prices` names the models without a price, `agentrace prices --update` fetches the newest price database, and your own prices in {} price the rest in every command",
             home.prices_path().display()

@@ -641,6 +641,35 @@ fn the_first_command_offers_the_machines_zone_when_times_are_utc_without_the_use
     assert_eq!([hinted("Asia/Tokyo", None), hinted("UTC", None), hinted("Asia/Tokyo", Some("local")), hinted("Asia/Tokyo", Some("UTC"))], [true, false, false, false]);
 }
 
+/// A Codex session whose root's only model call failed reported no tokens
+/// at all: its cost is `$?`, with nothing to price. The first command told
+/// the user that a `$?` lacks prices and to name them (`agentrace prices`,
+/// which then listed every model priced); it says so only of a run that
+/// has tokens to price.
+#[test]
+fn the_first_command_gives_no_price_hint_for_a_run_that_reported_no_tokens() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
+    let day = sources.path().join("codex/sessions/2026/11/29");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
+    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
+    let lines = [
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
+    ];
+    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let (listed, said) = first_command_over(&cli, sources.path(), &[]);
+    let failed_cost = listed
+        .lines()
+        .find(|line| line.starts_with(&format!("codex-{thread}")))
+        .map(|line| line.split_whitespace().nth(8).unwrap_or_default().to_owned());
+    let price_hints: Vec<&str> = said.lines().filter(|line| line.contains("lacks some prices")).collect();
+    assert_eq!((failed_cost, price_hints), (Some("$?".to_owned()), Vec::<&str>::new()), "{listed}\n{said}");
+}
+
 /// A new user's first list is the bundled samples, two of them `$?` (their
 /// model is a mock): it gave the samples' hint alone, where a history's list
 /// says what `$?` means and that the times are UTC.
