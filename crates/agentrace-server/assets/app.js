@@ -199,6 +199,9 @@ function zoneHeads() {
 }
 
 function nav(current) {
+  // The header's name leads home too: without the token a server behind
+  // `--token-file` refused it (401).
+  document.getElementById("home").setAttribute("href", withToken("/"));
   const bar = document.getElementById("nav");
   clear(bar);
   [["/", "Runs"], ["/live", "Live"], ["/usage", "Usage"], ["/compare", "Compare"]].forEach(([href, text]) => {

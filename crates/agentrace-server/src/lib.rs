@@ -204,8 +204,29 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-async fn page() -> Response {
-    asset("text/html; charset=utf-8", INDEX_HTML)
+async fn page(State(state): State<AppState>, RawQuery(query): RawQuery) -> Response {
+    viewer_page(page_token(&state, query.as_deref()))
+}
+
+/// The token a page's address gave, when the server has one: the guard let
+/// the request in, so it is the server's.
+fn page_token<'query>(state: &AppState, query: Option<&'query str>) -> Option<&'query str> {
+    state.inner.options.token.as_ref().and_then(|_| query_token(query))
+}
+
+/// The viewer's page. Behind a token its script and stylesheet are asked
+/// for with the token its address gave: the guard refuses every request
+/// without one, so the page's own files were refused (401) and the viewer
+/// never ran.
+fn viewer_page(token: Option<&str>) -> Response {
+    let Some(token) = token else {
+        return asset("text/html; charset=utf-8", INDEX_HTML);
+    };
+    let with = format!("?token={}", agentrace_core::html::escape(token));
+    let html = INDEX_HTML
+        .replace("\"/assets/app.css\"", &format!("\"/assets/app.css{with}\""))
+        .replace("\"/assets/app.js\"", &format!("\"/assets/app.js{with}\""));
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
 }
 
 /// A run's page, once its id names one run; else a plain page saying why,
@@ -215,14 +236,14 @@ async fn run_page(State(state): State<AppState>, Path(id): Path<String>, RawQuer
     // The guard let the request in, so a token it gave in its address is
     // the server's: the page's links carry it on, as the viewer's do, or
     // "Every run" would be refused.
-    let token = state.inner.options.token.as_ref().and_then(|_| query_token(query.as_deref())).map(str::to_owned);
+    let token = page_token(&state, query.as_deref()).map(str::to_owned);
     let resolved = blocking(move || {
         agentrace_store::validate_run_id(&id)?;
         Ok(state.home()?.resolve(&id)?)
     })
     .await;
     match resolved {
-        Ok(_) => asset("text/html; charset=utf-8", INDEX_HTML),
+        Ok(_) => viewer_page(token.as_deref()),
         Err(error) => refusal_page(&error, token.as_deref()),
     }
 }
@@ -233,12 +254,12 @@ async fn run_page(State(state): State<AppState>, Path(id): Path<String>, RawQuer
 fn refusal_page(error: &ApiError, token: Option<&str>) -> Response {
     let title = if error.status() == axum::http::StatusCode::NOT_FOUND { "No such run" } else { "Not a run" };
     let message = agentrace_core::html::escape(&error.to_string());
-    let home = match token {
-        Some(token) => format!("/?token={}", agentrace_core::html::escape(token)),
-        None => "/".to_owned(),
-    };
+    let with = token.map(|token| format!("?token={}", agentrace_core::html::escape(token))).unwrap_or_default();
+    let home = format!("/{with}");
+    // Its stylesheet too, or the guard refuses it behind a token.
+    let style = format!("/assets/app.css{with}");
     let body = format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css\">\n</head>\n<body>\n<header><a id=\"home\" href=\"{home}\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"{home}\">Every run</a></p>\n</main>\n</body>\n</html>\n"
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title} · agentrace</title>\n<link rel=\"stylesheet\" href=\"{style}\">\n</head>\n<body>\n<header><a id=\"home\" href=\"{home}\">agentrace</a></header>\n<main>\n<h1>{title}</h1>\n<p id=\"error\" class=\"error\">{message}</p>\n<p><a href=\"{home}\">Every run</a></p>\n</main>\n</body>\n</html>\n"
     );
     (error.status(), [(header::CONTENT_TYPE, "text/html; charset=utf-8")], body).into_response()
 }

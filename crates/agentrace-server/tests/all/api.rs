@@ -1188,7 +1188,8 @@ async fn the_not_found_pages_links_carry_the_token_the_address_gave() {
         (status, links(&text), open_status, links(&open_text)),
         (
             StatusCode::NOT_FOUND,
-            vec!["/assets/app.css".to_owned(), "/?token=a-long-enough-test-token".to_owned(), "/?token=a-long-enough-test-token".to_owned()],
+            // Its stylesheet too: without the token the guard refused it.
+            vec!["/assets/app.css?token=a-long-enough-test-token".to_owned(), "/?token=a-long-enough-test-token".to_owned(), "/?token=a-long-enough-test-token".to_owned()],
             StatusCode::NOT_FOUND,
             vec!["/assets/app.css".to_owned(), "/".to_owned(), "/".to_owned()],
         )

@@ -1675,3 +1675,38 @@ fn the_compare_button_waits_for_two_runs_and_says_so() {
         )
     );
 }
+
+/// Behind `--token-file` the viewer never ran: its page asked for its own
+/// script and stylesheet (`/assets/app.js`) without the token, the server
+/// refused them (401), and every page stayed an empty frame; the header's
+/// name, `agentrace`, led to `/` without the token too. Every page runs,
+/// every link carries the token, and the header's leads home.
+#[test]
+fn behind_a_token_every_link_of_the_viewer_carries_it() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let token = "a-token-of-thirty-two-characters";
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let options = Options { token: Some(token.to_owned()), poll: Duration::from_millis(50), ..Options::default() };
+    let (address, server) = runtime
+        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    runtime.spawn(server);
+    let browser = Browser::start();
+    let mut without = Vec::new();
+    for page in ["/", "/runs/basic", "/usage", "/live", "/compare?a=basic&b=basic", "/runs/nope"] {
+        let joiner = if page.contains('?') { '&' } else { '?' };
+        browser.goto(&format!("http://{address}{page}{joiner}token={token}"));
+        browser.wait_for(page, "return document.body.getAttribute('data-ready') === 'true' || !document.getElementById('error').hidden;");
+        // Its links, script and stylesheet.
+        let links = browser.script(&format!("return Array.from(document.querySelectorAll('a[href], link[href], script[src]')).map(n => n.getAttribute('href') || n.getAttribute('src')).filter(h => !h.includes('token={token}'));"));
+        without.push((page, links));
+    }
+    browser.click("#home");
+    browser.wait_for("the run list", "return location.pathname === '/' && document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
+    let empty = json!([]);
+    assert_eq!(
+        without,
+        vec![("/", empty.clone()), ("/runs/basic", empty.clone()), ("/usage", empty.clone()), ("/live", empty.clone()), ("/compare?a=basic&b=basic", empty.clone()), ("/runs/nope", empty)]
+    );
+}
