@@ -197,6 +197,14 @@ pub struct ClaudeAttributor {
     tools: HashMap<String, (String, Option<ThreadId>)>,
     /// Background command task id → its owner.
     commands: HashMap<String, Option<ThreadId>>,
+    /// A `run_in_background` Bash call's tool_use id → what it runs (its
+    /// description, else its command): a transcript names the task only in
+    /// the call's result.
+    background_calls: HashMap<String, Option<String>>,
+    /// Background commands started from a transcript's tool result and not
+    /// ended yet: its `<task-notification>` ends them (the stream's own
+    /// `task_notification` ends the stream's).
+    transcript_commands: HashSet<String>,
     helpers: HashMap<ThreadId, HelperTrack>,
     books: HashMap<ThreadId, UsageBook>,
     /// The model of each agent's last reply.
@@ -1205,6 +1213,13 @@ impl ClaudeAttributor {
                 ContentBlock::ToolUse { id, name, input } => {
                     self.tools
                         .insert(id.clone(), (name.clone(), thread.clone()));
+                    if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
+                        let runs = ["description", "command"]
+                            .into_iter()
+                            .find_map(|key| input.get(key).and_then(Value::as_str).filter(|text| !text.is_empty()))
+                            .map(str::to_owned);
+                        self.background_calls.insert(id.clone(), runs);
+                    }
                     if is_spawn_tool(&name) {
                         self.note_spawn(&id, thread.clone(), &input);
                     }
@@ -1234,6 +1249,8 @@ impl ClaudeAttributor {
                         self.spawn_result(&tool_use_id, is_error, &content, record, derived);
                     } else if name == "SendMessage" && !is_error && self.reading_transcript {
                         self.resumed_by_message(record, derived);
+                    } else if !is_error && self.reading_transcript {
+                        self.background_started(&tool_use_id, thread.as_ref(), record, derived);
                     }
                     if self.recorded_tool_results.insert(tool_use_id.clone()) {
                         events.push(Event::ToolResult {
@@ -1501,8 +1518,47 @@ impl ClaudeAttributor {
         self.start_helper(&thread, None, derived);
     }
 
+    /// A transcript's result of a `run_in_background` call that names its
+    /// task (`toolUseResult.backgroundTaskId`): a background command starts,
+    /// owned by the caller, as the stream's `task_started` starts one.
+    fn background_started(&mut self, tool_use_id: &str, caller: Option<&ThreadId>, record: &Record, derived: &mut Derived) {
+        let Some(runs) = self.background_calls.get(tool_use_id).cloned() else {
+            return;
+        };
+        let Some(task) = structured_result(record)
+            .as_ref()
+            .and_then(|result| result.get("backgroundTaskId"))
+            .and_then(Value::as_str)
+            .filter(|task| !task.is_empty())
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        // The root's only: its transcript gets the `<task-notification>`
+        // that ends the shell, where a subagent's shell is killed with its
+        // agent and no notification follows (a record started here would
+        // read working until the session's end).
+        let Some(caller) = caller.filter(|caller| self.is_root(caller)) else {
+            return;
+        };
+        if self.commands.contains_key(&task) {
+            return;
+        }
+        self.commands.insert(task.clone(), Some(caller.clone()));
+        self.transcript_commands.insert(task.clone());
+        derived.push((
+            Who::Thread(caller.clone()),
+            Event::ItemStarted {
+                description: runs,
+                item_type: "backgroundCommand".to_owned(),
+                item_id: Some(ItemId::from(task.as_str())),
+                turn_id: None,
+            },
+        ));
+    }
+
     /// A root user text holding a `<task-notification>` (transcripts of
-    /// background runs): ends the subagent it names.
+    /// background runs): ends the subagent or background command it names.
     fn task_notification_text(&mut self, text: &str, derived: &mut Derived) {
         if !text.trim_start().starts_with("<task-notification>") {
             return;
@@ -1510,6 +1566,22 @@ impl ClaudeAttributor {
         let Some(task) = xml_value(text, "task-id") else {
             return;
         };
+        if self.transcript_commands.remove(&task) {
+            if let Some(Some(owner)) = self.commands.get(&task).cloned() {
+                derived.push((
+                    Who::Thread(owner),
+                    Event::ItemCompleted {
+                        activity_kind: None,
+                        agent_thread_id: None,
+                        status: xml_value(text, "status"),
+                        item_type: "backgroundCommand".to_owned(),
+                        item_id: Some(ItemId::from(task.as_str())),
+                        turn_id: None,
+                    },
+                ));
+            }
+            return;
+        }
         let Some(thread) = self.by_agent.get(&task).cloned() else {
             return;
         };

@@ -106,10 +106,14 @@ pub fn session_of(run: RunSummary, agents: &[AgentNode], records: &[ChildWorkRec
     for agent in agents {
         push_agent(&mut rows, agent, 0, records, over, &run);
     }
-    // Records of threads the tree does not hold (a child seen only by its
-    // record) still show, at the top level.
+    // Records the tree does not place (a child seen only by its record, a
+    // command of a launcher the tree does not hold) still show, at the top
+    // level.
     for record in records {
-        let placed = record.kind == ChildWorkKind::Command || rows.iter().any(|row: &AgentRow| row.thread_id == record.provider_id);
+        let placed = match record.kind {
+            ChildWorkKind::Agent => rows.iter().any(|row: &AgentRow| row.thread_id == record.provider_id),
+            ChildWorkKind::Command => agents.iter().any(|agent| places(agent, record)),
+        };
         if !placed {
             rows.push(record_row(record, 1, None));
         }
@@ -157,15 +161,30 @@ fn push_agent(rows: &mut Vec<AgentRow>, agent: &AgentNode, depth: usize, records
     };
     rows.push(row);
     // Its background commands, then its children.
-    let own = format!(":{}", agent.thread_id.0);
-    for command in records.iter().filter(|record| {
-        record.kind == ChildWorkKind::Command && record.parent_child_work_id.as_ref().is_some_and(|parent| parent.0.ends_with(&own))
-    }) {
+    for command in records.iter().filter(|record| launched_by(agent, record)) {
         rows.push(record_row(command, depth + 1, None));
     }
     for child in &agent.children {
         push_agent(rows, child, depth + 1, records, over, run);
     }
+}
+
+/// True when `record` is a command `agent` launched: its parent is the
+/// agent's record, or, for a root (which has no record: a root's command
+/// has no parent), its id names the agent as its launcher.
+fn launched_by(agent: &AgentNode, record: &ChildWorkRecord) -> bool {
+    if record.kind != ChildWorkKind::Command {
+        return false;
+    }
+    match &record.parent_child_work_id {
+        Some(parent) => parent.0.ends_with(&format!(":{}", agent.thread_id.0)),
+        None => record.child_work_id.0.starts_with(&format!("command:{}:", agent.thread_id.0)),
+    }
+}
+
+/// True when `record` is a command of `agent` or of one below it.
+fn places(agent: &AgentNode, record: &ChildWorkRecord) -> bool {
+    launched_by(agent, record) || agent.children.iter().any(|child| places(child, record))
 }
 
 fn record_row(record: &ChildWorkRecord, depth: usize, cost: Option<(Option<f64>, CostStatus)>) -> AgentRow {

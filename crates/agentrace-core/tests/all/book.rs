@@ -532,3 +532,76 @@ fn a_child_named_before_its_spawn_is_no_orphan_child_while_the_run_goes_on() {
     }
     assert_eq!(transient, Vec::<String>::new());
 }
+
+/// A Claude background shell read from the session's transcripts (the Bash
+/// call's result names its task, `backgroundTaskId`; a `<task-notification>`
+/// ends it) is a command record as the stream makes it, at work after the
+/// root's interim answer: the transcripts made none, so `watch`, `top` and
+/// `status` of a live session showed no command, and the session read done,
+/// 0 live, while its shell ran.
+#[test]
+fn a_background_shell_read_from_claude_transcripts_is_a_command_as_the_stream_makes_it() {
+    use agentrace_core::childwork::ChildWorkKind;
+    let envelopes = claude_transcripts_in_time_order("bg_shell_task");
+    let first_root_end = envelopes
+        .iter()
+        .position(|envelope| {
+            matches!(envelope.event, EventBody::Known(Event::TurnCompleted { .. }))
+                && envelope.actor.role == agentrace_core::model::Role::Root
+        })
+        .unwrap_or_else(|| panic!("the root's turn never ends"));
+    let mut book = RunBook::new(RunId::from("run-test"));
+    let mut at_the_interim_answer = None;
+    for (index, envelope) in envelopes.iter().enumerate() {
+        book.apply(envelope);
+        if index == first_root_end {
+            at_the_interim_answer = Some((
+                book.session_over(),
+                book.records().iter().map(|record| (record.kind, record.state, record.label.clone())).collect::<Vec<_>>(),
+            ));
+        }
+    }
+    let records: Vec<_> = book.records().iter().map(|record| (record.kind, record.state, record.outcome, record.label.clone())).collect();
+    let label = "Background sleep then echo".to_owned();
+    assert_eq!(
+        (at_the_interim_answer, records, book.session_over()),
+        (
+            Some((false, vec![(ChildWorkKind::Command, ChildWorkState::Working, label.clone())])),
+            vec![(ChildWorkKind::Command, ChildWorkState::Ended, Some(Outcome::Succeeded), label)],
+            true
+        )
+    );
+}
+
+/// A background command the root launched (a Claude root's
+/// `run_in_background` shell: its record has no parent record, the root
+/// having none) is a row under the root in the session at a glance, as a
+/// child's command is under its child: `top` and the viewer's `/live` left
+/// it out, so a session `helpers working` showed no one at work.
+#[test]
+fn a_command_the_root_launched_is_a_row_under_the_root_at_a_glance() {
+    let mut book = RunBook::new(RunId::from("run-test"));
+    for envelope in claude_transcripts_in_time_order("bg_shell_task") {
+        book.apply(&envelope);
+        if book.state().summary().helpers_working {
+            break;
+        }
+    }
+    let view = book.state().view();
+    let session = agentrace_core::overview::session_of(view.run, &view.agents, &book.records(), book.session_over());
+    let rows: Vec<(usize, String, String, bool, bool)> = session
+        .agents
+        .iter()
+        .map(|row| (row.depth, row.label.clone(), row.state.clone(), row.live, row.command))
+        .collect();
+    assert_eq!(
+        (session.live, rows),
+        (
+            true,
+            vec![
+                (0, "Main".to_owned(), "waiting on helpers".to_owned(), false, false),
+                (1, "$ Background sleep then echo".to_owned(), "working".to_owned(), true, true),
+            ]
+        )
+    );
+}
