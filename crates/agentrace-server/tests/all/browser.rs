@@ -1710,3 +1710,54 @@ fn behind_a_token_every_link_of_the_viewer_carries_it() {
         vec![("/", empty.clone()), ("/runs/basic", empty.clone()), ("/usage", empty.clone()), ("/live", empty.clone()), ("/compare?a=basic&b=basic", empty.clone()), ("/runs/nope", empty)]
     );
 }
+
+/// At 800 px the usage page's second table (the top agents) ran off the
+/// window, its costs cut, and the comparison scrolled the whole page
+/// sideways. The usage tables stack, every head of theirs inside the
+/// window, and the comparison scrolls in its own box: neither page
+/// scrolls sideways.
+#[test]
+fn at_800_pixels_the_usage_and_compare_pages_keep_to_the_window() {
+    let scratch = Scratch::new();
+    scratch.capture("codex-01a2298e-95f7-7860-9d07-bbdef83673ed", "real_model_nested");
+    scratch.capture("codex-01a2298e-252f-7401-bdd2-dc53c090568a", "real_model_basic");
+    let counters = |tokens: u64, cost: f64| json!({"inputTokens": tokens, "cachedInputTokens": 0, "cacheCreationTokens": 0, "outputTokens": 0, "reasoningTokens": 0, "totalTokens": tokens, "cost": cost, "costStatus": "exact"});
+    let report = json!({
+        "days": [{"day": "2026-11-29", "totals": counters(232089, 0.25), "providers": {"codex": counters(232089, 0.25)}, "models": {"gpt-6.1-sol": counters(232089, 0.25)}}],
+        "topRuns": [
+            {"runId": "codex-01a2298e-95f7-7860-9d07-bbdef83673ed", "sessionId": "01a2298e-95f7-7860-9d07-bbdef83673ed", "provider": "codex", "startedAt": "2026-11-29T23:05:40.082Z", "counters": counters(147050, 0.1601)},
+            {"runId": "codex-01a2298e-252f-7401-bdd2-dc53c090568a", "sessionId": "01a2298e-252f-7401-bdd2-dc53c090568a", "provider": "codex", "startedAt": "2026-11-29T23:05:11.210Z", "counters": counters(85039, 0.0928)},
+        ],
+        "topAgents": [
+            {"label": "Echo task A [general-purpose]", "agents": 11, "counters": counters(38000, 0.1694)},
+            {"label": "/root/child_a/child_g", "agents": 1, "counters": counters(32000, 0.0345)},
+        ],
+        "totals": counters(232089, 0.25),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let options = Options {
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
+        ..Options::default()
+    };
+    let (address, server) = runtime
+        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    runtime.spawn(server);
+    let browser = Browser::start();
+    browser.resize(800, 900);
+    let fits = "const w = document.documentElement.clientWidth; return [document.documentElement.scrollWidth <= w, Array.from(document.querySelectorAll(arguments[0])).map(th => [th.textContent, th.getBoundingClientRect().right <= w])];";
+    browser.goto(&format!("http://{address}/usage"));
+    browser.wait_for("the usage page", READY);
+    let usage = browser.call("POST", &browser.session_path("/execute/sync"), json!({"script": fits, "args": ["#top-runs thead th, #top-agents thead th"]}));
+    browser.goto(&format!("http://{address}/compare?a=codex-01a2298e-95f7-7860-9d07-bbdef83673ed&b=codex-01a2298e-252f-7401-bdd2-dc53c090568a"));
+    browser.wait_for("the comparison", READY);
+    let compared = browser.call("POST", &browser.session_path("/execute/sync"), json!({"script": fits, "args": ["#nothing"]}));
+    let heads: Vec<Value> = ["run", "provider", "started (UTC)", "tokens", "cost", "label", "agents", "tokens", "cost"].iter().map(|name| json!([name, true])).collect();
+    assert_eq!(
+        (usage, compared),
+        (
+            json!([true, heads]),
+            json!([true, []])
+        )
+    );
+}
