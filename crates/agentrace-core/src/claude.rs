@@ -1378,6 +1378,37 @@ impl ClaudeAttributor {
                 },
             ));
         }
+        if record.is_api_error_message == Some(true) {
+            // The model call failed: the CLI wrote this reply itself (its
+            // text `API Error: …`) and ended the turn, as its stream's
+            // result says with `is_error`. The turn failed; the error is no
+            // answer (a later turn that is answered makes the run done).
+            let error = Some(texts.join("\n")).filter(|text| !text.is_empty());
+            let turn = self
+                .open_root_turns
+                .pop_front()
+                .unwrap_or_else(|| TurnId::from(record.uuid.clone().unwrap_or_default()));
+            derived.push((
+                Who::Frame,
+                Event::TurnCompleted {
+                    last_message: None,
+                    turn_id: turn.clone(),
+                    status: "failed".to_owned(),
+                    error: error.clone(),
+                    duration_ms: None,
+                    usage: self.root_total(),
+                },
+            ));
+            derived.push((
+                Who::Frame,
+                Event::Failed {
+                    error,
+                    source_thread_id: self.root.clone(),
+                    turn_id: Some(turn),
+                },
+            ));
+            return;
+        }
         let stopped = matches!(
             message.stop_reason.as_deref(),
             Some("end_turn" | "stop_sequence" | "max_tokens" | "refusal")

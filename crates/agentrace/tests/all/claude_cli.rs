@@ -355,3 +355,82 @@ fn a_transcript_named_by_its_bare_file_name_is_read_with_its_subagents() {
     );
     assert_eq!(tree(&by_name).len(), 3);
 }
+
+/// A transcript's lines of one session in `cwd` (`/work/app`), as Claude
+/// Code 2.1 writes them (a real capture's, paths made neutral): a prompt,
+/// then for each `(text, failed)` the reply, the CLI's own `API Error: …`
+/// one when `failed`.
+fn transcript(session: &str, turns: &[(&str, &str, bool)]) -> String {
+    let mut lines = Vec::new();
+    let mut parent = serde_json::Value::Null;
+    for (index, (prompt, reply, failed)) in turns.iter().enumerate() {
+        let second = |s: u32| format!("2026-11-30T10:00:{:02}.000Z", index as u32 * 10 + s);
+        let prompt_id = format!("{session}-p{index}");
+        lines.push(serde_json::json!({
+            "parentUuid": parent, "isSidechain": false, "type": "user",
+            "message": {"role": "user", "content": prompt}, "uuid": prompt_id,
+            "timestamp": second(0), "userType": "external", "entrypoint": "sdk-cli",
+            "cwd": "/work/app", "sessionId": session, "version": "2.1.332",
+        }));
+        let reply_id = format!("{session}-r{index}");
+        let mut record = serde_json::json!({
+            "parentUuid": prompt_id, "isSidechain": false, "type": "assistant", "uuid": reply_id,
+            "timestamp": second(1),
+            "message": {"id": format!("msg_{session}_{index}"), "model": if *failed { "<synthetic>" } else { "claude-sonnet-4-5" },
+                        "role": "assistant", "stop_reason": if *failed { "stop_sequence" } else { "end_turn" }, "stop_sequence": "", "type": "message",
+                        "usage": {"input_tokens": if *failed { 0 } else { 1200 }, "output_tokens": if *failed { 0 } else { 30 }, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+                        "content": [{"type": "text", "text": reply}]},
+            "userType": "external", "entrypoint": "sdk-cli", "cwd": "/work/app", "sessionId": session, "version": "2.1.332",
+        });
+        if *failed {
+            record["apiError"] = "connection_failed".into();
+            record["error"] = "server_error".into();
+            record["isApiErrorMessage"] = true.into();
+            record["failedResponseHadNoToolCall"] = true.into();
+        }
+        lines.push(record);
+        parent = serde_json::Value::from(reply_id);
+    }
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// When the model cannot be reached, Claude Code writes its own reply into
+/// the transcript (`isApiErrorMessage`, `API Error: …`) and `claude -p`
+/// exits 1; its stream's result says `is_error`, and `run claude` records a
+/// failed run. Imported from the transcript, the same session read `done`,
+/// the error text as the root's answer, and `runs --status failed` missed
+/// it. A session the user went on with after the error, its next turn
+/// answered, is done with that answer.
+#[test]
+fn a_claude_turn_whose_model_call_failed_is_a_failed_run_when_imported_from_its_transcript() {
+    let error = "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)";
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let project = dir.path().join("claude/projects/-work-app");
+    std::fs::create_dir_all(&project).unwrap_or_else(|e| panic!("{e}"));
+    let failed = "27b74d7a-0dca-4047-b04f-2a577f57fd1c";
+    let recovered = "3f0c3e51-7c55-4a8e-9d0b-2d3c1a9e8b11";
+    std::fs::write(project.join(format!("{failed}.jsonl")), transcript(failed, &[("Fix the parser.", error, true)])).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        project.join(format!("{recovered}.jsonl")),
+        transcript(recovered, &[("Fix the parser.", error, true), ("Try again.", "Fixed: the parser reads nested lists.", false)]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &dir.path().join("none").to_string_lossy(), "--claude-dir", &dir.path().join("claude").to_string_lossy()]);
+    let ended = |session: &str| {
+        let view = show(&cli, &format!("claude-{session}"));
+        (view["run"]["status"].clone(), view["run"]["error"].clone(), view["run"]["result"].clone(), view["agents"][0]["status"].clone())
+    };
+    let failed_runs: Vec<Value> = serde_json::from_str::<Value>(&cli.ok(&["runs", "--status", "failed", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"]
+        .as_array()
+        .map(|runs| runs.iter().map(|run| run["id"].clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        (ended(failed), ended(recovered), failed_runs),
+        (
+            (Value::from("failed"), Value::from(error), Value::Null, Value::from("failed")),
+            (Value::from("done"), Value::Null, Value::from("Fixed: the parser reads nested lists."), Value::from("completed")),
+            vec![Value::from(format!("claude-{failed}"))],
+        )
+    );
+}
