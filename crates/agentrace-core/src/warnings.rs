@@ -767,8 +767,10 @@ pub fn silent_agent(facts: &RunFacts<'_>, config: &WarningConfig) -> Check {
 pub fn orphan_child(facts: &RunFacts<'_>, _config: &WarningConfig) -> Check {
     // A live Codex stream names a child's thread a moment before the spawn
     // that made it: while an agent may still spawn, its spawner may yet be
-    // seen, and a warning raised now would vanish with the next line.
-    if facts.view.run.status == RunStatus::Running || facts.view.run.helpers_working {
+    // seen, and a warning raised now would vanish with the next line. A
+    // session that ended (mid-turn too: a crash) spawns nothing more.
+    let run = &facts.view.run;
+    if (run.status == RunStatus::Running && !run.session_ended) || run.helpers_working {
         return Check::Ok;
     }
     let found: Vec<Warning> = facts

@@ -612,6 +612,32 @@ fn a_thread_nothing_links_to_a_spawner_is_orphan_child() {
     );
 }
 
+/// While the run goes on a thread's spawner may yet be seen (a live Codex
+/// stream names a child a moment before its spawn ends): no orphan yet.
+/// Once its session ended, mid-turn as a crash leaves it, nothing can spawn
+/// any more, and the thread no spawner links is `orphan_child`.
+#[test]
+fn a_thread_no_spawner_links_is_orphan_child_once_its_session_ended_even_mid_turn() {
+    let log = Log::new().turn(root(), "t-root").say(root(), "user", "Build the site").say(stranger(), "assistant", "hello");
+    let (mut view, evidence) = log.facts();
+    let judged = |view: &RunView| orphan_child(&RunFacts { view, evidence: &evidence, now: None }, &WarningConfig::default());
+    let while_running = judged(&view);
+    view.run.session_ended = true;
+    assert_eq!(
+        (while_running, judged(&view)),
+        (
+            Check::Ok,
+            warn(
+                "orphan_child",
+                Severity::Warning,
+                "thread stranger-thread has no known spawner: nothing links it to a spawner",
+                None,
+                Some("stranger-thread")
+            )
+        )
+    );
+}
+
 #[test]
 fn a_spawned_helper_is_not_orphan_child() {
     let config = WarningConfig::default();
