@@ -352,6 +352,13 @@ async function loadRuns() {
   }
   const count = document.getElementById("runs-total");
   count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
+  // An empty list says why: nothing recorded yet, or nothing that the
+  // filters keep (it was a bare head of columns).
+  const empty = document.getElementById("runs-empty");
+  empty.hidden = total > 0;
+  empty.textContent = Object.keys(list.filters).length
+    ? "No run matches these filters."
+    : "No runs yet: `agentrace import` reads the Codex and Claude Code sessions on disk, `agentrace samples` records three to look at, and `agentrace serve --watch` follows new ones.";
   const prev = document.getElementById("runs-prev");
   const next = document.getElementById("runs-next");
   // Pages of another order than the newest first are not older or newer.
@@ -1168,6 +1175,12 @@ const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948
 function stackedChart(id, days, group, measure, format) {
   const box = document.getElementById(id);
   clear(box);
+  // Nothing counted yet: said, where an empty chart's axis read `1e-9`
+  // (the floor of its scale, printed).
+  if (!days.length) {
+    box.append(el("p", { class: "empty" }, "No usage recorded yet: `agentrace import` reads your Codex and Claude Code history."));
+    return;
+  }
   const keys = [];
   for (const day of days) for (const key of Object.keys(day[group] || {})) if (!keys.includes(key)) keys.push(key);
   keys.sort();
@@ -1194,7 +1207,7 @@ function stackedChart(id, days, group, measure, format) {
     }
     chart.append(svg("text", { x: left + barWidth / 2, y: height + 14, "text-anchor": "middle", class: "axis" }, day.day.slice(5)));
   });
-  chart.append(svg("text", { x: 2, y: 12, class: "axis" }, format(max)));
+  chart.append(svg("text", { x: 2, y: 12, class: "axis" }, format(max > 1e-9 ? max : 0)));
   box.append(chart);
   const legend = el("ul", { class: "legend" });
   keys.forEach((key, i) => {

@@ -1761,3 +1761,46 @@ fn at_800_pixels_the_usage_and_compare_pages_keep_to_the_window() {
         )
     );
 }
+
+/// A home with no runs showed a bare head of columns on the run list and,
+/// on the usage page, two empty charts whose axes read `1e-9` (the floor
+/// of their scale, printed). The list says there are no runs yet and how
+/// to get some, or that its filters keep none; the charts say no usage is
+/// recorded.
+#[test]
+fn an_empty_home_says_so_on_the_run_list_and_the_usage_page() {
+    let scratch = Scratch::new();
+    let empty = json!({"inputTokens": 0, "cachedInputTokens": 0, "cacheCreationTokens": 0, "outputTokens": 0, "reasoningTokens": 0, "totalTokens": 0, "cost": 0.0, "costStatus": "exact"});
+    // What `agentrace usage --json` counts over no run.
+    let report = json!({"days": [], "topRuns": [], "topAgents": [], "totals": empty});
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let options = Options {
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
+        ..Options::default()
+    };
+    let (address, server) = runtime
+        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    runtime.spawn(server);
+    let browser = Browser::start();
+    // What the list's section says below its head of columns.
+    let said = "const view = document.getElementById('runs-view'); const table = document.getElementById('runs'); return view.innerText.slice(view.innerText.indexOf(table.innerText) + table.innerText.length).trim();";
+    browser.goto(&format!("http://{address}/"));
+    browser.wait_for("the run list", READY);
+    let fresh = browser.script(said);
+    browser.goto(&format!("http://{address}/?provider=claude"));
+    browser.wait_for("the run list", READY);
+    let filtered = browser.script(said);
+    browser.goto(&format!("http://{address}/usage"));
+    browser.wait_for("the usage page", READY);
+    let charts = browser.script("return ['chart-tokens', 'chart-cost'].map(id => document.getElementById(id).textContent);");
+    let no_usage = "No usage recorded yet: `agentrace import` reads your Codex and Claude Code history.";
+    assert_eq!(
+        (fresh, filtered, charts),
+        (
+            json!("No runs yet: `agentrace import` reads the Codex and Claude Code sessions on disk, `agentrace samples` records three to look at, and `agentrace serve --watch` follows new ones.\n\n0 of 0 runs"),
+            json!("No run matches these filters.\n\n0 of 0 runs"),
+            json!([no_usage, no_usage])
+        )
+    );
+}
