@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use agentrace_core::book::Changes;
-use agentrace_core::childwork::{ChangeKind, ChildWorkChange};
+use agentrace_core::childwork::ChildWorkChange;
 use agentrace_core::model::{Envelope, RunId, ThreadId, Warning};
 use agentrace_core::warnings::WarningConfig;
 use agentrace_store::{Home, RunFold};
@@ -26,7 +26,6 @@ use serde::Serialize;
 use crate::warning_config::WarningArgs;
 use crate::output::Out;
 use crate::render;
-use crate::commands::status::line;
 
 /// How long to wait for a notification before looking at the file anyway
 /// (a safety net for file systems that drop notifications, not a poll loop).
@@ -236,7 +235,7 @@ fn print_warning(
     if json {
         out.json(&Item::Warning { warning })?;
     } else {
-        out.line(format!("  {:<8} {}: {}", crate::commands::check::severity_word(warning.severity), warning.code, warning.message))?;
+        out.line(crate::commands::status::warning_line(warning))?;
     }
     Ok(())
 }
@@ -267,15 +266,7 @@ fn print_changes(
         if json {
             out.json(&Item::Change(change))?;
         } else {
-            let word = match change.change {
-                ChangeKind::Admitted => "admitted",
-                ChangeKind::Updated => "updated",
-                ChangeKind::Ended => "ended",
-                ChangeKind::Settled => "settled",
-            };
-            // The age as it was when the change happened, not as of today.
-            let at = change.record.updated_at;
-            out.line(format!("  {word:<8} {}", line(&change.record, "", 0, at)))?;
+            out.line(crate::commands::status::change_line(change))?;
         }
     }
     for warning in config.filter(changes.warnings) {

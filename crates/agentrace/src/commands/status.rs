@@ -229,6 +229,25 @@ pub fn line(record: &ChildWorkRecord, indent: &str, width: usize, now: Timestamp
     columns.join("  ")
 }
 
+/// A record change as `attach` prints it (and `top`'s events view):
+/// `  ended    Kant  agent  ended succeeded  …`, its age as it was when the
+/// change happened, not as of today.
+pub fn change_line(change: &agentrace_core::childwork::ChildWorkChange) -> String {
+    use agentrace_core::childwork::ChangeKind;
+    let word = match change.change {
+        ChangeKind::Admitted => "admitted",
+        ChangeKind::Updated => "updated",
+        ChangeKind::Ended => "ended",
+        ChangeKind::Settled => "settled",
+    };
+    format!("  {word:<8} {}", line(&change.record, "", 0, change.record.updated_at))
+}
+
+/// A warning as `attach` prints it: `  warning  code: message`.
+pub fn warning_line(warning: &agentrace_core::model::Warning) -> String {
+    format!("  {:<8} {}: {}", crate::commands::check::severity_word(warning.severity), warning.code, warning.message)
+}
+
 fn outcome_word(outcome: agentrace_core::childwork::Outcome) -> &'static str {
     use agentrace_core::childwork::Outcome;
     match outcome {

@@ -16,7 +16,7 @@ use std::time::Duration;
 use agentrace_core::model::{Provider, RunId, RunStatus, Timestamp};
 use agentrace_core::overview::{session_of_view, AgentRow, Session, ToolNow};
 use agentrace_core::state::CostStatus;
-use agentrace_store::{Home, LogReader};
+use agentrace_store::Home;
 use anyhow::Context as _;
 use clap::Args;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -29,7 +29,7 @@ use crate::commands::import::ImportArgs;
 use crate::clock::now;
 use crate::output::Out;
 use crate::render::{event_text, one_line, short_tokens};
-use crate::commands::status::duration;
+use crate::commands::status::{change_line, duration, warning_line};
 use crate::commands::watch::Follower;
 
 /// `agentrace top` arguments.
@@ -604,13 +604,32 @@ impl Rechecks {
     }
 }
 
-/// A run's events as `attach` prints them.
+/// A run's events as `attach` prints them: each envelope (its actor as
+/// known then), the record changes and warnings it made, then the
+/// detectors' warnings as `show` lists them now, each once. The record
+/// changes (a helper admitted, its tool, its end) were left out.
 fn event_lines(home: &Home, id: &RunId) -> anyhow::Result<Vec<String>> {
-    let path = home.log_path(id);
-    let mut reader = LogReader::open(&path)?.with_run_id(id.clone());
+    let config = home.warnings();
+    let mut fold = agentrace_store::RunFold::priced(id.clone(), home.prices());
     let mut lines = Vec::new();
-    for envelope in &mut reader {
-        lines.push(event_text(&envelope?));
+    let mut told: Vec<(String, Option<agentrace_core::model::ThreadId>)> = Vec::new();
+    let mut tell = |lines: &mut Vec<String>, warning: &agentrace_core::model::Warning| {
+        let key = (warning.code.clone(), warning.thread_id.clone());
+        if !told.contains(&key) {
+            told.push(key);
+            lines.push(warning_line(warning));
+        }
+    };
+    fold.follow_each(&home.log_path(id), |envelope, changes, _| {
+        lines.push(event_text(envelope));
+        lines.extend(changes.records.iter().map(change_line));
+        for warning in config.filter(changes.warnings) {
+            tell(&mut lines, &warning);
+        }
+    })?;
+    let (view, _) = fold.checked_view(config, Some(now()));
+    for warning in &view.warnings {
+        tell(&mut lines, warning);
     }
     Ok(lines)
 }

@@ -183,6 +183,38 @@ fn top_shows_a_growing_codex_session_live_in_80_columns_and_answers_its_keys() {
     tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
 }
 
+/// Enter shows a session's events as `attach` prints them: each event,
+/// the record changes it made (a helper admitted, its tool, its end) and
+/// the warnings, line for line (the record changes were left out, so the
+/// view said nothing of how a helper ended but the raw events).
+#[test]
+fn tops_events_view_shows_a_session_as_attach_prints_it() {
+    const COLUMNS: usize = 200;
+    let cli = Cli::new();
+    let run = cli.ingest(&super::support::capture("v1_basic"), &["--quiet"]);
+    let attached = cli.ok(&["attach", &run]);
+    let homes = Homes::new();
+    let tmux = Tmux::top_sized(&cli, &homes, u16::try_from(COLUMNS).unwrap_or(u16::MAX));
+    tmux.wait_for("the session", |screen| screen.contains("1 session"));
+    tmux.keys(&["Enter"]);
+    let events = tmux.wait_for("the events", |screen| screen.contains("events of"));
+    // The view follows the end: the last lines, each cut to the window.
+    let shown: Vec<&str> = events.lines().skip(1).take(22).collect();
+    let cut = |line: &str| -> String {
+        if line.chars().count() <= COLUMNS {
+            line.trim_end().to_owned()
+        } else {
+            line.chars().take(COLUMNS - 1).chain(std::iter::once('…')).collect()
+        }
+    };
+    let lines: Vec<&str> = attached.lines().collect();
+    let expected: Vec<String> = lines[lines.len().saturating_sub(22)..].iter().map(|line| cut(line)).collect();
+    assert!(expected.iter().any(|line| line.starts_with("  updated ") || line.starts_with("  ended ")), "no record change in the view's lines:\n{attached}");
+    assert_eq!(shown, expected, "{events}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
+}
+
 /// `top` judges what each pass brings by the home's warning config as it
 /// is then, as the pass judged the run's record: a helper rule written
 /// while `top` runs counts on the session's line once its session grows
