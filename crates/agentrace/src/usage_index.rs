@@ -514,6 +514,10 @@ impl UsageNode {
         // with one model its own figures are its one part.
         let tokens_by_model = match (&node.usage_parts[..], &node.tokens_by_model[..], node.tokens) {
             ([_, ..], _, _) => node.usage_parts.clone(),
+            // No tokens at all (a reply the CLI wrote itself when the model
+            // could not be reached) is no part: it was one of 0 tokens
+            // under `unknown`, a model nobody used, in `--by model`.
+            ([], [], Some(tokens)) if tokens == TokenUsage::default() => Vec::new(),
             ([], [], Some(tokens)) => vec![ModelTokens {
                 model: node.model.clone(),
                 tokens,

@@ -434,3 +434,32 @@ fn a_claude_turn_whose_model_call_failed_is_a_failed_run_when_imported_from_its_
         )
     );
 }
+
+/// A reply Claude Code wrote itself when the model could not be reached
+/// names no model and reports no tokens: `usage --by model` listed an
+/// `unknown` model of 0 tokens beside the user's real ones (and `--by day
+/// --breakdown` under each day), a model nobody used. It lists the models
+/// that were used, and the totals are as they were.
+#[test]
+fn usage_by_model_lists_no_unknown_model_for_a_reply_the_cli_wrote_itself() {
+    let error = "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)";
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let project = dir.path().join("claude/projects/-work-app");
+    std::fs::create_dir_all(&project).unwrap_or_else(|e| panic!("{e}"));
+    let failed = "27b74d7a-0dca-4047-b04f-2a577f57fd1c";
+    let answered = "3f0c3e51-7c55-4a8e-9d0b-2d3c1a9e8b11";
+    std::fs::write(project.join(format!("{failed}.jsonl")), transcript(failed, &[("Fix the parser.", error, true)])).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(project.join(format!("{answered}.jsonl")), transcript(answered, &[("Fix the parser.", "Fixed.", false)])).unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let claude = dir.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--quiet", "--codex-home", &dir.path().join("none").to_string_lossy(), "--claude-dir", &claude]);
+    let models = |report: &Value| -> (Vec<String>, Value) {
+        (report["models"].as_object().map(|models| models.keys().cloned().collect()).unwrap_or_default(), report["totals"]["totalTokens"].clone())
+    };
+    let imported: Value = serde_json::from_str(&cli.ok(&["usage", "--by", "model", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--by", "model", "--json", "--claude-dir", &claude, "--provider", "claude"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (models(&imported), models(&straight)),
+        ((vec!["claude-sonnet-4-5".to_owned()], Value::from(1230)), (vec!["claude-sonnet-4-5".to_owned()], Value::from(1230)))
+    );
+}
