@@ -371,6 +371,11 @@ fn by_model(node: &UsageNode) -> Vec<(Option<String>, Counters)> {
     parts
 }
 
+/// Whether any agent of `agents` (or under them) reported usage.
+fn reported_usage(agents: &[UsageNode]) -> bool {
+    agents.iter().any(|agent| agent.tokens.is_some() || !agent.tokens_by_model.is_empty() || reported_usage(&agent.children))
+}
+
 /// The session `usage` reports of `tree`, recorded as run `run_id`.
 pub fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
     let mut agents = Vec::new();
@@ -415,6 +420,13 @@ pub fn session(tree: &UsageTree, run_id: Option<&RunId>) -> SessionUsage {
         counters.add(&row.counters);
     }
     counters.missing(Reasons::of(&tree.incomplete));
+    // A session none of whose agents reported usage (its only model call
+    // failed) costs what its run does, unknown: `$0 exact` read as free
+    // where `show` and `runs` say `$?`.
+    if !reported_usage(&tree.agents) && tree.outside_tree.is_empty() {
+        (counters.cost, counters.cost_status) =
+            agentrace_core::state::cost_once_used(None::<TokenUsage>, || (counters.cost, counters.cost_status));
+    }
     SessionUsage {
         provider: tree.provider.as_str().to_owned(),
         session_id: tree.session_id.clone(),

@@ -1360,3 +1360,35 @@ fn diff_prints_a_floor_cost_as_a_floor_as_show_does() {
         "{text}"
     );
 }
+
+/// A Codex session whose root's only model call failed reported no usage:
+/// `show` and `runs` give its cost as unknown (`$?`, `null`), never a
+/// free `$0` (`cost_once_used`), but `usage` gave the session `0.0000`,
+/// exact, above its only agent's `?`. The session is unknown as its run
+/// is, imported or straight from the folders.
+#[test]
+fn a_session_that_reported_no_usage_costs_in_usage_what_its_run_costs() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let day = dir.path().join("codex/sessions/2026/11/29");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
+    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
+    let lines = [
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.380Z","type":"turn_context","payload":{{"turn_id":"{turn}","cwd":"/work/app","model":"gpt-5.1-codex"}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
+    ];
+    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    let codex = dir.path().join("codex").to_string_lossy().into_owned();
+    let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--codex-home", &codex, "--provider", "codex"])).unwrap_or_else(|e| panic!("{e}"));
+    cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &dir.path().join("none").to_string_lossy()]);
+    let imported: Value = serde_json::from_str(&cli.ok(&["usage", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let show: Value = serde_json::from_str(&cli.ok(&["show", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let cost = |value: &Value| (value["cost"].clone(), value["costStatus"].clone());
+    assert_eq!(
+        (cost(&straight["sessions"][0]), cost(&imported["sessions"][0]), cost(&show["run"])),
+        ((Value::Null, Value::from("unknown")), (Value::Null, Value::from("unknown")), (Value::Null, Value::from("unknown")))
+    );
+}
