@@ -82,8 +82,9 @@ pub struct ToolNow {
 
 /// [`session_of`] a run's checked view (its warnings judged at a time, see
 /// [`crate::warnings::checked`]): each agent a `silent_agent` warning names
-/// is marked [`AgentRow::silent`].
-pub fn session_of_view(view: RunView, records: &[ChildWorkRecord], over: bool) -> Session {
+/// is marked [`AgentRow::silent`], and each live agent was last heard from
+/// at its last line (`evidence`, what `silent_agent` counts from).
+pub fn session_of_view(view: RunView, records: &[ChildWorkRecord], over: bool, evidence: &crate::warnings::Evidence) -> Session {
     let silent: Vec<String> = view
         .warnings
         .iter()
@@ -93,6 +94,14 @@ pub fn session_of_view(view: RunView, records: &[ChildWorkRecord], over: bool) -
     let mut session = session_of(view.run, &view.agents, records, over);
     for row in &mut session.agents {
         row.silent = row.live && silent.contains(&row.thread_id);
+        // A record changes on a tool, a message, tokens; an agent's other
+        // lines (a Claude helper's attachments and requests) are its
+        // activity too: its silence counts from its last line, as the
+        // detector's does, or the two told different times.
+        if row.live && !row.command {
+            let last = evidence.last_activity(&crate::model::ThreadId::from(row.thread_id.as_str()));
+            row.heard_at = row.heard_at.max(last);
+        }
     }
     session
 }

@@ -126,6 +126,12 @@ struct ThreadEvidence {
 }
 
 impl Evidence {
+    /// When `thread` was last heard from: its last envelope's time (what
+    /// `silent_agent` counts a helper's quiet from).
+    pub fn last_activity(&self, thread: &ThreadId) -> Option<Timestamp> {
+        self.threads.get(thread).and_then(|evidence| evidence.last_activity)
+    }
+
     /// Folds one envelope in (corrections need not be applied: facts are
     /// kept by thread id, roles are read from the view).
     pub fn apply(&mut self, envelope: &Envelope) {

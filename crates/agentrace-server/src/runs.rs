@@ -144,6 +144,12 @@ impl LiveRun {
         (agentrace_store::WaterfallSource::of(&self.fold, &view.agents), self.path.clone())
     }
 
+    /// What the detectors read besides the view (when each agent was last
+    /// heard from, say).
+    pub fn evidence(&self) -> &agentrace_core::warnings::Evidence {
+        self.fold.book().evidence()
+    }
+
     /// True once the session is over by the run book's rule (a root whose
     /// turn ended while a helper works on is not).
     pub fn session_over(&self) -> bool {

@@ -605,3 +605,30 @@ fn a_command_the_root_launched_is_a_row_under_the_root_at_a_glance() {
         )
     );
 }
+
+/// A live helper at a glance was last heard from when its last line came
+/// (what `silent_agent` counts from), not when its record last changed: a
+/// Claude helper's transcript lines that change no record (its
+/// attachments, its requests) are its activity too, and `top`'s silent
+/// column read 9.9 s on a helper `silent_agent` (limit 4 s) did not call
+/// silent, the two counting from different times.
+#[test]
+fn a_live_helper_at_a_glance_was_last_heard_from_at_its_last_line() {
+    let mut book = RunBook::new(RunId::from("run-test"));
+    let mut apart = Vec::new();
+    let mut live_rows = 0;
+    for envelope in claude_transcripts_in_time_order("parallel_bg") {
+        book.apply(&envelope);
+        let view = book.state().view();
+        let session = agentrace_core::overview::session_of_view(view, &book.records(), book.session_over(), book.evidence());
+        for row in session.agents.iter().filter(|row| row.live && !row.command && row.depth > 0) {
+            live_rows += 1;
+            let last = book.evidence().last_activity(&agentrace_core::model::ThreadId::from(row.thread_id.as_str()));
+            if row.heard_at != last {
+                apart.push((envelope.sequence, row.label.clone(), row.heard_at, last));
+            }
+        }
+    }
+    assert!(live_rows > 0, "no live helper row");
+    assert_eq!(apart, Vec::new());
+}

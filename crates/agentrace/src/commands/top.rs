@@ -564,7 +564,7 @@ fn load(home: &Home, id: &RunId) -> anyhow::Result<(Session, Option<Duration>)> 
     let (view, recheck) = loaded.checked_view_until(home.warnings(), Some(now()));
     let over = loaded.book.session_over();
     let recheck = recheck.filter(|_| !over).map(Duration::from_millis);
-    Ok((session_of_view(view, &loaded.records(), over), recheck))
+    Ok((session_of_view(view, &loaded.records(), over, loaded.book.evidence()), recheck))
 }
 
 /// When each session shown asks to be judged again though no line came:
