@@ -430,6 +430,8 @@ const view = {
   head: 0, // rows[0..head] were dropped already
   droppedThrough: 0, // the last sequence dropped, 0 for none
   lastSequence: 0,
+  // The run's last sequence, as the last page of events said it.
+  logEnd: null,
   generation: 0,
   // `?events=all`: bookkeeping rows shown too.
   allEvents: params.get("events") === "all",
@@ -779,6 +781,15 @@ async function scrollToEvent(sequence) {
     await resetTimeline(sequence);
     row = document.querySelector('#timeline .event[data-seq="' + sequence + '"]');
   }
+  // An event past the run's last as the page just fetched says it (a
+  // stale or mistyped `?seq=`): said, and the run shown from its start,
+  // where the page was an empty timeline under "Events up to #99998 are
+  // not shown". A live run's newer event was fetched above.
+  if (!row && view.logEnd !== null && sequence > view.logEnd) {
+    showError("event #" + sequence + " is not in this run: its events are #1 to #" + view.logEnd);
+    await resetTimeline();
+    return;
+  }
   if (!row && !view.allEvents) {
     // A folded (bookkeeping) event, asked for: every event is shown.
     document.getElementById("show-all").click();
@@ -803,6 +814,7 @@ async function loadMore() {
   try {
     const page = await api("/api/runs/" + encodeURIComponent(view.id) + "/events?" + query);
     if (generation !== view.generation) return;
+    view.logEnd = page.lastSequence;
     page.events.forEach(placeEvent);
     dropOldRows();
     view.next = page.next === null ? (page.events.length ? page.events[page.events.length - 1].sequence : view.next) : page.next;

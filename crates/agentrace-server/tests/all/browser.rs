@@ -1804,3 +1804,23 @@ fn an_empty_home_says_so_on_the_run_list_and_the_usage_page() {
         )
     );
 }
+
+/// A run's page at an event it does not have (`?seq=99999`, a stale or
+/// mistyped link) showed an empty timeline under "Events up to #99998 are
+/// not shown." and no word of why. It says the event is not in the run
+/// and shows the run from its start.
+#[test]
+fn a_run_page_at_an_event_past_its_last_says_so_and_shows_the_run() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let last = api_json(&served, "/api/runs/basic/events?limit=1")["lastSequence"].clone();
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/basic?seq=99999", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for("the timeline", "return document.querySelectorAll('#timeline .event').length > 0 || !document.getElementById('error').hidden;");
+    assert_eq!(
+        browser.script("const error = document.getElementById('error'); return [error.hidden ? null : error.textContent, document.querySelector('#timeline .event') ? Number(document.querySelector('#timeline .event').getAttribute('data-seq')) : null, document.getElementById('earlier').hidden];"),
+        json!([format!("event #99999 is not in this run: its events are #1 to #{last}"), 1, true])
+    );
+}
