@@ -369,6 +369,9 @@ struct ReadOn {
     marks: BTreeMap<String, ReadMark>,
     /// The files unchanged since.
     unchanged: std::collections::BTreeSet<String>,
+    /// Every file as the last import left it: read on only to end the
+    /// session, its files still for the idle limit (no line is new).
+    only_to_end: bool,
 }
 
 /// What changed in a session's files since the last import.
@@ -433,6 +436,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
         Change::Grew(ReadOn {
             marks: previous.files.iter().filter_map(|(path, old)| Some((path.clone(), old.read?))).collect(),
             unchanged: previous.files.iter().filter(|(path, old)| now.get(*path).is_some_and(|stamp| old.is(stamp))).map(|(path, _)| path.clone()).collect(),
+            only_to_end: previous.files.len() == now.len() && now.iter().all(|(path, stamp)| same(path, stamp)),
         })
     } else {
         Change::Changed { shrank, gone }
@@ -638,6 +642,9 @@ struct Tally {
     updated: u64,
     /// Of the updated, those read on from where the last import stopped.
     read_on: u64,
+    /// Of those read on, the ones read only to be ended: no file changed,
+    /// all still for the idle limit (the user changed nothing of them).
+    only_ended: u64,
     unchanged: u64,
     /// Sessions left out because a file of theirs could not be opened.
     left_out: u64,
@@ -941,6 +948,11 @@ impl<'a> Importer<'a> {
             }
         }
         self.tally.read_on += results.iter().filter(|done| done.read_on).count() as u64;
+        self.tally.only_ended += jobs
+            .iter()
+            .zip(&results)
+            .filter(|(job, done)| done.read_on && job.read_on.as_ref().is_some_and(|read_on| read_on.only_to_end))
+            .count() as u64;
         for (job, done) in jobs.iter().zip(&results) {
             self.undecodable(job, &done.undecodable);
         }
@@ -1795,6 +1807,14 @@ fn import_sessions(
             0 => String::new(),
             count => format!("; {count} of the changed read on from where the last import stopped"),
         };
+        // Sessions the user did not touch, counted as changed: why.
+        let only_ended = match tally.only_ended {
+            0 => String::new(),
+            count => format!(
+                "; {count} of them only ended, no line new: their files were still for the idle limit ({} s)",
+                args.idle_limit
+            ),
+        };
         let left_out = match tally.left_out {
             0 => String::new(),
             1 => "; 1 session left out, a file of it unreadable (see the warning above)".to_owned(),
@@ -1806,7 +1826,7 @@ fn import_sessions(
             count => format!("; {count} lines could not be read (see the warnings above)"),
         };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{left_out}{undecodable}",
+            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{only_ended}{left_out}{undecodable}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,

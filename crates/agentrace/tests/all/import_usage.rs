@@ -1990,6 +1990,32 @@ fn a_root_at_work_on_a_later_turn_lists_its_earlier_answer_as_running() {
     );
 }
 
+/// A user who added one session and ran `agentrace` again read that older
+/// sessions had "changed" (`1 new session, 5 changed`), sessions they had
+/// not touched: an import that reads a session only to end it, its files
+/// as the last import left them and now still for the idle limit, counts
+/// it as changed. The summary says how many of the changed only ended.
+#[test]
+fn an_import_says_which_of_the_changed_sessions_only_ended_with_no_new_line() {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let cut = growth.through_the_roots_first_answer();
+    let homes = Homes::new();
+    growth.write(&homes, 0..cut, true);
+    last_written_an_hour_ago(homes.dir.path());
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "7200"]);
+    let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "1800"]);
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(0),
+            format!("imported 0 new sessions, 1 changed, 0 unchanged (Codex from {codex}, Claude from {claude}); 1 of the changed read on from where the last import stopped; 1 of them only ended, no line new: their files were still for the idle limit (1800 s)\n")
+        )
+    );
+}
+
 /// A session an import read while its files were young (no end written)
 /// is ended by a later import once they are still, though not one of them
 /// changed: the unchanged files alone used to make it skip the session
