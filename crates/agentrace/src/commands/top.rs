@@ -504,7 +504,19 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
         0 => String::new(),
         depth => format!("{}└ ", "  ".repeat(depth - 1)),
     };
-    let label = fit(&format!("{indent}{}", one_line(&agent.label, 18)), 18);
+    // A path (a Codex V2 agent, `/root/child_a/child_g`) keeps its end,
+    // which names it, as `usage` keeps a folder's: cut at its end, every
+    // grandchild of one child read alike.
+    let room = 18usize.saturating_sub(indent.chars().count());
+    let name = one_line(&agent.label, usize::MAX);
+    let count = name.chars().count();
+    let name = if name.starts_with('/') && count > room && room > 1 {
+        let tail: String = name.chars().skip(count - (room - 1)).collect();
+        format!("…{tail}")
+    } else {
+        fit(&name, room)
+    };
+    let label = fit(&format!("{indent}{name}"), 18);
     let tool = agent
         .tool
         .as_ref()
@@ -903,7 +915,13 @@ mod tests {
     /// [`v1_basic`], its session ended there (`session_ended`, idle) when
     /// `ended`.
     fn v1_basic_ended(lines: usize, ended: bool) -> Session {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/server.jsonl");
+        capture_cut("v1_basic", lines, ended)
+    }
+
+    /// The Codex capture `name` fed up to `lines` of its server's stdout,
+    /// its session ended there when `ended`.
+    fn capture_cut(name: &str, lines: usize, ended: bool) -> Session {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex").join(name).join("server.jsonl");
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let at = Timestamp::parse("2026-11-29T23:03:28.000Z").unwrap_or_else(|| panic!("time"));
         let mut recorder = Recorder::new(RunId::from("run-top"), Format::CodexAppServer);
@@ -975,6 +993,20 @@ mod tests {
         let now = Timestamp::parse("2026-11-29T23:03:30.000Z").unwrap_or_else(|| panic!("time"));
         let screen = screen(&top, now);
         assert_eq!(screen.lines().nth(1), Some("codex run-top running · started 2.0s ago · 1 agent"), "{screen}");
+    }
+
+    /// An agent's label that is a path (a Codex V2 agent, `/root/child_a/
+    /// child_g`) keeps its end, which names it, as `usage` keeps a
+    /// folder's: cut at its end, a grandchild read `/root/child_a…`, the
+    /// same as each of its siblings would.
+    #[test]
+    fn a_path_label_keeps_its_end_at_80_columns() {
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(capture_cut("real_model_nested", usize::MAX, false));
+        let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
+        let drawn = screen(&top, now);
+        let labels: Vec<String> = drawn.lines().skip(3).take(3).map(|line| line.chars().take(18).collect::<String>().trim_end().to_owned()).collect();
+        assert_eq!(labels, ["Main", "└ /root/child_a", "  └ …ild_a/child_g"], "{drawn}");
     }
 
     /// A session that ended mid-turn (its files still past the idle limit,
