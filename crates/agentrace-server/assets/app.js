@@ -317,7 +317,18 @@ async function loadRuns() {
   history.replaceState(null, "", "/" + (shown.toString() ? "?" + shown : ""));
   query.set("limit", String(RUNS_PAGE));
   query.set("offset", String(list.offset));
-  const { runs, total } = await apiInZone("/api/runs?" + query);
+  let answer;
+  try {
+    answer = await apiInZone("/api/runs?" + query);
+  } catch (error) {
+    // A refused filter (an `until` before its `since`) lists no run: the
+    // rows of the filters before it stayed under the error, read as its.
+    clear(document.querySelector("#runs tbody"));
+    document.getElementById("runs-total").textContent = "";
+    document.getElementById("runs-empty").hidden = true;
+    throw error;
+  }
+  const { runs, total } = answer;
   // A page past the end (an old link, or runs gone since): the last page,
   // never "101–100 of 40 runs" over an empty table.
   if (!runs.length && total > 0 && list.offset >= total) {

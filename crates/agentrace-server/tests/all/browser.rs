@@ -1824,3 +1824,23 @@ fn a_run_page_at_an_event_past_its_last_says_so_and_shows_the_run() {
         json!([format!("event #99999 is not in this run: its events are #1 to #{last}"), 1, true])
     );
 }
+
+/// Filters the server refuses (an `until` day before its `since`) showed
+/// the refusal above the rows of the filters before them, which read as
+/// the refused filters' runs. The refusal stands alone: no row, no count.
+#[test]
+fn a_refused_filter_leaves_no_rows_of_the_filters_before_it() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    browser.wait_for("its row", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 1;");
+    browser.script("const since = document.getElementById('filter-since'); since.value = '2026-12-01'; const until = document.getElementById('filter-until'); until.value = '2026-11-01'; until.dispatchEvent(new Event('change', { bubbles: true })); return null;");
+    browser.wait_for("the refusal", "return !document.getElementById('error').hidden;");
+    assert_eq!(
+        browser.script("return [document.getElementById('error').textContent, document.querySelectorAll('#runs tbody tr').length, document.getElementById('runs-total').textContent];"),
+        json!(["until=2026-11-01: it is before since=2026-12-01, so no day is in the range", 0, ""])
+    );
+}
