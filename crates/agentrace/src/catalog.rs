@@ -37,9 +37,14 @@ pub fn open(home: &Home) -> anyhow::Result<Catalog> {
 /// catalog names none or cannot be read: it is said after an error, and
 /// must not add one.
 pub fn thread_hints(home: &Home, query: &str) -> Vec<String> {
-    // A Claude subagent's file is `agent-<id>.jsonl`; its thread is `<id>`.
+    // A file named as given: a Claude subagent's is `agent-<id>.jsonl`, a
+    // Codex rollout's `rollout-<time>-<thread>.jsonl` (a thread id is 36
+    // characters).
     let thread = query.strip_suffix(".jsonl").unwrap_or(query);
-    let thread = thread.strip_prefix("agent-").unwrap_or(thread);
+    let thread = match thread.strip_prefix("rollout-") {
+        Some(rest) if rest.len() > 36 => rest.get(rest.len() - 36..).unwrap_or(rest),
+        _ => thread.strip_prefix("agent-").unwrap_or(thread),
+    };
     // A few characters would match threads by chance.
     if thread.len() < 6 || !home.catalog_path().exists() {
         return Vec::new();

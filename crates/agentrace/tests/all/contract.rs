@@ -443,6 +443,34 @@ fn a_helpers_thread_id_given_as_a_run_is_told_which_run_holds_it() {
     );
 }
 
+/// What a user finds of a Codex helper is its rollout file: given as a
+/// run by its name, the hint names the agent's run as it does for the
+/// thread id alone.
+#[test]
+fn a_helpers_rollout_file_given_as_a_run_is_told_which_run_holds_it() {
+    let cli = Cli::new();
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let rollouts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/codex/v1_basic/rollouts");
+    agentrace_testkit::files::copy_dir(&rollouts, &sources.path().join("codex/sessions"));
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("none").to_string_lossy()]);
+    let view: serde_json::Value = serde_json::from_str(&cli.ok(&["show", "latest", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    let run = view["run"]["id"].as_str().unwrap_or_default().to_owned();
+    let helper = &view["agents"][0]["children"][0];
+    let (thread, label) = (helper["threadId"].as_str().unwrap_or_default(), helper["label"].as_str().unwrap_or_default());
+    let file = std::fs::read_dir(sources.path().join("codex/sessions/2026/11/29"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| path.to_string_lossy().ends_with(&format!("{thread}.jsonl")))
+        .unwrap_or_else(|| panic!("no rollout of {thread}"));
+    let hint = |name: &str| {
+        let output = cli.run(&["show", name]);
+        String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or_default().to_owned()
+    };
+    let expected = format!("hint: {thread} is the thread of {label}, a helper of run {run}: `agentrace show {run}`, its events `agentrace events {run} --actor {thread}`");
+    let name = file.file_name().and_then(|name| name.to_str()).unwrap_or_default().to_owned();
+    assert_eq!(hint(&name), expected);
+}
+
 /// A run that is not there named the value and the runs folder, and left
 /// the user to guess what a run may be named by (CONTRIBUTING: a value
 /// refused after looking names what it could have been).
