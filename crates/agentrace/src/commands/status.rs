@@ -91,7 +91,17 @@ pub fn unfollowed_hint(home: &Home, book: &RunBook) -> Option<String> {
 
 /// Runs `agentrace status`.
 pub fn run(home: &Home, args: &StatusArgs, out: &mut Out) -> anyhow::Result<()> {
-    let id = home.resolve(args.run.as_deref().unwrap_or("latest"))?;
+    let id = match args.run.as_deref() {
+        Some(run) => home.resolve(run)?,
+        // No run named and none recorded: say so, rather than that no run
+        // matches a `latest` the user never typed.
+        None => home.newest_run()?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "no runs yet in {}\nhint: `agentrace` imports your Codex and Claude Code sessions (`agentrace top` follows them live); `agentrace run codex|claude` records one",
+                home.runs_dir().display()
+            )
+        })?,
+    };
     let folded = fold_log(&home.log_path(&id), &id, home.prices())?;
     if let Some(hint) = unfollowed_hint(home, &folded.book) {
         eprintln!("{hint}");

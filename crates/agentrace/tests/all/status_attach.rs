@@ -578,3 +578,24 @@ fn status_and_attach_of_a_live_imported_session_nothing_follows_say_so() {
         (format!("{expected}\n"), expected.clone(), String::new())
     );
 }
+
+/// `status` with no run named, in a home with no runs, says there are none
+/// and how to get some: it said no run matches "latest", a word the user
+/// never typed.
+#[test]
+fn status_in_a_home_with_no_runs_says_there_are_none() {
+    let cli = Cli::new();
+    let output = cli.run(&["status"]);
+    let runs = cli.home.path().join("runs");
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned(), output.stdout.is_empty()),
+        (
+            Some(1),
+            format!(
+                "error: no runs yet in {}\nhint: `agentrace` imports your Codex and Claude Code sessions (`agentrace top` follows them live); `agentrace run codex|claude` records one\n",
+                runs.display()
+            ),
+            true
+        )
+    );
+}
