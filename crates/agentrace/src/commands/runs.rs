@@ -326,7 +326,9 @@ fn table_of(out: &mut Out, runs: &[ListedRun], zone: &Zone, widths: Widths) -> a
             &started,
             &duration_text(run),
             &agents.to_string(),
-            &short_tokens(run.tokens.map_or(0, |tokens| tokens.total_tokens)),
+            // None reported is no figure (as `show` and the viewer's list
+            // have it), not a run that used `0`.
+            &run.tokens.map_or_else(|| "-".to_owned(), |tokens| short_tokens(tokens.total_tokens)),
             &cost_text(run),
             &run.problem_count().to_string(),
         ]);

@@ -670,6 +670,35 @@ fn the_first_command_gives_no_price_hint_for_a_run_that_reported_no_tokens() {
     assert_eq!((failed_cost, price_hints), (Some("$?".to_owned()), Vec::<&str>::new()), "{listed}\n{said}");
 }
 
+/// A run that reported no tokens at all (its root's only model call failed)
+/// has none: `show` gives no tokens line, `runs --json` `null`, the
+/// viewer's list `—`; the run list said `0`, as if it had used none where
+/// nothing was reported. It says `-`, as its TIME does for no time.
+#[test]
+fn the_run_list_gives_no_token_figure_for_a_run_that_reported_none() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let day = sources.path().join("codex/sessions/2026/11/29");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
+    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
+    let lines = [
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
+    ];
+    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("none").to_string_lossy()]);
+    let listed = cli.ok(&["runs"]);
+    let row: Vec<String> = listed.lines().nth(1).unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    let json = json_of(&cli.ok(&["runs", "--json"]));
+    assert_eq!(
+        (row.get(7).cloned(), row.get(8).cloned(), json["runs"][0]["tokens"].clone()),
+        (Some("-".to_owned()), Some("$?".to_owned()), Value::Null),
+        "{listed}"
+    );
+}
+
 /// A new user's first list is the bundled samples, two of them `$?` (their
 /// model is a mock): it gave the samples' hint alone, where a history's list
 /// says what `$?` means and that the times are UTC.
