@@ -1395,7 +1395,9 @@ function figureCells(figures, changed) {
     // Whole, as `diff` prints them: 55,350 and 55,321 both read `55k`,
     // marked as differing.
     mark("tokens", figures.tokens === null || figures.tokens === undefined ? "?" : String(figures.tokens)),
-    mark("cost", fmtCost(figures.cost)),
+    // A floor as `diff` and `show` print it (`≥`), from the figures'
+    // `costStatus`: a floor read as the whole figure beside an exact one.
+    mark("cost", fmtCost(figures.costStatus === "unknown" ? null : figures.cost, figures.costStatus)),
     mark("durationMs", fmtDiffSeconds(figures.durationMs)),
     warnings,
     el("td", { class: "result" + (changed.includes("result") ? " changed" : ""), "data-field": "result", title: figures.result || "" }, figures.result ? figures.result.slice(0, 200) : "—"),

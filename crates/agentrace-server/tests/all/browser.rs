@@ -1844,3 +1844,50 @@ fn a_refused_filter_leaves_no_rows_of_the_filters_before_it() {
         json!(["until=2026-11-01: it is before since=2026-12-01, so no day is in the range", 0, ""])
     );
 }
+
+/// The comparison printed a floor as an exact cost (`$0.0451` where `diff`
+/// and `show` print `≥$0.0451`), though `/api/compare` says which figures
+/// are floors (`costStatus`). Claude's `single_fg` with two of its helper's
+/// replies cut to streaming snapshots (their usage incomplete) is one.
+#[test]
+fn the_comparison_prints_a_floor_cost_as_diff_does() {
+    use agentrace_core::model::RunId;
+    let scratch = Scratch::new();
+    let mut session = Transcripts::of("single_fg");
+    for (_, line, _) in &mut session.lines {
+        if line.contains("\"type\":\"assistant\"") && (line.contains("msg_mock_2f825264_0002") || line.contains("msg_mock_2f825264_0003")) {
+            let mut record: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+            record["message"]["stop_reason"] = Value::Null;
+            record["message"]["usage"]["output_tokens"] = json!(1);
+            *line = record.to_string();
+        }
+    }
+    let mut writer = scratch.home().create_run(&RunId::from("cut")).unwrap_or_else(|e| panic!("{e}"));
+    let mut recorder = agentrace_core::Recorder::new(RunId::from("cut"), agentrace_core::recorder::Format::ClaudeTranscript);
+    writer.append(&recorder.start(session.lines[0].2)).unwrap_or_else(|e| panic!("{e}"));
+    Transcripts::feed(&session.lines, &mut writer, &mut recorder);
+    writer.append(&recorder.finish()).unwrap_or_else(|e| panic!("{e}"));
+    writer.write_record(&recorder.state().summary()).unwrap_or_else(|e| panic!("{e}"));
+    let served = serve(&scratch);
+    let compared = api_json(&served, "/api/compare?a=cut&b=cut");
+    // `diff`'s cost: `render::cost_text` of the figures' cost and status.
+    let diff = |figures: &Value| match (figures["cost"].as_f64(), figures["costStatus"].as_str()) {
+        (None, _) | (_, Some("unknown")) => "$?".to_owned(),
+        (Some(cost), Some("floor")) => format!("≥${cost:.4}"),
+        (Some(cost), _) => format!("${cost:.4}"),
+    };
+    let mut expected = vec![diff(&compared["a"]["figures"]), diff(&compared["b"]["figures"])];
+    for pair in compared["agents"].as_array().into_iter().flatten() {
+        for side in ["a", "b"] {
+            if !pair[side].is_null() {
+                expected.push(diff(&pair[side]));
+            }
+        }
+    }
+    assert_eq!(compared["a"]["figures"]["costStatus"], json!("floor"));
+    let browser = Browser::start();
+    browser.goto(&format!("{}/compare?a=cut&b=cut", served.url));
+    browser.wait_for("the comparison", READY);
+    let shown = browser.script("return Array.from(document.querySelectorAll('#compare-table tbody td[data-field=cost]')).map(td => td.textContent);");
+    assert_eq!(shown, json!(expected));
+}
