@@ -5,7 +5,8 @@
 //! conversation's first user message makes it subagent `ID` (which runs
 //! `echo hello-from-ID` with Bash, or with `[[nest]]` spawns subagent
 //! `ID1`, then reports `SUBAGENT-ID-DONE…`; `[[slow:N]]` holds its answers
-//! N seconds), anything else gets plain text.
+//! N seconds), `[[api_error]]` in it fails the request (HTTP 500), anything
+//! else gets plain text.
 //! Only the model is scripted; Claude Code is real.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,6 +86,16 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     if let Some(seconds) = slow(&request) {
         // `[[slow:N]]` holds a subagent's answers (interrupt tests).
         tokio::time::sleep(Duration::from_secs(seconds.min(30))).await;
+    }
+    if failing(&request) {
+        // `[[api_error]]` in the first user message: the API fails it, as
+        // an overloaded or broken server does (the CLI, told to retry
+        // none, writes its own `API Error: 500 …` reply).
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"type": "error", "error": {"type": "api_error", "message": "mock: scripted failure"}})),
+        )
+            .into_response();
     }
     let number = shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
     let blocks = plan(&request);
@@ -205,6 +216,14 @@ fn marker(text: &str, name: &str) -> Option<String> {
     let start = text.find(&open)? + open.len();
     let end = text[start..].find("]]")? + start;
     Some(text[start..end].to_owned())
+}
+
+/// `[[api_error]]` in the first user message: answer HTTP 500.
+fn failing(request: &Value) -> bool {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().find(|message| message["role"] == "user"))
+        .is_some_and(|first| message_text(first).contains("[[api_error]]"))
 }
 
 /// `[[slow:N]]` in the first user message: hold the answer N seconds.

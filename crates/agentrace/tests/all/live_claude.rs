@@ -598,3 +598,62 @@ fn watch_follows_a_claude_session_started_without_agentrace() {
     assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
     assert_eq!(cli.ok(&["status", "--json"]), whole.ok(&["status", "--json"]));
 }
+
+/// The model answers HTTP 500 and Claude Code, told to retry none, gives up:
+/// `claude -p` exits 1 and writes its own `API Error: 500 …` reply into the
+/// transcript. `run claude` records a failed run (its stream's result says
+/// `is_error`); the transcript of a session the user ran without agentrace,
+/// imported, is the same failed run: same status, same error, no answer
+/// (it read `done`, the error text as the root's answer).
+#[test]
+fn a_claude_session_whose_model_call_failed_imports_as_the_failed_run_run_claude_records() {
+    let mock = MockAnthropic::start();
+    let prompt = "[[api_error]] Please do the scripted task.";
+    // The user's own session, without agentrace.
+    let home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let (work, tmp) = (home.path().join("work"), home.path().join("tmp"));
+    for dir in [&work, &tmp] {
+        std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{error}"));
+    }
+    let mut claude = Command::new(agents::claude());
+    claude
+        .args(["-p", prompt, "--permission-mode", "bypassPermissions"])
+        .current_dir(&work)
+        .stdin(Stdio::null());
+    offline(&mut claude, home.path(), &mock);
+    let own = bounded(claude, RUN_BOUND);
+    let imported = Cli::new();
+    let claude_dir = home.path().join(".claude").to_string_lossy().into_owned();
+    imported.ok(&["import", "--quiet", "--codex-home", &home.path().join("none").to_string_lossy(), "--claude-dir", &claude_dir]);
+    // The same session recorded by `run claude`.
+    let live_home = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+    let live_work = live_home.path().join("work");
+    for dir in [&live_work, &live_home.path().join("tmp")] {
+        std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{error}"));
+    }
+    let live = Cli::new();
+    let claude_path = agents::claude().to_string_lossy().into_owned();
+    let cwd = live_work.to_string_lossy().into_owned();
+    let mut command = live.command(&["run", "claude", "--claude", &claude_path, "--cwd", &cwd, "--permission-mode", "bypassPermissions", "--run-id", "live", "--quiet", "--", prompt]);
+    offline(&mut command, live_home.path(), &mock);
+    command.env_remove("AGENTRACE_RUN_ID");
+    let recorded = bounded(command, RUN_BOUND);
+    drop(mock);
+    let ended = |view: &Value| {
+        (
+            view["run"]["status"].clone(),
+            view["run"]["error"].as_str().map(|error| error.starts_with("API Error: 500")),
+            view["run"]["result"].clone(),
+            view["agents"][0]["status"].clone(),
+        )
+    };
+    let failed = (Value::from("failed"), Some(true), Value::Null, Value::from("failed"));
+    assert_eq!(
+        (own.status.code(), recorded.status.code(), ended(&show(&imported, "latest")), ended(&show(&live, "live"))),
+        (Some(1), Some(1), failed.clone(), failed),
+        "{}\n{}",
+        String::from_utf8_lossy(&own.stderr),
+        String::from_utf8_lossy(&recorded.stderr)
+    );
+    assert_eq!(show(&imported, "latest")["run"]["error"], show(&live, "live")["run"]["error"]);
+}
