@@ -33,6 +33,16 @@ pub mod warnings;
 pub mod waterfall;
 pub mod compare;
 
+/// What the attributors make of the providers' files, as a number: raised
+/// whenever a line of a capture is attributed otherwise (an agent's end,
+/// a status, a record the files now give). An import keeps the number its
+/// runs were made under, and reads every session again under a new one:
+/// it reads only what grew, so a fix would otherwise never reach the
+/// history a user imported before (the agentrace crate's
+/// `the_attribution_number_moves_with_what_the_captures_are_attributed`
+/// fails until it is raised with the captures' snapshots).
+pub const ATTRIBUTION: u32 = 2;
+
 pub use model::*;
 pub use book::{Changes, RunBook};
 pub use recorder::{InputLine, Recorder};

@@ -524,6 +524,26 @@ impl Catalog {
         Ok(())
     }
 
+    /// Forgets what the imports read (each session's offsets and stamps,
+    /// the rollouts' heads), so that the next import reads every session
+    /// again and writes its run anew, and keeps `value` as meta `key` in
+    /// the same transaction. The folder listings stay: they say what is on
+    /// disk, not what was made of it.
+    pub fn forget_imports(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.begin()?;
+        self.conn.execute_batch("DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads;").map_err(&err)?;
+        self.set_meta(key, value)?;
+        self.commit()
+    }
+
+    /// Whether any session was imported (the import state is not empty).
+    pub fn has_imports(&self) -> Result<bool, StoreError> {
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM import_sessions)", [], |row| row.get(0))
+            .map_err(sql(&self.path))
+    }
+
     /// A value of the `meta` table.
     pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn

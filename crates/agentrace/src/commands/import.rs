@@ -1484,6 +1484,35 @@ pub struct ImportReport {
     pub follower: Option<u32>,
 }
 
+/// The catalog's meta key of the [`agentrace_core::ATTRIBUTION`] its
+/// imported runs were made under.
+const ATTRIBUTION_KEY: &str = "attribution";
+
+/// Forgets what earlier imports read when they attributed sessions
+/// otherwise than this agentrace does (another
+/// [`agentrace_core::ATTRIBUTION`], or none kept: an import before the
+/// number was), so this import reads every session again and makes its
+/// run anew, and says so: an import reads only what grew, and a run
+/// imported before an upgrade kept the older reading for good (a Codex
+/// helper whose model call failed read `completed`) unless the user knew
+/// to `reindex`. Said once; the number is kept with the forgetting.
+fn read_again_when_attributed_otherwise(catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
+    let now = agentrace_core::ATTRIBUTION.to_string();
+    let kept = catalog.meta(ATTRIBUTION_KEY)?;
+    if kept.as_deref() == Some(now.as_str()) {
+        return Ok(());
+    }
+    let older = kept.is_some() || catalog.has_imports()?;
+    if older && !quiet {
+        eprintln!(
+            "note: this agentrace reads sessions otherwise than the one that imported them (attribution {now}, was {}); every session is read again, once",
+            kept.as_deref().unwrap_or("1")
+        );
+    }
+    catalog.forget_imports(ATTRIBUTION_KEY, &now)?;
+    Ok(())
+}
+
 /// [`import_in`], with what it did.
 fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<ImportReport> {
     crate::memory::prefer_small_pages();
@@ -1505,6 +1534,7 @@ fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope:
     // again once.
     home.remove_retired_import_tables();
     let catalog = crate::catalog::open(home)?;
+    read_again_when_attributed_otherwise(&catalog, args.quiet)?;
     let written = match scope {
         Scope::Everything | Scope::Newest(_) => None,
         Scope::Written(paths) => written_sessions(&catalog, paths)?,

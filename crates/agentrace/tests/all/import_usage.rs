@@ -2269,3 +2269,68 @@ fn usage_keeps_to_one_provider_recorded_or_straight_from_the_folders() {
     );
     assert!(codex_tokens > 0 && claude_tokens > 0);
 }
+
+/// What the captures' files are attributed as (the core's snapshots of
+/// rollouts, transcripts and child-work records, without insta's headers),
+/// as one checksum: it moves when a line of a capture is attributed
+/// otherwise, and then `agentrace_core::ATTRIBUTION` must be raised with
+/// it, or the history users imported before keeps the older reading (an
+/// import reads only what grew; a new number makes it read every session
+/// again).
+#[test]
+fn the_attribution_number_moves_with_what_the_captures_are_attributed() {
+    let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../agentrace-core/tests/all/snapshots");
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).file_name().to_string_lossy().into_owned())
+        .filter(|name| ["all__all__rollouts__", "all__all__claude__", "all__all__childwork_fixtures__"].iter().any(|kind| name.starts_with(kind)))
+        .collect();
+    names.sort();
+    let mut digest = crc32fast::Hasher::new();
+    for name in &names {
+        let text = std::fs::read_to_string(folder.join(name)).unwrap_or_else(|e| panic!("{e}")).replace("\r\n", "\n");
+        // The body after insta's header (its source file and expression
+        // say nothing of the attribution).
+        let body = text.splitn(3, "---\n").nth(2).unwrap_or(&text);
+        digest.update(name.as_bytes());
+        digest.update(body.as_bytes());
+    }
+    let now = (agentrace_core::ATTRIBUTION, names.len(), format!("{:08x}", digest.finalize()));
+    assert_eq!(
+        now,
+        (2, 90, "2729536b".to_owned()),
+        "the captures are attributed otherwise: raise agentrace_core::ATTRIBUTION by one and put it here with the snapshot count and checksum"
+    );
+}
+
+/// Regression: runs an older agentrace imported kept its reading for good
+/// (an import reads only what grew), so a fix of the attribution (a Codex
+/// helper whose model call failed, read `completed`) never reached them
+/// unless the user knew to `reindex`. An import under another
+/// `agentrace_core::ATTRIBUTION` (or under none kept, as before the number
+/// was) reads every session again, once, and says so; the next is as ever.
+#[test]
+fn an_import_under_another_attribution_reads_every_session_again_once() {
+    let dir = homes(&["v1_child_error_http500"], &["single_fg"]);
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let cli = Cli::new();
+    let import = || -> (Value, String) {
+        let output = cli.run(&["import", "--json", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}"));
+        (Value::from(vec![report["new"].clone(), report["unchanged"].clone()]), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let counts = |new: u64, unchanged: u64| Value::from(vec![Value::from(new), Value::from(unchanged)]);
+    assert_eq!(import(), (counts(2, 0), String::new()));
+    // The catalog of an agentrace that attributed otherwise.
+    let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(cli.home.path())).unwrap_or_else(|e| panic!("{e}"));
+    catalog.set_meta("attribution", &(agentrace_core::ATTRIBUTION - 1).to_string()).unwrap_or_else(|e| panic!("{e}"));
+    drop(catalog);
+    let note = format!(
+        "note: this agentrace reads sessions otherwise than the one that imported them (attribution {}, was {}); every session is read again, once\n",
+        agentrace_core::ATTRIBUTION,
+        agentrace_core::ATTRIBUTION - 1
+    );
+    assert_eq!(import(), (counts(2, 0), note));
+    assert_eq!(import(), (counts(0, 2), String::new()));
+}
