@@ -1384,10 +1384,7 @@ impl ClaudeAttributor {
             // result says with `is_error`. The turn failed; the error is no
             // answer (a later turn that is answered makes the run done).
             let error = Some(texts.join("\n")).filter(|text| !text.is_empty());
-            let turn = self
-                .open_root_turns
-                .pop_front()
-                .unwrap_or_else(|| TurnId::from(record.uuid.clone().unwrap_or_default()));
+            let turn = self.end_root_turn(record);
             derived.push((
                 Who::Frame,
                 Event::TurnCompleted {
@@ -1420,10 +1417,7 @@ impl ClaudeAttributor {
         if !text.is_empty() {
             self.last_result = Some((text, item));
         }
-        let turn = self
-            .open_root_turns
-            .pop_front()
-            .unwrap_or_else(|| TurnId::from(record.uuid.clone().unwrap_or_default()));
+        let turn = self.end_root_turn(record);
         derived.push((
             Who::Frame,
             Event::TurnCompleted {
@@ -1436,6 +1430,15 @@ impl ClaudeAttributor {
             },
         ));
         derived.push((Who::Frame, self.done()));
+    }
+
+    /// The root turn a transcript's assistant line ends: the oldest open
+    /// one, else one named after the line (a transcript read from its
+    /// middle names no prompt before it).
+    fn end_root_turn(&mut self, record: &Record) -> TurnId {
+        self.open_root_turns
+            .pop_front()
+            .unwrap_or_else(|| TurnId::from(record.uuid.clone().unwrap_or_default()))
     }
 
     fn root_total(&self) -> Option<TokenUsage> {
