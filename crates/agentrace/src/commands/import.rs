@@ -1496,7 +1496,7 @@ const ATTRIBUTION_KEY: &str = "attribution";
 /// imported before an upgrade kept the older reading for good (a Codex
 /// helper whose model call failed read `completed`) unless the user knew
 /// to `reindex`. Said once; the number is kept with the forgetting.
-fn read_again_when_attributed_otherwise(catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
+pub(crate) fn read_again_when_attributed_otherwise(catalog: &Catalog, quiet: bool) -> anyhow::Result<()> {
     let now = agentrace_core::ATTRIBUTION.to_string();
     let kept = catalog.meta(ATTRIBUTION_KEY)?;
     if kept.as_deref() == Some(now.as_str()) {

@@ -377,6 +377,16 @@ fn first_import(home: &Home, import: &crate::commands::import::ImportArgs) -> an
     if home.background_import().is_some() {
         return Ok(FirstImport::Elsewhere);
     }
+    // Sessions an older agentrace imported are read again (see
+    // `import::read_again_when_attributed_otherwise`): forgotten first, so
+    // that a large history is read as a first one is, the newest at once
+    // and the rest in the background, rather than whole before the list.
+    {
+        let _lock = agentrace_store::ImportLock::acquire(home, || {
+            eprintln!("another import of {} is running; waiting for it to end", home.root().display());
+        })?;
+        import::read_again_when_attributed_otherwise(&crate::catalog::open(home)?, false)?;
+    }
     if crate::catalog::open(home)?.imported_session_count()? == 0 {
         // A session may be several files (a Codex root and its children's
         // rollouts, written together): four a run fill the first page.

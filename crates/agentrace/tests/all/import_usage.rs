@@ -2334,3 +2334,45 @@ fn an_import_under_another_attribution_reads_every_session_again_once() {
     assert_eq!(import(), (counts(2, 0), note));
     assert_eq!(import(), (counts(0, 2), String::new()));
 }
+
+/// `agentrace` alone over a large history an older agentrace imported
+/// reads it again as a first command reads a history: the newest sessions
+/// before the list, the rest in the background (it read the whole history
+/// again before listing anything: ten seconds for 1 GB), and the home is
+/// then the one a whole import makes.
+#[test]
+fn a_first_command_after_an_upgrade_reads_the_history_again_the_newest_first() {
+    let dir = homes(&["v1_basic", "v1_parallel", "v2_basic"], &["single_bg", "nested_fg"]);
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let (codex_arg, claude_arg) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    let upgraded = Cli::new();
+    upgraded.ok(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(upgraded.home.path())).unwrap_or_else(|e| panic!("{e}"));
+    catalog.set_meta("attribution", &(agentrace_core::ATTRIBUTION - 1).to_string()).unwrap_or_else(|e| panic!("{e}"));
+    drop(catalog);
+    let output = upgraded
+        .command(&[])
+        .env("CODEX_HOME", &codex)
+        .env("CLAUDE_CONFIG_DIR", &claude)
+        .env("AGENTRACE_BACKGROUND_IMPORT_AFTER", "2")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{said}");
+    let firsts: Vec<&str> = said.lines().map(|line| line.split(" (").next().unwrap_or_default()).filter(|line| line.starts_with("note:")).collect();
+    assert_eq!(
+        firsts,
+        vec![
+            "note: this agentrace reads sessions otherwise than the one that imported them",
+            "note: your history is large",
+        ],
+        "{said}"
+    );
+    // `import` waits for the background import; the home is then the one
+    // a whole import makes.
+    let again = upgraded.run(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("imported 0 new sessions, 0 changed"), "{}", String::from_utf8_lossy(&again.stderr));
+    let whole = Cli::new();
+    whole.ok(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    assert_same_runs(&upgraded, &whole, "read again after an upgrade");
+}
