@@ -133,7 +133,14 @@ impl ImportArgs {
     /// Where this import reads from, as its summary says it: `Codex from
     /// DIR, Claude from DIR` (`nowhere` for a home there is none of).
     fn read_from(&self) -> String {
-        let shown = |dir: Option<PathBuf>| dir.map_or_else(|| "nowhere".to_owned(), |dir| dir.display().to_string());
+        // A home that is not there is said so: a user of one agent read
+        // "Codex from ~/.codex" of a folder they never had, as if it had
+        // been read (one named on the command line is also warned of).
+        let shown = |dir: Option<PathBuf>| match dir {
+            Some(dir) if dir.is_dir() => dir.display().to_string(),
+            Some(dir) => format!("{} (not there)", dir.display()),
+            None => "nowhere".to_owned(),
+        };
         format!("Codex from {}, Claude from {}", shown(self.codex_home()), shown(self.claude_dir()))
     }
 

@@ -557,3 +557,26 @@ fn usage_straight_from_folders_counts_a_session_left_out_in_every_grouping() {
     // Not there when nothing was left out.
     assert!(whole.iter().all(|report| report.get("leftOut").is_none()), "{whole:?}");
 }
+
+/// Regression: a user of Claude Code alone read "Codex from ~/.codex" in
+/// every import's summary, of a folder they never had, as if it had been
+/// read; the summary says it is not there.
+#[test]
+fn the_import_summary_says_a_home_that_is_not_there() {
+    let dir = homes("v1_basic", "single_fg");
+    let claude = dir.path().join("claude");
+    let missing = dir.path().join("no-codex-here");
+    let cli = Cli::new();
+    let output = cli.command(&["import", "--claude-dir", &claude.to_string_lossy()]).env("CODEX_HOME", &missing).output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(0),
+            format!(
+                "imported 1 new session, 0 changed, 0 unchanged (Codex from {} (not there), Claude from {})\n",
+                missing.display(),
+                claude.display()
+            )
+        )
+    );
+}
