@@ -448,10 +448,11 @@ fn session_line(session: &Session, now: Timestamp, width: usize) -> String {
     let run = &session.run;
     // Its status is the root's (SPEC §4), which a session that ended
     // mid-turn (a crash, a kill, idle past the limit) leaves `running`:
-    // nothing of it is at work, as `runs` and `show` say.
+    // nothing of it is at work, as `runs` and `watch` say, by the book's
+    // `sessionEnded`.
     let status = if session.live && run.status != RunStatus::Running {
         "helpers working"
-    } else if !session.live && run.status == RunStatus::Running {
+    } else if run.session_ended {
         "ended mid-turn"
     } else {
         run.status.as_str()
