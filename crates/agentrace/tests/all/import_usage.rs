@@ -2303,6 +2303,13 @@ fn the_attribution_number_moves_with_what_the_captures_are_attributed() {
     );
 }
 
+/// Makes `cli`'s catalog one an agentrace that attributed otherwise left
+/// (the attribution before this one).
+fn attributed_by_an_older_agentrace(cli: &Cli) {
+    let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(cli.home.path())).unwrap_or_else(|e| panic!("{e}"));
+    catalog.set_meta("attribution", &(agentrace_core::ATTRIBUTION - 1).to_string()).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// Regression: runs an older agentrace imported kept its reading for good
 /// (an import reads only what grew), so a fix of the attribution (a Codex
 /// helper whose model call failed, read `completed`) never reached them
@@ -2322,10 +2329,7 @@ fn an_import_under_another_attribution_reads_every_session_again_once() {
     };
     let counts = |new: u64, unchanged: u64| Value::from(vec![Value::from(new), Value::from(unchanged)]);
     assert_eq!(import(), (counts(2, 0), String::new()));
-    // The catalog of an agentrace that attributed otherwise.
-    let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(cli.home.path())).unwrap_or_else(|e| panic!("{e}"));
-    catalog.set_meta("attribution", &(agentrace_core::ATTRIBUTION - 1).to_string()).unwrap_or_else(|e| panic!("{e}"));
-    drop(catalog);
+    attributed_by_an_older_agentrace(&cli);
     let note = format!(
         "note: this agentrace reads sessions otherwise than the one that imported them (attribution {}, was {}); every session is read again, once\n",
         agentrace_core::ATTRIBUTION,
@@ -2347,9 +2351,7 @@ fn a_first_command_after_an_upgrade_reads_the_history_again_the_newest_first() {
     let (codex_arg, claude_arg) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
     let upgraded = Cli::new();
     upgraded.ok(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
-    let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(upgraded.home.path())).unwrap_or_else(|e| panic!("{e}"));
-    catalog.set_meta("attribution", &(agentrace_core::ATTRIBUTION - 1).to_string()).unwrap_or_else(|e| panic!("{e}"));
-    drop(catalog);
+    attributed_by_an_older_agentrace(&upgraded);
     let output = upgraded
         .command(&[])
         .env("CODEX_HOME", &codex)

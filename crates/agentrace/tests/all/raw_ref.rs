@@ -486,30 +486,41 @@ fn ingest_of_an_imported_runs_log_attributes_it_as_the_import_did() {
     let dir = homes(&["v1_parallel"], &["parallel_fg"]);
     let cli = Cli::new();
     import(&cli, dir.path(), &[]);
-    let show = |run: &str| -> Value {
-        let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
-        view["run"]["id"] = json!("replayed");
-        view
-    };
     for provider in ["codex", "claude"] {
-        let id = run_id(&cli, provider);
-        let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
-        let copied = dir.path().join(format!("copied-{id}.jsonl"));
-        std::fs::write(&copied, frames_copied_in(&cli, &id, "copied")).unwrap_or_else(|e| panic!("{e}"));
-        let mut imported = show(&id);
-        // The replay ends its session where its input ends: one more event.
-        let events = imported["run"]["counts"]["events"].as_u64().unwrap_or_default();
-        imported["run"]["counts"]["events"] = json!(events + 1);
-        for (from_form, from) in [("v3", &log), ("v2", &copied)] {
-            let replay = format!("{provider}-from-{from_form}");
-            let output = cli.run(&["ingest", "--quiet", "--run-id", &replay, &from.to_string_lossy()]);
-            assert_eq!(
-                (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
-                (Some(0), String::new()),
-                "{replay}"
-            );
-            assert_eq!(show(&replay), imported, "{replay}");
-        }
+        replays_as_imported(&cli, dir.path(), &run_id(&cli, provider), provider);
+    }
+}
+
+/// `show --json` of `run`, its id made `replayed` (a replay's own differs).
+fn shown_as_replayed(cli: &Cli, run: &str) -> Value {
+    let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    view["run"]["id"] = json!("replayed");
+    view
+}
+
+/// Ingests imported run `id`'s log, as written (v3, frames referenced) and
+/// with its frames copied in (as older imports wrote it, into `dir`), as
+/// runs named after `tag`: each replay says nothing on stderr and is the
+/// run the import made, to the last member of `show --json`, its own end
+/// aside (a session its own signals ended has no `session_ended` from the
+/// import; the replay ends its own at the end of its input).
+fn replays_as_imported(cli: &Cli, dir: &Path, id: &str, tag: &str) {
+    let mut imported = shown_as_replayed(cli, id);
+    let ended = events(cli, id, &[]).iter().any(|(_, envelope)| envelope["event"]["type"] == "session_ended");
+    let counted = imported["run"]["counts"]["events"].as_u64().unwrap_or_default();
+    imported["run"]["counts"]["events"] = json!(counted + u64::from(!ended));
+    let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
+    let copied = dir.join(format!("copied-{tag}.jsonl"));
+    std::fs::write(&copied, frames_copied_in(cli, id, "copied")).unwrap_or_else(|e| panic!("{e}"));
+    for (form, from) in [("v3", &log), ("v2", &copied)] {
+        let replay = format!("{tag}-from-{form}");
+        let output = cli.run(&["ingest", "--quiet", "--run-id", &replay, &from.to_string_lossy()]);
+        assert_eq!(
+            (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
+            (Some(0), String::new()),
+            "{id} from {form}"
+        );
+        assert_eq!(shown_as_replayed(cli, &replay), imported, "{id} from {form}");
     }
 }
 
@@ -541,31 +552,8 @@ fn every_imported_capture_replays_as_it_was_imported() {
     let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json", "--limit", "1000"])).unwrap_or_else(|e| panic!("{e}"));
     let ids: Vec<String> = runs["runs"].as_array().into_iter().flatten().filter_map(|run| run["id"].as_str().map(str::to_owned)).collect();
     assert!(ids.len() >= codex.len() + claude.len(), "{} runs", ids.len());
-    let show = |run: &str| -> Value {
-        let mut view: Value = serde_json::from_str(&cli.ok(&["show", run, "--json"])).unwrap_or_else(|e| panic!("{e}"));
-        view["run"]["id"] = json!("replayed");
-        view
-    };
     for (index, id) in ids.iter().enumerate() {
-        let mut imported = show(id);
-        // A session its own signals ended has no `session_ended` from the
-        // import; the replay ends its own at the end of its input.
-        let ended = events(&cli, id, &[]).iter().any(|(_, envelope)| envelope["event"]["type"] == "session_ended");
-        let counted = imported["run"]["counts"]["events"].as_u64().unwrap_or_default();
-        imported["run"]["counts"]["events"] = json!(counted + u64::from(!ended));
-        let log = cli.home.path().join("runs").join(format!("{id}.jsonl"));
-        let copied = dir.path().join(format!("copied-{index}.jsonl"));
-        std::fs::write(&copied, frames_copied_in(&cli, id, "copied")).unwrap_or_else(|e| panic!("{e}"));
-        for (form, from) in [("v3", &log), ("v2", &copied)] {
-            let replay = format!("replay-{index}-{form}");
-            let output = cli.run(&["ingest", "--quiet", "--run-id", &replay, &from.to_string_lossy()]);
-            assert_eq!(
-                (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned()),
-                (Some(0), String::new()),
-                "{id} from {form}"
-            );
-            assert_eq!(show(&replay), imported, "{id} from {form}");
-        }
+        replays_as_imported(&cli, dir.path(), id, &format!("replay-{index}"));
     }
 }
 
