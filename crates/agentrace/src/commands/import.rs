@@ -476,18 +476,32 @@ fn since(args: &ImportArgs) -> anyhow::Result<Option<Timestamp>> {
     Ok(crate::day_range::range(args.since.as_ref(), None, zone)?.since)
 }
 
-fn progress(args: &ImportArgs, total: u64) -> indicatif::ProgressBar {
+/// The import's progress on stderr: until every session is counted (Codex's
+/// are listed while Claude's are imported) a count alone, `importing
+/// sessions: 3 done, counting the rest`, and a bar with its total only
+/// once that total is final ([`whole_progress`]): a bar drawn at 5/5
+/// that fell back to 5/10 when Codex's sessions were added went backwards.
+fn progress(args: &ImportArgs, counted: u64) -> indicatif::ProgressBar {
     if args.quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(total);
+    let bar = indicatif::ProgressBar::new(counted);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{prefix} sessions: {pos} done, counting the rest {msg}") {
+        bar.set_style(style);
+    }
+    bar.set_prefix("importing");
+    bar
+}
+
+/// Adds the sessions counted last to `bar`'s total, now final, and shows
+/// it as a bar.
+fn whole_progress(bar: &indicatif::ProgressBar, more: u64) {
+    bar.inc_length(more);
     if let Ok(style) =
         indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} sessions {msg}")
     {
         bar.set_style(style.progress_chars("=> "));
     }
-    bar.set_prefix("importing");
-    bar
 }
 
 /// Sessions rebuilt together on every core.
@@ -1799,7 +1813,7 @@ fn import_sessions(
     for why in &headless {
         importer.bar.suspend(|| eprintln!("warning: {why}; the rollout is left out of this import (a child of it is read as a session of its own)"));
     }
-    importer.bar.inc_length(codex.len() as u64);
+    whole_progress(&importer.bar, codex.len() as u64);
     // Each session's rollouts are unpacked (or merged) as its turn comes.
     for session in codex {
         let (root, files) = session?;

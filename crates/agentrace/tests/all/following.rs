@@ -93,6 +93,53 @@ impl Drop for Tmux {
     }
 }
 
+/// The first command's progress bar never goes backwards: Claude's
+/// sessions are counted before Codex's (which are listed while Claude's
+/// are imported), and the bar drew `5/5` and then fell back to `5/10`. Until
+/// the total is final it shows a count alone; every bar it draws (all the
+/// bytes the terminal got, by `pipe-pane`) has the final total, and its
+/// count never falls.
+#[test]
+fn the_first_commands_progress_bar_never_goes_backwards() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        panic!("tmux is needed (scripts/test installs it)");
+    }
+    let dir = super::import_usage::homes(&["v1_basic", "v1_parallel", "v2_basic", "real_model_nested", "v1_roles"], &["single_bg", "nested_fg", "parallel_fg", "single_fg", "bash_then_agent_fg"]);
+    let cli = Cli::new();
+    let typescript = cli.home.path().with_extension("typescript");
+    // The command waits for Enter, so the terminal is recorded from its
+    // first byte.
+    let tmux = Tmux::start_sized(&format!(
+        "read go; env AGENTRACE_HOME={} CODEX_HOME={} CLAUDE_CONFIG_DIR={} NO_COLOR=1 {}; echo first-exited=$?; sleep 30",
+        quoted(cli.home.path()),
+        quoted(&dir.path().join("codex")),
+        quoted(&dir.path().join("claude")),
+        quoted(Path::new(env!("CARGO_BIN_EXE_agentrace"))),
+    ), 120);
+    let status = tmux.command(&["pipe-pane", "-o", "-t", "top", &format!("cat > {}", quoted(&typescript))]).status().unwrap_or_else(|e| panic!("tmux: {e}"));
+    assert!(status.success(), "tmux pipe-pane: {status}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the first command to end", |screen| screen.contains("first-exited=0"));
+    let written = std::fs::read(&typescript).unwrap_or_else(|e| panic!("{e}"));
+    let written = String::from_utf8_lossy(&written);
+    // Each drawing of the bar, `importing [===>  ] 6/10 sessions`.
+    let drawn: Vec<(u64, u64)> = written
+        .split("importing [")
+        .skip(1)
+        .filter_map(|drawing| {
+            let figures = drawing.split("] ").nth(1)?.split(" sessions").next()?;
+            let (done, total) = figures.split_once('/')?;
+            Some((done.parse().ok()?, total.parse().ok()?))
+        })
+        .collect();
+    let mut totals: Vec<u64> = drawn.iter().map(|(_, total)| *total).collect();
+    totals.dedup();
+    let counts: Vec<u64> = drawn.iter().map(|(done, _)| *done).collect();
+    let mut rising = counts.clone();
+    rising.sort_unstable();
+    assert_eq!((totals, counts.last().copied(), counts), (vec![10], Some(10), rising), "{written}");
+}
+
 /// A capture's helper (the first file a spawn made) and, in writing order,
 /// where its last line comes.
 fn helper_of(growth: &Growth) -> (usize, usize) {

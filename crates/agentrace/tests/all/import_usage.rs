@@ -12,7 +12,7 @@ use super::support::Cli;
 
 /// A Codex home holding the rollouts of `captures`, and a Claude config dir
 /// holding the transcripts of `claude`.
-fn homes(captures: &[&str], claude: &[&str]) -> tempfile::TempDir {
+pub(super) fn homes(captures: &[&str], claude: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     for capture in captures {
         copy_dir(&fixtures().join("codex").join(capture).join("rollouts"), &dir.path().join("codex/sessions"));
