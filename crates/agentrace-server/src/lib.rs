@@ -191,7 +191,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(|method: axum::http::Method| async move {
             ApiError::MethodNotAllowed(method.as_str().chars().take(METHOD_CHARS).collect())
         })
-        .fallback(|| async { ApiError::NotFound("no such page".to_owned()) })
+        .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::map_response(secure_headers))
         .with_state(state)
@@ -248,11 +248,29 @@ async fn run_page(State(state): State<AppState>, Path(id): Path<String>, RawQuer
     }
 }
 
+/// An address no route has: under `/api` a JSON refusal, as every API
+/// answer is; any other a plain page saying so with a link to the run
+/// list, since a browser showed the JSON as raw text with no way back.
+async fn not_found(State(state): State<AppState>, uri: axum::http::Uri) -> Response {
+    let error = ApiError::NotFound("no such page".to_owned());
+    let path = uri.path();
+    if path == "/api" || path.starts_with("/api/") {
+        return error.into_response();
+    }
+    let token = page_token(&state, uri.query());
+    refusal_page_titled("No such page", &error, token)
+}
+
 /// A page that says why it is not the one asked for, with the refusal's
 /// status; the message is inserted as text. Its links to the run list
 /// carry `token` (as given in the address) when there is one.
 fn refusal_page(error: &ApiError, token: Option<&str>) -> Response {
     let title = if error.status() == axum::http::StatusCode::NOT_FOUND { "No such run" } else { "Not a run" };
+    refusal_page_titled(title, error, token)
+}
+
+/// [`refusal_page`] under `title`.
+fn refusal_page_titled(title: &str, error: &ApiError, token: Option<&str>) -> Response {
     let message = agentrace_core::html::escape(&error.to_string());
     let with = token.map(|token| format!("?token={}", agentrace_core::html::escape(token))).unwrap_or_default();
     let home = format!("/{with}");

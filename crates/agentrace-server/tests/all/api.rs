@@ -1258,3 +1258,55 @@ async fn a_waterfall_of_a_backwards_stretch_or_no_pixels_is_refused_by_name() {
         ]
     );
 }
+
+/// A page address the viewer does not have (`/nonsense`, a mistyped
+/// `/runz`) answered `{"error":"no such page"}` as JSON, which a browser
+/// shows as raw text with no way back. It is a plain HTML page saying so,
+/// 404, with a link to the run list (carrying the token the address
+/// gave); an address under `/api/` stays a JSON refusal.
+#[tokio::test]
+async fn an_unknown_page_is_an_html_page_with_a_link_to_the_runs_and_an_unknown_api_path_stays_json() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let state = served(&scratch);
+    let guarded = AppState::new(
+        scratch.home(),
+        Options {
+            token: Some("a-long-enough-test-token".to_owned()),
+            ..Options::default()
+        },
+    );
+    let with_type = |state: AppState, uri: &'static str| async move {
+        let request = Request::get(uri).body(Body::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let response = app(state).oneshot(request).await.unwrap_or_else(|e| panic!("{e}"));
+        let status = response.status();
+        let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).map(str::to_owned);
+        let bytes = response.into_body().collect().await.unwrap_or_else(|e| panic!("{e}")).to_bytes();
+        (status, content_type, String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let page = |with: &str| {
+        format!(
+            "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>No such page · agentrace</title>\n<link rel=\"stylesheet\" href=\"/assets/app.css{with}\">\n</head>\n<body>\n<header><a id=\"home\" href=\"/{with}\">agentrace</a></header>\n<main>\n<h1>No such page</h1>\n<p id=\"error\" class=\"error\">no such page</p>\n<p><a href=\"/{with}\">Every run</a></p>\n</main>\n</body>\n</html>\n"
+        )
+    };
+    let html = Some("text/html; charset=utf-8".to_owned());
+    let json = Some("application/json".to_owned());
+    assert_eq!(
+        [
+            with_type(state.clone(), "/nonsense").await,
+            with_type(state.clone(), "/runs/basic/extra").await,
+            with_type(guarded.clone(), "/nonsense?token=a-long-enough-test-token").await,
+            with_type(state.clone(), "/api/nonsense").await,
+            with_type(state.clone(), "/api").await,
+            with_type(guarded, "/api/nonsense?token=a-long-enough-test-token").await,
+        ],
+        [
+            (StatusCode::NOT_FOUND, html.clone(), page("")),
+            (StatusCode::NOT_FOUND, html.clone(), page("")),
+            (StatusCode::NOT_FOUND, html, page("?token=a-long-enough-test-token")),
+            (StatusCode::NOT_FOUND, json.clone(), r#"{"error":"no such page"}"#.to_owned()),
+            (StatusCode::NOT_FOUND, json.clone(), r#"{"error":"no such page"}"#.to_owned()),
+            (StatusCode::NOT_FOUND, json, r#"{"error":"no such page"}"#.to_owned()),
+        ]
+    );
+}
