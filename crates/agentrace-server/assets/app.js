@@ -654,9 +654,11 @@ function rowDetail(event) {
     const facts = [];
     if (event.exitCode !== null && event.exitCode !== undefined) facts.push("exit " + event.exitCode);
     if (event.durationMs !== null && event.durationMs !== undefined) facts.push(fmtDuration(event.durationMs));
-    const box = el("div", { class: "tool-output" }, el("span", { class: "facts" }, facts.join(" · ")));
+    // No facts, no line for them: an empty one stood above the output of
+    // every result without an exit code or duration (an agent tool's).
+    const box = el("div", { class: "tool-output" }, facts.length ? el("span", { class: "facts" }, facts.join(" · ")) : null);
     if (event.output) box.append(el("pre", {}, event.output));
-    return box;
+    return box.firstChild ? box : null;
   }
   return null;
 }

@@ -1891,3 +1891,24 @@ fn the_comparison_prints_a_floor_cost_as_diff_does() {
     let shown = browser.script("return Array.from(document.querySelectorAll('#compare-table tbody td[data-field=cost]')).map(td => td.textContent);");
     assert_eq!(shown, json!(expected));
 }
+
+/// A tool result with no exit code and no duration (a Codex agent tool's:
+/// `spawnAgent`, `wait`, `closeAgent`) left an empty line of facts above
+/// its output in the timeline. Its output starts right under its summary;
+/// a result that has them (the shell's) still says them.
+#[test]
+fn a_tool_result_without_exit_code_or_duration_leaves_no_empty_line() {
+    let scratch = Scratch::new();
+    scratch.capture("basic", "v1_basic");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/basic", served.url));
+    browser.wait_for("the run page", READY);
+    // Each tool result: its sequence, its facts lines, and how far under
+    // the top of its output box the output starts (an empty line of
+    // facts above it pushed it a line down).
+    let shown = browser.script(
+        "return Array.from(document.querySelectorAll('#timeline .event[data-type=tool_result]')).map(row => { const box = row.querySelector('.tool-output'); const output = box.querySelector('pre'); return [Number(row.getAttribute('data-seq')), Array.from(box.querySelectorAll('.facts')).map(f => f.textContent), Math.round(output.getBoundingClientRect().top - box.getBoundingClientRect().top)]; });",
+    );
+    assert_eq!(shown, json!([[27, ["exit 0 · 0 ms"], 22], [16, [], 0], [44, [], 0], [49, [], 0]]));
+}
