@@ -83,6 +83,36 @@ function fmtCost(cost, status) {
   return (status === "floor" ? "≥" : "") + "$" + cost.toFixed(4);
 }
 
+// A cost to the cent as Rust's `{:.2}` prints it: an exact tie (an odd
+// eighth of a dollar, $0.125) goes to the even cent where `toFixed` goes up.
+function centsText(cost) {
+  if (Number.isInteger(cost * 8) && !Number.isInteger(cost * 4)) {
+    const cents = Math.floor(cost * 100);
+    return ((cents % 2 === 0 ? cents : cents + 1) / 100).toFixed(2);
+  }
+  return cost.toFixed(2);
+}
+
+// A run's cost in the run list as `agentrace runs` prints it (its
+// `cost_text`): in cents, `≥` before a floor, `$?` when nothing could be
+// priced, `<$0.01` for a cost that is not nothing but rounds to `$0.00`.
+function fmtListCost(cost, status) {
+  if (cost === null || cost === undefined || status === "unknown") return "$?";
+  if (status === "floor") return "≥$" + centsText(cost);
+  return cost > 0 && cost < 0.005 ? "<$0.01" : "$" + centsText(cost);
+}
+
+// A cost on the live page as `agentrace top` prints it (its `short_cost`):
+// `$1.23`, `<$0.01` under a cent, `$0` for nothing, `≥` before what is not
+// exact, `$?` when nothing could be priced.
+function fmtTopCost(cost, status) {
+  if (cost === null || cost === undefined) return "$?";
+  const floor = status === "exact" ? "" : "≥";
+  if (cost === 0) return floor + "$0";
+  if (cost < 0.01) return floor + "<$0.01";
+  return floor + "$" + centsText(cost);
+}
+
 // Milliseconds from one RFC 3339 time of the API to another (null when
 // one is missing): a difference of the two texts would be NaN.
 function msBetween(from, to) {
@@ -357,7 +387,7 @@ async function loadRuns() {
       el("td", { class: "num duration" }, fmtRunTime(duration)),
       el("td", { class: "num" }, run.agents === undefined ? "" : run.agents),
       el("td", { class: "num" }, fmtTokens(tokens)),
-      el("td", { class: "num" }, fmtCost(run.cost, run.costStatus)),
+      el("td", { class: "num" }, fmtListCost(run.cost, run.costStatus)),
       warningBadges(run),
       el("td", { class: "result", title: run.result || "" }, run.result ? run.result.slice(0, 160) : "")));
   }
@@ -1318,7 +1348,7 @@ function liveAgentRow(agent, now) {
   const tool = agent.tool
     ? el("span", { title: agent.tool.input }, agent.tool.name + " " + since(agent.tool.since, now), agent.tool.input ? el("span", { class: "tool-input" }, " " + agent.tool.input.slice(0, 80)) : null)
     : "";
-  const cost = agent.costStatus ? fmtCost(agent.cost, agent.costStatus) : "";
+  const cost = agent.costStatus ? fmtTopCost(agent.cost, agent.costStatus) : "";
   // Quiet past the limit (`silent_agent`): maybe stuck.
   const rowClass = [agent.live ? "agent-live" : null, agent.silent ? "agent-silent" : null].filter(Boolean).join(" ") || null;
   return el("tr", { class: rowClass, title: agent.silent ? "no activity for longer than the limit: maybe stuck" : null, "data-agent-row": "", "data-thread-id": agent.threadId, "data-depth": agent.depth, "data-state": agent.state, "data-live": String(agent.live), "data-silent": String(Boolean(agent.silent)), "data-command": String(agent.command) },
@@ -1346,7 +1376,9 @@ function renderLiveSessions() {
     const status = sessionStatus(session);
     const agents = session.agents.filter((agent) => !agent.command).length;
     const meta = [run.provider, run.startedAt ? "started " + since(run.startedAt, liveView.now) + " ago" : null, agents + (agents === 1 ? " agent" : " agents"),
-      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, fmtCost(run.cost, run.costStatus), problemsText(run)].filter(Boolean).join(" · ");
+      // Before its first request a run has no tokens and no cost either
+      // (as `top` leaves both out).
+      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, run.tokens ? fmtTopCost(run.cost, run.costStatus) : null, problemsText(run)].filter(Boolean).join(" · ");
     const table = el("table", { class: "live-agents" },
       el("thead", {}, el("tr", {}, ...["agent", "state", "tool now", "tokens", "cost", "silent"].map((head) => el("th", {}, head)))),
       el("tbody", {}, ...session.agents.map((agent) => liveAgentRow(agent, liveView.now))));

@@ -1912,3 +1912,61 @@ fn a_tool_result_without_exit_code_or_duration_leaves_no_empty_line() {
     );
     assert_eq!(shown, json!([[27, ["exit 0 · 0 ms"], 22], [16, [], 0], [44, [], 0], [49, [], 0]]));
 }
+
+/// The run list and `/live` printed every cost to a hundredth of a cent
+/// (`$0.0037`, `$0.0928`) where `agentrace runs` and `top` print cents:
+/// `<$0.01` for a cost that is not nothing but rounds to nothing (`top`:
+/// under a cent), `≥` before a floor; a cost nothing could price stays
+/// `$?`, never `$0.00`. Each column is found by its head, as the pages
+/// had it.
+#[test]
+fn the_run_list_and_the_live_page_print_costs_in_cents_as_runs_and_top_do() {
+    let scratch = Scratch::new();
+    // The scripted model has no price: `$?`.
+    scratch.capture("cx-v1_basic", "v1_basic");
+    scratch.capture("cx-real_model_basic", "real_model_basic");
+    // $0.003687, $0.005559 (a cent in `runs`, under one in `top`), and a
+    // floor of $0.04512.
+    record_claude_stream(&scratch, "cl-v2.0.77_single", "v2.0.77_single");
+    record_claude_stream(&scratch, "cl-v1.0.128_parallel_explore_missing", "v1.0.128_parallel_explore_missing");
+    record_claude_stream(&scratch, "cl-single_fg", "single_fg");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    browser.wait_for("its rows", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 5;");
+    let listed = browser.script(
+        "const at = Array.from(document.querySelectorAll('#runs thead th')).findIndex(th => th.textContent === 'cost'); return Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(row => [row.getAttribute('data-run-id'), row.children[at].textContent]).sort();",
+    );
+    browser.goto(&format!("{}/live", served.url));
+    browser.wait_for("the live page", READY);
+    browser.wait_for("its sessions", "return document.querySelectorAll('[data-live-session]').length === 5;");
+    let live = browser.script(
+        "return Array.from(document.querySelectorAll('[data-live-session]')).map(session => { const at = Array.from(session.querySelectorAll('thead th')).findIndex(th => th.textContent === 'cost'); return [session.getAttribute('data-live-session'), session.querySelector('.meta').textContent.split(' · ').filter(part => part.includes('$')), Array.from(session.querySelectorAll('tr[data-agent-row]')).map(row => row.children[at].textContent)]; }).sort();",
+    );
+    assert_eq!(
+        (listed, live),
+        (
+            json!([
+                ["cl-single_fg", "≥$0.05"],
+                ["cl-v1.0.128_parallel_explore_missing", "$0.01"],
+                ["cl-v2.0.77_single", "<$0.01"],
+                ["cx-real_model_basic", "$0.09"],
+                ["cx-v1_basic", "$?"],
+            ]),
+            json!([
+                ["cl-single_fg", ["≥$0.05"], ["$0.02", "≥$0.02"]],
+                ["cl-v1.0.128_parallel_explore_missing", ["<$0.01"], ["<$0.01", "<$0.01"]],
+                ["cl-v2.0.77_single", ["<$0.01"], ["<$0.01", "<$0.01"]],
+                ["cx-real_model_basic", ["$0.09"], ["$0.06", "$0.03"]],
+                ["cx-v1_basic", ["$?"], ["$?", "$?"]],
+            ]),
+        )
+    );
+    // The edges, as `runs` and `top` print them: an exact tie to the even
+    // cent (Rust's `{:.2}`), a cost that rounds to nothing, and nothing.
+    assert_eq!(
+        browser.script("const costs = [0.125, 0.375, 0.004999, 0.005, 0]; return [costs.map(cost => fmtListCost(cost, 'exact')), costs.map(cost => fmtTopCost(cost, 'exact')), fmtListCost(0.004999, 'floor'), fmtTopCost(0.004999, 'floor')];"),
+        json!([["$0.12", "$0.38", "<$0.01", "$0.01", "$0.00"], ["$0.12", "$0.38", "<$0.01", "<$0.01", "$0"], "≥$0.00", "≥<$0.01"])
+    );
+}
