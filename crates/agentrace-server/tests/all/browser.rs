@@ -1970,3 +1970,36 @@ fn the_run_list_and_the_live_page_print_costs_in_cents_as_runs_and_top_do() {
         json!([["$0.12", "$0.38", "<$0.01", "$0.01", "$0.00"], ["$0.12", "$0.38", "<$0.01", "<$0.01", "$0"], "≥$0.00", "≥<$0.01"])
     );
 }
+
+/// With run ids of 43 characters (`claude-` and a session's UUID), the run
+/// list at 1280 px gave the id its whole width and left the result a
+/// dozen pixels ("ROOT-…"). The id column is cut (its start shown, the
+/// whole id in its title and its link) so the result keeps a readable
+/// width; found by their heads, as the list had them.
+#[test]
+fn at_1280_pixels_the_run_list_keeps_the_result_readable_beside_long_run_ids() {
+    let scratch = Scratch::new();
+    let ids = [
+        "claude-4d35057c-0951-4f3b-9748-90519e0026ea",
+        "claude-5e46168d-1a62-4c4b-a859-a1620f1137fb",
+        "codex-01a2299e-a78f-7e50-b1f4-d2ab8ffc2814-x",
+    ];
+    record_claude_stream(&scratch, ids[0], "parallel_bg");
+    record_claude_stream(&scratch, ids[1], "single_fg");
+    // A warning badge beside it takes width from the result too.
+    scratch.capture(ids[2], "v1_restart_mid_child");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.resize(1280, 900);
+    browser.goto(&served.url);
+    browser.wait_for("the run list", READY);
+    browser.wait_for("its rows", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 3;");
+    // Each row: its id, the title of its id's cell and where its link
+    // goes, and whether its result cell is at least 240 px wide (about
+    // 30 characters of the answer); and whether the page fits the window.
+    let shown = browser.script(
+        "const heads = Array.from(document.querySelectorAll('#runs thead th')).map(th => th.textContent); const run = heads.indexOf('run'); const result = heads.indexOf('result'); return [Array.from(document.querySelectorAll('#runs tbody tr[data-run-id]')).map(tr => [tr.getAttribute('data-run-id'), tr.children[run].getAttribute('title'), decodeURIComponent(tr.children[run].querySelector('a').getAttribute('href')), tr.children[result].getBoundingClientRect().width >= 240]).sort(), document.documentElement.scrollWidth <= document.documentElement.clientWidth];",
+    );
+    let expected: Vec<Value> = ids.iter().map(|id| json!([id, id, format!("/runs/{id}"), true])).collect();
+    assert_eq!(shown, json!([expected, true]));
+}
