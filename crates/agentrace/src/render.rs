@@ -27,6 +27,17 @@ pub fn one_line(text: &str, width: usize) -> String {
     }
 }
 
+/// A count and its noun, one or many: `1 tool call`, `3 tool calls`,
+/// `0 events`. Every count a printer writes in words goes through it (a
+/// run's tree said `1 tool calls`).
+pub fn count(number: u64, one: &str, many: &str) -> String {
+    if number == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{number} {many}")
+    }
+}
+
 fn tokens_text(tokens: &TokenUsage) -> String {
     format!(
         "{} total ({} in, {} cached, {} out, {} reasoning)",
@@ -147,19 +158,19 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
             _ => CostStatus::Floor,
         };
         let cost = cost_text(Some(parts.iter().map(|part| part.cost).sum()), status);
-        out.line(format!("  {} (outside the tree)  {total} tokens, {cost}", outside.label))?;
+        out.line(format!("  {} (outside the tree)  {}, {cost}", outside.label, count(total, "token", "tokens")))?;
     }
     out.line("")?;
     let counts = &run.counts;
     out.line(format!(
-        "counts    {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · {} skipped log lines{}",
-        counts.events,
-        counts.unknown_actor,
-        counts.undecoded_lines,
-        counts.unknown_frames,
-        counts.skipped_log_lines.max(skipped.len() as u64),
+        "counts    {} · {} of unknown actor · {} · {} · {}{}",
+        count(counts.events, "event", "events"),
+        count(counts.unknown_actor, "message/tool event", "message/tool events"),
+        count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
+        count(counts.unknown_frames, "unknown frame", "unknown frames"),
+        count(counts.skipped_log_lines.max(skipped.len() as u64), "skipped log line", "skipped log lines"),
         if counts.dropped_bytes > 0 {
-            format!(" · {} bytes not recorded (recorder fell behind)", counts.dropped_bytes)
+            format!(" · {} not recorded (recorder fell behind)", count(counts.dropped_bytes, "byte", "bytes"))
         } else {
             String::new()
         },
@@ -193,7 +204,7 @@ pub fn cost_text(cost: Option<f64>, status: CostStatus) -> String {
 fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result<()> {
     let tokens = agent
         .tokens
-        .map(|tokens| format!(", {} tokens, {}", tokens.total_tokens, cost_text(agent.cost, agent.cost_status)))
+        .map(|tokens| format!(", {}, {}", count(tokens.total_tokens, "token", "tokens"), cost_text(agent.cost, agent.cost_status)))
         .unwrap_or_default();
     // Known by inference alone (a `codex exec` helper's rollout).
     let derived = if agent.confidence == Some(agentrace_core::model::Confidence::Derived) {
@@ -202,13 +213,13 @@ fn tree(out: &mut Out, agent: &AgentNode, first: &str, rest: &str) -> io::Result
         ""
     };
     out.line(format!(
-        "{first}{} [{}{derived}] {}  {}, {} events, {} tool calls{tokens}",
+        "{first}{} [{}{derived}] {}  {}, {}, {}{tokens}",
         agent.label,
         agent.role.as_str(),
         agent.thread_id,
         agent.status.as_str(),
-        agent.event_count,
-        agent.tool_count,
+        count(agent.event_count, "event", "events"),
+        count(agent.tool_count, "tool call", "tool calls"),
     ))?;
     let detail_prefix = if agent.children.is_empty() {
         format!("{rest}    ")
@@ -553,7 +564,14 @@ pub fn short_tokens(tokens: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::short_tokens;
+    use super::{count, short_tokens};
+
+    /// `show` said `1 tool calls`: one of anything is named in the singular.
+    #[test]
+    fn a_count_of_one_names_one_thing() {
+        let said: Vec<String> = [0, 1, 2, 11].into_iter().map(|number| count(number, "tool call", "tool calls")).collect();
+        assert_eq!(said, ["0 tool calls", "1 tool call", "2 tool calls", "11 tool calls"]);
+    }
 
     /// `runs` truncated (10819 → 10k, 5359 → 5k) where the viewer's list
     /// rounds (11k, 5.4k): the same run had two token figures. At a unit's

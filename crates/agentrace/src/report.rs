@@ -17,6 +17,7 @@ use agentrace_store::zone::Zone;
 use agentrace_store::{Home, LogReader};
 
 use crate::clock::now;
+use crate::render::count;
 use crate::warning_config::{config, WarningArgs};
 
 /// Longest agent text (a prompt, a message, a tool's output) in a report.
@@ -263,8 +264,11 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone
     field(
         "counts",
         &format!(
-            "{} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames",
-            counts.events, counts.unknown_actor, counts.undecoded_lines, counts.unknown_frames
+            "{} · {} of unknown actor · {} · {}",
+            count(counts.events, "event", "events"),
+            count(counts.unknown_actor, "message/tool event", "message/tool events"),
+            count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
+            count(counts.unknown_frames, "unknown frame", "unknown frames"),
         ),
     );
     out.push_str("</dl>\n</section>\n");
@@ -345,15 +349,15 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone
 fn html_node(out: &mut String, node: &AgentNode) {
     let _ = write!(
         out,
-        "<li><span class=\"badge {}\">{}</span> <span class=\"meta\">{} · {} · {} events · {} tool calls{}{}</span>",
+        "<li><span class=\"badge {}\">{}</span> <span class=\"meta\">{} · {} · {} · {}{}{}</span>",
         node.role.as_str(),
         escape(&node.label),
         escape(node.role.as_str()),
         escape(node.status.as_str()),
-        node.event_count,
-        node.tool_count,
+        count(node.event_count, "event", "events"),
+        count(node.tool_count, "tool call", "tool calls"),
         node.tokens
-            .map(|t| format!(" · {} tokens · {}", t.total_tokens, escape(&crate::render::cost_text(node.cost, node.cost_status))))
+            .map(|t| format!(" · {} · {}", count(t.total_tokens, "token", "tokens"), escape(&crate::render::cost_text(node.cost, node.cost_status))))
             .unwrap_or_default(),
         node.model
             .as_deref()
@@ -409,8 +413,11 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &
     let counts = &run.counts;
     let _ = writeln!(
         out,
-        "| counts | {} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames |",
-        counts.events, counts.unknown_actor, counts.undecoded_lines, counts.unknown_frames
+        "| counts | {} · {} of unknown actor · {} · {} |",
+        count(counts.events, "event", "events"),
+        count(counts.unknown_actor, "message/tool event", "message/tool events"),
+        count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
+        count(counts.unknown_frames, "unknown frame", "unknown frames"),
     );
     out.push_str("\n### Result\n\n");
     push_result(&mut out, view);
@@ -506,16 +513,16 @@ fn left_out_note(left_out: usize, total: usize, max_bytes: usize, over: bool) ->
 fn md_node(out: &mut String, node: &AgentNode, depth: usize) {
     let _ = writeln!(
         out,
-        "{}- **{}** ({}, {}) `{}` · {} events · {} tool calls{}{}",
+        "{}- **{}** ({}, {}) `{}` · {} · {}{}{}",
         "  ".repeat(depth),
         md(&node.label),
         node.role.as_str(),
         node.status.as_str(),
         code(node.thread_id.as_str()),
-        node.event_count,
-        node.tool_count,
+        count(node.event_count, "event", "events"),
+        count(node.tool_count, "tool call", "tool calls"),
         node.tokens
-            .map(|t| format!(" · {} tokens · {}", t.total_tokens, md(&crate::render::cost_text(node.cost, node.cost_status))))
+            .map(|t| format!(" · {} · {}", count(t.total_tokens, "token", "tokens"), md(&crate::render::cost_text(node.cost, node.cost_status))))
             .unwrap_or_default(),
         node.final_message
             .as_deref()

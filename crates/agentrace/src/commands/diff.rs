@@ -81,9 +81,9 @@ fn line(figures: Option<&Figures>) -> String {
     match figures {
         None => "—".to_owned(),
         Some(figures) => format!(
-            "{} · {} turns · tools {} · {} tokens · {} · {}",
+            "{} · {} · tools {} · {} tokens · {} · {}",
             figures.status,
-            figures.turns,
+            crate::render::count(figures.turns, "turn", "turns"),
             tools(figures),
             figures
                 .tokens

@@ -272,7 +272,7 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
     }
     for model in &unpriced {
         if args.model.is_empty() {
-            out.line(format!("no price: {} ({}, {} tokens)", model.model, model.provider, model.tokens))?;
+            out.line(format!("no price: {} ({}, {})", model.model, model.provider, crate::render::count(model.tokens, "token", "tokens")))?;
         } else {
             out.line(format!("no price: {} (looked up as {})", model.model, model.provider))?;
         }

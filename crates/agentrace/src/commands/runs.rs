@@ -165,7 +165,7 @@ pub fn run(home: &Home, args: &RunsArgs, out: &mut Out) -> anyhow::Result<()> {
         table(out, &runs, args.scope.zone())?;
         let shown = args.offset + runs.len() as u64;
         if runs.is_empty() && total > 0 {
-            eprintln!("{total} runs match, none in this page (--offset {}, --limit {})", args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
+            eprintln!("{} match, none in this page (--offset {}, --limit {})", crate::render::count(total, "run", "runs"), args.offset, args.limit.map_or_else(|| "none".to_owned(), |limit| limit.to_string()));
         } else if shown < total {
             eprintln!("{} of {total} runs shown; `--offset {shown}` shows the next", runs.len());
         }

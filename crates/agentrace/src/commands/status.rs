@@ -218,7 +218,7 @@ pub fn line(record: &ChildWorkRecord, indent: &str, width: usize, now: Timestamp
         });
     }
     if let Some(tokens) = record.total_tokens {
-        columns.push(format!("{tokens} tokens"));
+        columns.push(crate::render::count(tokens, "token", "tokens"));
     }
     if let Some(status) = record.cost_status {
         columns.push(crate::render::cost_text(record.cost, status));

@@ -459,18 +459,20 @@ fn session_line(session: &Session, now: Timestamp, width: usize) -> String {
     };
     let started = run.started_at.map(|started| format!("started {} ago", duration(now.millis() - started.millis())));
     let agents = session.agents.iter().filter(|agent| !agent.command).count();
-    let mut figures = vec![if agents == 1 { "1 agent".to_owned() } else { format!("{agents} agents") }];
+    let mut figures = vec![crate::render::count(agents as u64, "agent", "agents")];
     // Before its first request a run has no tokens, and no cost either (a
     // `$0` then would read as free), as an agent's row leaves both blank.
     if let Some(tokens) = &run.tokens {
-        figures.push(format!("{} tokens", short_tokens(tokens.total_tokens)));
+        figures.push(match tokens.total_tokens {
+            1 => "1 token".to_owned(),
+            total => format!("{} tokens", short_tokens(total)),
+        });
         figures.push(short_cost(run.cost, run.cost_status));
     }
     // Notes (info level) are no problem: left out, as the run list's WARN.
     match run.problem_count() {
         0 => {}
-        1 => figures.push("1 warning".to_owned()),
-        count => figures.push(format!("{count} warnings")),
+        count => figures.push(crate::render::count(count as u64, "warning", "warnings")),
     }
     let line = |id: &str, started: Option<&String>| {
         let head = format!("{} {id} {status}", run.provider.as_str());

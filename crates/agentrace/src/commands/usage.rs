@@ -401,7 +401,7 @@ impl Unpriced {
             CostStatus::Exact | CostStatus::Floor => "cost shown is a floor",
         };
         for (model, tokens) in &self.0 {
-            eprintln!("warning: no price for {model} ({tokens} tokens); {shown}");
+            eprintln!("warning: no price for {model} ({}); {shown}", crate::render::count(*tokens, "token", "tokens"));
         }
         if !self.0.is_empty() {
             eprintln!("hint: `agentrace prices` lists the prices found; prices.json in the agentrace home prices the others (see the README)");

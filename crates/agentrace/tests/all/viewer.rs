@@ -239,7 +239,7 @@ fn diff_shows_each_sides_warnings_as_show_judges_them() {
         vec![
             "    done · 2 turns · tools closeAgent×1 shell×1 spawnAgent×1 wait×1 · 33090 tokens · $? · 1.0s · 1 warning: budget_exceeded",
             "    running · 2 turns · tools spawnAgent×1 wait×1 · 5359 tokens · $? · 6.7s · 1 warning: lost_turn",
-            "    B unknown · 1 turns · tools - · ? tokens · $? · 6.5s · 1 warning: lost_turn",
+            "    B unknown · 1 turn · tools - · ? tokens · $? · 6.5s · 1 warning: lost_turn",
         ],
         "{text}"
     );
