@@ -258,13 +258,27 @@ pub fn warning_line(warning: &agentrace_core::model::Warning) -> String {
     format!("  {:<8} {}: {}", crate::commands::check::severity_word(warning.severity), warning.code, warning.message)
 }
 
+/// An outcome as people read it. A `cancelled` one (its JSON value) reads
+/// `interrupted`, the word `show` and the run list give an agent or run
+/// stopped before its end: `status` said `ended cancelled` of a helper
+/// `show` called `interrupted`.
 fn outcome_word(outcome: agentrace_core::childwork::Outcome) -> &'static str {
     use agentrace_core::childwork::Outcome;
     match outcome {
         Outcome::Succeeded => "succeeded",
         Outcome::Failed => "failed",
-        Outcome::Cancelled => "cancelled",
+        Outcome::Cancelled => "interrupted",
         Outcome::Unknown => "unknown",
+    }
+}
+
+/// The state of a row of the sessions' overview (`top`) as people read
+/// it, in `status`'s words: the overview's `ended cancelled` (a JSON value
+/// `top --json` and `/api/live` keep) reads `ended interrupted`.
+pub fn state_text(state: &str) -> &str {
+    match state {
+        "ended cancelled" => "ended interrupted",
+        other => other,
     }
 }
 

@@ -29,7 +29,7 @@ use crate::commands::import::ImportArgs;
 use crate::clock::now;
 use crate::output::Out;
 use crate::render::{event_text, one_line, short_tokens};
-use crate::commands::status::{change_line, duration, warning_line};
+use crate::commands::status::{change_line, duration, state_text, warning_line};
 use crate::commands::watch::Follower;
 
 /// `agentrace top` arguments.
@@ -535,9 +535,9 @@ fn agent_line(agent: &AgentRow, width: usize, now: Timestamp) -> String {
     // colour (NO_COLOR, a pipe) a stuck helper read as one at work.
     let state = if agent.silent {
         const SILENT: &str = ", silent";
-        format!("{}{SILENT}", fit(&one_line(&agent.state, 19), 19 - SILENT.len()))
+        format!("{}{SILENT}", fit(&one_line(state_text(&agent.state), 19), 19 - SILENT.len()))
     } else {
-        one_line(&agent.state, 19)
+        one_line(state_text(&agent.state), 19)
     };
     let line = format!("{label:<18} {state:<19} {tool:<19} {tokens:>6} {cost:>7} {silent:>6}");
     fit(line.trim_end(), width)
@@ -1052,6 +1052,29 @@ mod tests {
         top.upsert(v1_basic(usize::MAX));
         let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
         insta::assert_snapshot!(screen(&top, now));
+    }
+
+    /// An interrupted helper reads `ended interrupted`, as `status` and
+    /// `show` say it, while `top --json` keeps the overview's `ended
+    /// cancelled`: `top` said `ended cancelled`.
+    #[test]
+    fn an_interrupted_helper_reads_interrupted_as_status_says_it() {
+        let session = capture_cut("v2_interrupt_agent", usize::MAX, true);
+        let states: Vec<String> = session.agents.iter().map(|agent| agent.state.clone()).collect();
+        let mut top = Top::new("inotify".to_owned(), false);
+        top.upsert(session);
+        let now = Timestamp::parse("2026-11-29T23:10:00.000Z").unwrap_or_else(|| panic!("time"));
+        let drawn = screen(&top, now);
+        // The agents' rows, to the end of the state column.
+        let rows: Vec<String> = drawn.lines().skip(3).take(2).map(|row| row.chars().take(38).collect::<String>().trim_end().to_owned()).collect();
+        assert_eq!(
+            (states, rows),
+            (
+                vec!["ended done".to_owned(), "ended cancelled".to_owned()],
+                vec!["Main               ended done".to_owned(), "└ /root/child_a    ended interrupted".to_owned()]
+            ),
+            "{drawn}"
+        );
     }
 
     /// Sessions loaded oldest first leave the newest selected, at the top;

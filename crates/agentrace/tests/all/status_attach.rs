@@ -599,3 +599,25 @@ fn status_in_a_home_with_no_runs_says_there_are_none() {
         )
     );
 }
+
+/// `status` and `show` say one word of a helper interrupted before its
+/// end: `status` said `ended cancelled` of the helper `show` calls
+/// `interrupted`. The JSON keeps its values (`outcome: cancelled`, the
+/// agent's `status: interrupted`).
+#[test]
+fn status_and_show_call_an_interrupted_helper_interrupted() {
+    let cli = Cli::new();
+    let run = cli.ingest(&capture("v2_interrupt_agent"), &["--quiet"]);
+    let status = cli.ok(&["status", &run]);
+    let show = cli.ok(&["show", &run]);
+    let helper = show.lines().find(|line| line.contains("/root/child_a")).unwrap_or_default().to_owned();
+    let outcomes: Vec<Option<String>> = records(&cli, &run).into_iter().map(|record| record.outcome).collect();
+    assert_eq!(
+        (status, helper, outcomes),
+        (
+            "/root/child_a  agent    ended interrupted      gen 1  ran 1.6s\n".to_owned(),
+            "  └─ /root/child_a [helper] 01a2299c-156b-7b20-b363-01980ca2c80c  interrupted, 12 events, 0 tool calls".to_owned(),
+            vec![Some("cancelled".to_owned())]
+        )
+    );
+}
