@@ -726,6 +726,16 @@ fn plain(home: &Home, import: &ImportArgs, args: &TopArgs, out: &mut Out) -> any
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Nothing to show is said, as `status` says it of a home with no runs:
+    // piped, `top` printed nothing at all.
+    if top.visible().is_empty() {
+        let none = if args.recent == 0 {
+            "no live sessions (`--recent 0` shows no ended one)".to_owned()
+        } else {
+            format!("no sessions yet in {}", home.runs_dir().display())
+        };
+        eprintln!("{none}\nhint: start codex or claude (`agentrace top` on a terminal follows them live); `agentrace run codex|claude` records one");
+    }
     for session in top.visible() {
         out.line(session_line(session, now, usize::MAX))?;
         if !session.agents.is_empty() {

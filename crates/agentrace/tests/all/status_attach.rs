@@ -621,3 +621,28 @@ fn status_and_show_call_an_interrupted_helper_interrupted() {
         )
     );
 }
+
+/// `top` with stdout piped, in a home with no sessions, says there are
+/// none and how to get some, as `status` does: it printed nothing at all.
+#[test]
+fn top_piped_in_a_home_with_no_sessions_says_there_are_none() {
+    let cli = Cli::new();
+    let folders = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (folders.path().join("codex"), folders.path().join("claude"));
+    for folder in [&codex, &claude] {
+        std::fs::create_dir_all(folder).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let output = cli.run(&["top", "--codex-home", &codex.to_string_lossy(), "--claude-dir", &claude.to_string_lossy()]);
+    let runs = cli.home.path().join("runs");
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(0),
+            String::new(),
+            format!(
+                "no sessions yet in {}\nhint: start codex or claude (`agentrace top` on a terminal follows them live); `agentrace run codex|claude` records one\n",
+                runs.display()
+            )
+        )
+    );
+}
