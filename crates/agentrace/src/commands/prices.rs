@@ -33,7 +33,7 @@ pub struct PricesArgs {
     prices: Option<PathBuf>,
     /// The price of this model (repeatable) instead of the runs' models:
     /// what its next request would pay, and which database model it
-    /// matched. Its tokens are not counted (0).
+    /// matched. Its tokens are not counted: `-` in the table, 0 in the JSON.
     #[arg(long, value_name = "NAME")]
     model: Vec<String>,
     /// Whose model `--model` names: `codex` (OpenAI's) or `claude`
@@ -255,8 +255,12 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
         "{:<36} {:<8} {:>10} {:>10} {:>12} {:>10} {:>10}  {:<26} {:>12}",
         "MODEL", "PROVIDER", "INPUT $/M", "CACHED", "CACHE-WRITE", "WRITE-1H", "OUTPUT", "SOURCE", "TOKENS"
     ))?;
+    // A model named on the command line is priced without reading the
+    // runs: its tokens are not known, and a 0 read as none used.
+    let named = !args.model.is_empty();
     for model in &priced {
         let name = if model.tiered { format!("{} (tiered)", model.model) } else { model.model.clone() };
+        let tokens = if named { "-".to_owned() } else { model.tokens.to_string() };
         out.line(format!(
             "{:<36} {:<8} {:>10.4} {:>10.4} {:>12.4} {:>10.4} {:>10.4}  {:<26} {:>12}",
             crate::render::one_line(&name, 36),
@@ -267,8 +271,11 @@ pub fn run(home: &Home, args: &PricesArgs, out: &mut Out) -> anyhow::Result<()> 
             model.cache_write_1h,
             model.output,
             model.source,
-            model.tokens
+            tokens
         ))?;
+    }
+    if named && !priced.is_empty() {
+        eprintln!("hint: TOKENS is `-`: a model named with --model is priced without reading your runs; `agentrace prices` alone counts each of your models' tokens");
     }
     for model in &unpriced {
         if args.model.is_empty() {

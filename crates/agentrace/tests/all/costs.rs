@@ -907,6 +907,28 @@ fn prices_of_a_model_named_on_the_command_line_are_what_its_next_request_would_p
     assert_eq!(alone.status.code(), Some(2));
 }
 
+/// `prices --model NAME` reads no run, so it does not know the model's
+/// tokens: the table's TOKENS column says `-` (as the run list does of
+/// tokens it does not know) and a hint says why; it said 0, as if the
+/// model had never been used. The JSON keeps `tokens: 0`, as documented.
+#[test]
+fn prices_of_a_named_model_leave_its_unknown_tokens_blank_not_zero() {
+    let cli = Cli::new();
+    let output = cli.run(&["prices", "--model", "claude-opus-5-5"]);
+    let source = format!("genai-prices {}", genai_prices_version());
+    assert_eq!(
+        (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned()),
+        (
+            Some(0),
+            format!(
+                "MODEL                                PROVIDER  INPUT $/M     CACHED  CACHE-WRITE   WRITE-1H     OUTPUT  SOURCE                           TOKENS\n\
+                 claude-opus-5-5                      claude       4.0000     0.2000       5.0000     8.0000    20.0000  {source:<26}            -\n"
+            ),
+            "hint: TOKENS is `-`: a model named with --model is priced without reading your runs; `agentrace prices` alone counts each of your models' tokens\n".to_owned()
+        )
+    );
+}
+
 #[test]
 fn an_app_server_stream_prices_the_root_by_the_model_its_start_names_as_its_rollouts_do() {
     for version in ["codex", "codex-0.171"] {
