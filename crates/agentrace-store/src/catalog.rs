@@ -1591,8 +1591,17 @@ impl Catalog {
                     length: row.get::<_, i64>(8).map_err(&err)? as u64,
                 };
                 let text = indexed_text(home, &mut logs, &run_id, sequence, &kind, line)?;
+                // Cut from the text as a reader reads it (JSON said as its
+                // keys and values); from the text as indexed when the words
+                // were only in what that leaves out.
                 let snippet = match text {
-                    Some(text) => snippets.of(&text)?,
+                    Some(text) => match crate::readable::readable_text(&text) {
+                        std::borrow::Cow::Borrowed(_) => snippets.of(&text)?,
+                        std::borrow::Cow::Owned(readable) => match snippets.of(&readable)? {
+                            Some(snippet) => Some(snippet),
+                            None => snippets.of(&text)?,
+                        },
+                    },
                     None => None,
                 };
                 let Some(snippet) = snippet else {

@@ -36,6 +36,7 @@ mod lock;
 mod packed;
 pub mod raw_ref;
 pub mod warning_file;
+mod readable;
 mod reader;
 mod run_id;
 mod scratch;

@@ -403,3 +403,39 @@ fn the_run_list_shows_a_note_apart_from_a_warning() {
         json!([[false, "badge note", "replayed_history"], [true, "badge warn", "lost_turn"]])
     );
 }
+
+/// The viewer's search hits (and `search`'s, which cut them the same way)
+/// showed an imported Codex tool's JSON as written: braces, quotes and
+/// escapes (`close_agent {"previous_status":{"completed":"CHILD A DONE…`).
+/// A snippet is cut from the text as a reader reads it, the JSON said as
+/// its keys and values; text with no JSON in it reads as before.
+#[test]
+fn search_hits_read_as_text_not_as_the_json_they_came_from() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
+    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let browser = Browser::start();
+    browser.goto(&url);
+    browser.wait_for("the run list", "return document.body.getAttribute('data-ready') === 'true';");
+    browser.type_into("#run-search", "DONE");
+    browser.wait_for("the hits", "return document.querySelectorAll('#search-hits li.hit').length === 5;");
+    let shown = browser.script("return Array.from(document.querySelectorAll('#search-hits li.hit')).map(hit => [Number(hit.getAttribute('data-seq')), hit.querySelector('.snippet').textContent]);");
+    let printed: Vec<Value> = json_of(&cli.ok(&["search", "DONE", "--json"]))["hits"]
+        .as_array()
+        .map(|hits| hits.iter().map(|hit| json!([hit["sequence"], hit["snippet"]])).collect())
+        .unwrap_or_default();
+    let expected = json!([
+        [51, "ROOT [DONE]: all sub-agents finished; final answer from the root agent."],
+        [47, "…CHILD A [DONE]: the command printed hello-from-child-A."],
+        [43, "…CHILD A [DONE]: the command printed hello-from-child-A.\n</subagent_notification>"],
+        [41, "…CHILD A [DONE]: the command printed hello-from-child-A., timed_out…"],
+        [35, "CHILD A [DONE]: the command printed hello-from-child-A."],
+    ]);
+    assert_eq!((shown, Value::Array(printed)), (expected.clone(), expected));
+}
