@@ -485,7 +485,19 @@ const view = {
 // Bookkeeping: folded away unless `?events=all`.
 const BOOKKEEPING = new Set(["status", "notice", "usage", "model_selected", "actor_resolved", "response"]);
 
-function roleBadge(actor) {
+// The run's own events, which agentrace writes (the run's start, its
+// session's end, bytes a recorder fell behind on): no agent's, and no
+// unplaced agent's either. They wore the Unknown actor badge and fell
+// under the Unknown filter, where `show` counts none of them.
+const RUN_OWN = new Set(["run_started", "session_ended", "dropped"]);
+
+function isRunOwn(envelope) {
+  const event = envelope.event || {};
+  return RUN_OWN.has(event.type) && envelope.actor.role === "unknown" && !envelope.actor.threadId;
+}
+
+function roleBadge(actor, own) {
+  if (own) return el("span", { class: "badge actor role-run", "data-thread": "", title: "the run's own event, written by agentrace" }, "agentrace");
   const span = el("span", {
     class: "badge actor role-" + actor.role,
     "data-thread": actor.threadId || "",
@@ -708,12 +720,13 @@ function eventRow(envelope) {
     raw.hidden = !raw.hidden;
   } }, "raw");
   const failed = isFailure(event);
+  const own = isRunOwn(envelope);
   const row = el("li", { class: "event type-" + (event.type || "unknown") + (failed ? " failed" : ""), "data-seq": envelope.sequence, "data-type": event.type, "data-thread": actor.threadId || "" },
     el("span", { class: "seq" }, "#" + envelope.sequence),
-    roleBadge(actor),
+    roleBadge(actor, own),
     el("span", { class: "type" }, event.type || "?"),
     el("span", { class: "text" }, summaryOf(event)), " ", toggle);
-  if (actor.role === "unknown") {
+  if (actor.role === "unknown" && !own) {
     row.append(el("span", { class: "reason" }, actor.reason || (actor.threadId ? "thread not linked to a spawner" : "provider event had no thread id")));
   }
   const detail = rowDetail(event);
@@ -756,7 +769,10 @@ function placeEvent(envelope) {
     }
   }
   // A folded row is not in the DOM (what it says still applies).
-  if (view.allEvents || !BOOKKEEPING.has(event.type)) {
+  // The Unknown filter keeps the provider's events no agent owns, not the
+  // run's own (the API's `actor=unknown` has both, as `events --actor`).
+  const filteredOut = view.actor === "unknown" && isRunOwn(envelope);
+  if ((view.allEvents || !BOOKKEEPING.has(event.type)) && !filteredOut) {
     const row = eventRow(envelope);
     if (envelope.sequence === view.startAt) row.classList.add("target");
     container.append(row);

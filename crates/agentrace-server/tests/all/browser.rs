@@ -1999,3 +1999,43 @@ fn at_1280_pixels_the_run_list_keeps_the_result_readable_beside_long_run_ids() {
     let expected: Vec<Value> = ids.iter().map(|id| json!([id, id, format!("/runs/{id}"), true])).collect();
     assert_eq!(shown, json!([expected, true]));
 }
+
+/// `run_started` and `session_ended` are the run's own events, which
+/// agentrace writes: they wore the `Unknown actor` badge (and the reason
+/// `agentrace` in italics) and fell under the Unknown filter, as if they
+/// were an agent's events no spawn link placed, where `show` counts no
+/// event of unknown actor in the run. They wear an `agentrace` badge of
+/// their own and stay out of the Unknown filter, which keeps the provider
+/// events no agent owns.
+#[test]
+fn the_runs_own_events_are_not_shown_or_filtered_as_unknown_actor_events() {
+    let scratch = Scratch::new();
+    // Recorded as `ingest` records it: its input's end ends the session.
+    let bytes = std::fs::read(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let (mut writer, mut recorder) = scratch.record("basic", &bytes, true);
+    let ended = recorder.end_session(agentrace_core::model::Timestamp::from_millis(1_795_993_400_000), agentrace_core::model::SessionEndReason::EndOfInput);
+    writer.append(&ended).unwrap_or_else(|e| panic!("{e}"));
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/basic?events=all", served.url));
+    browser.wait_for("the run page", READY);
+    browser.wait_for("the timeline", "return document.querySelectorAll('#timeline .event').length === 90;");
+    // Each of the run's own rows: its type, its badge's text and class,
+    // and the reason beside it.
+    let own = "return Array.from(document.querySelectorAll('#timeline .event[data-type=run_started], #timeline .event[data-type=session_ended]')).map(row => [row.getAttribute('data-type'), row.querySelector('.actor').textContent, row.querySelector('.actor').className, Array.from(row.querySelectorAll('.reason')).map(reason => reason.textContent)]);";
+    let shown = browser.script(own);
+    browser.click("#filters button[data-actor=unknown]");
+    browser.wait_for("the Unknown filter", "return !document.querySelector('#timeline .event[data-type=message]') && document.getElementById('status-line').textContent.endsWith('events shown');");
+    // The types the Unknown filter shows, each once.
+    let unknown = browser.script("return Array.from(new Set(Array.from(document.querySelectorAll('#timeline .event')).map(row => row.getAttribute('data-type'))));");
+    assert_eq!(
+        (shown, unknown),
+        (
+            json!([
+                ["run_started", "agentrace", "badge actor role-run", []],
+                ["session_ended", "agentrace", "badge actor role-run", []],
+            ]),
+            json!(["response", "notice"]),
+        )
+    );
+}
