@@ -59,6 +59,20 @@ impl Out {
     pub fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+
+    /// True when no one reads stdout any more: a pipe whose reader closed
+    /// it (`attach RUN | head -3` once `head` has its lines), or a terminal
+    /// that hung up. A command that waits long between writes asks this
+    /// when it wakes, since a closed pipe is otherwise seen only at the
+    /// next write, which a quiet run may never make. Never blocks.
+    pub fn reader_gone(&self) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        use std::os::fd::AsFd as _;
+        let stdout = io::stdout();
+        let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+        matches!(poll(&mut fds, PollTimeout::ZERO), Ok(ready) if ready > 0)
+            && fds[0].revents().is_some_and(|revents| revents.intersects(PollFlags::POLLERR | PollFlags::POLLHUP))
+    }
 }
 
 /// True when the error chain holds a broken pipe.

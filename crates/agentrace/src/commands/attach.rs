@@ -138,6 +138,12 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
                 return Ok(ExitCode::SUCCESS);
             }
         }
+        // No one reads on (`attach RUN | head -3`): ended at the next wake,
+        // at most `RECHECK` later, not at a write a quiet run may never
+        // cause.
+        if out.reader_gone() {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
 }
 

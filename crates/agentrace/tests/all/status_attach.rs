@@ -646,3 +646,40 @@ fn top_piped_in_a_home_with_no_sessions_says_there_are_none() {
         )
     );
 }
+
+/// `attach RUN | head -3` ends once `head` has its lines, though the run
+/// is quiet: it noticed the closed pipe only at its next write, so it
+/// waited on a quiet run for good. It looks at each wake (a file change,
+/// or the recheck every few seconds) and exits 0.
+#[test]
+fn attach_ends_when_its_reader_closes_the_pipe_while_the_run_is_quiet() {
+    let cli = Cli::new();
+    let lines = live_lines(&cli, "v1_background_exec");
+    let half = done_at(&lines) / 2;
+    std::fs::write(live_log(&cli), lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut child = cli
+        .command(&["attach", "live-run"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut reader = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut first = String::new();
+    for _ in 0..3 {
+        reader.read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // What `head -3` does once it has its lines.
+    drop(reader);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap_or_else(|e| panic!("{e}")) {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("attach was still waiting 30 s after its reader closed the pipe");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!((status.code(), first.lines().count()), (Some(0), 3));
+}
