@@ -590,12 +590,37 @@ function renderWarnings(warnings) {
   box.append(el("h2", {}, "Warnings (" + warnings.length + ")"));
   const list = el("ul", { id: "warning-list" });
   for (const warning of warnings) {
-    list.append(el("li", { class: "warning", "data-code": warning.code },
+    const message = namedThreads(warning.message);
+    // The message as recorded (thread ids and all) in the title.
+    list.append(el("li", { class: "warning", "data-code": warning.code, title: message !== warning.message ? warning.message : null },
       el("span", { class: "badge sev-" + warning.severity }, warning.severity),
-      el("code", {}, warning.code), " ", warning.message));
+      el("code", {}, warning.code), " ", message));
   }
   if (!warnings.length) list.append(el("li", {}, "none"));
   box.append(list);
+}
+
+// `text` with each thread id of the run's agents said as the agent's
+// label, as the rest of the page names them: an imported Codex child's
+// `replayed_history` note (`the rollout of 01a2…  starts with a copy of
+// 01a2…'s history`) and its copied lines' reason named raw ids.
+const threadLabels = { agents: null, labels: [] };
+function namedThreads(text) {
+  if (!text) return text;
+  // Listed once per tree (a page may name a reason per row).
+  if (threadLabels.agents !== view.agents) {
+    const labels = [];
+    const walk = (nodes) => nodes.forEach((node) => {
+      if (node.threadId && node.label && node.label !== node.threadId) labels.push([node.threadId, node.label]);
+      walk(node.children || []);
+    });
+    walk(view.agents);
+    // The longest id first, so no id is cut inside another.
+    labels.sort((a, b) => b[0].length - a[0].length);
+    threadLabels.agents = view.agents;
+    threadLabels.labels = labels;
+  }
+  return threadLabels.labels.reduce((said, [threadId, label]) => said.split(threadId).join(label), String(text));
 }
 
 function labelOf(threadId) {
@@ -665,7 +690,7 @@ function summaryOf(event) {
     case "turn_completed": return "turn " + event.turnId + " " + event.status + (event.error ? ": " + event.error : "");
     case "done": return "done: " + (event.result || "(no result)");
     case "failed": case "interrupted": return event.type + (event.error ? ": " + event.error : "");
-    case "warning": return event.warning.code + ": " + event.warning.message;
+    case "warning": return event.warning.code + ": " + namedThreads(event.warning.message);
     case "error": return event.message;
     case "actor_resolved": return "now known as " + event.actor.label;
     case "unknown": return event.reason;
@@ -727,7 +752,7 @@ function eventRow(envelope) {
     el("span", { class: "type" }, event.type || "?"),
     el("span", { class: "text" }, summaryOf(event)), " ", toggle);
   if (actor.role === "unknown" && !own) {
-    row.append(el("span", { class: "reason" }, actor.reason || (actor.threadId ? "thread not linked to a spawner" : "provider event had no thread id")));
+    row.append(el("span", { class: "reason" }, namedThreads(actor.reason) || (actor.threadId ? "thread not linked to a spawner" : "provider event had no thread id")));
   }
   const detail = rowDetail(event);
   if (detail) row.append(detail);

@@ -439,3 +439,43 @@ fn search_hits_read_as_text_not_as_the_json_they_came_from() {
     ]);
     assert_eq!((shown, Value::Array(printed)), (expected.clone(), expected));
 }
+
+/// An imported Codex child's rollout starts with a copy of its parent's
+/// history: its `replayed_history` note, in the run page's warnings and in
+/// the timeline, and the reason beside each copied line, named both agents
+/// by their raw thread ids (`the rollout of 01a2298e-96b3-… starts with a
+/// copy of 01a2298e-95f7-…'s history`) where the rest of the page names
+/// them by label. They name them by label (the note's whole text, ids and
+/// all, in its title).
+#[test]
+fn the_run_page_names_the_agents_of_a_replayed_history_by_their_labels() {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/real_model_nested/rollouts"), &sources.path().join("codex/sessions"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
+    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let browser = Browser::start();
+    browser.goto(&format!("{url}/runs/codex-01a2298e-95f7-7860-9d07-bbdef83673ed"));
+    browser.wait_for("the run page", "return document.body.getAttribute('data-ready') === 'true';");
+    // The notes in the warnings and in the timeline, and the reasons
+    // beside the copied lines (each once).
+    let shown = browser.script(
+        "return [Array.from(document.querySelectorAll('#warning-list li[data-code=replayed_history]')).map(li => li.textContent).sort(), Array.from(document.querySelectorAll('#timeline .event[data-type=warning] .text')).map(text => text.textContent).sort(), Array.from(new Set(Array.from(document.querySelectorAll('#timeline .event[data-type=replayed] .reason')).map(reason => reason.textContent))).sort()];",
+    );
+    let notes = [
+        "the rollout of /root/child_a starts with a copy of Main's history; the copy is not attributed to /root/child_a and its tokens are counted once, in Main",
+        "the rollout of /root/child_a/child_g starts with a copy of /root/child_a's history; the copy is not attributed to /root/child_a/child_g and its tokens are counted once, in /root/child_a",
+    ];
+    assert_eq!(
+        shown,
+        json!([
+            notes.iter().map(|note| format!("inforeplayed_history {note}")).collect::<Vec<_>>(),
+            notes.iter().map(|note| format!("replayed_history: {note}")).collect::<Vec<_>>(),
+            ["replayed history of /root/child_a", "replayed history of Main"],
+        ])
+    );
+}
