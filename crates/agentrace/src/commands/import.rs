@@ -667,6 +667,10 @@ struct Tally {
     /// all still for the idle limit (the user changed nothing of them).
     only_ended: u64,
     unchanged: u64,
+    /// Of the recorded, those whose run was there already: imported
+    /// before and read again whole (under another attribution, or with the
+    /// import's state lost), not new to the user.
+    read_again: u64,
     /// Sessions left out because a file of theirs could not be opened.
     left_out: u64,
     /// Lines read that could not be decoded (kept as `undecodable` events).
@@ -867,7 +871,12 @@ impl<'a> Importer<'a> {
                 self.tally.updated += 1;
             }
             Change::Gone(_) => self.tally.updated += 1,
-            Change::Same | Change::New => self.tally.recorded += 1,
+            Change::Same | Change::New => {
+                self.tally.recorded += 1;
+                if files.log {
+                    self.tally.read_again += 1;
+                }
+            }
         }
         Ok(true)
     }
@@ -1022,6 +1031,9 @@ impl<'a> Importer<'a> {
         });
         if job.new {
             self.tally.recorded = self.tally.recorded.saturating_sub(1);
+            if job.files.log {
+                self.tally.read_again = self.tally.read_again.saturating_sub(1);
+            }
         } else {
             self.tally.updated = self.tally.updated.saturating_sub(1);
         }
@@ -1484,6 +1496,11 @@ pub struct ImportReport {
     pub read_on: u64,
     /// Sessions found as the last import left them.
     pub unchanged: u64,
+    /// Of the new, those imported before and read again whole (after an
+    /// upgrade that reads sessions otherwise, or with the import's state
+    /// lost): their runs were made anew; there only when some were.
+    #[serde(skip_serializing_if = "crate::usage_index::is_zero")]
+    pub read_again: u64,
     /// Sessions left out because a file of theirs could not be opened (read
     /// again by the next import); there only when some were.
     #[serde(skip_serializing_if = "crate::usage_index::is_zero")]
@@ -1866,6 +1883,13 @@ fn import_sessions(
                 args.idle_limit
             ),
         };
+        // Counted as new (the import had no state of them), though the
+        // user had them before: said, so they are not taken for new ones.
+        let read_again = match tally.read_again {
+            0 => String::new(),
+            1 => "; 1 of the new was imported before: read again, its run made anew".to_owned(),
+            count => format!("; {count} of the new were imported before: read again, their runs made anew"),
+        };
         let left_out = match tally.left_out {
             0 => String::new(),
             1 => "; 1 session left out, a file of it unreadable (see the warning above)".to_owned(),
@@ -1877,7 +1901,7 @@ fn import_sessions(
             count => format!("; {count} lines could not be read (see the warnings above)"),
         };
         eprintln!(
-            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{only_ended}{left_out}{undecodable}",
+            "imported {} new session{}, {} changed, {} unchanged ({}){read_on}{only_ended}{read_again}{left_out}{undecodable}",
             tally.recorded,
             if tally.recorded == 1 { "" } else { "s" },
             tally.updated,
@@ -1891,6 +1915,7 @@ fn import_sessions(
         changed: tally.updated,
         read_on: tally.read_on,
         unchanged: tally.unchanged,
+        read_again: tally.read_again,
         left_out: tally.left_out,
         undecoded_lines: tally.undecodable,
         runs: importer.changed,

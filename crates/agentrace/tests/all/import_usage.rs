@@ -2339,6 +2339,38 @@ fn an_import_under_another_attribution_reads_every_session_again_once() {
     assert_eq!(import(), (counts(0, 2), String::new()));
 }
 
+/// The import after an upgrade reads every session again and counts them
+/// as new (it kept no state of them), but says they were imported before:
+/// its summary said `imported 2 new sessions` of sessions the user had
+/// had all along. The first line keeps its form; `--json` adds
+/// `readAgain`.
+#[test]
+fn an_import_after_an_upgrade_says_its_sessions_were_read_again_not_new() {
+    let dir = homes(&["v1_basic"], &["single_fg"]);
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let (codex, claude) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    let cli = Cli::new();
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    attributed_by_an_older_agentrace(&cli);
+    let again = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+    attributed_by_an_older_agentrace(&cli);
+    let json = cli.run(&["import", "--json", "--codex-home", &codex, "--claude-dir", &claude]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (String::from_utf8_lossy(&again.stderr).into_owned(), report["new"].clone(), report["readAgain"].clone()),
+        (
+            format!(
+                "note: this agentrace reads sessions otherwise than the one that imported them (attribution {}, was {}); every session is read again, once\n\
+                 imported 2 new sessions, 0 changed, 0 unchanged (Codex from {codex}, Claude from {claude}); 2 of the new were imported before: read again, their runs made anew\n",
+                agentrace_core::ATTRIBUTION,
+                agentrace_core::ATTRIBUTION - 1
+            ),
+            Value::from(2),
+            Value::from(2)
+        )
+    );
+}
+
 /// `agentrace` alone over a large history an older agentrace imported
 /// reads it again as a first command reads a history: the newest sessions
 /// before the list, the rest in the background (it read the whole history
