@@ -27,7 +27,7 @@ use anyhow::Context as _;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::recording::{Cadence, Recording, Setup, TextsTo};
+use crate::recording::{Cadence, Finished, Recording, Setup, TextsTo};
 use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_start, first_time, FoundSession};
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
@@ -429,15 +429,20 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
         .filter(|(path, stamp)| previous.files.get(*path).is_some_and(|old| stamp.size < old.size))
         .map(|(path, _)| path.clone())
         .collect();
-    // Reading on is right only when every file known before is still there
-    // and was read to its end, on a line's end, and has only grown since.
+    // Reading on is right only when every file known before is still there,
+    // was read up to a line's end (no torn line fed as it was), and has only
+    // grown since, past where the reading stopped. That is not always the
+    // stamp's size: lines appended between the stat and the read are read
+    // too (the mark is past the stamp), and a follower leaves a line still
+    // being written for the next pass (the mark is short of it). Either
+    // made the next pass of a live session rebuild it whole.
     let grew = shrank.is_empty()
         && previous.merged
         && previous.files.iter().all(|(path, old)| {
             let (Some(stamp), Some(mark)) = (now.get(path), old.read) else {
                 return false;
             };
-            old.is(stamp) || (stamp.size > old.size && mark.offset == old.size && !mark.torn)
+            old.is(stamp) || (stamp.size > old.size && stamp.size >= mark.offset && !mark.torn)
         });
     if grew {
         Change::Grew(ReadOn {
@@ -742,8 +747,9 @@ struct Importer<'a> {
     /// The runs folder when the import started (one listing, not a stat
     /// per session).
     runs: RunsListing<'a>,
-    /// What becomes of a last line with no newline yet.
-    torn_lines: TornLines,
+    /// What becomes of a last line with no newline yet, and the follower's
+    /// readings kept between its passes.
+    how: Pass<'a>,
     /// The runs recorded or changed, in the order they were noted.
     changed: Vec<RunId>,
     /// The last import's sessions, read a page at a time.
@@ -760,8 +766,91 @@ struct Importer<'a> {
 struct Reading<'a> {
     home: &'a Home,
     args: &'a ImportArgs,
-    /// What becomes of a last line with no newline yet.
+    /// What becomes of a last line with no newline yet, and the follower's
+    /// readings kept between its passes.
+    how: Pass<'a>,
+}
+
+/// How one import reads: what becomes of a last line with no newline yet,
+/// and, in a follower, the readings its last pass left to go on with.
+#[derive(Clone, Copy)]
+struct Pass<'a> {
     torn_lines: TornLines,
+    resumes: Option<&'a Resumes>,
+}
+
+impl Pass<'_> {
+    fn of(torn_lines: TornLines) -> Self {
+        Self { torn_lines, resumes: None }
+    }
+}
+
+/// The readings a follower (`watch`, `top`, `serve --watch`) keeps between
+/// its passes: each session a pass read on and left open, with its
+/// recorder and its files' readers where the pass stopped. The next pass
+/// of that session goes on from them instead of feeding the session's
+/// files again from their start up to the marks (see
+/// [`Reading::continue_run`]): that replay made every pass of a long live
+/// session cost its whole size (a 59 MB transcript gaining a line every
+/// 100 ms kept both cores busy). Only a reading that stopped exactly at the
+/// marks the catalog now holds is gone on from, so a run another process
+/// read on or rebuilt meanwhile is replayed as before.
+#[derive(Default)]
+pub(crate) struct Resumes {
+    kept: std::sync::Mutex<Vec<(RunId, Resume)>>,
+    /// Readings gone on from (what a test counts).
+    gone_on: std::sync::atomic::AtomicU64,
+}
+
+/// One session's reading kept by [`Resumes`].
+struct Resume {
+    recorder: Recorder,
+    feed: SessionFeed,
+    /// The session's parts as the reading was given them.
+    parts: Vec<(SourcePart, PathBuf)>,
+    /// Where the reading stopped.
+    marks: BTreeMap<String, ReadMark>,
+}
+
+/// How many sessions' readings a follower keeps (the most recently read
+/// on): each holds its recorder's state and a reader per file.
+const RESUMES_KEPT: usize = 16;
+
+impl Resumes {
+    /// The reading of run `id` kept when it stopped at `marks` over
+    /// `parts`; taken, so a reading that fails is never gone on from.
+    fn take(&self, id: &RunId, parts: &[(SourcePart, PathBuf)], marks: &BTreeMap<String, ReadMark>) -> Option<(Recorder, SessionFeed)> {
+        let mut kept = self.kept.lock().ok()?;
+        let at = kept.iter().position(|(kept_id, _)| kept_id == id)?;
+        let (_, resume) = kept.remove(at);
+        let fits = resume.parts == parts && &resume.marks == marks;
+        if fits {
+            self.gone_on.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        fits.then_some((resume.recorder, resume.feed))
+    }
+
+    /// Keeps the reading of run `id` (the newest first).
+    fn keep(&self, id: RunId, resume: Resume) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.retain(|(kept_id, _)| *kept_id != id);
+            kept.insert(0, (id, resume));
+            kept.truncate(RESUMES_KEPT);
+        }
+    }
+
+    /// Forgets the reading of run `id` (rebuilt, or ended).
+    fn forget(&self, id: &RunId) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.retain(|(kept_id, _)| kept_id != id);
+        }
+    }
+
+    /// How many readings were gone on from.
+    #[cfg(test)]
+    pub(crate) fn gone_on(&self) -> u64 {
+        self.gone_on.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// How many of the last import's sessions are read at a time.
@@ -806,7 +895,7 @@ impl<'a> Importer<'a> {
     /// What the pool reads sessions with (borrowing the import's inputs,
     /// not the import: it is noting the batch before meanwhile).
     fn reading(&self) -> Reading<'a> {
-        Reading { home: self.home, args: self.args, torn_lines: self.torn_lines }
+        Reading { home: self.home, args: self.args, how: self.how }
     }
 
     /// `change`, unless it is to read on and run `id` (one an import made)
@@ -1176,6 +1265,9 @@ impl Reading<'_> {
                 }
             }
         }
+        if let Some(resumes) = self.how.resumes {
+            resumes.forget(&job.id);
+        }
         let (view, marks, texts, undecodable) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
         Ok((view, marks, false, texts, undecodable))
     }
@@ -1228,7 +1320,7 @@ impl Reading<'_> {
             recording.keep_copies(copies);
         }
         let mut undecodable = Undecodable::new();
-        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.torn_lines, &mut counting(sink, &mut undecodable)))?;
+        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.how.torn_lines, &mut counting(sink, &mut undecodable)))?;
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
@@ -1258,23 +1350,16 @@ impl Reading<'_> {
         marks: &BTreeMap<String, ReadMark>,
         still: bool,
     ) -> anyhow::Result<Option<Written>> {
-        // The run's own start, as its log has it.
-        let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
-        // The run's start and working folder, as its log has them.
-        let Some((start, cwd)) = first.and_then(|envelope| match envelope.event {
-            agentrace_core::model::EventBody::Known(agentrace_core::model::Event::RunStarted { cwd, .. }) => {
-                Some((envelope.timestamp, cwd))
-            }
-            _ => None,
-        }) else {
-            return Ok(None);
+        // A follower goes on from its last pass's reading when that stopped
+        // where the catalog says this session was read to.
+        let kept = self.how.resumes.and_then(|resumes| resumes.take(id, parts, marks));
+        let (recorder, mut feed) = match kept {
+            Some(kept) => kept,
+            None => match self.replayed_to(id, format, parts, marks)? {
+                Some(replayed) => replayed,
+                None => return Ok(None),
+            },
         };
-        let mut recorder = Recorder::new(id.clone(), format).with_prices(self.home.prices());
-        let _ = recorder.start_in(start, cwd);
-        let mut feed = SessionFeed::new(parts, start, self.torn_lines).referencing();
-        if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
-            return Ok(None);
-        }
         // The recorder keeps the run state alone here (it was replayed from
         // the sources); the writer's own fold, resumed from the log, has the
         // rest.
@@ -1295,7 +1380,47 @@ impl Reading<'_> {
         let finished = recording.finish(ended)?;
         let marks = feed.marks();
         let undecodable = without_lines_being_written(undecodable, &marks, still);
-        Ok(Some((indexed_view(&finished), marks, finished.texts, undecodable)))
+        let view = indexed_view(&finished);
+        let Finished { recorder, texts, .. } = finished;
+        // An import's recorder is never told its input ended (see
+        // `Recording::finish`): as it is now, it is where a replay up to
+        // these marks would bring it, unless this reading ended the
+        // session (a replay never feeds the `session_ended` it wrote).
+        if let (Some(resumes), None) = (self.how.resumes, ended) {
+            resumes.keep(id.clone(), Resume { recorder, feed, parts: parts.to_vec(), marks: marks.clone() });
+        }
+        Ok(Some((view, marks, texts, undecodable)))
+    }
+
+    /// A recorder and a feed of run `id`'s session brought to where the
+    /// last import stopped at `marks`, by feeding the sources again up to
+    /// them, the envelopes dropped (see [`Reading::continue_run`]); `None`
+    /// when the log names no start or the files no longer reach the marks.
+    fn replayed_to(
+        &self,
+        id: &RunId,
+        format: Format,
+        parts: &[(SourcePart, PathBuf)],
+        marks: &BTreeMap<String, ReadMark>,
+    ) -> anyhow::Result<Option<(Recorder, SessionFeed)>> {
+        // The run's own start, as its log has it.
+        let first = agentrace_store::LogReader::open(&self.home.log_path(id))?.next().transpose()?;
+        // The run's start and working folder, as its log has them.
+        let Some((start, cwd)) = first.and_then(|envelope| match envelope.event {
+            agentrace_core::model::EventBody::Known(agentrace_core::model::Event::RunStarted { cwd, .. }) => {
+                Some((envelope.timestamp, cwd))
+            }
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        let mut recorder = Recorder::new(id.clone(), format).with_prices(self.home.prices());
+        let _ = recorder.start_in(start, cwd);
+        let mut feed = SessionFeed::new(parts, start, self.how.torn_lines).referencing();
+        if feed.feed(&mut recorder, Reach::Marks(marks), &mut |_| Ok(()))?.is_err() || !feed.stopped_at(marks) {
+            return Ok(None);
+        }
+        Ok(Some((recorder, feed)))
     }
 
     /// The kept copies of run `id`'s frames when the import keeps them
@@ -1369,7 +1494,7 @@ fn stamps<'p>(files: impl Iterator<Item = (&'p Path, Option<FileStamp>)>) -> any
 
 /// Runs `agentrace import`.
 pub fn run(home: &Home, args: &ImportArgs) -> anyhow::Result<ImportReport> {
-    import_reported(home, args, TornLines::Feed, &Scope::Everything)
+    import_reported(home, args, Pass::of(TornLines::Feed), &Scope::Everything)
 }
 
 /// [`run`], unless a follower (`watch`, `top`, `serve --watch`) of the same
@@ -1481,7 +1606,14 @@ pub(crate) fn import(home: &Home, args: &ImportArgs, torn_lines: TornLines) -> a
 
 /// [`import`] of what `scope` says.
 pub(crate) fn import_in(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<Vec<RunId>> {
-    import_reported(home, args, torn_lines, scope).map(|report| report.runs)
+    import_reported(home, args, Pass::of(torn_lines), scope).map(|report| report.runs)
+}
+
+/// [`import_in`] by a follower: a last line still being written is left
+/// for the next pass, and a session the last pass read on goes on from
+/// `resumes` (see [`Resumes`]).
+pub(crate) fn import_following(home: &Home, args: &ImportArgs, scope: &Scope, resumes: &Resumes) -> anyhow::Result<Vec<RunId>> {
+    import_reported(home, args, Pass { torn_lines: TornLines::Wait, resumes: Some(resumes) }, scope).map(|report| report.runs)
 }
 
 /// What an import did: `import --json` prints it.
@@ -1552,7 +1684,7 @@ pub(crate) fn read_again_when_attributed_otherwise(catalog: &Catalog, quiet: boo
 }
 
 /// [`import_in`], with what it did.
-fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope: &Scope) -> anyhow::Result<ImportReport> {
+fn import_reported(home: &Home, args: &ImportArgs, how: Pass<'_>, scope: &Scope) -> anyhow::Result<ImportReport> {
     crate::memory::prefer_small_pages();
     let since = since(args)?;
     let claude_dir = claude_dir(args);
@@ -1602,7 +1734,7 @@ fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope:
         let folders: Vec<&[u8]> = folders.iter().map(|folder| folder.as_os_str().as_bytes()).collect();
         let dirs = std::sync::Arc::new(DirCache::new(catalog.import_dirs_of(&folders)?));
         let catalog = std::sync::Mutex::new(catalog);
-        let changed = import_written(home, args, since, &written, &catalog, (torn_lines, &dirs))?;
+        let changed = import_written(home, args, since, &written, &catalog, (how, &dirs))?;
         keep_dirs(&catalog, &dirs)?;
         return Ok(changed);
     }
@@ -1622,7 +1754,7 @@ fn import_reported(home: &Home, args: &ImportArgs, torn_lines: TornLines, scope:
                 .map_err(|_| anyhow::anyhow!("walking the Codex home failed (a thread panicked)"))?
         };
         let claude = claude_found(claude_dir.as_deref(), &dirs)?;
-        import_sessions(home, (args, since, only), claude, &catalog, (torn_lines, &dirs), (RunsListing::of(home, &dirs)?, codex))
+        import_sessions(home, (args, since, only), claude, &catalog, (how, &dirs), (RunsListing::of(home, &dirs)?, codex))
     })
     .and_then(|changed| {
         keep_dirs(&catalog, &dirs)?;
@@ -1683,7 +1815,7 @@ fn import_written(
     since: Option<Timestamp>,
     written: &WrittenSessions,
     catalog: &std::sync::Mutex<Catalog>,
-    (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
+    (how, dirs): (Pass<'_>, &std::sync::Arc<DirCache>),
 ) -> anyhow::Result<ImportReport> {
     let mut found = Vec::new();
     for main in &written.claude {
@@ -1694,7 +1826,7 @@ fn import_written(
         let walk = written.codex.iter().map(|path| (path.clone(), fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata))));
         codex_sessions_known(walk, catalog, false)
     };
-    import_sessions(home, (args, since, None), in_key_order(found), catalog, (torn_lines, dirs), (RunsListing::Asked(home), codex))
+    import_sessions(home, (args, since, None), in_key_order(found), catalog, (how, dirs), (RunsListing::Asked(home), codex))
 }
 
 /// Keeps the folder listings this import took (and forgets those it could
@@ -1723,7 +1855,7 @@ fn import_sessions(
     (args, since, only): (&ImportArgs, Option<Timestamp>, Option<&std::collections::BTreeSet<PathBuf>>),
     (found, claude): (usize, impl Iterator<Item = anyhow::Result<FoundSession>> + Send),
     catalog: &std::sync::Mutex<Catalog>,
-    (torn_lines, dirs): (TornLines, &std::sync::Arc<DirCache>),
+    (how, dirs): (Pass<'_>, &std::sync::Arc<DirCache>),
     (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<(CodexSessions, Vec<String>)>),
 ) -> anyhow::Result<ImportReport> {
     let mut importer = Importer {
@@ -1735,7 +1867,7 @@ fn import_sessions(
         last_save: std::time::Instant::now(),
         unsaved: false,
         runs,
-        torn_lines,
+        how,
         changed: Vec::new(),
         pages: KnownPages::default(),
         read: None,
@@ -1930,6 +2062,42 @@ fn import_sessions(
 mod tests {
     use super::*;
     use crate::sources::rollouts::tests::{age_folders, kept};
+
+    /// A file that grew is read on from where the last reading stopped,
+    /// wherever that was against the stamp taken before it: past it (lines
+    /// appended between the stat and the read were read too) or short of it
+    /// (a follower left a line still being written). Both were read again
+    /// whole, so a follower rebuilt a live session at nearly every pass.
+    /// A file shorter than the mark, or read with a torn line fed as it
+    /// was, is still read again whole.
+    #[test]
+    fn a_file_that_grew_is_read_on_from_its_mark_wherever_the_stamp_was() {
+        let path = "/s/a.jsonl".to_owned();
+        let previous = |size: u64, offset: u64, torn: bool| Imported {
+            run_id: "claude-a".to_owned(),
+            files: BTreeMap::from([(path.clone(), FileRecord { size, modified_ns: 1, read: Some(ReadMark { offset, lines: 3, torn, number: 0 }) })]),
+            log: Some(10),
+            merged: true,
+            open: false,
+        };
+        let now = |size: u64| BTreeMap::from([(path.clone(), FileStamp { size, modified_ns: 2 })]);
+        let how = |previous: Imported, size: u64| match compare(Some(&previous), &now(size), DEFAULT_IDLE_LIMIT) {
+            Change::Grew(read_on) => format!("read on from {}", read_on.marks[&path].offset),
+            Change::Changed { .. } => "read again".to_owned(),
+            Change::Same | Change::New | Change::Gone(_) => "other".to_owned(),
+        };
+        assert_eq!(
+            [
+                how(previous(100, 100, false), 150),
+                how(previous(100, 120, false), 150),
+                how(previous(100, 120, false), 120),
+                how(previous(100, 90, false), 150),
+                how(previous(100, 120, false), 110),
+                how(previous(100, 100, true), 150),
+            ],
+            ["read on from 100", "read on from 120", "read on from 120", "read on from 90", "read again", "read again"].map(str::to_owned)
+        );
+    }
 
     /// Kept sessions read a page at a time answer as point lookups do:
     /// keys in order across pages, a key not kept, one asked out of order,
@@ -2136,6 +2304,55 @@ mod written_tests {
 
     const PARALLEL: &str = "fd58dc89-e115-4779-9069-40516d4c7e70";
     const NESTED: &str = "d882d213-4da9-4bcb-bd05-cb557061dd59";
+
+    /// A follower's pass goes on from the reading its last pass left (the
+    /// session is not fed again from its start), through a line caught half
+    /// written, and the run ends as one import of the finished file makes
+    /// it: the same envelopes, the same view.
+    #[test]
+    fn a_follower_goes_on_from_its_last_pass_and_ends_as_a_whole_import() {
+        let session = "8beed115-2652-4f2b-897f-f3849f761b78";
+        let main = fixtures().join(format!("claude/single_fg/home_claude/projects/-home-dev-agents-work-single-fg/{session}.jsonl"));
+        let bytes = fs::read(&main).unwrap_or_else(|e| panic!("{e}"));
+        let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let project = sources.path().join("claude/projects/-work");
+        fs::create_dir_all(&project).unwrap_or_else(|e| panic!("{e}"));
+        let path = project.join(format!("{session}.jsonl"));
+        let args = ImportArgs::quiet_of(None, Some(sources.path().join("claude")));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let resumes = Resumes::default();
+        // Cut at line ends, and once in the middle of a line (its rest
+        // comes with the next piece).
+        let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, byte)| **byte == b'\n').map(|(at, _)| at + 1).collect();
+        let cuts = [ends[2], ends[5], ends[6] + 40, ends[9], ends[12], ends[20], bytes.len()];
+        let mut written = 0;
+        for cut in cuts {
+            let mut file = fs::OpenOptions::new().create(true).append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+            std::io::Write::write_all(&mut file, &bytes[written..cut]).unwrap_or_else(|e| panic!("{e}"));
+            written = cut;
+            import_following(&home, &args, &Scope::Everything, &resumes).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // The first pass made the run, the second replayed it to go on; each
+        // later one went on from the reading the one before left.
+        assert_eq!(resumes.gone_on(), cuts.len() as u64 - 2);
+
+        let whole_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let whole = Home::at(whole_dir.path());
+        import(&whole, &args, TornLines::Feed).unwrap_or_else(|e| panic!("{e}"));
+        let id = RunId::from(format!("claude-{session}"));
+        let read = |home: &Home| {
+            let envelopes: Vec<serde_json::Value> = agentrace_store::LogReader::open(&home.log_path(&id))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .map(|envelope| serde_json::to_value(envelope.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}")))
+                .collect();
+            let view = serde_json::to_value(home.load_run(&id).unwrap_or_else(|e| panic!("{e}")).view()).unwrap_or_else(|e| panic!("{e}"));
+            (envelopes, view)
+        };
+        let (followed, made_whole) = (read(&home), read(&whole));
+        assert!(followed.0.len() > 20, "{}", followed.0.len());
+        assert_eq!(followed, made_whole);
+    }
 
     /// Appends a file's last line to it once more.
     fn grow(path: &Path) {

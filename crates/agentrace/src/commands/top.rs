@@ -575,11 +575,13 @@ fn fit(text: &str, width: usize) -> String {
 /// long until time alone may change them (a helper's silence passing the
 /// limit).
 fn load(home: &Home, id: &RunId) -> anyhow::Result<(Session, Option<Duration>)> {
-    let loaded = home.load_run(id)?;
-    let (view, recheck) = loaded.checked_view_until(home.warnings(), Some(now()));
-    let over = loaded.book.session_over();
+    // From the log's snapshot (only what came after it folded): a whole
+    // fold of a long session's log at every pass cost more than the pass.
+    let fold = home.fold_run(id)?;
+    let (view, recheck) = fold.checked_view(home.warnings(), Some(now()));
+    let over = fold.book().session_over();
     let recheck = recheck.filter(|_| !over).map(Duration::from_millis);
-    Ok((session_of_view(view, &loaded.records(), over, loaded.book.evidence()), recheck))
+    Ok((session_of_view(view, &fold.records(), over, fold.book().evidence()), recheck))
 }
 
 /// When each session shown asks to be judged again though no line came:

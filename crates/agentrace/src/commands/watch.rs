@@ -23,7 +23,6 @@ use clap::Args;
 
 use crate::commands::import::{ImportArgs, Scope};
 use crate::output::Out;
-use crate::sources::session_feed::TornLines;
 
 /// Arguments of `agentrace watch`.
 #[derive(Debug, Args)]
@@ -153,7 +152,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     let mut notifier = Notifier::new(args);
     // What the files hold already (what has ended by now is no news), then
     // what they gain.
-    let changed = follower.imported(|| pass(home, &import, &Scope::Everything, args.json, out))?;
+    let changed = follower.imported(|| pass(home, (&import, &follower.resumes), &Scope::Everything, args.json, out))?;
     let changed = follower.with_others(home, changed);
     notifier.baseline(home, &changed);
     let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
@@ -173,7 +172,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         let home = &crate::home_files::read(home)?;
         match next {
             Next::Changed(scope) => {
-                let changed = follower.imported(|| pass(home, &import, &scope, args.json, out))?;
+                let changed = follower.imported(|| pass(home, (&import, &follower.resumes), &scope, args.json, out))?;
                 let changed = others_said(home, &follower, changed, args.json, out)?;
                 notifier.notify(home, &changed, out)?;
                 idle.saw(home, &changed);
@@ -269,8 +268,8 @@ impl IdleLimit {
     /// each over is not.
     fn saw(&mut self, home: &Home, changed: &[RunId]) {
         for id in changed {
-            match home.load_run(id) {
-                Ok(loaded) if live(&loaded) => self.live.set(id, Instant::now() + self.limit),
+            match home.fold_run(id) {
+                Ok(fold) if live(fold.book()) => self.live.set(id, Instant::now() + self.limit),
                 _ => self.live.forget(id),
             }
         }
@@ -285,7 +284,7 @@ impl IdleLimit {
         let recent: Vec<RunId> = changed
             .iter()
             .filter(|id| {
-                home.load_run(id).ok().and_then(|loaded| loaded.summary().updated_at).is_some_and(|at| now - at.millis() < limit)
+                home.fold_run(id).ok().and_then(|fold| fold.state().summary().updated_at).is_some_and(|at| now - at.millis() < limit)
             })
             .cloned()
             .collect();
@@ -298,7 +297,7 @@ impl IdleLimit {
     fn saw_open(&mut self, home: &Home, open: &[(RunId, i64)]) {
         let now = crate::clock::now().millis();
         for (id, due) in open {
-            if self.live.0.contains_key(id) || !home.load_run(id).is_ok_and(|loaded| live(&loaded)) {
+            if self.live.0.contains_key(id) || !home.fold_run(id).is_ok_and(|fold| live(fold.book())) {
                 continue;
             }
             let after = Duration::from_millis(u64::try_from(due.saturating_sub(now)).unwrap_or(0));
@@ -322,15 +321,14 @@ impl IdleLimit {
 /// `status` share: its root's turn or a child is live (a background child
 /// after its root's turn ended, which only its own end or `session_ended`
 /// settles), and no `session_ended` was the last word.
-fn live(loaded: &agentrace_store::LoadedRun) -> bool {
-    !loaded.book.session_over()
+fn live(book: &agentrace_core::book::RunBook) -> bool {
+    !book.session_over()
 }
 
 /// Ends an idle session: `session_ended` (idle) appended to its log, its
 /// record rewritten; false when it is over already (nothing to end).
 fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
-    let loaded = home.load_run(id)?;
-    if !live(&loaded) {
+    if !live(home.fold_run(id)?.book()) {
         return Ok(false);
     }
     let mut writer = home.append_run(id)?;
@@ -344,8 +342,10 @@ fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
     }))?;
     writer.append(std::slice::from_ref(&envelope))?;
     writer.sync()?;
-    let loaded = home.load_run(id)?;
-    writer.write_record(&loaded.summary())?;
+    let fold = home.fold_run(id)?;
+    let mut summary = fold.state().summary();
+    summary.counts.skipped_log_lines = fold.skipped();
+    writer.write_record(&summary)?;
     Ok(true)
 }
 
@@ -424,10 +424,12 @@ impl Notifier {
     /// Reads a run as the notifications judge it: by the home's warning
     /// config, as the import judged its record.
     fn see(&self, home: &Home, id: &RunId) -> Option<Seen> {
-        let loaded = home.load_run(id).ok()?;
-        let (view, recheck) = loaded.checked_view_until(home.warnings(), Some(crate::clock::now()));
+        // From the log's snapshot: a whole fold of a long session's log at
+        // every pass cost more than the pass.
+        let fold = home.fold_run(id).ok()?;
+        let (view, recheck) = fold.checked_view(home.warnings(), Some(crate::clock::now()));
         // A background child may still be at work after its root's turn ended.
-        let over = !live(&loaded);
+        let over = !live(fold.book());
         let errors = view
             .warnings
             .into_iter()
@@ -608,6 +610,9 @@ pub struct Follower {
     open: std::cell::RefCell<HashMap<(String, String), OpenSession>>,
     /// The idle limit, in seconds.
     idle_limit: u64,
+    /// The sessions a pass read on and left open, read on by the next
+    /// from where it stopped (not fed again from their start).
+    resumes: crate::commands::import::Resumes,
 }
 
 /// A session an import left open (read while its files were young): it is
@@ -679,6 +684,7 @@ impl Follower {
             reported: std::cell::RefCell::default(),
             open: std::cell::RefCell::default(),
             idle_limit: import.idle_limit(),
+            resumes: crate::commands::import::Resumes::default(),
         })
     }
 
@@ -726,7 +732,7 @@ impl Follower {
             let result = match &scope {
                 // The home's files as they are now (see `run`).
                 Some(scope) => self
-                    .imported(|| crate::commands::import::import_in(&crate::home_files::read(home)?, import, TornLines::Wait, scope))
+                    .imported(|| crate::commands::import::import_following(&crate::home_files::read(home)?, import, scope, &self.resumes))
                     .and_then(|changed| {
                         self.track_open(home, scope)?;
                         Ok(changed)
@@ -1124,8 +1130,8 @@ fn others_said(home: &Home, follower: &Follower, changed: Vec<RunId>, json: bool
 /// One import of what changed; prints each run it recorded or changed
 /// (`<run id> <status>`, or its notice as JSON) and returns their ids. A
 /// last line still being written is left for the next pass.
-fn pass(home: &Home, import: &ImportArgs, scope: &Scope, json: bool, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
-    let changed = crate::commands::import::import_in(home, import, TornLines::Wait, scope)?;
+fn pass(home: &Home, (import, resumes): (&ImportArgs, &crate::commands::import::Resumes), scope: &Scope, json: bool, out: &mut Out) -> anyhow::Result<Vec<RunId>> {
+    let changed = crate::commands::import::import_following(home, import, scope, resumes)?;
     if changed.is_empty() {
         return Ok(changed);
     }
