@@ -279,6 +279,27 @@ impl Drop for Killed {
     }
 }
 
+/// A home with the rollouts of the Codex capture `capture` imported, and
+/// the folder they are read from (its runs reference them: kept as long as
+/// the test reads raw frames).
+fn imported_codex(capture: &str) -> (Cli, tempfile::TempDir) {
+    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex").join(capture).join("rollouts"), &sources.path().join("codex/sessions"));
+    let cli = Cli::new();
+    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    (cli, sources)
+}
+
+/// `serve` of `cli`'s home on a free port, and its address.
+fn served(cli: &Cli) -> (Killed, String) {
+    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
+    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
+    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    (server, url)
+}
+
 const READY: &str = "return document.body.getAttribute('data-ready') === 'true';";
 
 const HOSTILE: &str = r#"<img src=x onerror=\"document.title='pwned';window.pwned=1\"><script>document.title='pwned';window.pwned=1</script>"#;
@@ -385,16 +406,9 @@ fn the_usage_page_charts_what_agentrace_usage_counts_and_shows_agent_labels_as_t
 /// from a problem: a blue `note` badge, not a `warn` one.
 #[test]
 fn the_run_list_shows_a_note_apart_from_a_warning() {
-    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
-    let cli = Cli::new();
-    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
+    let (cli, _sources) = imported_codex("v1_basic");
     cli.ingest(&capture("v1_restart_mid_child"), &["--run-id", "stopped", "--quiet"]);
-    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
-    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
-    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let (_server, url) = served(&cli);
     let browser = Browser::start();
     browser.goto(&url);
     browser.wait_for("the run list", "return document.querySelectorAll('#runs tbody tr[data-run-id]').length === 2;");
@@ -411,15 +425,8 @@ fn the_run_list_shows_a_note_apart_from_a_warning() {
 /// its keys and values; text with no JSON in it reads as before.
 #[test]
 fn search_hits_read_as_text_not_as_the_json_they_came_from() {
-    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts"), &sources.path().join("codex/sessions"));
-    let cli = Cli::new();
-    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
-    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
-    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
-    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let (cli, _sources) = imported_codex("v1_basic");
+    let (_server, url) = served(&cli);
     let browser = Browser::start();
     browser.goto(&url);
     browser.wait_for("the run list", "return document.body.getAttribute('data-ready') === 'true';");
@@ -449,15 +456,8 @@ fn search_hits_read_as_text_not_as_the_json_they_came_from() {
 /// all, in its title).
 #[test]
 fn the_run_page_names_the_agents_of_a_replayed_history_by_their_labels() {
-    let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    agentrace_testkit::files::copy_dir(&agentrace_testkit::files::fixtures().join("codex/real_model_nested/rollouts"), &sources.path().join("codex/sessions"));
-    let cli = Cli::new();
-    cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("claude").to_string_lossy()]);
-    let mut server = Killed(cli.command(&["serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap_or_else(|e| panic!("{e}")));
-    let stdout = server.0.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap_or_else(|e| panic!("{e}"));
-    let url = first.trim_end().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line: {first:?}")).to_owned();
+    let (cli, _sources) = imported_codex("real_model_nested");
+    let (_server, url) = served(&cli);
     let browser = Browser::start();
     browser.goto(&format!("{url}/runs/codex-01a2298e-95f7-7860-9d07-bbdef83673ed"));
     browser.wait_for("the run page", "return document.body.getAttribute('data-ready') === 'true';");
