@@ -589,11 +589,15 @@ impl ChildWork {
                 item_type,
                 item_id: Some(item),
                 description,
+                started_at,
                 ..
             } => {
                 self.another_item(thread, item);
                 if item_type == "backgroundCommand" {
-                    self.background_task(thread, item, description.as_deref(), at);
+                    // A command known to run on only once its call
+                    // returned began with the call.
+                    let began = started_at.filter(|began| *began <= at).unwrap_or(at);
+                    self.background_task(thread, item, description.as_deref(), began);
                 }
             }
             Event::ItemCompleted {

@@ -1048,6 +1048,7 @@ impl ClaudeAttributor {
             let event = match subtype {
                 "task_started" => Event::ItemStarted {
                     description: record.description.clone().or_else(|| record.command.clone()),
+                    started_at: None,
                     item_type: "backgroundCommand".to_owned(),
                     item_id: Some(ItemId::from(task_id.as_str())),
                     turn_id: None,
@@ -1584,6 +1585,7 @@ impl ClaudeAttributor {
             Who::Thread(caller.clone()),
             Event::ItemStarted {
                 description: runs,
+                started_at: None,
                 item_type: "backgroundCommand".to_owned(),
                 item_id: Some(ItemId::from(task.as_str())),
                 turn_id: None,

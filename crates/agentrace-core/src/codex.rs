@@ -1256,6 +1256,7 @@ fn agent_status_of_turn(status: &str) -> AgentStatus {
 fn item_started(item_type: &str, id: &str, turn_id: Option<TurnId>) -> Event {
     Event::ItemStarted {
         description: None,
+        started_at: None,
         item_type: item_type.to_owned(),
         item_id: Some(ItemId::from(id)),
         turn_id,

@@ -11,9 +11,11 @@
 //!   numbered `exec-turn-<n>`. The last `agent_message` of a completed
 //!   turn is the run's result.
 //! - The root's own rollout repeats the stream: of it, the usage (the
-//!   thread's running totals, with reasoning tokens), the model and the
-//!   collaboration calls the stream did not show are kept; every other
-//!   line is kept raw as a `notice` (`rollout/<event>`), counted once.
+//!   thread's running totals, with reasoning tokens), the model, the
+//!   collaboration calls the stream did not show and the background
+//!   commands (the stream names no process behind a command) are kept;
+//!   every other line is kept raw as a `notice` (`rollout/<event>`),
+//!   counted once.
 //! - A child's rollout lines are its own, `derived` confidence unless the
 //!   stream itself named the child (a V1 `collab_tool_call`).
 //! - The stream's `turn.completed` usage counts only when no rollout of
@@ -411,6 +413,13 @@ impl ExecAttributor {
                     } if tool_kind == "agent" => !item_id
                         .as_ref()
                         .is_some_and(|item| self.shown_call_ids.contains(item)),
+                    // The stream names no process behind a command: a
+                    // background command is known from the rollout alone.
+                    Event::ItemStarted { item_type, .. } | Event::ItemCompleted { item_type, .. }
+                        if item_type == crate::rollout::BACKGROUND_COMMAND =>
+                    {
+                        true
+                    }
                     // The stream recorded these for the root already.
                     Event::RunStarted { .. }
                     | Event::Message { .. }
@@ -533,6 +542,7 @@ fn item_started(item_type: &str, item_id: Option<ItemId>, turn_id: Option<TurnId
         item_id,
         turn_id,
         description: None,
+        started_at: None,
     }
 }
 

@@ -745,6 +745,11 @@ pub enum Event {
         /// (a Claude background task's `description`, else its `command`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        /// When the item began, where that was before this event (a Codex
+        /// command read from its rollout is known to run on only when its
+        /// call returns: it began with the call).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at: Option<Timestamp>,
     },
     /// A non-tool, non-message item completed (e.g. `subAgentActivity`).
     ItemCompleted {

@@ -4,6 +4,13 @@
 //! parent in `session_meta…thread_spawn`. A forked (V2) child's file starts
 //! with a copy of its parent's history; that prefix is found from the
 //! records themselves and attributed to nobody, so nothing is counted twice.
+//! A unified-exec command whose call returns while its process runs on
+//! (`exec_command`'s output says `Process running with session ID N`) is a
+//! background command of the thread that launched it, from that output on
+//! (`item_started` of a `backgroundCommand`, as a Claude background shell
+//! is), until the files say it exited: the command's own `item_completed`
+//! (its exit code and status) or a `write_stdin` to its session whose output
+//! says `Process exited with code X`, whichever comes first.
 //! Pure: no I/O, no clock.
 
 use std::collections::{HashMap, HashSet};
@@ -30,6 +37,25 @@ struct FileState {
     replayed_of: Option<ThreadId>,
 }
 
+/// A unified-exec call waiting for its output.
+#[derive(Debug)]
+enum ExecCall {
+    /// `exec_command`: the command it runs, and when it was called.
+    Start(String, Option<Timestamp>),
+    /// `write_stdin`: the process session it writes to.
+    Stdin(u64),
+}
+
+/// What a unified-exec call's output says of its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExecState {
+    /// `Process running with session ID N`: the call returned, the process
+    /// runs on.
+    Running(u64),
+    /// `Process exited with code X`.
+    Exited(i64),
+}
+
 /// A message that may be a turn's answer: its item and text.
 type Answer = Option<(ItemId, String)>;
 
@@ -54,6 +80,11 @@ pub struct RolloutAttributor {
     turn_owner: HashMap<TurnId, ThreadId>,
     /// Call id → tool name, per thread.
     calls: HashMap<(ThreadId, String), String>,
+    /// Unified-exec calls whose output has not come yet, per thread.
+    exec_calls: HashMap<(ThreadId, String), ExecCall>,
+    /// Background commands still running: per thread and process session
+    /// id, the call that started it.
+    background: HashMap<(ThreadId, u64), String>,
     warned_replay: HashSet<ThreadId>,
     announced: HashSet<ThreadId>,
     /// Frames are dropped (see [`Attributor::drop_frames`]).
@@ -145,24 +176,35 @@ impl RolloutAttributor {
                     None => notice(record_type, payload_type),
                 }
             }
-            ("event_msg", "item_completed") => Event::ItemCompleted {
-                activity_kind: None,
-                agent_thread_id: None,
-                status: None,
-                item_type: payload
-                    .pointer("/item/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_owned(),
-                item_id: payload
-                    .pointer("/item/id")
-                    .and_then(Value::as_str)
-                    .map(ItemId::from),
-                turn_id: payload
-                    .get("turn_id")
-                    .and_then(Value::as_str)
-                    .map(TurnId::from),
-            },
+            ("event_msg", "item_completed") => {
+                if payload.pointer("/item/type").and_then(Value::as_str) == Some("CommandExecution") {
+                    if let Some(call) = payload.pointer("/item/id").and_then(Value::as_str) {
+                        let status = command_status(
+                            payload.pointer("/item/status").and_then(Value::as_str),
+                            payload.pointer("/item/exit_code").and_then(Value::as_i64),
+                        );
+                        self.end_background(&thread, call, status, out);
+                    }
+                }
+                Event::ItemCompleted {
+                    activity_kind: None,
+                    agent_thread_id: None,
+                    status: None,
+                    item_type: payload
+                        .pointer("/item/type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
+                    item_id: payload
+                        .pointer("/item/id")
+                        .and_then(Value::as_str)
+                        .map(ItemId::from),
+                    turn_id: payload
+                        .get("turn_id")
+                        .and_then(Value::as_str)
+                        .map(TurnId::from),
+                }
+            }
             ("turn_context", _) => match payload.get("model").and_then(Value::as_str) {
                 Some(model) => Event::ModelSelected {
                     model: model.to_owned(),
@@ -192,6 +234,28 @@ impl RolloutAttributor {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
+                let arguments = payload.get("arguments").and_then(Value::as_str);
+                match (name.as_str(), arguments) {
+                    ("exec_command", Some(arguments)) => {
+                        self.exec_calls.insert(
+                            (thread.clone(), call.clone()),
+                            ExecCall::Start(
+                                exec_command_text(arguments),
+                                value
+                                    .get("timestamp")
+                                    .and_then(Value::as_str)
+                                    .and_then(Timestamp::parse),
+                            ),
+                        );
+                    }
+                    ("write_stdin", Some(arguments)) => {
+                        if let Some(session) = stdin_session(arguments) {
+                            self.exec_calls
+                                .insert((thread.clone(), call.clone()), ExecCall::Stdin(session));
+                        }
+                    }
+                    _ => {}
+                }
                 self.calls.insert((thread.clone(), call), name.clone());
                 let input = payload
                     .get("arguments")
@@ -231,6 +295,9 @@ impl RolloutAttributor {
                     Some(other) => texts(Some(other)),
                     None => String::new(),
                 };
+                if let Some(exec) = self.exec_calls.remove(&(thread.clone(), call.clone())) {
+                    self.exec_output(&thread, &call, exec, exec_state(&output), out);
+                }
                 Event::ToolResult {
                     receiver_thread_ids: Vec::new(),
                     tool_kind: tool_kind(&name).to_owned(),
@@ -432,6 +499,73 @@ impl RolloutAttributor {
                 .and_then(Value::as_str)
                 .map(TurnId::from),
         }
+    }
+
+    /// The output of a unified-exec call came: an `exec_command` whose
+    /// process runs on starts a background command of its thread; a
+    /// `write_stdin` that saw its process exit ends that command.
+    fn exec_output(
+        &mut self,
+        thread: &ThreadId,
+        call: &str,
+        exec: ExecCall,
+        state: Option<ExecState>,
+        out: &mut Vec<(Actor, Event)>,
+    ) {
+        match (exec, state) {
+            (ExecCall::Start(command, called_at), Some(ExecState::Running(session))) => {
+                self.background
+                    .insert((thread.clone(), session), call.to_owned());
+                let turn_id = self.facts(thread).turn.clone();
+                out.push((
+                    self.registry.actor(thread),
+                    Event::ItemStarted {
+                        item_type: BACKGROUND_COMMAND.to_owned(),
+                        item_id: Some(ItemId::from(call)),
+                        turn_id,
+                        description: Some(command),
+                        started_at: called_at,
+                    },
+                ));
+            }
+            (ExecCall::Stdin(session), Some(ExecState::Exited(code))) => {
+                if let Some(started) = self.background.get(&(thread.clone(), session)).cloned() {
+                    self.end_background(thread, &started, command_status(None, Some(code)), out);
+                }
+            }
+            (ExecCall::Start(..), Some(ExecState::Exited(_)) | None)
+            | (ExecCall::Stdin(_), Some(ExecState::Running(_)) | None) => {}
+        }
+    }
+
+    /// The background command `call` of `thread` ended with `status`
+    /// (`completed`, `failed`, `cancelled`); a command not running (never
+    /// backgrounded, or ended already) is left as it is.
+    fn end_background(
+        &mut self,
+        thread: &ThreadId,
+        call: &str,
+        status: &str,
+        out: &mut Vec<(Actor, Event)>,
+    ) {
+        let before = self.background.len();
+        self.background
+            .retain(|(owner, _), started| !(owner == thread && started == call));
+        if self.background.len() == before {
+            return;
+        }
+        let turn_id = self.facts(thread).turn.clone();
+        out.push((
+            self.registry.actor(thread),
+            Event::ItemCompleted {
+                item_type: BACKGROUND_COMMAND.to_owned(),
+                item_id: Some(ItemId::from(call)),
+                turn_id,
+                status: Some(status.to_owned()),
+                activity_kind: None,
+                agent_thread_id: None,
+            },
+        ));
     }
 
     fn message(&mut self, thread: &ThreadId, payload: &Value) -> Event {
@@ -740,7 +874,9 @@ const PASS_OVER_PREFIX: usize = 4096;
 /// token records that repeat `token_count`, compaction, and every event but
 /// a turn's start and end and a token count), found without decoding the
 /// line (its `type` is among its first members, an event's own type first
-/// in its payload).
+/// in its payload). A background command's start and end (a unified-exec
+/// call's output, a command's `item_completed`) are child work, which
+/// usage does not read: those lines are passed over too.
 fn passes_over(bytes: &[u8]) -> bool {
     match leading_types(bytes) {
         Some((record_type, payload_type)) => passes_over_types(record_type, payload_type),
@@ -876,7 +1012,10 @@ fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
 /// [`unread`], and for a caller that reads only the run state (frames
 /// dropped): the members that only become the text of an event (message
 /// and reasoning text, tool arguments and output, items), never a link, a
-/// turn, a replay boundary or a token count.
+/// turn, a replay boundary or a token count. Tool arguments and output
+/// and a command's item also tell a background command's start and end:
+/// child work, which a caller that drops frames (`Recorder::for_usage`,
+/// whose lines of those types are passed over unread) does not read.
 fn unread_for_state(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
     if unread(record_type, key, member) {
         return true;
@@ -891,6 +1030,58 @@ fn unread_for_state(record_type: Option<&str>, key: &str, member: Option<&str>) 
         ),
         "event_msg" => matches!(member, "last_agent_message" | "message" | "item"),
         _ => false,
+    }
+}
+
+/// The item type of a command that outlives its call, as the child-work
+/// reducer knows it (a Claude background shell is one too).
+pub(crate) const BACKGROUND_COMMAND: &str = "backgroundCommand";
+
+/// The command an `exec_command` call runs (its `cmd`), else its arguments
+/// as written.
+fn exec_command_text(arguments: &str) -> String {
+    serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|value| value.get("cmd").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| arguments.to_owned())
+}
+
+/// The process session a `write_stdin` call writes to.
+fn stdin_session(arguments: &str) -> Option<u64> {
+    let value = serde_json::from_str::<Value>(arguments).ok()?;
+    let session = value.get("session_id")?;
+    session
+        .as_u64()
+        .or_else(|| session.as_str().and_then(|text| text.trim().parse().ok()))
+}
+
+/// What a unified-exec output's header says of its process: the lines
+/// before its `Output:` line (what the process printed, after it, is never
+/// read for it, and an output with no such line says nothing).
+fn exec_state(output: &str) -> Option<ExecState> {
+    let mut state = None;
+    for line in output.lines() {
+        if line == "Output:" {
+            return state;
+        }
+        if let Some(session) = line.strip_prefix("Process running with session ID ") {
+            state = session.trim().parse().ok().map(ExecState::Running);
+        } else if let Some(code) = line.strip_prefix("Process exited with code ") {
+            state = code.trim().parse().ok().map(ExecState::Exited);
+        }
+    }
+    None
+}
+
+/// A command's ending as the child-work reducer reads a background
+/// command's status: a non-zero exit failed, as the live stream's
+/// `exitCode` says.
+fn command_status(status: Option<&str>, exit_code: Option<i64>) -> &'static str {
+    match (status, exit_code) {
+        (_, Some(code)) if code != 0 => "failed",
+        (Some("failed"), _) => "failed",
+        (Some("declined"), _) => "cancelled",
+        _ => "completed",
     }
 }
 
@@ -962,6 +1153,32 @@ fn tool_kind(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a unified-exec output's header tells its process's state:
+    /// what the process printed (after `Output:`) never does, nor does an
+    /// output with no header.
+    #[test]
+    fn an_exec_outputs_header_alone_says_whether_its_process_runs() {
+        let outputs = [
+            "Chunk ID: 4fb1e1\nWall time: 0.5014 seconds\nProcess running with session ID 71723\nOriginal token count: 3\nOutput:\nbg-start\r\n",
+            "Chunk ID: d0ad5e\nWall time: 1.3147 seconds\nProcess exited with code 2\nOriginal token count: 3\nOutput:\nbg-done\r\n",
+            "Chunk ID: d0ad5e\nWall time: 1.3147 seconds\nProcess exited with code 0\nOutput:\nProcess running with session ID 9\n",
+            "Chunk ID: 1\nOutput:\nProcess exited with code 1\n",
+            "Process exited with code 1\n",
+            "write_stdin failed: Unknown process id 71723",
+        ];
+        assert_eq!(
+            outputs.map(exec_state),
+            [
+                Some(ExecState::Running(71723)),
+                Some(ExecState::Exited(2)),
+                Some(ExecState::Exited(0)),
+                None,
+                None,
+                None,
+            ]
+        );
+    }
 
     /// Where the quick reading of a line's types answers, it is what the
     /// reading by members says, on every line of every capture and on

@@ -150,6 +150,7 @@ rollout_tests! {
     rollout_real_model_basic => "real_model_basic",
     rollout_real_model_nested => "real_model_nested",
     rollout_v1_approval => "v1_approval",
+    rollout_v1_background_exec => "v1_background_exec",
     rollout_v1_basic => "v1_basic",
     rollout_v1_child_error_http500 => "v1_child_error_http500",
     rollout_v1_followup => "v1_followup",
@@ -161,6 +162,7 @@ rollout_tests! {
     rollout_0_171_real_model_basic => "codex-0.171/real_model_basic",
     rollout_0_171_real_model_nested => "codex-0.171/real_model_nested",
     rollout_0_171_v1_approval => "codex-0.171/v1_approval",
+    rollout_0_171_v1_background_exec => "codex-0.171/v1_background_exec",
     rollout_0_171_v1_basic => "codex-0.171/v1_basic",
     rollout_0_171_v1_child_error_http500 => "codex-0.171/v1_child_error_http500",
     rollout_0_171_v1_followup => "codex-0.171/v1_followup",
@@ -169,6 +171,82 @@ rollout_tests! {
     rollout_0_171_v2_basic => "codex-0.171/v2_basic",
     rollout_0_171_v2_child_error_http500 => "codex-0.171/v2_child_error_http500",
     rollout_0_171_v2_interrupt_agent => "codex-0.171/v2_interrupt_agent",
+}
+
+/// The child-work records of a session read from its rollouts, the
+/// session ended at the end of its files: a unified-exec command whose
+/// process outlived its call (`Process running with session ID N`, fed by
+/// `write_stdin` until `Process exited with code 0`) is a `command` record
+/// under the helper that launched it, from its call to its exit.
+#[test]
+fn the_rollouts_of_a_background_exec_give_the_command_record_of_its_helper() {
+    for name in ["v1_background_exec", "codex-0.171/v1_background_exec"] {
+        let (_, envelopes) = record_rollouts(name);
+        let (reducer, _) = agentrace_core::childwork::fold(&envelopes, true);
+        insta::assert_json_snapshot!(
+            format!("rollout_childwork_{}", name.replace('/', "_")),
+            serde_json::json!({"records": reducer.records(), "warnings": reducer.warnings()})
+        );
+    }
+}
+
+/// A background command that exits non-zero ended `failed`, as the live
+/// stream's exit code says, whichever line of the rollout tells it first:
+/// the command's own `item_completed` (Codex 0.169 and 0.171 write one), or
+/// else the `write_stdin` output that saw the process exit (a rollout with
+/// no such item), at that line's time.
+#[test]
+fn a_background_command_that_exits_non_zero_reads_failed_whichever_rollout_line_says_it() {
+    use agentrace_core::childwork::{fold, ChildWorkKind, ChildWorkRecord, Outcome};
+    let commands = |envelopes: &[Envelope]| -> Vec<ChildWorkRecord> {
+        fold(envelopes, true)
+            .0
+            .records()
+            .into_iter()
+            .filter(|record| record.kind == ChildWorkKind::Command)
+            .collect()
+    };
+    let exited_zero = commands(&record_rollouts("v1_background_exec").1);
+    assert_eq!(
+        exited_zero.iter().map(|record| record.outcome).collect::<Vec<_>>(),
+        [Some(Outcome::Succeeded)]
+    );
+    let mut seen = Vec::new();
+    for without_item in [false, true] {
+        let (_, envelopes) = record_rollouts_as("v1_background_exec", &|line| {
+            let text = String::from_utf8_lossy(line)
+                .replace("Process exited with code 0", "Process exited with code 3")
+                .replace("\"exit_code\":0", "\"exit_code\":3");
+            let text = if without_item {
+                text.replace("\"type\":\"CommandExecution\"", "\"type\":\"SomeOtherItem\"")
+            } else {
+                text
+            };
+            text.into_bytes()
+        });
+        seen.push(commands(&envelopes));
+    }
+    let failed_at = |at: &str| -> Vec<ChildWorkRecord> {
+        let at = Timestamp::parse(at);
+        exited_zero
+            .iter()
+            .map(|record| ChildWorkRecord {
+                outcome: Some(Outcome::Failed),
+                updated_at: at.unwrap_or(record.updated_at),
+                ended_at: at,
+                ..record.clone()
+            })
+            .collect()
+    };
+    assert_eq!(
+        seen,
+        [
+            // The command's `item_completed`, at the exit.
+            failed_at("2026-11-29T23:22:22.861Z"),
+            // The `write_stdin` output that saw it exit, 3 ms later.
+            failed_at("2026-11-29T23:22:22.864Z"),
+        ]
+    );
 }
 
 #[test]

@@ -683,3 +683,182 @@ fn attach_ends_when_its_reader_closes_the_pipe_while_the_run_is_quiet() {
     };
     assert_eq!((status.code(), first.lines().count()), (Some(0), 3));
 }
+
+/// A capture's folder: `<scenario>` (Codex 0.169) or
+/// `codex-0.171/<scenario>`.
+fn capture_folder(name: &str) -> std::path::PathBuf {
+    let fixtures = agentrace_testkit::files::fixtures();
+    if name.contains('/') {
+        fixtures.join(name)
+    } else {
+        fixtures.join("codex").join(name)
+    }
+}
+
+/// A Codex home holding capture `name`'s rollouts, each file's lines
+/// passed through `keep` (given the file's lines), and an empty Claude
+/// folder beside it.
+fn rollout_home(name: &str, keep: &dyn Fn(&[String]) -> Vec<String>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let sessions = dir.path().join("codex/sessions");
+    agentrace_testkit::files::copy_dir(&capture_folder(name).join("rollouts"), &sessions);
+    std::fs::create_dir_all(dir.path().join("claude")).unwrap_or_else(|e| panic!("{e}"));
+    let mut folders = vec![sessions];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let kept: String = keep(&lines).into_iter().map(|line| line + "\n").collect();
+            std::fs::write(&path, kept).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    dir
+}
+
+/// `import`s a Codex home as `rollout_home` made it; returns the run id.
+fn import_rollouts(cli: &Cli, home: &tempfile::TempDir) -> String {
+    let codex = home.path().join("codex").to_string_lossy().into_owned();
+    let claude = home.path().join("claude").to_string_lossy().into_owned();
+    cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &claude]);
+    let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+    runs["runs"][0]["id"].as_str().unwrap_or_else(|| panic!("no run: {runs}")).to_owned()
+}
+
+/// The time of the first line holding `text` in the child's rollout (the
+/// file whose calls are `exec_command`s), as written there.
+fn child_line_time(name: &str, text: &str) -> String {
+    let mut folders = vec![capture_folder(name).join("rollouts")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let lines = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+            if let Some(line) = lines.lines().find(|line| line.contains(text)) {
+                let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+                return value["timestamp"].as_str().unwrap_or_default().to_owned();
+            }
+        }
+    }
+    panic!("{name}: no rollout line holds {text}")
+}
+
+fn commands(records: Vec<RecordJson>) -> Vec<RecordJson> {
+    records.into_iter().filter(|record| record.kind == "command").collect()
+}
+
+/// A Codex session read from its rollouts showed no background command
+/// (an `exec_command` whose process outlived the call, fed by
+/// `write_stdin`): `status` listed it for a run recorded from the
+/// app-server stream only. Imported from the rollouts of the same session
+/// (Codex 0.169 and 0.171), it is the stream's `command` record under the
+/// helper that launched it, but for what the files cannot say.
+#[test]
+fn a_background_command_imported_from_rollouts_is_the_streams_record_but_for_what_the_files_cannot_say() {
+    for name in ["v1_background_exec", "codex-0.171/v1_background_exec"] {
+        let streamed = Cli::new();
+        let run = streamed.ingest(&capture_folder(name).join("server.jsonl"), &["--quiet"]);
+        let stream = commands(records(&streamed, &run));
+        assert_eq!(stream.len(), 1, "{name}: {stream:?}");
+        let imported = Cli::new();
+        let home = rollout_home(name, &|lines| lines.to_vec());
+        let run = import_rollouts(&imported, &home);
+        let command = "echo bg-start; read line; echo got:$line; sleep 2; echo bg-done".to_owned();
+        let expected = RecordJson {
+            // The rollout names the command the model asked to run
+            // (`exec_command`'s `cmd`); the stream names the argv Codex ran
+            // it as, in the user's login shell (`/bin/bash -lc '…'`), which
+            // the rollout writes only once the command has ended.
+            label: command.clone(),
+            description: command,
+            // The stream stamps the start when the process started
+            // (`item/started`); the rollout has no line then, and the
+            // command began with its call (`function_call`), written just
+            // before (the output saying it runs on comes only at the end
+            // of its yield window).
+            started_at: child_line_time(name, "\"name\":\"exec_command\""),
+            // The stream stamps the end when the app-server sent
+            // `item/completed`, a few milliseconds after the exit; the
+            // rollout writes the command's `item_completed` at the exit.
+            updated_at: child_line_time(name, "\"type\":\"CommandExecution\""),
+            ended_at: Some(child_line_time(name, "\"type\":\"CommandExecution\"")),
+            ..stream[0].clone()
+        };
+        assert_eq!(commands(records(&imported, &run)), vec![expected], "{name}");
+    }
+}
+
+/// A rollout cut after `exec_command`'s `Process running with session ID
+/// N` (before the exit) reads the command as working, and `status` shows
+/// it live; with its helper's turn ended too (a helper that answered while
+/// its process ran on), the command alone keeps the session at work.
+#[test]
+fn a_background_command_whose_rollout_ends_before_its_exit_is_working_and_live() {
+    let name = "v1_background_exec";
+    let whole = Cli::new();
+    let run = import_rollouts(&whole, &rollout_home(name, &|lines| lines.to_vec()));
+    let ended = commands(records(&whole, &run));
+    let running_at = child_line_time(name, "Process running with session ID");
+    let cut = |lines: &[String]| -> Vec<String> {
+        match lines.iter().position(|line| line.contains("\"output\":\"Chunk ID") && line.contains("Process running")) {
+            Some(at) => lines[..=at].to_vec(),
+            None => lines.to_vec(),
+        }
+    };
+    let helper_done = |lines: &[String]| -> Vec<String> {
+        let mut kept = cut(lines);
+        if kept.len() < lines.len() {
+            kept.extend(lines.iter().filter(|line| line.contains("\"type\":\"task_complete\"")).cloned());
+        }
+        kept
+    };
+    let working = RecordJson {
+        state: "working".to_owned(),
+        outcome: None,
+        ended_at: None,
+        updated_at: running_at.clone(),
+        ..ended[0].clone()
+    };
+    // The table without its last column, the age by the clock.
+    let table = |cli: &Cli, run: &str| -> Vec<String> {
+        cli.ok(&["status", run])
+            .lines()
+            .map(|line| line[..line.find("gen 1").map_or(line.len(), |at| at + 5)].to_owned())
+            .collect()
+    };
+    let mut seen = Vec::new();
+    for keep in [&cut as &dyn Fn(&[String]) -> Vec<String>, &helper_done] {
+        let cli = Cli::new();
+        let run = import_rollouts(&cli, &rollout_home(name, keep));
+        let runs: Value = serde_json::from_str(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"));
+        seen.push((commands(records(&cli, &run)), table(&cli, &run), runs["runs"][0]["helpersWorking"].clone()));
+    }
+    assert_eq!(
+        seen,
+        [
+            (
+                vec![working.clone()],
+                vec![
+                    "Kant                                  agent    working                gen 1".to_owned(),
+                    "└─ echo bg-start; read line; echo g…  command  working                gen 1".to_owned(),
+                ],
+                Value::Bool(true),
+            ),
+            (
+                vec![working],
+                vec![
+                    "Kant                                  agent    ended succeeded        gen 1".to_owned(),
+                    "└─ echo bg-start; read line; echo g…  command  working                gen 1".to_owned(),
+                ],
+                Value::Bool(true),
+            ),
+        ]
+    );
+}
