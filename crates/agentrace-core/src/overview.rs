@@ -144,8 +144,16 @@ fn push_agent(rows: &mut Vec<AgentRow>, agent: &AgentNode, depth: usize, records
         Some(record) => record_row(record, depth, cost),
         None => {
             // The root (no record: §6 keeps records for children) or a
-            // child never admitted: its state from the tree.
-            let live = live_run && agent.status == AgentStatus::Running;
+            // child never admitted: its state from the tree. A root whose
+            // helpers work on (the book's `helpersWorking`) with none of
+            // them live has the last report on its way to it (a Claude
+            // helper's end is the `<task-notification>` that starts the
+            // root's next turn): it is at work on it, not waiting.
+            let taking_reports = depth == 0
+                && run.helpers_working
+                && !over
+                && records.iter().all(|record| record.state == ChildWorkState::Ended);
+            let live = (live_run && agent.status == AgentStatus::Running) || taking_reports;
             AgentRow {
                 thread_id: agent.thread_id.0.clone(),
                 depth,

@@ -606,6 +606,42 @@ fn a_command_the_root_launched_is_a_row_under_the_root_at_a_glance() {
     );
 }
 
+/// Once the last of a Claude root's background helpers has ended, its
+/// report on the way to the root (the `<task-notification>` that starts the
+/// root's next turn), the root is at work on it: `top` and the viewer's
+/// `/live` read `waiting on helpers` on the root's row, not live, above
+/// helpers all `ended succeeded`, until the root's reply came.
+#[test]
+fn a_root_whose_helpers_all_ended_reads_working_on_their_reports_not_waiting_on_helpers() {
+    let mut book = RunBook::new(RunId::from("run-test"));
+    let mut at_the_reports = None;
+    for envelope in claude_transcripts_in_time_order("parallel_bg") {
+        book.apply(&envelope);
+        let records = book.records();
+        if at_the_reports.is_none() && !records.is_empty() && records.iter().all(|record| record.state == ChildWorkState::Ended) && !book.session_over() {
+            let view = book.state().view();
+            let session = agentrace_core::overview::session_of(view.run, &view.agents, &records, book.session_over());
+            let rows: Vec<(usize, String, String, bool)> = session
+                .agents
+                .iter()
+                .map(|row| (row.depth, row.label.clone(), row.state.clone(), row.live))
+                .collect();
+            at_the_reports = Some((session.live, rows));
+        }
+    }
+    assert_eq!(
+        at_the_reports,
+        Some((
+            true,
+            vec![
+                (0, "Main".to_owned(), "working".to_owned(), true),
+                (1, "Echo task A [general-purpose]".to_owned(), "ended succeeded".to_owned(), false),
+                (1, "Echo task B [Explore]".to_owned(), "ended succeeded".to_owned(), false),
+            ]
+        ))
+    );
+}
+
 /// A live helper at a glance was last heard from when its last line came
 /// (what `silent_agent` counts from), not when its record last changed: a
 /// Claude helper's transcript lines that change no record (its
