@@ -62,7 +62,8 @@ enum Item<'a> {
     },
 }
 
-/// How long a line left half written when the run ended is waited for.
+/// How long a line left half written when the run ended is waited for, and
+/// how long the log of a session seen at work must be still after its end.
 const SETTLE: Duration = Duration::from_secs(2);
 
 /// Why the follower woke up.
@@ -105,6 +106,9 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
     let config = crate::warning_config::config(home, &args.warnings)?;
     let mut follower = Follower::new(id, path, args.json, config, home.prices());
     let mut hinted = false;
+    // Whether this follow saw the session at work: its end is then waited
+    // out (`SETTLE` of stillness) for the lines an agent writes after it.
+    let mut saw_live = false;
     loop {
         follower.read_new(out)?;
         let recheck = follower.detect(out)?;
@@ -125,9 +129,22 @@ pub fn run(home: &Home, args: &AttachArgs, out: &mut Out) -> anyhow::Result<Exit
                 }
                 follower.read_new(out)?;
             }
+            // An agent writes a few lines after its last turn (Claude Code
+            // its Stop hook's summary, the last prompt, its cost), imported
+            // a moment after the end: the follow ends once the log has been
+            // still for `SETTLE`, as `watch` tells an end, or it left them
+            // out. A run over when attached is the whole story already.
+            if saw_live {
+                out.flush()?;
+                match wakes.recv_timeout(SETTLE) {
+                    Ok(Wake::File) => continue,
+                    Err(mpsc::RecvTimeoutError::Timeout) | Ok(Wake::Interrupt) | Err(mpsc::RecvTimeoutError::Disconnected) => {}
+                }
+            }
             follower.end(out)?;
             return Ok(ExitCode::SUCCESS);
         }
+        saw_live = true;
         out.flush()?;
         // A time-based detector (`silent_agent`) may fire with no new line.
         let wait = recheck.map_or(RECHECK, |ms| RECHECK.min(Duration::from_millis(ms.max(100))));

@@ -418,6 +418,49 @@ fn attach_follows_a_growing_log_until_the_run_ends() {
     );
 }
 
+/// An agent writes a few lines after the end of its session (Claude Code
+/// its Stop hook's summary, the last prompt, its cost; here the lines that
+/// follow the capture's `done`), imported a moment after it: `attach` of
+/// the live run printed up to the end and exited, leaving them out, where
+/// `events` and `show` count them. It ends once the log has been still
+/// after the end, with every line printed.
+#[test]
+fn attach_prints_the_lines_written_just_after_the_session_ended() {
+    let cli = Cli::new();
+    let lines = live_lines(&cli, "v1_background_exec");
+    let terminal = done_at(&lines);
+    assert!(terminal + 1 < lines.len(), "lines follow the run's end");
+    let path = live_log(&cli);
+    let half = terminal / 2;
+    std::fs::write(&path, lines[..half].join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let (mut child, received) = attach_live(&cli);
+    let mut seen = Vec::new();
+    // Each part is appended once attach printed every envelope before it.
+    for upto in [half, terminal + 1] {
+        if upto > half {
+            let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+            file.write_all((lines[half..upto].join("\n") + "\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        }
+        while seen.iter().filter(|line: &&String| line.starts_with("{\"envelope\"")).count() < upto {
+            match received.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => seen.push(line),
+                Err(error) => {
+                    let _ = child.kill();
+                    panic!("attach printed {} lines, then {error}", seen.len());
+                }
+            }
+        }
+    }
+    // The session is over; what the agent writes after it comes now.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap_or_else(|e| panic!("{e}"));
+    file.write_all((lines[terminal + 1..].join("\n") + "\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    drop(file);
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    seen.extend(received.iter());
+    let envelopes = seen.iter().filter(|line| line.starts_with("{\"envelope\"")).count();
+    assert_eq!((status.success(), envelopes), (true, lines.len()));
+}
+
 /// A live run whose helper has said nothing for longer than the limit:
 /// `attach` prints `silent_agent` without waiting for another line (the
 /// capture's times are in the past, so the helper is long silent).
