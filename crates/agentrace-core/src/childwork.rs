@@ -811,6 +811,18 @@ impl ChildWork {
     }
 
     /// The current run of a thread when it is live and owns the fact.
+    /// The tool `thread` runs now, while its run is live: what a child's
+    /// record says as its `operation`, for the root too (which has no
+    /// record), so the session at a glance says what the root runs.
+    pub fn operation_of(&self, thread: &ThreadId) -> Option<&Operation> {
+        self.agents
+            .get(thread)
+            .and_then(|facts| facts.run.as_ref())
+            .filter(|run| run.live())
+            .and_then(|run| run.operations.last())
+            .map(|(_, operation)| operation)
+    }
+
     fn live_run(&mut self, thread: &ThreadId, turn: Option<&TurnId>) -> Option<&mut Run> {
         self.agents
             .get_mut(thread)

@@ -81,19 +81,30 @@ pub struct ToolNow {
 }
 
 /// [`session_of`] a run's checked view (its warnings judged at a time, see
-/// [`crate::warnings::checked`]): each agent a `silent_agent` warning names
-/// is marked [`AgentRow::silent`], and each live agent was last heard from
-/// at its last line (`evidence`, what `silent_agent` counts from).
-pub fn session_of_view(view: RunView, records: &[ChildWorkRecord], over: bool, evidence: &crate::warnings::Evidence) -> Session {
+/// [`crate::warnings::checked`]) and the run book it came from: each agent
+/// a `silent_agent` warning names is marked [`AgentRow::silent`], each live
+/// agent was last heard from at its last line (the book's evidence, what
+/// `silent_agent` counts from), and a live agent with no record (the root)
+/// shows the tool it runs now, from the book's child work.
+pub fn session_of_view(view: RunView, book: &crate::book::RunBook) -> Session {
+    let (records, over, evidence) = (book.records(), book.session_over(), book.evidence());
     let silent: Vec<String> = view
         .warnings
         .iter()
         .filter(|warning| warning.code == "silent_agent")
         .filter_map(|warning| warning.thread_id.as_ref().map(|thread| thread.0.clone()))
         .collect();
-    let mut session = session_of(view.run, &view.agents, records, over);
+    let mut session = session_of(view.run, &view.agents, &records, over);
     for row in &mut session.agents {
         row.silent = row.live && silent.contains(&row.thread_id);
+        if row.live && !row.command && row.tool.is_none() {
+            let thread = crate::model::ThreadId::from(row.thread_id.as_str());
+            row.tool = book.child_work().operation_of(&thread).map(|operation| ToolNow {
+                name: operation.tool_name.clone(),
+                input: operation.input.clone(),
+                since: operation.started_at,
+            });
+        }
         // A record changes on a tool, a message, tokens; an agent's other
         // lines (a Claude helper's attachments and requests) are its
         // activity too: its silence counts from its last line, as the

@@ -144,6 +144,11 @@ impl LiveRun {
         (agentrace_store::WaterfallSource::of(&self.fold, &view.agents), self.path.clone())
     }
 
+    /// The run book: the one fold of the log as read so far.
+    pub fn book(&self) -> &agentrace_core::book::RunBook {
+        self.fold.book()
+    }
+
     /// What the detectors read besides the view (when each agent was last
     /// heard from, say).
     pub fn evidence(&self) -> &agentrace_core::warnings::Evidence {

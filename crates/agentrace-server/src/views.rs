@@ -226,7 +226,7 @@ pub(crate) async fn live(State(state): State<AppState>, ApiQuery(query): ApiQuer
             };
             let run = shared.lock()?;
             let view = run.view(config, now).0;
-            sessions.push(agentrace_core::overview::session_of_view(view, &run.records(), run.session_over(), run.evidence()));
+            sessions.push(agentrace_core::overview::session_of_view(view, run.book()));
         }
         // The live ones first (what the page is for), each part newest
         // first.

@@ -656,7 +656,7 @@ fn a_live_helper_at_a_glance_was_last_heard_from_at_its_last_line() {
     for envelope in claude_transcripts_in_time_order("parallel_bg") {
         book.apply(&envelope);
         let view = book.state().view();
-        let session = agentrace_core::overview::session_of_view(view, &book.records(), book.session_over(), book.evidence());
+        let session = agentrace_core::overview::session_of_view(view, &book);
         for row in session.agents.iter().filter(|row| row.live && !row.command && row.depth > 0) {
             live_rows += 1;
             let last = book.evidence().last_activity(&agentrace_core::model::ThreadId::from(row.thread_id.as_str()));

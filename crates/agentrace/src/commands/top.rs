@@ -581,7 +581,7 @@ fn load(home: &Home, id: &RunId) -> anyhow::Result<(Session, Option<Duration>)> 
     let (view, recheck) = fold.checked_view(home.warnings(), Some(now()));
     let over = fold.book().session_over();
     let recheck = recheck.filter(|_| !over).map(Duration::from_millis);
-    Ok((session_of_view(view, &fold.records(), over, fold.book().evidence()), recheck))
+    Ok((session_of_view(view, fold.book()), recheck))
 }
 
 /// When each session shown asks to be judged again though no line came:

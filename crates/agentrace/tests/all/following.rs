@@ -414,6 +414,37 @@ fn top_json_gives_the_sessions_as_the_viewers_live_api_does() {
     );
 }
 
+/// A root running a tool shows it in `top`'s `tool now`, as a helper does:
+/// a Claude root at work on a Bash command (and a Codex root on an
+/// `exec_command`) had its column blank, the root having no child-work
+/// record, so a session of one agent never said what it ran.
+#[test]
+fn top_shows_the_tool_the_root_runs_now() {
+    let homes = Homes::new();
+    let claude = Growth::of(Provider::Claude, "bash_then_agent_fg");
+    let root = claude.files.iter().position(|file| !file.path.to_string_lossy().contains("subagents")).unwrap_or_else(|| panic!("no root transcript"));
+    let call = claude.files[root]
+        .lines
+        .iter()
+        .position(|line| {
+            let line = String::from_utf8_lossy(line);
+            line.contains("\"type\":\"tool_use\"") && line.contains("\"name\":\"Bash\"")
+        })
+        .unwrap_or_else(|| panic!("the root runs no Bash"));
+    let through = claude.order.iter().position(|at| *at == (root, call)).unwrap_or_else(|| panic!("order")) + 1;
+    claude.write(&homes, 0..through, true);
+    let cli = Cli::new();
+    let claude_dir = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let printed: serde_json::Value = serde_json::from_str(&cli.ok(&["top", "--json", "--claude-dir", &claude_dir])).unwrap_or_else(|e| panic!("{e}"));
+    let rows: Vec<(serde_json::Value, serde_json::Value, serde_json::Value, serde_json::Value)> = printed["sessions"][0]["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| (row["label"].clone(), row["state"].clone(), row["tool"]["name"].clone(), row["tool"]["input"].clone()))
+        .collect();
+    assert_eq!(rows, vec![(serde_json::json!("Main"), serde_json::json!("working"), serde_json::json!("Bash"), serde_json::json!("echo root-bash"))]);
+}
+
 /// The names of the notes the notification commands wrote into `dir`,
 /// sorted.
 fn noted_in(dir: &Path) -> Vec<String> {
