@@ -810,7 +810,6 @@ impl ChildWork {
         }
     }
 
-    /// The current run of a thread when it is live and owns the fact.
     /// The tool `thread` runs now, while its run is live: what a child's
     /// record says as its `operation`, for the root too (which has no
     /// record), so the session at a glance says what the root runs.
@@ -823,6 +822,7 @@ impl ChildWork {
             .map(|(_, operation)| operation)
     }
 
+    /// The current run of a thread when it is live and owns the fact.
     fn live_run(&mut self, thread: &ThreadId, turn: Option<&TurnId>) -> Option<&mut Run> {
         self.agents
             .get_mut(thread)
