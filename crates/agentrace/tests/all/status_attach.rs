@@ -746,21 +746,30 @@ fn rollout_home(name: &str, keep: &dyn Fn(&[String]) -> Vec<String>) -> tempfile
     let sessions = dir.path().join("codex/sessions");
     agentrace_testkit::files::copy_dir(&capture_folder(name).join("rollouts"), &sessions);
     std::fs::create_dir_all(dir.path().join("claude")).unwrap_or_else(|e| panic!("{e}"));
-    let mut folders = vec![sessions];
+    for path in files_under(&sessions) {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let kept: String = keep(&lines).into_iter().map(|line| line + "\n").collect();
+        std::fs::write(&path, kept).unwrap_or_else(|e| panic!("{e}"));
+    }
+    dir
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
             let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
             if path.is_dir() {
                 folders.push(path);
-                continue;
+            } else {
+                files.push(path);
             }
-            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
-            let kept: String = keep(&lines).into_iter().map(|line| line + "\n").collect();
-            std::fs::write(&path, kept).unwrap_or_else(|e| panic!("{e}"));
         }
     }
-    dir
+    files
 }
 
 /// `import`s a Codex home as `rollout_home` made it; returns the run id.
@@ -775,19 +784,11 @@ fn import_rollouts(cli: &Cli, home: &tempfile::TempDir) -> String {
 /// The time of the first line holding `text` in the child's rollout (the
 /// file whose calls are `exec_command`s), as written there.
 fn child_line_time(name: &str, text: &str) -> String {
-    let mut folders = vec![capture_folder(name).join("rollouts")];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
-            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
-            if path.is_dir() {
-                folders.push(path);
-                continue;
-            }
-            let lines = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-            if let Some(line) = lines.lines().find(|line| line.contains(text)) {
-                let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
-                return value["timestamp"].as_str().unwrap_or_default().to_owned();
-            }
+    for path in files_under(&capture_folder(name).join("rollouts")) {
+        let lines = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        if let Some(line) = lines.lines().find(|line| line.contains(text)) {
+            let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
+            return value["timestamp"].as_str().unwrap_or_default().to_owned();
         }
     }
     panic!("{name}: no rollout line holds {text}")
