@@ -650,16 +650,7 @@ fn the_first_command_offers_the_machines_zone_when_times_are_utc_without_the_use
 fn the_first_command_gives_no_price_hint_for_a_run_that_reported_no_tokens() {
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     copy_dir(&fixtures().join("claude/nested_fg/home_claude"), &sources.path().join("claude"));
-    let day = sources.path().join("codex/sessions/2026/11/29");
-    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
-    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
-    let lines = [
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
-    ];
-    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    let thread = super::support::rollout_of_a_failed_call(&sources.path().join("codex"), None);
     let cli = Cli::new();
     let (listed, said) = first_command_over(&cli, sources.path(), &[]);
     let failed_cost = listed
@@ -677,16 +668,7 @@ fn the_first_command_gives_no_price_hint_for_a_run_that_reported_no_tokens() {
 #[test]
 fn the_run_list_gives_no_token_figure_for_a_run_that_reported_none() {
     let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let day = sources.path().join("codex/sessions/2026/11/29");
-    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
-    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
-    let lines = [
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
-    ];
-    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    super::support::rollout_of_a_failed_call(&sources.path().join("codex"), None);
     let cli = Cli::new();
     cli.ok(&["import", "--quiet", "--codex-home", &sources.path().join("codex").to_string_lossy(), "--claude-dir", &sources.path().join("none").to_string_lossy()]);
     let listed = cli.ok(&["runs"]);

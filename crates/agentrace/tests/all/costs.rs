@@ -1391,17 +1391,7 @@ fn diff_prints_a_floor_cost_as_a_floor_as_show_does() {
 #[test]
 fn a_session_that_reported_no_usage_costs_in_usage_what_its_run_costs() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let day = dir.path().join("codex/sessions/2026/11/29");
-    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
-    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
-    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
-    let lines = [
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.380Z","type":"turn_context","payload":{{"turn_id":"{turn}","cwd":"/work/app","model":"gpt-5.1-codex"}}}}"#),
-        format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#),
-    ];
-    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    super::support::rollout_of_a_failed_call(&dir.path().join("codex"), Some("gpt-5.1-codex"));
     let cli = Cli::new();
     let codex = dir.path().join("codex").to_string_lossy().into_owned();
     let straight: Value = serde_json::from_str(&cli.ok(&["usage", "--json", "--codex-home", &codex, "--provider", "codex"])).unwrap_or_else(|e| panic!("{e}"));

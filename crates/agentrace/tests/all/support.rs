@@ -158,3 +158,24 @@ pub fn cpu_ticks(pid: u32) -> u64 {
     let tick = |at: usize| fields.get(at).and_then(|field| field.parse::<u64>().ok()).unwrap_or_else(|| panic!("{stat}"));
     tick(11) + tick(12)
 }
+
+/// Writes under `codex_home` the rollout of a `codex exec` session whose
+/// root's only model call failed (Codex 0.171: `task_complete` with an
+/// error and no answer), naming `model` in a `turn_context` when given; it
+/// reported no usage. Returns its thread id.
+pub fn rollout_of_a_failed_call(codex_home: &Path, model: Option<&str>) -> &'static str {
+    let day = codex_home.join("sessions/2026/11/29");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    let thread = "01a24dff-cc38-7be3-8bb9-8994572cf22c";
+    let turn = "01a24dff-cc5c-7cc2-9966-8c648ab97640";
+    let mut lines = vec![
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.372Z","type":"session_meta","payload":{{"id":"{thread}","timestamp":"2026-11-29T23:55:39.325Z","cwd":"/work/app","source":"exec","cli_version":"0.171.0"}}}}"#),
+        format!(r#"{{"timestamp":"2026-11-29T23:55:39.374Z","type":"event_msg","payload":{{"type":"task_started","turn_id":"{turn}","root_turn_id":"{turn}","started_at":1796604939}}}}"#),
+    ];
+    if let Some(model) = model {
+        lines.push(format!(r#"{{"timestamp":"2026-11-29T23:55:39.380Z","type":"turn_context","payload":{{"turn_id":"{turn}","cwd":"/work/app","model":"{model}"}}}}"#));
+    }
+    lines.push(format!(r#"{{"timestamp":"2026-11-29T23:55:39.432Z","type":"event_msg","payload":{{"type":"task_complete","root_turn_id":"{turn}","turn_id":"{turn}","last_agent_message":null,"error":{{"message":"We are currently experiencing high demand.","codex_error_info":"internal_server_error"}},"duration_ms":66}}}}"#));
+    std::fs::write(day.join(format!("rollout-2026-11-29T23-55-39-{thread}.jsonl")), lines.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
+    thread
+}
