@@ -1990,13 +1990,11 @@ fn a_root_at_work_on_a_later_turn_lists_its_earlier_answer_as_running() {
     );
 }
 
-/// A user who added one session and ran `agentrace` again read that older
-/// sessions had "changed" (`1 new session, 5 changed`), sessions they had
-/// not touched: an import that reads a session only to end it, its files
-/// as the last import left them and now still for the idle limit, counts
-/// it as changed. The summary says how many of the changed only ended.
-#[test]
-fn an_import_says_which_of_the_changed_sessions_only_ended_with_no_new_line() {
+/// Homes holding the `single_bg` capture written up to its root's first
+/// answer (a background helper mid-work), every file last written an hour
+/// ago: young for a two-hour idle limit, still for a half-hour one; and
+/// the Codex and Claude folders' paths.
+fn single_bg_to_its_first_answer_an_hour_ago() -> (Homes, String, String) {
     let growth = Growth::of(Provider::Claude, "single_bg");
     let cut = growth.through_the_roots_first_answer();
     let homes = Homes::new();
@@ -2004,6 +2002,17 @@ fn an_import_says_which_of_the_changed_sessions_only_ended_with_no_new_line() {
     last_written_an_hour_ago(homes.dir.path());
     let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
     let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    (homes, codex, claude)
+}
+
+/// A user who added one session and ran `agentrace` again read that older
+/// sessions had "changed" (`1 new session, 5 changed`), sessions they had
+/// not touched: an import that reads a session only to end it, its files
+/// as the last import left them and now still for the idle limit, counts
+/// it as changed. The summary says how many of the changed only ended.
+#[test]
+fn an_import_says_which_of_the_changed_sessions_only_ended_with_no_new_line() {
+    let (_homes, codex, claude) = single_bg_to_its_first_answer_an_hour_ago();
     let cli = Cli::new();
     cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "7200"]);
     let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "1800"]);
@@ -2023,15 +2032,7 @@ fn an_import_says_which_of_the_changed_sessions_only_ended_with_no_new_line() {
 /// it.
 #[test]
 fn a_session_read_young_is_ended_by_a_later_import_when_its_unchanged_files_are_still() {
-    let growth = Growth::of(Provider::Claude, "single_bg");
-    let cut = growth.through_the_roots_first_answer();
-    let homes = Homes::new();
-    growth.write(&homes, 0..cut, true);
-    // Every file last written an hour ago: young for a two-hour idle
-    // limit, still for a half-hour one.
-    last_written_an_hour_ago(homes.dir.path());
-    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
-    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let (_homes, codex, claude) = single_bg_to_its_first_answer_an_hour_ago();
     let import = |cli: &Cli, idle_limit: &str| {
         cli.ok(&["import", "--quiet", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", idle_limit]);
     };
