@@ -50,6 +50,15 @@ fn serve_with(scratch: &Scratch, options: Options) -> Served {
     }
 }
 
+/// Options whose usage page is `report` (what `agentrace usage --json`
+/// would count), whatever the home holds.
+fn usage_of(report: serde_json::Value) -> Options {
+    Options {
+        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
+        ..Options::default()
+    }
+}
+
 const READY: &str = "return document.body.getAttribute('data-ready') === 'true';";
 
 #[test]
@@ -1590,17 +1599,9 @@ fn the_usage_charts_never_say_a_missing_price_is_zero() {
         "topAgents": [],
         "totals": counters(3000, json!(0.5), "floor"),
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let options = Options {
-        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
-        ..Options::default()
-    };
-    let (address, server) = runtime
-        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    runtime.spawn(server);
+    let served = serve_with(&scratch, usage_of(report));
     let browser = Browser::start();
-    browser.goto(&format!("http://{address}/usage"));
+    browser.goto(&format!("{}/usage", served.url));
     browser.wait_for("the usage page", READY);
     let titles = "return Array.from(document.querySelectorAll('#chart-cost rect title')).map(t => t.textContent);";
     let by_provider = browser.script(titles);
@@ -1730,22 +1731,14 @@ fn at_800_pixels_the_usage_and_compare_pages_keep_to_the_window() {
         ],
         "totals": counters(232089, 0.25),
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let options = Options {
-        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
-        ..Options::default()
-    };
-    let (address, server) = runtime
-        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    runtime.spawn(server);
+    let served = serve_with(&scratch, usage_of(report));
     let browser = Browser::start();
     browser.resize(800, 900);
     let fits = "const w = document.documentElement.clientWidth; return [document.documentElement.scrollWidth <= w, Array.from(document.querySelectorAll(arguments[0])).map(th => [th.textContent, th.getBoundingClientRect().right <= w])];";
-    browser.goto(&format!("http://{address}/usage"));
+    browser.goto(&format!("{}/usage", served.url));
     browser.wait_for("the usage page", READY);
     let usage = browser.call("POST", &browser.session_path("/execute/sync"), json!({"script": fits, "args": ["#top-runs thead th, #top-agents thead th"]}));
-    browser.goto(&format!("http://{address}/compare?a=codex-01a2298e-95f7-7860-9d07-bbdef83673ed&b=codex-01a2298e-252f-7401-bdd2-dc53c090568a"));
+    browser.goto(&format!("{}/compare?a=codex-01a2298e-95f7-7860-9d07-bbdef83673ed&b=codex-01a2298e-252f-7401-bdd2-dc53c090568a", served.url));
     browser.wait_for("the comparison", READY);
     let compared = browser.call("POST", &browser.session_path("/execute/sync"), json!({"script": fits, "args": ["#nothing"]}));
     let heads: Vec<Value> = ["run", "provider", "started (UTC)", "tokens", "cost", "label", "agents", "tokens", "cost"].iter().map(|name| json!([name, true])).collect();
@@ -1769,25 +1762,17 @@ fn an_empty_home_says_so_on_the_run_list_and_the_usage_page() {
     let empty = json!({"inputTokens": 0, "cachedInputTokens": 0, "cacheCreationTokens": 0, "outputTokens": 0, "reasoningTokens": 0, "totalTokens": 0, "cost": 0.0, "costStatus": "exact"});
     // What `agentrace usage --json` counts over no run.
     let report = json!({"days": [], "topRuns": [], "topAgents": [], "totals": empty});
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let options = Options {
-        usage: Some(agentrace_server::UsageSource(std::sync::Arc::new(move |_zone| Ok(report.clone())))),
-        ..Options::default()
-    };
-    let (address, server) = runtime
-        .block_on(agentrace_server::bind("127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}")), scratch.home(), options))
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    runtime.spawn(server);
+    let served = serve_with(&scratch, usage_of(report));
     let browser = Browser::start();
     // What the list's section says below its head of columns.
     let said = "const view = document.getElementById('runs-view'); const table = document.getElementById('runs'); return view.innerText.slice(view.innerText.indexOf(table.innerText) + table.innerText.length).trim();";
-    browser.goto(&format!("http://{address}/"));
+    browser.goto(&format!("{}/", served.url));
     browser.wait_for("the run list", READY);
     let fresh = browser.script(said);
-    browser.goto(&format!("http://{address}/?provider=claude"));
+    browser.goto(&format!("{}/?provider=claude", served.url));
     browser.wait_for("the run list", READY);
     let filtered = browser.script(said);
-    browser.goto(&format!("http://{address}/usage"));
+    browser.goto(&format!("{}/usage", served.url));
     browser.wait_for("the usage page", READY);
     let charts = browser.script("return ['chart-tokens', 'chart-cost'].map(id => document.getElementById(id).textContent);");
     let no_usage = "No usage recorded yet: `agentrace import` reads your Codex and Claude Code history.";
