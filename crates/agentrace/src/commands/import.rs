@@ -403,13 +403,12 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
         return Change::New;
     };
     let same = |path: &String, stamp: &FileStamp| previous.files.get(path).is_some_and(|old| old.is(stamp));
+    // Every file as the last import left it.
+    let as_left = previous.files.len() == now.len() && now.iter().all(|(path, stamp)| same(path, stamp));
     // A session read young and left open is read on (from its ends: no
     // line more) once its files are still, to be ended: unchanged files
     // alone never would have.
-    if previous.files.len() == now.len()
-        && now.iter().all(|(path, stamp)| same(path, stamp))
-        && !(previous.open && still_for(now, idle_limit))
-    {
+    if as_left && !(previous.open && still_for(now, idle_limit)) {
         return Change::Same;
     }
     // A file moved (a rollout archived keeps its name) is read again
@@ -448,7 +447,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
         Change::Grew(ReadOn {
             marks: previous.files.iter().filter_map(|(path, old)| Some((path.clone(), old.read?))).collect(),
             unchanged: previous.files.iter().filter(|(path, old)| now.get(*path).is_some_and(|stamp| old.is(stamp))).map(|(path, _)| path.clone()).collect(),
-            only_to_end: previous.files.len() == now.len() && now.iter().all(|(path, stamp)| same(path, stamp)),
+            only_to_end: as_left,
         })
     } else {
         Change::Changed { shrank, gone }
