@@ -38,6 +38,19 @@ pub fn count(number: u64, one: &str, many: &str) -> String {
     }
 }
 
+/// A run's counts as `show` and the reports say them: `123 events · 0
+/// message/tool events of unknown actor · 0 undecoded lines · 0 unknown
+/// frames`.
+pub fn counts_text(counts: &agentrace_core::state::Counts) -> String {
+    format!(
+        "{} · {} of unknown actor · {} · {}",
+        count(counts.events, "event", "events"),
+        count(counts.unknown_actor, "message/tool event", "message/tool events"),
+        count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
+        count(counts.unknown_frames, "unknown frame", "unknown frames"),
+    )
+}
+
 fn tokens_text(tokens: &TokenUsage) -> String {
     format!(
         "{} total ({} in, {} cached, {} out, {} reasoning)",
@@ -163,11 +176,8 @@ pub fn show(out: &mut Out, view: &RunView, skipped: &[SkippedLine]) -> io::Resul
     out.line("")?;
     let counts = &run.counts;
     out.line(format!(
-        "counts    {} · {} of unknown actor · {} · {} · {}{}",
-        count(counts.events, "event", "events"),
-        count(counts.unknown_actor, "message/tool event", "message/tool events"),
-        count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
-        count(counts.unknown_frames, "unknown frame", "unknown frames"),
+        "counts    {} · {}{}",
+        counts_text(counts),
         count(counts.skipped_log_lines.max(skipped.len() as u64), "skipped log line", "skipped log lines"),
         if counts.dropped_bytes > 0 {
             format!(" · {} not recorded (recorder fell behind)", count(counts.dropped_bytes, "byte", "bytes"))

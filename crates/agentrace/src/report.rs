@@ -263,13 +263,7 @@ fn html(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &Zone
     let counts = &run.counts;
     field(
         "counts",
-        &format!(
-            "{} · {} of unknown actor · {} · {}",
-            count(counts.events, "event", "events"),
-            count(counts.unknown_actor, "message/tool event", "message/tool events"),
-            count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
-            count(counts.unknown_frames, "unknown frame", "unknown frames"),
-        ),
+        &crate::render::counts_text(counts),
     );
     out.push_str("</dl>\n</section>\n");
     out.push_str("<section class=\"result\">\n<h2>Result</h2>\n");
@@ -411,14 +405,7 @@ fn markdown(view: &RunView, rows: &[Row], hidden: u64, max_bytes: usize, zone: &
         let _ = writeln!(out, "| cost | {} |", md(&crate::render::cost_text(run.cost, run.cost_status)));
     }
     let counts = &run.counts;
-    let _ = writeln!(
-        out,
-        "| counts | {} · {} of unknown actor · {} · {} |",
-        count(counts.events, "event", "events"),
-        count(counts.unknown_actor, "message/tool event", "message/tool events"),
-        count(counts.undecoded_lines, "undecoded line", "undecoded lines"),
-        count(counts.unknown_frames, "unknown frame", "unknown frames"),
-    );
+    let _ = writeln!(out, "| counts | {} |", crate::render::counts_text(counts));
     out.push_str("\n### Result\n\n");
     push_result(&mut out, view);
     let _ = writeln!(out, "### Warnings ({})\n", view.warnings.len());
