@@ -381,13 +381,17 @@ fn first_import(home: &Home, import: &crate::commands::import::ImportArgs) -> an
     // `import::read_again_when_attributed_otherwise`): forgotten first, so
     // that a large history is read as a first one is, the newest at once
     // and the rest in the background, rather than whole before the list.
+    let catalog = crate::catalog::open(home)?;
     {
         let _lock = agentrace_store::ImportLock::acquire(home, || {
             eprintln!("another import of {} is running; waiting for it to end", home.root().display());
         })?;
-        import::read_again_when_attributed_otherwise(&crate::catalog::open(home)?, false)?;
+        import::read_again_when_attributed_otherwise(&catalog, false)?;
     }
-    if crate::catalog::open(home)?.imported_session_count()? == 0 {
+    let nothing_imported = catalog.imported_session_count()? == 0;
+    // Closed before the imports below open it themselves.
+    drop(catalog);
+    if nothing_imported {
         // A session may be several files (a Codex root and its children's
         // rollouts, written together): four a run fill the first page.
         if let (files, Some(newest)) = import::newest_when_large(import, 4 * FIRST_PAGE as usize)? {
