@@ -97,8 +97,11 @@ pub fn session_of_view(view: RunView, book: &crate::book::RunBook) -> Session {
     let mut session = session_of(view.run, &view.agents, &records, over);
     for row in &mut session.agents {
         row.silent = row.live && silent.contains(&row.thread_id);
-        if row.live && !row.command && row.tool.is_none() {
-            let thread = crate::model::ThreadId::from(row.thread_id.as_str());
+        if !row.live || row.command {
+            continue;
+        }
+        let thread = crate::model::ThreadId::from(row.thread_id.as_str());
+        if row.tool.is_none() {
             row.tool = book.child_work().operation_of(&thread).map(|operation| ToolNow {
                 name: operation.tool_name.clone(),
                 input: operation.input.clone(),
@@ -109,10 +112,7 @@ pub fn session_of_view(view: RunView, book: &crate::book::RunBook) -> Session {
         // lines (a Claude helper's attachments and requests) are its
         // activity too: its silence counts from its last line, as the
         // detector's does, or the two told different times.
-        if row.live && !row.command {
-            let last = evidence.last_activity(&crate::model::ThreadId::from(row.thread_id.as_str()));
-            row.heard_at = row.heard_at.max(last);
-        }
+        row.heard_at = row.heard_at.max(evidence.last_activity(&thread));
     }
     session
 }
