@@ -149,18 +149,6 @@ impl LiveRun {
         self.fold.book()
     }
 
-    /// What the detectors read besides the view (when each agent was last
-    /// heard from, say).
-    pub fn evidence(&self) -> &agentrace_core::warnings::Evidence {
-        self.fold.book().evidence()
-    }
-
-    /// True once the session is over by the run book's rule (a root whose
-    /// turn ended while a helper works on is not).
-    pub fn session_over(&self) -> bool {
-        self.fold.book().session_over()
-    }
-
     /// The run status.
     pub fn status(&self) -> RunStatus {
         self.fold.state().status()
