@@ -1799,7 +1799,9 @@ fn a_run_page_at_an_event_past_its_last_says_so_and_shows_the_run() {
     let browser = Browser::start();
     browser.goto(&format!("{}/runs/basic?seq=99999", served.url));
     browser.wait_for("the run page", READY);
-    browser.wait_for("the timeline", "return document.querySelectorAll('#timeline .event').length > 0 || !document.getElementById('error').hidden;");
+    // The note and the timeline come from two answers, in either order:
+    // wait for both, or a fast note is read before the first row is drawn.
+    browser.wait_for("the note and the timeline", "return document.querySelectorAll('#timeline .event').length > 0 && !document.getElementById('error').hidden;");
     assert_eq!(
         browser.script("const error = document.getElementById('error'); return [error.hidden ? null : error.textContent, document.querySelector('#timeline .event') ? Number(document.querySelector('#timeline .event').getAttribute('data-seq')) : null, document.getElementById('earlier').hidden];"),
         json!([format!("event #99999 is not in this run: its events are #1 to #{last}"), 1, true])
