@@ -1111,6 +1111,23 @@ fn say_run(out: &mut Out, json: bool, event: &str, run: &RunSummary, what: &str)
     }
 }
 
+/// A run's status as the text line says it: the root's (SPEC §4), then
+/// whether the session is not where that word leaves it, by the record's
+/// `helpersWorking` and `sessionEnded` (the book's): `done (helpers
+/// working)` while a helper works after the root's turn ended (a bare
+/// `done` read as the session's end), `running (ended mid-turn)` once a
+/// session ended with its root's turn open (nothing of it is at work). The
+/// root's word comes first, as it did, for a script that reads it.
+fn status_said(run: &RunSummary) -> String {
+    if run.helpers_working {
+        format!("{} (helpers working)", run.status.as_str())
+    } else if run.session_ended {
+        format!("{} (ended mid-turn)", run.status.as_str())
+    } else {
+        run.status.as_str().to_owned()
+    }
+}
+
 /// `changed` (what this watch's pass recorded or changed, printed by it)
 /// and the runs whose records another process wrote since, each printed
 /// as the pass prints its own.
@@ -1121,7 +1138,7 @@ fn others_said(home: &Home, follower: &Follower, changed: Vec<RunId>, json: bool
         return Ok(changed);
     };
     for run in home.list_these_runs(others.iter().cloned())? {
-        say_run(out, json, "run", &run, run.status.as_str())?;
+        say_run(out, json, "run", &run, &status_said(&run))?;
     }
     out.flush()?;
     Ok(changed)
@@ -1136,7 +1153,7 @@ fn pass(home: &Home, (import, resumes): (&ImportArgs, &crate::commands::import::
         return Ok(changed);
     }
     for run in home.list_these_runs(changed.iter().cloned())? {
-        say_run(out, json, "run", &run, run.status.as_str())?;
+        say_run(out, json, "run", &run, &status_said(&run))?;
     }
     out.flush()?;
     Ok(changed)

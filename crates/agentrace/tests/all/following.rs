@@ -327,6 +327,82 @@ fn top_keeps_a_session_live_while_a_background_helper_works_after_the_roots_turn
     tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
 }
 
+/// `watch`'s text line for a Claude session whose root's turn ended while
+/// its background helper works on says the helpers work, as `runs` and
+/// `top` do: it said `<run id> done`, which read as the session's end. Once
+/// the helper's report and the root's last turn are written, the line says
+/// `done` alone.
+#[test]
+fn watch_says_a_session_is_not_done_while_its_helpers_work_after_the_roots_turn() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let homes = Homes::new();
+    let cut = growth.through_the_roots_first_answer();
+    growth.write(&homes, 0..cut, true);
+    let cli = Cli::new();
+    let runs = || -> Vec<serde_json::Value> {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let watch = Watch::start(&cli, &homes, &[]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    wait_until(20, || runs().first().is_some_and(|run| run["helpersWorking"] == true), || format!("the helper was never at work: {:?}", runs()));
+    growth.write(&homes, cut..growth.order.len(), true);
+    let over = || runs().first().is_some_and(|run| run["status"] == "done" && run.get("helpersWorking").is_none());
+    wait_until(20, over, || format!("the session never ended: {:?}", runs()));
+    // The pass that recorded the end has printed it by the time the record
+    // reads so; a moment for its line to be flushed.
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = runs().first().and_then(|run| run["id"].as_str().map(str::to_owned)).unwrap_or_else(|| panic!("no run"));
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.dedup();
+    // Between the two, the root's next turn (the helper's report) may be
+    // caught running; the first line and the last are what the files said
+    // before and after.
+    assert_eq!(
+        (lines.first().copied(), lines.last().copied()),
+        (Some(format!("{id} done (helpers working)").as_str()), Some(format!("{id} done").as_str())),
+        "{stdout}"
+    );
+}
+
+/// `watch`'s text line for a session that ended with its root's turn open
+/// (its files still past the idle limit) says so, as `runs` and `top` do:
+/// it said `<run id> running`, of a session nothing is at work in.
+#[test]
+fn watch_says_a_session_that_ended_mid_turn_is_not_running() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Claude, "single_fg");
+    let homes = Homes::new();
+    // Up to the root's answer, not with it: its turn is open.
+    growth.write(&homes, 0..growth.through_the_roots_first_answer() - 1, true);
+    // Still for longer than the limit the watch is given.
+    std::thread::sleep(Duration::from_millis(2100));
+    let cli = Cli::new();
+    let runs = || -> Vec<serde_json::Value> {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let watch = Watch::start(&cli, &homes, &["--idle-limit", "1"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    wait_until(20, || runs().first().is_some_and(|run| run["sessionEnded"] == true), || format!("the session never ended: {:?}", runs()));
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let id = runs().first().and_then(|run| run["id"].as_str().map(str::to_owned)).unwrap_or_else(|| panic!("no run"));
+    assert_eq!(stdout, format!("{id} running (ended mid-turn)\n"));
+}
+
 /// Not on a terminal, `top` prints each session and its agents once, as
 /// rows of text.
 #[test]
