@@ -75,6 +75,18 @@ function fmtTokens(n) {
   return wholeOf(1e6) + "M";
 }
 
+// `1 event`, `2 events`: a count with its noun, singular for one, as the
+// CLI's `render::count` says it (the page said `1 events shown`).
+function countText(number, one, many) {
+  return number === 1 ? "1 " + one : number + " " + many;
+}
+
+// A token figure shortened as `fmtTokens` does, then `token` or `tokens`
+// (`top`'s `1 token`).
+function tokensText(n) {
+  return n === 1 ? "1 token" : fmtTokens(n) + " tokens";
+}
+
 // `≥` when the cost is a floor, `$?` when nothing could be priced: to a
 // hundredth of a cent at any size, as `show`, `diff` and `usage` print it
 // (`render::cost_text`). A run of $2.3456 read `$2.35` beside show's.
@@ -323,7 +335,7 @@ function notePicks() {
 // A run's warnings but its info-level notes, as `top` says them.
 function problemsText(run) {
   const count = run.warningCount - (run.noteCodes || []).length;
-  return count > 0 ? count + (count === 1 ? " warning" : " warnings") : null;
+  return count > 0 ? countText(count, "warning", "warnings") : null;
 }
 
 function warningBadges(run) {
@@ -394,7 +406,7 @@ async function loadRuns() {
       el("td", { class: "result", title: run.result || "" }, run.result ? run.result.slice(0, 160) : "")));
   }
   const count = document.getElementById("runs-total");
-  count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + total + " runs";
+  count.textContent = (total ? (list.offset + 1) + "–" + (list.offset + runs.length) : "0") + " of " + countText(total, "run", "runs");
   // An empty list says why: nothing recorded yet, or nothing that the
   // filters keep (it was a bare head of columns).
   const empty = document.getElementById("runs-empty");
@@ -561,10 +573,10 @@ function renderSummary() {
       // read back and the bytes a recorder that fell behind never wrote
       // were left out, so a damaged log looked whole here.
       el("dt", {}, "counts"), el("dd", {},
-        run.counts.events + " events · " + run.counts.unknownActor + " message/tool events of unknown actor · " +
-        run.counts.undecodedLines + " undecoded lines · " + run.counts.unknownFrames + " unknown frames · " +
-        (run.counts.skippedLogLines || 0) + " skipped log lines" +
-        (run.counts.droppedBytes > 0 ? " · " + run.counts.droppedBytes + " bytes not recorded (recorder fell behind)" : ""))));
+        countText(run.counts.events, "event", "events") + " · " + countText(run.counts.unknownActor, "message/tool event", "message/tool events") + " of unknown actor · " +
+        countText(run.counts.undecodedLines, "undecoded line", "undecoded lines") + " · " + countText(run.counts.unknownFrames, "unknown frame", "unknown frames") + " · " +
+        countText(run.counts.skippedLogLines || 0, "skipped log line", "skipped log lines") +
+        (run.counts.droppedBytes > 0 ? " · " + countText(run.counts.droppedBytes, "byte", "bytes") + " not recorded (recorder fell behind)" : ""))));
   renderLive();
 }
 
@@ -639,7 +651,7 @@ function spendOf(node, record) {
   const tokens = record && record.totalTokens != null ? record.totalTokens : (node.tokens ? node.tokens.totalTokens : null);
   if (tokens === null) return "";
   const cost = record && record.costStatus ? fmtCost(record.cost, record.costStatus) : fmtCost(node.cost, node.costStatus);
-  return ", " + tokens + " tokens · " + cost;
+  return ", " + countText(tokens, "token", "tokens") + " · " + cost;
 }
 
 function renderTree() {
@@ -652,7 +664,7 @@ function renderTree() {
       el("span", { class: "badge role-" + node.role }, node.role),
       el("span", { class: "label" }, node.label), " ",
       el("span", { class: "badge state state-" + (record ? record.state : node.status) }, state), " ",
-      el("small", {}, node.eventCount + " events, " + node.toolCount + " tools" + spendOf(node, record)));
+      el("small", {}, countText(node.eventCount, "event", "events") + ", " + countText(node.toolCount, "tool", "tools") + spendOf(node, record)));
     if (node.role === "unknown") li.append(el("span", { class: "reason" }, "ownership unknown"));
     if (node.children && node.children.length) {
       const ul = el("ul", {});
@@ -673,7 +685,7 @@ function renderTree() {
     const cost = parts.reduce((sum, part) => sum + (part.cost || 0), 0);
     tree.append(el("li", { class: "outside", "data-outside": outside.label },
       el("span", { class: "label" }, outside.label), " ",
-      el("small", {}, "(outside the tree), " + total + " tokens · " + fmtCost(status === "unknown" ? null : cost, status))));
+      el("small", {}, "(outside the tree), " + countText(total, "token", "tokens") + " · " + fmtCost(status === "unknown" ? null : cost, status))));
   }
 }
 
@@ -908,7 +920,7 @@ async function loadMore() {
     document.getElementById("load-more").hidden = view.done;
     const shown = document.querySelectorAll("#timeline .event").length;
     document.getElementById("status-line").textContent =
-      shown + " events shown" + (view.done ? "" : " · more below");
+      countText(shown, "event", "events") + " shown" + (view.done ? "" : " · more below");
     answered = true;
   } catch (error) {
     showError(error);
@@ -1080,7 +1092,7 @@ function barTitle(bar) {
   lines.push(kind + (bar.count > 1 ? " (" + bar.count + " merged)" : ""));
   if (bar.input) lines.push(bar.input.length > 300 ? bar.input.slice(0, 300) + "…" : bar.input);
   lines.push(bar.endMs === null || bar.endMs === undefined ? "running for " + fmtDuration(fall.data.spanMs - bar.startMs) : fmtDuration(bar.endMs - bar.startMs));
-  if (bar.tokens !== null && bar.tokens !== undefined) lines.push(fmtTokens(bar.tokens) + " tokens");
+  if (bar.tokens !== null && bar.tokens !== undefined) lines.push(tokensText(bar.tokens));
   const outcome = [bar.outcome, bar.exitCode !== null && bar.exitCode !== undefined ? "exit " + bar.exitCode : null, bar.error].filter(Boolean).join(" · ");
   if (outcome) lines.push(outcome);
   return lines;
@@ -1189,7 +1201,7 @@ function renderWaterfall(width) {
   const first = box.querySelector("[data-bar]");
   if (first) first.tabIndex = 0;
   box.setAttribute("data-bars", data.bars.length);
-  document.getElementById("wf-status").textContent = data.lanes.length + " agents · " + data.bars.length + " bars" +
+  document.getElementById("wf-status").textContent = countText(data.lanes.length, "agent", "agents") + " · " + countText(data.bars.length, "bar", "bars") +
     (data.bars.some((bar) => bar.count > 1) ? " (short ones merged)" : "");
 }
 
@@ -1332,7 +1344,7 @@ async function showUsage() {
   const line = document.getElementById("usage-totals");
   line.setAttribute("data-tokens", totals.totalTokens);
   line.setAttribute("data-cost", totals.cost === null ? "" : totals.cost);
-  line.textContent = fmtTokens(totals.totalTokens) + " tokens · " + fmtCost(totals.cost, totals.costStatus) + " over " + report.days.length + (report.days.length === 1 ? " day (" : " days (") + ZONE + ")";
+  line.textContent = tokensText(totals.totalTokens) + " · " + fmtCost(totals.cost, totals.costStatus) + " over " + countText(report.days.length, "day", "days") + " (" + ZONE + ")";
   const runs = document.querySelector("#top-runs tbody");
   clear(runs);
   for (const run of report.topRuns) {
@@ -1418,10 +1430,10 @@ function renderLiveSessions() {
     const run = session.run;
     const status = sessionStatus(session);
     const agents = session.agents.filter((agent) => !agent.command).length;
-    const meta = [run.provider, run.startedAt ? "started " + since(run.startedAt, liveView.now) + " ago" : null, agents + (agents === 1 ? " agent" : " agents"),
+    const meta = [run.provider, run.startedAt ? "started " + since(run.startedAt, liveView.now) + " ago" : null, countText(agents, "agent", "agents"),
       // Before its first request a run has no tokens and no cost either
       // (as `top` leaves both out).
-      run.tokens ? fmtTokens(run.tokens.totalTokens) + " tokens" : null, run.tokens ? fmtTopCost(run.cost, run.costStatus) : null, problemsText(run)].filter(Boolean).join(" · ");
+      run.tokens ? tokensText(run.tokens.totalTokens) : null, run.tokens ? fmtTopCost(run.cost, run.costStatus) : null, problemsText(run)].filter(Boolean).join(" · ");
     const table = el("table", { class: "live-agents" },
       el("thead", {}, el("tr", {}, ...["agent", "state", "tool now", "tokens", "cost", "silent"].map((head) => el("th", {}, head)))),
       el("tbody", {}, ...session.agents.map((agent) => liveAgentRow(agent, liveView.now))));
@@ -1515,7 +1527,7 @@ async function showCompare() {
   }
   const summary = document.getElementById("compare-summary");
   summary.setAttribute("data-differences", result.differences.length);
-  summary.textContent = result.differences.length ? result.differences.length + " differences" : "no differences";
+  summary.textContent = result.differences.length ? countText(result.differences.length, "difference", "differences") : "no differences";
 }
 
 async function main() {

@@ -560,7 +560,7 @@ fn a_run_of_100000_events_shows_at_most_5000_rows_in_pages_that_scroll_filter_an
     browser.wait_up_to(
         bound,
         "the end of the search",
-        "return document.getElementById('status-line').textContent === '1 events shown';",
+        "return document.getElementById('status-line').textContent === '1 event shown';",
     );
     assert_eq!(browser.script(ROWS), json!(1));
 }
@@ -1572,11 +1572,78 @@ fn the_run_page_counts_the_log_lines_it_skipped_as_show_does() {
         (
             json!(1),
             json!(format!(
-                "{} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · 1 skipped log lines",
+                "{} events · {} message/tool events of unknown actor · {} undecoded lines · {} unknown frames · 1 skipped log line",
                 counts["events"], counts["unknownActor"], counts["undecodedLines"], counts["unknownFrames"]
             ))
         )
     );
+}
+
+/// `n` and its noun, singular for one, as the CLI's `render::count` says it.
+fn count(number: u64, one: &str, many: &str) -> String {
+    if number == 1 { format!("1 {one}") } else { format!("{number} {many}") }
+}
+
+/// Every count the pages print is singular for one, as the CLI's are: the
+/// run list said `1–1 of 1 runs`, a search with one hit `1 events shown`,
+/// and the agent tree `1 tools`.
+#[test]
+fn the_pages_say_one_of_a_thing_in_the_singular() {
+    let scratch = Scratch::new();
+    // One event of the run holds the needle: the helper's warning from
+    // Codex (the root's is another line), a notice the page shows with the
+    // bookkeeping (`?events=all`).
+    let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let mut edited = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line.starts_with(r#"{"method":"warning""#) && line.contains("01a2298c-947a-75b0-8b49-6a2e1016272b") {
+                edited += 1;
+                line.replacen("Defaulting to", "needle-seen-once: defaulting to", 1)
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    assert_eq!(edited, 1);
+    scratch.record("one", format!("{}\n", lines.join("\n")).as_bytes(), true);
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&served.url);
+    browser.wait_for("the run list", "return document.getElementById('runs-total').textContent !== '';");
+    assert_eq!(browser.text("#runs-total"), "1–1 of 1 run");
+
+    browser.goto(&format!("{}/runs/one?events=all", served.url));
+    browser.wait_for("the run page", READY);
+    // Each agent of the tree: its events and tools (its tokens, after them,
+    // are its record's while it has one).
+    let view = api_json(&served, "/api/runs/one");
+    let mut expected = Vec::new();
+    let mut agents: Vec<Value> = view["agents"].as_array().cloned().unwrap_or_default();
+    while let Some(agent) = agents.pop() {
+        let figures = format!(
+            "{}, {}",
+            count(agent["eventCount"].as_u64().unwrap_or_default(), "event", "events"),
+            count(agent["toolCount"].as_u64().unwrap_or_default(), "tool", "tools"),
+        );
+        expected.push(json!([agent["threadId"], figures]));
+        agents.extend(agent["children"].as_array().cloned().unwrap_or_default());
+    }
+    expected.sort_by_key(|pair| pair[0].as_str().unwrap_or_default().to_owned());
+    let shown = browser.script(
+        "return Array.from(document.querySelectorAll('#tree li.agent')).map(li => [li.getAttribute('data-thread'), li.querySelector(':scope > small').textContent.split(', ').slice(0, 2).join(', ')]).sort((a, b) => a[0] < b[0] ? -1 : 1);",
+    );
+    assert_eq!(shown, Value::Array(expected));
+    // A tool count of one is there to be said.
+    assert!(shown.to_string().contains(" 1 tool"), "{shown}");
+
+    browser.type_into("#search", "needle-seen-once");
+    browser.wait_for(
+        "the search",
+        "return document.querySelectorAll('#timeline .event').length === 1;",
+    );
+    assert_eq!(browser.text("#status-line"), "1 event shown");
 }
 
 /// The usage charts' segments said a model without a price cost
