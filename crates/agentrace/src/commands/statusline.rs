@@ -126,6 +126,10 @@ pub struct Summary {
     pub cost_status: CostStatus,
     /// The session's tokens (every agent, the startup agents too).
     pub total_tokens: u64,
+    /// Whether any model request was counted yet: before the first, the
+    /// line has no cost to give (`--json`'s `0` is the sum of none).
+    #[serde(skip)]
+    pub requested: bool,
 }
 
 /// A live subagent on the line.
@@ -141,11 +145,16 @@ pub struct LiveAgent {
 }
 
 impl Summary {
-    /// `Main 12k · Explore 53k · $0.42`.
+    /// `Main 12k · Explore 53k · $0.42`; `Main 0` before the session's
+    /// first request, whose cost is not known yet (a `$0.00` then read as
+    /// a free session), as `top` leaves a run's cost out until then.
     pub fn line(&self) -> String {
         let mut parts = vec![format!("Main {}", crate::render::short_tokens(self.main_tokens))];
         for agent in &self.live {
             parts.push(format!("{} {}", agent.label, crate::render::short_tokens(agent.tokens)));
+        }
+        if !self.requested {
+            return parts.join(" · ");
         }
         parts.push(match (self.cost, self.cost_status) {
             (None, _) | (_, CostStatus::Unknown) => "$?".to_owned(),
@@ -364,8 +373,10 @@ impl Session {
         let mut tokens = 0;
         let mut unpriced = 0;
         let mut missing = false;
+        let mut requested = false;
         for file in self.state.files.values() {
             for book in [&file.main, &file.sidechain] {
+                requested |= !book.responses.is_empty();
                 cost += book.cost;
                 tokens += book.total.total_tokens;
                 unpriced += book.unpriced_tokens;
@@ -404,7 +415,7 @@ impl Session {
             (true, true) => (Some(cost), CostStatus::Floor),
             (_, false) => (Some(cost), CostStatus::Exact),
         };
-        Summary { main_tokens, live, cost, cost_status, total_tokens: tokens }
+        Summary { main_tokens, live, cost, cost_status, total_tokens: tokens, requested }
     }
 
     /// Reads `path` from where the state left it. `Restarted` when it had
@@ -806,6 +817,7 @@ mod tests {
             cost,
             cost_status,
             total_tokens: 70_000,
+            requested: true,
         };
         let lines = [
             summary(Some(0.42), CostStatus::Exact).line(),

@@ -109,10 +109,11 @@ fn cold(session: &Session) -> serde_json::Value {
     figures(&Cli::new(), session, &[])
 }
 
-const CAPTURES: [&str; 18] = [
+const CAPTURES: [&str; 19] = [
     "bash_then_agent_fg",
     "bg_shell_task",
     "followup_same_subagent",
+    "interactive_local_commands",
     "nested_fg",
     "parallel_bg",
     "parallel_fg",
@@ -145,6 +146,39 @@ fn the_line_of_a_finished_session_is_the_roots_tokens_and_the_sessions_cost() {
         ("v1.0.128_single", "Main 638 · $0.01\n".to_owned()),
     ];
     assert_eq!(shown, expected);
+}
+
+/// Before the session's first model request is counted the line gives no
+/// cost (it said `Main 0 · $0.00`, a free session, of a cost not known
+/// yet), and gives it once the request is there.
+#[test]
+fn the_line_gives_no_cost_before_the_sessions_first_request() {
+    let session = Session::of("single_fg");
+    let files: Vec<(PathBuf, String)> = session
+        .files()
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            (file, text)
+        })
+        .collect();
+    // The root's lines before its first reply (the prompt), and no
+    // subagent yet.
+    let root = &files[0].1;
+    let first_reply = root.lines().position(|line| line.contains("\"usage\"")).unwrap_or_else(|| panic!("no reply in single_fg"));
+    assert!(first_reply > 0, "single_fg opens with a reply");
+    let before: String = root.lines().take(first_reply).map(|line| format!("{line}\n")).collect();
+    std::fs::write(&session.transcript, before).unwrap_or_else(|e| panic!("write: {e}"));
+    for (file, _) in &files[1..] {
+        std::fs::remove_file(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+    let cli = Cli::new();
+    let before_a_request = line(&cli, &session.input(), &[]);
+    for (file, text) in &files {
+        std::fs::write(file, text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+    let after = line(&cli, &session.input(), &[]);
+    assert_eq!((before_a_request.as_str(), after.as_str()), ("Main 0\n", "Main 5.8k · $0.05\n"));
 }
 
 #[test]
