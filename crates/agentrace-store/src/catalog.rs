@@ -24,7 +24,7 @@ use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, Packed, Sto
 /// The schema this build writes; a catalog of another is made anew, but
 /// for the one before it, brought up to this one in place (see
 /// `MIGRATIONS`).
-pub const CATALOG_SCHEMA: i64 = 7;
+pub const CATALOG_SCHEMA: i64 = 8;
 
 /// How a catalog of an older schema becomes one of [`CATALOG_SCHEMA`] in
 /// place, when that is cheaper than the rebuild (a cold import's work):
@@ -44,12 +44,19 @@ pub const CATALOG_SCHEMA: i64 = 7;
 /// (sorted at each call, the first page of 50,000 runs by cost read every
 /// row, about 27 ms before the first line), and counts each run's
 /// info-level notes apart from its warnings (`note_count`).
+/// Schema 8 keeps a digest of each imported session's files
+/// (`files_digest`): an import that finds a session's files as it left
+/// them tells so from the session's row alone, where it read every file's
+/// row (16,000 rows for 5,000 sessions, the largest part of a repeated
+/// import's work in the catalog). A row of schema 7 has none until an
+/// import finds its session unchanged and keeps it.
 const MIGRATIONS: &[(i64, &str)] = &[
     (3, "DROP TRIGGER IF EXISTS runs_usage_head;"),
     (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
     (5, "CREATE INDEX import_files_by_path ON import_files (path);"),
     (6, "ALTER TABLE runs ADD COLUMN note_count INTEGER NOT NULL DEFAULT 0;"),
     (6, SORT_INDEXES),
+    (7, "ALTER TABLE import_sessions ADD COLUMN files_digest BLOB;"),
 ];
 
 /// The indexes of the orders other than the newest first ([`RunSort`]).
@@ -169,6 +176,7 @@ CREATE TABLE import_sessions (
   log_bytes INTEGER,
   merged INTEGER NOT NULL,
   open INTEGER NOT NULL DEFAULT 0,
+  files_digest BLOB,
   PRIMARY KEY (provider, key)
 ) WITHOUT ROWID;
 CREATE TABLE import_files (
@@ -1334,6 +1342,38 @@ impl Catalog {
         Ok(page)
     }
 
+    /// The last import's sessions of `provider` from key `from` on, at
+    /// most `limit`, in key order, each without its files (`files` is
+    /// empty) but with the digest of them it kept ([`files_digest`]; none
+    /// for a row an older agentrace wrote): what a repeated import needs of
+    /// a session whose files are as it left them.
+    pub fn import_session_heads_from(&self, provider: &str, from: &str, limit: usize) -> Result<Vec<(String, ImportedSession, Option<FilesDigest>)>, StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("SELECT key, run_id, log_bytes, merged, open, files_digest FROM import_sessions WHERE provider = ?1 AND key >= ?2 ORDER BY key LIMIT ?3")
+            .map_err(&err)?
+            .query_map(params![provider, from, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+                let digest = row.get_ref(5)?.as_blob_or_null()?.and_then(|blob| FilesDigest::try_from(blob).ok());
+                Ok((row.get::<_, String>(0)?, imported_head(row, 1)?, digest))
+            })
+            .map_err(&err)?
+            .collect::<Result<_, _>>()
+            .map_err(err)
+    }
+
+    /// Keeps `digest` as the digest of session `key`'s files, for a row
+    /// kept without one (see [`Catalog::import_session_heads_from`]) whose
+    /// files an import found as they were.
+    pub fn keep_import_files_digest(&self, provider: &str, key: &str, digest: &FilesDigest) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("UPDATE import_sessions SET files_digest = ?3 WHERE provider = ?1 AND key = ?2")
+            .map_err(&err)?
+            .execute(params![provider, key, &digest[..]])
+            .map_err(&err)?;
+        Ok(())
+    }
+
     /// What the last import kept of session `key` of `provider`.
     pub fn import_session(&self, provider: &str, key: &str) -> Result<Option<ImportedSession>, StoreError> {
         let err = sql(&self.path);
@@ -1393,7 +1433,7 @@ impl Catalog {
     pub fn put_import_session(&self, provider: &str, key: &str, session: &ImportedSession) -> Result<(), StoreError> {
         let err = sql(&self.path);
         self.conn
-            .prepare_cached("INSERT OR REPLACE INTO import_sessions (provider, key, run_id, log_bytes, merged, open) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .prepare_cached("INSERT OR REPLACE INTO import_sessions (provider, key, run_id, log_bytes, merged, open, files_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
             .map_err(&err)?
             .execute(params![
                 provider,
@@ -1401,7 +1441,8 @@ impl Catalog {
                 session.run_id,
                 session.log.map(|bytes| bytes as i64),
                 i64::from(session.merged),
-                i64::from(session.open)
+                i64::from(session.open),
+                &files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)))[..]
             ])
             .map_err(&err)?;
         self.conn
@@ -2435,6 +2476,27 @@ pub struct ImportedFile {
     pub read: Option<ReadRow>,
 }
 
+/// A digest of an imported session's files: their paths, sizes and
+/// modification times (see [`files_digest`]).
+pub type FilesDigest = [u8; 16];
+
+/// The digest of a session's `files` (path, size, modification time in
+/// ns), given in path order, as a `BTreeMap` keyed by path gives them:
+/// equal for two lists exactly when they are equal, but for a collision
+/// of a 128-bit hash (XXH3, whose output is fixed by its specification,
+/// so a digest kept by one build is read alike by the next).
+pub fn files_digest<'a>(files: impl IntoIterator<Item = (&'a str, u64, u64)>) -> FilesDigest {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for (path, size, modified_ns) in files {
+        // Each path's length first: no two lists hash the same bytes.
+        hasher.update(&(path.len() as u64).to_le_bytes());
+        hasher.update(path.as_bytes());
+        hasher.update(&size.to_le_bytes());
+        hasher.update(&modified_ns.to_le_bytes());
+    }
+    hasher.digest128().to_le_bytes()
+}
+
 /// Where the reading of one file stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadRow {
@@ -2758,10 +2820,11 @@ mod tests {
         );
     }
 
-    /// A catalog of schema 3 (its usage head filled by a trigger), 4, 5 or
-    /// 6 is brought to this schema in place: its rows kept, the trigger
+    /// A catalog of schema 3 (its usage head filled by a trigger), 4, 5, 6
+    /// or 7 is brought to this schema in place: its rows kept, the trigger
     /// gone, a column for the reports, the files indexed by path, the runs
-    /// by each order `runs --sort` takes, and no rebuild noted.
+    /// by each order `runs --sort` takes, a column for the digests of the
+    /// imported sessions' files, and no rebuild noted.
     #[test]
     fn a_catalog_of_the_schema_before_is_migrated_in_place() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -2774,14 +2837,15 @@ mod tests {
         let trigger = "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;";
         let no_report = "ALTER TABLE runs DROP COLUMN usage_report;";
         let no_sort_indexes = "DROP INDEX runs_by_cost; DROP INDEX runs_by_tokens; DROP INDEX runs_by_duration; DROP INDEX runs_by_warnings; ALTER TABLE runs DROP COLUMN note_count;";
-        for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new()), (6, String::new())] {
+        let no_digests = "ALTER TABLE import_sessions DROP COLUMN files_digest;";
+        for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new()), (6, String::new()), (7, String::new())] {
             let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
             catalog
                 .connection()
-                .execute_batch(&if before == 6 {
-                    format!("{no_sort_indexes} PRAGMA user_version = {before};")
-                } else {
-                    format!("DROP INDEX import_files_by_path; {no_sort_indexes} {older} PRAGMA user_version = {before};")
+                .execute_batch(&match before {
+                    7 => format!("{no_digests} PRAGMA user_version = {before};"),
+                    6 => format!("{no_digests} {no_sort_indexes} PRAGMA user_version = {before};"),
+                    _ => format!("{no_digests} DROP INDEX import_files_by_path; {no_sort_indexes} {older} PRAGMA user_version = {before};"),
                 })
                 .unwrap_or_else(|e| panic!("{e}"));
             drop(catalog);
@@ -2796,7 +2860,10 @@ mod tests {
                 .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('import_files_by_path', 'runs_by_cost', 'runs_by_tokens', 'runs_by_duration', 'runs_by_warnings')", [], |row| row.get(0))
                 .unwrap_or_else(|e| panic!("{e}"));
             let notes: i64 = conn.query_row("SELECT count(note_count) FROM runs", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((version, triggers, kept.as_str(), reports, indexed, notes), (CATALOG_SCHEMA, 0, "yes", 0, 5, 0), "from schema {before}");
+            let digests: i64 = conn
+                .query_row("SELECT count(*) FROM pragma_table_info('import_sessions') WHERE name = 'files_digest'", [], |row| row.get(0))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((version, triggers, kept.as_str(), reports, indexed, notes, digests), (CATALOG_SCHEMA, 0, "yes", 0, 5, 0, 1), "from schema {before}");
         }
     }
 }

@@ -28,7 +28,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::recording::{Cadence, Finished, Recording, Setup, TextsTo};
-use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_start, first_time, FoundSession};
+use crate::sources::claude_ingest::{claude_config_dir, claude_cwd, claude_first_time, claude_start, first_time, FoundSession};
 use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
 use crate::sources::dirs::DirCache;
@@ -36,7 +36,7 @@ use crate::sources::rollouts::{codex_start, rollout_head_or_why, rollout_parts, 
 use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, Sink, TornLines};
 use crate::sources::stamps::FileStamp;
 use crate::usage_index::{Kept, LogStamp, UsageIndex};
-use agentrace_store::catalog::{HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
+use agentrace_store::catalog::{files_digest, FilesDigest, HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
 use agentrace_store::Catalog;
 
 /// Arguments of `agentrace import`.
@@ -658,6 +658,11 @@ struct JobDone {
 enum JobOutcome {
     Read(Box<JobDone>),
     Unreadable(anyhow::Error),
+    /// A Claude session to read whole whose main file names no time yet:
+    /// left, unsaid, for an import that finds one (its run's start would
+    /// be the clock's, so a session read in pieces would not end as one
+    /// read whole).
+    NotYet,
 }
 
 /// Counts of one import.
@@ -756,6 +761,9 @@ struct Importer<'a> {
     /// The batch the pool last read, noted while the pool reads the next
     /// (see [`Importer::run_jobs`]).
     read: Option<(Vec<Job>, Vec<JobOutcome>)>,
+    /// Digests of unchanged sessions' files to keep, for rows kept without
+    /// the right one (by an older agentrace), written with the last save.
+    digests: Vec<(&'static str, String, FilesDigest)>,
 }
 
 /// What reading a session's files into its run takes, and nothing of the
@@ -855,39 +863,54 @@ impl Resumes {
 /// How many of the last import's sessions are read at a time.
 const KNOWN_PAGE: usize = 256;
 
-/// The last import's sessions of one provider, a page at a time: the
-/// import asks for them in key order, and a key on the page read last is
-/// answered from it. The page stands for every key from the one it was
-/// read from up to its last (to the end, when it was not full), so a key
-/// it lacks was not kept. A key asked out of order, or a second time (its
-/// row may have been written since), is read on its own.
+/// The last import's sessions of one provider, a page at a time, each
+/// without its files but with their digest: the import asks for them in
+/// key order, and a key on the page read last is answered from it. The
+/// page stands for every key from the one it was read from up to its last
+/// (to the end, when it was not full), so a key it lacks was not kept. A
+/// key asked out of order, or a second time (its row may have been
+/// written since), is read on its own.
 #[derive(Debug, Default)]
 struct KnownPages {
     provider: &'static str,
     from: String,
     /// The page's last key, when it was full (`None`: it reaches the end).
     to: Option<String>,
-    page: Vec<(String, Option<ImportedSession>)>,
+    page: Vec<(String, Option<KnownHead>)>,
 }
 
+/// A kept session's row without its files, and the digest of them kept.
+type KnownHead = (ImportedSession, Option<FilesDigest>);
+
 impl KnownPages {
-    fn get(&mut self, catalog: &Catalog, provider: &'static str, key: &str) -> anyhow::Result<Option<ImportedSession>> {
+    /// Session `key`'s row without its files, and the digest of them kept.
+    fn get(&mut self, catalog: &Catalog, provider: &'static str, key: &str) -> anyhow::Result<Option<KnownHead>> {
         let covered = self.provider == provider && self.from.as_str() <= key && self.to.as_deref().is_none_or(|to| key <= to);
         if !covered {
-            let page = catalog.import_sessions_from(provider, key, KNOWN_PAGE)?;
+            let page = catalog.import_session_heads_from(provider, key, KNOWN_PAGE)?;
             self.provider = provider;
             self.from = key.to_owned();
-            self.to = (page.len() >= KNOWN_PAGE).then(|| page.last().map(|(last, _)| last.clone())).flatten();
-            self.page = page.into_iter().map(|(key, session)| (key, Some(session))).collect();
+            self.to = (page.len() >= KNOWN_PAGE).then(|| page.last().map(|(last, _, _)| last.clone())).flatten();
+            self.page = page.into_iter().map(|(key, session, digest)| (key, Some((session, digest)))).collect();
         }
         match self.page.binary_search_by(|(kept, _)| kept.as_str().cmp(key)) {
             Ok(at) => match self.page[at].1.take() {
-                Some(session) => Ok(Some(session)),
-                None => Ok(catalog.import_session(provider, key)?),
+                Some(head) => Ok(Some(head)),
+                None => Ok(catalog.import_session(provider, key)?.map(|session| {
+                    let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
+                    (ImportedSession { files: BTreeMap::new(), ..session }, Some(digest))
+                })),
             },
             Err(_) => Ok(None),
         }
     }
+}
+
+/// What the last import kept of a session that a repeated import needs
+/// beside what changed: its run, and its log's length then.
+struct KnownRun {
+    run_id: String,
+    log: Option<u64>,
 }
 
 impl<'a> Importer<'a> {
@@ -1049,6 +1072,10 @@ impl<'a> Importer<'a> {
                     self.left_out(&job, &error);
                     None
                 }
+                JobOutcome::NotYet => {
+                    self.untallied(&job);
+                    None
+                }
             })
             .collect();
         {
@@ -1117,6 +1144,13 @@ impl<'a> Importer<'a> {
         self.bar.suspend(|| {
             eprintln!("warning: {error:#}; the {provider} session {} is left out of this import{kept} and read again by the next one", job.key);
         });
+        self.untallied(job);
+        self.tally.left_out += 1;
+    }
+
+    /// Takes `job`'s session back from the tally: this import did not
+    /// read it.
+    fn untallied(&mut self, job: &Job) {
         if job.new {
             self.tally.recorded = self.tally.recorded.saturating_sub(1);
             if job.files.log {
@@ -1125,7 +1159,6 @@ impl<'a> Importer<'a> {
         } else {
             self.tally.updated = self.tally.updated.saturating_sub(1);
         }
-        self.tally.left_out += 1;
     }
 
     /// Says on stderr, once per session, which of `job`'s files held lines
@@ -1157,15 +1190,56 @@ impl<'a> Importer<'a> {
         locked(self.catalog)
     }
 
-    /// What the last import kept of session `key`.
+    /// What changed in session `key`'s files, stamped `now`, since the last
+    /// import, and what it kept of the session. A session whose files are
+    /// as that import left them (the digest of their stamps is the one it
+    /// kept) is told so from its row alone: its files' rows are read only
+    /// when something changed.
     /// The lookups of a repeated import share one read transaction (see
     /// [`Catalog::begin_read`]), ended by the next write.
-    fn known(&mut self, provider: &'static str, key: &str) -> anyhow::Result<Option<Imported>> {
+    fn change(&mut self, provider: &'static str, key: &str, now: &BTreeMap<String, FileStamp>) -> anyhow::Result<(Option<KnownRun>, Change)> {
         // Locked through the shared reference, not `self`: the pages are
         // borrowed mutably beside the guard.
         let catalog = locked(self.catalog)?;
         catalog.begin_read()?;
-        Ok(self.pages.get(&catalog, provider, key)?.map(Imported::of_row))
+        let Some((head, kept)) = self.pages.get(&catalog, provider, key)? else {
+            return Ok((None, Change::New));
+        };
+        let digest = files_digest(now.iter().map(|(path, stamp)| (path.as_str(), stamp.size, stamp.modified_ns)));
+        let known = KnownRun { run_id: head.run_id.clone(), log: head.log };
+        // An open session is read on once its files are still, unchanged
+        // or not: `compare` tells.
+        if kept == Some(digest) && !head.open {
+            return Ok((Some(known), Change::Same));
+        }
+        let Some(previous) = catalog.import_session(provider, key)?.map(Imported::of_row) else {
+            return Ok((None, Change::New));
+        };
+        let change = compare(Some(&previous), now, self.args.idle_limit);
+        // A row kept without a digest (by an older agentrace), or with one
+        // that does not read, gets the right one.
+        if kept != Some(digest) && matches!(change, Change::Same) {
+            self.digests.push((provider, key.to_owned(), digest));
+        }
+        Ok((Some(known), change))
+    }
+
+    /// Keeps the digests [`Importer::change`] worked out for rows kept
+    /// without the right one: once per row, at the first import after an
+    /// upgrade.
+    fn keep_digests(&mut self) -> anyhow::Result<()> {
+        if self.digests.is_empty() {
+            return Ok(());
+        }
+        let catalog = locked(self.catalog)?;
+        catalog.begin()?;
+        for (provider, key, digest) in &self.digests {
+            catalog.keep_import_files_digest(provider, key, digest)?;
+        }
+        drop(catalog);
+        self.digests.clear();
+        self.unsaved = true;
+        Ok(())
     }
 
     /// Saves the usage index and then the state (a run the state calls done
@@ -1287,6 +1361,11 @@ impl Reading<'_> {
         };
         if let Some(error) = paths.find_map(|path| fs::File::open(path).err().map(|error| anyhow::Error::new(error).context(format!("cannot read {}", path.display())))) {
             return Ok(JobOutcome::Unreadable(error));
+        }
+        if let (JobSource::Claude(session), None) = (&job.source, &job.read_on) {
+            if claude_first_time(session).is_none() {
+                return Ok(JobOutcome::NotYet);
+            }
         }
         let (mut view, marks, read_on, texts, undecodable) = self.read_job(job)?;
         if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
@@ -1870,6 +1949,7 @@ fn import_sessions(
         changed: Vec::new(),
         pages: KnownPages::default(),
         read: None,
+        digests: Vec::new(),
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a
@@ -1894,7 +1974,7 @@ fn import_sessions(
             importer.bar.inc(1);
             return Ok(());
         }
-        let previous = importer.known(CLAUDE, &session.session_id)?;
+        let (previous, change) = importer.change(CLAUDE, &session.session_id, &stamps)?;
         // A session whose files are all empty has nothing to attribute yet,
         // and no time of its own: its run would start at the import, hold
         // no agent, and read `running`. It is left until it grows, as a
@@ -1903,7 +1983,6 @@ fn import_sessions(
             importer.bar.inc(1);
             return Ok(());
         }
-        let change = compare(previous.as_ref(), &stamps, args.idle_limit);
         let log = previous.as_ref().and_then(|previous| previous.log);
         let previous_run = previous.map(|previous| RunId::from(previous.run_id));
         // A run import made itself is rebuilt; a run recorded live (`run
@@ -1976,8 +2055,7 @@ fn import_sessions(
         }
         let stamps = stamps(files.iter().map(|head| (head.path.as_path(), head.stamp)))?;
         let id = RunId::from(format!("codex-{root}"));
-        let previous = importer.known(CODEX, &root)?;
-        let change = compare(previous.as_ref(), &stamps, args.idle_limit);
+        let (previous, change) = importer.change(CODEX, &root, &stamps)?;
         let change = importer.unless_log_moved(change, &id, previous.and_then(|previous| previous.log));
         let run_files = importer.runs.files_of(&id)?;
         if !importer.wanted((CODEX, &root), &change, run_files)? {
@@ -1996,6 +2074,7 @@ fn import_sessions(
         importer.queue(&mut pending, job)?;
     }
     importer.finish_jobs(&mut pending)?;
+    importer.keep_digests()?;
     // A repeated import that found nothing changed writes nothing.
     importer.save(true)?;
     importer.catalog()?.commit()?;
@@ -2098,9 +2177,10 @@ mod tests {
         );
     }
 
-    /// Kept sessions read a page at a time answer as point lookups do:
-    /// keys in order across pages, a key not kept, one asked out of order,
-    /// and one asked again after its row was written anew.
+    /// Kept sessions read a page at a time answer as point lookups do,
+    /// with the digest of the files a point lookup gives: keys in order
+    /// across pages, a key not kept, one asked out of order, and one asked
+    /// again after its row was written anew.
     #[test]
     fn kept_sessions_read_by_pages_answer_as_point_lookups() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -2124,7 +2204,10 @@ mod tests {
         let mut looked_up = Vec::new();
         let mut ask = |pages: &mut KnownPages, provider: &'static str, key: String| {
             asked.push(pages.get(&catalog, provider, &key).unwrap_or_else(|e| panic!("{e}")));
-            looked_up.push(catalog.import_session(provider, &key).unwrap_or_else(|e| panic!("{e}")));
+            looked_up.push(catalog.import_session(provider, &key).unwrap_or_else(|e| panic!("{e}")).map(|session| {
+                let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
+                (ImportedSession { files: BTreeMap::new(), ..session }, Some(digest))
+            }));
         };
         for n in 0..KNOWN_PAGE * 5 / 2 + 3 {
             ask(&mut pages, CODEX, format!("k{n:04}"));
@@ -2351,6 +2434,68 @@ mod written_tests {
         let (followed, made_whole) = (read(&home), read(&whole));
         assert!(followed.0.len() > 20, "{}", followed.0.len());
         assert_eq!(followed, made_whole);
+    }
+
+    /// A repeated import tells a session whose files are as it left them
+    /// from the digest of their stamps its row keeps (it read every file's
+    /// row, the largest part of its work in the catalog). A row kept
+    /// without a digest (by schema 7) or with a wrong one is answered from
+    /// its files' rows and gets the right digest; a file changed since is
+    /// found changed, its digest no longer the kept one.
+    #[test]
+    fn an_unchanged_session_is_told_by_the_digest_of_its_files_which_an_older_row_gets_at_the_next_import() {
+        let fixtures = fixtures();
+        let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        copy_dir(&fixtures.join("codex/v1_parallel/rollouts"), &sources.path().join("codex/sessions"));
+        for capture in ["parallel_fg", "nested_fg"] {
+            copy_dir(&fixtures.join("claude").join(capture).join("home_claude"), &sources.path().join("claude"));
+        }
+        // Every file still for the idle limit: no session is left open.
+        let args = ImportArgs::quiet_of(Some(sources.path().join("codex")), Some(sources.path().join("claude"))).with_idle_limit(0);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let counts = |report: ImportReport| (report.new, report.changed, report.unchanged);
+        assert_eq!(counts(run(&home, &args).unwrap_or_else(|e| panic!("{e}"))), (3, 0, 0));
+        // Each session's kept digest, and the one of its kept files.
+        let digests = || {
+            let catalog = crate::catalog::open(&home).unwrap_or_else(|e| panic!("{e}"));
+            let keys: Vec<(String, String, Option<Vec<u8>>)> = catalog
+                .connection()
+                .prepare("SELECT provider, key, files_digest FROM import_sessions ORDER BY provider, key")
+                .and_then(|mut rows| rows.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?.collect())
+                .unwrap_or_else(|e| panic!("{e}"));
+            keys.into_iter()
+                .map(|(provider, key, kept)| {
+                    let session = catalog.import_session(&provider, &key).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("{key}"));
+                    let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
+                    (format!("{provider} {key}"), kept, Some(digest.to_vec()))
+                })
+                .collect::<Vec<_>>()
+        };
+        let made = digests();
+        assert_eq!(made.len(), 3);
+        assert!(made.iter().all(|(_, kept, digest)| kept == digest), "{made:?}");
+        let catalog = crate::catalog::open(&home).unwrap_or_else(|e| panic!("{e}"));
+        catalog
+            .connection()
+            .execute_batch("UPDATE import_sessions SET files_digest = NULL WHERE provider = 'claude'; UPDATE import_sessions SET files_digest = zeroblob(16) WHERE provider = 'codex';")
+            .unwrap_or_else(|e| panic!("{e}"));
+        drop(catalog);
+        assert_eq!(counts(run(&home, &args).unwrap_or_else(|e| panic!("{e}"))), (0, 0, 3));
+        assert_eq!(digests(), made);
+        // A Claude session's main file touched (its size as it was).
+        let main = fs::read_dir(sources.path().join("claude/projects"))
+            .and_then(|mut projects| projects.next().unwrap_or_else(|| panic!("no project")))
+            .and_then(|project| fs::read_dir(project.path()))
+            .map(|files| files.flatten().map(|file| file.path()).find(|path| path.extension().is_some_and(|ext| ext == "jsonl")))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no transcript"));
+        let touched = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        fs::File::options().append(true).open(&main).and_then(|file| file.set_modified(touched)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counts(run(&home, &args).unwrap_or_else(|e| panic!("{e}"))), (0, 1, 2));
+        let after = digests();
+        assert!(after.iter().all(|(_, kept, digest)| kept == digest), "{after:?}");
+        assert_eq!(after.iter().filter(|found| !made.contains(found)).count(), 1);
     }
 
     /// Appends a file's last line to it once more.
