@@ -117,6 +117,7 @@ const TRANSCRIPT_NOTICES: &[&str] = &[
     "file-history-snapshot",
     "last-prompt",
     "mode",
+    "permission-mode",
     "progress",
     "queue-operation",
     "summary",
@@ -229,6 +230,14 @@ pub struct ClaudeAttributor {
     prompted: bool,
     /// Transcripts: the root prompt whose turn has not shown a reply yet.
     pending_prompt: Option<TurnId>,
+    /// The root's turns come from stdout (`system/init` … `result`): a
+    /// transcript's prompt, which stdout never prints, opens none there
+    /// (the replies that would end it are stdout's too, duplicates here).
+    stream_turns: bool,
+    /// A root transcript line stated `turnOrigin` (2.1.332): the CLI marks
+    /// every line it answers, so a line without one is answered by no
+    /// model call.
+    states_turn_origin: bool,
     /// Agent ids of 2.0.77 startup warmup agents.
     warmups: HashSet<String>,
     /// Usage of replies that belong to no thread, by their actor's reason
@@ -784,8 +793,11 @@ impl ClaudeAttributor {
         {
             return self.hook(input, derived);
         }
+        // An interactive session's `file-history-snapshot` lines name no
+        // session; stdout never has them.
         let transcript = value.get("sessionId").is_some()
             || value.get("isSidechain").is_some()
+            || value.get("type").and_then(Value::as_str) == Some("file-history-snapshot")
             || matches!(part, SourcePart::AgentFile { .. });
         let sdk_marker = value.get("event").and_then(Value::as_str) == Some("(sdk message)");
         // Taken by value: the message and tool result move into the record
@@ -804,7 +816,7 @@ impl ClaudeAttributor {
         if sdk_marker {
             // A marker line of the SDK hook logger, ordering hooks among
             // messages; it names the message's owner as stdout does.
-            self.note_session(record.session_id.as_deref());
+            self.note_session(record.session());
             return (
                 self.owner_of_parent(&record, derived),
                 Event::Notice {
@@ -830,7 +842,7 @@ impl ClaudeAttributor {
             && record.is_sidechain != Some(true)
             && record.parent_tool_use_id.is_none()
             && record.agent_id.is_none()
-            && record.session_id.as_deref() == self.root.as_ref().map(ThreadId::as_str);
+            && record.session() == self.root.as_ref().map(ThreadId::as_str);
         if the_roots {
             self.say_roots_folder(record.cwd.as_deref(), derived);
         }
@@ -857,7 +869,7 @@ impl ClaudeAttributor {
         line_number: u64,
         derived: &mut Derived,
     ) -> (Owner, Event) {
-        self.note_session(record.session_id.as_deref());
+        self.note_session(record.session());
         let kind = record.kind.clone().unwrap_or_default();
         match kind.as_str() {
             "system" => self.system(record, line_number, derived),
@@ -986,6 +998,7 @@ impl ClaudeAttributor {
                         .unwrap_or_else(|| format!("init-{line_number}")),
                 );
                 self.open_root_turns.push_back(turn.clone());
+                self.stream_turns = true;
                 // The root's responses from here on are this query's: an
                 // earlier query's `result`, printed later, never covers them.
                 if let Some(root) = &self.root {
@@ -1318,8 +1331,11 @@ impl ClaudeAttributor {
     fn transcript_turn(&mut self, record: &Record, kind: &str, derived: &mut Derived) {
         let empty = ApiMessage::default();
         let message = record.message.as_ref().unwrap_or(&empty);
-        let texts: Vec<String> = message
-            .blocks()
+        let blocks = message.blocks();
+        let tool_result = blocks
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolResult { .. }));
+        let texts: Vec<String> = blocks
             .into_iter()
             .filter_map(|block| match block {
                 ContentBlock::Text { text } => Some(text),
@@ -1355,15 +1371,39 @@ impl ClaudeAttributor {
                 }
                 return;
             }
-            self.pending_prompt = record.uuid.clone().map(TurnId::from);
+            let turn = record.uuid.clone().map(TurnId::from);
+            if record.turn_origin.is_some() {
+                self.states_turn_origin = true;
+            }
+            // The model is at work from the prompt on, not from its first
+            // reply (the root read `pending`, or `ended done`, while it
+            // thought). Only a line the CLI answers opens a turn: one no
+            // reply follows would leave the root at work until the idle
+            // limit. With stdout's turns the prompt opens none (see
+            // `stream_turns`), and a turn still open (a prompt queued while
+            // the model works) takes it in.
+            if !self.stream_turns && self.open_root_turns.is_empty() && self.answered(record, text, tool_result) {
+                let turn = turn.unwrap_or_else(|| TurnId::from("turn"));
+                self.open_root_turns.push_back(turn.clone());
+                derived.push((
+                    Who::Frame,
+                    Event::TurnStarted {
+                        turn_id: turn,
+                        root_turn_id: None,
+                    },
+                ));
+                return;
+            }
+            self.pending_prompt = turn;
             return;
         }
         if kind != "assistant" {
             return;
         }
-        // The turn begins with its first new reply, not with the prompt: when
-        // stdout recorded the turn already, its replies are duplicates and
-        // the transcript must not reopen it.
+        // A turn no prompt opened begins with its first new reply: with
+        // stdout's turns (its replies are duplicates here, and the
+        // transcript must not reopen the turn), a transcript read from its
+        // middle, a prompt not known to be answered.
         if self.open_root_turns.is_empty() {
             let turn = self
                 .pending_prompt
@@ -1431,6 +1471,26 @@ impl ClaudeAttributor {
             },
         ));
         derived.push((Who::Frame, self.done()));
+    }
+
+    /// Whether the CLI answers a root transcript user line (not meta, not an
+    /// interruption marker) with a model call, so that a reply will follow
+    /// it: as the interactive capture `interactive_local_commands` shows,
+    /// a typed prompt, an SDK prompt, a task notification and a shell-mode
+    /// command's output are; a local command (`<command-name>`), its
+    /// output (`<local-command-stdout>`), a shell-mode command
+    /// (`<bash-input>`), a compaction summary and a tool result are not.
+    /// 2.1.332 marks each answered line with `turnOrigin`; a CLI that
+    /// marks none (2.1.197 and older) is read by the text: the harness's
+    /// own lines begin with a tag.
+    fn answered(&self, record: &Record, text: &str, tool_result: bool) -> bool {
+        if tool_result || record.is_compact_summary == Some(true) {
+            return false;
+        }
+        if record.turn_origin.is_some() {
+            return true;
+        }
+        !self.states_turn_origin && !text.trim_start().starts_with('<')
     }
 
     /// The root turn a transcript's assistant line ends: the oldest open
@@ -1732,7 +1792,7 @@ impl ClaudeAttributor {
         line_number: u64,
         derived: &mut Derived,
     ) -> (Owner, Event) {
-        self.note_session(record.session_id.as_deref());
+        self.note_session(record.session());
         let kind = record.kind.clone().unwrap_or_default();
         let agent = file_agent.or(record.agent_id.as_deref());
         let owner = match (agent, record.is_sidechain) {

@@ -6,7 +6,8 @@
 //!
 //! Stream lines use snake_case keys (`session_id`, `tool_use_result`),
 //! transcript lines camelCase (`sessionId`, `toolUseResult`); [`Record`]
-//! reads both through aliases. Every member is optional and unknown members
+//! reads both through aliases (the session through two members: some
+//! transcript lines carry both keys). Every member is optional and unknown members
 //! are ignored: the formats changed three times in a year and will again.
 
 use serde::de::{IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
@@ -25,9 +26,17 @@ pub struct Record {
     /// `init`, `task_started`, `success`, `error_during_execution`, …
     #[serde(default, deserialize_with = "lenient")]
     pub subtype: Option<String>,
-    /// The session (the root's id).
-    #[serde(default, alias = "sessionId", deserialize_with = "lenient")]
+    /// The session (the root's id): stream-json's `session_id`. Read it
+    /// through [`Record::session`], which takes a transcript's too.
+    #[serde(default, deserialize_with = "lenient")]
     pub session_id: Option<String>,
+    /// The session as a transcript names it (`sessionId`). Not an alias of
+    /// `session_id`: 2.1.332's interactive sessions write both members on
+    /// most of their lines (their replies among them), and a line with a
+    /// member and its alias is a duplicate member, which failed the whole
+    /// line (replies read as nothing).
+    #[serde(default, rename = "sessionId", deserialize_with = "lenient")]
+    pub transcript_session_id: Option<String>,
     /// Id of this line (shared by stdout and transcripts since 2.0.77).
     #[serde(default, deserialize_with = "lenient")]
     pub uuid: Option<String>,
@@ -152,6 +161,25 @@ pub struct Record {
     /// `queue-operation`: `enqueue`, `remove`, …
     #[serde(default, deserialize_with = "lenient")]
     pub operation: Option<String>,
+    /// Transcript: the summary a compaction (`/compact`, or the CLI's own)
+    /// left as a user line; no model call answers it.
+    #[serde(default, rename = "isCompactSummary", deserialize_with = "lenient")]
+    pub is_compact_summary: Option<bool>,
+    /// Transcript (2.1.332): what began the model turn a user line starts
+    /// (`human` typed, `sdk`, `task_notification`). Written on each line
+    /// the CLI sends to the model as a new turn and on no other: none on a
+    /// local command, its output, a shell-mode command, a compaction
+    /// summary or an interruption marker.
+    #[serde(default, rename = "turnOrigin", deserialize_with = "lenient")]
+    pub turn_origin: Option<String>,
+}
+
+impl Record {
+    /// The session (the root's id), from stream-json's `session_id` or a
+    /// transcript's `sessionId`, the transcript's first when both are there.
+    pub fn session(&self) -> Option<&str> {
+        self.transcript_session_id.as_deref().or(self.session_id.as_deref())
+    }
 }
 
 /// `system/task_updated` patch.

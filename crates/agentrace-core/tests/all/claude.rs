@@ -27,9 +27,12 @@ fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-/// The capture's stdout: `stream.jsonl`, or the SDK's yielded messages.
-fn stdout_of(dir: &Path) -> Vec<u8> {
+/// The capture's stdout: `stream.jsonl`, or the SDK's yielded messages;
+/// none for an interactive session (a terminal, no stream-json), whose
+/// transcripts and hook inputs are all there is.
+fn stdout_of(dir: &Path) -> Option<Vec<u8>> {
     let stream = dir.join("stream.jsonl");
+    let sdk = dir.join("sdk_messages.jsonl");
     if stream.exists() {
         // A `--resume` run of the same session continues the same run.
         let mut bytes = read(&stream);
@@ -37,9 +40,11 @@ fn stdout_of(dir: &Path) -> Vec<u8> {
         if resumed.exists() {
             bytes.extend(read(&resumed));
         }
-        bytes
+        Some(bytes)
+    } else if sdk.exists() {
+        Some(read(&sdk))
     } else {
-        read(&dir.join("sdk_messages.jsonl"))
+        None
     }
 }
 
@@ -563,10 +568,13 @@ fn check(name: &str) {
     let dir = capture(name);
     let stdout = stdout_of(&dir);
 
-    let mut feed = Feed::new(Format::ClaudeStream);
-    feed.part(&SourcePart::Main, &stdout);
-    let (stream, stream_envelopes) = feed.done();
-    check_stream(name, &stdout, &stream, &stream_envelopes);
+    let stream = stdout.as_ref().map(|stdout| {
+        let mut feed = Feed::new(Format::ClaudeStream);
+        feed.part(&SourcePart::Main, stdout);
+        let (stream, stream_envelopes) = feed.done();
+        check_stream(name, stdout, &stream, &stream_envelopes);
+        stream
+    });
 
     let mut feed = Feed::new(Format::ClaudeTranscript);
     feed.transcripts(&dir);
@@ -588,11 +596,14 @@ fn check(name: &str) {
         "{name}: every frame referenced"
     );
 
-    let mut feed = Feed::new(Format::ClaudeStream);
-    feed.part(&SourcePart::Main, &stdout);
-    feed.transcripts(&dir);
-    let (merged, merged_envelopes) = feed.done();
-    check_merged(name, &stream, &merged, &merged_envelopes);
+    let merged = stdout.as_ref().zip(stream.as_ref()).map(|(stdout, stream)| {
+        let mut feed = Feed::new(Format::ClaudeStream);
+        feed.part(&SourcePart::Main, stdout);
+        feed.transcripts(&dir);
+        let (merged, merged_envelopes) = feed.done();
+        check_merged(name, stream, &merged, &merged_envelopes);
+        merged
+    });
 
     let mut feed = Feed::new(Format::ClaudeHook);
     feed.part(&SourcePart::Main, &hooks_of(&dir));
@@ -620,6 +631,7 @@ claude_fixture_tests! {
     bash_then_agent_fg => "bash_then_agent_fg",
     bg_shell_task => "bg_shell_task",
     followup_same_subagent => "followup_same_subagent",
+    interactive_local_commands => "interactive_local_commands",
     nested_fg => "nested_fg",
     parallel_bg => "parallel_bg",
     parallel_fg => "parallel_fg",
@@ -1141,6 +1153,25 @@ mod rules {
                     Some("SUBAGENT-A-DONE")
                 ),
             ]
+        );
+    }
+
+    /// An interactive 2.1.332 session writes its replies with the session
+    /// named twice (`sessionId` and `session_id`, as in
+    /// `interactive_local_commands`): such a line was read as nothing (a
+    /// member and its alias make a duplicate member), so the session had
+    /// no answer and its root no reply.
+    #[test]
+    fn a_reply_that_names_its_session_twice_is_read() {
+        let view = stream(vec![
+            json!({"parentUuid":null,"isSidechain":false,"sessionId":SESSION,"type":"user","uuid":"u-prompt","turnOrigin":"human",
+                    "message":{"role":"user","content":"Say hello."}}),
+            json!({"parentUuid":"u-prompt","isSidechain":false,"sessionId":SESSION,"session_id":SESSION,"type":"assistant","uuid":"u-reply",
+                    "message":{"id":"msg-1","role":"assistant","content":[{"type":"text","text":"hello."}],"stop_reason":"end_turn"}}),
+        ]);
+        assert_eq!(
+            (view.run.status, view.run.result.clone(), tree(&view)),
+            (RunStatus::Done, Some("hello.".to_owned()), vec![node(0, SESSION, AgentStatus::Completed, Some("hello."))])
         );
     }
 }

@@ -546,11 +546,14 @@ fn first_named<T>(path: &Path, name: &str, lines: usize, read: impl Fn(&str) -> 
 /// When a Claude session started: the first time its main file names,
 /// else now (`import` and `usage` date a session alike).
 pub fn claude_start(session: &SessionFiles) -> Timestamp {
-    session
-        .parts
-        .first()
-        .and_then(|(_, path)| first_time(path))
-        .unwrap_or_else(now)
+    claude_first_time(session).unwrap_or_else(now)
+}
+
+/// The first time a Claude session's main file names, if any line does
+/// yet: an interactive session writes lines that name none (`mode`,
+/// `permission-mode`, `file-history-snapshot`) before its first prompt.
+pub(crate) fn claude_first_time(session: &SessionFiles) -> Option<Timestamp> {
+    session.parts.first().and_then(|(_, path)| first_time(path))
 }
 
 /// A Claude session's working folder: the first `cwd` its main file's

@@ -463,3 +463,105 @@ fn usage_by_model_lists_no_unknown_model_for_a_reply_the_cli_wrote_itself() {
         ((vec!["claude-sonnet-4-5".to_owned()], Value::from(1230)), (vec!["claude-sonnet-4-5".to_owned()], Value::from(1230)))
     );
 }
+
+/// `(label, state)` of each agent `top --json` shows for a Claude capture's
+/// transcripts written, in the order the CLI wrote them, up to and with the
+/// first line of the root's transcript that `at` picks (as a follower that
+/// imports each pass would have them then).
+fn top_through(capture: &str, at: &dyn Fn(&Value) -> bool) -> Vec<(Value, Value)> {
+    use super::import_usage::{Growth, Homes, Provider};
+
+    let growth = Growth::of(Provider::Claude, capture);
+    let root = growth
+        .files
+        .iter()
+        .position(|file| !file.path.to_string_lossy().contains("subagents"))
+        .unwrap_or_else(|| panic!("{capture}: no root transcript"));
+    let line = growth.files[root]
+        .lines
+        .iter()
+        .position(|line| serde_json::from_slice::<Value>(line).is_ok_and(|line| at(&line)))
+        .unwrap_or_else(|| panic!("{capture}: no such root line"));
+    let through = growth
+        .order
+        .iter()
+        .position(|written| *written == (root, line))
+        .unwrap_or_else(|| panic!("{capture}: the line is not in the writing order"))
+        + 1;
+    let homes = Homes::new();
+    growth.write(&homes, 0..through, true);
+    let cli = Cli::new();
+    let claude_dir = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let printed: Value = serde_json::from_str(&cli.ok(&["top", "--json", "--claude-dir", &claude_dir]))
+        .unwrap_or_else(|error| panic!("top --json: {error}"));
+    printed["sessions"][0]["agents"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{capture}: no agents in {printed}"))
+        .iter()
+        .map(|row| (row["label"].clone(), row["state"].clone()))
+        .collect()
+}
+
+/// The root user line whose text (a string content) is `text`.
+fn prompt(text: &'static str) -> impl Fn(&Value) -> bool {
+    move |line: &Value| line["type"] == "user" && line["message"]["content"] == text
+}
+
+/// The root user line whose text (a string content) begins with `start`.
+fn user_line_starting(start: &'static str) -> impl Fn(&Value) -> bool {
+    move |line: &Value| line["type"] == "user" && line["message"]["content"].as_str().is_some_and(|text| text.starts_with(start))
+}
+
+/// A Claude root followed from its transcript reads `working` from its
+/// prompt on, while the model thinks on it: a transcript opened the root's
+/// turn only at its first reply, so the root read `pending` after a first
+/// prompt, and `ended succeeded` after a prompt that followed an answer,
+/// until the reply was written. Interactive 2.1.332 (which marks each line
+/// it answers) and 2.1.197 (which marks none).
+#[test]
+fn a_claude_root_reads_working_from_its_prompt_until_its_reply() {
+    let seen = [
+        ("interactive_local_commands", "Say hello."),
+        ("interactive_local_commands", "Say hello again."),
+        ("interactive_local_commands", "One more hello after compacting."),
+        ("v2.1.197_single", "[[scenario:single]] Please do the scripted task."),
+    ]
+    .map(|(capture, text)| (capture, text, top_through(capture, &prompt(text))));
+    let working = || vec![(Value::from("Main"), Value::from("working"))];
+    assert_eq!(
+        seen,
+        [
+            ("interactive_local_commands", "Say hello.", working()),
+            ("interactive_local_commands", "Say hello again.", working()),
+            ("interactive_local_commands", "One more hello after compacting.", working()),
+            ("v2.1.197_single", "[[scenario:single]] Please do the scripted task.", working()),
+        ]
+    );
+}
+
+/// A user line no model call answers leaves the root as it was, after its
+/// last answer: a local command (`/model`, `/compact`: the command line and
+/// its output) and a shell-mode command's input (`!echo`, whose output line
+/// is what the CLI sends to the model), as the real CLI writes them. An
+/// interactive session's replies, whose lines name the session twice
+/// (`sessionId` and `session_id`), were not read at all: its root read
+/// `pending` throughout.
+#[test]
+fn a_line_the_claude_cli_answers_with_no_model_call_leaves_the_root_as_it_was() {
+    let capture = "interactive_local_commands";
+    let seen = [
+        "<local-command-stdout>Set model to",
+        "<local-command-stdout>\u{1b}[2mCompacted",
+        "<bash-input>",
+    ]
+    .map(|start| (start, top_through(capture, &user_line_starting(start))));
+    let ended = || vec![(Value::from("Main"), Value::from("ended done"))];
+    assert_eq!(
+        seen,
+        [
+            ("<local-command-stdout>Set model to", ended()),
+            ("<local-command-stdout>\u{1b}[2mCompacted", ended()),
+            ("<bash-input>", ended()),
+        ]
+    );
+}
