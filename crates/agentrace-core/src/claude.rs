@@ -240,6 +240,8 @@ pub struct ClaudeAttributor {
     states_turn_origin: bool,
     /// Agent ids of 2.0.77 startup warmup agents.
     warmups: HashSet<String>,
+    /// Hooks: a `PreCompact` came and its compaction has not stopped yet.
+    compacting: bool,
     /// Usage of replies that belong to no thread, by their actor's reason
     /// (which names the warmup agent).
     outside_books: HashMap<String, UsageBook>,
@@ -1967,7 +1969,25 @@ impl ClaudeAttributor {
         self.note_session(hook.session_id.as_deref());
         let name = hook.hook_event_name.clone().unwrap_or_default();
         let agent = hook.agent_id.as_deref().filter(|id| !id.is_empty());
+        // `/compact` makes its summary as an agent of its own: after
+        // `PreCompact` comes a `SubagentStop` of an agent no `SubagentStart`
+        // named (its type empty, its transcript never written), then a
+        // `SessionStart` (`interactive_local_commands`). It is no subagent
+        // (kept out of the tree, as a warmup agent is): it read as a helper
+        // of no name that completed with the summary as its answer.
+        let compaction_stop = name == "SubagentStop"
+            && self.compacting
+            && agent.is_some_and(|agent| !self.by_agent.contains_key(agent));
+        match name.as_str() {
+            "PreCompact" => self.compacting = true,
+            "SessionStart" => self.compacting = false,
+            _ if compaction_stop => self.compacting = false,
+            _ => {}
+        }
         let owner = match agent {
+            Some(agent) if compaction_stop => Owner::Nobody(Actor::unknown(format!(
+                "compaction {agent}: the summary the CLI makes when it compacts the conversation, as an agent of its own; not a subagent, outside the agent tree"
+            ))),
             Some(agent) if self.warmups.contains(agent) => warmup_owner(agent),
             Some(agent)
                 if name == "SubagentStart"

@@ -41,7 +41,7 @@ pub mod compare;
 /// history a user imported before (the agentrace crate's
 /// `the_attribution_number_moves_with_what_the_captures_are_attributed`
 /// fails until it is raised with the captures' snapshots).
-pub const ATTRIBUTION: u32 = 4;
+pub const ATTRIBUTION: u32 = 5;
 
 pub use model::*;
 pub use book::{Changes, RunBook};

@@ -1174,4 +1174,24 @@ mod rules {
             (RunStatus::Done, Some("hello.".to_owned()), vec![node(0, SESSION, AgentStatus::Completed, Some("hello."))])
         );
     }
+
+    /// `/compact` makes its summary as an agent of its own, and the hooks
+    /// say so with a `SubagentStop` (after `PreCompact`, with no
+    /// `SubagentStart`, its type empty): read from a session's hook inputs,
+    /// the compaction was a helper of no name under the root, completed,
+    /// with the summary as its answer.
+    #[test]
+    fn a_compaction_is_no_subagent_of_the_root_in_its_hooks() {
+        let hooks = super::read(&super::capture("interactive_local_commands").join("hooks.jsonl"));
+        let mut feed = Feed::new(agentrace_core::recorder::Format::ClaudeHook);
+        feed.part(&SourcePart::Main, &hooks);
+        let view = feed.done().0;
+        assert_eq!(
+            (view.run.result.clone(), tree(&view)),
+            (
+                Some("MOCK-REPLY-33: hello.".to_owned()),
+                vec![node(0, "efd39c8b-8873-452e-95de-df5a92044bb7", AgentStatus::Completed, Some("MOCK-REPLY-33: hello."))]
+            )
+        );
+    }
 }
