@@ -913,6 +913,18 @@ fn every_claude_capture_imported_in_pieces_ends_as_its_one_shot_import() {
     pieces_equal_the_whole_on_every_capture_of(Provider::Claude, "claude", "home_claude");
 }
 
+/// An interactive Claude session writes lines that name no time (`mode`,
+/// `permission-mode`, `file-history-snapshot`) before its first prompt: an
+/// import that found only those started the session's run at the clock's
+/// time, and the session, read on as it grew, never ended as one read whole
+/// (its start and the time of those lines differed).
+#[test]
+fn a_claude_session_imported_before_a_line_names_a_time_ends_as_one_imported_whole() {
+    let growth = Growth::of(Provider::Claude, "interactive_local_commands");
+    let whole = Whole::of(&growth);
+    fed_in_pieces(&growth, &whole, &[1, 2, 40]);
+}
+
 /// The case the issue names: `real_model_nested` in pieces of 1 to 4
 /// lines ended with no answer and `unattributed_done` in 2 of 3 seeds.
 #[test]
