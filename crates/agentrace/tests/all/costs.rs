@@ -1311,6 +1311,8 @@ fn prices_resolved_by_one_command_are_known_to_the_next_which_reports_alike() {
                 ("claude", "claude-haiku-4-5-20251001", "standard", 1, "rates"),
                 ("claude", "claude-opus-4-8", "standard", 1, "rates"),
                 ("claude", "claude-opus-5-5", "standard", 2, "rates"),
+                // `interactive_local_commands`, captured days after the others.
+                ("claude", "claude-opus-5-5", "standard", 1, "rates"),
                 ("claude", "claude-sonnet-4-20250514", "standard", 1, "rates"),
                 ("claude", "claude-sonnet-4-5-20250929", "standard", 1, "perRequest"),
             ]
