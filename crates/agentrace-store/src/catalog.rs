@@ -1524,7 +1524,7 @@ impl Catalog {
     }
 
     /// Every rollout head the last import kept, by path.
-    pub fn rollout_heads(&self) -> Result<HashMap<String, HeadRow>, StoreError> {
+    pub fn rollout_heads(&self) -> Result<crate::FastMap<String, HeadRow>, StoreError> {
         let err = sql(&self.path);
         let mut statement = self.conn.prepare("SELECT path, size, modified_ns, thread, parent, depth, started_at FROM rollout_heads").map_err(&err)?;
         let rows = statement

@@ -297,7 +297,7 @@ fn codex_sessions_known(walk: impl Iterator<Item = (PathBuf, Option<FileStamp>)>
     }
     let lock = || locked(catalog);
     // The whole walk reads every kept head at once; a few rollouts, theirs.
-    let mut known = if whole { lock()?.rollout_heads()? } else { HashMap::new() };
+    let mut known = if whole { lock()?.rollout_heads()? } else { agentrace_store::FastMap::default() };
     let mut packer = Packer::default();
     // One that vanished since the listing (no stamp) is left out.
     let mut walk = walk.filter_map(|(path, stamp)| Some((path, stamp?)));
