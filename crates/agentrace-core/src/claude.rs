@@ -1385,15 +1385,7 @@ impl ClaudeAttributor {
             // `stream_turns`), and a turn still open (a prompt queued while
             // the model works) takes it in.
             if !self.stream_turns && self.open_root_turns.is_empty() && self.answered(record, text, tool_result) {
-                let turn = turn.unwrap_or_else(|| TurnId::from("turn"));
-                self.open_root_turns.push_back(turn.clone());
-                derived.push((
-                    Who::Frame,
-                    Event::TurnStarted {
-                        turn_id: turn,
-                        root_turn_id: None,
-                    },
-                ));
+                self.open_root_turn(turn.unwrap_or_else(|| TurnId::from("turn")), derived);
                 return;
             }
             self.pending_prompt = turn;
@@ -1412,14 +1404,7 @@ impl ClaudeAttributor {
                 .take()
                 .or_else(|| record.uuid.clone().map(TurnId::from))
                 .unwrap_or_else(|| TurnId::from("turn"));
-            self.open_root_turns.push_back(turn.clone());
-            derived.push((
-                Who::Frame,
-                Event::TurnStarted {
-                    turn_id: turn,
-                    root_turn_id: None,
-                },
-            ));
+            self.open_root_turn(turn, derived);
         }
         if record.is_api_error_message == Some(true) {
             // The model call failed: the CLI wrote this reply itself (its
@@ -1473,6 +1458,12 @@ impl ClaudeAttributor {
             },
         ));
         derived.push((Who::Frame, self.done()));
+    }
+
+    /// Opens the root's turn `turn`.
+    fn open_root_turn(&mut self, turn: TurnId, derived: &mut Derived) {
+        self.open_root_turns.push_back(turn.clone());
+        derived.push((Who::Frame, Event::TurnStarted { turn_id: turn, root_turn_id: None }));
     }
 
     /// Whether the CLI answers a root transcript user line (not meta, not an
