@@ -482,6 +482,10 @@ const view = {
   loading: false,
   lanes: new Map(), // threadId → <ol class="lane">
   rows: [], // the event rows shown, oldest first
+  // Events the server sent that the page folds (bookkeeping), since the
+  // timeline was last reset: a search whose hits are all folded said
+  // "0 events shown" of what the server had found.
+  folded: 0,
   head: 0, // rows[0..head] were dropped already
   droppedThrough: 0, // the last sequence dropped, 0 for none
   lastSequence: 0,
@@ -814,6 +818,8 @@ function placeEvent(envelope) {
     if (envelope.sequence === view.startAt) row.classList.add("target");
     container.append(row);
     view.rows.push({ row, sequence: envelope.sequence });
+  } else if (!filteredOut) {
+    view.folded += 1;
   }
   if (nested && event.type === "agent_spawned") {
     const parent = view.lanes.has(event.parentThreadId) ? event.parentThreadId : null;
@@ -860,6 +866,7 @@ function resetTimeline(at) {
   view.done = false;
   view.lanes = new Map();
   view.rows = [];
+  view.folded = 0;
   view.head = 0;
   view.droppedThrough = 0;
   document.getElementById("earlier").hidden = view.next === 0;
@@ -919,8 +926,12 @@ async function loadMore() {
     view.done = page.next === null;
     document.getElementById("load-more").hidden = view.done;
     const shown = document.querySelectorAll("#timeline .event").length;
+    // A search says what it found among the folded rows, and how to see it.
+    const folded = view.q && view.folded
+      ? " · " + countText(view.folded, "match", "matches") + " among the folded bookkeeping events (Show all events)"
+      : "";
     document.getElementById("status-line").textContent =
-      countText(shown, "event", "events") + " shown" + (view.done ? "" : " · more below");
+      countText(shown, "event", "events") + " shown" + folded + (view.done ? "" : " · more below");
     answered = true;
   } catch (error) {
     showError(error);

@@ -1584,15 +1584,11 @@ fn count(number: u64, one: &str, many: &str) -> String {
     if number == 1 { format!("1 {one}") } else { format!("{number} {many}") }
 }
 
-/// Every count the pages print is singular for one, as the CLI's are: the
-/// run list said `1–1 of 1 runs`, a search with one hit `1 events shown`,
-/// and the agent tree `1 tools`.
-#[test]
-fn the_pages_say_one_of_a_thing_in_the_singular() {
-    let scratch = Scratch::new();
-    // One event of the run holds the needle: the helper's warning from
-    // Codex (the root's is another line), a notice the page shows with the
-    // bookkeeping (`?events=all`).
+/// Records run `id` from the `v1_basic` capture with one event holding
+/// `needle-seen-once`: the helper's warning from Codex (the root's is
+/// another line), a notice the run page folds with the bookkeeping unless
+/// `?events=all`.
+fn record_a_needle_in_a_notice(scratch: &Scratch, id: &str) {
     let text = std::fs::read_to_string(capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
     let mut edited = 0;
     let lines: Vec<String> = text
@@ -1607,7 +1603,42 @@ fn the_pages_say_one_of_a_thing_in_the_singular() {
         })
         .collect();
     assert_eq!(edited, 1);
-    scratch.record("one", format!("{}\n", lines.join("\n")).as_bytes(), true);
+    scratch.record(id, format!("{}\n", lines.join("\n")).as_bytes(), true);
+}
+
+/// A search whose only hit is folded with the bookkeeping (a Codex
+/// warning, a notice) said `0 events shown` of what the server had found.
+/// It says the match is among the folded events and how to show it, and
+/// Show all events shows it.
+#[test]
+fn a_search_whose_hits_are_folded_says_so() {
+    let scratch = Scratch::new();
+    record_a_needle_in_a_notice(&scratch, "one");
+    let served = serve(&scratch);
+    let browser = Browser::start();
+    browser.goto(&format!("{}/runs/one", served.url));
+    browser.wait_for("the run page", READY);
+    browser.type_into("#search", "needle-seen-once");
+    browser.wait_for("the search's end", "return document.getElementById('status-line').textContent.startsWith('0 events shown');");
+    assert_eq!(
+        (browser.text("#status-line"), browser.script("return document.querySelectorAll('#timeline .event').length;")),
+        ("0 events shown · 1 match among the folded bookkeeping events (Show all events)".to_owned(), json!(0))
+    );
+    browser.click("#show-all");
+    browser.wait_for("the match", "return document.querySelectorAll('#timeline .event').length === 1;");
+    assert_eq!(
+        (browser.text("#status-line"), browser.script("return document.querySelector('#timeline .event').getAttribute('data-type');")),
+        ("1 event shown".to_owned(), json!("notice"))
+    );
+}
+
+/// Every count the pages print is singular for one, as the CLI's are: the
+/// run list said `1–1 of 1 runs`, a search with one hit `1 events shown`,
+/// and the agent tree `1 tools`.
+#[test]
+fn the_pages_say_one_of_a_thing_in_the_singular() {
+    let scratch = Scratch::new();
+    record_a_needle_in_a_notice(&scratch, "one");
     let served = serve(&scratch);
     let browser = Browser::start();
     browser.goto(&served.url);
