@@ -294,6 +294,17 @@ fn top_counts_warnings_by_the_home_config_as_it_is_at_each_pass() {
     tmux.wait_for("top to quit", |screen| screen.contains("top-exited=0"));
 }
 
+/// The `single_bg` capture written into new homes up to the root's first
+/// answer (its background helper at work), with where that cut is and a
+/// CLI to read them.
+fn single_bg_written_through_the_roots_first_answer() -> (Growth, Homes, usize, Cli) {
+    let growth = Growth::of(Provider::Claude, "single_bg");
+    let homes = Homes::new();
+    let cut = growth.through_the_roots_first_answer();
+    growth.write(&homes, 0..cut, true);
+    (growth, homes, cut, Cli::new())
+}
+
 /// A Claude root whose turn ended while its background helper works on is
 /// not an ended session in `top`: it stays live, its line says `helpers
 /// working` and the root's row `waiting on helpers` (it read `done`, `0
@@ -301,11 +312,7 @@ fn top_counts_warnings_by_the_home_config_as_it_is_at_each_pass() {
 /// root's last turn are written, the session is done.
 #[test]
 fn top_keeps_a_session_live_while_a_background_helper_works_after_the_roots_turn() {
-    let growth = Growth::of(Provider::Claude, "single_bg");
-    let homes = Homes::new();
-    let cut = growth.through_the_roots_first_answer();
-    growth.write(&homes, 0..cut, true);
-    let cli = Cli::new();
+    let (growth, homes, cut, cli) = single_bg_written_through_the_roots_first_answer();
     let tmux = Tmux::top(&cli, &homes);
     let waiting = tmux.wait_for("the helper at work", |screen| helper_row(screen).is_some_and(|row| row.contains("working")));
     let line_of = |start: &str| waiting.lines().find(|line| line.starts_with(start)).unwrap_or_default().to_owned();
@@ -336,11 +343,7 @@ fn top_keeps_a_session_live_while_a_background_helper_works_after_the_roots_turn
 fn watch_says_a_session_is_not_done_while_its_helpers_work_after_the_roots_turn() {
     use super::import_usage::Watch;
 
-    let growth = Growth::of(Provider::Claude, "single_bg");
-    let homes = Homes::new();
-    let cut = growth.through_the_roots_first_answer();
-    growth.write(&homes, 0..cut, true);
-    let cli = Cli::new();
+    let (growth, homes, cut, cli) = single_bg_written_through_the_roots_first_answer();
     let runs = || -> Vec<serde_json::Value> {
         serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
             .ok()
