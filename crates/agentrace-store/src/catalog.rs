@@ -1442,7 +1442,7 @@ impl Catalog {
                 session.log.map(|bytes| bytes as i64),
                 i64::from(session.merged),
                 i64::from(session.open),
-                &files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)))[..]
+                &session.files_digest()[..]
             ])
             .map_err(&err)?;
         self.conn
@@ -2463,6 +2463,13 @@ pub struct ImportedSession {
     pub open: bool,
     /// Its files by path.
     pub files: BTreeMap<String, ImportedFile>,
+}
+
+impl ImportedSession {
+    /// The digest of its files as kept ([`files_digest`]).
+    pub fn files_digest(&self) -> FilesDigest {
+        files_digest(self.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)))
+    }
 }
 
 /// One file of an imported session.

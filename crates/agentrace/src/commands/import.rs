@@ -897,7 +897,7 @@ impl KnownPages {
             Ok(at) => match self.page[at].1.take() {
                 Some(head) => Ok(Some(head)),
                 None => Ok(catalog.import_session(provider, key)?.map(|session| {
-                    let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
+                    let digest = session.files_digest();
                     (ImportedSession { files: BTreeMap::new(), ..session }, Some(digest))
                 })),
             },
@@ -2205,7 +2205,7 @@ mod tests {
         let mut ask = |pages: &mut KnownPages, provider: &'static str, key: String| {
             asked.push(pages.get(&catalog, provider, &key).unwrap_or_else(|e| panic!("{e}")));
             looked_up.push(catalog.import_session(provider, &key).unwrap_or_else(|e| panic!("{e}")).map(|session| {
-                let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
+                let digest = session.files_digest();
                 (ImportedSession { files: BTreeMap::new(), ..session }, Some(digest))
             }));
         };
@@ -2467,8 +2467,7 @@ mod written_tests {
             keys.into_iter()
                 .map(|(provider, key, kept)| {
                     let session = catalog.import_session(&provider, &key).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("{key}"));
-                    let digest = files_digest(session.files.iter().map(|(path, file)| (path.as_str(), file.size, file.modified_ns)));
-                    (format!("{provider} {key}"), kept, Some(digest.to_vec()))
+                    (format!("{provider} {key}"), kept, Some(session.files_digest().to_vec()))
                 })
                 .collect::<Vec<_>>()
         };
