@@ -1232,6 +1232,25 @@ pub struct Envelope {
     pub raw_unavailable: Option<RawUnavailable>,
 }
 
+impl Envelope {
+    /// Whether the run itself wrote this envelope (its start, its
+    /// session's end, bytes a recorder fell behind on): no agent's, and no
+    /// unplaced agent's either, though its actor is the unknown one. The
+    /// viewer wears an `agentrace` badge on these and `events` prints
+    /// [`RUN_OWN_LABEL`], by this one rule.
+    pub fn is_run_own(&self) -> bool {
+        matches!(
+            self.event,
+            EventBody::Known(Event::RunStarted { .. } | Event::SessionEnded { .. } | Event::Dropped { .. })
+        ) && self.actor.is_unknown()
+            && self.actor.thread_id.is_none()
+    }
+}
+
+/// What a reader calls the writer of the run's own envelopes
+/// ([`Envelope::is_run_own`]), as the viewer's badge does.
+pub const RUN_OWN_LABEL: &str = "agentrace";
+
 /// Where an imported frame lies in the file it was read from: `length`
 /// bytes from byte `offset` of `path` (absolute), the line without its line
 /// break (a subagent's metadata document: the whole file). `crc32` is the

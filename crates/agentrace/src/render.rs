@@ -283,11 +283,14 @@ pub fn raw_line(out: &mut Out, envelope: &Envelope) -> io::Result<()> {
 /// say which zone or day it is of.
 pub fn event_text(envelope: &Envelope) -> String {
     let time = days::rfc3339_in(envelope.timestamp, &crate::zone::from_env().tz);
+    // The run's own events are told as the viewer tells them: no agent,
+    // not even an unknown one, wrote them.
+    let actor = if envelope.is_run_own() { agentrace_core::model::RUN_OWN_LABEL } else { envelope.actor.label.as_str() };
     format!(
         "{:>6}  {}  {:<20}  {}",
         envelope.sequence,
         time,
-        one_line(&envelope.actor.label, 20),
+        one_line(actor, 20),
         describe(&envelope.event)
     )
 }

@@ -520,8 +520,8 @@ fn events_under_agentrace_tz_print_each_time_with_its_date_and_offset_not_a_bare
     assert_eq!(
         [first_line(Some("Asia/Tokyo")), first_line(None)],
         [
-            "     1  2026-11-30T08:03:28.437+09:00  Unknown actor         run started (codex, codex-app-server)".to_owned(),
-            "     1  2026-11-29T23:03:28.437Z  Unknown actor         run started (codex, codex-app-server)".to_owned(),
+            "     1  2026-11-30T08:03:28.437+09:00  agentrace             run started (codex, codex-app-server)".to_owned(),
+            "     1  2026-11-29T23:03:28.437Z  agentrace             run started (codex, codex-app-server)".to_owned(),
         ]
     );
 }

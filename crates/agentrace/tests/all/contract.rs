@@ -337,6 +337,38 @@ fn events_filter_by_actor() {
     );
 }
 
+/// `run_started` and `session_ended` are the run's own events, which
+/// agentrace writes: `events` printed them under `Unknown actor`, as if an
+/// agent no spawn link placed had written them, where the viewer wears an
+/// `agentrace` badge on them and `show` counts no unknown-actor event. The
+/// text says `agentrace`; `--json` stays the envelope the API serves (the
+/// unknown actor, its reason `agentrace`).
+#[test]
+fn events_print_the_runs_own_events_as_agentrace_not_as_the_unknown_actor() {
+    let cli = Cli::new();
+    cli.ingest(&capture("v1_basic"), &["--run-id", "basic", "--quiet"]);
+    let own = |args: &[&str]| -> Vec<String> {
+        cli.ok(&[&["events", "basic"], args].concat())
+            .lines()
+            .filter(|line| line.contains("run_started") || line.contains("session_ended") || line.contains("run started") || line.contains("session ended"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        (own(&[]), own(&["--json"])),
+        (
+            vec![
+                "     1  2026-11-29T23:03:28.437Z  agentrace             run started (codex, codex-app-server)".to_owned(),
+                "    90  2026-11-29T23:03:32.491Z  agentrace             session ended (endOfInput)".to_owned(),
+            ],
+            vec![
+                r#"{"version":2,"timestamp":"2026-11-29T23:03:28.437Z","sequence":1,"runId":"basic","actor":{"threadId":null,"role":"unknown","label":"Unknown actor","confidence":"unknown","reason":"agentrace"},"event":{"type":"run_started","provider":"codex","source":"codex-app-server","eventFacts":1}}"#.to_owned(),
+                r#"{"version":2,"timestamp":"2026-11-29T23:03:32.491Z","sequence":90,"runId":"basic","actor":{"threadId":null,"role":"unknown","label":"Unknown actor","confidence":"unknown","reason":"agentrace"},"event":{"type":"session_ended","reason":"endOfInput"}}"#.to_owned(),
+            ]
+        )
+    );
+}
+
 #[test]
 fn events_actor_takes_the_label_show_prints_and_refuses_a_name_no_agent_of_the_run_has() {
     // `--actor Main`, `--actor /root/child_a` (the labels `show` prints), a
