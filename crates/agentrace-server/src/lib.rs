@@ -117,6 +117,10 @@ pub struct AppState {
 
 struct Inner {
     home: Home,
+    /// The home's known prices, read once when the server started, and
+    /// the book its requests price with while the price files are as
+    /// they were.
+    prices: agentrace_store::prices::KeptPrices,
     options: Options,
     cache: RunCache,
     waterfalls: views::WaterfallCache,
@@ -127,6 +131,7 @@ impl AppState {
     pub fn new(home: Home, options: Options) -> Self {
         Self {
             inner: Arc::new(Inner {
+                prices: home.kept_prices(),
                 home,
                 options,
                 cache: RunCache::default(),
@@ -140,11 +145,12 @@ impl AppState {
     }
 
     /// The home as it is now, read once per request: the server runs for
-    /// days, and what it shows after the home's price file or warning
-    /// config changed is priced and judged by the new one (its runs list,
-    /// a run's fold, its pictures).
+    /// days, and what it shows after the home's price file, price
+    /// database or warning config changed is priced and judged by the new
+    /// one (its runs list, a run's fold, its pictures). The known prices
+    /// are not read again: a cache, taught once to each book.
     pub(crate) fn home(&self) -> Result<Home, ApiError> {
-        Ok(self.inner.home.clone().with_home_prices()?.with_home_warnings()?)
+        Ok(self.inner.home.clone().with_home_prices_kept(&self.inner.prices)?.with_home_warnings()?)
     }
 }
 

@@ -21,6 +21,7 @@ use agentrace_core::warnings::WarningConfig;
 use agentrace_core::{RunId, RunState};
 
 use crate::error::StoreError;
+use crate::prices::KeptPrices;
 use crate::fold::{tail_of, RunFold};
 use crate::reader::{LogReader, SkippedLine};
 use crate::run_id::validate_run_id;
@@ -220,6 +221,23 @@ impl Home {
     /// viewer give one cost for one run. An error names the file when it
     /// is not a price table.
     pub fn with_home_prices(self) -> Result<Home, StoreError> {
+        let prices = self.home_price_book()?;
+        Ok(self.knowing_prices(prices))
+    }
+
+    /// [`Home::with_home_prices`] for a process that reads the home again
+    /// and again (the server, at each request): taught what earlier
+    /// commands resolved as `kept` read it once, and priced by `kept`'s
+    /// last book while the home's price files give the same one, so what
+    /// that book resolved is not resolved again.
+    pub fn with_home_prices_kept(self, kept: &KeptPrices) -> Result<Home, StoreError> {
+        let prices = kept.keep(self.home_price_book()?);
+        Ok(Home { prices, ..self })
+    }
+
+    /// What this home's files ([`PRICE_DATABASE_FILE`], [`PRICE_FILE`])
+    /// price with now, not yet taught the known prices.
+    fn home_price_book(&self) -> Result<Arc<PriceBook>, StoreError> {
         // A newer database in the home ([`PRICE_DATABASE_FILE`]) is the
         // one the table is over, and the one a home without a table
         // prices by.
@@ -228,11 +246,16 @@ impl Home {
         if !path.is_file() {
             // A home read again once its file is gone prices by the
             // database again.
-            let prices = data.map_or_else(PriceBook::shared_database, crate::prices::book_of_data);
-            return Ok(self.knowing_prices(prices));
+            return Ok(data.map_or_else(PriceBook::shared_database, crate::prices::book_of_data));
         }
-        let prices = crate::prices::read_price_file(&path, data)?;
-        Ok(self.knowing_prices(prices))
+        crate::prices::read_price_file(&path, data)
+    }
+
+    /// What earlier commands resolved of the database's prices
+    /// ([`KNOWN_PRICES_FILE`]), read now, for a process that reads the
+    /// home again and again to keep ([`Home::with_home_prices_kept`]).
+    pub fn kept_prices(&self) -> KeptPrices {
+        KeptPrices::new(crate::prices::read_known_prices(&self.known_prices_path()))
     }
 
     /// This home pricing with `prices`, taught what earlier commands

@@ -120,6 +120,52 @@ pub fn read_known_prices(path: &Path) -> Option<KnownPrices> {
     serde_json::from_slice(&bytes).ok()
 }
 
+/// What a process that reads the home again and again (the server, at
+/// each request) keeps of its prices: the known prices, read once when it
+/// started (a cache of the database: another process's later resolutions
+/// are what this one resolves itself), and the last book, kept while the
+/// home's price files make one of its id, with what it resolved. A
+/// request read the known prices anew and taught a new book them each
+/// time, and a book of a price file lost its resolutions with its request.
+pub struct KeptPrices {
+    known: Option<KnownPrices>,
+    last: Mutex<Option<Arc<PriceBook>>>,
+}
+
+impl KeptPrices {
+    /// Keeping `known` (what earlier commands resolved, if anything).
+    pub fn new(known: Option<KnownPrices>) -> Self {
+        Self { known, last: Mutex::default() }
+    }
+
+    /// The book to price with, of the one the home's files make now:
+    /// the last one while its id is the same (the same database and price
+    /// file), else `book` taught the known prices and kept in its place (a
+    /// book over another database learns none of them).
+    pub fn keep(&self, book: Arc<PriceBook>) -> Arc<PriceBook> {
+        let Ok(mut last) = self.last.lock() else {
+            // A request that panicked with the lock held: this one prices
+            // by a book of its own, taught as any.
+            self.teach(&book);
+            return book;
+        };
+        match last.as_ref() {
+            Some(kept) if kept.id() == book.id() => Arc::clone(kept),
+            _ => {
+                self.teach(&book);
+                *last = Some(Arc::clone(&book));
+                book
+            }
+        }
+    }
+
+    fn teach(&self, book: &PriceBook) {
+        if let Some(known) = &self.known {
+            book.learn(known);
+        }
+    }
+}
+
 /// Keeps what `book` knows at `path`, replacing the file whole.
 pub fn write_known_prices(path: &Path, book: &PriceBook) -> Result<(), StoreError> {
     let bytes = serde_json::to_vec(&book.known()).map_err(|error| StoreError::PriceFile {

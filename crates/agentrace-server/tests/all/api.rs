@@ -1310,3 +1310,45 @@ async fn an_unknown_page_is_an_html_page_with_a_link_to_the_runs_and_an_unknown_
         ]
     );
 }
+
+/// The server read the home's `known-prices.json` at every request and
+/// taught each request's book its spans again (a fresh book each time
+/// under a price file, so what a request resolved was lost with it). It
+/// reads them once when it starts: a known price written after the start
+/// (here one that says the run's model has no price) changes no request,
+/// and every request prices as the database does.
+#[tokio::test]
+async fn the_server_learns_the_homes_known_prices_once_when_it_starts_and_still_prices_each_run_as_the_database_does() {
+    let scratch = Scratch::new();
+    // v1_basic of a model the database prices, twice: the second run is
+    // folded by a later request (a run's fold is kept by the server).
+    let text = std::fs::read_to_string(super::support::capture("v1_basic")).unwrap_or_else(|e| panic!("{e}"));
+    let priced = text.replace("mock-model", "gpt-5");
+    assert_ne!(priced, text, "the capture changed; update this test");
+    scratch.record("first", priced.as_bytes(), true);
+    scratch.record("second", priced.as_bytes(), true);
+    // A price file of another model: each read of the home makes a book of
+    // its own, not the process's shared database book.
+    let home = scratch.home();
+    std::fs::write(home.prices_path(), r#"{"another-model": {"input": 1, "output": 2}}"#).unwrap_or_else(|e| panic!("{e}"));
+    // The cost by the database, and the known prices a command keeps.
+    let reader = home.clone().with_home_prices().unwrap_or_else(|e| panic!("{e}"));
+    let expected = reader.load_run(&"first".into()).unwrap_or_else(|e| panic!("{e}")).view().run.cost;
+    assert!(expected.is_some_and(|cost| cost > 0.0), "{expected:?}");
+    assert!(reader.keep_known_prices().unwrap_or_else(|e| panic!("{e}")));
+    let state = served(&scratch);
+    let (_, first) = get(&state, "/api/runs/first", None).await;
+    // Another command's known prices, written once the server runs: the
+    // run's model unpriced on every day it knows.
+    let path = home.known_prices_path();
+    let mut known: Value = serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"));
+    for span in known["spans"].as_array_mut().into_iter().flatten() {
+        span["price"] = json!("unpriced");
+    }
+    std::fs::write(&path, known.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let (_, second) = get(&state, "/api/runs/second", None).await;
+    assert_eq!(
+        (&first["run"]["cost"], &second["run"]["cost"]),
+        (&json!(expected), &json!(expected))
+    );
+}
