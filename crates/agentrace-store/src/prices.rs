@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use agentrace_core::prices::{FilePrice, KnownPrices, PriceBook, PriceData};
+use serde::Deserialize as _;
 
 use crate::StoreError;
 
@@ -25,14 +26,21 @@ const EXPECTED: &str = "expected {\"model\": {\"input\": â€¦, \"cachedInput\": â
 pub fn read_price_file(path: &Path, data: Option<Arc<PriceData>>) -> Result<Arc<PriceBook>, StoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| StoreError::io("read price file", path, source))?;
     let refused = |cause: String| StoreError::PriceFile { path: path.to_owned(), cause };
-    let table: BTreeMap<String, FilePrice> = serde_json::from_str(&text).map_err(|error| refused(format!("{EXPECTED}: {error}")))?;
-    // What serde passes over (a misspelt key) would price its tokens at
-    // zero, and a negative rate would take money off: neither is a price.
-    let keys: BTreeMap<String, BTreeMap<String, serde::de::IgnoredAny>> = serde_json::from_str(&text).map_err(|error| refused(format!("{EXPECTED}: {error}")))?;
-    for (model, fields) in &keys {
+    // The text is parsed once, as members by model; each price is read
+    // from its members once its keys are checked. What serde passes over
+    // (a misspelt key) would price its tokens at zero, and a negative rate
+    // would take money off: neither is a price. A misspelt key is named
+    // before a price that lacks the key it stands for.
+    let members: BTreeMap<String, serde_json::Map<String, serde_json::Value>> = serde_json::from_str(&text).map_err(|error| refused(format!("{EXPECTED}: {error}")))?;
+    for (model, fields) in &members {
         if let Some(key) = fields.keys().find(|key| !FilePrice::KEYS.contains(&key.as_str())) {
             return Err(refused(format!("{model:?} has an unknown key {key:?}; a price's keys are {} (US dollars per million tokens; webSearches per thousand searches)", FilePrice::KEYS.join(", "))));
         }
+    }
+    let mut table = BTreeMap::new();
+    for (model, fields) in members {
+        let price = FilePrice::deserialize(serde_json::Value::Object(fields)).map_err(|error| refused(format!("{model:?}: {EXPECTED}: {error}")))?;
+        table.insert(model, price);
     }
     if let Some((model, (key, rate))) = table.iter().find_map(|(model, price)| price.bad_rate().map(|bad| (model, bad))) {
         return Err(refused(format!("{model:?} has {key} {rate}: a price is a number of US dollars, zero or more")));

@@ -1039,6 +1039,31 @@ fn a_price_file_in_the_home_prices_every_commands_figures_alike() {
     assert_eq!(hook.status.code(), Some(0));
 }
 
+/// A price file was parsed twice, once as prices and once for its keys,
+/// and the prices came first: a misspelt key standing for one a price must
+/// have (`outptu`) was refused as a missing `output`, and the typo went
+/// unnamed. The file is parsed once, its keys checked before its prices:
+/// the typo is named; a price that lacks a key names its model.
+#[test]
+fn a_price_file_with_a_misspelt_output_names_the_misspelt_key_not_a_missing_output() {
+    let cli = Cli::new();
+    let file = cli.home.path().join("prices.json");
+    let refused = |text: &str| -> (Option<i32>, String) {
+        std::fs::write(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let output = cli.run(&["runs"]);
+        (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let keys = "a price's keys are input, cachedInput, cacheCreation, cacheCreation1h, output, webSearches (US dollars per million tokens; webSearches per thousand searches)";
+    let expected = "expected {\"model\": {\"input\": …, \"cachedInput\": …, \"cacheCreation\": …, \"output\": …}} (US dollars per million tokens)";
+    assert_eq!(
+        [refused(r#"{"mock-model": {"input": 1.25, "outptu": 10}}"#), refused(r#"{"mock-model": {"input": 1.25}}"#)],
+        [
+            (Some(1), format!("error: cannot read the home's price file: {}: \"mock-model\" has an unknown key \"outptu\"; {keys}\n", file.display())),
+            (Some(1), format!("error: cannot read the home's price file: {}: \"mock-model\": {expected}: missing field `output`\n", file.display())),
+        ]
+    );
+}
+
 /// A price file with a misspelt key or a rate below zero is refused with
 /// an error that names the model and the key, in the home and as
 /// `--prices`: before, `cachedInputs` was passed over (cache reads priced
