@@ -126,4 +126,10 @@ pub trait Attributor: Send {
     /// so the text need not be checked and copied a second time. Events and
     /// state are unchanged. Sources that always copy frames ignore it.
     fn reference_frames(&mut self) {}
+    /// What it has learnt, as the JSON a later process restores it from
+    /// ([`Recorder::saved`](crate::recorder::Recorder::saved)); `None` for a
+    /// source whose reading is not kept so.
+    fn saved(&self) -> Option<Result<Box<serde_json::value::RawValue>, serde_json::Error>> {
+        None
+    }
 }

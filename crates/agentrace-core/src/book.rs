@@ -123,6 +123,15 @@ impl RunBook {
         }
     }
 
+    /// A book that keeps only the run state, starting from `state` (a
+    /// recorder's, restored: see [`crate::recorder::Recorder::restored`]).
+    pub fn state_only_from(state: RunState) -> Self {
+        Self {
+            state,
+            ..Self::state_only(RunId::from(String::new()))
+        }
+    }
+
     /// The same book keeping everything from now on (made by
     /// [`RunBook::state_only`], before anything was folded).
     pub fn keep_all(mut self) -> Self {

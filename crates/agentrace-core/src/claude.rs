@@ -65,7 +65,7 @@ use std::sync::LazyLock;
 
 use agentrace_wire::claude::{ApiMessage, ContentBlock, HookInput, Record, SubagentMeta};
 use memchr::memmem;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -141,7 +141,7 @@ fn unread(record_type: Option<&str>, key: &str, member: Option<&str>) -> bool {
 }
 
 /// A spawn request seen as an `Agent`/`Task` tool_use (or its hook).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Spawn {
     parent: Option<ThreadId>,
     prompt: Option<String>,
@@ -153,7 +153,7 @@ struct Spawn {
 }
 
 /// Lifecycle of one helper.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct HelperTrack {
     running: bool,
     generation: u32,
@@ -180,8 +180,9 @@ enum Who {
     Frame,
 }
 
-/// Attributes every Claude Code source.
-#[derive(Debug, Default)]
+/// Attributes every Claude Code source. Serializable so a reading can be
+/// gone on from in a later process ([`crate::saved`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ClaudeAttributor {
     registry: Registry,
     /// The first session seen.
@@ -2442,6 +2443,10 @@ impl Attributor for ClaudeAttributor {
 
     fn reference_frames(&mut self) {
         self.reference_frames = true;
+    }
+
+    fn saved(&self) -> Option<Result<Box<RawValue>, serde_json::Error>> {
+        Some(serde_json::value::to_raw_value(self))
     }
 
     fn finish(&mut self) -> Vec<Emitted> {

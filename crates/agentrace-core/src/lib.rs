@@ -27,6 +27,7 @@ pub mod recorder;
 pub mod redact;
 pub mod registry;
 pub mod rollout;
+mod saved;
 pub mod state;
 mod summary;
 pub mod warnings;

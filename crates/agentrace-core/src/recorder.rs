@@ -384,6 +384,64 @@ impl Recorder {
         self.next_sequence = self.next_sequence.max(envelope.sequence + 1);
     }
 
+    /// What this recorder has learnt, as bytes a later process restores it
+    /// from ([`Recorder::restored`]) to go on reading the same files where
+    /// this reading stopped (see [`crate::saved`]); `None` for a format
+    /// whose reading is not kept so, or a state that cannot be written.
+    pub fn saved(&self) -> Option<Vec<u8>> {
+        let format = crate::saved::SavedFormat::of(self.format)?;
+        let attributor = self.attributor.saved()?.ok()?;
+        let saved = crate::saved::Saved {
+            build: crate::saved::BUILD.to_owned(),
+            attribution: crate::ATTRIBUTION,
+            prices: self.book.prices_id().to_owned(),
+            format,
+            next_sequence: self.next_sequence,
+            session_open: self.session_open,
+            source: self.source,
+            keep_secrets: self.keep_secrets,
+            keeps_frames: self.keeps_frames,
+            state: self.book.state(),
+            attributor,
+        };
+        serde_json::to_vec(&saved).ok()
+    }
+
+    /// The recorder of run `run_id` that [`Recorder::saved`] kept as
+    /// `bytes`, pricing with `prices` and keeping only its run state (as
+    /// one made by [`Recorder::new`] and fed the same lines does); `None`
+    /// when they are not such a reading of this build, of the attribution
+    /// and the price book it has now, in `format`: its caller then feeds
+    /// the lines again.
+    pub fn restored(run_id: RunId, format: Format, bytes: &[u8], prices: std::sync::Arc<crate::prices::PriceBook>) -> Option<Self> {
+        let saved: crate::saved::Saved<RunState, crate::saved::RawState> = serde_json::from_slice(bytes).ok()?;
+        if saved.build != crate::saved::BUILD
+            || saved.attribution != crate::ATTRIBUTION
+            || saved.prices != prices.id()
+            || saved.format.format() != format
+            || saved.state.run_id() != &run_id
+        {
+            return None;
+        }
+        let attributor: Box<dyn Attributor> = match saved.format {
+            crate::saved::SavedFormat::CodexRollout => Box::new(serde_json::from_str::<crate::rollout::RolloutAttributor>(saved.attributor.get()).ok()?),
+            crate::saved::SavedFormat::ClaudeTranscript => Box::new(serde_json::from_str::<ClaudeAttributor>(saved.attributor.get()).ok()?),
+        };
+        Some(Self {
+            book: RunBook::state_only_from(saved.state).with_prices(prices),
+            changes: None,
+            session_open: saved.session_open,
+            run_id,
+            next_sequence: saved.next_sequence,
+            attributor,
+            format,
+            source: saved.source,
+            keep_secrets: saved.keep_secrets,
+            keeps_frames: saved.keeps_frames,
+            traceparent: None,
+        })
+    }
+
     /// The input ended; returns any last envelopes.
     pub fn finish(&mut self) -> Vec<Envelope> {
         let emitted = self.attributor.finish();

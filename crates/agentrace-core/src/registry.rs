@@ -5,13 +5,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{Actor, Confidence, Role, ThreadId, UNKNOWN_LABEL};
 
 /// Label of the (primary) root.
 pub const ROOT_LABEL: &str = "Main";
 
 /// What the registry knows of one thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadEntry {
     /// Root, helper, or not linked yet.
     pub kind: ThreadKind,
@@ -34,7 +36,7 @@ pub struct ThreadEntry {
 }
 
 /// Where a thread stands in the tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ThreadKind {
     /// A thread the user (client) started.
     Root,
@@ -74,7 +76,7 @@ pub struct ChildDetails {
 }
 
 /// The registry of one run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Registry {
     threads: BTreeMap<ThreadId, ThreadEntry>,
     /// Each helper under its parent, kept with the links: a subtree was

@@ -15,6 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
@@ -27,7 +29,7 @@ use crate::registry::{ChildDetails, LinkOutcome, Registry};
 use crate::summary::summarize;
 
 /// What is known of one rollout file.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct FileState {
     /// The thread the file belongs to (its first `session_meta`).
     thread: Option<ThreadId>,
@@ -38,7 +40,7 @@ struct FileState {
 }
 
 /// A unified-exec call waiting for its output.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 enum ExecCall {
     /// `exec_command`: the command it runs, and when it was called.
     Start(String, Option<Timestamp>),
@@ -47,7 +49,7 @@ enum ExecCall {
 }
 
 /// What a unified-exec call's output says of its process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 enum ExecState {
     /// `Process running with session ID N`: the call returned, the process
     /// runs on.
@@ -60,7 +62,7 @@ enum ExecState {
 type Answer = Option<(ItemId, String)>;
 
 /// Per-thread facts.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct ThreadFacts {
     status: Option<AgentStatus>,
     turn: Option<TurnId>,
@@ -69,8 +71,9 @@ struct ThreadFacts {
     last_message: Option<String>,
 }
 
-/// Attributes the rollout files of one Codex session.
-#[derive(Debug, Default)]
+/// Attributes the rollout files of one Codex session. Serializable so a
+/// reading can be gone on from in a later process ([`crate::saved`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct RolloutAttributor {
     registry: Registry,
     files: HashMap<u32, FileState>,
@@ -79,11 +82,14 @@ pub struct RolloutAttributor {
     /// Turn id → the thread whose own file started it.
     turn_owner: HashMap<TurnId, ThreadId>,
     /// Call id → tool name, per thread.
+    #[serde(with = "crate::saved::pairs")]
     calls: HashMap<(ThreadId, String), String>,
     /// Unified-exec calls whose output has not come yet, per thread.
+    #[serde(with = "crate::saved::pairs")]
     exec_calls: HashMap<(ThreadId, String), ExecCall>,
     /// Background commands still running: per thread and process session
     /// id, the call that started it.
+    #[serde(with = "crate::saved::pairs")]
     background: HashMap<(ThreadId, u64), String>,
     warned_replay: HashSet<ThreadId>,
     announced: HashSet<ThreadId>,
@@ -818,6 +824,10 @@ impl Attributor for RolloutAttributor {
 
     fn reference_frames(&mut self) {
         self.reference_frames = true;
+    }
+
+    fn saved(&self) -> Option<Result<Box<RawValue>, serde_json::Error>> {
+        Some(serde_json::value::to_raw_value(self))
     }
 }
 

@@ -667,6 +667,11 @@ impl RunState {
         self
     }
 
+    /// The run's id.
+    pub fn run_id(&self) -> &RunId {
+        &self.run_id
+    }
+
     /// The id of the price book it prices with (see [`PriceBook::id`]).
     pub fn prices_id(&self) -> &str {
         self.book.0.id()

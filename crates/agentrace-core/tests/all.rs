@@ -14,6 +14,7 @@ mod all {
     pub mod redact;
     pub mod rollouts;
     pub mod rules;
+    pub mod saved;
     pub mod support;
     pub mod warnings;
 }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use agentrace_wire::claude::ApiUsage;
+use serde::{Deserialize, Serialize};
 
 use crate::model::TokenUsage;
 
@@ -21,11 +22,13 @@ pub type ResponseKey = (String, String);
 /// background subagents a query starts (`system/init`) before the one
 /// before it printed its `result`: the n-th `result` covers the responses of
 /// the first n queries only, never those of a query started after them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct UsageBook {
+    #[serde(with = "crate::saved::pairs")]
     responses: HashMap<ResponseKey, (TokenUsage, bool)>,
     /// Responses no `result` covers yet, each with the query it came in
     /// (how many queries had started when it was recorded).
+    #[serde(with = "crate::saved::pairs")]
     open: HashMap<ResponseKey, u64>,
     /// Queries started ([`Self::start_query`]).
     queries: u64,

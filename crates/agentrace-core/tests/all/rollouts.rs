@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::support::record;
 
 /// A capture: `<scenario>` (Codex 0.169) or `codex-0.171/<scenario>`.
-fn capture(name: &str) -> PathBuf {
+pub(super) fn capture(name: &str) -> PathBuf {
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     if name.contains('/') {
         fixtures.join(name)
@@ -22,7 +22,7 @@ fn capture(name: &str) -> PathBuf {
     }
 }
 
-fn rollout_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn rollout_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {

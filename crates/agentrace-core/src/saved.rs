@@ -1,0 +1,93 @@
+//! A recorder's reading kept as data ([`Recorder::saved`]): what a later
+//! process needs to go on from where a reading of a session's files
+//! stopped, without feeding those files again from their start. An import
+//! of a session that grew replayed every line read before to bring its
+//! recorder where the last import left it: a second at every `agentrace`
+//! for a live 60 MB transcript. A cache, never a contract: one written by
+//! another build, another attribution or another price book is not
+//! restored, and its reader replays instead.
+//!
+//! Only the attributors of the files an import reads (Codex rollouts,
+//! Claude transcripts) are kept so.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::model::Source;
+use crate::recorder::Format;
+
+/// Everything a recorder has learnt but its run id and price book (the
+/// restoring caller's own); `S` is its run state, `A` its attributor's.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Saved<S, A> {
+    /// The build that wrote it (its attributors' shapes are its own).
+    pub build: String,
+    /// [`crate::ATTRIBUTION`] when it was written.
+    pub attribution: u32,
+    /// The id of the price book its state's costs were worked out with.
+    pub prices: String,
+    pub format: SavedFormat,
+    pub next_sequence: u64,
+    pub session_open: bool,
+    pub source: Option<Source>,
+    pub keep_secrets: bool,
+    pub keeps_frames: bool,
+    pub state: S,
+    pub attributor: A,
+}
+
+/// The formats whose readings are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SavedFormat {
+    CodexRollout,
+    ClaudeTranscript,
+}
+
+impl SavedFormat {
+    pub fn of(format: Format) -> Option<Self> {
+        match format {
+            Format::CodexRollout => Some(Self::CodexRollout),
+            Format::ClaudeTranscript => Some(Self::ClaudeTranscript),
+            Format::CodexAppServer | Format::CodexExec | Format::ClaudeStream | Format::ClaudeHook => None,
+        }
+    }
+
+    pub fn format(self) -> Format {
+        match self {
+            Self::CodexRollout => Format::CodexRollout,
+            Self::ClaudeTranscript => Format::ClaudeTranscript,
+        }
+    }
+}
+
+/// The build a reading is kept by.
+pub(crate) const BUILD: &str = env!("CARGO_PKG_VERSION");
+
+/// An attributor's state, as [`Saved::attributor`] holds it until its
+/// format says which attributor it is.
+pub(crate) type RawState = Box<RawValue>;
+
+/// A map whose keys are not strings (a thread and a call id, a response's
+/// message and request ids) kept as a list of pairs: JSON objects name
+/// their members by strings only.
+pub(crate) mod pairs {
+    use std::collections::HashMap;
+    use std::hash::Hash;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(map: &HashMap<K, V>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, K, V, D>(deserializer: D) -> Result<HashMap<K, V>, D::Error>
+    where
+        K: Deserialize<'de> + Eq + Hash,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, V)>::deserialize(deserializer)?.into_iter().collect())
+    }
+}
