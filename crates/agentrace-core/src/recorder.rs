@@ -384,11 +384,11 @@ impl Recorder {
         self.next_sequence = self.next_sequence.max(envelope.sequence + 1);
     }
 
-    /// What this recorder has learnt, as bytes a later process restores it
+    /// What this recorder has learnt, as JSON a later process restores it
     /// from ([`Recorder::restored`]) to go on reading the same files where
     /// this reading stopped (see [`crate::saved`]); `None` for a format
     /// whose reading is not kept so, or a state that cannot be written.
-    pub fn saved(&self) -> Option<Vec<u8>> {
+    pub fn saved(&self) -> Option<String> {
         let format = crate::saved::SavedFormat::of(self.format)?;
         let attributor = self.attributor.saved()?.ok()?;
         let saved = crate::saved::Saved {
@@ -404,7 +404,7 @@ impl Recorder {
             state: self.book.state(),
             attributor,
         };
-        serde_json::to_vec(&saved).ok()
+        serde_json::to_string(&saved).ok()
     }
 
     /// The recorder of run `run_id` that [`Recorder::saved`] kept as

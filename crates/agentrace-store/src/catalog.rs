@@ -24,7 +24,7 @@ use crate::{read_log_line, validate_run_id, Home, LineAt, LogReader, Packed, Sto
 /// The schema this build writes; a catalog of another is made anew, but
 /// for the one before it, brought up to this one in place (see
 /// `MIGRATIONS`).
-pub const CATALOG_SCHEMA: i64 = 8;
+pub const CATALOG_SCHEMA: i64 = 9;
 
 /// How a catalog of an older schema becomes one of [`CATALOG_SCHEMA`] in
 /// place, when that is cheaper than the rebuild (a cold import's work):
@@ -50,6 +50,9 @@ pub const CATALOG_SCHEMA: i64 = 8;
 /// row (16,000 rows for 5,000 sessions, the largest part of a repeated
 /// import's work in the catalog). A row of schema 7 has none until an
 /// import finds its session unchanged and keeps it.
+/// Schema 9 keeps the reading an import left a session open at
+/// (`import_readings`): the next import of that session, grown, goes on
+/// from it instead of feeding every line read before again.
 const MIGRATIONS: &[(i64, &str)] = &[
     (3, "DROP TRIGGER IF EXISTS runs_usage_head;"),
     (4, "ALTER TABLE runs ADD COLUMN usage_report BLOB;"),
@@ -57,7 +60,16 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, "ALTER TABLE runs ADD COLUMN note_count INTEGER NOT NULL DEFAULT 0;"),
     (6, SORT_INDEXES),
     (7, "ALTER TABLE import_sessions ADD COLUMN files_digest BLOB;"),
+    (8, IMPORT_READINGS),
 ];
+
+/// Each run an import left open, with the reading it stopped at: its
+/// recorder's state as `agentrace_core::Recorder::saved` writes it, packed
+/// (a cache: a reading that cannot be restored is read again).
+const IMPORT_READINGS: &str = "CREATE TABLE import_readings (
+  run_id TEXT PRIMARY KEY,
+  reading BLOB NOT NULL
+);";
 
 /// The indexes of the orders other than the newest first ([`RunSort`]).
 /// Without the id that breaks the last ties (SQLite sorts a run of equal
@@ -192,6 +204,10 @@ CREATE TABLE import_files (
   PRIMARY KEY (provider, key, path)
 ) WITHOUT ROWID;
 CREATE INDEX import_files_by_path ON import_files (path);
+CREATE TABLE import_readings (
+  run_id TEXT PRIMARY KEY,
+  reading BLOB NOT NULL
+);
 CREATE TABLE import_dirs (
   path BLOB PRIMARY KEY,
   mtime_ns INTEGER NOT NULL,
@@ -409,7 +425,7 @@ impl Catalog {
             .execute_batch(
                 "INSERT INTO texts_fts (texts_fts) VALUES ('delete-all'); \
                  DELETE FROM texts; DELETE FROM usage; DELETE FROM agents; DELETE FROM runs; \
-                 DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM rollout_heads; DELETE FROM import_dirs; DELETE FROM meta;",
+                 DELETE FROM import_sessions; DELETE FROM import_files; DELETE FROM import_readings; DELETE FROM rollout_heads; DELETE FROM import_dirs; DELETE FROM meta;",
             )
             .map_err(&err)?;
         self.conn.execute_batch(FILLED_FROM_RECORDS).map_err(&err)?;
@@ -703,7 +719,7 @@ impl Catalog {
             .map_err(&err)?
             .execute([id])
             .map_err(&err)?;
-        for statement in ["DELETE FROM texts WHERE run_id = ?1", "DELETE FROM agents WHERE run_id = ?1", "DELETE FROM usage WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"] {
+        for statement in ["DELETE FROM texts WHERE run_id = ?1", "DELETE FROM agents WHERE run_id = ?1", "DELETE FROM usage WHERE run_id = ?1", "DELETE FROM import_readings WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"] {
             self.conn.prepare_cached(statement).map_err(&err)?.execute([id]).map_err(&err)?;
         }
         Ok(())
@@ -1426,6 +1442,41 @@ impl Catalog {
         for statement in ["DELETE FROM import_files WHERE provider = ?1 AND key = ?2", "DELETE FROM import_sessions WHERE provider = ?1 AND key = ?2"] {
             self.conn.prepare_cached(statement).map_err(&err)?.execute([provider, key]).map_err(&err)?;
         }
+        Ok(())
+    }
+
+    /// Keeps `reading`, where an import left run `id`'s session open (a
+    /// recorder's state, as `agentrace_core::Recorder::saved` writes it),
+    /// in place of the one kept before.
+    pub fn put_import_reading(&self, id: &str, reading: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO import_readings (run_id, reading) VALUES (?1, ?2)")
+            .map_err(&err)?
+            .execute(params![id, Packed::pack(reading)])
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// The reading kept of run `id` ([`Catalog::put_import_reading`]);
+    /// `None` when there is none, or one too damaged to unpack (it is a
+    /// cache: its reader reads the session's lines again instead).
+    pub fn import_reading(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let err = sql(&self.path);
+        let packed: Option<Packed> = self
+            .conn
+            .prepare_cached("SELECT reading FROM import_readings WHERE run_id = ?1")
+            .map_err(&err)?
+            .query_row([id], |row| row.get(0))
+            .optional()
+            .map_err(&err)?;
+        Ok(packed.and_then(|packed| packed.unpack("a kept reading").ok()))
+    }
+
+    /// Forgets the reading kept of run `id`, if any.
+    pub fn remove_import_reading(&self, id: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn.prepare_cached("DELETE FROM import_readings WHERE run_id = ?1").map_err(&err)?.execute([id]).map_err(&err)?;
         Ok(())
     }
 
@@ -2827,11 +2878,34 @@ mod tests {
         );
     }
 
+    /// A kept reading is put, read, replaced and removed by its run's id;
+    /// one too damaged to unpack reads as none (the import reads the
+    /// session again); removing the run, or clearing the catalog for a
+    /// `reindex`, takes its reading too.
+    #[test]
+    fn a_kept_reading_is_read_back_replaced_and_gone_with_its_run() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let catalog = Catalog::open_at(&dir.path().join(CATALOG_FILE)).unwrap_or_else(|e| panic!("{e}"));
+        let read = |id: &str| catalog.import_reading(id).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_import_reading("claude-a", r#"{"first":1}"#).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_import_reading("claude-b", r#"{"b":1}"#).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_import_reading("claude-c", r#"{"c":1}"#).unwrap_or_else(|e| panic!("{e}"));
+        catalog.put_import_reading("claude-a", r#"{"second":2}"#).unwrap_or_else(|e| panic!("{e}"));
+        catalog.connection().execute_batch("INSERT INTO import_readings (run_id, reading) VALUES ('claude-d', X'FFFFFF7F00');").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!([read("claude-a"), read("claude-b"), read("claude-d"), read("claude-x")], [Some(r#"{"second":2}"#.to_owned()), Some(r#"{"b":1}"#.to_owned()), None, None]);
+        catalog.remove_import_reading("claude-a").unwrap_or_else(|e| panic!("{e}"));
+        catalog.remove_run("claude-b").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!([read("claude-a"), read("claude-b"), read("claude-c")], [None, None, Some(r#"{"c":1}"#.to_owned())]);
+        catalog.clear().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read("claude-c"), None);
+    }
+
     /// A catalog of schema 3 (its usage head filled by a trigger), 4, 5, 6
-    /// or 7 is brought to this schema in place: its rows kept, the trigger
-    /// gone, a column for the reports, the files indexed by path, the runs
-    /// by each order `runs --sort` takes, a column for the digests of the
-    /// imported sessions' files, and no rebuild noted.
+    /// 7 or 8 is brought to this schema in place: its rows kept, the
+    /// trigger gone, a column for the reports, the files indexed by path,
+    /// the runs by each order `runs --sort` takes, a column for the digests
+    /// of the imported sessions' files, a table of the readings imports
+    /// left open, and no rebuild noted.
     #[test]
     fn a_catalog_of_the_schema_before_is_migrated_in_place() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -2844,12 +2918,13 @@ mod tests {
         let trigger = "CREATE TRIGGER runs_usage_head AFTER UPDATE OF usage_tree ON runs BEGIN UPDATE runs SET usage_prices = 'x' WHERE id = NEW.id; END;";
         let no_report = "ALTER TABLE runs DROP COLUMN usage_report;";
         let no_sort_indexes = "DROP INDEX runs_by_cost; DROP INDEX runs_by_tokens; DROP INDEX runs_by_duration; DROP INDEX runs_by_warnings; ALTER TABLE runs DROP COLUMN note_count;";
-        let no_digests = "ALTER TABLE import_sessions DROP COLUMN files_digest;";
-        for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new()), (6, String::new()), (7, String::new())] {
+        let no_digests = "DROP TABLE import_readings; ALTER TABLE import_sessions DROP COLUMN files_digest;";
+        for (before, older) in [(3, format!("{no_report} {trigger}")), (4, no_report.to_owned()), (5, String::new()), (6, String::new()), (7, String::new()), (8, String::new())] {
             let catalog = Catalog::open_at(&path).unwrap_or_else(|e| panic!("{e}"));
             catalog
                 .connection()
                 .execute_batch(&match before {
+                    8 => format!("DROP TABLE import_readings; PRAGMA user_version = {before};"),
                     7 => format!("{no_digests} PRAGMA user_version = {before};"),
                     6 => format!("{no_digests} {no_sort_indexes} PRAGMA user_version = {before};"),
                     _ => format!("{no_digests} DROP INDEX import_files_by_path; {no_sort_indexes} {older} PRAGMA user_version = {before};"),
@@ -2870,7 +2945,8 @@ mod tests {
             let digests: i64 = conn
                 .query_row("SELECT count(*) FROM pragma_table_info('import_sessions') WHERE name = 'files_digest'", [], |row| row.get(0))
                 .unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!((version, triggers, kept.as_str(), reports, indexed, notes, digests), (CATALOG_SCHEMA, 0, "yes", 0, 5, 0, 1), "from schema {before}");
+            let readings: i64 = conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'import_readings'", [], |row| row.get(0)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((version, triggers, kept.as_str(), reports, indexed, notes, digests, readings), (CATALOG_SCHEMA, 0, "yes", 0, 5, 0, 1, 1), "from schema {before}");
         }
     }
 }

@@ -66,7 +66,7 @@ fn check(name: &str, format: Format, lines: &[Line]) {
         let mut kept = started(format);
         let _ = fed(&mut kept, &lines[..cut]);
         let saved = kept.saved().unwrap_or_else(|| panic!("{name}: no reading kept at line {cut}"));
-        let mut restored = Recorder::restored(RunId::from("run-test"), format, &saved, prices.clone())
+        let mut restored = Recorder::restored(RunId::from("run-test"), format, saved.as_bytes(), prices.clone())
             .unwrap_or_else(|| panic!("{name}: the reading kept at line {cut} was not restored"));
         assert_eq!(restored.next_sequence(), kept.next_sequence(), "{name} at {cut}");
         let mut went_on = fed(&mut restored, &lines[cut..]);
@@ -132,11 +132,11 @@ fn a_kept_reading_is_restored_only_for_its_own_run_format_and_prices() {
     };
     assert_eq!(
         [
-            restores("run-test", Format::ClaudeTranscript, &saved, &database),
-            restores("run-other", Format::ClaudeTranscript, &saved, &database),
-            restores("run-test", Format::CodexRollout, &saved, &database),
-            restores("run-test", Format::ClaudeTranscript, &saved, &priced_otherwise),
-            restores("run-test", Format::ClaudeTranscript, &saved[..saved.len() / 2], &database),
+            restores("run-test", Format::ClaudeTranscript, saved.as_bytes(), &database),
+            restores("run-other", Format::ClaudeTranscript, saved.as_bytes(), &database),
+            restores("run-test", Format::CodexRollout, saved.as_bytes(), &database),
+            restores("run-test", Format::ClaudeTranscript, saved.as_bytes(), &priced_otherwise),
+            restores("run-test", Format::ClaudeTranscript, &saved.as_bytes()[..saved.len() / 2], &database),
             restores("run-test", Format::ClaudeTranscript, b"{}", &database),
         ],
         [true, false, false, false, false, false]

@@ -33,7 +33,7 @@ use crate::sources::codex_sessions::{CodexSessions, Packer, Rest, HEADS_CHUNK};
 use crate::clock::now;
 use crate::sources::dirs::DirCache;
 use crate::sources::rollouts::{codex_start, rollout_head_or_why, rollout_parts, RolloutHead, RolloutWalk};
-use crate::sources::session_feed::{feed_whole, Reach, ReadMark, SessionFeed, Sink, TornLines};
+use crate::sources::session_feed::{fed_whole, FeedPosition, Reach, ReadMark, SessionFeed, Sink, TornLines};
 use crate::sources::stamps::FileStamp;
 use crate::usage_index::{Kept, LogStamp, UsageIndex};
 use agentrace_store::catalog::{files_digest, FilesDigest, HeadRow, ImportedFile, ImportedSession, ReadRow, TextRow};
@@ -537,6 +537,9 @@ struct Job {
     /// Counted as a new session (else as a changed one): what to take back
     /// from the tally when it is left out.
     new: bool,
+    /// The reading the last import left the session open at, when it is
+    /// read on ([`KeptReading`], as the catalog keeps it).
+    kept: Option<String>,
 }
 
 impl Job {
@@ -581,7 +584,7 @@ fn imported_setup(format: Format) -> Setup {
 /// A run written: its view, where the reading of each file stopped, its
 /// searchable text, and how many lines of each file this reading could not
 /// decode.
-type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>, Undecodable);
+type Written = (RunView, BTreeMap<String, ReadMark>, Vec<TextRow>, Undecodable, Option<String>);
 
 /// The lines of each file a reading could not decode (kept as
 /// `undecodable` events), by the name the events give the file.
@@ -634,7 +637,7 @@ fn indexed_view(finished: &crate::recording::Finished) -> RunView {
 
 /// A job done: its run's view, marks, whether it was read on (not
 /// rebuilt), and its text.
-type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>, Undecodable);
+type JobRead = (RunView, BTreeMap<String, ReadMark>, bool, Vec<TextRow>, Undecodable, Option<String>);
 
 /// A session read on the pool (its run written), with what noting it in
 /// the catalog takes made there too.
@@ -650,6 +653,10 @@ struct JobDone {
     /// Its log's stamp as written, and its usage as the catalog keeps it
     /// (`None`: the log could not be stat'ed).
     usage: Option<(LogStamp, Kept)>,
+    /// The reading it was left open at, for the next import to go on from
+    /// ([`KeptReading`]); `None` for a session ended (or read by a
+    /// follower, which keeps its readings itself).
+    reading: Option<String>,
 }
 
 /// What became of a job: its run read, or its session left out of this
@@ -807,6 +814,20 @@ pub(crate) struct Resumes {
     kept: std::sync::Mutex<Vec<(RunId, Resume)>>,
     /// Readings gone on from (what a test counts).
     gone_on: std::sync::atomic::AtomicU64,
+}
+
+/// Where a one-shot import left a session open, kept in the catalog
+/// (`import_readings`) for the next import to go on from: the files'
+/// marks it stopped at, the feed's position there and the recorder's
+/// state. Feeding the files again up to the marks made every import of a
+/// long live session cost its whole size (a second for 60 MB); a reading
+/// whose marks are not the ones the session is read on from, or that
+/// cannot be restored, is not used, and the files are fed again.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptReading {
+    marks: BTreeMap<String, ReadMark>,
+    feed: FeedPosition,
+    recorder: Box<serde_json::value::RawValue>,
 }
 
 /// One session's reading kept by [`Resumes`].
@@ -1014,7 +1035,11 @@ impl<'a> Importer<'a> {
     }
 
     /// Adds `job` to `pending`, running them once they make a batch.
-    fn queue(&mut self, pending: &mut Vec<Job>, job: Job) -> anyhow::Result<()> {
+    fn queue(&mut self, pending: &mut Vec<Job>, mut job: Job) -> anyhow::Result<()> {
+        // Looked up here, not on the pool: the catalog is this thread's.
+        if job.read_on.is_some() {
+            job.kept = self.catalog()?.import_reading(job.id.as_str())?;
+        }
         pending.push(job);
         if pending.len() >= BATCH {
             self.run_jobs(pending)?;
@@ -1089,6 +1114,12 @@ impl<'a> Importer<'a> {
                 catalog.add_texts(&job.id, &done.texts, log.bytes, !done.read_on)?;
                 if let Some((_, kept)) = &done.usage {
                     kept.put(&catalog, &job.id)?;
+                }
+                match &done.reading {
+                    Some(reading) => catalog.put_import_reading(job.id.as_str(), reading)?,
+                    // Only a run made before can have one kept.
+                    None if job.files.log => catalog.remove_import_reading(job.id.as_str())?,
+                    None => {}
                 }
             }
         }
@@ -1333,16 +1364,16 @@ impl Reading<'_> {
                     && !read_on.unchanged.contains(key.as_ref())
             });
             if !document_changed {
-                if let Some((view, marks, texts, undecodable)) = self.continue_run(&job.id, format, &parts, &read_on.marks, still)? {
-                    return Ok((view, marks, true, texts, undecodable));
+                if let Some((view, marks, texts, undecodable, reading)) = self.continue_run(&job.id, format, &parts, &read_on.marks, (still, job.kept.as_deref()))? {
+                    return Ok((view, marks, true, texts, undecodable, reading));
                 }
             }
         }
         if let Some(resumes) = self.how.resumes {
             resumes.forget(&job.id);
         }
-        let (view, marks, texts, undecodable) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
-        Ok((view, marks, false, texts, undecodable))
+        let (view, marks, texts, undecodable, reading) = self.rebuild(&job.id, job.files, format, start, &parts, still)?;
+        Ok((view, marks, false, texts, undecodable, reading))
     }
 
     /// [`Reading::read_job`], with a Claude session's working folder
@@ -1367,12 +1398,12 @@ impl Reading<'_> {
                 return Ok(JobOutcome::NotYet);
             }
         }
-        let (mut view, marks, read_on, texts, undecodable) = self.read_job(job)?;
+        let (mut view, marks, read_on, texts, undecodable, reading) = self.read_job(job)?;
         if let (JobSource::Claude(session), None) = (&job.source, &view.usage.cwd) {
             view.usage.cwd = claude_cwd(session);
         }
         let usage = UsageIndex::of(self.home, &job.id, &view)?;
-        Ok(JobOutcome::Read(Box::new(JobDone { view, marks, read_on, texts, undecodable, usage })))
+        Ok(JobOutcome::Read(Box::new(JobDone { view, marks, read_on, texts, undecodable, usage, reading })))
     }
 
     /// Writes run `id` anew from its session's `parts`, fed whole; returns
@@ -1398,12 +1429,14 @@ impl Reading<'_> {
             recording.keep_copies(copies);
         }
         let mut undecodable = Undecodable::new();
-        let marks = recording.feed_with(|recorder, sink| feed_whole(recorder, parts, start, self.how.torn_lines, &mut counting(sink, &mut undecodable)))?;
+        let feed = recording.feed_with(|recorder, sink| fed_whole(recorder, parts, start, self.how.torn_lines, &mut counting(sink, &mut undecodable)))?;
+        let marks = feed.marks();
         // A still session is ended, unless what was read already ends it.
         let ended = (still && !recording.session_over()).then_some(SessionEndReason::ImportFinished);
         let finished = recording.finish(ended)?;
+        let reading = self.kept_reading(ended.is_none(), &finished.recorder, &feed, &marks);
         let undecodable = without_lines_being_written(undecodable, &marks, still);
-        Ok((indexed_view(&finished), marks, finished.texts, undecodable))
+        Ok((indexed_view(&finished), marks, finished.texts, undecodable, reading))
     }
 
     /// Continues run `id` with what its session's `parts` gained since the
@@ -1426,12 +1459,14 @@ impl Reading<'_> {
         format: Format,
         parts: &[(SourcePart, PathBuf)],
         marks: &BTreeMap<String, ReadMark>,
-        still: bool,
+        (still, kept_reading): (bool, Option<&str>),
     ) -> anyhow::Result<Option<Written>> {
         // A follower goes on from its last pass's reading when that stopped
-        // where the catalog says this session was read to.
+        // where the catalog says this session was read to; an import, from
+        // the reading the last one kept there; else the sources are fed
+        // again up to the marks.
         let kept = self.how.resumes.and_then(|resumes| resumes.take(id, parts, marks));
-        let (recorder, mut feed) = match kept {
+        let (recorder, mut feed) = match kept.or_else(|| kept_reading.and_then(|kept| self.restored_to(id, format, parts, marks, kept))) {
             Some(kept) => kept,
             None => match self.replayed_to(id, format, parts, marks)? {
                 Some(replayed) => replayed,
@@ -1459,6 +1494,7 @@ impl Reading<'_> {
         let marks = feed.marks();
         let undecodable = without_lines_being_written(undecodable, &marks, still);
         let view = indexed_view(&finished);
+        let reading = self.kept_reading(ended.is_none(), &finished.recorder, &feed, &marks);
         let Finished { recorder, texts, .. } = finished;
         // An import's recorder is never told its input ended (see
         // `Recording::finish`): as it is now, it is where a replay up to
@@ -1467,7 +1503,41 @@ impl Reading<'_> {
         if let (Some(resumes), None) = (self.how.resumes, ended) {
             resumes.keep(id.clone(), Resume { recorder, feed, parts: parts.to_vec(), marks: marks.clone() });
         }
-        Ok(Some((view, marks, texts, undecodable)))
+        Ok(Some((view, marks, texts, undecodable, reading)))
+    }
+
+    /// The reading a one-shot import leaves a session open at, for the
+    /// next to go on from ([`KeptReading`]): none for a session ended (read
+    /// again whole if it grows), nor in a follower, which keeps its
+    /// readings itself between passes and would write one at every pass.
+    fn kept_reading(&self, open: bool, recorder: &Recorder, feed: &SessionFeed, marks: &BTreeMap<String, ReadMark>) -> Option<String> {
+        if !open || self.how.resumes.is_some() {
+            return None;
+        }
+        let recorder = serde_json::value::RawValue::from_string(recorder.saved()?).ok()?;
+        serde_json::to_string(&KeptReading { marks: marks.clone(), feed: feed.position(), recorder }).ok()
+    }
+
+    /// A recorder and a feed of run `id`'s session where the last import
+    /// left them at `marks`, restored from the reading it kept (`kept`);
+    /// `None` when that reading stopped elsewhere or cannot be restored
+    /// (another build's, another price book's): the caller feeds the
+    /// sources again.
+    fn restored_to(
+        &self,
+        id: &RunId,
+        format: Format,
+        parts: &[(SourcePart, PathBuf)],
+        marks: &BTreeMap<String, ReadMark>,
+        kept: &str,
+    ) -> Option<(Recorder, SessionFeed)> {
+        let kept: KeptReading = serde_json::from_str(kept).ok()?;
+        if &kept.marks != marks {
+            return None;
+        }
+        let recorder = Recorder::restored(id.clone(), format, kept.recorder.get().as_bytes(), self.home.prices())?;
+        let feed = SessionFeed::new(parts, Timestamp::default(), self.how.torn_lines).referencing().resumed_at(&kept.feed, marks)?;
+        Some((recorder, feed))
     }
 
     /// A recorder and a feed of run `id`'s session brought to where the
@@ -2024,6 +2094,7 @@ fn import_sessions(
                 stamps,
                 source: JobSource::Claude(session),
                 read_on: Job::read_on(change),
+                kept: None,
             };
             importer.queue(&mut pending, job)?;
         } else {
@@ -2070,6 +2141,7 @@ fn import_sessions(
             stamps,
             source: JobSource::Codex(files),
             read_on: Job::read_on(change),
+            kept: None,
         };
         importer.queue(&mut pending, job)?;
     }

@@ -66,6 +66,20 @@ pub struct ReadMark {
 /// before the file named one).
 type Key = Option<Timestamp>;
 
+/// Where a feed stood when a reading stopped, beside its files' marks:
+/// what a later process needs to go on feeding from the marks without
+/// reading the files again from their start ([`SessionFeed::resumed_at`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedPosition {
+    /// Each file, in the listed order, and the latest time it named.
+    keys: Vec<(String, Key)>,
+    /// The file the last fed line came from (its index), and its key.
+    last: Option<(usize, Key)>,
+    /// The time a line that names none gets.
+    clock: Timestamp,
+}
+
 /// Lines the session's files gained sort before the last line already fed
 /// (or a metadata document came after its file's first line): reading on
 /// would give an order no reading of the whole files gives, so the run must
@@ -331,6 +345,63 @@ impl SessionFeed {
         marks
     }
 
+    /// Where this feed stands ([`FeedPosition`]).
+    pub fn position(&self) -> FeedPosition {
+        FeedPosition {
+            keys: self.streams.iter().map(|stream| (stream.lines.path.to_string_lossy().into_owned(), stream.lines.key)).collect(),
+            last: self.last,
+            clock: self.clock,
+        }
+    }
+
+    /// The same feed as one that fed its files up to `marks` and stood at
+    /// `position` then: it goes on from the marks, where that feed would
+    /// (each file read from its mark, its lines numbered on, its key and
+    /// the merge's last line as they were). A file `position` does not
+    /// name is new since, and read from its start. `None` when a file it
+    /// names is not among these, or a mark ends no whole line.
+    pub fn resumed_at(mut self, position: &FeedPosition, marks: &BTreeMap<String, ReadMark>) -> Option<Self> {
+        let mut known: BTreeMap<&str, Key> = BTreeMap::new();
+        for (path, key) in &position.keys {
+            known.insert(path.as_str(), *key);
+        }
+        let mut last = None;
+        let mut found = 0;
+        for (index, stream) in self.streams.iter_mut().enumerate() {
+            let path = stream.lines.path.to_string_lossy().into_owned();
+            let Some(key) = known.get(path.as_str()) else {
+                continue;
+            };
+            found += 1;
+            // The merge's last line, by where its file is listed now: a
+            // file new since may be listed before it.
+            if let Some((was, last_key)) = position.last {
+                if position.keys.get(was).is_some_and(|(last_path, _)| *last_path == path) {
+                    last = Some((index, last_key));
+                }
+            }
+            let mark = marks.get(&path).copied().unwrap_or_default();
+            if mark.torn {
+                return None;
+            }
+            let lines = &mut stream.lines;
+            lines.read = mark.offset;
+            lines.next_start = mark.offset;
+            lines.fed = ReadMark { offset: mark.offset, lines: mark.lines, torn: false, number: 0 };
+            lines.assembler = LineAssembler::default().numbered_from(mark.lines);
+            lines.key = *key;
+            if let Some(document) = &mut stream.document {
+                document.fed = marks.get(document.path.to_string_lossy().as_ref()).map(|mark| mark.offset);
+            }
+        }
+        if found != position.keys.len() || last.is_none() != position.last.is_none() {
+            return None;
+        }
+        self.last = last;
+        self.clock = position.clock;
+        self.stopped_at(marks).then_some(self)
+    }
+
     /// True when every file was read exactly to `marks` (a pass with
     /// [`Reach::Marks`] of files that only grew since does).
     pub fn stopped_at(&self, marks: &BTreeMap<String, ReadMark>) -> bool {
@@ -573,9 +644,20 @@ pub(crate) fn feed_whole(
     torn_lines: TornLines,
     sink: Sink<'_>,
 ) -> anyhow::Result<BTreeMap<String, ReadMark>> {
+    Ok(fed_whole(recorder, parts, start, torn_lines, sink)?.marks())
+}
+
+/// [`feed_whole`], giving back the feed as it stopped.
+pub(crate) fn fed_whole(
+    recorder: &mut Recorder,
+    parts: &[(SourcePart, PathBuf)],
+    start: Timestamp,
+    torn_lines: TornLines,
+    sink: Sink<'_>,
+) -> anyhow::Result<SessionFeed> {
     let mut feed = SessionFeed::new(parts, start, torn_lines).referencing();
     match feed.feed(recorder, Reach::Ends, sink)? {
-        Ok(()) => Ok(feed.marks()),
+        Ok(()) => Ok(feed),
         // Nothing was fed before this pass, so nothing can come too late.
         Err(diverged) => anyhow::bail!("{} could not be read in order", diverged.path.display()),
     }

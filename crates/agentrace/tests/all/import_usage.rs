@@ -2423,3 +2423,54 @@ fn a_first_command_after_an_upgrade_reads_the_history_again_the_newest_first() {
     whole.ok(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
     assert_same_runs(&upgraded, &whole, "read again after an upgrade");
 }
+
+/// A session that grew is read on from the reading the last import kept
+/// where it left the session open: the lines read before are not read
+/// again. An import fed the files again from their start up to where the
+/// last one stopped, so each import of a long live session cost its whole
+/// size (a second for a 60 MB transcript). Shown by blanking what was read
+/// after each file's first line in place, its length and time kept, so the
+/// files only grew: fed again,
+/// the blanks made another run (rebuilt, the lines before them lost); gone
+/// on from, the run is the one the whole files make.
+#[test]
+fn a_grown_session_goes_on_from_the_reading_the_last_import_kept_not_from_its_files_start() {
+    for (provider, capture) in [(Provider::Claude, "nested_fg"), (Provider::Codex, "real_model_nested")] {
+        let growth = Growth::of(provider, capture);
+        let whole = Whole::of(&growth);
+        let homes = Homes::new();
+        let cli = Cli::new();
+        let cut = growth.order.len() / 2;
+        growth.write(&homes, 0..cut, true);
+        assert_eq!(homes.import(&cli), (1, 0, 0), "{capture}");
+        let read: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = jsonl_files(&homes.of(provider))
+            .into_iter()
+            .map(|path| {
+                let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+                let modified = std::fs::metadata(&path).and_then(|metadata| metadata.modified()).unwrap_or_else(|e| panic!("{e}"));
+                (path, bytes, modified)
+            })
+            .collect();
+        let put = |path: &PathBuf, bytes: &[u8], modified: Option<std::time::SystemTime>| {
+            std::fs::write(path, bytes).unwrap_or_else(|e| panic!("{e}"));
+            if let Some(modified) = modified {
+                let file = std::fs::OpenOptions::new().write(true).open(path).unwrap_or_else(|e| panic!("{e}"));
+                file.set_modified(modified).unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        // Each file's first line is kept: a rollout's names its session.
+        for (path, bytes, modified) in &read {
+            let first = bytes.iter().position(|byte| *byte == b'\n').map_or(bytes.len(), |at| at + 1);
+            let blank: Vec<u8> = bytes.iter().enumerate().map(|(at, byte)| if at < first || *byte == b'\n' { *byte } else { b' ' }).collect();
+            put(path, &blank, Some(*modified));
+        }
+        growth.write(&homes, cut..growth.order.len(), true);
+        assert_eq!(homes.import(&cli), (0, 1, 1), "{capture}: read on");
+        // The bytes put back: the events' frames are read from the files.
+        for (path, bytes, _) in &read {
+            let now = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
+            put(path, &[bytes.as_slice(), &now[bytes.len()..]].concat(), None);
+        }
+        assert_same_runs(&cli, &whole.cli, capture);
+    }
+}
