@@ -771,6 +771,9 @@ struct Importer<'a> {
     /// Digests of unchanged sessions' files to keep, for rows kept without
     /// the right one (by an older agentrace), written with the last save.
     digests: Vec<(&'static str, String, FilesDigest)>,
+    /// How much of a session must have been read for its reading to be
+    /// kept ([`keep_readings_from`]).
+    keep_readings_from: u64,
 }
 
 /// What reading a session's files into its run takes, and nothing of the
@@ -783,6 +786,8 @@ struct Reading<'a> {
     /// What becomes of a last line with no newline yet, and the follower's
     /// readings kept between its passes.
     how: Pass<'a>,
+    /// See [`Importer::keep_readings_from`].
+    keep_readings_from: u64,
 }
 
 /// How one import reads: what becomes of a last line with no newline yet,
@@ -938,7 +943,7 @@ impl<'a> Importer<'a> {
     /// What the pool reads sessions with (borrowing the import's inputs,
     /// not the import: it is noting the batch before meanwhile).
     fn reading(&self) -> Reading<'a> {
-        Reading { home: self.home, args: self.args, how: self.how }
+        Reading { home: self.home, args: self.args, how: self.how, keep_readings_from: self.keep_readings_from }
     }
 
     /// `change`, unless it is to read on and run `id` (one an import made)
@@ -1514,6 +1519,12 @@ impl Reading<'_> {
         if !open || self.how.resumes.is_some() {
             return None;
         }
+        // A small session is cheaper to read again than its reading is to
+        // keep (see `KEEP_READINGS_FROM`).
+        let read: u64 = marks.values().map(|mark| mark.offset).sum();
+        if read < self.keep_readings_from {
+            return None;
+        }
         let recorder = serde_json::value::RawValue::from_string(recorder.saved()?).ok()?;
         serde_json::to_string(&KeptReading { marks: marks.clone(), feed: feed.position(), recorder }).ok()
     }
@@ -1682,6 +1693,24 @@ pub(crate) enum Scope {
     /// which a first `agentrace` lists before the rest is imported in the
     /// background); the others are left for a later import.
     Newest(std::collections::BTreeSet<PathBuf>),
+}
+
+/// How many bytes of a session's files an import must have read for the
+/// reading it leaves the session open at to be kept ([`KeptReading`]),
+/// unless `AGENTRACE_KEEP_READINGS_FROM` says otherwise. Feeding the files
+/// again costs about 15 ms a MiB (a grown 60 MB transcript: 1.1 s fed
+/// again, 0.2 s gone on from its reading), so below a MiB reading again
+/// costs little; keeping a reading for every session an import leaves
+/// open made a cold import of a freshly written 1 GB history (every
+/// session of it open) write 230 MB, not 212 MB.
+const KEEP_READINGS_FROM: u64 = 1 << 20;
+
+/// [`KEEP_READINGS_FROM`], or `AGENTRACE_KEEP_READINGS_FROM` (bytes).
+fn keep_readings_from() -> anyhow::Result<u64> {
+    match std::env::var("AGENTRACE_KEEP_READINGS_FROM") {
+        Ok(text) => text.trim().parse::<u64>().with_context(|| format!("AGENTRACE_KEEP_READINGS_FROM={text}: expected a number of bytes")),
+        Err(_) => Ok(KEEP_READINGS_FROM),
+    }
 }
 
 /// How many sessions a first import reads before `agentrace` lists runs,
@@ -2020,6 +2049,7 @@ fn import_sessions(
         pages: KnownPages::default(),
         read: None,
         digests: Vec::new(),
+        keep_readings_from: keep_readings_from()?,
     };
     // Claude runs recorded live, by session: looked up once, and only when
     // a session is new (reading every run's record costs more than a

@@ -822,9 +822,18 @@ impl Homes {
     /// Imports both homes into `cli`'s; returns what the import said it
     /// did: sessions new, changed, and of the changed, read on.
     fn import(&self, cli: &Cli) -> (u64, u64, u64) {
+        self.import_with(cli, &[])
+    }
+
+    /// [`Homes::import`] with `env` set.
+    fn import_with(&self, cli: &Cli, env: &[(&str, &str)]) -> (u64, u64, u64) {
         let codex = self.of(Provider::Codex).to_string_lossy().into_owned();
         let claude = self.of(Provider::Claude).to_string_lossy().into_owned();
-        let output = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude]);
+        let output = cli
+            .command(&["import", "--codex-home", &codex, "--claude-dir", &claude])
+            .envs(env.iter().copied())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{stderr}");
         let said = stderr.lines().find(|line| line.starts_with("imported ")).unwrap_or_else(|| panic!("{stderr}"));
@@ -2424,6 +2433,37 @@ fn a_first_command_after_an_upgrade_reads_the_history_again_the_newest_first() {
     assert_same_runs(&upgraded, &whole, "read again after an upgrade");
 }
 
+/// A reading is kept only of a session whose files an import has read at
+/// least `AGENTRACE_KEEP_READINGS_FROM` bytes of (a MiB by default): a
+/// smaller one is cheaper to read again than to keep a reading of, and
+/// keeping one for every open session of a freshly written 1 GB history
+/// took its cold import over a fifth of the history's bytes written.
+#[test]
+fn only_a_session_read_up_to_the_threshold_keeps_its_reading() {
+    for (provider, capture) in [(Provider::Claude, "nested_fg"), (Provider::Codex, "real_model_nested")] {
+        let growth = Growth::of(provider, capture);
+        let homes = Homes::new();
+        growth.write(&homes, 0..growth.order.len() / 2, true);
+        // Whether a reading was kept, and how many bytes the import read.
+        let kept = |from: Option<u64>| -> (bool, u64) {
+            let cli = Cli::new();
+            let from = from.map(|from| from.to_string());
+            let env: Vec<(&str, &str)> = from.iter().map(|from| ("AGENTRACE_KEEP_READINGS_FROM", from.as_str())).collect();
+            assert_eq!(homes.import_with(&cli, &env), (1, 0, 0), "{capture}");
+            let catalog = agentrace_store::Catalog::open(&agentrace_store::Home::at(cli.home.path())).unwrap_or_else(|e| panic!("{e}"));
+            let open = catalog.open_import_sessions().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(open.len(), 1, "{capture}: the session is left open");
+            let (provider, key) = &open[0];
+            let session = catalog.import_session(provider, key).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("{key}"));
+            let read = session.files.values().filter_map(|file| file.read.as_ref()).map(|read| read.offset).sum();
+            (catalog.import_reading(&session.run_id).unwrap_or_else(|e| panic!("{e}")).is_some(), read)
+        };
+        let (by_default, read) = kept(None);
+        assert!(read < 1 << 20, "{capture}: {read} bytes");
+        assert_eq!([by_default, kept(Some(read + 1)).0, kept(Some(read)).0], [false, false, true], "{capture}: {read} bytes");
+    }
+}
+
 /// A session that grew is read on from the reading the last import kept
 /// where it left the session open: the lines read before are not read
 /// again. An import fed the files again from their start up to where the
@@ -2442,7 +2482,9 @@ fn a_grown_session_goes_on_from_the_reading_the_last_import_kept_not_from_its_fi
         let cli = Cli::new();
         let cut = growth.order.len() / 2;
         growth.write(&homes, 0..cut, true);
-        assert_eq!(homes.import(&cli), (1, 0, 0), "{capture}");
+        // The captures are far smaller than the MiB a reading is kept from.
+        let keep_all = [("AGENTRACE_KEEP_READINGS_FROM", "0")];
+        assert_eq!(homes.import_with(&cli, &keep_all), (1, 0, 0), "{capture}");
         let read: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = jsonl_files(&homes.of(provider))
             .into_iter()
             .map(|path| {
@@ -2465,7 +2507,7 @@ fn a_grown_session_goes_on_from_the_reading_the_last_import_kept_not_from_its_fi
             put(path, &blank, Some(*modified));
         }
         growth.write(&homes, cut..growth.order.len(), true);
-        assert_eq!(homes.import(&cli), (0, 1, 1), "{capture}: read on");
+        assert_eq!(homes.import_with(&cli, &keep_all), (0, 1, 1), "{capture}: read on");
         // The bytes put back: the events' frames are read from the files.
         for (path, bytes, _) in &read {
             let now = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
