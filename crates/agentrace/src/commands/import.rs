@@ -40,7 +40,7 @@ use agentrace_store::catalog::{files_digest, FilesDigest, HeadRow, ImportedFile,
 use agentrace_store::Catalog;
 
 /// Arguments of `agentrace import`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
     /// Codex home to read (`sessions/` and `archived_sessions/`; default:
     /// `$CODEX_HOME`, else `~/.codex`).
@@ -86,6 +86,12 @@ pub struct ImportArgs {
     /// `unknown`. As `watch --idle-limit`.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_LIMIT)]
     idle_limit: u64,
+    /// The moment the idle limit is judged at (none: the clock's, at each
+    /// session). `watch`'s first pass judges at the moment the watch
+    /// began: a session reaching the limit after that is the watch's to
+    /// end and tell, however late the pass comes.
+    #[arg(skip)]
+    idle_judged_at: Option<Timestamp>,
 }
 
 /// How long a session's files stay still before an import (or `watch`)
@@ -96,7 +102,7 @@ impl ImportArgs {
     /// The arguments of an import of these homes (each, when not given,
     /// found as `import` finds it), with nothing said on stderr.
     pub(crate) fn quiet_of(codex_home: Option<PathBuf>, claude_dir: Option<PathBuf>) -> Self {
-        Self { codex_home, claude_dir, since: None, tz: Some(crate::zone::Zone::utc()), quiet: true, json: false, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT }
+        Self { codex_home, claude_dir, since: None, tz: Some(crate::zone::Zone::utc()), quiet: true, json: false, otlp: None, keep_raw: false, idle_limit: DEFAULT_IDLE_LIMIT, idle_judged_at: None }
     }
 
     /// These arguments, with another idle limit (`watch --idle-limit`).
@@ -108,6 +114,18 @@ impl ImportArgs {
     /// import to end what it leaves open.
     pub(crate) fn idle_limit(&self) -> u64 {
         self.idle_limit
+    }
+
+    /// These arguments, judging the idle limit at `at` rather than at the
+    /// clock's now (`watch`'s first pass: at the moment the watch began).
+    pub(crate) fn with_idle_judged_at(self, at: Timestamp) -> Self {
+        Self { idle_judged_at: Some(at), ..self }
+    }
+
+    /// The moment a session's files are judged still at: the one given,
+    /// else now.
+    fn idle_judged_at(&self) -> Timestamp {
+        self.idle_judged_at.unwrap_or_else(now)
     }
 
     /// True when the import prints what it did as JSON (`--json`).
@@ -398,7 +416,7 @@ enum Change {
     Gone(Vec<String>),
 }
 
-fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_limit: u64) -> Change {
+fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, (idle_limit, at): (u64, Timestamp)) -> Change {
     let Some(previous) = previous else {
         return Change::New;
     };
@@ -408,7 +426,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, idle_
     // A session read young and left open is read on (from its ends: no
     // line more) once its files are still, to be ended: unchanged files
     // alone never would have.
-    if as_left && !(previous.open && still_for(now, idle_limit)) {
+    if as_left && !(previous.open && still_for(now, idle_limit, at)) {
         return Change::Same;
     }
     // A file moved (a rollout archived keeps its name) is read again
@@ -565,13 +583,13 @@ enum JobSource {
     Claude(crate::sources::claude_ingest::SessionFiles),
 }
 
-/// True when every one of a session's files has been still for
-/// `idle_limit` seconds (by their modification times): nothing more is
-/// coming, so what its log leaves open is over.
-fn still_for(stamps: &BTreeMap<String, FileStamp>, idle_limit: u64) -> bool {
-    let now_ns = u64::try_from(now().millis()).unwrap_or(0).saturating_mul(1_000_000);
+/// True when every one of a session's files had been still for
+/// `idle_limit` seconds at `at` (by their modification times): nothing
+/// more is coming, so what its log leaves open is over.
+fn still_for(stamps: &BTreeMap<String, FileStamp>, idle_limit: u64, at: Timestamp) -> bool {
+    let at_ns = u64::try_from(at.millis()).unwrap_or(0).saturating_mul(1_000_000);
     let limit_ns = idle_limit.saturating_mul(1_000_000_000);
-    !stamps.is_empty() && stamps.values().all(|stamp| now_ns.saturating_sub(stamp.modified_ns) >= limit_ns)
+    !stamps.is_empty() && stamps.values().all(|stamp| at_ns.saturating_sub(stamp.modified_ns) >= limit_ns)
 }
 
 /// How an import records a run: batch by batch, never synced, its text
@@ -1251,7 +1269,7 @@ impl<'a> Importer<'a> {
         let Some(previous) = catalog.import_session(provider, key)?.map(Imported::of_row) else {
             return Ok((None, Change::New));
         };
-        let change = compare(Some(&previous), now, self.args.idle_limit);
+        let change = compare(Some(&previous), now, (self.args.idle_limit, self.args.idle_judged_at()));
         // A row kept without a digest (by an older agentrace), or with one
         // that does not read, gets the right one.
         if kept != Some(digest) && matches!(change, Change::Same) {
@@ -2119,7 +2137,7 @@ fn import_sessions(
                 key: session.session_id.clone(),
                 id,
                 files,
-                still: still_for(&stamps, args.idle_limit),
+                still: still_for(&stamps, args.idle_limit, args.idle_judged_at()),
                 new: matches!(change, Change::Same | Change::New),
                 stamps,
                 source: JobSource::Claude(session),
@@ -2166,7 +2184,7 @@ fn import_sessions(
             key: root,
             id,
             files: run_files,
-            still: still_for(&stamps, args.idle_limit),
+            still: still_for(&stamps, args.idle_limit, args.idle_judged_at()),
             new: matches!(change, Change::Same | Change::New),
             stamps,
             source: JobSource::Codex(files),
@@ -2261,7 +2279,7 @@ mod tests {
             open: false,
         };
         let now = |size: u64| BTreeMap::from([(path.clone(), FileStamp { size, modified_ns: 2 })]);
-        let how = |previous: Imported, size: u64| match compare(Some(&previous), &now(size), DEFAULT_IDLE_LIMIT) {
+        let how = |previous: Imported, size: u64| match compare(Some(&previous), &now(size), (DEFAULT_IDLE_LIMIT, crate::clock::now())) {
             Change::Grew(read_on) => format!("read on from {}", read_on.marks[&path].offset),
             Change::Changed { .. } => "read again".to_owned(),
             Change::Same | Change::New | Change::Gone(_) => "other".to_owned(),

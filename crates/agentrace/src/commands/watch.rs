@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use agentrace_core::model::{RunId, SessionEndReason, Severity, Warning};
+use agentrace_core::model::{RunId, SessionEndReason, Severity, Timestamp, Warning};
 use agentrace_core::state::RunSummary;
 use agentrace_store::watching::{changes_watcher, is_change};
 use agentrace_store::Home;
@@ -135,8 +135,10 @@ impl Drop for RecordsPolling {
 
 /// Runs `agentrace watch` until Ctrl-C.
 pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitCode> {
-    // The import ends a session its first pass finds idle past the limit
-    // itself; later ones this loop ends when they reach it.
+    // A session idle past the limit by now had ended before the watch
+    // began (no news); one that reaches it later is this watch's to end
+    // and tell (see `first_pass`).
+    let began = crate::clock::now();
     let import = ImportArgs::quiet_of(args.codex_home.clone(), args.claude_dir.clone()).with_idle_limit(args.idle_limit);
     let follower = Follower::start(home, &import, args.poll)?;
     if let Some(warning) = follower.fallback() {
@@ -150,19 +152,10 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
     // matters when a process sets two (tests).
     let _ = ctrlc::set_handler(move || stopper.stop());
     let mut notifier = Notifier::new(args);
-    // What the files hold already (what has ended by now is no news), then
-    // what they gain.
-    let changed = follower.imported(|| pass(home, (&import, &follower.resumes), &Scope::Everything, args.json, out))?;
-    let changed = follower.with_others(home, changed);
+    // What the files hold already (what had ended when the watch began is
+    // no news), then what they gain.
+    let (changed, mut idle) = first_pass(home, (&import, began), &follower, args.json, out)?;
     notifier.baseline(home, &changed);
-    let mut idle = IdleLimit::new(Duration::from_secs(args.idle_limit));
-    idle.saw_at_start(home, &changed);
-    // A session an earlier import left open (read while its files were
-    // young) and which the first pass found unchanged: no change will come
-    // to say it went still, so it is followed until its files have been
-    // still for the limit.
-    follower.track_open(home, &Scope::Everything)?;
-    idle.saw_open(home, &follower.open_sessions());
     loop {
         let within = [idle.next_due(), notifier.rechecks.next_due(), notifier.ends.next_due()].into_iter().flatten().min();
         let next = follower.next_within(within);
@@ -207,6 +200,36 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
         notifier.notify(home, &due, out)?;
         notifier.tell_settled_ends(home, false, out)?;
     }
+}
+
+/// The watch's first pass: an import of everything the files hold, then
+/// each session it leaves live followed until it reaches the idle limit.
+/// Returns the runs it recorded or changed (and those others did since)
+/// and the limit's deadlines.
+///
+/// Which sessions the import ends itself (idle past the limit: over before
+/// the watch began, no news) is judged at `began`, the moment the watch
+/// began, never by the clock when the pass reads them. Judged by the
+/// clock, a session whose files reached the limit between the two (a pass
+/// a few hundred milliseconds late, on a loaded machine) was ended by the
+/// import and taken for one over before the watch began: printed as a
+/// `run`, no `idle`, its end never told; a pass a moment sooner left it
+/// to the watch, which ended and told it. Now the pass leaves it open and
+/// it is followed with its due time already past: the loop ends it as it
+/// ends every session that reaches the limit while it watches.
+fn first_pass(home: &Home, (import, began): (&ImportArgs, Timestamp), follower: &Follower, json: bool, out: &mut Out) -> anyhow::Result<(Vec<RunId>, IdleLimit)> {
+    let judged = import.clone().with_idle_judged_at(began);
+    let changed = follower.imported(|| pass(home, (&judged, &follower.resumes), &Scope::Everything, json, out))?;
+    let changed = follower.with_others(home, changed);
+    let mut idle = IdleLimit::new(Duration::from_secs(import.idle_limit()));
+    idle.saw_at_start(home, &changed);
+    // A session an earlier import left open (read while its files were
+    // young) and which the first pass found unchanged: no change will come
+    // to say it went still, so it is followed until its files have been
+    // still for the limit.
+    follower.track_open(home, &Scope::Everything)?;
+    idle.saw_open(home, &follower.open_sessions());
+    Ok((changed, idle))
 }
 
 /// What [`Follower::next_within`] saw.
@@ -1188,6 +1211,57 @@ mod tests {
             summary(&run_of("done", Some("the answer"), false), None),
         ];
         assert_eq!(told, ["run-x ended mid-turn, no answer", "run-x ended mid-turn: the first answer", "run-x done: the answer"]);
+    }
+
+    /// A session an import left open whose files reach the idle limit
+    /// after the watch began but before its first pass reads them (a pass
+    /// a few hundred milliseconds late, on a loaded machine) is the
+    /// watch's to end and tell, as when the pass comes sooner: the pass
+    /// leaves it open and the watch follows it, due at once. When the pass
+    /// judged the limit by the clock, its import ended the session, and
+    /// the watch took it for one over before it began (printed as a `run`,
+    /// no `idle`, its end never told). Every moment is given (the files'
+    /// stamps, the earlier import's, the watch's start), none waited for.
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test writes the Codex home it imports, outside the agentrace home")]
+    fn a_session_reaching_the_idle_limit_after_the_watch_began_is_the_watchs_to_end_however_late_its_first_pass() {
+        const LIMIT: u64 = 30;
+        let root = "01a2298c-93ba-7001-9862-9fd03c21f5d4";
+        let name = format!("2026/11/29/rollout-2026-11-29T23-03-28-{root}.jsonl");
+        let fixture = std::fs::read_to_string(agentrace_testkit::files::fixtures().join("codex/v1_basic/rollouts").join(&name)).unwrap_or_else(|e| panic!("{e}"));
+        // Through the user's prompt: the root's turn is open, the session live.
+        let lines: String = fixture.split_inclusive('\n').take(8).collect();
+        let sources = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = sources.path().join("codex/sessions").join(&name);
+        std::fs::create_dir_all(path.parent().unwrap_or_else(|| panic!("no folder"))).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(sources.path().join("claude")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, lines).unwrap_or_else(|e| panic!("{e}"));
+        // Written a minute ago: the files reached the limit 30 s ago.
+        let written = std::time::SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options().append(true).open(&path).and_then(|file| file.set_modified(written)).unwrap_or_else(|e| panic!("{e}"));
+        let written = i64::try_from(written.duration_since(std::time::UNIX_EPOCH).unwrap_or_else(|e| panic!("{e}")).as_millis()).unwrap_or_else(|e| panic!("{e}"));
+        let after = |seconds: i64| Timestamp::from_millis(written + seconds * 1_000);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let import = ImportArgs::quiet_of(Some(sources.path().join("codex")), Some(sources.path().join("claude"))).with_idle_limit(LIMIT);
+        // An import 10 s after the files were written left the session open.
+        let earlier = crate::commands::import::import_in(&home, &import.clone().with_idle_judged_at(after(10)), crate::sources::session_feed::TornLines::Feed, &Scope::Everything)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let id = RunId::from(format!("codex-{root}"));
+        assert_eq!(earlier, std::slice::from_ref(&id));
+        let live_now = || live(home.fold_run(&id).unwrap_or_else(|e| panic!("{e}")).book());
+        assert!(live_now());
+
+        // The watch began 20 s after the files were written, 10 s before
+        // they reached the limit; its first pass runs now, 30 s past it.
+        let follower = Follower::start(&home, &import, false).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Out::new();
+        let (changed, idle) = first_pass(&home, (&import, after(20)), &follower, false, &mut out).unwrap_or_else(|e| panic!("{e}"));
+        let followed: Vec<RunId> = idle.live.0.keys().cloned().collect();
+        // Due at once: its time is past (a session still open past its time
+        // is read again a moment later, see `Follower::track_open`).
+        let due_at_once = idle.next_due().is_some_and(|due| due <= Duration::from_millis(u64::try_from(OPEN_AGAIN_MS).unwrap_or(0)));
+        assert_eq!((changed, live_now(), followed, due_at_once), (Vec::new(), true, vec![id], true));
     }
 
     /// A change told marks the lease not current at once; a pass marks it
