@@ -835,6 +835,15 @@ impl ChildWork {
         let generation = match &facts.run {
             // The same turn announced twice is one run (rule 4).
             Some(run) if run.id == turn.as_str() => return,
+            // A root never gets a record, so its earlier runs are kept by
+            // no one: kept, they grew its facts (and a long run's
+            // snapshot) by every turn and its last message, 19 MB for a
+            // 60 MB transcript of 15,000 turns. Any kept before it was
+            // known as the root, or by an older build's snapshot, go too.
+            Some(run) if facts.root => {
+                facts.previous = Vec::new();
+                run.generation + 1
+            }
             Some(run) => {
                 // Rule 9: a run that never ended is kept as `unknown`.
                 let (outcome, ended_at) = run

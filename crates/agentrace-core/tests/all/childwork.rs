@@ -929,3 +929,37 @@ fn a_reducer_snapshot_from_before_legacy_logs_were_told_apart_is_not_read() {
     }
     assert_eq!((kept, serde_json::from_value::<ChildWork>(value).is_ok()), (true, false));
 }
+
+/// A root gets no record, so no one reads its earlier runs: the reducer
+/// stays the same size however many turns the root takes. It kept each
+/// one with its last message, which made a 60 MB transcript's snapshot
+/// (15,000 turns) 19 MB. A child's earlier runs stay in its record.
+#[test]
+fn a_roots_turns_leave_the_reducer_no_bigger_while_a_childs_earlier_runs_stay_in_its_record() {
+    let session = |turns: usize| {
+        let mut frames = running_child();
+        frames.extend([
+            turn_completed(CHILD, "ct1", "completed"),
+            turn_started(CHILD, "ct2"),
+            turn_completed(CHILD, "ct2", "completed"),
+            turn_completed(ROOT, "rt1", "completed"),
+        ]);
+        // Ids of one length, and generations of two digits: the sizes
+        // compared differ only by what is kept per turn.
+        for turn in 0..turns {
+            let id = format!("rt{turn:05}");
+            frames.push(turn_started(ROOT, &id));
+            frames.push(message(ROOT, Some(&id), &format!("m{turn:05}"), &"a".repeat(1000)));
+            frames.push(turn_completed(ROOT, &id, "completed"));
+        }
+        let (work, _) = changes(frames, false);
+        let size = serde_json::to_vec(&work).map(|bytes| bytes.len()).unwrap_or_default();
+        (size, seen(&work.records()))
+    };
+    let (few, few_records) = session(20);
+    assert_eq!(
+        few_records.iter().map(|record| record.previous.clone()).collect::<Vec<_>>(),
+        vec![vec![(1, "ct1".to_owned(), Outcome::Succeeded)]]
+    );
+    assert_eq!(session(90), (few, few_records));
+}
