@@ -46,7 +46,29 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Said after the error of a run that is not there.
 const NO_SUCH_RUN_HINT: &str = "hint: a run is named by its id, a unique prefix of one, or `latest` (the run that started last); `agentrace runs` lists them\n";
 
+/// The open files this process asks for, when its hard limit allows.
+const OPEN_FILES: u64 = 8192;
+
+/// Raises the soft limit on open files to [`OPEN_FILES`] (or the hard
+/// limit, when lower). A walk of the Claude folders holds a folder open per
+/// session being stat'ed, up to a few hundred at once: under a soft limit
+/// of 256 (macOS's, or a shell's `ulimit -n`), a history of more project
+/// folders than that could not be read. Capped, not raised to the hard
+/// limit: children (the agents `run` starts, hook commands) inherit it,
+/// and one that loops over every possible descriptor stays quick.
+fn more_open_files() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let wanted = hard.min(OPEN_FILES);
+        if soft < wanted {
+            // Not raised: a history that needs more says so when read.
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, wanted, hard);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    more_open_files();
     let cli = cli::Cli::parse();
     match cli::run(cli) {
         Ok(code) => code,

@@ -732,7 +732,7 @@ impl<'a> RunsListing<'a> {
     /// (listing thousands of runs was a tenth of a repeated import).
     fn of(home: &Home, dirs: &DirCache) -> anyhow::Result<Self> {
         let runs_dir = home.runs_dir();
-        let kept = nix::sys::stat::stat(&runs_dir).ok().and_then(|folder| dirs.entries(&runs_dir, &folder));
+        let kept = nix::sys::stat::stat(&runs_dir).ok().and_then(|folder| dirs.entries(&runs_dir, &folder).ok());
         Ok(Self::Listed(match kept {
             Some(entries) => agentrace_store::run_files_named(entries.iter().map(|(name, _)| name)),
             None => home.list_run_files(),

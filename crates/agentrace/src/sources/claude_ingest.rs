@@ -337,12 +337,19 @@ fn sorted_entries_in(dir: &Path, via: Option<Via<'_>>, stat: bool, dirs: &DirCac
     let (handle, folder) = match via {
         Some(via) => (None, FileStamp::stat_at(via.base, via.rel.as_os_str().as_bytes())),
         None => match crate::sources::dirs::open(dir) {
-            Some((handle, folder)) => (Some(handle), Some(folder)),
-            None => (None, None),
+            Ok((handle, folder)) => (Some(handle), Ok(folder)),
+            Err(error) => (None, Err(error)),
         },
     };
-    let Some(listed) = folder.and_then(|folder| dirs.entries(dir, &folder)) else {
-        bail!("cannot read {}", dir.display());
+    // Why it cannot be read is said: out of file handles (a low `ulimit
+    // -n`), the folder reads like any other that cannot be.
+    let listed = match folder.and_then(|folder| dirs.entries(dir, &folder)) {
+        Ok(listed) => listed,
+        Err(error) if error.raw_os_error() == Some(nix::libc::EMFILE) => bail!(
+            "cannot read {}: {error}; this process may open no more files (`ulimit -n` is too low: raise it, e.g. `ulimit -n 4096`, and run the command again)",
+            dir.display()
+        ),
+        Err(error) => bail!("cannot read {}: {error}", dir.display()),
     };
     let stamp_of = |name: &[u8]| match (&handle, via) {
         (Some(handle), _) => FileStamp::at(handle, name),

@@ -105,17 +105,16 @@ impl DirCache {
     /// The entries of `dir`, whose open handle's stat is `stat`: from the
     /// catalog when its stamp is the one kept, else listed now (and kept
     /// when the listing is old enough to trust).
-    pub(crate) fn entries(&self, dir: &Path, stat: &nix::sys::stat::FileStat) -> Option<Entries> {
+    pub(crate) fn entries(&self, dir: &Path, stat: &nix::sys::stat::FileStat) -> std::io::Result<Entries> {
         let key = dir.as_os_str().as_bytes();
         let (mtime_ns, ctime_ns, inode) = stamp_of(stat);
         if let Some(row) = self.known.get(key) {
             if (row.mtime_ns, row.ctime_ns, row.inode) == (mtime_ns, ctime_ns, inode) {
-                return Some(decode(&row.entries));
+                return Ok(decode(&row.entries));
             }
         }
         self.listed.fetch_add(1, Ordering::Relaxed);
-        let entries: Entries = std::fs::read_dir(dir)
-            .ok()?
+        let entries: Entries = std::fs::read_dir(dir)?
             .flatten()
             .map(|entry| (entry.file_name().into_encoded_bytes().into_boxed_slice(), Kind::of(entry.file_type().ok())))
             .collect();
@@ -128,7 +127,7 @@ impl DirCache {
                 changed.extend(gone.into_iter().map(|path| (path, None)));
             }
         }
-        Some(entries)
+        Ok(entries)
     }
 
     /// The known rows of the folders under `dir` whose first folder below
@@ -181,10 +180,10 @@ fn decode(bytes: &[u8]) -> Entries {
 
 /// Opens `dir` and stats it through its handle: the handle is kept to
 /// stat its files by name.
-pub(crate) fn open(dir: &Path) -> Option<(std::fs::File, nix::sys::stat::FileStat)> {
-    let handle = std::fs::File::open(dir).ok()?;
-    let stat = nix::sys::stat::fstat(&handle).ok()?;
-    Some((handle, stat))
+pub(crate) fn open(dir: &Path) -> std::io::Result<(std::fs::File, nix::sys::stat::FileStat)> {
+    let handle = std::fs::File::open(dir)?;
+    let stat = nix::sys::stat::fstat(&handle).map_err(std::io::Error::from)?;
+    Ok((handle, stat))
 }
 
 /// Whether the entry `name` of `dir` of kind `kind` is a folder (a link

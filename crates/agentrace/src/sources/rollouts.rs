@@ -102,10 +102,10 @@ impl RolloutWalk {
         let (mut entries, handle) = if let Some(dirs) = &self.dirs {
             // The handle's stat is the folder's stamp; the handle stats
             // its files.
-            let Some((handle, stat)) = crate::sources::dirs::open(&dir) else {
+            let Ok((handle, stat)) = crate::sources::dirs::open(&dir) else {
                 return;
             };
-            let Some(entries) = dirs.entries(&dir, &stat) else {
+            let Ok(entries) = dirs.entries(&dir, &stat) else {
                 return;
             };
             (entries, self.stamped.then_some(handle))

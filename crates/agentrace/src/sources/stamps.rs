@@ -39,7 +39,7 @@ impl FileStamp {
     /// the folder's handle (a link where it points); as [`FileStamp::of`]
     /// gives it. `None` when it cannot be.
     pub(crate) fn at(dir: &fs::File, name: &[u8]) -> Option<FileStamp> {
-        let stat = Self::stat_at(dir, name)?;
+        let stat = Self::stat_at(dir, name).ok()?;
         let modified_ns = match (u64::try_from(stat.st_mtime), u64::try_from(stat.st_mtime_nsec)) {
             (Ok(seconds), Ok(nanoseconds)) => seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds),
             // Before the epoch, as `of` has it.
@@ -53,8 +53,8 @@ impl FileStamp {
 
     /// The stat of `name` (a name, or a path below it) in the open folder
     /// `dir`, a link where it points.
-    pub(crate) fn stat_at(dir: &fs::File, name: &[u8]) -> Option<nix::sys::stat::FileStat> {
-        nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).ok()
+    pub(crate) fn stat_at(dir: &fs::File, name: &[u8]) -> std::io::Result<nix::sys::stat::FileStat> {
+        nix::sys::stat::fstatat(dir, OsStr::from_bytes(name), nix::fcntl::AtFlags::empty()).map_err(std::io::Error::from)
     }
 
     /// The stamp of a listed file, stat'ed through its folder's handle

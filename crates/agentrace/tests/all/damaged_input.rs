@@ -580,3 +580,63 @@ fn the_import_summary_says_a_home_that_is_not_there() {
         )
     );
 }
+
+/// `agentrace ARGS` run by `cli` under `ulimit LIMIT` (a shell's limit on
+/// open files).
+fn under_ulimit(cli: &Cli, limit: &str, args: &[&str]) -> std::process::Output {
+    let inner = cli.command(args);
+    let mut command = std::process::Command::new("sh");
+    command.arg("-c").arg(format!("ulimit {limit} && exec \"$0\" \"$@\"")).arg(inner.get_program()).args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    command.stdin(std::process::Stdio::null()).output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A history of more project folders than a shell lets a process hold
+/// files open (`ulimit -n`; 256 on macOS): read whole under such a soft
+/// limit, which agentrace raises, where the import stopped with `cannot
+/// read <a project folder>` and no reason; under a hard limit as low, it
+/// stops naming the folder, the reason and what to do.
+#[test]
+fn many_project_folders_are_read_under_a_low_open_files_limit_or_the_limit_is_said_to_be_why_not() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let session = "8beed115-2652-4f2b-897f-f3849f761b78";
+    let transcript = std::fs::read_to_string(
+        fixtures().join("claude/single_fg/home_claude/projects/-home-dev-agents-work-single-fg").join(format!("{session}.jsonl")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for project in 0..60 {
+        let folder = dir.path().join(format!("claude/projects/-tmp-p{project:02}"));
+        std::fs::create_dir_all(&folder).unwrap_or_else(|e| panic!("{e}"));
+        let id = format!("00000000-0000-4000-8000-{project:012}");
+        std::fs::write(folder.join(format!("{id}.jsonl")), transcript.replace(session, &id)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::create_dir_all(dir.path().join("codex")).unwrap_or_else(|e| panic!("{e}"));
+    let (codex, claude) = (dir.path().join("codex"), dir.path().join("claude"));
+    let args = ["import", "--codex-home", codex.to_str().unwrap_or_default(), "--claude-dir", claude.to_str().unwrap_or_default()];
+    let said = |output: &std::process::Output| (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned());
+
+    let (code, stderr) = said(&under_ulimit(&Cli::new(), "-Sn 32", &args));
+    assert_eq!(
+        (code, stderr.lines().last().map(str::to_owned)),
+        (Some(0), Some(format!("imported 60 new sessions, 0 changed, 0 unchanged (Codex from {}, Claude from {})", codex.display(), claude.display()))),
+        "{stderr}"
+    );
+
+    let (code, stderr) = said(&under_ulimit(&Cli::new(), "-n 32", &args));
+    let first = stderr.lines().next().unwrap_or_default();
+    let folder = first.strip_prefix("error: cannot read ").and_then(|rest| rest.split(": ").next()).unwrap_or_default();
+    assert_eq!(
+        (code, Path::new(folder).parent() == Some(claude.join("projects").as_path()), first.strip_prefix(&format!("error: cannot read {folder}: "))),
+        (
+            Some(1),
+            true,
+            Some("Too many open files (os error 24); this process may open no more files (`ulimit -n` is too low: raise it, e.g. `ulimit -n 4096`, and run the command again)")
+        ),
+        "{stderr}"
+    );
+}
