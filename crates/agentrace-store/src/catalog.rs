@@ -1426,6 +1426,19 @@ impl Catalog {
         rows.collect::<Result<_, _>>().map_err(err)
     }
 
+    /// Session `key` of `provider`, when an import made run `run_id` of
+    /// it, is no longer open: its run was ended outside an import (a
+    /// watch's idle end), so no import is to read it on to end it.
+    pub fn close_import_session(&self, provider: &str, key: &str, run_id: &str) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        self.conn
+            .prepare_cached("UPDATE import_sessions SET open = 0 WHERE provider = ?1 AND key = ?2 AND run_id = ?3")
+            .map_err(&err)?
+            .execute([provider, key, run_id])
+            .map_err(&err)?;
+        Ok(())
+    }
+
     /// The sessions (provider and key) an import read the file `path`
     /// into: none for a file no import read.
     pub fn import_sessions_of(&self, path: &str) -> Result<Vec<(String, String)>, StoreError> {
@@ -2510,7 +2523,9 @@ pub struct ImportedSession {
     pub merged: bool,
     /// Read while its files were young (moved within the idle limit), so
     /// not ended by the idle rule: an import that finds them unchanged but
-    /// still by then reads it on once (no line more) to end it.
+    /// still by then reads it on once (no line more) to end it. Cleared
+    /// when its run is ended outside an import
+    /// ([`Catalog::close_import_session`]).
     pub open: bool,
     /// Its files by path.
     pub files: BTreeMap<String, ImportedFile>,

@@ -1811,6 +1811,34 @@ pub(crate) fn import_following(home: &Home, args: &ImportArgs, scope: &Scope, re
     import_reported(home, args, Pass { torn_lines: TornLines::Wait, resumes: Some(resumes) }, scope).map(|report| report.runs)
 }
 
+/// Notes that run `id`'s session was ended outside an import (a watch's
+/// idle end): the catalog no longer calls it open, and no reading of it is
+/// kept, in the catalog or in `resumes`. Left open, the next whole import
+/// found it open and still, read it on to end it, found the log moved (the
+/// end appended) and rebuilt it as `importFinished`, the idle end gone.
+/// The log's length the import kept stays as it was: should the session's
+/// files grow again, the moved log makes the run be read again whole, as
+/// `watch --idle-limit` says.
+pub(crate) fn ended_outside_an_import(home: &Home, id: &RunId, resumes: &Resumes) -> anyhow::Result<()> {
+    resumes.forget(id);
+    let Some((provider, key)) = imported_session_of(id) else {
+        return Ok(());
+    };
+    let catalog = crate::catalog::open(home)?;
+    catalog.begin()?;
+    catalog.close_import_session(provider, key, id.as_str())?;
+    catalog.remove_import_reading(id.as_str())?;
+    catalog.commit()?;
+    Ok(())
+}
+
+/// The provider and key of the session an import makes run `id` of (see
+/// [`made_by_import`]); `None` for a run recorded live.
+fn imported_session_of(id: &RunId) -> Option<(&'static str, &str)> {
+    let id = id.as_str();
+    id.strip_prefix("codex-").map(|root| (CODEX, root)).or_else(|| id.strip_prefix("claude-").map(|session| (CLAUDE, session)))
+}
+
 /// What an import did: `import --json` prints it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

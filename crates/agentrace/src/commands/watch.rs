@@ -184,7 +184,7 @@ pub fn run(home: &Home, args: &WatchArgs, out: &mut Out) -> anyhow::Result<ExitC
             Next::Quiet => {}
         }
         for id in idle.due() {
-            if end_idle(home, &id)? {
+            if end_idle(home, &id, &follower.resumes)? {
                 // Its record, written back, is no news.
                 follower.passed_on(home, &id);
                 if let Some(run) = home.list_these_runs([id.clone()])?.first() {
@@ -349,8 +349,9 @@ fn live(book: &agentrace_core::book::RunBook) -> bool {
 }
 
 /// Ends an idle session: `session_ended` (idle) appended to its log, its
-/// record rewritten; false when it is over already (nothing to end).
-fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
+/// record rewritten, and the import told it is no longer open; false when
+/// it is over already (nothing to end).
+fn end_idle(home: &Home, id: &RunId, resumes: &crate::commands::import::Resumes) -> anyhow::Result<bool> {
     if !live(home.fold_run(id)?.book()) {
         return Ok(false);
     }
@@ -369,6 +370,7 @@ fn end_idle(home: &Home, id: &RunId) -> anyhow::Result<bool> {
     let mut summary = fold.state().summary();
     summary.counts.skipped_log_lines = fold.skipped();
     writer.write_record(&summary)?;
+    crate::commands::import::ended_outside_an_import(home, id, resumes)?;
     Ok(true)
 }
 

@@ -1078,6 +1078,65 @@ fn watch_ends_a_session_idle_past_the_limit_and_reads_it_again_when_it_grows() {
     assert_eq!(cli.ok(&["show", "latest", "--json"]), whole.ok(&["show", "latest", "--json"]));
 }
 
+/// A session the watch ended idle stays ended as it was: the import's
+/// catalog still called it open (read while its files were young), so the
+/// watch's next whole pass (here, for a folder made beside it) found it
+/// open and still, rebuilt it as `importFinished` (the idle end gone) and
+/// printed it as changed again; a later `import` would have done the same.
+#[test]
+fn a_session_a_watch_ended_idle_is_not_ended_again_by_a_whole_pass_or_an_import() {
+    use super::import_usage::Watch;
+
+    let growth = Growth::of(Provider::Codex, "v1_basic");
+    let homes = Homes::new();
+    let cli = Cli::new();
+    let watch = Watch::start(&cli, &homes, &["--json", "--idle-limit", "2"]);
+    let said = watch.said();
+    assert!(said.starts_with("watching "), "{said}");
+    // Past its first pass: see `watch_ends_a_session_idle_past_the_limit_…`.
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, helper_last) = helper_of(&growth);
+    growth.write(&homes, 0..helper_last, true);
+    let ended = || {
+        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+            .ok()
+            .and_then(|listed| listed["runs"][0]["sessionEnded"].as_bool())
+            == Some(true)
+    };
+    wait_until(30, ended, || format!("the session never ended idle: {}", cli.ok(&["runs"])));
+    let id = newest_run(&cli);
+    // Its end told (once the session has been over and still for 2 s).
+    std::thread::sleep(Duration::from_millis(3000));
+    // A folder made is a change the watch cannot place: a whole pass.
+    std::fs::create_dir_all(homes.of(Provider::Codex).join("sessions/2099/12/31")).unwrap_or_else(|e| panic!("{e}"));
+    // The pass, and the time an end would take to be told again.
+    std::thread::sleep(Duration::from_millis(4000));
+    let (status, stdout) = watch.stop();
+    assert!(status.success(), "{status}");
+    let codex = homes.of(Provider::Codex).to_string_lossy().into_owned();
+    let claude = homes.of(Provider::Claude).to_string_lossy().into_owned();
+    let imported = cli.run(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "2"]);
+    let imported = String::from_utf8_lossy(&imported.stderr).lines().next().unwrap_or_default().to_owned();
+    let printed: Vec<String> = printed_of(&stdout, &id).into_iter().map(|(event, _)| event).collect();
+    let since_idle = printed.iter().position(|event| event == "idle").map_or_else(Vec::new, |at| printed[at..].to_vec());
+    let ends: Vec<serde_json::Value> = cli
+        .ok(&["events", &id, "--json"])
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .filter(|envelope| envelope["event"]["type"] == "session_ended")
+        .map(|envelope| envelope["event"].clone())
+        .collect();
+    assert_eq!(
+        (since_idle, ends, imported),
+        (
+            vec!["idle".to_owned(), "end".to_owned()],
+            vec![serde_json::json!({"type": "session_ended", "reason": "idle"})],
+            format!("imported 0 new sessions, 0 changed, 1 unchanged (Codex from {codex}, Claude from {claude})")
+        ),
+        "{stdout}"
+    );
+}
+
 /// The events `watch --json` printed for run `id`, each as its event and
 /// the run's status.
 /// The id of the run `runs` lists first.
