@@ -91,3 +91,61 @@ pub(crate) mod pairs {
         Ok(Vec::<(K, V)>::deserialize(deserializer)?.into_iter().collect())
     }
 }
+
+/// Responses' token counts (a map from a key to the counts and whether
+/// they are final) kept as a list of `[key, figures, final]`, the figures
+/// one array in the order of [`TokenUsage`]'s fields: a long transcript's
+/// reading holds one per response, and with each figure named they were
+/// most of its bytes (2.7 of 4.3 MB for 15,000 turns).
+pub(crate) mod usages {
+    use std::collections::HashMap;
+    use std::hash::Hash;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::model::TokenUsage;
+
+    type Figures = [u64; 8];
+
+    fn figures(usage: &TokenUsage) -> Figures {
+        [
+            usage.input_tokens,
+            usage.cached_input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_creation_1h_input_tokens,
+            usage.web_search_requests,
+            usage.output_tokens,
+            usage.reasoning_output_tokens,
+            usage.total_tokens,
+        ]
+    }
+
+    fn usage(figures: Figures) -> TokenUsage {
+        let [input_tokens, cached_input_tokens, cache_creation_input_tokens, cache_creation_1h_input_tokens, web_search_requests, output_tokens, reasoning_output_tokens, total_tokens] = figures;
+        TokenUsage {
+            input_tokens,
+            cached_input_tokens,
+            cache_creation_input_tokens,
+            cache_creation_1h_input_tokens,
+            web_search_requests,
+            output_tokens,
+            reasoning_output_tokens,
+            total_tokens,
+        }
+    }
+
+    pub fn serialize<K: Serialize, S: Serializer>(map: &HashMap<K, (TokenUsage, bool)>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(map.iter().map(|(key, (counts, is_final))| (key, figures(counts), is_final)))
+    }
+
+    pub fn deserialize<'de, K, D>(deserializer: D) -> Result<HashMap<K, (TokenUsage, bool)>, D::Error>
+    where
+        K: Deserialize<'de> + Eq + Hash,
+        D: Deserializer<'de>,
+    {
+        Ok(Vec::<(K, Figures, bool)>::deserialize(deserializer)?
+            .into_iter()
+            .map(|(key, counts, is_final)| (key, (usage(counts), is_final)))
+            .collect())
+    }
+}

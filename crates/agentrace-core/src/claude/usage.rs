@@ -24,7 +24,7 @@ pub type ResponseKey = (String, String);
 /// the first n queries only, never those of a query started after them.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct UsageBook {
-    #[serde(with = "crate::saved::pairs")]
+    #[serde(with = "crate::saved::usages")]
     responses: HashMap<ResponseKey, (TokenUsage, bool)>,
     /// Responses no `result` covers yet, each with the query it came in
     /// (how many queries had started when it was recorded).
