@@ -389,7 +389,7 @@ impl Recorder {
     /// this reading stopped (see [`crate::saved`]); `None` for a format
     /// whose reading is not kept so, or a state that cannot be written.
     pub fn saved(&self) -> Option<String> {
-        let format = crate::saved::SavedFormat::of(self.format)?;
+        let format = saved_format(self.format)?;
         let attributor = self.attributor.saved()?.ok()?;
         let saved = crate::saved::Saved {
             build: crate::saved::BUILD.to_owned(),
@@ -418,7 +418,7 @@ impl Recorder {
         if saved.build != crate::saved::BUILD
             || saved.attribution != crate::ATTRIBUTION
             || saved.prices != prices.id()
-            || saved.format.format() != format
+            || saved_format(format) != Some(saved.format)
             || saved.state.run_id() != &run_id
         {
             return None;
@@ -631,6 +631,16 @@ fn redacted_line_frame(keep_secrets: bool, mut emitted: Emitted, line: &[u8]) ->
         }
     }
     emitted
+}
+
+/// The formats whose readings are kept ([`Recorder::saved`]), as a
+/// reading names them; `None` for the others.
+fn saved_format(format: Format) -> Option<crate::saved::SavedFormat> {
+    match format {
+        Format::CodexRollout => Some(crate::saved::SavedFormat::CodexRollout),
+        Format::ClaudeTranscript => Some(crate::saved::SavedFormat::ClaudeTranscript),
+        Format::CodexAppServer | Format::CodexExec | Format::ClaudeStream | Format::ClaudeHook => None,
+    }
 }
 
 /// `emitted` redacted, unless the run keeps its secrets.

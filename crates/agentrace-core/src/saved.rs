@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::model::Source;
-use crate::recorder::Format;
 
 /// Everything a recorder has learnt but its run id and price book (the
 /// restoring caller's own); `S` is its run state, `A` its attributor's.
@@ -43,23 +42,6 @@ pub(crate) struct Saved<S, A> {
 pub(crate) enum SavedFormat {
     CodexRollout,
     ClaudeTranscript,
-}
-
-impl SavedFormat {
-    pub fn of(format: Format) -> Option<Self> {
-        match format {
-            Format::CodexRollout => Some(Self::CodexRollout),
-            Format::ClaudeTranscript => Some(Self::ClaudeTranscript),
-            Format::CodexAppServer | Format::CodexExec | Format::ClaudeStream | Format::ClaudeHook => None,
-        }
-    }
-
-    pub fn format(self) -> Format {
-        match self {
-            Self::CodexRollout => Format::CodexRollout,
-            Self::ClaudeTranscript => Format::ClaudeTranscript,
-        }
-    }
 }
 
 /// The build a reading is kept by.
