@@ -1968,8 +1968,9 @@ fn import_reported(home: &Home, args: &ImportArgs, how: Pass<'_>, scope: &Scope)
     // did not keep) while Claude's sessions are imported.
     std::thread::scope(|scope| {
         let rollouts = scope.spawn(|| {
-            let walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true).with_dirs(dirs.clone()));
-            codex_sessions_known(walk.into_iter().flatten(), &catalog, true)
+            let mut walk = codex_home(args).map(|dir| RolloutWalk::new(&dir, true).with_dirs(dirs.clone()));
+            let (sessions, headless) = codex_sessions_known(walk.iter_mut().flatten(), &catalog, true)?;
+            Ok((sessions, headless, walk.map(|mut walk| walk.take_unreadable()).unwrap_or_default()))
         });
         let codex = || {
             rollouts
@@ -2047,7 +2048,8 @@ fn import_written(
     let codex = || {
         // Stat'ed now; one gone since is left out, as the walk leaves it.
         let walk = written.codex.iter().map(|path| (path.clone(), fs::metadata(path).ok().map(|metadata| FileStamp::of(&metadata))));
-        codex_sessions_known(walk, catalog, false)
+        // No folder is walked.
+        codex_sessions_known(walk, catalog, false).map(|(sessions, headless)| (sessions, headless, Vec::new()))
     };
     import_sessions(home, (args, since, None), in_key_order(found), catalog, (how, dirs), (RunsListing::Asked(home), codex))
 }
@@ -2079,7 +2081,7 @@ fn import_sessions(
     (found, claude): (usize, impl Iterator<Item = anyhow::Result<FoundSession>> + Send),
     catalog: &std::sync::Mutex<Catalog>,
     (how, dirs): (Pass<'_>, &std::sync::Arc<DirCache>),
-    (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<(CodexSessions, Vec<String>)>),
+    (runs, codex): (RunsListing<'_>, impl FnOnce() -> anyhow::Result<(CodexSessions, Vec<String>, Vec<String>)>),
 ) -> anyhow::Result<ImportReport> {
     let mut importer = Importer {
         home,
@@ -2183,9 +2185,12 @@ fn import_sessions(
         }
         Ok(())
     })?;
-    let (codex, headless) = codex()?;
+    let (codex, headless, unreadable) = codex()?;
     for why in &headless {
         importer.bar.suspend(|| eprintln!("warning: {why}; the rollout is left out of this import (a child of it is read as a session of its own)"));
+    }
+    for why in &unreadable {
+        importer.bar.suspend(|| eprintln!("warning: {why}; the rollouts in it are left out of this import"));
     }
     whole_progress(&importer.bar, codex.len() as u64);
     // Each session's rollouts are unpacked (or merged) as its turn comes.

@@ -191,9 +191,12 @@ fn found_in_folders(args: &UsageArgs) -> anyhow::Result<impl Iterator<Item = any
             if !dir.is_dir() {
                 eprintln!("warning: {} is not a folder; no Codex session is read from it", dir.display());
             }
-            let (sessions, headless) = codex_sessions_said(dir)?;
+            let (sessions, headless, unreadable) = codex_sessions_said(dir)?;
             for why in &headless {
                 eprintln!("warning: {why}; the rollout is left out of this report (a child of it is counted as a session of its own)");
+            }
+            for why in &unreadable {
+                eprintln!("warning: {why}; the rollouts in it are left out of this report");
             }
             sessions
         }

@@ -272,19 +272,21 @@ impl Iterator for CodexSessions {
 /// parents before children (see [`Packer::group`]); rollouts are set aside
 /// in the system's temporary folder past the packer's budget.
 pub fn codex_sessions(codex_home: &Path) -> anyhow::Result<CodexSessions> {
-    codex_sessions_said(codex_home).map(|(sessions, _)| sessions)
+    codex_sessions_said(codex_home).map(|(sessions, _, _)| sessions)
 }
 
 /// [`codex_sessions`], with why each rollout left out had no head (it
 /// cannot be opened, its whole first line is no `session_meta`), for the
 /// caller to say: a root so left out makes its children sessions of their
 /// own.
-pub fn codex_sessions_said(codex_home: &Path) -> anyhow::Result<(CodexSessions, Vec<String>)> {
+/// Also returns the folders that could not be read, each as `cannot read
+/// FOLDER: REASON` (the rollouts in them are left out).
+pub fn codex_sessions_said(codex_home: &Path) -> anyhow::Result<(CodexSessions, Vec<String>, Vec<String>)> {
     let mut packer = Packer::default();
     let mut headless = Vec::new();
-    let mut walk = RolloutWalk::new(codex_home, false).map(|(path, _)| path);
+    let mut walk = RolloutWalk::new(codex_home, false);
     loop {
-        let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).collect();
+        let chunk: Vec<PathBuf> = walk.by_ref().take(HEADS_CHUNK).map(|(path, _)| path).collect();
         if chunk.is_empty() {
             break;
         }
@@ -296,7 +298,7 @@ pub fn codex_sessions_said(codex_home: &Path) -> anyhow::Result<(CodexSessions, 
             }
         }
     }
-    Ok((packer.group()?, headless))
+    Ok((packer.group()?, headless, walk.take_unreadable()))
 }
 
 /// How many rollout heads are read together on every core (each is a

@@ -69,6 +69,9 @@ pub(crate) struct RolloutWalk {
     /// The listings kept by the last import: a folder unchanged since is
     /// not listed again.
     dirs: Option<std::sync::Arc<DirCache>>,
+    /// The folders that could not be read, each as `cannot read FOLDER:
+    /// REASON` (see [`RolloutWalk::take_unreadable`]).
+    unreadable: Vec<String>,
 }
 
 /// A folder being walked.
@@ -88,6 +91,22 @@ impl RolloutWalk {
             tops: vec![codex_home.join("sessions"), codex_home.join("archived_sessions")],
             stamped,
             dirs: None,
+            unreadable: Vec::new(),
+        }
+    }
+
+    /// The folders the walk could not open or list so far, each as
+    /// `cannot read FOLDER: REASON`, for its caller to say: the rollouts
+    /// in them are left out. A folder that is not there (no
+    /// `archived_sessions`, one deleted during the walk) is not among them.
+    pub(crate) fn take_unreadable(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.unreadable)
+    }
+
+    /// Notes that `dir` could not be read, unless it is not there.
+    fn unreadable(&mut self, dir: &Path, error: &std::io::Error) {
+        if error.kind() != std::io::ErrorKind::NotFound {
+            self.unreadable.push(format!("cannot read {}: {error}", dir.display()));
         }
     }
 
@@ -102,16 +121,21 @@ impl RolloutWalk {
         let (mut entries, handle) = if let Some(dirs) = &self.dirs {
             // The handle's stat is the folder's stamp; the handle stats
             // its files.
-            let Ok((handle, stat)) = crate::sources::dirs::open(&dir) else {
-                return;
-            };
-            let Ok(entries) = dirs.entries(&dir, &stat) else {
-                return;
-            };
-            (entries, self.stamped.then_some(handle))
+            let listed = crate::sources::dirs::open(&dir).and_then(|(handle, stat)| Ok((dirs.entries(&dir, &stat)?, handle)));
+            match listed {
+                Ok((entries, handle)) => (entries, self.stamped.then_some(handle)),
+                Err(error) => {
+                    self.unreadable(&dir, &error);
+                    return;
+                }
+            }
         } else {
-            let Ok(listing) = fs::read_dir(&dir) else {
-                return;
+            let listing = match fs::read_dir(&dir) {
+                Ok(listing) => listing,
+                Err(error) => {
+                    self.unreadable(&dir, &error);
+                    return;
+                }
             };
             let entries: Vec<(Box<[u8]>, Kind)> = listing
                 .flatten()

@@ -640,3 +640,80 @@ fn many_project_folders_are_read_under_a_low_open_files_limit_or_the_limit_is_sa
         "{stderr}"
     );
 }
+
+/// `command` run as user `nobody` when the tests run as root (root reads
+/// a folder of mode 000), else as it is.
+fn unprivileged(command: std::process::Command) -> std::process::Command {
+    let uid = std::process::Command::new("id").arg("-u").output().map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned()).unwrap_or_default();
+    if uid != "0" {
+        return command;
+    }
+    let mut wrapped = std::process::Command::new("setpriv");
+    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(command.get_program()).args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped.stdin(std::process::Stdio::null());
+    wrapped
+}
+
+/// Opens `path` and every folder above it to everyone, so `nobody` can
+/// read and write what the test made.
+fn open_to_all(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// A folder of the Codex home that cannot be read: its rollouts are left
+/// out, and `import` and `usage` say which folder and why, where the walk
+/// passed over it without a word (its sessions missing from every
+/// report); the other folders are read as before.
+#[test]
+fn a_codex_folder_that_cannot_be_read_is_said_and_the_others_are_read() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let codex = dir.path().join("codex");
+    copy_dir(&fixtures().join("codex/v1_basic/rollouts"), &codex.join("sessions/readable"));
+    copy_dir(&fixtures().join("codex/v2_basic/rollouts"), &codex.join("sessions/shut"));
+    let claude = dir.path().join("claude");
+    std::fs::create_dir_all(&claude).unwrap_or_else(|e| panic!("{e}"));
+    let cli = Cli::new();
+    for open in [dir.path(), cli.home.path()] {
+        open_to_all(open, 0o777);
+    }
+    let mut folders = vec![codex.clone()];
+    while let Some(folder) = folders.pop() {
+        open_to_all(&folder, 0o755);
+        for entry in std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{e}")) {
+            let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+            if path.is_dir() {
+                folders.push(path);
+            }
+        }
+    }
+    let shut = codex.join("sessions/shut");
+    open_to_all(&shut, 0o000);
+    let (codex_arg, claude_arg) = (codex.to_string_lossy().into_owned(), claude.to_string_lossy().into_owned());
+    let said = |args: &[&str]| {
+        let output = unprivileged(cli.command(args)).output().unwrap_or_else(|e| panic!("{e}"));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        stderr.lines().filter(|line| !line.starts_with("hint:")).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let imported = said(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
+    let usage = said(&["usage", "--codex-home", &codex_arg, "--claude-dir", &claude_arg, "--json"]);
+    open_to_all(&shut, 0o755);
+    let cannot = format!("warning: cannot read {}: Permission denied (os error 13)", shut.display());
+    assert_eq!(
+        (imported, usage.iter().filter(|line| line.starts_with("warning: cannot read")).cloned().collect::<Vec<_>>()),
+        (
+            vec![
+                format!("{cannot}; the rollouts in it are left out of this import"),
+                format!("imported 1 new session, 0 changed, 0 unchanged (Codex from {codex_arg}, Claude from {claude_arg})"),
+            ],
+            vec![format!("{cannot}; the rollouts in it are left out of this report")],
+        )
+    );
+}
