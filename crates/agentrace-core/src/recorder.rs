@@ -388,7 +388,10 @@ impl Recorder {
     /// from ([`Recorder::restored`]) to go on reading the same files where
     /// this reading stopped (see [`crate::saved`]); `None` for a format
     /// whose reading is not kept so, or a state that cannot be written.
-    pub fn saved(&self) -> Option<String> {
+    /// Raw JSON, as serde_json wrote it: a caller that keeps it inside a
+    /// document of its own does not have it parsed again to be told it is
+    /// JSON (a long transcript's reading is megabytes).
+    pub fn saved(&self) -> Option<Box<serde_json::value::RawValue>> {
         let format = saved_format(self.format)?;
         let attributor = self.attributor.saved()?.ok()?;
         let saved = crate::saved::Saved {
@@ -404,7 +407,7 @@ impl Recorder {
             state: self.book.state(),
             attributor,
         };
-        serde_json::to_string(&saved).ok()
+        serde_json::value::to_raw_value(&saved).ok()
     }
 
     /// The recorder of run `run_id` that [`Recorder::saved`] kept as

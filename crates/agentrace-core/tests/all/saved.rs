@@ -66,7 +66,7 @@ fn check(name: &str, format: Format, lines: &[Line]) {
         let mut kept = started(format);
         let _ = fed(&mut kept, &lines[..cut]);
         let saved = kept.saved().unwrap_or_else(|| panic!("{name}: no reading kept at line {cut}"));
-        let mut restored = Recorder::restored(RunId::from("run-test"), format, saved.as_bytes(), prices.clone())
+        let mut restored = Recorder::restored(RunId::from("run-test"), format, saved.get().as_bytes(), prices.clone())
             .unwrap_or_else(|| panic!("{name}: the reading kept at line {cut} was not restored"));
         assert_eq!(restored.next_sequence(), kept.next_sequence(), "{name} at {cut}");
         let mut went_on = fed(&mut restored, &lines[cut..]);
@@ -125,6 +125,7 @@ fn a_kept_reading_is_restored_only_for_its_own_run_format_and_prices() {
     let mut recorder = started(Format::ClaudeTranscript);
     let _ = fed(&mut recorder, &lines_of(&parts));
     let saved = recorder.saved().unwrap_or_else(|| panic!("no reading kept"));
+    let saved = saved.get();
     let database = PriceBook::shared_database();
     let priced_otherwise = std::sync::Arc::new(PriceBook::with_file(std::collections::BTreeMap::new(), "another-table"));
     let restores = |id: &str, format: Format, bytes: &[u8], prices: &std::sync::Arc<PriceBook>| {
@@ -141,6 +142,6 @@ fn a_kept_reading_is_restored_only_for_its_own_run_format_and_prices() {
         ],
         [true, false, false, false, false, false]
     );
-    assert_eq!(started(Format::ClaudeStream).saved(), None);
-    assert_eq!(started(Format::CodexAppServer).saved(), None);
+    assert_eq!(started(Format::ClaudeStream).saved().map(|saved| saved.get().to_owned()), None);
+    assert_eq!(started(Format::CodexAppServer).saved().map(|saved| saved.get().to_owned()), None);
 }

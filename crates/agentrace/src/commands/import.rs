@@ -714,7 +714,7 @@ struct Tally {
 /// True for the id of a run an import makes (`codex-<root>`,
 /// `claude-<session>`), not one recorded live.
 fn made_by_import(id: &str) -> bool {
-    id.starts_with("codex-") || id.starts_with("claude-")
+    imported_session_of(id).is_some()
 }
 
 /// The runs folder as the import found it: the files of each run, by id
@@ -1543,8 +1543,7 @@ impl Reading<'_> {
         if read < self.keep_readings_from {
             return None;
         }
-        let recorder = serde_json::value::RawValue::from_string(recorder.saved()?).ok()?;
-        serde_json::to_string(&KeptReading { marks: marks.clone(), feed: feed.position(), recorder }).ok()
+        serde_json::to_string(&KeptReading { marks: marks.clone(), feed: feed.position(), recorder: recorder.saved()? }).ok()
     }
 
     /// A recorder and a feed of run `id`'s session where the last import
@@ -1821,7 +1820,7 @@ pub(crate) fn import_following(home: &Home, args: &ImportArgs, scope: &Scope, re
 /// `watch --idle-limit` says.
 pub(crate) fn ended_outside_an_import(home: &Home, id: &RunId, resumes: &Resumes) -> anyhow::Result<()> {
     resumes.forget(id);
-    let Some((provider, key)) = imported_session_of(id) else {
+    let Some((provider, key)) = imported_session_of(id.as_str()) else {
         return Ok(());
     };
     let catalog = crate::catalog::open(home)?;
@@ -1832,10 +1831,10 @@ pub(crate) fn ended_outside_an_import(home: &Home, id: &RunId, resumes: &Resumes
     Ok(())
 }
 
-/// The provider and key of the session an import makes run `id` of (see
-/// [`made_by_import`]); `None` for a run recorded live.
-fn imported_session_of(id: &RunId) -> Option<(&'static str, &str)> {
-    let id = id.as_str();
+/// The provider and key of the session an import makes run `id` of
+/// (`codex-<root>`, `claude-<session>`); `None` for a run recorded live.
+/// The one place those prefixes are read back ([`made_by_import`] too).
+fn imported_session_of(id: &str) -> Option<(&'static str, &str)> {
     id.strip_prefix("codex-").map(|root| (CODEX, root)).or_else(|| id.strip_prefix("claude-").map(|session| (CLAUDE, session)))
 }
 
