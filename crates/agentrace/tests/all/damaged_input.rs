@@ -584,16 +584,23 @@ fn the_import_summary_says_a_home_that_is_not_there() {
 /// `agentrace ARGS` run by `cli` under `ulimit LIMIT` (a shell's limit on
 /// open files).
 fn under_ulimit(cli: &Cli, limit: &str, args: &[&str]) -> std::process::Output {
-    let inner = cli.command(args);
-    let mut command = std::process::Command::new("sh");
-    command.arg("-c").arg(format!("ulimit {limit} && exec \"$0\" \"$@\"")).arg(inner.get_program()).args(inner.get_args());
-    for (key, value) in inner.get_envs() {
+    let shell = ["-c".to_owned(), format!("ulimit {limit} && exec \"$0\" \"$@\"")];
+    run_through("sh", &shell, &cli.command(args)).output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `command` run by `program` with `args` before it (a shell, `setpriv`),
+/// its environment and no input, as `command` would have run.
+fn run_through(program: &str, args: &[String], command: &std::process::Command) -> std::process::Command {
+    let mut wrapped = std::process::Command::new(program);
+    wrapped.args(args).arg(command.get_program()).args(command.get_args());
+    for (key, value) in command.get_envs() {
         match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
         };
     }
-    command.stdin(std::process::Stdio::null()).output().unwrap_or_else(|e| panic!("{e}"))
+    wrapped.stdin(std::process::Stdio::null());
+    wrapped
 }
 
 /// A history of more project folders than a shell lets a process hold
@@ -648,16 +655,8 @@ fn unprivileged(command: std::process::Command) -> std::process::Command {
     if uid != "0" {
         return command;
     }
-    let mut wrapped = std::process::Command::new("setpriv");
-    wrapped.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(command.get_program()).args(command.get_args());
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(value) => wrapped.env(key, value),
-            None => wrapped.env_remove(key),
-        };
-    }
-    wrapped.stdin(std::process::Stdio::null());
-    wrapped
+    let setpriv = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"].map(str::to_owned);
+    run_through("setpriv", &setpriv, &command)
 }
 
 /// Opens `path` and every folder above it to everyone, so `nobody` can
