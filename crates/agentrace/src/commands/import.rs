@@ -1261,9 +1261,13 @@ impl<'a> Importer<'a> {
         };
         let digest = files_digest(now.iter().map(|(path, stamp)| (path.as_str(), stamp.size, stamp.modified_ns)));
         let known = KnownRun { run_id: head.run_id.clone(), log: head.log };
-        // An open session is read on once its files are still, unchanged
-        // or not: `compare` tells.
-        if kept == Some(digest) && !head.open {
+        // Files as the last import left them are the same session, unless
+        // it was left open and they are now still for the idle limit: then
+        // it is read on, to be ended (`compare` works out from where). Their
+        // modification times tell that, so an open session that is not yet
+        // still is told unchanged from its row alone too (every session of
+        // a history written in the last minutes is open).
+        if kept == Some(digest) && !(head.open && still_for(now, self.args.idle_limit, self.args.idle_judged_at())) {
             return Ok((Some(known), Change::Same));
         }
         let Some(previous) = catalog.import_session(provider, key)?.map(Imported::of_row) else {

@@ -2064,6 +2064,14 @@ fn a_session_read_young_is_ended_by_a_later_import_when_its_unchanged_files_are_
     let id = run_ids(&pieces).pop().unwrap_or_else(|| panic!("no run"));
     let young = events(&pieces, &id);
     assert_ne!(young.last().map(|envelope| envelope["event"]["type"].clone()), Some(Value::from("session_ended")));
+    // Before the limit, the open session is unchanged: told so from its
+    // kept row alone, and left open as it was.
+    let before_limit = pieces.run(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "7200"]);
+    assert_eq!(
+        (before_limit.status.code(), String::from_utf8_lossy(&before_limit.stderr).into_owned()),
+        (Some(0), format!("imported 0 new sessions, 0 changed, 1 unchanged (Codex from {codex}, Claude from {claude})\n"))
+    );
+    assert_eq!(events(&pieces, &id), young);
     import(&pieces, "1800");
 
     let whole = Cli::new();
