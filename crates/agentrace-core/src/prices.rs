@@ -17,11 +17,14 @@
 //! day's start and end and at request sizes across every tier threshold in
 //! the database (up to ten million input tokens), with and without cache
 //! writes kept for an hour and web searches, and when an empty request
-//! costs nothing (no per-request fee). Anything else (a tiered price, one
-//! that changes within the day, a model the database lacks, and every
-//! request of an unknown provider, which may reach a price by the time of
-//! day that a day's start and end cannot see) is priced per request, as
-//! before. The database is decoded on the first miss only.
+//! costs nothing (no per-request fee). A price tiered by a request's size
+//! at one threshold of input tokens (today's GPT and Claude Sonnet models)
+//! resolves to its threshold and the two flat rates on either side of it,
+//! found and checked the same way on both sides. Anything else (more
+//! tiers, a price that changes within the day, a model the database lacks,
+//! and every request of an unknown provider, which may reach a price by the
+//! time of day that a day's start and end cannot see) is priced per
+//! request, as before. The database is decoded on the first miss only.
 //!
 //! # Known prices, from one process to the next
 //!
@@ -171,6 +174,8 @@ pub struct PriceBook {
     /// Keys this book resolved through the database itself, not learned:
     /// what an earlier process did not know.
     resolutions: AtomicU64,
+    /// Requests priced through the database one by one.
+    priced_through_database: AtomicU64,
 }
 
 /// A `genai-prices` database other than the compiled-in one: the provider
@@ -250,9 +255,38 @@ enum Flat {
     Rates(FlatRate),
     /// No price: the database has no such provider or model.
     Unpriced,
-    /// Not flat (tiered by request size, a fee per request, a change within
-    /// the day): each request is priced through the database.
+    /// Not flat, and not one threshold of size between two flat rates (a
+    /// fee per request, a change within the day, more tiers): each request
+    /// is priced through the database.
     PerRequest,
+    /// Two flat rates by the request's size: up to a number of input
+    /// tokens, and past it (every tiered price the database has for Codex
+    /// and Claude models, GPT-5.4 on and Claude Sonnet 4.5 on, has one
+    /// threshold).
+    Tiered(TieredRate),
+}
+
+/// A price tiered by a request's input tokens, as the database tiers it:
+/// `base` for a request of up to `above` input tokens, `high` past it.
+/// Resolved, like a flat rate, only when probes on both sides of the
+/// threshold agree with the database to the bit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TieredRate {
+    above: u64,
+    base: FlatRate,
+    high: FlatRate,
+}
+
+impl TieredRate {
+    /// The rates of a request of `tokens`.
+    fn rates(&self, tokens: &TokenUsage) -> &FlatRate {
+        if tokens.input_tokens > self.above {
+            &self.high
+        } else {
+            &self.base
+        }
+    }
 }
 
 /// A flat price's rates per million tokens. A cache rate the database may
@@ -378,6 +412,7 @@ impl PriceBook {
             flat: Some(Mutex::default()),
             known: Mutex::default(),
             resolutions: AtomicU64::new(0),
+            priced_through_database: AtomicU64::new(0),
         }
     }
 
@@ -391,6 +426,7 @@ impl PriceBook {
             flat: Some(Mutex::default()),
             known: Mutex::default(),
             resolutions: AtomicU64::new(0),
+            priced_through_database: AtomicU64::new(0),
         }
     }
 
@@ -447,6 +483,7 @@ impl PriceBook {
             flat: Some(Mutex::default()),
             known: Mutex::default(),
             resolutions: AtomicU64::new(0),
+            priced_through_database: AtomicU64::new(0),
         }
     }
 
@@ -468,10 +505,23 @@ impl PriceBook {
         let consistent = tokens.cached_input_tokens.saturating_add(tokens.cache_creation_input_tokens) <= tokens.input_tokens
             && tokens.cache_creation_1h_input_tokens <= tokens.cache_creation_input_tokens;
         match self.flat(request).filter(|_| consistent) {
-            Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| database_price(self.calculator(), request)),
+            Some(Flat::Rates(rate)) => rate.cost(tokens).or_else(|| self.through_database(request)),
+            Some(Flat::Tiered(tiered)) => tiered.rates(tokens).cost(tokens).or_else(|| self.through_database(request)),
             Some(Flat::Unpriced) => None,
-            Some(Flat::PerRequest) | None => database_price(self.calculator(), request),
+            Some(Flat::PerRequest) | None => self.through_database(request),
         }
+    }
+
+    /// `request` priced by the database itself (decoded on first use).
+    fn through_database(&self, request: &Request<'_>) -> Option<f64> {
+        self.priced_through_database.fetch_add(1, Ordering::Relaxed);
+        database_price(self.calculator(), request)
+    }
+
+    /// How many requests this book priced through the database one by one
+    /// (not by rates it resolved or learned).
+    pub fn priced_through_database(&self) -> u64 {
+        self.priced_through_database.load(Ordering::Relaxed)
     }
 
     /// The flat rates of `request`'s key, resolved on first use; `None`
@@ -511,7 +561,16 @@ impl PriceBook {
         // requests, and every other worker's request would wait on the lock
         // meanwhile (a history of many days resolves once per model and
         // day). Two workers may resolve one key at once; they find the same.
-        let resolved = resolve_flat(self.calculator(), request.provider, request.model, request.service_tier, day);
+        // A tiered key's threshold found on another day is tried first.
+        let threshold = flat.lock().ok().and_then(|cache| {
+            cache.get(request.model)?.iter().find_map(|((provider, _), tiers)| {
+                tiers.iter().find_map(|(tier, found)| match found {
+                    Flat::Tiered(tiered) if *provider == request.provider && tier.as_deref() == request.service_tier => Some(tiered.above),
+                    _ => None,
+                })
+            })
+        });
+        let resolved = resolve_flat(self.calculator(), (request.provider, request.model, request.service_tier), day, threshold);
         let mut cache = flat.lock().ok()?;
         if cached(&cache).is_none() {
             put_flat(&mut cache, request, day, resolved);
@@ -563,7 +622,7 @@ impl PriceBook {
             }
             spans.extend(open);
         }
-        KnownPrices { database: self.database_name(), spans }
+        KnownPrices { database: self.database_name(), resolver: RESOLVER, spans }
     }
 
     /// Takes what an earlier process resolved by the same database (a
@@ -572,7 +631,7 @@ impl PriceBook {
     /// anyway). A span longer than [`MAX_KNOWN_SPAN_DAYS`] is passed over
     /// (no resolution makes one: a damaged file could).
     pub fn learn(&self, known: &KnownPrices) {
-        if self.flat.is_none() || known.database != self.database_name() {
+        if self.flat.is_none() || known.database != self.database_name() || known.resolver != RESOLVER {
             return;
         }
         let Ok(mut spans) = self.known.lock() else {
@@ -590,12 +649,24 @@ impl PriceBook {
         }
     }
 
+    /// Whether this book was taught what an earlier process resolved
+    /// ([`PriceBook::learn`]): then most requests of a history met before
+    /// are priced without the database, and decoding it ahead of need
+    /// ([`PriceBook::warm`]) would mostly take a core from the work.
+    pub fn learned_any(&self) -> bool {
+        self.known.lock().is_ok_and(|known| !known.is_empty())
+    }
+
     /// How many keys this book resolved through the database itself (not
     /// learned): when none, what it knows is what it was told.
     pub fn resolutions(&self) -> u64 {
         self.resolutions.load(Ordering::Relaxed)
     }
 }
+
+/// How keys are resolved, for what is kept of them ([`KnownPrices`]): 2
+/// since a tiered price resolves to its two rates ([`Flat::Tiered`]).
+pub const RESOLVER: u32 = 2;
 
 /// A learned span this long or longer is passed over: a hundred years.
 pub const MAX_KNOWN_SPAN_DAYS: i64 = 36_525;
@@ -634,6 +705,11 @@ fn put_flat(cache: &mut FlatRates, request: &Request<'_>, day: i64, flat: Flat) 
 pub struct KnownPrices {
     /// The database they were resolved by ([`PriceBook::database_name`]).
     pub database: String,
+    /// How they were resolved ([`RESOLVER`]): what an older resolver kept
+    /// is not learned (it priced a tiered price per request, which this
+    /// one resolves to its two rates).
+    #[serde(default)]
+    pub resolver: u32,
     /// Each run of consecutive UTC days one key resolved alike.
     pub spans: Vec<KnownSpan>,
 }
@@ -681,7 +757,9 @@ fn database_calculation(
 
 /// Whether the database's price of (provider, model, tier) is flat for the
 /// whole UTC day `day`, and its rates (see the module's documentation).
-fn resolve_flat(calculator: &Calculator, provider: Provider, model: &str, service_tier: Option<&str>, day: i64) -> Flat {
+/// `threshold`: a tiered price's threshold found on another day, tried
+/// before it is searched for.
+fn resolve_flat(calculator: &Calculator, (provider, model, service_tier): (Provider, &str, Option<&str>), day: i64, threshold: Option<u64>) -> Flat {
     let start = Timestamp(day.saturating_mul(DAY_MS));
     let end = Timestamp(day.saturating_mul(DAY_MS).saturating_add(DAY_MS - 1));
     let price = |at: Timestamp, tokens: TokenUsage| database_calculation(calculator, provider, model, service_tier, at, &tokens);
@@ -720,8 +798,108 @@ fn resolve_flat(calculator: &Calculator, provider: Provider, model: &str, servic
     if agrees {
         Flat::Rates(rate)
     } else {
-        Flat::PerRequest
+        resolve_tiered(&price, (start, end), threshold).map_or(Flat::PerRequest, Flat::Tiered)
     }
+}
+
+/// Sizes a tiered price is read at: under every threshold the database
+/// has, and past them all.
+const SMALL_REQUEST: u64 = 1_000;
+const LARGE_REQUEST: u64 = 10_000_000;
+
+/// A price that is flat below and past one threshold of input tokens, the
+/// same all day (the day's `start` and `end`): its two rates and the
+/// threshold, when probes on both sides of it, mixed as the flat ones are,
+/// agree with the database to the bit; `None` otherwise (more tiers, a fee,
+/// rates a request's other tokens tier). `threshold` is tried first.
+fn resolve_tiered(
+    price: &dyn Fn(Timestamp, TokenUsage) -> Result<genai_prices::PriceCalculation, genai_prices::Error>,
+    (start, end): (Timestamp, Timestamp),
+    threshold: Option<u64>,
+) -> Option<TieredRate> {
+    let rates = |at: Timestamp, size: u64| rate_of_size(price, at, size).ok();
+    let base = rates(start, SMALL_REQUEST)?;
+    let high = rates(start, LARGE_REQUEST)?;
+    if base == high || rates(end, SMALL_REQUEST)? != base || rates(end, LARGE_REQUEST)? != high {
+        return None;
+    }
+    // The largest size still at the base rates.
+    let known = threshold.filter(|&above| {
+        (SMALL_REQUEST..LARGE_REQUEST).contains(&above) && rates(start, above) == Some(base) && rates(start, above + 1) == Some(high)
+    });
+    let above = match known {
+        Some(above) => above,
+        None => {
+            let (mut low, mut up) = (SMALL_REQUEST, LARGE_REQUEST);
+            while up - low > 1 {
+                let middle = low + (up - low) / 2;
+                let rate = rates(start, middle)?;
+                if rate == base {
+                    low = middle;
+                } else if rate == high {
+                    up = middle;
+                } else {
+                    // A third rate: more than one threshold.
+                    return None;
+                }
+            }
+            low
+        }
+    };
+    let tiered = TieredRate { above, base, high };
+    // Probes around the threshold and across the sizes the flat rates are
+    // checked at, each priced by the database and by the rates of its tier.
+    let sizes = [SMALL_REQUEST, above - 1, above, above + 1, above + 2, 50_021, 150_001, 199_999, 200_001, 256_003, 272_001, 300_007, 524_289, 1_100_009, LARGE_REQUEST];
+    let agrees = sizes.into_iter().all(|total| {
+        let rates = tiered.rates(&TokenUsage { input_tokens: total, ..TokenUsage::default() });
+        let cache_write = if rates.cache_write.is_some() { total / 8 } else { 0 };
+        let cache_read = if rates.cache_read.is_some() { total / 4 } else { 0 };
+        let mixed = TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() };
+        [
+            mixed,
+            TokenUsage { cache_creation_1h_input_tokens: cache_write / 3, web_search_requests: total % 97 + 1, ..mixed },
+            TokenUsage { input_tokens: total, output_tokens: 3, ..TokenUsage::default() },
+        ]
+        .iter()
+        .all(|tokens| {
+            let theirs = price(start, *tokens).map(|calculation| calculation.total_price).ok();
+            theirs.is_some() && tiered.rates(tokens).cost(tokens).map(f64::to_bits) == theirs.map(f64::to_bits)
+        })
+    });
+    agrees.then_some(tiered)
+}
+
+/// The rates per million tokens `price` charges at `at` for requests of
+/// `size` input tokens: every probe has them, so each is priced in that
+/// size's tier (an output or a search probe too).
+fn rate_of_size(
+    price: &dyn Fn(Timestamp, TokenUsage) -> Result<genai_prices::PriceCalculation, genai_prices::Error>,
+    at: Timestamp,
+    size: u64,
+) -> Result<FlatRate, genai_prices::Error> {
+    const MILLION: u64 = 1_000_000;
+    let per_million = |figure: f64| figure * MILLION as f64 / size as f64;
+    let input = per_million(price(at, TokenUsage { input_tokens: size, ..TokenUsage::default() })?.input_price);
+    let read = per_million(price(at, TokenUsage { input_tokens: size, cached_input_tokens: size, ..TokenUsage::default() })?.input_price);
+    let write = per_million(price(at, TokenUsage { input_tokens: size, cache_creation_input_tokens: size, ..TokenUsage::default() })?.input_price);
+    let hour = per_million(
+        price(
+            at,
+            TokenUsage {
+                input_tokens: size,
+                cache_creation_input_tokens: size,
+                cache_creation_1h_input_tokens: size,
+                ..TokenUsage::default()
+            },
+        )?
+        .input_price,
+    );
+    let output = price(at, TokenUsage { input_tokens: size, output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
+    // The searches' part of the total: the database adds input and output
+    // to the parts of neither direction.
+    let searched = price(at, TokenUsage { input_tokens: size, web_search_requests: 1_000, ..TokenUsage::default() })?;
+    let searches = searched.total_price - (searched.input_price + searched.output_price);
+    Ok(flat_rate([input, read, write, hour, output, searches]))
 }
 
 /// The rates per million tokens `price` charges at `at`, read from
@@ -746,6 +924,13 @@ fn rate_at(
     .input_price;
     let output = price(at, TokenUsage { output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
     let searches = price(at, TokenUsage { web_search_requests: 1_000, ..TokenUsage::default() })?.total_price;
+    Ok(flat_rate([input, read, write, hour, output, searches]))
+}
+
+/// The rates of the figures a million tokens of each kind cost (input,
+/// cache reads, cache writes, hour-long writes, output) and a thousand
+/// searches.
+fn flat_rate([input, read, write, hour, output, searches]: [f64; 6]) -> FlatRate {
     let input = database_rate(input);
     // Equal to the input rate: billed as input, or priced alike; unknown.
     let cache = |figure: f64| Some(database_rate(figure)).filter(|rate| *rate != input);
@@ -753,14 +938,14 @@ fn rate_at(
     // Equal to the write rate: billed as any write (the agreement probes
     // catch a model that prices both alike but apart).
     let cache_write_1h = cache(hour).filter(|rate| Some(*rate) != cache_write);
-    Ok(FlatRate {
+    FlatRate {
         input,
         cache_read: cache(read),
         cache_write,
         cache_write_1h,
         output: database_rate(output),
         web_searches: database_rate(searches),
-    })
+    }
 }
 
 /// The database's rate (a short decimal, as its data writes it) from the
@@ -1033,11 +1218,12 @@ mod tests {
     }
 
     #[test]
-    fn the_flat_prices_of_the_fixtures_models_resolve_to_rates_and_a_tiered_one_does_not() {
-        let resolved = |provider, model| match resolve_flat(Calculator::bundled(), provider, model, None, DAY) {
+    fn the_flat_prices_of_the_fixtures_models_resolve_to_rates_and_a_tiered_one_to_its_two_rates() {
+        let resolved = |provider, model| match resolve_flat(Calculator::bundled(), (provider, model, None), DAY, None) {
             Flat::Rates(_) => "rates",
             Flat::Unpriced => "unpriced",
             Flat::PerRequest => "per request",
+            Flat::Tiered(_) => "tiered",
         };
         let found: Vec<(&str, &str)> = [
             (Provider::Claude, "claude-opus-4-5"),
@@ -1057,22 +1243,91 @@ mod tests {
                 ("claude-haiku-4-5-20251001", "rates"),
                 ("gpt-5", "rates"),
                 ("gpt-5.1-codex", "rates"),
-                ("claude-sonnet-4-5", "per request"),
+                ("claude-sonnet-4-5", "tiered"),
                 ("mock-model", "unpriced"),
             ]
         );
     }
 
+    /// Every tiered price the database has for a Codex or a Claude model
+    /// resolves to its threshold and two rates, and prices requests of
+    /// every size and mix (the threshold's neighbours among them) to the
+    /// very bits the database gives each; a day's threshold found before
+    /// is tried first and gives the same.
+    #[test]
+    fn every_tiered_price_of_codex_and_claude_models_resolves_to_its_threshold_and_prices_to_the_bit() {
+        // Sonnet 4.6 and Opus 4.6 were tiered until 2026-03-13, then flat.
+        let (before, after) = (20_500, DAY);
+        let models = [
+            (Provider::Codex, "gpt-5.4", after, 272_000),
+            (Provider::Codex, "gpt-5.4-pro", after, 272_000),
+            (Provider::Codex, "gpt-5.5", after, 272_000),
+            (Provider::Codex, "gpt-5.6-sol", after, 272_000),
+            (Provider::Codex, "gpt-6-astra", after, 272_000),
+            (Provider::Codex, "gpt-6.1-sol", after, 272_000),
+            (Provider::Claude, "claude-sonnet-4-5", after, 200_000),
+            (Provider::Claude, "claude-sonnet-4-6", before, 200_000),
+            (Provider::Claude, "claude-opus-4-6", before, 200_000),
+            (Provider::Claude, "claude-haiku-5-5", after, 100_000),
+        ];
+        let found: Vec<(&str, Option<u64>)> = models
+            .iter()
+            .map(|&(provider, model, day, _)| match resolve_flat(Calculator::bundled(), (provider, model, None), day, None) {
+                Flat::Tiered(tiered) => {
+                    assert_eq!(resolve_flat(Calculator::bundled(), (provider, model, None), day, Some(tiered.above)), Flat::Tiered(tiered), "{model}");
+                    (model, Some(tiered.above))
+                }
+                _ => (model, None),
+            })
+            .collect();
+        assert_eq!(found, models.iter().map(|&(_, model, _, above)| (model, Some(above))).collect::<Vec<_>>());
+        let flat_since = |model| matches!(resolve_flat(Calculator::bundled(), (Provider::Claude, model, None), after, None), Flat::Rates(_));
+        assert_eq!((flat_since("claude-sonnet-4-6"), flat_since("claude-opus-4-6")), (true, true));
+        // A small deterministic generator: the same requests every run.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound.max(1)
+        };
+        let cached = PriceBook::database();
+        let database = PriceBook::database().without_cache();
+        for &(provider, model, day, above) in &models {
+            for index in 0..400u64 {
+                let input_tokens = match index % 4 {
+                    0 => above + (index / 4) % 3 - 1,
+                    1 => next(above),
+                    2 => above + next(3 * above),
+                    _ => next(10_000_000),
+                };
+                let cached_input_tokens = next(input_tokens / 2 + 1);
+                let cache_creation_input_tokens = next((input_tokens - cached_input_tokens) / 2 + 1);
+                let tokens = TokenUsage {
+                    input_tokens,
+                    cached_input_tokens,
+                    cache_creation_input_tokens,
+                    cache_creation_1h_input_tokens: next(cache_creation_input_tokens + 1),
+                    output_tokens: next(100_000),
+                    web_search_requests: next(4),
+                    ..TokenUsage::default()
+                };
+                let request = Request { provider, model, at: Timestamp(day * DAY_MS + 3_600_000), service_tier: None, tokens: &tokens };
+                assert_eq!(cached.price(&request).map(f64::to_bits), database.price(&request).map(f64::to_bits), "{model} {tokens:?}");
+            }
+        }
+    }
+
     #[test]
     fn an_hour_long_write_rate_is_resolved_apart_only_where_the_database_has_one() {
-        let write_rates = |provider, model| match resolve_flat(Calculator::bundled(), provider, model, None, DAY) {
+        let write_rates = |provider, model| match resolve_flat(Calculator::bundled(), (provider, model, None), DAY, None) {
             Flat::Rates(rate) => Some((rate.cache_write, rate.cache_write_1h)),
-            Flat::Unpriced | Flat::PerRequest => None,
+            Flat::Unpriced | Flat::PerRequest | Flat::Tiered(_) => None,
         };
         assert_eq!(write_rates(Provider::Claude, "claude-opus-5-5"), Some((Some(5.0), Some(8.0))));
-        let searches = match resolve_flat(Calculator::bundled(), Provider::Claude, "claude-opus-5-5", None, DAY) {
+        let searches = match resolve_flat(Calculator::bundled(), (Provider::Claude, "claude-opus-5-5", None), DAY, None) {
             Flat::Rates(rate) => Some(rate.web_searches),
-            Flat::Unpriced | Flat::PerRequest => None,
+            Flat::Unpriced | Flat::PerRequest | Flat::Tiered(_) => None,
         };
         assert_eq!(searches, Some(10.0));
         assert_eq!(write_rates(Provider::Claude, "claude-haiku-4-5"), Some((Some(1.25), Some(2.0))));
@@ -1120,6 +1375,7 @@ mod tests {
                     Flat::Rates(_) => "rates",
                     Flat::Unpriced => "unpriced",
                     Flat::PerRequest => "per request",
+                    Flat::Tiered(_) => "tiered",
                 };
                 (span.model.as_str(), span.service_tier.as_deref(), span.first_day - DAY, span.last_day - DAY, price)
             })
@@ -1136,8 +1392,8 @@ mod tests {
                     ("mock-model", None, 2, 3, "unpriced"),
                     ("claude-opus-4-5", None, 0, 0, "rates"),
                     ("claude-opus-4-5", None, 2, 3, "rates"),
-                    ("claude-sonnet-4-5", None, 0, 0, "per request"),
-                    ("claude-sonnet-4-5", None, 2, 3, "per request"),
+                    ("claude-sonnet-4-5", None, 0, 0, "tiered"),
+                    ("claude-sonnet-4-5", None, 2, 3, "tiered"),
                 ]
             )
         );
@@ -1145,15 +1401,22 @@ mod tests {
         let read: KnownPrices = serde_json::from_str(&kept).unwrap_or_else(|e| panic!("{e}"));
         let second = PriceBook::database();
         second.learn(&read);
-        assert_eq!((priced_bits(&second), second.resolutions(), second.known()), (priced.clone(), 0, known.clone()));
+        // Through the database one by one: only the three requests of
+        // `gpt-5` with cache writes, a rate OpenAI's price does not have;
+        // none of the tiered model's.
+        assert_eq!(
+            (priced_bits(&second), second.resolutions(), second.priced_through_database(), second.known()),
+            (priced.clone(), 0, 3, known.clone())
+        );
         // Priced through the database alone, the figures are the same.
         assert_eq!(priced_bits(&PriceBook::database().without_cache()), priced);
     }
 
-    /// Known prices of another database, or with a span no resolution
-    /// makes, are not learned: the book resolves for itself.
+    /// Known prices of another database, of an older resolver, or with a
+    /// span no resolution makes, are not learned: the book resolves for
+    /// itself.
     #[test]
-    fn known_prices_of_another_database_or_an_endless_span_are_not_learned() {
+    fn known_prices_of_another_database_an_older_resolver_or_an_endless_span_are_not_learned() {
         let first = PriceBook::database();
         let priced = priced_bits(&first);
         let mut other = first.known();
@@ -1163,7 +1426,11 @@ mod tests {
             span.first_day = 0;
             span.last_day = MAX_KNOWN_SPAN_DAYS;
         }
-        for known in [other, endless] {
+        // Kept by a resolver before this one, which priced a tiered price
+        // per request: this one resolves it to its rates.
+        let mut older = first.known();
+        older.resolver = RESOLVER - 1;
+        for known in [other, endless, older] {
             let book = PriceBook::database();
             book.learn(&known);
             assert_eq!((priced_bits(&book), book.resolutions()), (priced.clone(), 12));

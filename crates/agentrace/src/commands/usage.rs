@@ -777,9 +777,12 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
     if straight {
         // The price database is decoded on a spare core while the folders
         // are listed: on the first request priced, the other worker waited
-        // for it (15 to 20 ms here; 160 million instructions).
-        let book = Arc::clone(&prices);
-        crate::parallel::beside(move || book.warm());
+        // for it (15 to 20 ms here; 160 million instructions). Not when
+        // the home knows prices worked out before (see `ingest`).
+        if !prices.learned_any() {
+            let book = Arc::clone(&prices);
+            crate::parallel::beside(move || book.warm());
+        }
     }
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {

@@ -1329,8 +1329,8 @@ fn prices_resolved_by_one_command_are_known_to_the_next_which_reports_alike() {
         (
             "genai-prices 0.2.1".to_owned(),
             [
-                ("codex", "gpt-6.1-sol", "-", 1, "perRequest"),
-                ("codex", "gpt-6.1-sol", "-", 1, "perRequest"),
+                ("codex", "gpt-6.1-sol", "-", 1, "tiered"),
+                ("codex", "gpt-6.1-sol", "-", 1, "tiered"),
                 ("codex", "mock-model", "-", 1, "unpriced"),
                 ("codex", "mock-model", "-", 1, "unpriced"),
                 ("claude", "claude-haiku-4-5-20251001", "standard", 1, "rates"),
@@ -1339,7 +1339,7 @@ fn prices_resolved_by_one_command_are_known_to_the_next_which_reports_alike() {
                 // `interactive_local_commands`, captured days after the others.
                 ("claude", "claude-opus-5-5", "standard", 1, "rates"),
                 ("claude", "claude-sonnet-4-20250514", "standard", 1, "rates"),
-                ("claude", "claude-sonnet-4-5-20250929", "standard", 1, "perRequest"),
+                ("claude", "claude-sonnet-4-5-20250929", "standard", 1, "tiered"),
             ]
             .map(|(provider, model, tier, days, what)| (provider.to_owned(), model.to_owned(), tier.to_owned(), days, what.to_owned()))
             .to_vec()
