@@ -566,7 +566,7 @@ impl PriceBook {
             cache.get(request.model)?.iter().find_map(|((provider, _), tiers)| {
                 tiers.iter().find_map(|(tier, found)| match found {
                     Flat::Tiered(tiered) if *provider == request.provider && tier.as_deref() == request.service_tier => Some(tiered.above),
-                    _ => None,
+                    Flat::Tiered(_) | Flat::Rates(_) | Flat::Unpriced | Flat::PerRequest => None,
                 })
             })
         });
@@ -1277,7 +1277,7 @@ mod tests {
                     assert_eq!(resolve_flat(Calculator::bundled(), (provider, model, None), day, Some(tiered.above)), Flat::Tiered(tiered), "{model}");
                     (model, Some(tiered.above))
                 }
-                _ => (model, None),
+                Flat::Rates(_) | Flat::Unpriced | Flat::PerRequest => (model, None),
             })
             .collect();
         assert_eq!(found, models.iter().map(|&(_, model, _, above)| (model, Some(above))).collect::<Vec<_>>());
