@@ -778,10 +778,33 @@ fn resolve_flat(calculator: &Calculator, (provider, model, service_tier): (Provi
     }
     // The same figure to the bit as the database's, at sizes across every
     // tier threshold it has (100 k to 524 288 input tokens) and far beyond.
-    let shapes = [50_021u64, 150_001, 199_999, 200_001, 256_003, 272_001, 300_007, 524_289, 1_100_009, 10_000_019];
-    let agrees = shapes.into_iter().all(|total| {
-        let cache_write = if rate.cache_write.is_some() { total / 8 } else { 0 };
-        let cache_read = if rate.cache_read.is_some() { total / 4 } else { 0 };
+    let agrees = agrees_with_database(&price, start, &PROBED_SIZES, &|_| &rate);
+    if agrees {
+        Flat::Rates(rate)
+    } else {
+        resolve_tiered(&price, (start, end), threshold).map_or(Flat::PerRequest, Flat::Tiered)
+    }
+}
+
+/// Input sizes a resolved price is checked at: across every tier
+/// threshold the database has (100 k to 524 288 input tokens) and far
+/// beyond.
+const PROBED_SIZES: [u64; 10] = [50_021, 150_001, 199_999, 200_001, 256_003, 272_001, 300_007, 524_289, 1_100_009, 10_000_019];
+
+/// Whether requests of each of `sizes` input tokens, mixed with cache reads
+/// and writes (a third of them kept for an hour), output and web searches
+/// as the rates allow, cost at `at` what the rates `rates_of` gives them
+/// say, to the very bit of the database's figure.
+fn agrees_with_database<'r>(
+    price: &dyn Fn(Timestamp, TokenUsage) -> Result<genai_prices::PriceCalculation, genai_prices::Error>,
+    at: Timestamp,
+    sizes: &[u64],
+    rates_of: &dyn Fn(&TokenUsage) -> &'r FlatRate,
+) -> bool {
+    sizes.iter().all(|&total| {
+        let rates = rates_of(&TokenUsage { input_tokens: total, ..TokenUsage::default() });
+        let cache_write = if rates.cache_write.is_some() { total / 8 } else { 0 };
+        let cache_read = if rates.cache_read.is_some() { total / 4 } else { 0 };
         let mixed = TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() };
         [
             mixed,
@@ -791,15 +814,10 @@ fn resolve_flat(calculator: &Calculator, (provider, model, service_tier): (Provi
         ]
         .iter()
         .all(|tokens| {
-            let theirs = price(start, *tokens).map(|calculation| calculation.total_price).ok();
-            theirs.is_some() && rate.cost(tokens).map(f64::to_bits) == theirs.map(f64::to_bits)
+            let theirs = price(at, *tokens).map(|calculation| calculation.total_price).ok();
+            theirs.is_some() && rates_of(tokens).cost(tokens).map(f64::to_bits) == theirs.map(f64::to_bits)
         })
-    });
-    if agrees {
-        Flat::Rates(rate)
-    } else {
-        resolve_tiered(&price, (start, end), threshold).map_or(Flat::PerRequest, Flat::Tiered)
-    }
+    })
 }
 
 /// Sizes a tiered price is read at: under every threshold the database
@@ -849,23 +867,9 @@ fn resolve_tiered(
     let tiered = TieredRate { above, base, high };
     // Probes around the threshold and across the sizes the flat rates are
     // checked at, each priced by the database and by the rates of its tier.
-    let sizes = [SMALL_REQUEST, above - 1, above, above + 1, above + 2, 50_021, 150_001, 199_999, 200_001, 256_003, 272_001, 300_007, 524_289, 1_100_009, LARGE_REQUEST];
-    let agrees = sizes.into_iter().all(|total| {
-        let rates = tiered.rates(&TokenUsage { input_tokens: total, ..TokenUsage::default() });
-        let cache_write = if rates.cache_write.is_some() { total / 8 } else { 0 };
-        let cache_read = if rates.cache_read.is_some() { total / 4 } else { 0 };
-        let mixed = TokenUsage { input_tokens: total, cached_input_tokens: cache_read, cache_creation_input_tokens: cache_write, output_tokens: total / 10 + 7, ..TokenUsage::default() };
-        [
-            mixed,
-            TokenUsage { cache_creation_1h_input_tokens: cache_write / 3, web_search_requests: total % 97 + 1, ..mixed },
-            TokenUsage { input_tokens: total, output_tokens: 3, ..TokenUsage::default() },
-        ]
-        .iter()
-        .all(|tokens| {
-            let theirs = price(start, *tokens).map(|calculation| calculation.total_price).ok();
-            theirs.is_some() && tiered.rates(tokens).cost(tokens).map(f64::to_bits) == theirs.map(f64::to_bits)
-        })
-    });
+    let around = [SMALL_REQUEST, above - 1, above, above + 1, above + 2, LARGE_REQUEST];
+    let agrees = agrees_with_database(price, start, &around, &|tokens| tiered.rates(tokens))
+        && agrees_with_database(price, start, &PROBED_SIZES, &|tokens| tiered.rates(tokens));
     agrees.then_some(tiered)
 }
 
