@@ -128,6 +128,12 @@ impl ImportArgs {
         self.idle_judged_at.unwrap_or_else(now)
     }
 
+    /// Whether files stamped `stamps` are still for the idle limit, judged
+    /// at [`ImportArgs::idle_judged_at`] ([`still_for`]).
+    fn still(&self, stamps: &BTreeMap<String, FileStamp>) -> bool {
+        still_for(stamps, self.idle_limit, self.idle_judged_at())
+    }
+
     /// True when the import prints what it did as JSON (`--json`).
     pub(crate) fn json(&self) -> bool {
         self.json
@@ -416,7 +422,8 @@ enum Change {
     Gone(Vec<String>),
 }
 
-fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, (idle_limit, at): (u64, Timestamp)) -> Change {
+/// `still`: whether the files `now` are still for the idle limit.
+fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, still: bool) -> Change {
     let Some(previous) = previous else {
         return Change::New;
     };
@@ -426,7 +433,7 @@ fn compare(previous: Option<&Imported>, now: &BTreeMap<String, FileStamp>, (idle
     // A session read young and left open is read on (from its ends: no
     // line more) once its files are still, to be ended: unchanged files
     // alone never would have.
-    if as_left && !(previous.open && still_for(now, idle_limit, at)) {
+    if as_left && !(previous.open && still) {
         return Change::Same;
     }
     // A file moved (a rollout archived keeps its name) is read again
@@ -1267,13 +1274,14 @@ impl<'a> Importer<'a> {
         // modification times tell that, so an open session that is not yet
         // still is told unchanged from its row alone too (every session of
         // a history written in the last minutes is open).
-        if kept == Some(digest) && !(head.open && still_for(now, self.args.idle_limit, self.args.idle_judged_at())) {
+        let still = self.args.still(now);
+        if kept == Some(digest) && !(head.open && still) {
             return Ok((Some(known), Change::Same));
         }
         let Some(previous) = catalog.import_session(provider, key)?.map(Imported::of_row) else {
             return Ok((None, Change::New));
         };
-        let change = compare(Some(&previous), now, (self.args.idle_limit, self.args.idle_judged_at()));
+        let change = compare(Some(&previous), now, still);
         // A row kept without a digest (by an older agentrace), or with one
         // that does not read, gets the right one.
         if kept != Some(digest) && matches!(change, Change::Same) {
@@ -2170,7 +2178,7 @@ fn import_sessions(
                 key: session.session_id.clone(),
                 id,
                 files,
-                still: still_for(&stamps, args.idle_limit, args.idle_judged_at()),
+                still: args.still(&stamps),
                 new: matches!(change, Change::Same | Change::New),
                 stamps,
                 source: JobSource::Claude(session),
@@ -2220,7 +2228,7 @@ fn import_sessions(
             key: root,
             id,
             files: run_files,
-            still: still_for(&stamps, args.idle_limit, args.idle_judged_at()),
+            still: args.still(&stamps),
             new: matches!(change, Change::Same | Change::New),
             stamps,
             source: JobSource::Codex(files),
@@ -2315,7 +2323,7 @@ mod tests {
             open: false,
         };
         let now = |size: u64| BTreeMap::from([(path.clone(), FileStamp { size, modified_ns: 2 })]);
-        let how = |previous: Imported, size: u64| match compare(Some(&previous), &now(size), (DEFAULT_IDLE_LIMIT, crate::clock::now())) {
+        let how = |previous: Imported, size: u64| match compare(Some(&previous), &now(size), still_for(&now(size), DEFAULT_IDLE_LIMIT, crate::clock::now())) {
             Change::Grew(read_on) => format!("read on from {}", read_on.marks[&path].offset),
             Change::Changed { .. } => "read again".to_owned(),
             Change::Same | Change::New | Change::Gone(_) => "other".to_owned(),

@@ -1097,12 +1097,7 @@ fn a_session_a_watch_ended_idle_is_not_ended_again_by_a_whole_pass_or_an_import(
     std::thread::sleep(Duration::from_millis(500));
     let (_, helper_last) = helper_of(&growth);
     growth.write(&homes, 0..helper_last, true);
-    let ended = || {
-        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
-            .ok()
-            .and_then(|listed| listed["runs"][0]["sessionEnded"].as_bool())
-            == Some(true)
-    };
+    let ended = || newest_run_ended(&cli);
     wait_until(30, ended, || format!("the session never ended idle: {}", cli.ok(&["runs"])));
     let id = newest_run(&cli);
     // Its end told (once the session has been over and still for 2 s).
@@ -1137,8 +1132,6 @@ fn a_session_a_watch_ended_idle_is_not_ended_again_by_a_whole_pass_or_an_import(
     );
 }
 
-/// The events `watch --json` printed for run `id`, each as its event and
-/// the run's status.
 /// The id of the run `runs` lists first.
 fn newest_run(cli: &Cli) -> String {
     serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"])).unwrap_or_else(|e| panic!("{e}"))["runs"][0]["id"]
@@ -1147,6 +1140,17 @@ fn newest_run(cli: &Cli) -> String {
         .to_owned()
 }
 
+/// Whether the run `runs` lists first has its session ended (its record's
+/// `sessionEnded`).
+fn newest_run_ended(cli: &Cli) -> bool {
+    serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
+        .ok()
+        .and_then(|listed| listed["runs"][0]["sessionEnded"].as_bool())
+        == Some(true)
+}
+
+/// The events `watch --json` printed for run `id`, each as its event and
+/// the run's status.
 fn printed_of(stdout: &str, id: &str) -> Vec<(String, String)> {
     stdout
         .lines()
@@ -1276,12 +1280,7 @@ fn a_watch_ends_a_session_an_earlier_import_left_open_once_its_files_are_still()
     let watch = Watch::start(&cli, &homes, &["--json", "--idle-limit", "6"]);
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
-    let ended = || {
-        serde_json::from_str::<serde_json::Value>(&cli.ok(&["runs", "--json"]))
-            .ok()
-            .and_then(|listed| listed["runs"][0]["sessionEnded"].as_bool())
-            == Some(true)
-    };
+    let ended = || newest_run_ended(&cli);
     wait_until(30, ended, || format!("the session was never ended: {}", cli.ok(&["runs"])));
     std::thread::sleep(Duration::from_millis(3000));
     let (status, stdout) = watch.stop();
