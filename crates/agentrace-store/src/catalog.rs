@@ -1054,12 +1054,22 @@ impl Catalog {
     /// and, once it is not running, its text.
     pub fn index_run(&self, home: &Home, id: &RunId, log: LogStampRow) -> Result<(), StoreError> {
         let record = home.read_record_pub(id);
-        let summary = match record {
-            Some(summary) => summary,
-            None => home.load_run(id)?.checked_view(home.warnings(), None).run,
+        let loaded = home.load_run(id);
+        let view = loaded.as_ref().ok().map(crate::LoadedRun::view);
+        let agents = view.as_ref().map(|view| agent_rows(&view.agents)).unwrap_or_default();
+        let events = view.map(|view| view.run.counts.events);
+        // A record counting fewer envelopes than the log holds was written
+        // before the log's last lines: its writer appends, then rewrites
+        // it (a watch's idle end folds the log in between). Kept with the
+        // log's stamp, that older record was never read again, the log
+        // being still: the run listed `running` for good. The log, folded
+        // here for the agents anyway, says what the record will.
+        let summary = match (record, loaded) {
+            (Some(record), Ok(loaded)) if events.is_some_and(|events| record.counts.events < events) => loaded.checked_view(home.warnings(), None).run,
+            (Some(record), _) => record,
+            (None, loaded) => loaded?.checked_view(home.warnings(), None).run,
         };
         let texts = if summary.status == RunStatus::Running { None } else { Some(texts_of_log(&home.log_path(id))?) };
-        let agents = agents_of_log(home, id);
         // A record names no folder: a run recorded by `run`, `tap` or
         // `hook` had no project (and `runs --project` missed it) until
         // `usage` kept its usage.
@@ -1867,15 +1877,6 @@ pub fn role_word(role: Role) -> &'static str {
         Role::Root => "root",
         Role::Helper => "helper",
         Role::Unknown => "unknown",
-    }
-}
-
-/// The agents of a run, flattened, from its log's fold (its record has no
-/// tree); none when it cannot be folded.
-fn agents_of_log(home: &Home, id: &RunId) -> Vec<AgentRow> {
-    match home.load_run(id) {
-        Ok(loaded) => agent_rows(&loaded.view().agents),
-        Err(_) => Vec::new(),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Integration tests of the store: writing and reading logs back, the run
 //! record, the home and its runs, the home's other files (spool, locks,
-//! scratch), the fold's snapshot, the v3 line on disk, and round-trip
-//! properties.
+//! scratch), the catalog brought up to the runs folder, the fold's
+//! snapshot, the v3 line on disk, and round-trip properties.
 
 mod all {
     pub mod fold;
@@ -13,5 +13,6 @@ mod all {
     pub mod reader;
     pub mod search;
     pub mod support;
+    pub mod sync;
     pub mod writer;
 }

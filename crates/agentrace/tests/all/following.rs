@@ -1281,7 +1281,7 @@ fn a_watch_ends_a_session_an_earlier_import_left_open_once_its_files_are_still()
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
     let ended = || newest_run_ended(&cli);
-    wait_until(30, ended, || format!("the session was never ended: {}", cli.ok(&["runs"])));
+    wait_until(30, ended, || format!("the session was never ended: {}\n{}", cli.ok(&["runs"]), watch.so_far()));
     std::thread::sleep(Duration::from_millis(3000));
     let (status, stdout) = watch.stop();
     assert!(status.success(), "{status}");

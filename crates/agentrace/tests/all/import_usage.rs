@@ -1734,6 +1734,14 @@ impl Watch {
         self.stderr.recv_timeout(WATCH_WITHIN).unwrap_or_else(|e| panic!("watch said nothing: {e}"))
     }
 
+    /// Whether it still runs and what it said on stderr since last asked:
+    /// for a test's message when the watch did not do what was awaited.
+    pub(super) fn so_far(&self) -> String {
+        let running = self.child.as_ref().is_some_and(|child| Path::new(&format!("/proc/{}", child.id())).exists());
+        let said: Vec<String> = self.stderr.try_iter().collect();
+        format!("watch running: {running}; it said: {said:?}")
+    }
+
     /// Ctrl-C, then its exit status and stdout (within the deadline).
     pub(super) fn stop(mut self) -> (std::process::ExitStatus, String) {
         use std::io::Read as _;
