@@ -16,6 +16,7 @@ use std::fs;
 use std::io::IsTerminal as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use agentrace_core::model::{Event, EventBody, RunId, SessionEndReason, Timestamp};
 use agentrace_core::recorder::{Format, SourcePart};
@@ -1783,14 +1784,22 @@ pub(crate) fn newest_when_large(args: &ImportArgs, newest: usize) -> anyhow::Res
     Ok((count, Some(files.into_iter().take(newest.min(after)).map(|(_, path)| path).collect())))
 }
 
+/// How long a first command waits for the import it started in the
+/// background to take the import lock (a loaded machine takes a while to
+/// start a process); past it, the command goes on without.
+const BACKGROUND_LOCKS_WITHIN: Duration = Duration::from_secs(10);
+
 /// Starts `agentrace import --quiet` in the background, on its own (it
 /// outlives this process; its stderr goes to the home's background import
-/// log); returns its pid.
+/// log); returns its pid once it holds the import lock, or has ended.
+/// Returned at once, it had not taken the lock yet when the note that it
+/// was at work was read: an `import` run next did its work itself rather
+/// than wait for it, and `runs` did not say its figures were partial.
 pub(crate) fn import_in_background(home: &Home) -> anyhow::Result<u32> {
     use std::os::unix::process::CommandExt as _;
     let log = home.create_background_import_log()?;
     let exe = std::env::current_exe().context("cannot find this program to import in the background")?;
-    let child = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(exe)
         .args(["import", "--quiet"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -1800,6 +1809,13 @@ pub(crate) fn import_in_background(home: &Home) -> anyhow::Result<u32> {
         .process_group(0)
         .spawn()
         .context("cannot start the background import")?;
+    let deadline = Instant::now() + BACKGROUND_LOCKS_WITHIN;
+    while !agentrace_store::ImportLock::held_elsewhere(home) && Instant::now() < deadline {
+        if child.try_wait().context("cannot tell whether the background import started")?.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
     Ok(child.id())
 }
 

@@ -2440,6 +2440,14 @@ fn a_first_command_after_an_upgrade_reads_the_history_again_the_newest_first() {
         ],
         "{said}"
     );
+    // It returned once the background import held the import lock (or had
+    // ended), so that `import` next waits for it: at once, `import` could
+    // take the lock first and read the sessions itself.
+    let home = agentrace_store::Home::at(upgraded.home.path());
+    let pid = std::fs::read_to_string(home.import_dir().join("background.pid")).unwrap_or_else(|e| panic!("{e}"));
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let ended = stat.rsplit(") ").next().is_none_or(|fields| fields.is_empty() || fields.starts_with('Z'));
+    assert!(ended || home.background_import().is_some(), "background import {pid} neither at work nor ended: {stat}");
     // `import` waits for the background import; the home is then the one
     // a whole import makes.
     let again = upgraded.run(&["import", "--codex-home", &codex_arg, "--claude-dir", &claude_arg]);
