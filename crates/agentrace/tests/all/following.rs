@@ -1273,11 +1273,11 @@ fn a_watch_ends_a_session_an_earlier_import_left_open_once_its_files_are_still()
     // The watch must begin before the files have been still for the
     // limit: a session idle past it when the watch began had ended before
     // it (its first pass ends it, no news), and under a loaded CI a watch
-    // took close to 3 s to begin. How late its first pass comes after it
-    // began no longer matters (`watch::first_pass` judges the limit at the
-    // watch's start).
-    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "6"]);
-    let watch = Watch::start(&cli, &homes, &["--json", "--idle-limit", "6"]);
+    // took close to 3 s to begin (10 s leave room for a CI twice as
+    // loaded). How late its first pass comes after it began no longer
+    // matters (`watch::first_pass` judges the limit at the watch's start).
+    cli.ok(&["import", "--codex-home", &codex, "--claude-dir", &claude, "--idle-limit", "10"]);
+    let watch = Watch::start(&cli, &homes, &["--json", "--idle-limit", "10"]);
     let said = watch.said();
     assert!(said.starts_with("watching "), "{said}");
     let ended = || newest_run_ended(&cli);
