@@ -763,7 +763,9 @@ fn resolve_flat(calculator: &Calculator, (provider, model, service_tier): (Provi
     let start = Timestamp(day.saturating_mul(DAY_MS));
     let end = Timestamp(day.saturating_mul(DAY_MS).saturating_add(DAY_MS - 1));
     let price = |at: Timestamp, tokens: TokenUsage| database_calculation(calculator, provider, model, service_tier, at, &tokens);
-    let rate = match (rate_at(&price, start), rate_at(&price, end)) {
+    // Read at a million input tokens: a flat price has the same rates at
+    // every size, and the probes below check it does.
+    let rate = match (rate_of_size(&price, start, MILLION), rate_of_size(&price, end, MILLION)) {
         (Ok(first), Ok(last)) if first == last => first,
         (Ok(_), Ok(_)) => return Flat::PerRequest,
         // No such provider or model, whatever the request: no price.
@@ -873,6 +875,9 @@ fn resolve_tiered(
     agrees.then_some(tiered)
 }
 
+/// A million tokens: what rates are per.
+const MILLION: u64 = 1_000_000;
+
 /// The rates per million tokens `price` charges at `at` for requests of
 /// `size` input tokens: every probe has them, so each is priced in that
 /// size's tier (an output or a search probe too).
@@ -881,7 +886,6 @@ fn rate_of_size(
     at: Timestamp,
     size: u64,
 ) -> Result<FlatRate, genai_prices::Error> {
-    const MILLION: u64 = 1_000_000;
     let per_million = |figure: f64| figure * MILLION as f64 / size as f64;
     let input = per_million(price(at, TokenUsage { input_tokens: size, ..TokenUsage::default() })?.input_price);
     let read = per_million(price(at, TokenUsage { input_tokens: size, cached_input_tokens: size, ..TokenUsage::default() })?.input_price);
@@ -903,31 +907,6 @@ fn rate_of_size(
     // to the parts of neither direction.
     let searched = price(at, TokenUsage { input_tokens: size, web_search_requests: 1_000, ..TokenUsage::default() })?;
     let searches = searched.total_price - (searched.input_price + searched.output_price);
-    Ok(flat_rate([input, read, write, hour, output, searches]))
-}
-
-/// The rates per million tokens `price` charges at `at`, read from
-/// requests of a million tokens of each kind.
-fn rate_at(
-    price: &dyn Fn(Timestamp, TokenUsage) -> Result<genai_prices::PriceCalculation, genai_prices::Error>,
-    at: Timestamp,
-) -> Result<FlatRate, genai_prices::Error> {
-    const MILLION: u64 = 1_000_000;
-    let input = price(at, TokenUsage { input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
-    let read = price(at, TokenUsage { input_tokens: MILLION, cached_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
-    let write = price(at, TokenUsage { input_tokens: MILLION, cache_creation_input_tokens: MILLION, ..TokenUsage::default() })?.input_price;
-    let hour = price(
-        at,
-        TokenUsage {
-            input_tokens: MILLION,
-            cache_creation_input_tokens: MILLION,
-            cache_creation_1h_input_tokens: MILLION,
-            ..TokenUsage::default()
-        },
-    )?
-    .input_price;
-    let output = price(at, TokenUsage { output_tokens: MILLION, ..TokenUsage::default() })?.output_price;
-    let searches = price(at, TokenUsage { web_search_requests: 1_000, ..TokenUsage::default() })?.total_price;
     Ok(flat_rate([input, read, write, hour, output, searches]))
 }
 
