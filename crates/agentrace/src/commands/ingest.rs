@@ -220,14 +220,7 @@ pub fn ingest_reader(
         Some(text) => validate_run_id(text)?,
         None => new_run_id(),
     };
-    // The price database is decoded on the second core while this one
-    // reads: on the first request priced it held the fold up ~70 ms. Not
-    // when the home knows prices worked out before: most requests then
-    // need no database, and decoding it took a core from the reading.
-    let book = home.prices();
-    if !book.learned_any() {
-        crate::parallel::beside(move || book.warm());
-    }
+    crate::home_files::warm_prices_beside(home.prices());
     let mut chunks = Chunks {
         reader,
         assembler: LineAssembler::default(),

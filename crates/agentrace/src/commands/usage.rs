@@ -775,14 +775,9 @@ pub fn run(home: &Home, args: &UsageArgs, out: &mut Out) -> anyhow::Result<()> {
         eprintln!("{}", crate::commands::runs::IMPORT_AT_WORK);
     }
     if straight {
-        // The price database is decoded on a spare core while the folders
-        // are listed: on the first request priced, the other worker waited
-        // for it (15 to 20 ms here; 160 million instructions). Not when
-        // the home knows prices worked out before (see `ingest`).
-        if !prices.learned_any() {
-            let book = Arc::clone(&prices);
-            crate::parallel::beside(move || book.warm());
-        }
+        // While the folders are listed: on the first request priced, the
+        // other worker waited for it (15 to 20 ms here).
+        crate::home_files::warm_prices_beside(Arc::clone(&prices));
     }
     let window = Window::of(args)?;
     if args.json && args.by == By::Run {
