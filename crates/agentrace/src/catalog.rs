@@ -162,27 +162,49 @@ impl Texts {
     }
 }
 
-/// Indexes a run at the end of its recording from what the recorder holds
-/// (its record, working folder, agent tree and the text collected as it
-/// was written), so the log is not read again; a failure is only said:
-/// the next reader syncs the run anyway.
-pub fn index_recorded(home: &Home, summary: &RunSummary, project: Option<&str>, agents: &[AgentNode], texts: Texts) {
-    let id = &summary.id;
+/// What a recording hands its indexing once its record is worked out.
+pub struct Recorded {
+    /// The record as written.
+    pub summary: RunSummary,
+    /// The working folder, the run's project.
+    pub project: Option<String>,
+    /// The agent tree.
+    pub agents: Vec<AgentNode>,
+}
+
+/// Indexes run `id` at the end of its recording from what the recorder
+/// holds (its record, working folder and agent tree, given by `recorded`
+/// once the log is flushed, and the text collected as it was written), so
+/// the log is not read again; a failure is only said: the next reader
+/// syncs the run anyway. The catalog is opened (made, in a new home) and
+/// the text settled before `recorded` is asked: a recording indexing on a
+/// second thread works its record out meanwhile (a fifth of the end of a
+/// 40 MB ingest). `recorded` giving `None` (the record was not written)
+/// indexes nothing.
+pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOnce() -> Option<Recorded>) {
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(home)?;
         // The recording's last syncs are its log's and record's: the
         // catalog is derived, and checkpointed by the next command.
         catalog.unsynced_appends()?;
+        let held = texts.settled(id);
+        let Some(Recorded { summary, project, agents }) = recorded() else {
+            return Ok(());
+        };
+        // Text let go of is read back from the log, flushed by now.
+        let texts = match held {
+            Some(rows) => rows,
+            None => agentrace_store::catalog::texts_of_log(&home.log_path(id))?,
+        };
         let stamp = agentrace_store::catalog::log_stamp(&home.log_path(id)).unwrap_or_default();
-        let agents = agentrace_store::catalog::agent_rows(agents);
+        let agents = agentrace_store::catalog::agent_rows(&agents);
         // One transaction: the run's text is thousands of rows, and each
         // row committed on its own was a WAL commit (a third of a 40 MB
         // ingest's time).
         catalog.begin()?;
-        let texts = texts.settled_or_read(home, id)?;
         // Its project now, not once `usage` has kept its usage: `runs
         // --project` found a recorded run only after that.
-        catalog.put_run(summary, project, None, &agents, stamp, Some(&texts))?;
+        catalog.put_run(&summary, project.as_deref(), None, &agents, stamp, Some(&texts))?;
         catalog.commit()?;
         Ok(())
     })();

@@ -27,7 +27,7 @@ use agentrace_store::raw_ref::CopyWriter;
 use agentrace_store::{Home, RunWriter};
 
 use crate::clock::now;
-use crate::catalog::{index_recorded, Texts};
+use crate::catalog::{index_recorded, Recorded, Texts};
 use crate::live::LiveView;
 use crate::sources::session_feed::Sink;
 
@@ -666,31 +666,46 @@ impl Recording {
 
     /// The end of a recording that indexes itself: the log made durable
     /// and the record and snapshot written on this thread while a second
-    /// one writes the run's catalog row and search texts (about 35 ms for a
-    /// 40 MB ingest, as long as the other three together), the reading
-    /// thread being done. Returns the record as written.
+    /// one opens the catalog and, once handed the record, writes the run's
+    /// row and search texts (about 35 ms for a 40 MB ingest, as long as
+    /// the other three together), the reading thread being done. Returns
+    /// the record as written.
     fn record_indexing(&mut self, texts: Texts) -> anyhow::Result<RunSummary> {
-        // The last lines go out first: the catalog stamps the log as it is.
-        self.sinks.writer.flush()?;
-        let summary = self.recorder.state().summary();
-        let lent = self.lent.then(|| self.recorder.book());
-        let checked = match lent {
-            Some(book) => self.sinks.writer.checked_with(&summary, book),
-            None => self.sinks.writer.checked(&summary),
-        };
-        let cwd = self.recorder.state().cwd().map(str::to_owned);
-        let agents = self.recorder.state().agents();
-        let (home, indexed) = (&self.home, &checked);
+        let id = self.sinks.writer.run_id().clone();
+        let (home, recorder, lent) = (&self.home, &self.recorder, self.lent);
         let writer = &mut self.sinks.writer;
+        let (handover, handed) = std::sync::mpsc::sync_channel::<Recorded>(1);
         std::thread::scope(|scope| {
-            let indexing = scope.spawn(move || index_recorded(home, indexed, cwd.as_deref(), &agents, texts));
-            let written = writer.sync().and_then(|()| writer.write_checked_record(&checked, lent));
+            let indexing = scope.spawn(move || index_recorded(home, &id, texts, move || handed.recv().ok()));
+            let written = {
+                // Dropped at the end of this block whatever happened: the
+                // indexing then goes on, or ends with nothing to index.
+                let handover = handover;
+                (|| -> anyhow::Result<RunSummary> {
+                    // The last lines go out first: the catalog stamps the
+                    // log as it is.
+                    writer.flush()?;
+                    let summary = recorder.state().summary();
+                    let book = lent.then(|| recorder.book());
+                    let checked = match book {
+                        Some(book) => writer.checked_with(&summary, book),
+                        None => writer.checked(&summary),
+                    };
+                    let _ = handover.send(Recorded {
+                        summary: checked.clone(),
+                        project: recorder.state().cwd().map(str::to_owned),
+                        agents: recorder.state().agents(),
+                    });
+                    writer.sync()?;
+                    writer.write_checked_record(&checked, book)?;
+                    Ok(checked)
+                })()
+            };
             // A failed index is said by `index_recorded` (the next reader
             // catalogs the run); a panic there is said by its hook.
             let _ = indexing.join();
             written
-        })?;
-        Ok(checked)
+        })
     }
 
     /// Writes the run record, its warnings counted by the book that folded
@@ -801,7 +816,9 @@ impl Recording {
         let id = self.sinks.writer.run_id().clone();
         let texts = match (self.texts_to, texts) {
             (TextsTo::Catalog, Some(texts)) => {
-                index_recorded(&self.home, &summary, self.recorder.state().cwd(), &self.recorder.state().agents(), texts);
+                let state = self.recorder.state();
+                let recorded = Recorded { summary: summary.clone(), project: state.cwd().map(str::to_owned), agents: state.agents() };
+                index_recorded(&self.home, &id, texts, || Some(recorded));
                 Vec::new()
             }
             (TextsTo::Caller, Some(texts)) => {
