@@ -467,6 +467,7 @@ impl Recorder {
     pub fn lend_attribution(&mut self) -> Attribution {
         Attribution {
             attributor: std::mem::replace(&mut self.attributor, Box::new(Lent)),
+            keep_secrets: self.keep_secrets,
         }
     }
 
@@ -476,21 +477,14 @@ impl Recorder {
     }
 
     /// Numbers and folds what a lent [`Attribution`] made, its line frames
-    /// copied and everything redacted here, not on the attributing thread:
-    /// that thread was the slower of the two (`ingest`: the copy's check
-    /// and the redaction were a sixth of its time, and this one waited).
-    /// Returns the envelopes to append, in order.
+    /// made and everything redacted here unless the attributing thread did
+    /// it already ([`Attribution::made_ready`]): which of the two threads
+    /// is the slower one changes along a stream and with the machine
+    /// (`ingest`: the frames' check and the redaction are about a tenth of
+    /// the work). Returns the envelopes to append, in order.
     pub fn number_attributed(&mut self, attributed: Vec<Attributed>) -> Vec<Envelope> {
         let keep_secrets = self.keep_secrets;
-        self.number_redacted(attributed.into_iter().map(|Attributed { mut emitted, line }| {
-            if let Some(line) = line {
-                // The line was handed over whole: it becomes the frame's
-                // text, not copied again.
-                emitted.raw = crate::decode::owned_frame(line);
-                emitted.line_frame = false;
-            }
-            redacted_unless(keep_secrets, emitted)
-        }))
+        self.number_redacted(attributed.into_iter().map(|attributed| attributed.ready(keep_secrets)))
     }
 
     fn number(&mut self, emitted: Vec<Emitted>) -> Vec<Envelope> {
@@ -533,22 +527,41 @@ impl Recorder {
 /// lines in, attributed events out, for the recorder to number.
 pub struct Attribution {
     attributor: Box<dyn Attributor>,
+    /// The recorder's: whether frames and events keep their secrets.
+    keep_secrets: bool,
 }
 
 /// An event a lent [`Attribution`] made, waiting for its sequence number,
-/// with its line when its frame is the line: the recorder copies the frame
-/// and redacts the event as it numbers it
-/// ([`Recorder::number_attributed`]).
+/// with its line when its frame is the line: the recorder makes the frame
+/// and redacts the event as it numbers it ([`Recorder::number_attributed`]),
+/// unless the attribution did ([`Attribution::made_ready`]).
 #[derive(Debug)]
 pub struct Attributed {
     emitted: Emitted,
     line: Option<Vec<u8>>,
+    /// Its frame made of its line, and it redacted, already.
+    ready: bool,
 }
 
 impl Attributed {
     /// The event's time.
     pub fn timestamp(&self) -> Timestamp {
         self.emitted.timestamp
+    }
+
+    /// The event with its line made its frame (the line handed over whole
+    /// becomes the frame's text, not copied again) and redacted, unless
+    /// that was done.
+    fn ready(self, keep_secrets: bool) -> Emitted {
+        let Attributed { mut emitted, line, ready } = self;
+        if ready {
+            return emitted;
+        }
+        if let Some(line) = line {
+            emitted.raw = crate::decode::owned_frame(line);
+            emitted.line_frame = false;
+        }
+        redacted_unless(keep_secrets, emitted)
     }
 }
 
@@ -585,8 +598,18 @@ impl Attribution {
                 } else {
                     None
                 };
-                Attributed { emitted, line }
+                Attributed { emitted, line, ready: false }
             })
+            .collect()
+    }
+
+    /// `batch` with its frames made and redacted on this thread, as the
+    /// numbering would: for a caller whose numbering thread is behind, so
+    /// this one does that part of the work rather than wait.
+    pub fn made_ready(&self, batch: Vec<Attributed>) -> Vec<Attributed> {
+        batch
+            .into_iter()
+            .map(|attributed| Attributed { emitted: attributed.ready(self.keep_secrets), line: None, ready: true })
             .collect()
     }
 }
@@ -710,31 +733,40 @@ mod tests {
     }
 
     /// Attribution lent out and numbered back gives the envelopes, secrets
-    /// redacted, and the run state that pushing each line here gives; the
-    /// recorder attributes again once it is given back.
+    /// redacted, and the run state that pushing each line here gives,
+    /// whether the frames are made and redacted by the numbering or by the
+    /// attribution beforehand (`made_ready`: for none of the lines, every
+    /// one, or every other one); the recorder attributes again once it is
+    /// given back.
     #[test]
     fn a_lent_attribution_numbered_back_makes_what_the_recorder_makes_alone() {
         let lines = lines();
         let at = Timestamp::from_millis(1_795_000_000_000);
-        let mut alone = Recorder::new(RunId::from("run"), Format::CodexAppServer);
-        let mut expected = alone.start(at);
-        for (number, bytes) in lines.iter().enumerate() {
-            expected.extend(alone.push(&line(bytes, number)));
+        let modes: [fn(usize) -> bool; 3] = [|_| false, |_| true, |number| number % 2 == 0];
+        for (mode, made_ready) in modes.into_iter().enumerate() {
+            let mut alone = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+            let mut expected = alone.start(at);
+            for (number, bytes) in lines.iter().enumerate() {
+                expected.extend(alone.push(&line(bytes, number)));
+            }
+            let mut split = Recorder::new(RunId::from("run"), Format::CodexAppServer);
+            let mut got = split.start(at);
+            let mut attribution = split.lend_attribution();
+            assert_eq!(split.push(&line(&lines[0], 0)), Vec::new(), "nothing is attributed while lent");
+            for (number, bytes) in lines.iter().enumerate() {
+                let mut made = attribution.push_line(&SourcePart::Main, assembled(bytes, number), at, Some(Direction::FromServer));
+                if made_ready(number) {
+                    made = attribution.made_ready(made);
+                }
+                got.extend(split.number_attributed(made));
+            }
+            split.restore_attribution(attribution);
+            assert_eq!(got, expected, "mode {mode}");
+            assert!(got.iter().all(|envelope| !serde_json::to_string(envelope).unwrap_or_default().contains("sk-abcdefghijklmnopqrstuvwxyz0123")));
+            assert_eq!(split.state().summary(), alone.state().summary());
+            let again = r#"{"jsonrpc":"2.0","method":"note","params":{}}"#;
+            assert_eq!(split.push(&line(again, lines.len())), alone.push(&line(again, lines.len())));
         }
-        let mut split = Recorder::new(RunId::from("run"), Format::CodexAppServer);
-        let mut got = split.start(at);
-        let mut attribution = split.lend_attribution();
-        assert_eq!(split.push(&line(&lines[0], 0)), Vec::new(), "nothing is attributed while lent");
-        for (number, bytes) in lines.iter().enumerate() {
-            let made = attribution.push_line(&SourcePart::Main, assembled(bytes, number), at, Some(Direction::FromServer));
-            got.extend(split.number_attributed(made));
-        }
-        split.restore_attribution(attribution);
-        assert_eq!(got, expected);
-        assert!(got.iter().all(|envelope| !serde_json::to_string(envelope).unwrap_or_default().contains("sk-abcdefghijklmnopqrstuvwxyz0123")));
-        assert_eq!(split.state().summary(), alone.state().summary());
-        let again = r#"{"jsonrpc":"2.0","method":"note","params":{}}"#;
-        assert_eq!(split.push(&line(again, lines.len())), alone.push(&line(again, lines.len())));
     }
 
     /// Each line is kept whole in one envelope's `raw`, copied where the

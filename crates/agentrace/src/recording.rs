@@ -531,7 +531,18 @@ impl Recording {
                         }
                         batch.extend(made);
                     }
-                    if sender.send(batch).is_err() {
+                    // The writing thread is behind (every batch in flight
+                    // waits for it): this one makes the frames and redacts
+                    // them, the writing thread's share it can take, rather
+                    // than wait. Which thread is behind changes along a
+                    // stream and with the machine (`ingest` of 40 MB: each
+                    // waited tens of ms for the other in some runs).
+                    let sent = match sender.try_send(batch) {
+                        Ok(()) => Ok(()),
+                        Err(std::sync::mpsc::TrySendError::Full(batch)) => sender.send(attribution.made_ready(batch)),
+                        Err(std::sync::mpsc::TrySendError::Disconnected(batch)) => Err(std::sync::mpsc::SendError(batch)),
+                    };
+                    if sent.is_err() {
                         // The writing side failed; its error is reported.
                         return (attribution, Ok(()));
                     }
