@@ -177,34 +177,41 @@ pub struct Recorded {
 /// once the log is flushed, and the text collected as it was written), so
 /// the log is not read again; a failure is only said: the next reader
 /// syncs the run anyway. The catalog is opened (made, in a new home) and
-/// the text settled before `recorded` is asked: a recording indexing on a
-/// second thread works its record out meanwhile (a fifth of the end of a
-/// 40 MB ingest). `recorded` giving `None` (the record was not written)
-/// indexes nothing.
+/// the text written before `recorded` is asked (its rows need nothing of
+/// the record): a recording indexing on a second thread works its record
+/// out meanwhile (the end of a 40 MB ingest took a fifth less). `recorded`
+/// giving `None` (the record was not written) indexes nothing: the text
+/// written is never committed.
 pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOnce() -> Option<Recorded>) {
     let done = (|| -> anyhow::Result<()> {
         let catalog = Catalog::open(home)?;
         // The recording's last syncs are its log's and record's: the
         // catalog is derived, and checkpointed by the next command.
         catalog.unsynced_appends()?;
+        // One transaction: the run's text is thousands of rows, and each
+        // row committed on its own was a WAL commit (a third of a 40 MB
+        // ingest's time); and no search finds the text of a run the list
+        // does not have yet.
+        catalog.begin()?;
         let held = texts.settled(id);
+        if let Some(rows) = &held {
+            catalog.put_texts(id, rows, 0)?;
+        }
         let Some(Recorded { summary, project, agents }) = recorded() else {
             return Ok(());
         };
-        // Text let go of is read back from the log, flushed by now.
-        let texts = match held {
-            Some(rows) => rows,
-            None => agentrace_store::catalog::texts_of_log(&home.log_path(id))?,
-        };
         let stamp = agentrace_store::catalog::log_stamp(&home.log_path(id)).unwrap_or_default();
         let agents = agentrace_store::catalog::agent_rows(&agents);
-        // One transaction: the run's text is thousands of rows, and each
-        // row committed on its own was a WAL commit (a third of a 40 MB
-        // ingest's time).
-        catalog.begin()?;
         // Its project now, not once `usage` has kept its usage: `runs
         // --project` found a recorded run only after that.
-        catalog.put_run(&summary, project.as_deref(), None, &agents, stamp, Some(&texts))?;
+        catalog.put_run(&summary, project.as_deref(), None, &agents, stamp, None)?;
+        match held {
+            // How much of the log the text written covers: the whole of it,
+            // now that the run has its row.
+            Some(_) => catalog.add_texts(id, &[], stamp.bytes, false)?,
+            // Text let go of is read back from the log, flushed by now.
+            None => catalog.put_texts(id, &agentrace_store::catalog::texts_of_log(&home.log_path(id))?, stamp.bytes)?,
+        }
         catalog.commit()?;
         Ok(())
     })();
@@ -252,6 +259,45 @@ mod tests {
         bounded.observe(&envelopes, Some(&lines));
         assert!(bounded.rows.is_empty());
         assert!(bounded.settled(&RunId::from("texts")).is_none());
+    }
+
+    /// A recording's end indexes its run and text in one transaction, the
+    /// text written before the record is handed over: given the record,
+    /// the run is listed and its text found; not given one (the record was
+    /// not written), neither is, though the text was written first.
+    #[test]
+    fn a_recorded_run_is_indexed_with_its_text_only_once_its_record_is_handed_over() {
+        let envelopes = envelopes();
+        // The log as a writer writes it: search cuts its snippets from it.
+        let (mut log, mut lines) = (String::new(), Vec::new());
+        for envelope in &envelopes {
+            let line = serde_json::to_string(envelope).unwrap_or_else(|e| panic!("{e}"));
+            lines.push(LineAt { offset: log.len() as u64, length: line.len() as u64 });
+            log.push_str(&line);
+            log.push('\n');
+        }
+        let id = RunId::from("texts");
+        let mut recorder = Recorder::new(id.clone(), Format::ClaudeStream);
+        recorder.start(Timestamp::from_millis(0));
+        let recorded = || Recorded { summary: recorder.state().summary(), project: Some("/work".to_owned()), agents: recorder.state().agents() };
+        let indexed = |given: bool| -> (u64, usize) {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let home = Home::at(dir.path());
+            #[expect(clippy::disallowed_methods, reason = "the test writes the log a recording would have")]
+            std::fs::create_dir_all(dir.path().join("runs")).and_then(|()| std::fs::write(home.log_path(&id), &log)).unwrap_or_else(|e| panic!("{e}"));
+            let mut texts = Texts::default();
+            texts.observe(&envelopes, Some(&lines));
+            index_recorded(&home, &id, texts, || given.then(recorded));
+            let catalog = Catalog::open(&home).unwrap_or_else(|e| panic!("{e}"));
+            let (_, listed) = catalog.list_runs(&agentrace_store::catalog::RunFilter::default()).unwrap_or_else(|e| panic!("{e}"));
+            let query = agentrace_store::catalog::SearchQuery { text: "delegate".to_owned(), run: None, actor: None, provider: None, project: None, since: None, until: None, limit: 10 };
+            let hits = catalog.search(&home, &query).unwrap_or_else(|e| panic!("{e}"));
+            (listed, hits.len())
+        };
+        let (listed, hits) = indexed(true);
+        assert_eq!(listed, 1);
+        assert!(hits > 0, "the run's text is found");
+        assert_eq!(indexed(false), (0, 0));
     }
 
     #[test]
