@@ -179,7 +179,8 @@ pub struct Recorded {
 /// syncs the run anyway. The catalog is opened (made, in a new home) and
 /// the text written before `recorded` is asked (its rows need nothing of
 /// the record): a recording indexing on a second thread works its record
-/// out meanwhile (the end of a 40 MB ingest took a fifth less). `recorded`
+/// out meanwhile (the end of a 40 MB ingest, from its last line to the
+/// command's return, went from about 40 to 30 ms). `recorded`
 /// giving `None` (the record was not written) indexes nothing: the text
 /// written is never committed.
 pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOnce() -> Option<Recorded>) {
@@ -195,6 +196,8 @@ pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOn
         catalog.begin()?;
         let held = texts.settled(id);
         if let Some(rows) = &held {
+            // How much of the log they cover is set below, once the log is
+            // flushed and the run has its row.
             catalog.put_texts(id, rows, 0)?;
         }
         let Some(Recorded { summary, project, agents }) = recorded() else {

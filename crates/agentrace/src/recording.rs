@@ -677,10 +677,10 @@ impl Recording {
 
     /// The end of a recording that indexes itself: the log made durable
     /// and the record and snapshot written on this thread while a second
-    /// one opens the catalog and, once handed the record, writes the run's
-    /// row and search texts (about 35 ms for a 40 MB ingest, as long as
-    /// the other three together), the reading thread being done. Returns
-    /// the record as written.
+    /// one opens the catalog and writes the run's search text, then, once
+    /// handed the record, the run's row (about 20 ms for a 40 MB ingest,
+    /// a little longer than the other three together), the reading thread
+    /// being done. Returns the record as written.
     fn record_indexing(&mut self, texts: Texts) -> anyhow::Result<RunSummary> {
         let id = self.sinks.writer.run_id().clone();
         let (home, recorder, lent) = (&self.home, &self.recorder, self.lent);
