@@ -1058,11 +1058,24 @@ impl RunState {
     }
 
     fn touch(&mut self, actor: &Actor, sequence: u64) {
-        if let Some(thread) = &actor.thread_id {
-            let stats = self.stats(thread, actor, sequence);
-            stats.actor = actor.clone();
+        let Some(thread) = &actor.thread_id else {
+            return;
+        };
+        let touched = |stats: &mut ThreadStats| {
             stats.event_count += 1;
             stats.stated |= actor.confidence == crate::model::Confidence::Provider;
+        };
+        // Every event touches its thread, mostly one already known with the
+        // same actor: looked up by reference and compared, where `entry`
+        // and an assignment cloned the id and the actor's strings each time.
+        match self.threads.get_mut(thread) {
+            Some(stats) => {
+                if stats.actor != *actor {
+                    stats.actor.clone_from(actor);
+                }
+                touched(stats);
+            }
+            None => touched(self.stats(thread, actor, sequence)),
         }
     }
 

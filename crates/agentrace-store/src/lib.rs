@@ -28,6 +28,7 @@
 pub mod catalog;
 mod error;
 mod files;
+mod full_line;
 pub mod fold;
 mod home;
 pub mod lean;

@@ -44,6 +44,7 @@ use agentrace_core::{Envelope, RunId};
 use crate::error::StoreError;
 use crate::files::replace_unsynced;
 use crate::fold::{fingerprint, keep_tail, RunFold};
+use crate::full_line::FullLines;
 use crate::lean::Encoder;
 use crate::reader::LineAt;
 
@@ -210,6 +211,8 @@ pub struct RunWriter {
     /// Writes v3 lines, numbering actors and paths on from the log's
     /// definitions (`None`: v2 lines).
     lean: Option<Encoder>,
+    /// Writes v2 lines (when `lean` is `None`).
+    full: FullLines,
     /// The log's length before the queued batch (`None` once a write
     /// failed part way: where the next lines land is then unknown).
     written_bytes: Option<u64>,
@@ -271,6 +274,7 @@ impl RunWriter {
             },
             writes: 0,
             lean: None,
+            full: FullLines::default(),
             written_bytes,
             queued_lines: Vec::new(),
         }
@@ -480,7 +484,7 @@ impl RunWriter {
         let start = self.batch.bytes.len();
         let line_start = match &mut self.lean {
             Some(encoder) => encoder.encode(envelope, &mut self.batch.bytes),
-            None => serde_json::to_writer(&mut self.batch.bytes, envelope).map(|()| start),
+            None => self.full.encode(envelope, &mut self.batch.bytes).map(|()| start),
         };
         let line_start = line_start.map_err(|source| StoreError::Encode {
             what: format!("envelope {}", envelope.sequence),
