@@ -457,9 +457,52 @@ fn heads(list: Entries<'_>) -> impl Iterator<Item = TurnHead> + '_ {
         .filter_map(|entry| serde_json::from_str::<TurnHead>(entry.get()).ok())
 }
 
+/// A `result` of the usual shapes, typed in one walk: a thread object (or
+/// none), and lists of turns that are no threads. [`ResponseResult::of`]
+/// takes it when it reads so, and walks the result member by member
+/// otherwise (a `thread/turns/list` answer, most of a session's bytes, was
+/// walked once for its entries and again for each entry's head).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TypedMembers {
+    #[serde(default)]
+    thread: Option<Thread<TurnHead>>,
+    #[serde(default, deserialize_with = "present")]
+    model: bool,
+    #[serde(default, deserialize_with = "lenient_field")]
+    service_tier: Option<String>,
+    #[serde(default)]
+    data: Option<Vec<TurnHead>>,
+    #[serde(default)]
+    turns: Option<Vec<TurnHead>>,
+}
+
 impl ResponseResult {
     /// Reads a `result` as written; one of another shape says nothing.
     pub fn of(result: &RawValue) -> ResponseResult {
+        // The one walk answers as the member-by-member one would when no
+        // list entry is a thread (a listed thread is read whole, from its
+        // entry) and every member has the shape typed; else the result is
+        // read member by member, what each shape is read as decided there.
+        if let Ok(typed) = serde_json::from_str::<TypedMembers>(result.get()) {
+            let data = typed.data.unwrap_or_default();
+            if !data.iter().any(TurnHead::marks_a_thread) {
+                let mut read_back = data;
+                read_back.extend(typed.turns.unwrap_or_default());
+                return ResponseResult {
+                    thread: typed.thread,
+                    model: typed.model,
+                    service_tier: typed.service_tier,
+                    listed_threads: Vec::new(),
+                    read_back,
+                };
+            }
+        }
+        Self::member_by_member(result)
+    }
+
+    /// [`ResponseResult::of`] for a result of any shape.
+    fn member_by_member(result: &RawValue) -> ResponseResult {
         let members: ResultMembers<'_> = serde_json::from_str(result.get()).unwrap_or_default();
         let mut read_back = Vec::new();
         let thread = members.thread.and_then(|raw| {
@@ -504,5 +547,61 @@ impl ResponseResult {
             .iter()
             .flat_map(|thread| &thread.turns)
             .chain(&self.read_back)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `result` of the repo's Codex app-server captures (0.169 and
+    /// 0.171), with the read taken ("typed" in one walk or not).
+    fn captured_results() -> Vec<Box<RawValue>> {
+        #[derive(Deserialize)]
+        struct Answer {
+            result: Option<Box<RawValue>>,
+        }
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
+        let mut results = Vec::new();
+        for folder in ["codex", "codex-0.171"] {
+            let mut captures: Vec<_> = std::fs::read_dir(root.join(folder))
+                .unwrap_or_else(|e| panic!("{folder}: {e}"))
+                .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl"))
+                .filter(|path| path.is_file())
+                .collect();
+            captures.sort();
+            for capture in captures {
+                let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+                results.extend(
+                    text.lines()
+                        .filter_map(|line| serde_json::from_str::<Answer>(line).ok())
+                        .filter_map(|answer| answer.result),
+                );
+            }
+        }
+        results
+    }
+
+    #[test]
+    fn a_result_read_in_one_walk_reads_as_it_does_member_by_member() {
+        let results = captured_results();
+        let typed = results
+            .iter()
+            .filter(|result| {
+                serde_json::from_str::<TypedMembers>(result.get())
+                    .is_ok_and(|typed| !typed.data.unwrap_or_default().iter().any(TurnHead::marks_a_thread))
+            })
+            .count();
+        // Both reads are taken by the captures' answers: the test compares
+        // something either way.
+        assert!(typed > 100 && typed < results.len(), "{typed} of {} typed", results.len());
+        for result in &results {
+            assert_eq!(
+                format!("{:?}", ResponseResult::of(result)),
+                format!("{:?}", ResponseResult::member_by_member(result)),
+                "{}",
+                result.get()
+            );
+        }
     }
 }
