@@ -6,7 +6,6 @@
 //! an envelope (the recorder does), so the recorder and every attributor
 //! can depend on it without depending on each other.
 
-use serde_json::value::RawValue;
 
 use crate::model::{Actor, Direction, Envelope, Event, Timestamp};
 
@@ -53,7 +52,7 @@ pub struct Emitted {
     pub event: Event,
     /// The frame as read (none on derived events, nor on a line's frame
     /// left where it is: `line_frame`).
-    pub raw: Option<Box<RawValue>>,
+    pub raw: Option<crate::model::RawFrame>,
     /// The frame is the line this event was made of, not copied into
     /// `raw`: the attributor was told the caller references lines where
     /// they are ([`Attributor::reference_frames`]), or its own parse

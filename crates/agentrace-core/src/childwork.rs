@@ -457,7 +457,7 @@ impl ChildWork {
             return Vec::new();
         };
         let filled = if self.legacy {
-            crate::legacy_facts::fill(event, envelope.raw.as_deref())
+            crate::legacy_facts::fill(event, envelope.raw.as_ref().map(crate::model::RawFrame::get))
         } else {
             None
         };

@@ -2387,7 +2387,7 @@ impl ClaudeAttributor {
             },
             actor,
             event,
-            raw,
+            raw: raw.map(crate::model::RawFrame::from),
             line_frame,
         });
     }

@@ -1034,7 +1034,7 @@ impl CodexAttributor {
             direction: if raw.is_some() || line_frame { base.direction } else { None },
             actor,
             event,
-            raw,
+            raw: raw.map(crate::model::RawFrame::from),
             line_frame,
         });
     }

@@ -6,6 +6,8 @@ use base64::Engine as _;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::model::RawFrame;
+
 /// One input line after decoding.
 #[derive(Debug)]
 pub enum DecodedLine {
@@ -657,6 +659,23 @@ pub fn is_blank(bytes: &[u8]) -> bool {
 pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
     let text = utf8(trim_line_end(bytes)).ok()?;
     serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
+}
+
+/// The frame of a line an attributor's `serde_json` parse has read whole
+/// (its [`checked_line`], with nothing after the value): [`owned_frame`],
+/// but the line's text is not checked as JSON again when it is the value
+/// alone, and keeps its own buffer. A line with more around the value (a
+/// byte order mark, a line break, spaces) is checked as `owned_frame`
+/// does, whose frame leaves those out.
+pub(crate) fn vouched_frame(bytes: Vec<u8>) -> Option<RawFrame> {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        return json_frame(&bytes).map(RawFrame::from);
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    if text.trim().len() == text.len() {
+        return Some(RawFrame::vouched(text));
+    }
+    serde_json::from_str::<Box<RawValue>>(text.trim()).ok().map(RawFrame::from)
 }
 
 /// [`json_frame`] of a line its caller gives up: the frame keeps the

@@ -628,7 +628,7 @@ impl Attributor for ExecAttributor {
             direction: line.direction,
             actor: actor.clone(),
             event,
-            raw,
+            raw: raw.map(crate::model::RawFrame::from),
             line_frame: false,
         });
         out.extend(derived.into_iter().map(|event| Emitted {

@@ -2,7 +2,6 @@
 //! only, taken from there once per envelope, for that log's readers. A log
 //! written by this build carries them on its events and never comes here.
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::model::{Event, ItemId, ThreadId, TurnId};
@@ -10,13 +9,13 @@ use crate::model::{Event, ItemId, ThreadId, TurnId};
 /// `event` with the facts its frame holds filled in, when it is one of the
 /// events those facts belong to and it has a frame; `None` otherwise (the
 /// event is then read as it is).
-pub fn fill(event: &Event, raw: Option<&RawValue>) -> Option<Event> {
+pub fn fill(event: &Event, raw: Option<&str>) -> Option<Event> {
     // `if let` rather than a match: only these events ever held facts in
     // `raw`, and a new event type must not be routed here by default.
     if !needs_frame(event) {
         return None;
     }
-    let frame: Value = serde_json::from_str(raw?.get()).ok()?;
+    let frame: Value = serde_json::from_str(raw?).ok()?;
     let item = &frame["params"]["item"];
     let mut event = event.clone();
     if let Event::ToolUse { process_id, .. } = &mut event {

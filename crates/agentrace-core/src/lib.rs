@@ -22,6 +22,7 @@ pub mod lines;
 pub mod model;
 pub mod overview;
 pub mod prices;
+mod raw_frame;
 mod pairs;
 pub mod recorder;
 pub mod redact;

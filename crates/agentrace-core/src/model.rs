@@ -54,7 +54,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+
+pub use crate::raw_frame::RawFrame;
 use serde_json::Value;
 
 /// The log format version written by this build.
@@ -1220,7 +1221,7 @@ pub struct Envelope {
     /// The original frame, exactly as read (absent on derived events, and
     /// on an imported frame, which has `raw_ref` instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<Box<RawValue>>,
+    pub raw: Option<RawFrame>,
     /// Where an imported frame is in its source, in place of `raw`: the
     /// source is the copy (see [`RawRef`]). Live-recorded runs never have it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ pub use crate::attribute::{Attributor, Emitted, InputLine, SourcePart};
 use crate::claude::ClaudeAttributor;
 use crate::codex::CodexAttributor;
 use crate::model::{
-    Actor, Direction, Envelope, Event, EventBody, Provider, RawRef, RunId, Source, Timestamp,
+    Actor, Direction, Envelope, Event, EventBody, Provider, RawFrame, RawRef, RunId, Source, Timestamp,
     LOG_VERSION,
 };
 use crate::book::{Changes, RunBook};
@@ -558,7 +558,7 @@ impl Attributed {
             return emitted;
         }
         if let Some(line) = line {
-            emitted.raw = crate::decode::owned_frame(line);
+            emitted.raw = crate::decode::vouched_frame(line);
             emitted.line_frame = false;
         }
         redacted_unless(keep_secrets, emitted)
@@ -639,7 +639,7 @@ fn copied_line_frames(mut emitted: Vec<Emitted>, line: &[u8]) -> Vec<Emitted> {
 /// Copies `line`, the frame of an event marked [`Emitted::line_frame`],
 /// into its `raw`.
 fn copy_line_frame(emitted: &mut Emitted, line: &[u8]) {
-    emitted.raw = crate::decode::json_frame(line);
+    emitted.raw = crate::decode::json_frame(line).map(RawFrame::from);
     emitted.line_frame = false;
 }
 
@@ -650,7 +650,7 @@ fn copy_line_frame(emitted: &mut Emitted, line: &[u8]) {
 fn redacted_line_frame(keep_secrets: bool, mut emitted: Emitted, line: &[u8]) -> Emitted {
     let held_secret = !keep_secrets
         && crate::redact::might_hold_secret(line)
-        && crate::decode::json_frame(line).is_some_and(|frame| crate::redact::redact_raw(&frame).is_some());
+        && crate::decode::json_frame(line).is_some_and(|frame| crate::redact::redact_raw(frame.get()).is_some());
     if held_secret {
         if let Some(event) = crate::redact::redact_event(&emitted.event) {
             emitted.event = event;
@@ -683,7 +683,7 @@ fn redacted_unless(keep_secrets: bool, emitted: Emitted) -> Emitted {
 /// text of earlier frames) and when it keeps undecodable bytes; a frame with
 /// nothing that looks like a secret is kept byte-exact.
 fn redact_emitted(mut emitted: Emitted) -> Emitted {
-    let redacted_raw = emitted.raw.as_deref().and_then(crate::redact::redact_raw);
+    let redacted_raw = emitted.raw.as_ref().and_then(|raw| crate::redact::redact_raw(raw.get()));
     let check_event = emitted.raw.is_none()
         || redacted_raw.is_some()
         || matches!(
@@ -694,7 +694,7 @@ fn redact_emitted(mut emitted: Emitted) -> Emitted {
             }
         );
     if let Some(raw) = redacted_raw {
-        emitted.raw = Some(raw);
+        emitted.raw = Some(raw.into());
     }
     if check_event {
         if let Some(event) = crate::redact::redact_event(&emitted.event) {

@@ -223,11 +223,11 @@ pub fn redact_value(value: &mut Value) -> bool {
 /// The raw frame with secrets redacted, or `None` when it holds none (keep
 /// the original, byte-exact). The result is valid JSON: strings are
 /// redacted in the parsed value, so escapes (`\nsk-…`) cannot hide a key.
-pub fn redact_raw(raw: &RawValue) -> Option<Box<RawValue>> {
-    if !might_hold_secret(raw.get().as_bytes()) {
+pub fn redact_raw(raw: &str) -> Option<Box<RawValue>> {
+    if !might_hold_secret(raw.as_bytes()) {
         return None;
     }
-    let mut value: Value = serde_json::from_str(raw.get()).ok()?;
+    let mut value: Value = serde_json::from_str(raw).ok()?;
     if !redact_value(&mut value) {
         return None;
     }

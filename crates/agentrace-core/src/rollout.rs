@@ -794,7 +794,7 @@ impl Attributor for RolloutAttributor {
             direction: None,
             actor,
             event,
-            raw,
+            raw: raw.map(crate::model::RawFrame::from),
             line_frame: decoded && self.reference_frames,
         }];
         for (actor, event) in derived {

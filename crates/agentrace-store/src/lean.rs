@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agentrace_core::model::{Actor, Direction, Envelope, EventBody, RawRef, RawUnavailable, RunId, Timestamp};
+use agentrace_core::model::{Actor, Direction, Envelope, EventBody, RawFrame, RawRef, RawUnavailable, RunId, Timestamp};
 use agentrace_core::LOG_VERSION;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -158,7 +158,7 @@ pub(crate) fn expand(text: &str, raw: Option<&RawValue>, dictionary: &Dictionary
         actor,
         event: line.event,
         // As for v2: a frame that was the JSON `null` is still a frame.
-        raw: line.raw.or_else(|| raw.map(ToOwned::to_owned)),
+        raw: line.raw.or_else(|| raw.map(ToOwned::to_owned)).map(RawFrame::from),
         raw_ref,
         raw_unavailable: line.raw_unavailable,
     })
@@ -189,7 +189,7 @@ struct LeanLineRef<'a> {
     actor: u32,
     event: &'a EventBody,
     #[serde(skip_serializing_if = "Option::is_none")]
-    raw: Option<&'a RawValue>,
+    raw: Option<&'a RawFrame>,
     #[serde(skip_serializing_if = "Option::is_none")]
     raw_ref: Option<(u32, u64, u64, u32)>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -290,7 +290,7 @@ impl Encoder {
                 direction: envelope.direction,
                 actor,
                 event: &envelope.event,
-                raw: envelope.raw.as_deref(),
+                raw: envelope.raw.as_ref(),
                 raw_ref,
                 raw_unavailable: envelope.raw_unavailable,
             },

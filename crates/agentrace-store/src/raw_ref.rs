@@ -16,7 +16,7 @@ use std::io::{self, BufRead as _, BufReader, Write as _};
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
-use agentrace_core::model::{Envelope, RawRef, RawUnavailable};
+use agentrace_core::model::{Envelope, RawFrame, RawRef, RawUnavailable};
 use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,7 @@ pub fn reference_in(name: &str, offset: u64, bytes: &[u8]) -> RawRef {
 /// one JSON value.
 pub fn frame_of(bytes: &[u8]) -> Option<Box<RawValue>> {
     let frame = agentrace_core::decode::json_frame(bytes)?;
-    Some(agentrace_core::redact::redact_raw(&frame).unwrap_or(frame))
+    Some(agentrace_core::redact::redact_raw(frame.get()).unwrap_or(frame))
 }
 
 /// `<runs>/<id>.raw.gz` beside the log `<runs>/<id>.jsonl`: the run's
@@ -73,7 +73,7 @@ pub fn copies_path(log: &Path) -> PathBuf {
 struct Copy {
     sequence: u64,
     raw_ref: RawRef,
-    raw: Box<RawValue>,
+    raw: RawFrame,
 }
 
 /// How many source files a resolver keeps open.
@@ -106,7 +106,7 @@ impl Resolver {
 
     /// The frame of `envelope`: its `raw`, else its reference resolved;
     /// `Ok(None)` for an envelope with neither (a derived event).
-    pub fn frame(&mut self, envelope: &Envelope) -> Result<Option<Box<RawValue>>, RawUnavailable> {
+    pub fn frame(&mut self, envelope: &Envelope) -> Result<Option<RawFrame>, RawUnavailable> {
         if let Some(raw) = &envelope.raw {
             return Ok(Some(raw.clone()));
         }
@@ -116,7 +116,7 @@ impl Resolver {
         if let Some(copy) = self.copies.as_mut().and_then(|copies| copies.find(envelope.sequence, reference)) {
             return Ok(Some(copy));
         }
-        self.read(reference).map(Some)
+        self.read(reference).map(|frame| Some(frame.into()))
     }
 
     /// `envelope` as shown with its frame: a reference resolved into `raw`,
@@ -128,7 +128,7 @@ impl Resolver {
         match self.frame(envelope) {
             Ok(frame) => envelope.raw = frame,
             Err(why) => {
-                envelope.raw = RawValue::from_string(String::from("null")).ok();
+                envelope.raw = RawValue::from_string(String::from("null")).ok().map(RawFrame::from);
                 envelope.raw_unavailable = Some(why);
             }
         }
@@ -180,7 +180,7 @@ impl Copies {
     }
 
     /// The kept copy of envelope `sequence`, when it is of `reference`.
-    fn find(&mut self, sequence: u64, reference: &RawRef) -> Option<Box<RawValue>> {
+    fn find(&mut self, sequence: u64, reference: &RawRef) -> Option<RawFrame> {
         if sequence <= self.last {
             self.reader = None;
             self.ahead = None;

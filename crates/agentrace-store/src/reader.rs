@@ -10,7 +10,7 @@ use std::io::{self, BufRead, BufReader};
 use std::iter::FusedIterator;
 use std::path::{Path, PathBuf};
 
-use agentrace_core::{Actor, Envelope, EventBody, RunId, Timestamp, LOG_VERSION};
+use agentrace_core::{Actor, Envelope, EventBody, RawFrame, RunId, Timestamp, LOG_VERSION};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -479,7 +479,7 @@ fn decode_v2(text: &str, raw: Option<&RawValue>) -> LineOutcome {
     // frame that was the JSON `null` is still a frame, and every input line
     // must stay in some envelope's `raw`.
     if envelope.raw.is_none() {
-        envelope.raw = raw.map(ToOwned::to_owned);
+        envelope.raw = raw.map(|raw| RawFrame::from(raw.to_owned()));
     }
     LineOutcome::Envelope(Box::new(envelope))
 }
@@ -521,7 +521,7 @@ fn decode_legacy(
         direction: None,
         actor: Actor::unknown(LEGACY_ACTOR_REASON),
         event,
-        raw: Some(raw),
+        raw: Some(raw.into()),
         raw_ref: None,
         raw_unavailable: None,
     }))

@@ -125,7 +125,7 @@ fn envelopes() -> impl Strategy<Value = Vec<Envelope>> {
                 direction,
                 actor,
                 event,
-                raw: raw.and_then(|raw| serde_json::value::to_raw_value(&raw).ok()),
+                raw: raw.and_then(|raw| serde_json::value::to_raw_value(&raw).ok()).map(Into::into),
                 raw_ref: None,
                 raw_unavailable: None,
             })
@@ -171,7 +171,7 @@ fn known_envelope() -> Envelope {
             cwd: None,
             model: None,
         }),
-        raw: RawValue::from_string(String::from("{\"method\":\"x\"}")).ok(),
+        raw: RawValue::from_string(String::from("{\"method\":\"x\"}")).ok().map(Into::into),
         raw_ref: None,
         raw_unavailable: None,
     }

@@ -59,7 +59,7 @@ fn kept_copies_are_read_first_in_any_order_and_only_for_their_own_reference() {
     let log = dir.path().join("r.jsonl");
     let kept = |sequence: u64, text: &str| {
         let mut envelope = referencing(sequence, &reference(&source, sequence * 100, text.as_bytes()));
-        envelope.raw = serde_json::value::RawValue::from_string(text.to_owned()).ok();
+        envelope.raw = serde_json::value::RawValue::from_string(text.to_owned()).ok().map(Into::into);
         envelope
     };
     // Two imports: the run written, then read on.

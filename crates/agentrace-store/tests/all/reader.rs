@@ -24,7 +24,7 @@ fn legacy(line: &str, sequence: u64, run_id: &str, millis: i64, event: EventBody
         direction: None,
         actor: Actor::unknown(LEGACY_ACTOR_REASON),
         event,
-        raw: RawValue::from_string(line.to_owned()).ok(),
+        raw: RawValue::from_string(line.to_owned()).ok().map(Into::into),
         raw_ref: None,
         raw_unavailable: None,
     }

@@ -56,7 +56,7 @@ fn a_raw_frame_with_line_breaks_is_still_written_as_one_line() -> TestResult {
     let (_, mut envelopes) = record("run-a", &SESSION[..1]);
     envelopes[0].raw = Some(RawValue::from_string(String::from(
         "{\r\n  \"hook\": \"SubagentStart\",\n  \"text\": \"a\\nb\"\n}",
-    ))?);
+    ))?.into());
     write_run(&home, &envelopes, "run-a")?;
 
     let lines = lines_of(&home.log_path(&run_id("run-a")))?;

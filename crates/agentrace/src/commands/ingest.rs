@@ -920,7 +920,7 @@ fn spelled(bytes: &[u8]) -> Option<String> {
 fn redacted_spelling(bytes: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(bytes).ok()?;
     let raw = serde_json::value::RawValue::from_string(text.trim_end().to_owned()).ok()?;
-    agentrace_core::redact::redact_raw(&raw).and_then(|redacted| spelled(redacted.get().as_bytes()))
+    agentrace_core::redact::redact_raw(raw.get()).and_then(|redacted| spelled(redacted.get().as_bytes()))
 }
 
 /// `bytes` of a session's file without what `recorded` holds (each taken
