@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agentrace_wire::codex::{
     AgentState, CollabAgentToolCall, DeltaParams, Frame, Item, ItemParams, MessageKind,
-    NamesThread as _, NoticeParams, Notification, Phase, ResponseResult, ServerRequest, Thread,
+    NamesThread as _, NoticeParams, Notification, Phase, ReadResult, ResponseResult, ServerRequest, Thread,
     ThreadRef, TokenBreakdown, TurnParams, TurnStatus,
 };
 use serde::Deserialize;
@@ -259,7 +259,7 @@ impl CodexAttributor {
 
     fn handle_frame(
         &mut self,
-        frame: &Frame<'_>,
+        frame: Frame<'_, ResponseResult>,
         direction: Option<Direction>,
         line_number: u64,
         pending: &mut Pending,
@@ -336,7 +336,6 @@ impl CodexAttributor {
                 let mut unfinished_turn_ids = Vec::new();
                 if direction != Some(Direction::ToServer) {
                     if let Some(result) = frame.result {
-                        let result = ResponseResult::of(result);
                         (thread, model) = self.response_threads(&result, method.as_deref(), pending);
                         // The settings' tier, with the model they started.
                         service_tier = model.as_ref().and(result.service_tier.clone());
@@ -1094,7 +1093,7 @@ impl Attributor for CodexAttributor {
                     .map(Timestamp::from_millis)
                     .unwrap_or(line.observed_at);
                 let (thread, event) =
-                    self.handle_frame(&frame, line.direction, line.line_number, &mut pending);
+                    self.handle_frame(frame, line.direction, line.line_number, &mut pending);
                 (thread, event, FrameOf::Line, timestamp)
             }
             Err(DecodedRaw::Undecodable {
@@ -1149,9 +1148,25 @@ enum FrameOf {
 /// the line checked and copied as [`decode_raw`] does, which says whether
 /// it is JSON at all. A parse of the envelope accepts no line that check
 /// refuses: its members are typed or skimmed by the same parser.
-fn frame_of<'a>(line: &InputLine<'a>) -> Result<Frame<'a>, DecodedRaw> {
-    crate::decode::checked_line(line.bytes, line.truncated_from)
-        .and_then(|text| serde_json::from_str::<Frame<'a>>(text).ok())
+/// The line's frame, its `result` read. A result of the usual shapes is
+/// read in the frame's own walk (responses are half of a session's bytes,
+/// and their result was walked once for the frame and again to read it);
+/// any other, and a line that does not read so, is read again with its
+/// result as written, and the result read from that.
+fn frame_of<'a>(line: &InputLine<'a>) -> Result<Frame<'a, ResponseResult>, DecodedRaw> {
+    let text = crate::decode::checked_line(line.bytes, line.truncated_from);
+    if let Some(mut frame) = text.and_then(|text| serde_json::from_str::<Frame<'a, ReadResult>>(text).ok()) {
+        match frame.result.take().map(ReadResult::read) {
+            None => return Ok(frame.with_result(None)),
+            Some(Some(result)) => return Ok(frame.with_result(Some(result))),
+            Some(None) => {}
+        }
+    }
+    text.and_then(|text| serde_json::from_str::<Frame<'a>>(text).ok())
+        .map(|mut frame| {
+            let result = frame.result.take().map(ResponseResult::of);
+            frame.with_result(result)
+        })
         .ok_or_else(|| decode_raw(line.bytes, line.truncated_from))
 }
 
@@ -1300,5 +1315,59 @@ fn tool_event(
             item_id: Some(ItemId::from(id)),
             turn_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line of the repo's Codex app-server captures (0.169 and 0.171),
+    /// and one whose result lists a thread.
+    fn captured_lines() -> Vec<String> {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
+        let mut lines = Vec::new();
+        for folder in ["codex", "codex-0.171"] {
+            let mut captures: Vec<_> = std::fs::read_dir(root.join(folder))
+                .unwrap_or_else(|e| panic!("{folder}: {e}"))
+                .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl"))
+                .filter(|path| path.is_file())
+                .collect();
+            captures.sort();
+            for capture in captures {
+                let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+                lines.extend(text.lines().map(str::to_owned));
+            }
+        }
+        lines.push(r#"{"id":9,"result":{"data":[{"id":"t","source":"vscode","turns":[]},{"id":"u","status":"interrupted"}]}}"#.to_owned());
+        lines.push(r#"{"id":9,"result":"done"}"#.to_owned());
+        lines.push(r#"{"id":9,"result":null,"error":{"message":"no"}}"#.to_owned());
+        lines
+    }
+
+    /// A frame's result read in the frame's walk reads as the result as
+    /// written does, whichever way each line is read.
+    #[test]
+    fn a_frames_result_reads_as_its_result_as_written() {
+        let lines = captured_lines();
+        let mut results = 0;
+        for (index, text) in lines.iter().enumerate() {
+            let line = InputLine {
+                bytes: text.as_bytes(),
+                line_number: index as u64 + 1,
+                observed_at: Timestamp::from_millis(0),
+                direction: None,
+                truncated_from: None,
+            };
+            let as_written = serde_json::from_str::<Frame<'_>>(text).ok();
+            let read = frame_of(&line).ok();
+            assert_eq!(
+                read.as_ref().map(|frame| (frame.kind(), format!("{:?}", frame.result))),
+                as_written.map(|frame| (frame.kind(), format!("{:?}", frame.result.map(ResponseResult::of)))),
+                "{text}"
+            );
+            results += usize::from(read.is_some_and(|frame| frame.result.is_some()));
+        }
+        assert!(results > 100, "{results} results");
     }
 }

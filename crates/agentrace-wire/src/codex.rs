@@ -23,7 +23,7 @@ pub use items::{
     McpToolCall, Reasoning, SubAgentActivity, UserMessage, WebSearch,
 };
 pub use methods::{
-    Notification, ResponseResult, ServerRequest, ServerRequestParams, TurnHead,
+    Notification, ReadResult, ResponseResult, ServerRequest, ServerRequestParams, TurnHead,
 };
 
 /// One JSON-RPC line, before we know what it is.
@@ -80,10 +80,11 @@ impl Message {
 /// One JSON-RPC line with its payload members borrowed from the line's text:
 /// nothing is built but the small members, so the typed payload
 /// ([`Notification::decode`], [`ServerRequest::decode`], [`ResponseResult`])
-/// is the only parse of it.
+/// is the only parse of it. `R` is what `result` is read as: as written, or
+/// [`ReadResult`], read in the frame's own walk.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Frame<'a> {
+pub struct Frame<'a, R = &'a RawValue> {
     /// Request or response id (numbers and strings both occur).
     #[serde(default)]
     pub id: Option<Value>,
@@ -93,9 +94,9 @@ pub struct Frame<'a> {
     /// Request or notification parameters, as written.
     #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
-    /// Successful response payload, as written.
-    #[serde(default, borrow)]
-    pub result: Option<&'a RawValue>,
+    /// Successful response payload (a missing `Option` member reads as
+    /// `None`; `default` here would ask `R: Default` of every `R`).
+    pub result: Option<R>,
     /// Error response payload, as written.
     #[serde(default, borrow)]
     pub error: Option<&'a RawValue>,
@@ -105,7 +106,27 @@ pub struct Frame<'a> {
     pub emitted_at_ms: Option<i64>,
 }
 
-impl Frame<'_> {
+impl<'a, R> Frame<'a, R> {
+    /// The same frame with `result` in its place.
+    pub fn with_result<S>(self, result: Option<S>) -> Frame<'a, S> {
+        let Frame {
+            id,
+            method,
+            params,
+            result: _,
+            error,
+            emitted_at_ms,
+        } = self;
+        Frame {
+            id,
+            method,
+            params,
+            result,
+            error,
+            emitted_at_ms,
+        }
+    }
+
     /// Classifies the frame by the members it has (as [`Message::kind`]).
     pub fn kind(&self) -> MessageKind {
         match (&self.method, &self.id) {

@@ -477,6 +477,36 @@ struct TypedMembers {
     turns: Option<Vec<TurnHead>>,
 }
 
+/// A response's `result` of the usual shapes, read where it is met (in
+/// its frame's walk: [`crate::codex::Frame`]`<ReadResult>`). Another shape
+/// fails to read, and a result read so may still need reading as written
+/// ([`ReadResult::read`]).
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub struct ReadResult(TypedMembers);
+
+impl ReadResult {
+    /// What the result says, as [`ResponseResult::of`] reads it; `None`
+    /// when a list entry is a thread, which is read whole from the result
+    /// as written.
+    pub fn read(self) -> Option<ResponseResult> {
+        let ReadResult(typed) = self;
+        let data = typed.data.unwrap_or_default();
+        if data.iter().any(TurnHead::marks_a_thread) {
+            return None;
+        }
+        let mut read_back = data;
+        read_back.extend(typed.turns.unwrap_or_default());
+        Some(ResponseResult {
+            thread: typed.thread,
+            model: typed.model,
+            service_tier: typed.service_tier,
+            listed_threads: Vec::new(),
+            read_back,
+        })
+    }
+}
+
 impl ResponseResult {
     /// Reads a `result` as written; one of another shape says nothing.
     pub fn of(result: &RawValue) -> ResponseResult {
@@ -484,21 +514,10 @@ impl ResponseResult {
         // list entry is a thread (a listed thread is read whole, from its
         // entry) and every member has the shape typed; else the result is
         // read member by member, what each shape is read as decided there.
-        if let Ok(typed) = serde_json::from_str::<TypedMembers>(result.get()) {
-            let data = typed.data.unwrap_or_default();
-            if !data.iter().any(TurnHead::marks_a_thread) {
-                let mut read_back = data;
-                read_back.extend(typed.turns.unwrap_or_default());
-                return ResponseResult {
-                    thread: typed.thread,
-                    model: typed.model,
-                    service_tier: typed.service_tier,
-                    listed_threads: Vec::new(),
-                    read_back,
-                };
-            }
-        }
-        Self::member_by_member(result)
+        serde_json::from_str::<ReadResult>(result.get())
+            .ok()
+            .and_then(ReadResult::read)
+            .unwrap_or_else(|| Self::member_by_member(result))
     }
 
     /// [`ResponseResult::of`] for a result of any shape.
@@ -588,8 +607,7 @@ mod tests {
         let typed = results
             .iter()
             .filter(|result| {
-                serde_json::from_str::<TypedMembers>(result.get())
-                    .is_ok_and(|typed| !typed.data.unwrap_or_default().iter().any(TurnHead::marks_a_thread))
+                serde_json::from_str::<ReadResult>(result.get()).is_ok_and(|read| read.read().is_some())
             })
             .count();
         // Both reads are taken by the captures' answers: the test compares
