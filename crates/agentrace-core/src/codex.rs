@@ -80,6 +80,11 @@ pub struct CodexAttributor {
     raised: HashSet<(String, Option<ThreadId>)>,
     /// Spawn edges already announced.
     edges: HashSet<(ThreadId, ThreadId)>,
+    /// Each thread's actor as the registry gave it at `actors_at` changes:
+    /// every line's actor was worked out anew (a tenth of the attributing
+    /// thread's time), though the registry changes on a few lines only.
+    actors: HashMap<ThreadId, Actor>,
+    actors_at: u64,
 }
 
 /// What one frame produced before actors are attached.
@@ -107,6 +112,20 @@ impl CodexAttributor {
             Some(thread) => self.registry.actor(thread),
             None => Actor::unknown("no thread id"),
         }
+    }
+
+    /// `thread`'s actor, as [`Registry::actor`] names it.
+    fn actor(&mut self, thread: &ThreadId) -> Actor {
+        if self.actors_at != self.registry.changes() {
+            self.actors.clear();
+            self.actors_at = self.registry.changes();
+        }
+        if let Some(actor) = self.actors.get(thread) {
+            return actor.clone();
+        }
+        let actor = self.registry.actor(thread);
+        self.actors.insert(thread.clone(), actor.clone());
+        actor
     }
 
     fn observe(&mut self, thread: &ThreadId) {
@@ -1021,7 +1040,14 @@ impl CodexAttributor {
         frame: FrameOf,
     ) {
         if let Some(thread) = &actor.thread_id {
-            self.announced.insert(thread.clone(), actor.clone());
+            // Mostly announced already, as it is: compared, not cloned again.
+            match self.announced.get_mut(thread) {
+                Some(announced) if *announced == actor => {}
+                Some(announced) => announced.clone_from(&actor),
+                None => {
+                    self.announced.insert(thread.clone(), actor.clone());
+                }
+            }
         }
         let (raw, line_frame) = match frame {
             FrameOf::Line => (None, true),
@@ -1115,7 +1141,7 @@ impl Attributor for CodexAttributor {
             ),
         };
         let actor = match &thread {
-            Some(thread) => self.registry.actor(thread),
+            Some(thread) => self.actor(thread),
             None => Actor::unknown("no thread id"),
         };
         // Corrections first: they compare against what was announced before
@@ -1369,5 +1395,23 @@ mod tests {
             results += usize::from(read.is_some_and(|frame| frame.result.is_some()));
         }
         assert!(results > 100, "{results} results");
+    }
+
+    /// A thread's actor is kept only while the registry stands: a link
+    /// made after it was asked for names it anew.
+    #[test]
+    fn a_kept_actor_is_named_anew_once_the_registry_changes() {
+        let mut attributor = CodexAttributor::new();
+        let (root, child) = (ThreadId::from("root"), ThreadId::from("child"));
+        attributor.observe(&root);
+        attributor.registry.mark_root(&root);
+        attributor.observe(&child);
+        let unlinked = attributor.actor(&child);
+        attributor.registry.link(&root, &child, "test");
+        let linked = attributor.actor(&child);
+        assert_eq!(
+            (unlinked.role, linked.role, &linked),
+            (crate::model::Role::Unknown, crate::model::Role::Helper, &attributor.registry.actor(&child))
+        );
     }
 }

@@ -86,6 +86,11 @@ pub struct Registry {
     primary_root: Option<ThreadId>,
     helpers: u32,
     roots: u32,
+    /// How many times the registry was changed in this process (not saved:
+    /// a reader of [`Registry::changes`] keeps what it worked out from one
+    /// registry only while the count stands).
+    #[serde(skip)]
+    changes: u64,
 }
 
 impl Registry {
@@ -104,8 +109,15 @@ impl Registry {
         self.threads.iter()
     }
 
+    /// How many changes this registry has seen: an actor worked out from
+    /// it stays right while the count stands.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     /// Notes that a thread exists (unlinked if new).
     pub fn observe(&mut self, thread: &ThreadId) {
+        self.changes += 1;
         self.threads
             .entry(thread.clone())
             .or_insert_with(|| ThreadEntry {
@@ -124,6 +136,7 @@ impl Registry {
     /// Marks a thread the client started as a root. Returns false when the
     /// thread is already a helper (the link is kept).
     pub fn mark_root(&mut self, thread: &ThreadId) -> bool {
+        self.changes += 1;
         self.observe(thread);
         let Some(entry) = self.threads.get_mut(thread) else {
             return false;
@@ -145,6 +158,7 @@ impl Registry {
 
     /// Offers a spawn link `parent → child`. The first link wins.
     pub fn link(&mut self, parent: &ThreadId, child: &ThreadId, via: &str) -> LinkOutcome {
+        self.changes += 1;
         if parent == child || self.is_ancestor(child, parent) {
             return LinkOutcome::Cycle;
         }
@@ -174,6 +188,7 @@ impl Registry {
     /// Adds what is known of a child; the first value of each fact stays.
     /// Returns true when anything changed.
     pub fn add_details(&mut self, child: &ThreadId, details: &ChildDetails) -> bool {
+        self.changes += 1;
         self.observe(child);
         let Some(entry) = self.threads.get_mut(child) else {
             return false;
