@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use agentrace_wire::codex::{
     AgentState, CollabAgentToolCall, DeltaParams, Frame, Item, ItemParams, MessageKind,
-    NamesThread as _, NoticeParams, Notification, Phase, ReadResult, ResponseResult, ServerRequest, Thread,
+    NamesThread as _, NoticeParams, Notification, Phase, ReadFrame, ReadResult, ResponseResult, ServerRequest, Thread,
     ThreadRef, TokenBreakdown, TurnParams, TurnStatus,
 };
 use serde::Deserialize;
@@ -279,6 +279,7 @@ impl CodexAttributor {
     fn handle_frame(
         &mut self,
         frame: Frame<'_, ResponseResult>,
+        notification: Option<Notification>,
         direction: Option<Direction>,
         line_number: u64,
         pending: &mut Pending,
@@ -296,7 +297,7 @@ impl CodexAttributor {
                         },
                     );
                 }
-                self.notification(method, frame.params, line_number, pending)
+                self.notification(method, frame.params, notification, line_number, pending)
             }
             MessageKind::Request => {
                 let method = frame.method.as_deref().unwrap_or_default().to_owned();
@@ -454,10 +455,11 @@ impl CodexAttributor {
         &mut self,
         method: &str,
         params: Option<&RawValue>,
+        typed: Option<Notification>,
         line_number: u64,
         pending: &mut Pending,
     ) -> (Option<ThreadId>, Event) {
-        let notification = match Notification::decode(method, params) {
+        let notification = match typed.map_or_else(|| Notification::decode(method, params), Ok) {
             Ok(notification) => notification,
             Err(_) => {
                 // A known method whose params have another shape: still
@@ -1113,13 +1115,13 @@ impl Attributor for CodexAttributor {
         // was an eighth of this thread's time). A line it cannot read is
         // checked and copied here, to say why.
         let (thread, event, frame, timestamp) = match frame_of(line) {
-            Ok(frame) => {
+            Ok((frame, notification)) => {
                 let timestamp = frame
                     .emitted_at_ms
                     .map(Timestamp::from_millis)
                     .unwrap_or(line.observed_at);
                 let (thread, event) =
-                    self.handle_frame(frame, line.direction, line.line_number, &mut pending);
+                    self.handle_frame(frame, notification, line.direction, line.line_number, &mut pending);
                 (thread, event, FrameOf::Line, timestamp)
             }
             Err(DecodedRaw::Undecodable {
@@ -1174,24 +1176,31 @@ enum FrameOf {
 /// the line checked and copied as [`decode_raw`] does, which says whether
 /// it is JSON at all. A parse of the envelope accepts no line that check
 /// refuses: its members are typed or skimmed by the same parser.
-/// The line's frame, its `result` read. A result of the usual shapes is
-/// read in the frame's own walk (responses are half of a session's bytes,
-/// and their result was walked once for the frame and again to read it);
-/// any other, and a line that does not read so, is read again with its
-/// result as written, and the result read from that.
-fn frame_of<'a>(line: &InputLine<'a>) -> Result<Frame<'a, ResponseResult>, DecodedRaw> {
+/// A line's frame, its `result` read, and a notification's params when
+/// they were typed in the frame's walk.
+type FrameRead<'a> = (Frame<'a, ResponseResult>, Option<Notification>);
+
+/// The line's frame, its `result` read. A frame of the usual shapes is read
+/// in one walk ([`ReadFrame`]: a notification's params typed by its method
+/// and a response's result read where they are met; each was walked once
+/// for the frame and again to read it, and they are nearly all of a
+/// session's bytes); any other, and a line that does not read so, is read
+/// again with its members as written, the result read from those (the
+/// params are typed by [`CodexAttributor::notification`]).
+fn frame_of<'a>(line: &InputLine<'a>) -> Result<FrameRead<'a>, DecodedRaw> {
     let text = crate::decode::checked_line(line.bytes, line.truncated_from);
-    if let Some(mut frame) = text.and_then(|text| serde_json::from_str::<Frame<'a, ReadResult>>(text).ok()) {
+    if let Some(read) = text.and_then(|text| serde_json::from_str::<ReadFrame<'a>>(text).ok()) {
+        let ReadFrame { mut frame, notification } = read;
         match frame.result.take().map(ReadResult::read) {
-            None => return Ok(frame.with_result(None)),
-            Some(Some(result)) => return Ok(frame.with_result(Some(result))),
+            None => return Ok((frame.with_result(None), notification)),
+            Some(Some(result)) => return Ok((frame.with_result(Some(result)), notification)),
             Some(None) => {}
         }
     }
     text.and_then(|text| serde_json::from_str::<Frame<'a>>(text).ok())
         .map(|mut frame| {
             let result = frame.result.take().map(ResponseResult::of);
-            frame.with_result(result)
+            (frame.with_result(result), None)
         })
         .ok_or_else(|| decode_raw(line.bytes, line.truncated_from))
 }
@@ -1371,8 +1380,9 @@ mod tests {
         lines
     }
 
-    /// A frame's result read in the frame's walk reads as the result as
-    /// written does, whichever way each line is read.
+    /// A frame's result and a notification's params read in the frame's
+    /// walk read as the result and the params as written do, whichever way
+    /// each line is read.
     #[test]
     fn a_frames_result_reads_as_its_result_as_written() {
         let lines = captured_lines();
@@ -1387,12 +1397,21 @@ mod tests {
             };
             let as_written = serde_json::from_str::<Frame<'_>>(text).ok();
             let read = frame_of(&line).ok();
+            let typed = |method: Option<&str>, params: Option<&RawValue>| {
+                method.and_then(|method| Notification::decode(method, params).ok())
+            };
             assert_eq!(
-                read.as_ref().map(|frame| (frame.kind(), format!("{:?}", frame.result))),
-                as_written.map(|frame| (frame.kind(), format!("{:?}", frame.result.map(ResponseResult::of)))),
+                read.as_ref().map(|(frame, notification)| {
+                    let notification = notification.clone().or_else(|| typed(frame.method.as_deref(), frame.params));
+                    (frame.kind(), format!("{:?}", frame.result), format!("{notification:?}"))
+                }),
+                as_written.map(|frame| {
+                    let notification = typed(frame.method.as_deref(), frame.params);
+                    (frame.kind(), format!("{:?}", frame.result.map(ResponseResult::of)), format!("{notification:?}"))
+                }),
                 "{text}"
             );
-            results += usize::from(read.is_some_and(|frame| frame.result.is_some()));
+            results += usize::from(read.is_some_and(|(frame, _)| frame.result.is_some()));
         }
         assert!(results > 100, "{results} results");
     }

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 mod items;
 mod methods;
+mod read_frame;
 
 pub use items::{
     AgentMessage, AgentState, CollabAgentToolCall, CommandExecution, FileChange, Item,
@@ -25,6 +26,7 @@ pub use items::{
 pub use methods::{
     Notification, ReadResult, ResponseResult, ServerRequest, ServerRequestParams, TurnHead,
 };
+pub use read_frame::ReadFrame;
 
 /// One JSON-RPC line, before we know what it is.
 #[derive(Debug, Clone, Default, Deserialize)]

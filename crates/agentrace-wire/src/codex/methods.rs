@@ -47,6 +47,21 @@ macro_rules! methods {
                 })
             }
 
+            /// [`Self::decode`] of params met in a walk of their frame
+            /// (not null): the params read from `deserializer`. Params of
+            /// another shape are an error here, also for a method whose
+            /// `decode` reads them leniently (the caller reads the frame as
+            /// written instead).
+            pub fn read<'de, D: serde::Deserializer<'de>>(method: &str, deserializer: D) -> Result<Self, D::Error> {
+                Ok(match method {
+                    $($method => $name::$variant(<$params as Deserialize>::deserialize(deserializer)?),)*
+                    _ => $name::Unknown {
+                        method: method.to_owned(),
+                        params: Some(<Box<RawValue> as Deserialize>::deserialize(deserializer)?),
+                    },
+                })
+            }
+
             /// The method, as written.
             pub fn method(&self) -> &str {
                 match self {
@@ -462,7 +477,7 @@ fn heads(list: Entries<'_>) -> impl Iterator<Item = TurnHead> + '_ {
 /// takes it when it reads so, and walks the result member by member
 /// otherwise (a `thread/turns/list` answer, most of a session's bytes, was
 /// walked once for its entries and again for each entry's head).
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct TypedMembers {
     #[serde(default)]
@@ -481,7 +496,7 @@ struct TypedMembers {
 /// its frame's walk: [`crate::codex::Frame`]`<ReadResult>`). Another shape
 /// fails to read, and a result read so may still need reading as written
 /// ([`ReadResult::read`]).
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(transparent)]
 pub struct ReadResult(TypedMembers);
 
