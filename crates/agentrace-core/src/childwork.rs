@@ -745,10 +745,14 @@ impl ChildWork {
             .map(|(child, _)| child.clone())
             .collect();
         self.dirty.extend(children.into_iter().map(Key::Agent));
+        // The commands are ordered by launcher first: `thread`'s are one
+        // range (every command was compared at each new child, which made a
+        // run with many children quadratic).
         let commands: Vec<Key> = self
             .commands
-            .keys()
-            .filter(|(launcher, _)| launcher.as_ref() == Some(thread))
+            .range((Some(thread.clone()), ItemId(String::new()))..)
+            .map(|(key, _)| key)
+            .take_while(|(launcher, _)| launcher.as_ref() == Some(thread))
             .map(|(launcher, item)| Key::Command(launcher.clone(), item.clone()))
             .collect();
         self.dirty.extend(commands);
@@ -769,11 +773,14 @@ impl ChildWork {
         let Some(thread) = thread else {
             return;
         };
+        // Every event of a thread comes here, and mostly changes nothing:
+        // looked up by reference first (`facts` clones the id, and the
+        // label was cloned to be compared).
+        let known = self.agents.get(thread);
         match actor.role {
             Role::Root => {
-                let facts = self.facts(thread);
-                if !facts.root {
-                    facts.root = true;
+                if !known.is_some_and(|facts| facts.root) {
+                    self.facts(thread).root = true;
                     self.mark_owned_by(thread);
                 }
             }
@@ -781,10 +788,8 @@ impl ChildWork {
             // both attributors write right after, with the spawn prompt, so
             // a record is admitted once, whole.
             Role::Helper => {
-                let facts = self.facts(thread);
-                let label = Some(actor.label.clone());
-                if facts.label != label {
-                    facts.label = label;
+                if known.and_then(|facts| facts.label.as_deref()) != Some(actor.label.as_str()) {
+                    self.facts(thread).label = Some(actor.label.clone());
                     self.dirty.insert(Key::Agent(thread.clone()));
                 }
             }

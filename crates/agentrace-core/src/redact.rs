@@ -260,7 +260,14 @@ pub fn redact_event(event: &Event) -> Option<Event> {
             }),
         };
     }
-    let mut value = serde_json::to_value(event).ok()?;
+    // Most events hold nothing like a secret: the quick test over their
+    // JSON text (which never misses what `redact_value` changes, escapes
+    // and all) spares building a value tree for each.
+    let text = serde_json::to_vec(event).ok()?;
+    if !might_hold_secret(&text) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_slice(&text).ok()?;
     if !redact_value(&mut value) {
         return None;
     }
