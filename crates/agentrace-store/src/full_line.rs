@@ -1,11 +1,12 @@
 //! The v2 line a live recording writes, byte for byte what `serde_json`
 //! writes for an [`Envelope`], with the parts that repeat on every line
-//! encoded once: the run id, and each recent actor (a run's lines come from
+//! encoded once: the run id, each recent actor (a run's lines come from
 //! a handful of agents, and their actors were a quarter of what the writing
-//! thread spent encoding). The event and the frame are written as they
-//! come; the frame, already checked JSON, is copied in as its text.
+//! thread spent encoding) and the last line's time. The event and the frame
+//! are written as they come; the frame, already checked JSON, is copied in
+//! as its text.
 
-use agentrace_core::model::Actor;
+use agentrace_core::model::{Actor, Timestamp};
 use agentrace_core::Envelope;
 
 /// How many actors' JSON is kept: more than the agents a run has at work
@@ -19,6 +20,9 @@ pub(crate) struct FullLines {
     run_id: Option<Vec<u8>>,
     /// The actors met most recently and their JSON, the latest first.
     actors: Vec<(Actor, Vec<u8>)>,
+    /// The last line's time and its JSON (more than half of the lines of
+    /// an app-server stream have their previous line's time).
+    last_time: Option<(Timestamp, Vec<u8>)>,
 }
 
 impl FullLines {
@@ -30,7 +34,14 @@ impl FullLines {
         out.extend_from_slice(b"{\"version\":");
         serde_json::to_writer(&mut *out, &envelope.version)?;
         out.extend_from_slice(b",\"timestamp\":");
-        serde_json::to_writer(&mut *out, &envelope.timestamp)?;
+        match &self.last_time {
+            Some((time, json)) if *time == envelope.timestamp => out.extend_from_slice(json),
+            _ => {
+                let json = serde_json::to_vec(&envelope.timestamp)?;
+                out.extend_from_slice(&json);
+                self.last_time = Some((envelope.timestamp, json));
+            }
+        }
         out.extend_from_slice(b",\"sequence\":");
         serde_json::to_writer(&mut *out, &envelope.sequence)?;
         match &self.run_id {
@@ -90,7 +101,6 @@ mod tests {
     use agentrace_core::model::{Direction, RawRef, RawUnavailable, Role};
     use agentrace_core::attribute::InputLine;
     use agentrace_core::RunId;
-    use agentrace_core::model::Timestamp;
     use agentrace_core::recorder::{Format, Recorder};
 
     /// Every envelope the recorder makes of the repo's Codex app-server
