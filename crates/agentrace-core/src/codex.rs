@@ -1107,13 +1107,13 @@ impl Attributor for CodexAttributor {
         let mut pending = Pending {
             derived: Vec::new(),
         };
-        // Decode once: the line's envelope is read with its payload
-        // borrowed from the text, and the payload typed by its method; no
+        // Decode once: the line is read in one walk where its shape allows
+        // (the payload typed by its method where it is met, `frame_of`); no
         // value tree is built. That parse checks the whole line as JSON, so
-        // the line is its own frame, copied where it is numbered (on the
-        // other thread when the attribution is lent: the check of a copy
-        // was an eighth of this thread's time). A line it cannot read is
-        // checked and copied here, to say why.
+        // the line is its own frame, kept as the text it vouches for where
+        // it is numbered (on the other thread when the attribution is lent:
+        // the check of a copy was an eighth of this thread's time). A line
+        // it cannot read is checked and copied here, to say why.
         let (thread, event, frame, timestamp) = match frame_of(line) {
             Ok((frame, notification)) => {
                 let timestamp = frame
