@@ -28,6 +28,27 @@ pub use methods::{
 };
 pub use read_frame::ReadFrame;
 
+/// Every line of the repo's Codex app-server captures (0.169 and 0.171),
+/// capture by capture: what this module's tests read every way they can.
+#[cfg(test)]
+fn capture_lines() -> Vec<String> {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
+    let mut lines = Vec::new();
+    for folder in ["codex", "codex-0.171"] {
+        let mut captures: Vec<_> = std::fs::read_dir(root.join(folder))
+            .unwrap_or_else(|e| panic!("{folder}: {e}"))
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl"))
+            .filter(|path| path.is_file())
+            .collect();
+        captures.sort();
+        for capture in captures {
+            let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
+            lines.extend(text.lines().map(str::to_owned));
+        }
+    }
+    lines
+}
+
 /// One JSON-RPC line, before we know what it is.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

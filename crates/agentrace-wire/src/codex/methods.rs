@@ -595,25 +595,11 @@ mod tests {
         struct Answer {
             result: Option<Box<RawValue>>,
         }
-        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
-        let mut results = Vec::new();
-        for folder in ["codex", "codex-0.171"] {
-            let mut captures: Vec<_> = std::fs::read_dir(root.join(folder))
-                .unwrap_or_else(|e| panic!("{folder}: {e}"))
-                .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl"))
-                .filter(|path| path.is_file())
-                .collect();
-            captures.sort();
-            for capture in captures {
-                let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
-                results.extend(
-                    text.lines()
-                        .filter_map(|line| serde_json::from_str::<Answer>(line).ok())
-                        .filter_map(|answer| answer.result),
-                );
-            }
-        }
-        results
+        super::super::capture_lines()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Answer>(line).ok())
+            .filter_map(|answer| answer.result)
+            .collect()
     }
 
     #[test]

@@ -224,20 +224,7 @@ mod tests {
     /// Every line of the repo's Codex app-server captures, and frames of
     /// the shapes the one walk gives up on or reads otherwise.
     fn lines() -> Vec<String> {
-        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures"));
-        let mut lines = Vec::new();
-        for folder in ["codex", "codex-0.171"] {
-            let mut captures: Vec<_> = std::fs::read_dir(root.join(folder))
-                .unwrap_or_else(|e| panic!("{folder}: {e}"))
-                .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path().join("server.jsonl"))
-                .filter(|path| path.is_file())
-                .collect();
-            captures.sort();
-            for capture in captures {
-                let text = std::fs::read_to_string(&capture).unwrap_or_else(|e| panic!("{}: {e}", capture.display()));
-                lines.extend(text.lines().map(str::to_owned));
-            }
-        }
+        let mut lines = super::super::capture_lines();
         lines.extend(
             [
                 r#"{"params":{"threadId":"t","turn":{"id":"u"}},"method":"turn/started"}"#,
