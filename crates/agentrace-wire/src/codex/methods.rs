@@ -487,9 +487,94 @@ struct TypedMembers {
     #[serde(default, deserialize_with = "lenient_field")]
     service_tier: Option<String>,
     #[serde(default)]
-    data: Option<Vec<TurnHead>>,
+    data: Option<Heads>,
     #[serde(default)]
-    turns: Option<Vec<TurnHead>>,
+    turns: Option<Heads>,
+}
+
+/// A list's entries read as turn heads where they are met; an entry that
+/// is no object nor list (a `thread/loaded/list` answer lists thread ids)
+/// is passed over, as [`ResponseResult::of`] passes over what does not read
+/// as a head. An object or list that does not read as one fails the read
+/// (the result is then read member by member, where it is passed over).
+#[derive(Debug, Default)]
+struct Heads(Vec<TurnHead>);
+
+impl<'de> Deserialize<'de> for Heads {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for ListVisitor {
+            type Value = Heads;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("a list")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut list: A) -> Result<Heads, A::Error> {
+                let mut heads = Vec::with_capacity(list.size_hint().unwrap_or(0));
+                while let Some(entry) = list.next_element::<HeadEntry>()? {
+                    heads.extend(entry.0);
+                }
+                Ok(Heads(heads))
+            }
+        }
+
+        deserializer.deserialize_seq(ListVisitor)
+    }
+}
+
+/// One entry of [`Heads`]: a head, or `None` for a scalar passed over.
+struct HeadEntry(Option<TurnHead>);
+
+impl<'de> Deserialize<'de> for HeadEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+
+        struct EntryVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+            type Value = HeadEntry;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("any JSON value")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<HeadEntry, A::Error> {
+                TurnHead::deserialize(MapAccessDeserializer::new(map)).map(|head| HeadEntry(Some(head)))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, list: A) -> Result<HeadEntry, A::Error> {
+                TurnHead::deserialize(SeqAccessDeserializer::new(list)).map(|head| HeadEntry(Some(head)))
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+
+            fn visit_unit<E>(self) -> Result<HeadEntry, E> {
+                Ok(HeadEntry(None))
+            }
+        }
+
+        deserializer.deserialize_any(EntryVisitor)
+    }
 }
 
 /// A response's `result` of the usual shapes, read where it is met (in
@@ -506,12 +591,12 @@ impl ReadResult {
     /// as written.
     pub fn read(self) -> Option<ResponseResult> {
         let ReadResult(typed) = self;
-        let data = typed.data.unwrap_or_default();
+        let data = typed.data.unwrap_or_default().0;
         if data.iter().any(TurnHead::marks_a_thread) {
             return None;
         }
         let mut read_back = data;
-        read_back.extend(typed.turns.unwrap_or_default());
+        read_back.extend(typed.turns.unwrap_or_default().0);
         Some(ResponseResult {
             thread: typed.thread,
             model: typed.model,
@@ -595,11 +680,24 @@ mod tests {
         struct Answer {
             result: Option<Box<RawValue>>,
         }
-        super::super::capture_lines()
+        let mut results: Vec<Box<RawValue>> = super::super::capture_lines()
             .iter()
             .filter_map(|line| serde_json::from_str::<Answer>(line).ok())
             .filter_map(|answer| answer.result)
-            .collect()
+            .collect();
+        // Lists of other entries: scalars passed over, a list read as a
+        // head by position, entries that read as no head.
+        results.extend(
+            [
+                r#"{"data":["a",1,-2,null,true,2.5,{"id":"b","status":"interrupted"}]}"#,
+                r#"{"data":[["x","interrupted"]],"turns":[{"id":"t","status":"interrupted"},"u"]}"#,
+                r#"{"data":[[1,2,3,4,5,6,7,8]],"turns":[[]]}"#,
+                r#"{"data":[{"id":{"x":1},"completedAt":null}],"turns":null}"#,
+                r#"{"data":[],"turns":[{"status":"interrupted","turns":[]}]}"#,
+            ]
+            .map(|text| RawValue::from_string(text.to_owned()).unwrap_or_else(|e| panic!("{e}"))),
+        );
+        results
     }
 
     #[test]
