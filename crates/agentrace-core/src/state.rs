@@ -1353,7 +1353,14 @@ fn placeholder(thread: &ThreadId) -> Actor {
 /// Readers apply it to every envelope of that thread ([`FinalActors::apply`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FinalActors {
+    #[serde(serialize_with = "in_key_order")]
     actors: HashMap<ThreadId, Actor>,
+}
+
+/// A hash map written in key order: its own order changes from process to
+/// process, and a snapshot of one log differed from run to run.
+fn in_key_order<S: serde::Serializer>(map: &HashMap<ThreadId, Actor>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(map.iter().collect::<BTreeMap<_, _>>())
 }
 
 impl FinalActors {
@@ -1371,5 +1378,27 @@ impl FinalActors {
                 envelope.actor = actor.clone();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The final actors are written in thread order, whatever order their
+    /// hash map keeps (it changes from process to process).
+    #[test]
+    fn final_actors_are_written_in_thread_order() {
+        let mut finals = FinalActors::default();
+        let ids = ["f", "b", "d", "a", "e", "c", "h", "g"];
+        for id in ids {
+            finals.actors.insert(ThreadId::from(id), Actor::unknown(id));
+        }
+        let written: serde_json::Value = serde_json::to_value(&finals).unwrap_or_else(|e| panic!("{e}"));
+        let order: Vec<&str> = written["actors"]
+            .as_object()
+            .map(|actors| actors.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(order, ["a", "b", "c", "d", "e", "f", "g", "h"]);
     }
 }
