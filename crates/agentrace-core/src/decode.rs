@@ -662,11 +662,12 @@ pub fn json_frame(bytes: &[u8]) -> Option<Box<RawValue>> {
 }
 
 /// The frame of a line an attributor's `serde_json` parse has read whole
-/// (its [`checked_line`], with nothing after the value): [`owned_frame`],
-/// but the line's text is not checked as JSON again when it is the value
-/// alone, and keeps its own buffer. A line with more around the value (a
-/// byte order mark, a line break, spaces) is checked as `owned_frame`
-/// does, whose frame leaves those out.
+/// (its [`checked_line`], with nothing after the value), made of the line
+/// its caller gives up: the frame [`json_frame`] makes, but when the line
+/// is the value alone its text is not checked as JSON again, and keeps its
+/// own buffer rather than a copy. A line with more around the value (a
+/// byte order mark, a line break, spaces) is checked, and its frame leaves
+/// those out.
 pub(crate) fn vouched_frame(bytes: Vec<u8>) -> Option<RawFrame> {
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         return json_frame(&bytes).map(RawFrame::from);
@@ -676,20 +677,6 @@ pub(crate) fn vouched_frame(bytes: Vec<u8>) -> Option<RawFrame> {
         return Some(RawFrame::vouched(text));
     }
     serde_json::from_str::<Box<RawValue>>(text.trim()).ok().map(RawFrame::from)
-}
-
-/// [`json_frame`] of a line its caller gives up: the frame keeps the
-/// line's own buffer when the line is the value alone (nothing `trim`
-/// takes off around it, as `json_frame` trims), rather than a copy.
-pub fn owned_frame(bytes: Vec<u8>) -> Option<Box<RawValue>> {
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        return json_frame(&bytes);
-    }
-    let text = String::from_utf8(bytes).ok()?;
-    if text.trim().len() == text.len() {
-        return RawValue::from_string(text).ok();
-    }
-    serde_json::from_str::<Box<RawValue>>(text.trim()).ok()
 }
 
 /// A line without its line break, and without a UTF-8 byte order mark
@@ -866,9 +853,11 @@ mod tests {
 
     /// A line given up is the frame `json_frame` makes of it, whatever
     /// white space is around it (ASCII, or Unicode's, which `trim` takes
-    /// off too), and none when it is not JSON or not UTF-8.
+    /// off too). Only a line a parse has read whole is given up: one that
+    /// is not JSON or not UTF-8 (the last four) never is, and `json_frame`
+    /// makes no frame of it.
     #[test]
-    fn an_owned_frame_is_the_frame_json_frame_makes() {
+    fn a_vouched_frame_is_the_frame_json_frame_makes() {
         let lines: [&[u8]; 8] = [
             b"{\"a\":1}",
             b"  {\"a\": [1, 2]}\r",
@@ -879,8 +868,12 @@ mod tests {
             b"\xff{}",
             b"",
         ];
-        let made: Vec<Option<String>> = lines.iter().map(|line| super::owned_frame(line.to_vec()).map(|raw| raw.get().to_owned())).collect();
         let expected: Vec<Option<String>> = lines.iter().map(|line| super::json_frame(line).map(|raw| raw.get().to_owned())).collect();
+        let made: Vec<Option<String>> = lines
+            .iter()
+            .zip(&expected)
+            .map(|(line, frame)| frame.as_ref().and_then(|_| super::vouched_frame(line.to_vec())).map(|raw| raw.get().to_owned()))
+            .collect();
         assert_eq!(made, expected);
         assert_eq!(expected.iter().filter(|frame| frame.is_some()).count(), 4);
     }
