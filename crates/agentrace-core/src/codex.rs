@@ -129,9 +129,7 @@ impl CodexAttributor {
     }
 
     fn observe(&mut self, thread: &ThreadId) {
-        if self.registry.get(thread).is_none() {
-            self.registry.observe(thread);
-        }
+        self.registry.observe(thread);
     }
 
     fn mark_root(&mut self, thread: &ThreadId) {
@@ -1172,34 +1170,42 @@ enum FrameOf {
     None,
 }
 
-/// The line's JSON-RPC envelope, its members borrowed from the line; else
-/// the line checked and copied as [`decode_raw`] does, which says whether
-/// it is JSON at all. A parse of the envelope accepts no line that check
-/// refuses: its members are typed or skimmed by the same parser.
 /// A line's frame, its `result` read, and a notification's params when
 /// they were typed in the frame's walk.
 type FrameRead<'a> = (Frame<'a, ResponseResult>, Option<Notification>);
 
-/// The line's frame, its `result` read. A frame of the usual shapes is read
-/// in one walk ([`ReadFrame`]: a notification's params typed by its method
-/// and a response's result read where they are met; each was walked once
-/// for the frame and again to read it, and they are nearly all of a
+/// The line's JSON-RPC envelope, its `result` read; else the line checked
+/// and copied as [`decode_raw`] does, which says whether it is JSON at all.
+/// A parse of the envelope accepts no line that check refuses: its members
+/// are typed or skimmed by the same parser. A frame of the usual shapes is
+/// read in one walk ([`ReadFrame`]: a notification's params typed by its
+/// method and a response's result read where they are met; each was walked
+/// once for the frame and again to read it, and they are nearly all of a
 /// session's bytes); any other, and a line that does not read so, is read
-/// again with its members as written, the result read from those (the
-/// params are typed by [`CodexAttributor::notification`]).
+/// again with its members borrowed as written, the result read from those
+/// (the params are typed by [`CodexAttributor::notification`]).
 fn frame_of<'a>(line: &InputLine<'a>) -> Result<FrameRead<'a>, DecodedRaw> {
     let text = crate::decode::checked_line(line.bytes, line.truncated_from);
+    // Whether the one walk read the result and gave up on it (a list of
+    // threads): it is then read member by member, not walked again first.
+    let mut result_walked = false;
     if let Some(read) = text.and_then(|text| serde_json::from_str::<ReadFrame<'a>>(text).ok()) {
         let ReadFrame { mut frame, notification } = read;
         match frame.result.take().map(ReadResult::read) {
             None => return Ok((frame.with_result(None), notification)),
             Some(Some(result)) => return Ok((frame.with_result(Some(result)), notification)),
-            Some(None) => {}
+            Some(None) => result_walked = true,
         }
     }
     text.and_then(|text| serde_json::from_str::<Frame<'a>>(text).ok())
         .map(|mut frame| {
-            let result = frame.result.take().map(ResponseResult::of);
+            let result = frame.result.take().map(|result| {
+                if result_walked {
+                    ResponseResult::member_by_member(result)
+                } else {
+                    ResponseResult::of(result)
+                }
+            });
             (frame.with_result(result), None)
         })
         .ok_or_else(|| decode_raw(line.bytes, line.truncated_from))

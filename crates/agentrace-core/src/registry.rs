@@ -109,18 +109,23 @@ impl Registry {
         self.threads.iter()
     }
 
-    /// How many changes this registry has seen: an actor worked out from
-    /// it stays right while the count stands.
+    /// How many changes this registry has seen (a thread added, marked a
+    /// root, linked, or given a detail; an offer that changes nothing is
+    /// none): an actor worked out from it stays right while the count
+    /// stands.
     pub fn changes(&self) -> u64 {
         self.changes
     }
 
     /// Notes that a thread exists (unlinked if new).
     pub fn observe(&mut self, thread: &ThreadId) {
+        if self.threads.contains_key(thread) {
+            return;
+        }
         self.changes += 1;
-        self.threads
-            .entry(thread.clone())
-            .or_insert_with(|| ThreadEntry {
+        self.threads.insert(
+            thread.clone(),
+            ThreadEntry {
                 kind: ThreadKind::Unlinked,
                 parent: None,
                 link_via: None,
@@ -130,13 +135,13 @@ impl Registry {
                 description: None,
                 helper_number: None,
                 root_number: None,
-            });
+            },
+        );
     }
 
     /// Marks a thread the client started as a root. Returns false when the
     /// thread is already a helper (the link is kept).
     pub fn mark_root(&mut self, thread: &ThreadId) -> bool {
-        self.changes += 1;
         self.observe(thread);
         let Some(entry) = self.threads.get_mut(thread) else {
             return false;
@@ -145,6 +150,7 @@ impl Registry {
             ThreadKind::Root => true,
             ThreadKind::Helper => false,
             ThreadKind::Unlinked => {
+                self.changes += 1;
                 self.roots += 1;
                 entry.kind = ThreadKind::Root;
                 entry.root_number = Some(self.roots);
@@ -158,7 +164,6 @@ impl Registry {
 
     /// Offers a spawn link `parent → child`. The first link wins.
     pub fn link(&mut self, parent: &ThreadId, child: &ThreadId, via: &str) -> LinkOutcome {
-        self.changes += 1;
         if parent == child || self.is_ancestor(child, parent) {
             return LinkOutcome::Cycle;
         }
@@ -174,6 +179,7 @@ impl Registry {
                 existing: entry.parent.clone(),
             },
             ThreadKind::Unlinked => {
+                self.changes += 1;
                 self.helpers += 1;
                 entry.kind = ThreadKind::Helper;
                 entry.parent = Some(parent.clone());
@@ -188,7 +194,6 @@ impl Registry {
     /// Adds what is known of a child; the first value of each fact stays.
     /// Returns true when anything changed.
     pub fn add_details(&mut self, child: &ThreadId, details: &ChildDetails) -> bool {
-        self.changes += 1;
         self.observe(child);
         let Some(entry) = self.threads.get_mut(child) else {
             return false;
@@ -207,6 +212,7 @@ impl Registry {
                 }
             }
         }
+        self.changes += u64::from(changed);
         changed
     }
 

@@ -620,8 +620,10 @@ impl ResponseResult {
             .unwrap_or_else(|| Self::member_by_member(result))
     }
 
-    /// [`ResponseResult::of`] for a result of any shape.
-    fn member_by_member(result: &RawValue) -> ResponseResult {
+    /// [`ResponseResult::of`] for a result of any shape, without the one
+    /// walk first: for a result that walk already gave up on
+    /// ([`ReadResult::read`] said `None`).
+    pub fn member_by_member(result: &RawValue) -> ResponseResult {
         let members: ResultMembers<'_> = serde_json::from_str(result.get()).unwrap_or_default();
         let mut read_back = Vec::new();
         let thread = members.thread.and_then(|raw| {
