@@ -527,6 +527,29 @@ impl Catalog {
         Ok(())
     }
 
+    /// Starts a write transaction as [`Catalog::begin`] does, but only if
+    /// no other connection holds the catalog's write lock now: `false`
+    /// (and nothing started) when one does. For work that can wait for a
+    /// later moment (a recording's text written while it waits for input)
+    /// rather than stall on another process's transaction.
+    pub fn try_begin(&self) -> Result<bool, StoreError> {
+        let err = sql(&self.path);
+        if self.reading.get() {
+            self.commit()?;
+        }
+        if !self.conn.is_autocommit() {
+            return Ok(true);
+        }
+        self.conn.busy_timeout(Duration::ZERO).map_err(&err)?;
+        let begun = match self.conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => Ok(true),
+            Err(error) if matches!(error.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)) => Ok(false),
+            Err(error) => Err(err(error)),
+        };
+        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
+        begun
+    }
+
     /// Starts a read transaction unless a transaction is open: the lookups
     /// that follow (until [`Catalog::begin`] or [`Catalog::commit`]) share
     /// one snapshot and its locks. Taken and dropped by each statement, the
@@ -673,26 +696,48 @@ impl Catalog {
     /// `replace`), the log indexed up to `log_bytes`.
     pub fn add_texts(&self, id: &RunId, texts: &[TextRow], log_bytes: u64, replace: bool) -> Result<(), StoreError> {
         let err = sql(&self.path);
+        if replace {
+            self.forget_texts(id)?;
+        }
+        self.insert_texts(id, texts, |_| {})?;
+        self.conn
+            .prepare_cached("UPDATE runs SET texts_bytes = ?2 WHERE id = ?1")
+            .map_err(&err)?
+            .execute(params![id.as_str(), log_bytes as i64])
+            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// Forgets run `id`'s searchable text, if it has any.
+    pub fn forget_texts(&self, id: &RunId) -> Result<(), StoreError> {
+        let err = sql(&self.path);
         // Asked first, as the delete below is a statement with a savepoint
         // of its own, at which SQLite flushes the search index's pending
         // text (see `MIGRATIONS`): a run indexed the first time (every run
         // of a cold import) has nothing to forget.
-        let had = || -> Result<bool, StoreError> {
-            self.conn
-                .prepare_cached("SELECT EXISTS (SELECT 1 FROM texts WHERE run_id = ?1)")
-                .map_err(&err)?
-                .query_row([id.as_str()], |row| row.get(0))
-                .map_err(&err)
-        };
-        if replace && had()? {
-        // Contentless: the index forgets a row by its rowid alone.
-        self.conn
-            .prepare_cached("DELETE FROM texts_fts WHERE rowid IN (SELECT id FROM texts WHERE run_id = ?1)")
+        let had: bool = self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM texts WHERE run_id = ?1)")
             .map_err(&err)?
-            .execute([id.as_str()])
+            .query_row([id.as_str()], |row| row.get(0))
             .map_err(&err)?;
-        self.conn.prepare_cached("DELETE FROM texts WHERE run_id = ?1").map_err(&err)?.execute([id.as_str()]).map_err(&err)?;
+        if had {
+            // Contentless: the index forgets a row by its rowid alone.
+            self.conn
+                .prepare_cached("DELETE FROM texts_fts WHERE rowid IN (SELECT id FROM texts WHERE run_id = ?1)")
+                .map_err(&err)?
+                .execute([id.as_str()])
+                .map_err(&err)?;
+            self.conn.prepare_cached("DELETE FROM texts WHERE run_id = ?1").map_err(&err)?.execute([id.as_str()]).map_err(&err)?;
         }
+        Ok(())
+    }
+
+    /// Adds `texts` to run `id`'s searchable text, telling `written` each
+    /// row's id in turn (for [`Catalog::relabel_texts`]); how much of the
+    /// log they cover is the caller's to set.
+    pub fn insert_texts(&self, id: &RunId, texts: &[TextRow], mut written: impl FnMut(i64)) -> Result<(), StoreError> {
+        let err = sql(&self.path);
         let mut text = self
             .conn
             .prepare_cached("INSERT INTO texts (run_id, sequence, thread_id, label, role, timestamp, kind, line_offset, line_length) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
@@ -701,13 +746,21 @@ impl Catalog {
         for row in texts {
             text.execute(params![id.as_str(), row.sequence as i64, row.thread_id, row.label, row.role, row.timestamp, row.kind, row.line.offset as i64, row.line.length as i64])
                 .map_err(&err)?;
-            fts.execute(params![self.conn.last_insert_rowid(), row.text]).map_err(&err)?;
+            let rowid = self.conn.last_insert_rowid();
+            fts.execute(params![rowid, row.text]).map_err(&err)?;
+            written(rowid);
         }
-        self.conn
-            .prepare_cached("UPDATE runs SET texts_bytes = ?2 WHERE id = ?1")
-            .map_err(&err)?
-            .execute(params![id.as_str(), log_bytes as i64])
-            .map_err(&err)?;
+        Ok(())
+    }
+
+    /// Gives the text rows of the ids given the actor (label and role)
+    /// their thread was settled on after they were written.
+    pub fn relabel_texts<'a>(&self, rows: impl IntoIterator<Item = (i64, &'a str, &'a str)>) -> Result<(), StoreError> {
+        let err = sql(&self.path);
+        let mut update = self.conn.prepare_cached("UPDATE texts SET label = ?2, role = ?3 WHERE id = ?1").map_err(&err)?;
+        for (rowid, label, role) in rows {
+            update.execute(params![rowid, label, role]).map_err(&err)?;
+        }
         Ok(())
     }
 
@@ -1933,9 +1986,11 @@ pub fn texts_of_log(path: &Path) -> Result<Vec<TextRow>, StoreError> {
     Ok(rows)
 }
 
-/// Applies the final actors to rows collected as a run was written.
-pub fn settle_texts(rows: &mut [TextRow], finals: &FinalActors, run_id: &RunId) {
-    for row in rows.iter_mut() {
+/// Applies the final actors to rows collected as a run was written;
+/// returns the positions of the rows whose label or role it changed.
+pub fn settle_texts(rows: &mut [TextRow], finals: &FinalActors, run_id: &RunId) -> Vec<usize> {
+    let mut changed = Vec::new();
+    for (index, row) in rows.iter_mut().enumerate() {
         let Some(thread) = &row.thread_id else { continue };
         let mut probe = Envelope {
             version: 0,
@@ -1960,10 +2015,15 @@ pub fn settle_texts(rows: &mut [TextRow], finals: &FinalActors, run_id: &RunId) 
         let before = probe.actor.clone();
         finals.apply(&mut probe);
         if probe.actor != before {
+            let role = role_word(probe.actor.role);
+            if row.label != probe.actor.label || row.role != role {
+                changed.push(index);
+            }
             row.label = probe.actor.label;
-            row.role = role_word(probe.actor.role).to_owned();
+            row.role = role.to_owned();
         }
     }
+    changed
 }
 
 /// One searchable text: a message, reasoning, a tool's input or output.

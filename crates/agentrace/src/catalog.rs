@@ -93,16 +93,36 @@ pub fn synced(home: &Home) -> anyhow::Result<Catalog> {
 /// The searchable text of the envelopes a run is written with, collected
 /// on the way to its log: a recorder that just wrote a log must not read it
 /// back (twice, for the final actors) to index it.
-/// Past [`TEXTS_HELD`] bytes of text it lets go of them, and the log is
-/// read back instead: memory stays flat in a run's size.
+/// Past [`TEXTS_HELD`] bytes of text held it lets go of them, and the log
+/// is read back instead: memory stays flat in a run's size.
+/// A recording of an input that ends (`ingest` of a file) may write the
+/// rows into the catalog while it waits for input ([`Texts::write_some`]),
+/// in one transaction its end commits: the text was most of the work left
+/// after its last line.
 pub struct Texts {
     rows: Vec<TextRow>,
+    /// Bytes of text held: of the rows not written yet.
     bytes: usize,
     /// The bytes of text held at most.
     held: usize,
     /// More text came than is held: read the log back.
     overflowed: bool,
     finals: FinalActors,
+    early: Early,
+}
+
+/// Rows written to the catalog before the recording's end.
+enum Early {
+    /// Not asked for: every row is written at the end.
+    Off,
+    /// Asked for; the catalog is opened when the recording first waits.
+    Allowed { home: Home, id: RunId },
+    /// `rows[..written.len()]` are in the catalog's open transaction, with
+    /// these row ids.
+    Writing { catalog: Catalog, id: RunId, written: Vec<i64> },
+    /// The catalog could not be opened, or another process held it: every
+    /// row is written at the end, as when not asked for.
+    GaveUp,
 }
 
 /// The text a recorder holds for the catalog before it reads the log back
@@ -111,11 +131,33 @@ const TEXTS_HELD: usize = 16 * 1024 * 1024;
 
 impl Default for Texts {
     fn default() -> Self {
-        Self { rows: Vec::new(), bytes: 0, held: TEXTS_HELD, overflowed: false, finals: FinalActors::default() }
+        Self { rows: Vec::new(), bytes: 0, held: TEXTS_HELD, overflowed: false, finals: FinalActors::default(), early: Early::Off }
     }
 }
 
+/// The rows of a run's text as its end writes them.
+struct Settled {
+    /// Every row, each with its thread's final actor; those written early
+    /// hold no text any more.
+    rows: Vec<TextRow>,
+    /// The catalog the first rows were written to, in its open
+    /// transaction, and their row ids.
+    early: Option<(Catalog, Vec<i64>)>,
+    /// The rows whose actor settling changed.
+    changed: Vec<usize>,
+}
+
 impl Texts {
+    /// Writes the text to `home`'s catalog as run `id`'s while the
+    /// recording waits for input ([`Texts::write_some`]), for an input that
+    /// ends: the catalog's write lock is held from the first row written to
+    /// the recording's end.
+    pub fn write_early(&mut self, home: &Home, id: &RunId) {
+        if matches!(self.early, Early::Off) {
+            self.early = Early::Allowed { home: home.clone(), id: id.clone() };
+        }
+    }
+
     /// Notes the text of envelopes as they go to the log, at `lines`
     /// there (the writer's [`agentrace_store::RunWriter::queued_lines`]);
     /// when the writer does not know where they are, the log is read back
@@ -125,8 +167,7 @@ impl Texts {
             return;
         }
         let Some(lines) = lines.filter(|lines| lines.len() == envelopes.len()) else {
-            self.overflowed = true;
-            self.rows = Vec::new();
+            self.overflow();
             return;
         };
         for (envelope, line) in envelopes.iter().zip(lines) {
@@ -137,19 +178,68 @@ impl Texts {
             }
         }
         if self.bytes > self.held {
-            self.overflowed = true;
-            self.rows = Vec::new();
+            self.overflow();
         }
+    }
+
+    /// Lets go of the rows; rows written early are taken back (their
+    /// transaction is rolled back as the catalog closes).
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.rows = Vec::new();
+        self.early = Early::GaveUp;
+    }
+
+    /// Writes up to `count` rows not written yet to the catalog (opening
+    /// it and starting its transaction first, when [`Texts::written_early`]
+    /// asked for it); true when there are rows left to write. Gives up at
+    /// once, leaving every row to the end, when another process holds the
+    /// catalog's write lock or the catalog cannot be opened (the end says
+    /// what went wrong, as before).
+    pub fn write_some(&mut self, count: usize) -> bool {
+        if self.overflowed {
+            return false;
+        }
+        if let Early::Allowed { home, id } = &self.early {
+            self.early = match open_early(home, id) {
+                Ok(Some(catalog)) => Early::Writing { catalog, id: id.clone(), written: Vec::new() },
+                Ok(None) | Err(_) => Early::GaveUp,
+            };
+        }
+        let Early::Writing { catalog, id, written } = &mut self.early else {
+            return false;
+        };
+        let from = written.len();
+        let until = self.rows.len().min(from + count);
+        if catalog.insert_texts(id, &self.rows[from..until], |rowid| written.push(rowid)).is_err() {
+            // What was written is rolled back with the transaction; the end
+            // writes every row (and says what failed, if it fails again).
+            self.early = Early::GaveUp;
+            return false;
+        }
+        for row in &mut self.rows[from..until] {
+            self.bytes -= row.text.len();
+            row.text = String::new();
+        }
+        until < self.rows.len()
     }
 
     /// The rows, each with its thread's final actor (`None` when they
     /// were let go of).
-    pub fn settled(mut self, id: &RunId) -> Option<Vec<TextRow>> {
+    pub fn settled(self, id: &RunId) -> Option<Vec<TextRow>> {
+        self.settle(id).map(|settled| settled.rows)
+    }
+
+    fn settle(mut self, id: &RunId) -> Option<Settled> {
         if self.overflowed {
             return None;
         }
-        agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
-        Some(self.rows)
+        let changed = agentrace_store::catalog::settle_texts(&mut self.rows, &self.finals, id);
+        let early = match self.early {
+            Early::Writing { catalog, written, .. } => Some((catalog, written)),
+            Early::Off | Early::Allowed { .. } | Early::GaveUp => None,
+        };
+        Some(Settled { rows: self.rows, early, changed })
     }
 
     /// The settled rows, or the log's text read back when they were let go
@@ -160,6 +250,19 @@ impl Texts {
             None => Ok(agentrace_store::catalog::texts_of_log(&home.log_path(id))?),
         }
     }
+}
+
+/// The home's catalog, ready to take run `id`'s text in a transaction of
+/// its own; `None` when another process holds its write lock.
+fn open_early(home: &Home, id: &RunId) -> anyhow::Result<Option<Catalog>> {
+    let catalog = Catalog::open(home)?;
+    catalog.unsynced_appends()?;
+    if !catalog.try_begin()? {
+        return Ok(None);
+    }
+    // Text left by a run of the same id, since removed.
+    catalog.forget_texts(id)?;
+    Ok(Some(catalog))
 }
 
 /// What a recording hands its indexing once its record is worked out.
@@ -180,26 +283,48 @@ pub struct Recorded {
 /// the text written before `recorded` is asked (its rows need nothing of
 /// the record): a recording indexing on a second thread works its record
 /// out meanwhile (the end of a 40 MB ingest, from its last line to the
-/// command's return, went from about 40 to 30 ms). `recorded`
-/// giving `None` (the record was not written) indexes nothing: the text
-/// written is never committed.
+/// command's return, went from about 40 to 30 ms). Text written while
+/// the recording waited ([`Texts::write_some`]) is not written again: its
+/// rows whose thread's actor settled after them are relabelled, and the
+/// rest written. `recorded` giving `None` (the record was not written)
+/// indexes nothing: the text written is never committed.
 pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOnce() -> Option<Recorded>) {
     let done = (|| -> anyhow::Result<()> {
-        let catalog = Catalog::open(home)?;
-        // The recording's last syncs are its log's and record's: the
-        // catalog is derived, and checkpointed by the next command.
-        catalog.unsynced_appends()?;
-        // One transaction: the run's text is thousands of rows, and each
-        // row committed on its own was a WAL commit (a third of a 40 MB
-        // ingest's time); and no search finds the text of a run the list
-        // does not have yet.
-        catalog.begin()?;
-        let held = texts.settled(id);
-        if let Some(rows) = &held {
-            // How much of the log they cover is set below, once the log is
-            // flushed and the run has its row.
-            catalog.put_texts(id, rows, 0)?;
-        }
+        let held = texts.settle(id);
+        let (catalog, held) = match held {
+            // Part of the text is written already, in the transaction this
+            // one commits.
+            Some(Settled { rows, early: Some((catalog, written)), changed }) => {
+                // Rows written before their thread's actor was settled.
+                catalog.relabel_texts(
+                    changed
+                        .iter()
+                        .filter_map(|index| Some((*written.get(*index)?, rows.get(*index)?)))
+                        .map(|(rowid, row)| (rowid, row.label.as_str(), row.role.as_str())),
+                )?;
+                catalog.insert_texts(id, rows.get(written.len()..).unwrap_or_default(), |_| {})?;
+                (catalog, Some(()))
+            }
+            held => {
+                let catalog = Catalog::open(home)?;
+                // The recording's last syncs are its log's and record's:
+                // the catalog is derived, and checkpointed by the next
+                // command.
+                catalog.unsynced_appends()?;
+                // One transaction: the run's text is thousands of rows, and
+                // each row committed on its own was a WAL commit (a third
+                // of a 40 MB ingest's time); and no search finds the text
+                // of a run the list does not have yet.
+                catalog.begin()?;
+                let held = held.map(|held| held.rows);
+                if let Some(rows) = &held {
+                    // How much of the log they cover is set below, once the
+                    // log is flushed and the run has its row.
+                    catalog.put_texts(id, rows, 0)?;
+                }
+                (catalog, held.map(drop))
+            }
+        };
         let Some(Recorded { summary, project, agents }) = recorded() else {
             return Ok(());
         };
@@ -211,7 +336,7 @@ pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOn
         match held {
             // How much of the log the text written covers: the whole of it,
             // now that the run has its row.
-            Some(_) => catalog.add_texts(id, &[], stamp.bytes, false)?,
+            Some(()) => catalog.add_texts(id, &[], stamp.bytes, false)?,
             // Text let go of is read back from the log, flushed by now.
             None => catalog.put_texts(id, &agentrace_store::catalog::texts_of_log(&home.log_path(id))?, stamp.bytes)?,
         }
@@ -301,6 +426,153 @@ mod tests {
         assert_eq!(listed, 1);
         assert!(hits > 0, "the run's text is found");
         assert_eq!(indexed(false), (0, 0));
+    }
+
+    /// The envelopes of a Codex capture whose helpers' text comes before
+    /// they are linked (their rows get their names only at the end), each
+    /// with its line in the log as a writer writes it, and the log.
+    fn codex_envelopes_and_log() -> (Vec<Envelope>, Vec<LineAt>, String) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/v1_parallel/server.jsonl");
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut recorder = Recorder::new(RunId::from("early"), Format::CodexAppServer);
+        let mut envelopes = recorder.start(Timestamp::from_millis(0));
+        for (index, line) in text.lines().enumerate() {
+            envelopes.extend(recorder.push(&InputLine {
+                bytes: line.as_bytes(),
+                line_number: index as u64 + 1,
+                observed_at: Timestamp::from_millis(0),
+                direction: None,
+                truncated_from: None,
+            }));
+        }
+        envelopes.extend(recorder.finish());
+        let (mut log, mut lines) = (String::new(), Vec::new());
+        for envelope in &envelopes {
+            let line = serde_json::to_string(envelope).unwrap_or_else(|e| panic!("{e}"));
+            lines.push(LineAt { offset: log.len() as u64, length: line.len() as u64 });
+            log.push_str(&line);
+            log.push('\n');
+        }
+        (envelopes, lines, log)
+    }
+
+    /// A home holding run `id`'s log `log`.
+    fn home_with_log(id: &RunId, log: &str) -> (tempfile::TempDir, Home) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        #[expect(clippy::disallowed_methods, reason = "the test writes the log a recording would have")]
+        std::fs::create_dir_all(dir.path().join("runs")).and_then(|()| std::fs::write(home.log_path(id), log)).unwrap_or_else(|e| panic!("{e}"));
+        (dir, home)
+    }
+
+    /// Every text row of the catalog (all but its row id), in sequence
+    /// order, and the sequences search finds for "sub-agent".
+    fn catalog_texts(home: &Home) -> (Vec<Vec<String>>, Vec<u64>) {
+        let catalog = Catalog::open(home).unwrap_or_else(|e| panic!("{e}"));
+        let mut statement = catalog
+            .connection()
+            .prepare("SELECT run_id, sequence, thread_id, label, role, timestamp, kind, line_offset, line_length FROM texts ORDER BY sequence")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let rows = statement
+            .query_map([], |row| (0..9).map(|index| row.get::<_, rusqlite::types::Value>(index).map(|value| format!("{value:?}"))).collect::<Result<Vec<_>, _>>())
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let query = agentrace_store::catalog::SearchQuery { text: "sub-agent".to_owned(), run: None, actor: None, provider: None, project: None, since: None, until: None, limit: 1000 };
+        let hits = catalog.search(home, &query).unwrap_or_else(|e| panic!("{e}")).into_iter().map(|hit| hit.sequence).collect();
+        (rows, hits)
+    }
+
+    /// The record a recording of run `id` hands its indexing.
+    fn recorded_of(id: &RunId) -> Recorded {
+        let mut recorder = Recorder::new(id.clone(), Format::CodexAppServer);
+        recorder.start(Timestamp::from_millis(0));
+        Recorded { summary: recorder.state().summary(), project: None, agents: recorder.state().agents() }
+    }
+
+    /// Text written to the catalog while a recording waits, a row at a
+    /// time as the envelopes come, ends as the same rows and hits as text
+    /// written at the end: rows written before their helper was named are
+    /// given its name at the end.
+    #[test]
+    fn text_written_early_ends_as_text_written_at_the_end() {
+        let (envelopes, lines, log) = codex_envelopes_and_log();
+        let id = RunId::from("early");
+        let (_at_end_dir, at_end) = home_with_log(&id, &log);
+        let mut texts = Texts::default();
+        texts.observe(&envelopes, Some(&lines));
+        index_recorded(&at_end, &id, texts, || Some(recorded_of(&id)));
+        let expected = catalog_texts(&at_end);
+        assert!(!expected.0.is_empty() && !expected.1.is_empty(), "the capture has text, and search finds it");
+
+        let (_early_dir, early) = home_with_log(&id, &log);
+        let mut texts = Texts::default();
+        texts.write_early(&early, &id);
+        let mut written_before_the_end = 0;
+        for (envelope, line) in envelopes.iter().zip(&lines) {
+            texts.observe(std::slice::from_ref(envelope), Some(std::slice::from_ref(line)));
+            while texts.write_some(1) {}
+            written_before_the_end = match &texts.early {
+                Early::Writing { written, .. } => written.len(),
+                Early::Off | Early::Allowed { .. } | Early::GaveUp => panic!("the text is written early"),
+            };
+        }
+        assert_eq!(written_before_the_end, expected.0.len(), "every row was written before the end");
+        // Written as they came, some rows had another actor than they end
+        // with.
+        let as_written: Vec<[String; 2]> = envelopes
+            .iter()
+            .zip(&lines)
+            .filter_map(|(envelope, line)| TextRow::of(envelope, *line))
+            .map(|row| [format!("Text({:?})", row.label), format!("Text({:?})", row.role)])
+            .collect();
+        let settled: Vec<[String; 2]> = expected.0.iter().map(|row| [row[3].clone(), row[4].clone()]).collect();
+        assert_ne!(as_written, settled, "helpers are linked after their first text");
+        index_recorded(&early, &id, texts, || Some(recorded_of(&id)));
+        assert_eq!(catalog_texts(&early), expected);
+    }
+
+    /// While another process holds the catalog's write lock, nothing is
+    /// written early (the recording does not wait for it): the end writes
+    /// the text, as without asking.
+    #[test]
+    fn text_is_not_written_early_while_another_process_writes_the_catalog() {
+        let (envelopes, lines, log) = codex_envelopes_and_log();
+        let id = RunId::from("early");
+        let (_dir, home) = home_with_log(&id, &log);
+        let other = Catalog::open(&home).unwrap_or_else(|e| panic!("{e}"));
+        other.begin().unwrap_or_else(|e| panic!("{e}"));
+        let mut texts = Texts::default();
+        texts.write_early(&home, &id);
+        texts.observe(&envelopes, Some(&lines));
+        assert!(!texts.write_some(1), "nothing written");
+        assert!(matches!(texts.early, Early::GaveUp));
+        other.commit().unwrap_or_else(|e| panic!("{e}"));
+        index_recorded(&home, &id, texts, || Some(recorded_of(&id)));
+        let (rows, hits) = catalog_texts(&home);
+        assert_eq!((rows.len(), hits.is_empty()), (envelopes.iter().zip(&lines).filter_map(|(envelope, line)| TextRow::of(envelope, *line)).count(), false));
+    }
+
+    /// Text past the bound, after rows were written early: the rows written
+    /// are taken back (no search finds them), and the end reads the log.
+    #[test]
+    fn text_written_early_is_taken_back_when_more_comes_than_is_held() {
+        let (envelopes, lines, log) = codex_envelopes_and_log();
+        let id = RunId::from("early");
+        let (_dir, home) = home_with_log(&id, &log);
+        let half = envelopes.len() / 2;
+        let mut texts = Texts::default();
+        texts.write_early(&home, &id);
+        texts.observe(&envelopes[..half], Some(&lines[..half]));
+        while texts.write_some(1) {}
+        assert!(matches!(&texts.early, Early::Writing { written, .. } if !written.is_empty()), "rows written early");
+        // Only the text not written yet is held: the bound is for it.
+        texts.held = 1;
+        texts.observe(&envelopes[half..], Some(&lines[half..]));
+        assert!(matches!(texts.early, Early::GaveUp));
+        assert_eq!(catalog_texts(&home), (Vec::new(), Vec::new()), "the rows written early were taken back");
+        index_recorded(&home, &id, texts, || Some(recorded_of(&id)));
+        let (rows, hits) = catalog_texts(&home);
+        assert_eq!((rows.len(), hits.is_empty()), (envelopes.iter().zip(&lines).filter_map(|(envelope, line)| TextRow::of(envelope, *line)).count(), false));
     }
 
     #[test]

@@ -71,6 +71,10 @@ impl Clock {
     }
 }
 
+/// Rows of text written to the catalog between two looks for the next
+/// batch (about 2 µs a row).
+const TEXT_ROWS_AT_ONCE: usize = 128;
+
 /// Where the searchable text collected on the way to the log goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextsTo {
@@ -564,7 +568,16 @@ impl Recording {
                         if written.is_err() {
                             break;
                         }
-                        match batches.recv() {
+                        // Waiting: the text goes to the catalog meanwhile
+                        // (when asked, see `write_text_early`), a few rows at
+                        // a time so the next batch does not wait long.
+                        let mut waiting = Err(std::sync::mpsc::TryRecvError::Empty);
+                        while matches!(waiting, Err(std::sync::mpsc::TryRecvError::Empty))
+                            && self.sinks.texts.as_mut().is_some_and(|texts| texts.write_some(TEXT_ROWS_AT_ONCE))
+                        {
+                            waiting = batches.try_recv();
+                        }
+                        match waiting.or_else(|_| batches.recv()) {
                             Ok(batch) => batch,
                             Err(_) => break,
                         }
@@ -590,6 +603,20 @@ impl Recording {
         self.recorder.restore_attribution(attribution);
         // A failed read is the first error: nothing after it was written.
         read.and(written)
+    }
+
+    /// The input ends (a file): the run's searchable text is written to
+    /// the catalog while [`Recording::lines_beside`] waits for lines, not
+    /// all at the end (the text was most of the end of a 40 MB ingest),
+    /// the catalog's write lock held from the first row to the end. Not
+    /// for a live input, which would hold the lock for as long as it runs.
+    pub fn write_text_early(&mut self) {
+        if self.texts_to == TextsTo::Catalog && self.sinks.cadence != Cadence::Import {
+            let id = self.sinks.writer.run_id().clone();
+            if let Some(texts) = &mut self.sinks.texts {
+                texts.write_early(&self.home, &id);
+            }
+        }
     }
 
     /// Records every line of one part, read whole (a metadata document is
@@ -879,6 +906,7 @@ pub fn session_end_time(reason: SessionEndReason, state: &RunState) -> Timestamp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// Records the real `single_fg` stream line by line on `cadence`; its
     /// log's bytes, its record, and how many writes the log took.
@@ -949,6 +977,52 @@ mod tests {
     /// The first `count` lines of `text`.
     fn assembler_lines(text: &[u8], count: usize) -> Vec<AssembledLine> {
         LineAssembler::default().push(text).into_iter().take(count).collect()
+    }
+
+    /// Asked to (an input that ends), a recording writes its text to the
+    /// catalog while it waits for the next lines, in a transaction that
+    /// holds the catalog's write lock until the end commits it; its run is
+    /// then listed and its text found, as when written at the end.
+    #[test]
+    fn a_recording_writes_its_text_while_it_waits_for_lines_when_asked() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let home = Home::at(dir.path());
+        let id = RunId::from("early");
+        let start = Timestamp::from_millis(1_795_000_000_000);
+        let setup = Setup::new(Format::ClaudeStream).without_traceparent().texts(TextsTo::Catalog);
+        let mut recording = Recording::create(&home, &id, &setup, start, None).unwrap_or_else(|e| panic!("{e}"));
+        recording.write_text_early();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
+        let text = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let mut other = agentrace_store::Catalog::open(&home).unwrap_or_else(|e| panic!("{e}"));
+        let mut lines = Some(LineAssembler::default().push(&text));
+        let mut locked = false;
+        // Borrowed mutably, so the reading thread may have them.
+        let (catalog, lock_seen) = (&mut other, &mut locked);
+        recording
+            .lines_beside(&SourcePart::Main, move || {
+                if let Some(lines) = lines.take() {
+                    return Ok(lines);
+                }
+                // The next read waits until the recording, waiting for it,
+                // holds the lock (or gives up after 10 s).
+                let started = std::time::Instant::now();
+                while !*lock_seen && started.elapsed() < Duration::from_secs(10) {
+                    *lock_seen = !catalog.try_begin().unwrap_or_else(|e| panic!("{e}"));
+                    catalog.commit().unwrap_or_else(|e| panic!("{e}"));
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(Vec::new())
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(locked, "the recording writes its text while it waits");
+        recording.finish(Some(SessionEndReason::EndOfInput)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(other.try_begin().unwrap_or_else(|e| panic!("{e}")), "the end released the lock");
+        other.commit().unwrap_or_else(|e| panic!("{e}"));
+        let (_, listed) = other.list_runs(&agentrace_store::catalog::RunFilter::default()).unwrap_or_else(|e| panic!("{e}"));
+        let query = agentrace_store::catalog::SearchQuery { text: "delegate".to_owned(), run: None, actor: None, provider: None, project: None, since: None, until: None, limit: 10 };
+        let hits = other.search(&home, &query).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((listed, hits.is_empty()), (1, false));
     }
 
     /// A read that fails midway ends the recording with its error; what was

@@ -139,10 +139,32 @@ pub struct Ingested {
 /// Ingests a file, or stdin for `-`.
 pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<Ingested> {
     if input == "-" {
-        return ingest_reader(home, "<stdin>", io::stdin(), options);
+        // Stdin redirected from a file ends like one; a pipe may be live.
+        let ends = std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok().map(File::from).and_then(|stdin| stdin.metadata().ok()).is_some_and(|metadata| metadata.is_file());
+        return ingest_reader(home, "<stdin>", io::stdin(), Ends::of(ends), options);
     }
     let file = File::open(input).with_context(|| format!("cannot open {input}"))?;
-    ingest_reader(home, input, file, options)
+    ingest_reader(home, input, file, Ends::Surely, options)
+}
+
+/// Whether an input is known to end soon (a file), or may go on for as
+/// long as whatever writes it runs (a pipe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ends {
+    /// A file, or bytes in hand.
+    Surely,
+    /// A pipe or a terminal.
+    Maybe,
+}
+
+impl Ends {
+    fn of(ends: bool) -> Ends {
+        if ends {
+            Ends::Surely
+        } else {
+            Ends::Maybe
+        }
+    }
 }
 
 struct Chunks<R> {
@@ -214,6 +236,7 @@ pub fn ingest_reader(
     home: &Home,
     name: &str,
     reader: impl Read + Send,
+    ends: Ends,
     options: &IngestOptions,
 ) -> anyhow::Result<Ingested> {
     let id = match &options.run_id {
@@ -278,6 +301,11 @@ pub fn ingest_reader(
     // Frames without a time of their own take the last one seen.
     let setup = Setup::new(format).texts(TextsTo::Catalog);
     let mut session = Recording::create(home, &id, &setup, start, None)?;
+    if ends == Ends::Surely {
+        // The catalog's write lock is held while it is read: not for a
+        // pipe that may run for hours.
+        session.write_text_early();
+    }
     // The lines read ahead go to the reading thread too: fed here, the
     // first one priced waited for the price database (decoded beside,
     // about 50 ms) before that thread was even started.

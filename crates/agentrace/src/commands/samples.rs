@@ -6,7 +6,7 @@ use agentrace_core::model::RunId;
 use agentrace_store::{Catalog, Home};
 
 use crate::commands::ingest::FormatArg;
-use crate::commands::ingest::{ingest_reader, IngestOptions};
+use crate::commands::ingest::{ingest_reader, Ends, IngestOptions};
 use crate::output::Out;
 
 /// (run id, what it shows, the captured app-server stdout).
@@ -40,7 +40,7 @@ pub fn record(home: &Home) -> anyhow::Result<Vec<RunId>> {
                 quiet: true,
                 codex_home: None,
             };
-            ingest_reader(home, id, *bytes, &options)?;
+            ingest_reader(home, id, *bytes, Ends::Surely, &options)?;
         }
         ids.push(run_id);
     }
