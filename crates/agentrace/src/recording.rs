@@ -728,14 +728,14 @@ impl Recording {
                     writer.flush()?;
                     let summary = recorder.state().summary();
                     let book = lent.then(|| recorder.book());
-                    let checked = match book {
-                        Some(book) => writer.checked_with(&summary, book),
-                        None => writer.checked(&summary),
+                    let (checked, agents) = match book {
+                        Some(book) => writer.checked_with_agents(&summary, book),
+                        None => (writer.checked(&summary), None),
                     };
                     let _ = handover.send(Recorded {
                         summary: checked.clone(),
                         project: recorder.state().cwd().map(str::to_owned),
-                        agents: recorder.state().agents(),
+                        agents: agents.unwrap_or_else(|| recorder.state().agents()),
                     });
                     writer.sync()?;
                     writer.write_checked_record(&checked, book)?;

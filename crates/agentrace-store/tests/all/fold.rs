@@ -127,6 +127,14 @@ fn a_writer_lent_the_recorders_book_writes_the_log_record_and_snapshot_a_writer_
             "{name}: record"
         );
         assert_eq!(written, own.checked(&lent_summary), "{name}: the summary written");
+        // Checked with its tree: the same summary, and the tree the
+        // recorder's state gives; a writer folding its own book gives none.
+        assert_eq!(
+            lent.checked_with_agents(&lent_summary, lent_recorder.book()),
+            (written.clone(), Some(lent_recorder.state().agents())),
+            "{name}: checked with the agents"
+        );
+        assert_eq!(own.checked_with_agents(&own_summary, own_recorder.book()), (own.checked(&own_summary), None), "{name}: own book");
         let snapshot = |id: &RunId| -> Fallible<Value> {
             let fold = load(&home, id).map_err(|miss| format!("{name}: {miss}"))?;
             Ok(serde_json::from_str(&renamed(serde_json::to_vec(&fold)?))?)

@@ -358,6 +358,10 @@ pub fn ingest_reader(
             if agents.len() == 1 { "" } else { "s" },
         );
     }
+    // The run's state is freed beside (the process may end first): piece
+    // by piece, the attributor's and the book's maps of a 40 MB stream took
+    // 2.5 ms of its end.
+    std::thread::spawn(move || drop(recorder));
     Ok(Ingested { id, summary })
 }
 
