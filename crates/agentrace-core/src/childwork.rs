@@ -359,6 +359,17 @@ enum Key {
     Command(Option<ThreadId>, ItemId),
 }
 
+/// Each agent's children, by parent, as `agents` names them.
+fn children_of(agents: &BTreeMap<ThreadId, AgentFacts>) -> BTreeMap<ThreadId, Vec<ThreadId>> {
+    let mut children: BTreeMap<ThreadId, Vec<ThreadId>> = BTreeMap::new();
+    for (child, facts) in agents {
+        if let Some(parent) = &facts.parent {
+            children.entry(parent.clone()).or_default().push(child.clone());
+        }
+    }
+    children
+}
+
 /// The child-work reducer of one run: envelopes in, record changes out.
 /// Serializable so a store can keep a snapshot of a long run's fold (an
 /// internal cache, not a contract: its shape changes with the reducer).
@@ -380,6 +391,13 @@ pub struct ChildWork {
     /// No default: a snapshot from before it is a miss, and the log is
     /// folded again.
     legacy: bool,
+    /// The children announced under each parent (each agent's `parent`,
+    /// by parent): rule 3 marks what a new child owns at each new child,
+    /// and looked at every agent for it, quadratic in a run with many
+    /// children. Not saved: made again from `agents` when first needed
+    /// after a snapshot is read (`None`).
+    #[serde(skip)]
+    children: Option<BTreeMap<ThreadId, Vec<ThreadId>>>,
 }
 
 impl Default for ChildWork {
@@ -408,6 +426,7 @@ impl ChildWork {
             dirty: BTreeSet::new(),
             warnings: Vec::new(),
             legacy: false,
+            children: Some(BTreeMap::new()),
         }
     }
 
@@ -738,13 +757,9 @@ impl ChildWork {
     /// long run's records at each new child.
     fn mark_owned_by(&mut self, thread: &ThreadId) {
         self.dirty.insert(Key::Agent(thread.clone()));
-        let children: Vec<ThreadId> = self
-            .agents
-            .iter()
-            .filter(|(_, facts)| facts.parent.as_ref() == Some(thread))
-            .map(|(child, _)| child.clone())
-            .collect();
-        self.dirty.extend(children.into_iter().map(Key::Agent));
+        let agents = &self.agents;
+        let children = self.children.get_or_insert_with(|| children_of(agents));
+        self.dirty.extend(children.get(thread).into_iter().flatten().cloned().map(Key::Agent));
         // The commands are ordered by launcher first: `thread`'s are one
         // range (every command was compared at each new child, which made a
         // run with many children quadratic).
@@ -803,7 +818,11 @@ impl ChildWork {
         facts.announced = true;
         if facts.parent.is_none() {
             facts.parent = Some(parent.clone());
+            if let Some(children) = &mut self.children {
+                children.entry(parent.clone()).or_default().push(child.clone());
+            }
         }
+        let facts = self.facts(child);
         if facts.description.is_none() {
             facts.description = prompt.map(|prompt| cut(prompt, TEXT_CHARS));
         }

@@ -896,6 +896,33 @@ proptest! {
         prop_assert_eq!(live_reducer.records(), replayed.records());
     }
 
+    /// A reducer read back from its snapshot (its JSON) at any point goes
+    /// on as the one that never stopped: what it keeps unsaved (each
+    /// parent's children, which rule 3 re-owns work by) is made again.
+    #[test]
+    fn a_reducer_resumed_from_its_snapshot_anywhere_gives_the_same_changes(
+        frames in proptest::collection::vec(frame(), 0..40),
+        at in any::<prop::sample::Index>(),
+        ended in any::<bool>(),
+    ) {
+        let envelopes = envelopes(frames);
+        let (straight, straight_changes) = fold(&envelopes, ended);
+        let cut = at.index(envelopes.len() + 1);
+        let (before, mut changes) = fold(&envelopes[..cut], false);
+        let mut resumed: ChildWork = serde_json::from_value(serde_json::to_value(&before).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        for envelope in &envelopes[cut..] {
+            changes.extend(resumed.apply(envelope));
+        }
+        if ended {
+            if let Some(last) = envelopes.last() {
+                changes.extend(resumed.end_session(last.timestamp));
+            }
+        }
+        prop_assert_eq!(changes, straight_changes);
+        prop_assert_eq!(resumed.records(), straight.records());
+    }
+
     #[test]
     fn any_split_of_the_input_gives_the_same_records(
         frames in proptest::collection::vec(frame(), 0..30),
