@@ -355,10 +355,10 @@ mod tests {
     use agentrace_core::recorder::Format;
     use agentrace_core::{InputLine, Recorder};
 
-    fn envelopes() -> Vec<Envelope> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl");
+    /// The envelopes a recorder makes of fixture `path`'s lines.
+    fn recorded(path: &str, id: &str, format: Format) -> Vec<Envelope> {
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let mut recorder = Recorder::new(RunId::from("texts"), Format::ClaudeStream);
+        let mut recorder = Recorder::new(RunId::from(id), format);
         let mut all = recorder.start(Timestamp::from_millis(0));
         for (index, line) in text.lines().enumerate() {
             all.extend(recorder.push(&InputLine {
@@ -371,6 +371,22 @@ mod tests {
         }
         all.extend(recorder.finish());
         all
+    }
+
+    fn envelopes() -> Vec<Envelope> {
+        recorded(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/claude/single_fg/stream.jsonl"), "texts", Format::ClaudeStream)
+    }
+
+    /// The log as a writer writes `envelopes`, and each one's line in it.
+    fn log_of(envelopes: &[Envelope]) -> (String, Vec<LineAt>) {
+        let (mut log, mut lines) = (String::new(), Vec::new());
+        for envelope in envelopes {
+            let line = serde_json::to_string(envelope).unwrap_or_else(|e| panic!("{e}"));
+            lines.push(LineAt { offset: log.len() as u64, length: line.len() as u64 });
+            log.push_str(&line);
+            log.push('\n');
+        }
+        (log, lines)
     }
 
     #[test]
@@ -397,22 +413,13 @@ mod tests {
     fn a_recorded_run_is_indexed_with_its_text_only_once_its_record_is_handed_over() {
         let envelopes = envelopes();
         // The log as a writer writes it: search cuts its snippets from it.
-        let (mut log, mut lines) = (String::new(), Vec::new());
-        for envelope in &envelopes {
-            let line = serde_json::to_string(envelope).unwrap_or_else(|e| panic!("{e}"));
-            lines.push(LineAt { offset: log.len() as u64, length: line.len() as u64 });
-            log.push_str(&line);
-            log.push('\n');
-        }
+        let (log, lines) = log_of(&envelopes);
         let id = RunId::from("texts");
         let mut recorder = Recorder::new(id.clone(), Format::ClaudeStream);
         recorder.start(Timestamp::from_millis(0));
         let recorded = || Recorded { summary: recorder.state().summary(), project: Some("/work".to_owned()), agents: recorder.state().agents() };
         let indexed = |given: bool| -> (u64, usize) {
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-            let home = Home::at(dir.path());
-            #[expect(clippy::disallowed_methods, reason = "the test writes the log a recording would have")]
-            std::fs::create_dir_all(dir.path().join("runs")).and_then(|()| std::fs::write(home.log_path(&id), &log)).unwrap_or_else(|e| panic!("{e}"));
+            let (_dir, home) = home_with_log(&id, &log);
             let mut texts = Texts::default();
             texts.observe(&envelopes, Some(&lines));
             index_recorded(&home, &id, texts, || given.then(recorded));
@@ -432,27 +439,8 @@ mod tests {
     /// they are linked (their rows get their names only at the end), each
     /// with its line in the log as a writer writes it, and the log.
     fn codex_envelopes_and_log() -> (Vec<Envelope>, Vec<LineAt>, String) {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/v1_parallel/server.jsonl");
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let mut recorder = Recorder::new(RunId::from("early"), Format::CodexAppServer);
-        let mut envelopes = recorder.start(Timestamp::from_millis(0));
-        for (index, line) in text.lines().enumerate() {
-            envelopes.extend(recorder.push(&InputLine {
-                bytes: line.as_bytes(),
-                line_number: index as u64 + 1,
-                observed_at: Timestamp::from_millis(0),
-                direction: None,
-                truncated_from: None,
-            }));
-        }
-        envelopes.extend(recorder.finish());
-        let (mut log, mut lines) = (String::new(), Vec::new());
-        for envelope in &envelopes {
-            let line = serde_json::to_string(envelope).unwrap_or_else(|e| panic!("{e}"));
-            lines.push(LineAt { offset: log.len() as u64, length: line.len() as u64 });
-            log.push_str(&line);
-            log.push('\n');
-        }
+        let envelopes = recorded(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/codex/v1_parallel/server.jsonl"), "early", Format::CodexAppServer);
+        let (log, lines) = log_of(&envelopes);
         (envelopes, lines, log)
     }
 
