@@ -197,7 +197,13 @@ impl Texts {
     /// catalog's write lock or the catalog cannot be opened (the end says
     /// what went wrong, as before).
     pub fn write_some(&mut self, count: usize) -> bool {
-        if self.overflowed {
+        let written = match &self.early {
+            Early::Writing { written, .. } => written.len(),
+            Early::Off | Early::Allowed { .. } | Early::GaveUp => 0,
+        };
+        // Nothing to write yet: the catalog is not opened (nor its lock
+        // taken) before the first text.
+        if self.overflowed || self.rows.len() <= written {
             return false;
         }
         if let Early::Allowed { home, id } = &self.early {
@@ -211,13 +217,13 @@ impl Texts {
         };
         let from = written.len();
         let until = self.rows.len().min(from + count);
-        if catalog.insert_texts(id, &self.rows[from..until], |rowid| written.push(rowid)).is_err() {
+        if catalog.insert_texts(id, self.rows.get(from..until).unwrap_or_default(), |rowid| written.push(rowid)).is_err() {
             // What was written is rolled back with the transaction; the end
             // writes every row (and says what failed, if it fails again).
             self.early = Early::GaveUp;
             return false;
         }
-        for row in &mut self.rows[from..until] {
+        for row in self.rows.get_mut(from..until).unwrap_or_default() {
             self.bytes -= row.text.len();
             row.text = String::new();
         }
@@ -496,12 +502,18 @@ mod tests {
         let mut texts = Texts::default();
         texts.write_early(&early, &id);
         let mut written_before_the_end = 0;
-        for (envelope, line) in envelopes.iter().zip(&lines) {
+        for (index, (envelope, line)) in envelopes.iter().zip(&lines).enumerate() {
             texts.observe(std::slice::from_ref(envelope), Some(std::slice::from_ref(line)));
             while texts.write_some(1) {}
+            if index == 0 {
+                // The run's start holds no text: no catalog opened, no lock taken.
+                assert!(TextRow::of(envelope, *line).is_none() && matches!(texts.early, Early::Allowed { .. }), "opened before the first text");
+            }
             written_before_the_end = match &texts.early {
                 Early::Writing { written, .. } => written.len(),
-                Early::Off | Early::Allowed { .. } | Early::GaveUp => panic!("the text is written early"),
+                // Not opened before the first text.
+                Early::Allowed { .. } => 0,
+                Early::Off | Early::GaveUp => panic!("the text is written early"),
             };
         }
         assert_eq!(written_before_the_end, expected.0.len(), "every row was written before the end");
