@@ -816,15 +816,15 @@ impl ChildWork {
         let facts = self.facts(child);
         let newly = !facts.announced;
         facts.announced = true;
-        if facts.parent.is_none() {
+        let linked = facts.parent.is_none();
+        if linked {
             facts.parent = Some(parent.clone());
-            if let Some(children) = &mut self.children {
-                children.entry(parent.clone()).or_default().push(child.clone());
-            }
         }
-        let facts = self.facts(child);
         if facts.description.is_none() {
             facts.description = prompt.map(|prompt| cut(prompt, TEXT_CHARS));
+        }
+        if let Some(children) = self.children.as_mut().filter(|_| linked) {
+            children.entry(parent.clone()).or_default().push(child.clone());
         }
         if newly {
             // Rule 3: work it launched meanwhile is re-owned by it.

@@ -867,10 +867,8 @@ impl RunWriter {
     /// threads takes about 2 ms). `None` for the tree when this writer
     /// folds its own book, not the one lent.
     pub fn checked_with_agents(&self, summary: &RunSummary, book: &RunBook) -> (RunSummary, Option<Vec<AgentNode>>) {
-        if !self.lent {
-            return (self.checked_lent(summary, Some(book)), None);
-        }
-        self.checked_parts(summary, Some(book))
+        let (checked, agents) = self.checked_parts(summary, Some(book));
+        (checked, agents.filter(|_| self.lent))
     }
 
     fn checked_lent(&self, summary: &RunSummary, lent: Option<&RunBook>) -> RunSummary {

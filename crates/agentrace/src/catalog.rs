@@ -115,7 +115,8 @@ pub struct Texts {
 enum Early {
     /// Not asked for: every row is written at the end.
     Off,
-    /// Asked for; the catalog is opened when the recording first waits.
+    /// Asked for; the catalog is opened when the recording first waits
+    /// with text to write.
     Allowed { home: Home, id: RunId },
     /// `rows[..written.len()]` are in the catalog's open transaction, with
     /// these row ids.
@@ -191,7 +192,7 @@ impl Texts {
     }
 
     /// Writes up to `count` rows not written yet to the catalog (opening
-    /// it and starting its transaction first, when [`Texts::written_early`]
+    /// it and starting its transaction first, when [`Texts::write_early`]
     /// asked for it); true when there are rows left to write. Gives up at
     /// once, leaving every row to the end, when another process holds the
     /// catalog's write lock or the catalog cannot be opened (the end says
@@ -296,8 +297,8 @@ pub struct Recorded {
 /// indexes nothing: the text written is never committed.
 pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOnce() -> Option<Recorded>) {
     let done = (|| -> anyhow::Result<()> {
-        let held = texts.settle(id);
-        let (catalog, held) = match held {
+        // Whether the text was held (else it is read back from the log).
+        let (catalog, held) = match texts.settle(id) {
             // Part of the text is written already, in the transaction this
             // one commits.
             Some(Settled { rows, early: Some((catalog, written)), changed }) => {
@@ -309,7 +310,7 @@ pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOn
                         .map(|(rowid, row)| (rowid, row.label.as_str(), row.role.as_str())),
                 )?;
                 catalog.insert_texts(id, rows.get(written.len()..).unwrap_or_default(), |_| {})?;
-                (catalog, Some(()))
+                (catalog, true)
             }
             held => {
                 let catalog = Catalog::open(home)?;
@@ -322,13 +323,12 @@ pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOn
                 // of a 40 MB ingest's time); and no search finds the text
                 // of a run the list does not have yet.
                 catalog.begin()?;
-                let held = held.map(|held| held.rows);
-                if let Some(rows) = &held {
+                if let Some(Settled { rows, .. }) = &held {
                     // How much of the log they cover is set below, once the
                     // log is flushed and the run has its row.
                     catalog.put_texts(id, rows, 0)?;
                 }
-                (catalog, held.map(drop))
+                (catalog, held.is_some())
             }
         };
         let Some(Recorded { summary, project, agents }) = recorded() else {
@@ -339,12 +339,13 @@ pub fn index_recorded(home: &Home, id: &RunId, texts: Texts, recorded: impl FnOn
         // Its project now, not once `usage` has kept its usage: `runs
         // --project` found a recorded run only after that.
         catalog.put_run(&summary, project.as_deref(), None, &agents, stamp, None)?;
-        match held {
+        if held {
             // How much of the log the text written covers: the whole of it,
             // now that the run has its row.
-            Some(()) => catalog.add_texts(id, &[], stamp.bytes, false)?,
+            catalog.add_texts(id, &[], stamp.bytes, false)?;
+        } else {
             // Text let go of is read back from the log, flushed by now.
-            None => catalog.put_texts(id, &agentrace_store::catalog::texts_of_log(&home.log_path(id))?, stamp.bytes)?,
+            catalog.put_texts(id, &agentrace_store::catalog::texts_of_log(&home.log_path(id))?, stamp.bytes)?;
         }
         catalog.commit()?;
         Ok(())

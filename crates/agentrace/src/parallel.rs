@@ -105,8 +105,9 @@ pub fn join<A: Send, B: Send>(first: impl FnOnce() -> A + Send, second: impl FnO
 }
 
 /// `work` started on the pool and not waited for: for a warm-up whose
-/// result only a later call reads (through its own lazy cell), done on a
-/// spare core while this one goes on.
+/// result only a later call reads (through its own lazy cell), or a large
+/// value freed (a process may end before it is), done on a spare core
+/// while this one goes on.
 pub fn beside(work: impl FnOnce() + Send + 'static) {
     rayon::spawn(work);
 }

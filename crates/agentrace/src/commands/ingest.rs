@@ -140,8 +140,8 @@ pub struct Ingested {
 pub fn ingest_path(home: &Home, input: &str, options: &IngestOptions) -> anyhow::Result<Ingested> {
     if input == "-" {
         // Stdin redirected from a file ends like one; a pipe may be live.
-        let ends = std::os::fd::AsFd::as_fd(&std::io::stdin()).try_clone_to_owned().ok().map(File::from).and_then(|stdin| stdin.metadata().ok()).is_some_and(|metadata| metadata.is_file());
-        return ingest_reader(home, "<stdin>", io::stdin(), Ends::of(ends), options);
+        let ends = if stdin_is_a_file() { Ends::Surely } else { Ends::Maybe };
+        return ingest_reader(home, "<stdin>", io::stdin(), ends, options);
     }
     let file = File::open(input).with_context(|| format!("cannot open {input}"))?;
     ingest_reader(home, input, file, Ends::Surely, options)
@@ -157,14 +157,10 @@ pub enum Ends {
     Maybe,
 }
 
-impl Ends {
-    fn of(ends: bool) -> Ends {
-        if ends {
-            Ends::Surely
-        } else {
-            Ends::Maybe
-        }
-    }
+/// Whether stdin is a regular file (the shell redirected one to it).
+fn stdin_is_a_file() -> bool {
+    use nix::sys::stat::SFlag;
+    nix::sys::stat::fstat(io::stdin()).is_ok_and(|stat| SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG)
 }
 
 struct Chunks<R> {
@@ -361,7 +357,7 @@ pub fn ingest_reader(
     // The run's state is freed beside (the process may end first): piece
     // by piece, the attributor's and the book's maps of a 40 MB stream took
     // 2.5 ms of its end.
-    std::thread::spawn(move || drop(recorder));
+    crate::parallel::beside(move || drop(recorder));
     Ok(Ingested { id, summary })
 }
 
